@@ -1,0 +1,26 @@
+// The devices this machine can run plans on: CPU cores for CPU workers and,
+// when built with CUDA, the GPUs the driver reports.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace trainsim {
+
+struct LocalDevice {
+  std::string id;             // "cpu:0" (all cores as one entry) or "cuda:0"
+  std::string name;           // "NVIDIA H100 80GB HBM3", "x86_64, 2 cores"
+  std::string kind;           // "cpu" or "gpu"
+  int64_t cores = 0;          // CPU: hardware threads; GPU: streaming multiprocessors
+  double memory_bytes = 0;    // RAM or device memory
+};
+
+// CPU first, then every CUDA device; never throws.
+std::vector<LocalDevice> list_local_devices();
+
+// CUDA devices only; empty when built without CUDA or when no GPU or driver
+// is present. `reason` says why it is empty ("no CUDA driver", "built without CUDA").
+std::vector<LocalDevice> list_cuda_devices(std::string& reason);
+
+}  // namespace trainsim

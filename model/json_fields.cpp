@@ -1,0 +1,107 @@
+// Field readers for trainsim's JSON files; see json_fields.hpp.
+#include "model/json_fields.hpp"
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include "model/error.hpp"
+#include "model/units.hpp"
+
+namespace trainsim {
+
+nlohmann::json read_json_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw InputError(path, "cannot be opened", "a readable JSON file");
+  try {
+    return nlohmann::json::parse(in);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw InputError(path, std::string("is not valid JSON: ") + e.what(), "a trainsim JSON file");
+  }
+}
+
+void write_json_file(const std::string& path, const nlohmann::json& value) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp);
+    if (!out) throw InputError(path, "cannot be written", "a writable path");
+    out << value.dump(2) << "\n";
+    if (!out) throw InputError(path, "could not be fully written", "a writable path with free space");
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) throw InputError(path, "cannot be replaced: " + ec.message(), "a writable path");
+}
+
+void require_format(const nlohmann::json& doc, const std::string& kind, const std::string& where) {
+  if (!doc.is_object()) throw InputError(where, "is not a JSON object", "a trainsim." + kind + " document");
+  const std::string expected = "trainsim." + kind + "/1";
+  auto it = doc.find("format");
+  if (it == doc.end() || !it->is_string()) {
+    throw InputError(where + ": format", "is missing", "\"format\": \"" + expected + "\"");
+  }
+  if (it->get<std::string>() != expected) {
+    throw InputError(where + ": format", "is '" + it->get<std::string>() + "'", expected);
+  }
+}
+
+const nlohmann::json& require_field(const nlohmann::json& object, const std::string& key,
+                                    const std::string& where) {
+  if (!object.is_object()) throw InputError(where, "is not a JSON object", "an object with '" + key + "'");
+  auto it = object.find(key);
+  if (it == object.end()) throw InputError(where + "." + key, "is missing", "a value");
+  return *it;
+}
+
+double require_number(const nlohmann::json& object, const std::string& key, const std::string& where) {
+  const nlohmann::json& value = require_field(object, key, where);
+  if (!value.is_number()) throw InputError(where + "." + key, "is " + value.dump(), "a number");
+  const double x = value.get<double>();
+  if (!std::isfinite(x)) throw InputError(where + "." + key, "is not finite", "a finite number");
+  return x;
+}
+
+double require_nonnegative(const nlohmann::json& object, const std::string& key, const std::string& where) {
+  const double x = require_number(object, key, where);
+  if (x < 0) throw InputError(where + "." + key, "is " + format_number(x), "a value >= 0");
+  return x;
+}
+
+double require_positive(const nlohmann::json& object, const std::string& key, const std::string& where) {
+  const double x = require_number(object, key, where);
+  if (x <= 0) throw InputError(where + "." + key, "is " + format_number(x), "a value > 0");
+  return x;
+}
+
+int64_t require_integer(const nlohmann::json& object, const std::string& key, const std::string& where,
+                        int64_t min_value) {
+  const nlohmann::json& value = require_field(object, key, where);
+  if (!value.is_number_integer()) throw InputError(where + "." + key, "is " + value.dump(), "an integer");
+  const int64_t x = value.get<int64_t>();
+  if (x < min_value) {
+    throw InputError(where + "." + key, "is " + std::to_string(x), "an integer >= " + std::to_string(min_value));
+  }
+  return x;
+}
+
+std::string require_string(const nlohmann::json& object, const std::string& key, const std::string& where) {
+  const nlohmann::json& value = require_field(object, key, where);
+  if (!value.is_string()) throw InputError(where + "." + key, "is " + value.dump(), "a string");
+  return value.get<std::string>();
+}
+
+bool optional_bool(const nlohmann::json& object, const std::string& key, const std::string& where,
+                   bool fallback) {
+  auto it = object.find(key);
+  if (it == object.end()) return fallback;
+  if (!it->is_boolean()) throw InputError(where + "." + key, "is " + it->dump(), "true or false");
+  return it->get<bool>();
+}
+
+std::optional<double> optional_nonnegative(const nlohmann::json& object, const std::string& key,
+                                           const std::string& where) {
+  if (!object.contains(key)) return std::nullopt;
+  return require_nonnegative(object, key, where);
+}
+
+}  // namespace trainsim

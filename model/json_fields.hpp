@@ -1,0 +1,37 @@
+// Reading JSON fields with errors that name the file, the field and what was
+// expected. Every reader of a trainsim file (model, profile, cluster, config)
+// goes through these, so a malformed file never crashes and never half-parses.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+namespace trainsim {
+
+// Parses `path` as JSON; InputError if it is missing or not JSON.
+nlohmann::json read_json_file(const std::string& path);
+
+// Writes `value` (indented) to `path`, replacing it only once fully written.
+void write_json_file(const std::string& path, const nlohmann::json& value);
+
+// Checks `"format": "trainsim.<kind>/1"`.
+void require_format(const nlohmann::json& doc, const std::string& kind, const std::string& where);
+
+// `where` is the path to the object (e.g. "vgg16.json: layers[3]").
+const nlohmann::json& require_field(const nlohmann::json& object, const std::string& key,
+                                    const std::string& where);
+double require_number(const nlohmann::json& object, const std::string& key, const std::string& where);
+// A number that must be finite and >= 0 (times, bytes, rates).
+double require_nonnegative(const nlohmann::json& object, const std::string& key, const std::string& where);
+// A number that must be finite and > 0.
+double require_positive(const nlohmann::json& object, const std::string& key, const std::string& where);
+int64_t require_integer(const nlohmann::json& object, const std::string& key, const std::string& where,
+                        int64_t min_value);
+std::string require_string(const nlohmann::json& object, const std::string& key, const std::string& where);
+bool optional_bool(const nlohmann::json& object, const std::string& key, const std::string& where,
+                   bool fallback);
+std::optional<double> optional_nonnegative(const nlohmann::json& object, const std::string& key,
+                                           const std::string& where);
+
+}  // namespace trainsim

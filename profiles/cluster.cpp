@@ -1,0 +1,95 @@
+// trainsim.cluster/1 reader, writer, validation, and preset lookup.
+#include "profiles/cluster.hpp"
+
+#include <filesystem>
+
+#include "model/error.hpp"
+#include "model/json_fields.hpp"
+
+namespace trainsim {
+namespace {
+
+LinkSpec read_link(const nlohmann::json& doc, const std::string& key, const std::string& where) {
+  const nlohmann::json& j = require_field(doc, key, where);
+  const std::string at = where + ": " + key;
+  return LinkSpec{require_positive(j, "bandwidth_bytes_per_s", at), require_nonnegative(j, "latency_s", at)};
+}
+
+nlohmann::json link_json(const LinkSpec& link) {
+  return {{"bandwidth_bytes_per_s", link.bandwidth_bytes_per_s}, {"latency_s", link.latency_s}};
+}
+
+}  // namespace
+
+void validate_cluster(const Cluster& c, const std::string& where) {
+  // Round-tripping through JSON applies every field check in one place.
+  cluster_from_json(cluster_to_json(c), where);
+}
+
+nlohmann::json cluster_to_json(const Cluster& c) {
+  return {{"format", "trainsim.cluster/1"},
+          {"name", c.name},
+          {"description", c.description},
+          {"machines", c.machines},
+          {"devices_per_machine", c.devices_per_machine},
+          {"device",
+           {{"name", c.device.name},
+            {"kind", c.device.kind},
+            {"memory_bytes", c.device.memory_bytes},
+            {"peak_flops_per_s", c.device.peak_flops_per_s},
+            {"memory_bytes_per_s", c.device.memory_bytes_per_s}}},
+          {"intra_link", link_json(c.intra_link)},
+          {"inter_link", link_json(c.inter_link)},
+          {"host",
+           {{"link_bandwidth_bytes_per_s", c.host.link_bandwidth_bytes_per_s},
+            {"link_latency_s", c.host.link_latency_s},
+            {"reduce_bytes_per_s", c.host.reduce_bytes_per_s},
+            {"threads", c.host.threads},
+            {"stream_sync_s", c.host.stream_sync_s}}},
+          {"collective", {{"reduce_bytes_per_s", c.collective.reduce_bytes_per_s}, {"sync_s", c.collective.sync_s}}}};
+}
+
+Cluster cluster_from_json(const nlohmann::json& doc, const std::string& where) {
+  require_format(doc, "cluster", where);
+  Cluster c;
+  c.name = require_string(doc, "name", where);
+  c.description = doc.value("description", "");
+  c.machines = require_integer(doc, "machines", where, 1);
+  c.devices_per_machine = require_integer(doc, "devices_per_machine", where, 1);
+  const nlohmann::json& d = require_field(doc, "device", where);
+  const std::string at = where + ": device";
+  c.device.name = require_string(d, "name", at);
+  c.device.kind = require_string(d, "kind", at);
+  if (c.device.kind != "gpu" && c.device.kind != "cpu") {
+    throw InputError(at + ".kind", "is '" + c.device.kind + "'", "gpu or cpu");
+  }
+  c.device.memory_bytes = require_positive(d, "memory_bytes", at);
+  c.device.peak_flops_per_s = require_positive(d, "peak_flops_per_s", at);
+  c.device.memory_bytes_per_s = require_positive(d, "memory_bytes_per_s", at);
+  c.intra_link = read_link(doc, "intra_link", where);
+  c.inter_link = read_link(doc, "inter_link", where);
+  const nlohmann::json& h = require_field(doc, "host", where);
+  const std::string ht = where + ": host";
+  c.host.link_bandwidth_bytes_per_s = require_positive(h, "link_bandwidth_bytes_per_s", ht);
+  c.host.link_latency_s = require_nonnegative(h, "link_latency_s", ht);
+  c.host.reduce_bytes_per_s = require_positive(h, "reduce_bytes_per_s", ht);
+  c.host.threads = require_integer(h, "threads", ht, 1);
+  c.host.stream_sync_s = require_nonnegative(h, "stream_sync_s", ht);
+  const nlohmann::json& k = require_field(doc, "collective", where);
+  c.collective.reduce_bytes_per_s = require_positive(k, "reduce_bytes_per_s", where + ": collective");
+  c.collective.sync_s = require_nonnegative(k, "sync_s", where + ": collective");
+  return c;
+}
+
+Cluster load_cluster(const std::string& name_or_path, const std::string& where) {
+  std::string names;
+  for (const Cluster& preset : cluster_presets()) {
+    if (preset.name == name_or_path) return preset;
+    names += (names.empty() ? "" : ", ") + preset.name;
+  }
+  if (std::filesystem::exists(name_or_path)) return cluster_from_json(read_json_file(name_or_path), name_or_path);
+  throw InputError(where, "'" + name_or_path + "' is neither a preset nor a file",
+                   "a cluster JSON file or one of " + names);
+}
+
+}  // namespace trainsim

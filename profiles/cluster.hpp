@@ -1,0 +1,63 @@
+// Clusters (`trainsim.cluster/1`, INTERFACES.md): identical devices on one or
+// more machines, the links between them and the host. Presets describe the
+// seeds' testbeds and modern machines (presets.cpp).
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace trainsim {
+
+struct DeviceSpec {
+  std::string name;               // "Tesla P40"
+  std::string kind = "gpu";       // "gpu" or "cpu"
+  double memory_bytes = 0;        // 24e9
+  double peak_flops_per_s = 0;    // fp32 (or the profile's dtype) peak, 11.8e12
+  double memory_bytes_per_s = 0;  // device memory bandwidth, 346e9
+};
+
+struct LinkSpec {
+  double bandwidth_bytes_per_s = 0;  // one direction, 12e9 for PCIe 3.0 x16
+  double latency_s = 0;              // per message, 1e-5
+};
+
+struct HostSpec {
+  double link_bandwidth_bytes_per_s = 0;  // device <-> host, one direction, per device
+  double link_latency_s = 0;
+  double reduce_bytes_per_s = 0;          // host summation throughput, all threads together
+  int64_t threads = 1;                    // host threads available for reduction
+  double stream_sync_s = 0;               // one device-stream synchronization
+};
+
+struct CollectiveSpec {
+  double reduce_bytes_per_s = 0;  // on-device reduction throughput (gamma = 1/this)
+  double sync_s = 0;              // fixed cost per collective call (t_sync)
+};
+
+struct Cluster {
+  std::string name;                 // "p40x4-pcie3"
+  std::string description;          // testbed and where its figures come from
+  int64_t machines = 1;
+  int64_t devices_per_machine = 1;
+  DeviceSpec device;
+  LinkSpec intra_link;              // between devices of one machine
+  LinkSpec inter_link;              // between machines (per machine NIC)
+  HostSpec host;
+  CollectiveSpec collective;
+};
+
+inline int64_t device_count(const Cluster& cluster) { return cluster.machines * cluster.devices_per_machine; }
+
+void validate_cluster(const Cluster& cluster, const std::string& where);
+
+nlohmann::json cluster_to_json(const Cluster& cluster);
+Cluster cluster_from_json(const nlohmann::json& doc, const std::string& where);
+
+// A preset name (see cluster_presets()) or the path of a cluster JSON file.
+Cluster load_cluster(const std::string& name_or_path, const std::string& where = "--cluster");
+
+// The presets, in the order `cluster list` prints them.
+const std::vector<Cluster>& cluster_presets();
+
+}  // namespace trainsim

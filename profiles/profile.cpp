@@ -1,0 +1,147 @@
+// trainsim.profile/1 reader, writer and validation.
+#include "profiles/profile.hpp"
+
+#include <cmath>
+#include <unordered_set>
+
+#include "model/error.hpp"
+#include "model/json_fields.hpp"
+#include "model/layer.hpp"
+#include "model/units.hpp"
+
+namespace trainsim {
+namespace {
+
+void check_nonnegative(double value, const std::string& where, const char* unit) {
+  if (!std::isfinite(value) || value < 0) {
+    throw InputError(where, "is " + format_number(value), std::string("finite ") + unit + " >= 0");
+  }
+}
+
+}  // namespace
+
+void validate_profile(const Profile& profile, const std::string& where) {
+  if (profile.layers.empty()) throw InputError(where + ": layers", "is empty", "at least one layer");
+  if (profile.batch_size < 1) {
+    throw InputError(where + ": batch_size", std::to_string(profile.batch_size), "a batch size >= 1");
+  }
+  std::unordered_set<std::string> seen{kModelInput};
+  for (size_t i = 0; i < profile.layers.size(); ++i) {
+    const LayerProfile& l = profile.layers[i];
+    const std::string at = where + ": layers[" + std::to_string(i) + "]";
+    if (l.name.empty()) throw InputError(at + ".name", "is empty", "a unique layer name");
+    if (seen.count(l.name)) throw InputError(at + ".name", "'" + l.name + "' is used twice", "unique layer names");
+    for (const std::string& input : l.inputs) {
+      if (!seen.count(input)) {
+        throw InputError(at + ".inputs", "'" + input + "' names no earlier layer",
+                         "names of earlier layers or 'input', in topological order");
+      }
+    }
+    check_nonnegative(l.forward_s, at + ".forward_s", "seconds");
+    check_nonnegative(l.backward_s, at + ".backward_s", "seconds");
+    check_nonnegative(l.param_bytes, at + ".param_bytes", "bytes");
+    check_nonnegative(l.activation_bytes, at + ".activation_bytes", "bytes");
+    if (!(l.sparsity > 0 && l.sparsity <= 1)) {
+      throw InputError(at + ".sparsity", "is " + format_number(l.sparsity), "a fraction in (0, 1]");
+    }
+    if (l.backward_input_s) check_nonnegative(*l.backward_input_s, at + ".backward_input_s", "seconds");
+    if (l.backward_weight_s) check_nonnegative(*l.backward_weight_s, at + ".backward_weight_s", "seconds");
+    if (l.workspace_bytes) check_nonnegative(*l.workspace_bytes, at + ".workspace_bytes", "bytes");
+    if (l.flops) check_nonnegative(*l.flops, at + ".flops", "FLOPs");
+    seen.insert(l.name);
+  }
+}
+
+nlohmann::json profile_to_json(const Profile& profile) {
+  nlohmann::json layers = nlohmann::json::array();
+  for (const LayerProfile& l : profile.layers) {
+    nlohmann::json j = {{"name", l.name},
+                        {"inputs", l.inputs},
+                        {"forward_s", l.forward_s},
+                        {"backward_s", l.backward_s},
+                        {"param_bytes", l.param_bytes},
+                        {"activation_bytes", l.activation_bytes},
+                        {"sparse", l.sparse},
+                        {"sparsity", l.sparsity}};
+    if (l.backward_input_s) j["backward_input_s"] = *l.backward_input_s;
+    if (l.backward_weight_s) j["backward_weight_s"] = *l.backward_weight_s;
+    if (l.workspace_bytes) j["workspace_bytes"] = *l.workspace_bytes;
+    if (l.flops) j["flops"] = *l.flops;
+    layers.push_back(std::move(j));
+  }
+  return {{"format", "trainsim.profile/1"},
+          {"model", profile.model},
+          {"device", {{"name", profile.device.name}, {"kind", profile.device.kind}}},
+          {"batch_size", profile.batch_size},
+          {"dtype", profile.dtype},
+          {"source", profile.source},
+          {"layers", std::move(layers)}};
+}
+
+Profile profile_from_json(const nlohmann::json& doc, const std::string& where) {
+  require_format(doc, "profile", where);
+  Profile p;
+  p.model = require_string(doc, "model", where);
+  const nlohmann::json& device = require_field(doc, "device", where);
+  p.device.name = require_string(device, "name", where + ": device");
+  p.device.kind = require_string(device, "kind", where + ": device");
+  if (p.device.kind != "gpu" && p.device.kind != "cpu") {
+    throw InputError(where + ": device.kind", "is '" + p.device.kind + "'", "gpu or cpu");
+  }
+  p.batch_size = require_integer(doc, "batch_size", where, 1);
+  p.dtype = doc.contains("dtype") ? require_string(doc, "dtype", where) : "fp32";
+  p.source = doc.contains("source") ? require_string(doc, "source", where) : "unknown";
+  const nlohmann::json& layers = require_field(doc, "layers", where);
+  if (!layers.is_array()) throw InputError(where + ": layers", "is not a list", "a list of layer profiles");
+  for (size_t i = 0; i < layers.size(); ++i) {
+    const std::string at = where + ": layers[" + std::to_string(i) + "]";
+    const nlohmann::json& j = layers[i];
+    LayerProfile l;
+    l.name = require_string(j, "name", at);
+    const nlohmann::json& inputs = require_field(j, "inputs", at);
+    if (!inputs.is_array()) throw InputError(at + ".inputs", "is " + inputs.dump(), "a list of layer names");
+    for (const auto& input : inputs) {
+      if (!input.is_string()) throw InputError(at + ".inputs", "has " + input.dump(), "layer names");
+      l.inputs.push_back(input.get<std::string>());
+    }
+    l.forward_s = require_nonnegative(j, "forward_s", at);
+    l.backward_s = require_nonnegative(j, "backward_s", at);
+    l.param_bytes = require_nonnegative(j, "param_bytes", at);
+    l.activation_bytes = require_nonnegative(j, "activation_bytes", at);
+    l.sparse = optional_bool(j, "sparse", at, false);
+    l.sparsity = j.contains("sparsity") ? require_number(j, "sparsity", at) : 1.0;
+    l.backward_input_s = optional_nonnegative(j, "backward_input_s", at);
+    l.backward_weight_s = optional_nonnegative(j, "backward_weight_s", at);
+    l.workspace_bytes = optional_nonnegative(j, "workspace_bytes", at);
+    l.flops = optional_nonnegative(j, "flops", at);
+    p.layers.push_back(std::move(l));
+  }
+  validate_profile(p, where);
+  return p;
+}
+
+Profile read_profile_file(const std::string& path) { return profile_from_json(read_json_file(path), path); }
+
+void write_profile_file(const std::string& path, const Profile& profile) {
+  write_json_file(path, profile_to_json(profile));
+}
+
+double total_forward_s(const Profile& profile) {
+  double t = 0;
+  for (const auto& l : profile.layers) t += l.forward_s;
+  return t;
+}
+
+double total_backward_s(const Profile& profile) {
+  double t = 0;
+  for (const auto& l : profile.layers) t += l.backward_s;
+  return t;
+}
+
+double total_param_bytes(const Profile& profile) {
+  double b = 0;
+  for (const auto& l : profile.layers) b += l.param_bytes;
+  return b;
+}
+
+}  // namespace trainsim

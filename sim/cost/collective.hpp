@@ -1,0 +1,45 @@
+// Collective communication costs (EQUATIONS.md §2, after Thakur, Rabenseifner
+// and Gropp 2005): the α-β-γ model of MPICH's algorithms. One file per
+// algorithm under collectives/; this header is the narrow interface.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace trainsim {
+
+struct Cluster;
+
+// α-β-γ parameters of a group of devices.
+struct LinkParams {
+  double alpha_s = 0;        // latency per message
+  double beta_s_per_byte = 0;   // 1 / link bandwidth
+  double gamma_s_per_byte = 0;  // 1 / reduction throughput
+};
+
+enum class CollectiveAlgorithm { kRing, kRecursiveDoubling, kRabenseifner, kBinomialTree };
+
+// Names used in configs: "ring", "recursive-doubling", "rabenseifner", "tree".
+const std::vector<std::string>& collective_algorithm_names();
+CollectiveAlgorithm parse_collective_algorithm(const std::string& name, const std::string& where);
+std::string collective_algorithm_name(CollectiveAlgorithm algorithm);
+
+// AllReduce of `bytes` over `p` processes; 0 when p == 1.
+double allreduce_s(CollectiveAlgorithm algorithm, double bytes, int64_t p, const LinkParams& link);
+
+// Binomial-tree reduce and broadcast, ring allgather (bytes = total gathered),
+// pairwise reduce-scatter (bytes = the whole vector). 0 when p == 1.
+double reduce_tree_s(double bytes, int64_t p, const LinkParams& link);
+double broadcast_tree_s(double bytes, int64_t p, const LinkParams& link);
+double broadcast_scatter_allgather_s(double bytes, int64_t p, const LinkParams& link);
+double allgather_ring_s(double bytes, int64_t p, const LinkParams& link);
+double reduce_scatter_pairwise_s(double bytes, int64_t p, const LinkParams& link);
+
+// The link of a group of `group` devices placed in order on `cluster`: the
+// intra-machine link while the group fits on one machine, else the slower of
+// the intra- and inter-machine links (a flat collective crossing machines is
+// paced by its slowest hop). γ from cluster.collective.reduce_bytes_per_s.
+LinkParams collective_link(const Cluster& cluster, int64_t group);
+
+}  // namespace trainsim

@@ -1,0 +1,1 @@
+// binomial_tree

@@ -1,0 +1,1 @@
+// recursive_doubling

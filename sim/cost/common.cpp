@@ -1,0 +1,60 @@
+// Shared cost-model pieces; see common.hpp.
+#include "sim/cost/common.hpp"
+
+#include <algorithm>
+
+#include "model/error.hpp"
+
+namespace trainsim {
+
+ModelTotals range_totals(const Profile& profile, int64_t first, int64_t last) {
+  TRAINSIM_CHECK(first >= 0 && last < static_cast<int64_t>(profile.layers.size()) && first <= last,
+                 "layer range out of bounds");
+  ModelTotals t;
+  for (int64_t i = first; i <= last; ++i) {
+    const LayerProfile& l = profile.layers[i];
+    t.forward_s += l.forward_s;
+    t.backward_s += l.backward_s;
+    t.param_bytes += l.param_bytes;
+    (l.sparse ? t.sparse_param_bytes : t.dense_param_bytes) += l.param_bytes;
+    t.activation_bytes += l.activation_bytes;
+    t.workspace_bytes = std::max(t.workspace_bytes, l.workspace_bytes.value_or(0.0));
+  }
+  return t;
+}
+
+ModelTotals model_totals(const Profile& profile) {
+  return range_totals(profile, 0, static_cast<int64_t>(profile.layers.size()) - 1);
+}
+
+double update_s(double param_bytes, const Cluster& cluster) {
+  return kUpdatePassesPerParamByte * param_bytes / cluster.device.memory_bytes_per_s;
+}
+
+int64_t resolve_workers(StrategyConfig& config, const Cluster& cluster) {
+  const int64_t devices = device_count(cluster);
+  const int64_t workers = config.get_int("workers", devices, 1);
+  if (workers > devices) {
+    throw InputError("--set workers", std::to_string(workers) + " workers",
+                     "at most the " + std::to_string(devices) + " devices of " + cluster.name);
+  }
+  return workers;
+}
+
+DeviceMemory replica_memory(const Profile& profile, int64_t first, int64_t last, double batches_in_flight) {
+  const ModelTotals t = range_totals(profile, first, last);
+  DeviceMemory m;
+  m.weights_bytes = t.param_bytes;
+  m.gradients_bytes = t.param_bytes;
+  m.optimizer_bytes = t.param_bytes;
+  m.activations_bytes = batches_in_flight * t.activation_bytes + t.workspace_bytes;
+  return m;
+}
+
+void finish_prediction(Prediction& p, const StrategyConfig& config) {
+  TRAINSIM_CHECK(p.iteration_s > 0, p.strategy + ": iteration time must be positive");
+  p.samples_per_s = p.samples_per_iteration / p.iteration_s;
+  p.config = config.resolved();
+}
+
+}  // namespace trainsim

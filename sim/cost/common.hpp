@@ -1,0 +1,47 @@
+// Pieces every cost model shares: whole-model sums, the optimizer update,
+// worker counts and the memory of a full model replica.
+#pragma once
+
+#include <cstdint>
+
+#include "profiles/cluster.hpp"
+#include "profiles/profile.hpp"
+#include "sim/cost/prediction.hpp"
+#include "sim/cost/strategy_config.hpp"
+
+namespace trainsim {
+
+struct ModelTotals {
+  double forward_s = 0;         // Σ forward_s
+  double backward_s = 0;        // Σ backward_s
+  double param_bytes = 0;       // Σ param_bytes (= gradient bytes M)
+  double dense_param_bytes = 0; // Σ over layers not marked sparse
+  double sparse_param_bytes = 0;// Σ over sparse layers (whole tables)
+  double activation_bytes = 0;  // Σ activation_bytes: what one batch keeps for backward
+  double workspace_bytes = 0;   // max workspace_bytes of a layer
+};
+
+ModelTotals model_totals(const Profile& profile);
+ModelTotals range_totals(const Profile& profile, int64_t first, int64_t last);
+
+// Momentum SGD reads weights, gradients and momentum and writes weights and
+// momentum: 5 passes over the parameters at device memory bandwidth.
+inline constexpr double kUpdatePassesPerParamByte = 5.0;
+
+// Time of the optimizer update of `param_bytes` on one device of `cluster`.
+double update_s(double param_bytes, const Cluster& cluster);
+
+// Key "workers": default every device of the cluster, at least 1 and at most
+// device_count(cluster); records the value.
+int64_t resolve_workers(StrategyConfig& config, const Cluster& cluster);
+
+// Memory of one device holding layers [first, last] with momentum SGD:
+// weights, gradients and momentum of those layers, and `batches_in_flight`
+// batches' activations.
+DeviceMemory replica_memory(const Profile& profile, int64_t first, int64_t last, double batches_in_flight);
+
+// Fills samples_per_s from samples_per_iteration and iteration_s, and the
+// config from the resolved settings; the strategy's own fields stay.
+void finish_prediction(Prediction& prediction, const StrategyConfig& config);
+
+}  // namespace trainsim

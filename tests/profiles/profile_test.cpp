@@ -1,0 +1,56 @@
+// Profile and cluster files: round trips and rejection of bad fields.
+#include "profiles/profile.hpp"
+
+#include <gtest/gtest.h>
+
+#include <limits>
+
+#include "model/error.hpp"
+#include "profiles/cluster.hpp"
+#include "tests/sim/cost/fixtures.hpp"
+
+namespace trainsim {
+namespace {
+
+Profile small_profile() {
+  Profile p;
+  p.model = "m";
+  p.device = {"dev", "gpu"};
+  p.batch_size = 8;
+  p.source = "test";
+  p.layers.push_back(testing_fixtures::layer("a", {"input"}, 1e-3, 2e-3, 100, 200));
+  p.layers.push_back(testing_fixtures::layer("b", {"a", "input"}, 3e-3, 4e-3, 0, 50));
+  return p;
+}
+
+TEST(Profile, JsonRoundTrip) {
+  Profile p = small_profile();
+  p.layers[0].backward_input_s = 1e-3;
+  const Profile back = profile_from_json(profile_to_json(p), "p.json");
+  ASSERT_EQ(back.layers.size(), 2u);
+  EXPECT_EQ(back.layers[1].inputs, (std::vector<std::string>{"a", "input"}));
+  EXPECT_DOUBLE_EQ(back.layers[0].backward_input_s.value(), 1e-3);
+  EXPECT_FALSE(back.layers[1].backward_input_s.has_value());
+  EXPECT_DOUBLE_EQ(total_forward_s(back), 4e-3);
+}
+
+TEST(Profile, NegativeTimeIsRejected) {
+  auto doc = profile_to_json(small_profile());
+  doc["layers"][1]["backward_s"] = -1.0;
+  EXPECT_THROW(profile_from_json(doc, "p.json"), InputError);
+}
+
+TEST(Profile, NanTimeIsRejected) {
+  Profile p = small_profile();
+  p.layers[0].forward_s = std::numeric_limits<double>::quiet_NaN();
+  EXPECT_THROW(validate_profile(p, "p"), InputError);
+}
+
+TEST(Profile, WrongFormatIsRejected) {
+  auto doc = profile_to_json(small_profile());
+  doc["format"] = "trainsim.cluster/1";
+  EXPECT_THROW(profile_from_json(doc, "p.json"), InputError);
+}
+
+}  // namespace
+}  // namespace trainsim
