@@ -1,0 +1,138 @@
+// Cluster presets: every one validates, survives a JSON round trip, is found
+// by load_cluster, and carries its testbed's shape and derived rates.
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "model/error.hpp"
+#include "profiles/cluster.hpp"
+
+namespace trainsim {
+namespace {
+
+const Cluster& preset(const std::string& name) {
+  for (const Cluster& c : cluster_presets()) {
+    if (c.name == name) return c;
+  }
+  throw std::logic_error("no preset " + name);
+}
+
+void expect_same_link(const LinkSpec& a, const LinkSpec& b) {
+  EXPECT_EQ(a.bandwidth_bytes_per_s, b.bandwidth_bytes_per_s);
+  EXPECT_EQ(a.latency_s, b.latency_s);
+}
+
+void expect_same_cluster(const Cluster& a, const Cluster& b) {
+  EXPECT_EQ(a.name, b.name);
+  EXPECT_EQ(a.description, b.description);
+  EXPECT_EQ(a.machines, b.machines);
+  EXPECT_EQ(a.devices_per_machine, b.devices_per_machine);
+  EXPECT_EQ(a.device.name, b.device.name);
+  EXPECT_EQ(a.device.kind, b.device.kind);
+  EXPECT_EQ(a.device.memory_bytes, b.device.memory_bytes);
+  EXPECT_EQ(a.device.peak_flops_per_s, b.device.peak_flops_per_s);
+  EXPECT_EQ(a.device.memory_bytes_per_s, b.device.memory_bytes_per_s);
+  expect_same_link(a.intra_link, b.intra_link);
+  expect_same_link(a.inter_link, b.inter_link);
+  EXPECT_EQ(a.host.link_bandwidth_bytes_per_s, b.host.link_bandwidth_bytes_per_s);
+  EXPECT_EQ(a.host.link_latency_s, b.host.link_latency_s);
+  EXPECT_EQ(a.host.reduce_bytes_per_s, b.host.reduce_bytes_per_s);
+  EXPECT_EQ(a.host.threads, b.host.threads);
+  EXPECT_EQ(a.host.stream_sync_s, b.host.stream_sync_s);
+  EXPECT_EQ(a.collective.reduce_bytes_per_s, b.collective.reduce_bytes_per_s);
+  EXPECT_EQ(a.collective.sync_s, b.collective.sync_s);
+}
+
+TEST(Presets, EveryPresetValidates) {
+  for (const Cluster& c : cluster_presets()) {
+    SCOPED_TRACE(c.name);
+    EXPECT_NO_THROW(validate_cluster(c, "preset " + c.name));
+  }
+}
+
+TEST(Presets, NamesAreUniqueAndInTheListedOrder) {
+  std::vector<std::string> names;
+  for (const Cluster& c : cluster_presets()) names.push_back(c.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"p40x4-pcie3", "titanxp-4node-10gbe", "p100x4-nvlink-power8",
+                                             "titanxp-8x6-ib100", "h100x8-nvlink", "h100x4node-ib400"}));
+  EXPECT_EQ(std::set<std::string>(names.begin(), names.end()).size(), names.size());
+}
+
+TEST(Presets, DeviceCountsMatchTheTestbeds) {
+  // Seed 000: 4 P40 in one box; seed 002: 4 nodes × 1 TITAN Xp; seed 003: 4
+  // P100 in one Minsky; seed 004: 8 machines × 6 TITAN Xp = 48; DGX H100: 8;
+  // 4 DGX-style machines: 32.
+  EXPECT_EQ(device_count(preset("p40x4-pcie3")), 4);
+  EXPECT_EQ(preset("titanxp-4node-10gbe").machines, 4);
+  EXPECT_EQ(device_count(preset("titanxp-4node-10gbe")), 4);
+  EXPECT_EQ(device_count(preset("p100x4-nvlink-power8")), 4);
+  EXPECT_EQ(preset("titanxp-8x6-ib100").machines, 8);
+  EXPECT_EQ(device_count(preset("titanxp-8x6-ib100")), 48);
+  EXPECT_EQ(device_count(preset("h100x8-nvlink")), 8);
+  EXPECT_EQ(device_count(preset("h100x4node-ib400")), 32);
+}
+
+TEST(Presets, DescriptionsNameTheirSeed) {
+  EXPECT_NE(preset("p40x4-pcie3").description.find("Seed 000"), std::string::npos);
+  EXPECT_NE(preset("titanxp-4node-10gbe").description.find("Seed 002"), std::string::npos);
+  EXPECT_NE(preset("p100x4-nvlink-power8").description.find("Seed 003"), std::string::npos);
+  EXPECT_NE(preset("titanxp-8x6-ib100").description.find("Seed 004"), std::string::npos);
+}
+
+TEST(Presets, JsonRoundTripKeepsEveryField) {
+  for (const Cluster& c : cluster_presets()) {
+    SCOPED_TRACE(c.name);
+    expect_same_cluster(cluster_from_json(cluster_to_json(c), c.name), c);
+  }
+}
+
+TEST(Presets, LoadClusterFindsEveryPresetByName) {
+  for (const Cluster& c : cluster_presets()) expect_same_cluster(load_cluster(c.name), c);
+}
+
+TEST(Presets, LoadClusterRejectsAnUnknownName) {
+  try {
+    load_cluster("p40x5-pcie3", "--cluster");
+    FAIL() << "an unknown preset name was accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where(), "--cluster");
+    EXPECT_NE(e.expected().find("h100x8-nvlink"), std::string::npos);  // lists the presets
+  }
+}
+
+TEST(Presets, ReductionRatesAreMemoryBandwidthOverThree) {
+  // Summation reads two bytes and writes one per byte reduced.
+  // P40: 346 GB/s / 3 = 115.33 GB/s on the device. Host (one Xeon E5-2650
+  // v4, 4 × DDR4-2400 = 76.8 GB/s, 75% sustained): 76.8e9 × 0.75 / 3 = 19.2 GB/s.
+  const Cluster& p40 = preset("p40x4-pcie3");
+  EXPECT_DOUBLE_EQ(p40.collective.reduce_bytes_per_s, 346e9 / 3);
+  EXPECT_DOUBLE_EQ(p40.host.reduce_bytes_per_s, 19.2e9);
+  // POWER8 S822LC: 2 × 115 GB/s × 0.75 / 3 = 57.5 GB/s.
+  EXPECT_DOUBLE_EQ(preset("p100x4-nvlink-power8").host.reduce_bytes_per_s, 57.5e9);
+  // H100: 3.35 TB/s / 3 = 1.1167 TB/s.
+  EXPECT_DOUBLE_EQ(preset("h100x8-nvlink").collective.reduce_bytes_per_s, 3.35e12 / 3);
+}
+
+TEST(Presets, EffectiveLinkRatesStayBelowTheirLineRates) {
+  // PCIe 3.0 x16 15.75 GB/s; 10 GbE 1.25 GB/s; NVLink 1 pair 40 GB/s per
+  // direction (seed 003: 80 GB/s duplex); EDR InfiniBand 12.5 GB/s; NVLink 4
+  // 450 GB/s per GPU; 8 × NDR 400 Gb/s = 400 GB/s per machine.
+  EXPECT_LE(preset("p40x4-pcie3").intra_link.bandwidth_bytes_per_s, 15.75e9);
+  EXPECT_LE(preset("titanxp-4node-10gbe").inter_link.bandwidth_bytes_per_s, 1.25e9);
+  EXPECT_LE(preset("p100x4-nvlink-power8").intra_link.bandwidth_bytes_per_s, 40e9);
+  EXPECT_LE(preset("p100x4-nvlink-power8").host.link_bandwidth_bytes_per_s, 40e9);
+  EXPECT_LE(preset("titanxp-8x6-ib100").inter_link.bandwidth_bytes_per_s, 12.5e9);
+  EXPECT_LE(preset("h100x8-nvlink").intra_link.bandwidth_bytes_per_s, 450e9);
+  EXPECT_LE(preset("h100x4node-ib400").inter_link.bandwidth_bytes_per_s, 400e9);
+  // And the multi-machine networks are slower than the links inside a machine.
+  for (const char* name : {"titanxp-8x6-ib100", "h100x4node-ib400"}) {
+    EXPECT_LT(preset(name).inter_link.bandwidth_bytes_per_s / preset(name).devices_per_machine,
+              preset(name).intra_link.bandwidth_bytes_per_s)
+        << name;
+  }
+}
+
+}  // namespace
+}  // namespace trainsim
