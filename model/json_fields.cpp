@@ -15,7 +15,7 @@ nlohmann::json read_json_file(const std::string& path) {
   if (!in) throw InputError(path, "cannot be opened", "a readable JSON file");
   try {
     return nlohmann::json::parse(in);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // syntax errors and numbers out of range
     throw InputError(path, std::string("is not valid JSON: ") + e.what(), "a trainsim JSON file");
   }
 }

@@ -14,7 +14,8 @@ constexpr double kFp32Bytes = 4.0;
 
 // Bytes one forward pass of `layer` moves for the whole batch: its inputs and
 // output once each, plus its parameters. An embedding reads only the rows it
-// looks up, which are as many bytes as its output.
+// looks up, which are as many bytes as its output; another sparse layer (a
+// sampled softmax) reads the fraction of its rows a batch touches.
 double forward_bytes(const Layer& layer, int64_t batch,
                      const std::unordered_map<std::string, int64_t>& elements_by_name) {
   double input_elements = 0;
@@ -23,7 +24,8 @@ double forward_bytes(const Layer& layer, int64_t batch,
   const double activation_bytes = kFp32Bytes * (input_elements + output_elements) * static_cast<double>(batch);
   const double output_bytes = kFp32Bytes * output_elements * static_cast<double>(batch);
   const double param_bytes = kFp32Bytes * static_cast<double>(layer.param_count);
-  return activation_bytes + (layer.op == "embedding" ? std::min(output_bytes, param_bytes) : param_bytes);
+  if (layer.op == "embedding") return activation_bytes + std::min(output_bytes, param_bytes);
+  return activation_bytes + (layer.sparse ? sparse_fraction(layer, batch) : 1.0) * param_bytes;
 }
 
 // Sparse layers touch only part of their table per batch; at least one row,
@@ -38,8 +40,8 @@ double layer_sparsity(const Layer& layer, int64_t batch) {
 
 double compute_efficiency(const std::string& op) {
   if (op == "conv2d") return kConvEfficiency;
-  if (op == "linear") return kLinearEfficiency;
-  if (op == "lstm") return kLstmEfficiency;
+  if (op == "linear" || op == "sampled_softmax") return kLinearEfficiency;  // both GEMMs
+  if (op == "lstm" || op == "attention_lstm") return kLstmEfficiency;      // recurrent GEMMs
   if (op == "attention") return kAttentionEfficiency;
   return kMemoryBoundOpEfficiency;
 }

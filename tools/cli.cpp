@@ -1,1 +1,92 @@
-// cli
+// run_trainsim: builds the CLI11 app from the subcommands, parses, runs the
+// chosen command, and turns exceptions into exit codes and one-line errors.
+#include "tools/cli.hpp"
+
+#include <filesystem>
+#include <fstream>
+
+#include "model/error.hpp"
+#include "model/model_json.hpp"
+#include "model/zoo/zoo.hpp"
+#include "tools/commands.hpp"
+
+namespace trainsim {
+
+Model load_model(const std::string& name_or_path, const std::string& where) {
+  const bool looks_like_file = name_or_path.find('/') != std::string::npos ||
+                               name_or_path.ends_with(".json");
+  if (looks_like_file || (std::filesystem::exists(name_or_path) && !std::filesystem::is_directory(name_or_path))) {
+    return read_model_file(name_or_path);
+  }
+  return build_zoo_model(name_or_path, where);
+}
+
+void write_text_output(const std::string& path, const std::string& text, std::ostream& out,
+                       const std::string& where) {
+  if (path == "-") {
+    out << text;
+    return;
+  }
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream file(tmp);
+    if (!file) throw InputError(where, "cannot write '" + path + "'", "a writable path");
+    file << text;
+    if (!file) throw InputError(where, "could not finish writing '" + path + "'", "a path with free space");
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) throw InputError(where, "cannot replace '" + path + "': " + ec.message(), "a writable path");
+}
+
+int run_trainsim(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  CLI::App app{"trainsim: predict, choose and run parallel DNN training strategies"};
+  app.name("trainsim");
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "trainsim 0.1.0");
+  CommandContext ctx{out, err, {}};
+  add_zoo_command(app, ctx);
+  add_cluster_command(app, ctx);
+  add_profile_command(app, ctx);
+  add_predict_command(app, ctx);
+  add_devices_command(app, ctx);
+
+  try {
+    if (!args.empty() && !args.front().starts_with("-")) {
+      std::string names;
+      bool known = false;
+      for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
+        known |= sub->get_name() == args.front();
+        names += (names.empty() ? "" : ", ") + sub->get_name();
+      }
+      if (!known) throw InputError(args.front(), "is not a trainsim command", "one of " + names);
+    }
+    std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 pops from the back
+    app.parse(reversed);
+    if (ctx.action) ctx.action();
+    return 0;
+  } catch (const CLI::CallForHelp&) {
+    // The innermost subcommand that was named gets its own help.
+    const CLI::App* target = &app;
+    while (!target->get_subcommands().empty()) target = target->get_subcommands().front();
+    out << target->help();
+    return 0;
+  } catch (const CLI::CallForAllHelp&) {
+    out << app.help("", CLI::AppFormatMode::All);
+    return 0;
+  } catch (const CLI::CallForVersion& e) {
+    out << e.what() << "\n";
+    return 0;
+  } catch (const CLI::ParseError& e) {
+    err << "trainsim: error: command line: " << e.what() << " (see trainsim --help)\n";
+    return 2;
+  } catch (const InputError& e) {
+    err << "trainsim: error: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    err << "trainsim: failed: " << e.what() << "\n";
+    return 1;
+  }
+}
+
+}  // namespace trainsim

@@ -28,6 +28,19 @@ std::string collective_algorithm_name(CollectiveAlgorithm algorithm);
 // AllReduce of `bytes` over `p` processes; 0 when p == 1.
 double allreduce_s(CollectiveAlgorithm algorithm, double bytes, int64_t p, const LinkParams& link);
 
+// The AllReduce algorithms behind allreduce_s, one file each. Recursive
+// doubling and Rabenseifner fold a non-power-of-two p onto the largest power
+// of two first (Thakur et al. 2005 §4); the tree is a binomial reduce followed
+// by a binomial broadcast.
+double allreduce_ring_s(double bytes, int64_t p, const LinkParams& link);
+double allreduce_recursive_doubling_s(double bytes, int64_t p, const LinkParams& link);
+double allreduce_rabenseifner_s(double bytes, int64_t p, const LinkParams& link);
+double allreduce_tree_s(double bytes, int64_t p, const LinkParams& link);
+
+// Largest power of two <= p (p >= 1), and ⌈log2 p⌉ (0 for p == 1).
+int64_t floor_power_of_two(int64_t p);
+int64_t ceil_log2(int64_t p);
+
 // Binomial-tree reduce and broadcast, ring allgather (bytes = total gathered),
 // pairwise reduce-scatter (bytes = the whole vector). 0 when p == 1.
 double reduce_tree_s(double bytes, int64_t p, const LinkParams& link);

@@ -1,5 +1,92 @@
-#include <stdexcept>
+// `gpipe` (GPipe, Huang et al. 2019; seed 001's baseline): the mini-batch is
+// split into M micro-batches that flow forward through the stages, then
+// backward, then a flush: every stage updates once, so no gradient is stale.
+#include <algorithm>
+
+#include "model/error.hpp"
+#include "sim/cost/common.hpp"
+#include "sim/cost/stages.hpp"
 #include "sim/cost/strategies.hpp"
+
 namespace trainsim {
-Prediction predict_gpipe(const Profile&, const Cluster&, StrategyConfig&) { throw std::logic_error("gpipe: cost model not written yet"); }
+namespace {
+
+// Key `microbatches`: default 4·K, GPipe's advice that M >= 4K makes the
+// bubble negligible, but no more micro-batches than samples.
+int64_t resolve_microbatches(StrategyConfig& config, int64_t stages, int64_t batch_size,
+                             std::vector<std::string>& notes) {
+  if (config.has("microbatches")) {
+    const int64_t m = config.get_int("microbatches", 1, 1);
+    if (m > batch_size) {
+      throw InputError("--set microbatches", std::to_string(m) + " micro-batches",
+                       "at most the " + std::to_string(batch_size) + " samples of a mini-batch");
+    }
+    return m;
+  }
+  const int64_t m = std::min(4 * stages, batch_size);
+  config.get_int("microbatches", m, 1);
+  notes.push_back("microbatches: " + std::to_string(m) +
+                  (m == 4 * stages ? " = 4·stages (GPipe: M >= 4K keeps the bubble small)"
+                                   : " = the batch size (4·stages would leave micro-batches without samples)"));
+  return m;
+}
+
+// One sweep (forward or backward) of M identical micro-batches through the
+// stages and the links between them, a flow shop: the first micro-batch
+// crosses every stage and link, the other M-1 follow at the pace of the
+// slowest (EQUATIONS.md §5's (M+K-1)·max_k t_k when all stages are equal).
+// Micro-batch times are the stage times / M (linear in the batch); the r
+// replicas of a stage share its micro-batches, 1/r of the stage time each.
+double sweep_s(const Pipeline& pipe, int64_t microbatches, bool forward, bool with_transfers) {
+  const double m = static_cast<double>(microbatches);
+  double slowest_s = 0, path_s = 0;
+  for (const PipelineStage& s : pipe.stages) {
+    const double step_s = (forward ? s.forward_s : s.backward_s) / (m * static_cast<double>(s.replicas));
+    slowest_s = std::max(slowest_s, step_s);
+    path_s += step_s;
+  }
+  if (with_transfers) {
+    for (const StageBoundary& b : pipe.boundaries) {
+      const double hop_s = transfer_s(b.bytes / m, b.link);
+      slowest_s = std::max(slowest_s, hop_s);
+      path_s += hop_s;
+    }
+  }
+  return path_s + (m - 1) * slowest_s;
+}
+
+}  // namespace
+
+// Iteration = forward sweep + backward sweep + the update after the flush,
+// stages in parallel: max_k (W^r_k + U_k), replicas summing their gradients
+// (EQUATIONS.md §4's W^m) before updating.
+Prediction predict_gpipe(const Profile& profile, const Cluster& cluster, StrategyConfig& config) {
+  Prediction p;
+  p.strategy = "gpipe";
+  const Pipeline pipe = resolve_pipeline(profile, cluster, config, p.notes);
+  const int64_t m = resolve_microbatches(config, pipe.stage_count(), profile.batch_size, p.notes);
+
+  double flush_s = 0;
+  for (const PipelineStage& s : pipe.stages) flush_s = std::max(flush_s, s.weight_sync_s + s.update_s);
+  p.iteration_s = sweep_s(pipe, m, true, true) + sweep_s(pipe, m, false, true) + flush_s;
+  const double compute_only_s = sweep_s(pipe, m, true, false) + sweep_s(pipe, m, false, false) + flush_s;
+
+  std::vector<Breakdown> per_stage;
+  std::vector<DeviceMemory> memory;
+  for (const PipelineStage& s : pipe.stages) {
+    const double r = static_cast<double>(s.replicas);
+    const double compute_s = (s.forward_s + s.backward_s) / r + s.update_s;
+    per_stage.push_back(device_breakdown(p.iteration_s, compute_s, s.weight_sync_s, p.iteration_s - compute_only_s));
+    // Activations of all the micro-batches a replica ran: its share of the mini-batch.
+    memory.push_back(stage_memory(profile, s, 1.0 / r));
+  }
+  p.breakdown = average_breakdown(pipe, per_stage);
+  p.workers = pipe.devices;
+  p.samples_per_iteration = static_cast<double>(profile.batch_size);
+  p.memory = per_device_memory(pipe, memory);
+  p.staleness = 0;
+  finish_prediction(p, config);
+  return p;
+}
+
 }  // namespace trainsim

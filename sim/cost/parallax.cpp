@@ -1,5 +1,142 @@
-#include <stdexcept>
+// `parallax` (seed 004, Kim et al. EuroSys 2019; EQUATIONS.md §3): dense
+// variables by AllReduce, sparse ones (embeddings) by parameter servers, one
+// server per machine, with local aggregation of a machine's sparse gradients;
+// `ps` and `ar` are the pure variants. Communication runs after backward, as
+// TensorFlow schedules it: nothing overlaps it.
+#include <algorithm>
+#include <cmath>
+
+#include "sim/cost/common.hpp"
+#include "sim/cost/data_parallel.hpp"
 #include "sim/cost/strategies.hpp"
+
 namespace trainsim {
-Prediction predict_parallax(const Profile&, const Cluster&, StrategyConfig&) { throw std::logic_error("parallax: cost model not written yet"); }
+namespace {
+
+// Bytes of one iteration's variables by kind (seed 004 §5.3.1, Table 3).
+struct VariableBytes {
+  double dense = 0;           // w of the dense layers: every element every iteration
+  double sparse = 0;          // w of the sparse layers: whole tables
+  double sparse_touched = 0;  // Σ sparsity·w over sparse layers: the αw one worker touches
+};
+
+VariableBytes variable_bytes(const Profile& profile) {
+  VariableBytes v;
+  for (const LayerProfile& l : profile.layers) {
+    if (l.sparse) {
+      v.sparse += l.param_bytes;
+      v.sparse_touched += l.sparsity * l.param_bytes;
+    } else {
+      v.dense += l.param_bytes;
+    }
+  }
+  return v;
+}
+
+// Rows d workers touch together, with rows drawn independently and uniformly
+// (as model/layer.hpp's sparse_fraction assumes): Σ w (1 - (1 - α)^d) over
+// the sparse layers. Local aggregation sends this union, not d copies.
+double sparse_union_bytes(const Profile& profile, int64_t d) {
+  double bytes = 0;
+  for (const LayerProfile& l : profile.layers) {
+    if (l.sparse) bytes += l.param_bytes * (1.0 - std::pow(1.0 - l.sparsity, static_cast<double>(d)));
+  }
+  return bytes;
+}
+
+// Parameter servers, one per machine, each owning 1/m of every variable
+// (seed 004 §5.1: partitioned evenly by size). Every worker pushes its
+// gradients (dense_bytes of dense ones in ps mode, αw of sparse rows) and
+// later pulls the same bytes of parameters (Table 3: 2w dense, 2αw sparse per
+// GPU). Per machine k with d_k of N workers, on its network link, per
+// direction and per phase (push, then pull, mirror images):
+//   out = d_k·G(m-1)/m (its workers to remote servers),
+//   in  = (N-d_k)·G/m (remote workers to its server), with G = dense + αw;
+// local aggregation (sparse only, §5.3.2) sums the machine's sparse gradients
+// first and pulls once per machine: the sparse share becomes U(d_k)(m-1)/m out
+// and Σ_{j≠k} U(d_j)/m in, U = sparse_union_bytes. Each worker's own G crosses
+// its host link either way. A phase lasts as long as its busiest link.
+double parameter_server_s(const Profile& profile, const Cluster& cluster, int64_t workers, double dense_bytes,
+                          double sparse_touched_bytes, bool local_aggregation) {
+  const double per_worker_bytes = dense_bytes + sparse_touched_bytes;
+  if (per_worker_bytes <= 0) return 0;
+  const std::vector<int64_t> per_machine = workers_per_machine(cluster, workers);
+  const double m = static_cast<double>(per_machine.size());
+  const double n = static_cast<double>(workers);
+  double phase_s = cluster.host.link_latency_s + per_worker_bytes / cluster.host.link_bandwidth_bytes_per_s;
+  if (per_machine.size() > 1) {
+    std::vector<double> union_bytes;
+    double union_total = 0;
+    for (int64_t d : per_machine) {
+      union_bytes.push_back(sparse_union_bytes(profile, d));
+      union_total += union_bytes.back();
+    }
+    double busiest_bytes = 0;
+    for (size_t k = 0; k < per_machine.size(); ++k) {
+      const double d = static_cast<double>(per_machine[k]);
+      double out = d * dense_bytes * (m - 1) / m;
+      double in = (n - d) * dense_bytes / m;
+      out += local_aggregation ? union_bytes[k] * (m - 1) / m : d * sparse_touched_bytes * (m - 1) / m;
+      in += local_aggregation ? (union_total - union_bytes[k]) / m : (n - d) * sparse_touched_bytes / m;
+      busiest_bytes = std::max({busiest_bytes, out, in});
+    }
+    phase_s = std::max(phase_s, cluster.inter_link.latency_s + busiest_bytes / cluster.inter_link.bandwidth_bytes_per_s);
+  }
+  return 2 * phase_s;
+}
+
+// A collective over all workers, with its t_sync; nothing when there is nothing to send.
+double collective_call_s(double collective_s, double bytes, const Cluster& cluster) {
+  return bytes > 0 ? collective_s + cluster.collective.sync_s : 0.0;
+}
+
+}  // namespace
+
+// Communication per mode (EQUATIONS.md §3, Table 3 of seed 004):
+//   ar:     AllReduce(dense) + AllGatherv(sparse): ring allgather of N·αw;
+//   ps:     parameter servers for dense and sparse;
+//   hybrid: AllReduce(dense) + parameter servers for sparse.
+// The AllReduce and the servers share the network, so their times add.
+// t = Σfw + Σbw + communication + update of dense + αw (only touched rows).
+Prediction predict_parallax(const Profile& profile, const Cluster& cluster, StrategyConfig& config) {
+  const int64_t workers = resolve_workers(config, cluster);
+  const CollectiveAlgorithm algorithm = read_collective_algorithm(config);
+  const std::string mode = config.get_choice("mode", "hybrid", {"hybrid", "ps", "ar"});
+  const bool local_aggregation = config.get_bool("local_aggregation", true);
+  const ModelTotals t = model_totals(profile);
+  const VariableBytes v = variable_bytes(profile);
+
+  double comm_s = 0;
+  if (workers > 1) {
+    const LinkParams link = collective_link(cluster, workers);
+    if (mode == "ps") {
+      comm_s = parameter_server_s(profile, cluster, workers, v.dense, v.sparse_touched, local_aggregation);
+    } else {
+      comm_s = collective_call_s(allreduce_s(algorithm, v.dense, workers, link), v.dense, cluster);
+    }
+    if (mode == "hybrid") {
+      comm_s += parameter_server_s(profile, cluster, workers, 0.0, v.sparse_touched, local_aggregation);
+    } else if (mode == "ar") {
+      const double gathered = static_cast<double>(workers) * v.sparse_touched;
+      comm_s += collective_call_s(allgather_ring_s(gathered, workers, link), gathered, cluster);
+    }
+  }
+  const double compute_s = t.forward_s + t.backward_s + update_s(v.dense + v.sparse_touched, cluster);
+  Prediction p = data_parallel_prediction("parallax", profile, workers, compute_s, comm_s);
+  for (DeviceMemory& m : p.memory) {
+    if (mode == "ar") {
+      m.gradients_bytes += static_cast<double>(workers) * v.sparse_touched;  // AllGatherv's receive buffer
+    } else {
+      // The servers own the sparse tables (and in ps mode the dense variables)
+      // with their optimizer state in host memory; a worker holds the rows it pulled.
+      m.weights_bytes -= v.sparse - v.sparse_touched;
+      m.gradients_bytes -= v.sparse - v.sparse_touched;
+      m.optimizer_bytes -= v.sparse + (mode == "ps" ? v.dense : 0.0);
+    }
+  }
+  p.staleness = 0;
+  finish_prediction(p, config);
+  return p;
+}
+
 }  // namespace trainsim

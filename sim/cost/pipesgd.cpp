@@ -1,5 +1,99 @@
-#include <stdexcept>
+// `pipesgd` (seed 002, Li et al. NeurIPS 2018; EQUATIONS.md §1): iterations
+// pipelined K wide, so iteration i's gradient AllReduce overlaps iteration
+// i+1's compute and updates use gradients K-1 iterations old; optional
+// lossy compression on the wire; gradients sent whole after backward
+// (S = 1) or in S segments as backward produces them.
+#include <algorithm>
+
+#include "model/error.hpp"
+#include "sim/cost/common.hpp"
+#include "sim/cost/data_parallel.hpp"
 #include "sim/cost/strategies.hpp"
+
 namespace trainsim {
-Prediction predict_pipesgd(const Profile&, const Cluster&, StrategyConfig&) { throw std::logic_error("pipesgd: cost model not written yet"); }
+namespace {
+
+// Compression then decompression of the gradient vector, each a streaming
+// pass that reads one representation and writes the other: read M fp32 +
+// write the narrow copy, read it + write M fp32. Counting the narrow bytes as
+// full ones (quantization also scans for its range) bounds it at 4 passes
+// over M at device memory bandwidth.
+constexpr double kCompressionPassesPerGradientByte = 4.0;
+
+// Bytes on the wire per gradient byte: 16-bit truncation halves fp32, 8-bit
+// quantization quarters it (seed 002 §3.2).
+double wire_fraction(const std::string& compression) {
+  if (compression == "trunc16") return 0.5;
+  if (compression == "quant8") return 0.25;
+  TRAINSIM_CHECK(compression == "none", "unknown compression " + compression);
+  return 1.0;
+}
+
+struct PipeSgdComm {
+  double sequential_s = 0;  // eq. (5)'s communication: AllReduce(M') + t_sync after backward
+  double segmented_s = 0;   // eq. (6)'s: t_bw(first segment) + S·(AllReduce(M'/S) + t_sync)
+};
+
+// For the ring, S·AllReduce(M'/S) = S·2(N-1)α + 2((N-1)/N)M'β + ((N-1)/N)M'γ,
+// exactly eq. (6)'s communication term; other algorithms follow the same rule.
+PipeSgdComm communication(const Profile& profile, const Cluster& cluster, int64_t workers,
+                          CollectiveAlgorithm algorithm, double gradient_bytes, double wire_bytes,
+                          int64_t segments) {
+  const LinkParams link = collective_link(cluster, workers);
+  const double sync_s = cluster.collective.sync_s;
+  PipeSgdComm c;
+  c.sequential_s = allreduce_s(algorithm, wire_bytes, workers, link) + sync_s;
+  const double s = static_cast<double>(segments);
+  const std::vector<GradientGroup> groups = group_gradients_by_bytes(profile, gradient_bytes / s);
+  const double first_segment_bw_s = groups.empty() ? 0.0 : groups.front().ready_s;
+  c.segmented_s = first_segment_bw_s + s * (allreduce_s(algorithm, wire_bytes / s, workers, link) + sync_s);
+  return c;
+}
+
+}  // namespace
+
+// EQUATIONS.md §1. K = 1: eq. (2), t = t_up + t_fw + t_bw + t_compress + t_comm
+// (S > 1 overlaps t_comm with backward: t_up + t_fw + t_compress +
+// max(t_bw, eq. (6)'s communication term)). K >= 2: eq. (5)
+// max(t_up + t_fw + t_bw + t_compress, AllReduce(M') + t_sync) for S = 1,
+// eq. (6) max(t_up + t_fw + t_bw + t_compress, t_bw(first segment) +
+// S·(2(N-1)α + t_sync) + 2((N-1)/N)M'β + ((N-1)/N)M'γ) for S > 1.
+Prediction predict_pipesgd(const Profile& profile, const Cluster& cluster, StrategyConfig& config) {
+  const int64_t workers = resolve_workers(config, cluster);
+  const CollectiveAlgorithm algorithm = read_collective_algorithm(config);
+  const int64_t width = config.get_int("width", 2, 1);
+  const std::string compression = config.get_choice("compression", "none", {"none", "trunc16", "quant8"});
+  const int64_t segments = config.get_int("segments", 1, 1);
+  const ModelTotals t = model_totals(profile);
+  const double update = update_s(t.param_bytes, cluster);
+
+  double compute_s = t.forward_s + t.backward_s + update;
+  double exposed_s = 0;
+  if (workers > 1 && t.param_bytes > 0) {
+    const double wire_bytes = t.param_bytes * wire_fraction(compression);
+    if (compression != "none") {
+      compute_s += kCompressionPassesPerGradientByte * t.param_bytes / cluster.device.memory_bytes_per_s;
+    }
+    const PipeSgdComm comm =
+        communication(profile, cluster, workers, algorithm, t.param_bytes, wire_bytes, segments);
+    if (width == 1 && segments == 1) {
+      exposed_s = comm.sequential_s;
+    } else if (width == 1) {
+      exposed_s = std::max(0.0, comm.segmented_s - t.backward_s);
+    } else {
+      exposed_s = std::max(0.0, (segments == 1 ? comm.sequential_s : comm.segmented_s) - compute_s);
+    }
+  }
+  Prediction p = data_parallel_prediction("pipesgd", profile, workers, compute_s, exposed_s);
+  // K-1 aggregated gradients wait in flight besides the one being computed;
+  // with compression, the narrow copy on the wire as well.
+  for (DeviceMemory& m : p.memory) {
+    m.gradients_bytes += static_cast<double>(width - 1) * t.param_bytes;
+    if (compression != "none" && workers > 1) m.gradients_bytes += t.param_bytes * wire_fraction(compression);
+  }
+  p.staleness = width - 1;
+  finish_prediction(p, config);
+  return p;
+}
+
 }  // namespace trainsim

@@ -1,1 +1,302 @@
-// stages
+// Pipeline stages: partition resolution, placement and per-stage sums; see
+// stages.hpp.
+#include "sim/cost/stages.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <numeric>
+#include <unordered_map>
+
+#include "model/error.hpp"
+#include "sim/cost/common.hpp"
+
+namespace trainsim {
+namespace {
+
+int64_t layer_count(const Profile& profile) { return static_cast<int64_t>(profile.layers.size()); }
+
+// stage_of[l] = index of the range holding layer l.
+std::vector<int64_t> stage_index(const std::vector<LayerRange>& ranges, int64_t layers) {
+  std::vector<int64_t> stage_of(static_cast<size_t>(layers), -1);
+  for (size_t k = 0; k < ranges.size(); ++k) {
+    for (int64_t l = ranges[k].first; l <= ranges[k].last; ++l) stage_of[l] = static_cast<int64_t>(k);
+  }
+  return stage_of;
+}
+
+int64_t sum_of(const std::vector<int64_t>& values) { return std::accumulate(values.begin(), values.end(), int64_t{0}); }
+
+// Checks the `replicas` list (entries already >= 1) against the stage count and the cluster.
+void check_replicas(const std::vector<int64_t>& replicas, int64_t stages, const Cluster& cluster) {
+  if (static_cast<int64_t>(replicas.size()) != stages) {
+    throw InputError("--set replicas",
+                     "has " + std::to_string(replicas.size()) + " entries for " + std::to_string(stages) + " stages",
+                     "one replica count per stage");
+  }
+  const int64_t devices = device_count(cluster);
+  if (sum_of(replicas) > devices) {
+    throw InputError("--set replicas", "needs " + std::to_string(sum_of(replicas)) + " devices",
+                     "at most the " + std::to_string(devices) + " devices of " + cluster.name);
+  }
+}
+
+void check_stage_count(int64_t stages, const Profile& profile, const Cluster& cluster, const std::string& where) {
+  if (stages < 1 || stages > layer_count(profile)) {
+    throw InputError(where, std::to_string(stages) + " stages for " + std::to_string(layer_count(profile)) + " layers",
+                     "between 1 stage and one stage per layer");
+  }
+  if (stages > device_count(cluster)) {
+    throw InputError(where, std::to_string(stages) + " stages",
+                     "at most one stage per device: " + std::to_string(device_count(cluster)) + " on " + cluster.name);
+  }
+}
+
+std::string describe(const std::vector<LayerRange>& ranges) {
+  std::string text;
+  for (const LayerRange& r : ranges) {
+    text += (text.empty() ? "" : ",") + std::to_string(r.first) + "-" + std::to_string(r.last);
+  }
+  return text;
+}
+
+// The stage ranges from `stages`, or a balanced default; records and notes
+// the partition whenever the model chose it.
+std::vector<LayerRange> resolve_ranges(const Profile& profile, const Cluster& cluster, StrategyConfig& config,
+                                       const std::vector<int64_t>& replicas, std::vector<std::string>& notes) {
+  const int64_t layers = layer_count(profile);
+  int64_t stages = 0;
+  if (config.has("stages")) {
+    const nlohmann::json raw = *config.get_json("stages");
+    if (!raw.is_number_integer()) {
+      std::vector<LayerRange> ranges = config.get_ranges("stages", layers);
+      check_stage_count(static_cast<int64_t>(ranges.size()), profile, cluster, "--set stages");
+      return ranges;
+    }
+    stages = raw.get<int64_t>();
+    check_stage_count(stages, profile, cluster, "--set stages");
+  } else if (!replicas.empty()) {
+    stages = static_cast<int64_t>(replicas.size());
+    check_stage_count(stages, profile, cluster, "--set replicas");
+  } else {
+    stages = std::min(device_count(cluster), layers);
+    if (stages < device_count(cluster)) {
+      notes.push_back("stages: " + std::to_string(device_count(cluster)) + " devices but only " +
+                      std::to_string(layers) + " layers, so " + std::to_string(stages) + " stages");
+    }
+  }
+  const bool replicas_fit = static_cast<int64_t>(replicas.size()) == stages;
+  std::vector<LayerRange> ranges =
+      balanced_partition(profile, stages, replicas_fit ? replicas : std::vector<int64_t>{});
+  config.record("stages", ranges_to_json(ranges));
+  notes.push_back(std::string("stages: ") + (config.has("stages") ? "" : "default ") + "balanced partition " +
+                  describe(ranges) + " (" + std::to_string(stages) +
+                  " stages, minimising the largest per-stage forward + backward time" +
+                  (replicas.empty() ? "" : " per replica") + ")");
+  return ranges;
+}
+
+}  // namespace
+
+std::vector<LayerRange> balanced_partition(const Profile& profile, int64_t stage_count,
+                                           const std::vector<int64_t>& replicas) {
+  const int64_t n = layer_count(profile);
+  TRAINSIM_CHECK(stage_count >= 1 && stage_count <= n, "stage count out of range");
+  TRAINSIM_CHECK(replicas.empty() || static_cast<int64_t>(replicas.size()) == stage_count, "replicas per stage");
+  auto replicas_of = [&](int64_t k) { return replicas.empty() ? 1.0 : static_cast<double>(replicas[k]); };
+  std::vector<double> prefix(static_cast<size_t>(n) + 1, 0.0);  // prefix[j] = Σ_{l<j} (F_l + B_l)
+  for (int64_t l = 0; l < n; ++l) {
+    prefix[l + 1] = prefix[l] + profile.layers[l].forward_s + profile.layers[l].backward_s;
+  }
+
+  // best[k][j]: smallest largest stage time splitting layers [0, j) into k+1 stages;
+  // cut[k][j]: where the last of those stages starts. O(K·n²) with a cut-off:
+  // scanning the start i downwards only grows the last stage, so stop once it
+  // alone reaches the best found.
+  const double kInf = std::numeric_limits<double>::infinity();
+  std::vector<std::vector<double>> best(stage_count, std::vector<double>(n + 1, kInf));
+  std::vector<std::vector<int64_t>> cut(stage_count, std::vector<int64_t>(n + 1, 0));
+  for (int64_t j = 1; j <= n; ++j) best[0][j] = prefix[j] / replicas_of(0);
+  for (int64_t k = 1; k < stage_count; ++k) {
+    for (int64_t j = k + 1; j <= n - (stage_count - 1 - k); ++j) {
+      for (int64_t i = j - 1; i >= k; --i) {
+        const double last_stage = (prefix[j] - prefix[i]) / replicas_of(k);
+        if (last_stage >= best[k][j]) break;
+        const double candidate = std::max(best[k - 1][i], last_stage);
+        if (candidate < best[k][j]) {
+          best[k][j] = candidate;
+          cut[k][j] = i;
+        }
+      }
+    }
+  }
+  std::vector<LayerRange> ranges(static_cast<size_t>(stage_count));
+  int64_t end = n;
+  for (int64_t k = stage_count - 1; k >= 0; --k) {
+    const int64_t start = k == 0 ? 0 : cut[k][end];
+    ranges[k] = {start, end - 1};
+    end = start;
+  }
+  return ranges;
+}
+
+std::vector<double> boundary_bytes(const Profile& profile, const std::vector<LayerRange>& ranges) {
+  const int64_t n = layer_count(profile);
+  const std::vector<int64_t> stage_of = stage_index(ranges, n);
+  std::unordered_map<std::string, int64_t> index;
+  for (int64_t l = 0; l < n; ++l) index[profile.layers[l].name] = l;
+  // last_use[l]: the latest stage reading layer l's output.
+  std::vector<int64_t> last_use(stage_of);
+  for (int64_t c = 0; c < n; ++c) {
+    for (const std::string& input : profile.layers[c].inputs) {
+      auto it = index.find(input);
+      if (it == index.end()) continue;  // the model input: not a layer, no bytes in the profile
+      last_use[it->second] = std::max(last_use[it->second], stage_of[c]);
+    }
+  }
+  // Layer l's output crosses boundaries stage_of[l] .. last_use[l]-1; summing
+  // per boundary (at most layers × stages steps) keeps a zero exactly zero.
+  std::vector<double> bytes(ranges.empty() ? 0 : ranges.size() - 1, 0.0);
+  for (int64_t l = 0; l < n; ++l) {
+    for (int64_t b = stage_of[l]; b < last_use[l]; ++b) bytes[b] += profile.layers[l].activation_bytes;
+  }
+  return bytes;
+}
+
+double transfer_s(double bytes, const LinkSpec& link) { return bytes / link.bandwidth_bytes_per_s + link.latency_s; }
+
+// EQUATIONS.md §4: 2·a/B, plus a latency for each of the two messages.
+double boundary_comm_s(double bytes, const LinkSpec& link) { return 2.0 * transfer_s(bytes, link); }
+
+// EQUATIONS.md §4: W^m = 2(m-1)·Σw / B.
+double weight_sync_s(int64_t replicas, double param_bytes, const LinkSpec& link) {
+  return 2.0 * static_cast<double>(replicas - 1) * param_bytes / link.bandwidth_bytes_per_s;
+}
+
+// EQUATIONS.md §4: T(i→j, m) = (1/m)·max(Σ T_l, W^m).
+double replicated_stage_s(double compute_s, int64_t replicas, double sync_s) {
+  return std::max(compute_s, sync_s) / static_cast<double>(replicas);
+}
+
+int64_t machine_of(int64_t device, const Cluster& cluster) { return device / cluster.devices_per_machine; }
+
+const LinkSpec& link_spanning(int64_t first_device, int64_t last_device, const Cluster& cluster) {
+  return machine_of(first_device, cluster) == machine_of(last_device, cluster) ? cluster.intra_link
+                                                                               : cluster.inter_link;
+}
+
+Pipeline build_pipeline(const Profile& profile, const Cluster& cluster, const std::vector<LayerRange>& ranges,
+                        const std::vector<int64_t>& replicas) {
+  TRAINSIM_CHECK(!ranges.empty() && ranges.size() == replicas.size(), "one replica count per stage");
+  TRAINSIM_CHECK(sum_of(replicas) <= device_count(cluster), "more replicas than devices");
+  const std::vector<double> crossing = boundary_bytes(profile, ranges);
+  Pipeline p;
+  int64_t next_device = 0;
+  for (size_t k = 0; k < ranges.size(); ++k) {
+    const ModelTotals t = range_totals(profile, ranges[k].first, ranges[k].last);
+    PipelineStage s;
+    s.layers = ranges[k];
+    s.replicas = replicas[k];
+    s.first_device = next_device;
+    s.forward_s = t.forward_s;
+    s.backward_s = t.backward_s;
+    s.update_s = update_s(t.param_bytes, cluster);
+    s.param_bytes = t.param_bytes;
+    s.activation_bytes = t.activation_bytes;
+    s.input_bytes = k == 0 ? 0.0 : crossing[k - 1];
+    s.output_bytes = k + 1 == ranges.size() ? 0.0 : crossing[k];
+    s.replica_link = link_spanning(next_device, next_device + s.replicas - 1, cluster);
+    s.weight_sync_s = weight_sync_s(s.replicas, s.param_bytes, s.replica_link);
+    next_device += s.replicas;
+    p.stages.push_back(s);
+  }
+  p.devices = next_device;
+  for (size_t b = 0; b < crossing.size(); ++b) {
+    const PipelineStage& before = p.stages[b];
+    const PipelineStage& after = p.stages[b + 1];
+    StageBoundary boundary;
+    boundary.bytes = crossing[b];
+    boundary.link = link_spanning(before.first_device, after.first_device + after.replicas - 1, cluster);
+    boundary.comm_s = boundary_comm_s(boundary.bytes, boundary.link);
+    p.boundaries.push_back(boundary);
+  }
+  return p;
+}
+
+Pipeline resolve_pipeline(const Profile& profile, const Cluster& cluster, StrategyConfig& config,
+                          std::vector<std::string>& notes, bool read_replicas) {
+  std::vector<int64_t> replicas = read_replicas ? config.get_int_list("replicas") : std::vector<int64_t>{};
+  for (int64_t r : replicas) {
+    if (r < 1) throw InputError("--set replicas", "has " + std::to_string(r), "replica counts >= 1");
+  }
+  const std::vector<LayerRange> ranges = resolve_ranges(profile, cluster, config, replicas, notes);
+  const int64_t stages = static_cast<int64_t>(ranges.size());
+  if (replicas.empty()) {
+    replicas.assign(static_cast<size_t>(stages), 1);
+    if (read_replicas) config.record("replicas", replicas);
+  }
+  check_replicas(replicas, stages, cluster);
+  return build_pipeline(profile, cluster, ranges, replicas);
+}
+
+Breakdown device_breakdown(double iteration_s, double compute_s, double exposed_comm_s, double idle_transfer_s) {
+  Breakdown b;
+  b.compute_s = compute_s;
+  b.exposed_comm_s = exposed_comm_s;
+  b.idle_transfer_s = idle_transfer_s;
+  const double rest_s = iteration_s - compute_s - exposed_comm_s - idle_transfer_s;
+  TRAINSIM_CHECK(rest_s >= -1e-9 * iteration_s, "a device is busier than the iteration");
+  b.idle_imbalance_s = std::max(0.0, rest_s);
+  return b;
+}
+
+Breakdown average_breakdown(const Pipeline& pipeline, const std::vector<Breakdown>& per_stage) {
+  TRAINSIM_CHECK(per_stage.size() == pipeline.stages.size(), "one breakdown per stage");
+  Breakdown sum;
+  for (size_t k = 0; k < per_stage.size(); ++k) {
+    const double r = static_cast<double>(pipeline.stages[k].replicas);
+    sum.compute_s += r * per_stage[k].compute_s;
+    sum.exposed_comm_s += r * per_stage[k].exposed_comm_s;
+    sum.idle_transfer_s += r * per_stage[k].idle_transfer_s;
+    sum.idle_imbalance_s += r * per_stage[k].idle_imbalance_s;
+  }
+  const double devices = static_cast<double>(pipeline.devices);
+  return {sum.compute_s / devices, sum.exposed_comm_s / devices, sum.idle_transfer_s / devices,
+          sum.idle_imbalance_s / devices};
+}
+
+DeviceMemory stage_memory(const Profile& profile, const PipelineStage& stage, double batches_in_flight) {
+  DeviceMemory m = replica_memory(profile, stage.layers.first, stage.layers.last, batches_in_flight);
+  // The received inputs stay until the stage's first layers have run their backward.
+  m.activations_bytes += batches_in_flight * stage.input_bytes;
+  return m;
+}
+
+std::vector<DeviceMemory> per_device_memory(const Pipeline& pipeline, const std::vector<DeviceMemory>& per_stage) {
+  TRAINSIM_CHECK(per_stage.size() == pipeline.stages.size(), "one memory entry per stage");
+  std::vector<DeviceMemory> memory;
+  for (size_t k = 0; k < per_stage.size(); ++k) {
+    memory.insert(memory.end(), static_cast<size_t>(pipeline.stages[k].replicas), per_stage[k]);
+  }
+  return memory;
+}
+
+int64_t one_f_one_b_in_flight(const Pipeline& pipeline, int64_t stage) {
+  int64_t downstream_devices = 0;
+  for (int64_t j = stage; j < pipeline.stage_count(); ++j) downstream_devices += pipeline.stages[j].replicas;
+  const int64_t r = pipeline.stages[stage].replicas;
+  return (downstream_devices + r - 1) / r;
+}
+
+std::vector<DeviceMemory> weight_stashing_memory(const Profile& profile, const Pipeline& pipeline) {
+  std::vector<DeviceMemory> per_stage;
+  for (int64_t k = 0; k < pipeline.stage_count(); ++k) {
+    const PipelineStage& s = pipeline.stages[k];
+    const int64_t in_flight = one_f_one_b_in_flight(pipeline, k);
+    DeviceMemory m = stage_memory(profile, s, static_cast<double>(in_flight));
+    m.stashed_bytes = static_cast<double>(in_flight - 1) * s.param_bytes;
+    per_stage.push_back(m);
+  }
+  return per_device_memory(pipeline, per_stage);
+}
+
+}  // namespace trainsim

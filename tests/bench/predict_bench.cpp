@@ -1,1 +1,73 @@
-int main(){}
+// Predicting every strategy: the cost of `trainsim predict` apart from process
+// start and printing. Checks the predictions first, then times them.
+#include <benchmark/benchmark.h>
+
+#include <cstdlib>
+#include <iostream>
+
+#include "model/zoo/zoo.hpp"
+#include "profiles/analytic_profiler.hpp"
+#include "profiles/cluster.hpp"
+#include "sim/cost/driver.hpp"
+#include "sim/cost/strategies.hpp"
+
+namespace trainsim {
+namespace {
+
+Profile zoo_profile(const std::string& model_name, const Cluster& cluster) {
+  const Model model = build_zoo_model(model_name);
+  return analytic_profile(model, model.default_batch, cluster);
+}
+
+// Every prediction must be a real number of seconds before anything is timed.
+void check_predictions(const PredictionSet& set, benchmark::State& state) {
+  for (const Prediction& p : set.results) {
+    if (!(p.iteration_s > 0) || !(p.samples_per_s > 0)) {
+      state.SkipWithError(("bad prediction for " + p.strategy).c_str());
+    }
+  }
+}
+
+void BM_PredictAllStrategies(benchmark::State& state, const std::string& model_name, const std::string& cluster_name) {
+  const Cluster cluster = load_cluster(cluster_name);
+  const Profile profile = zoo_profile(model_name, cluster);
+  check_predictions(predict_analytic(profile, cluster, {}, {}), state);
+  for (auto _ : state) {
+    PredictionSet set = predict_analytic(profile, cluster, {}, {});
+    benchmark::DoNotOptimize(set);
+  }
+  state.counters["layers"] = static_cast<double>(profile.layers.size());
+  state.counters["strategies"] = static_cast<double>(strategy_registry().size());
+}
+
+void BM_AnalyticProfile(benchmark::State& state, const std::string& model_name) {
+  const Cluster cluster = load_cluster("h100x8-nvlink");
+  const Model model = build_zoo_model(model_name);
+  for (auto _ : state) {
+    Profile p = analytic_profile(model, model.default_batch, cluster);
+    benchmark::DoNotOptimize(p);
+  }
+  state.counters["layers"] = static_cast<double>(model.layers.size());
+}
+
+void BM_BuildZooModel(benchmark::State& state, const std::string& model_name) {
+  for (auto _ : state) {
+    Model m = build_zoo_model(model_name);
+    benchmark::DoNotOptimize(m);
+  }
+}
+
+BENCHMARK_CAPTURE(BM_PredictAllStrategies, resnet1001_h100x8, std::string("resnet1001"), std::string("h100x8-nvlink"))
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_PredictAllStrategies, resnet1001_h100x4node, std::string("resnet1001"),
+                  std::string("h100x4node-ib400"))
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_PredictAllStrategies, vgg16_p40x4, std::string("vgg16"), std::string("p40x4-pcie3"))
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_AnalyticProfile, resnet1001, std::string("resnet1001"))->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_BuildZooModel, resnet1001, std::string("resnet1001"))->Unit(benchmark::kMillisecond);
+
+}  // namespace
+}  // namespace trainsim
+
+BENCHMARK_MAIN();

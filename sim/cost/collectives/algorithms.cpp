@@ -1,1 +1,83 @@
-// algorithms
+// Collective algorithm names and parsing, the AllReduce dispatch, and the
+// α-β-γ link of a group of devices on a cluster (EQUATIONS.md §2). The
+// algorithms themselves live one per file beside this one.
+#include <algorithm>
+
+#include "model/error.hpp"
+#include "profiles/cluster.hpp"
+#include "sim/cost/collective.hpp"
+
+namespace trainsim {
+
+const std::vector<std::string>& collective_algorithm_names() {
+  static const std::vector<std::string> names = {"ring", "recursive-doubling", "rabenseifner", "tree"};
+  return names;
+}
+
+CollectiveAlgorithm parse_collective_algorithm(const std::string& name, const std::string& where) {
+  static const CollectiveAlgorithm algorithms[] = {CollectiveAlgorithm::kRing, CollectiveAlgorithm::kRecursiveDoubling,
+                                                   CollectiveAlgorithm::kRabenseifner,
+                                                   CollectiveAlgorithm::kBinomialTree};
+  const std::vector<std::string>& names = collective_algorithm_names();
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (names[i] == name) return algorithms[i];
+  }
+  std::string list;
+  for (const std::string& n : names) list += (list.empty() ? "" : ", ") + n;
+  throw InputError(where, "is '" + name + "'", "one of " + list);
+}
+
+std::string collective_algorithm_name(CollectiveAlgorithm algorithm) {
+  switch (algorithm) {
+    case CollectiveAlgorithm::kRing: return "ring";
+    case CollectiveAlgorithm::kRecursiveDoubling: return "recursive-doubling";
+    case CollectiveAlgorithm::kRabenseifner: return "rabenseifner";
+    case CollectiveAlgorithm::kBinomialTree: return "tree";
+  }
+  TRAINSIM_CHECK(false, "unknown collective algorithm");
+  return "";
+}
+
+double allreduce_s(CollectiveAlgorithm algorithm, double bytes, int64_t p, const LinkParams& link) {
+  switch (algorithm) {
+    case CollectiveAlgorithm::kRing: return allreduce_ring_s(bytes, p, link);
+    case CollectiveAlgorithm::kRecursiveDoubling: return allreduce_recursive_doubling_s(bytes, p, link);
+    case CollectiveAlgorithm::kRabenseifner: return allreduce_rabenseifner_s(bytes, p, link);
+    case CollectiveAlgorithm::kBinomialTree: return allreduce_tree_s(bytes, p, link);
+  }
+  TRAINSIM_CHECK(false, "unknown collective algorithm");
+  return 0;
+}
+
+int64_t floor_power_of_two(int64_t p) {
+  TRAINSIM_CHECK(p >= 1, "a process count must be >= 1");
+  int64_t power = 1;
+  while (power * 2 <= p) power *= 2;
+  return power;
+}
+
+int64_t ceil_log2(int64_t p) {
+  TRAINSIM_CHECK(p >= 1, "a process count must be >= 1");
+  int64_t rounds = 0;
+  for (int64_t reach = 1; reach < p; reach *= 2) ++rounds;
+  return rounds;
+}
+
+LinkParams collective_link(const Cluster& cluster, int64_t group) {
+  TRAINSIM_CHECK(group >= 1 && group <= device_count(cluster), "collective group larger than the cluster");
+  LinkParams link;
+  if (group <= cluster.devices_per_machine) {
+    link.alpha_s = cluster.intra_link.latency_s;
+    link.beta_s_per_byte = 1.0 / cluster.intra_link.bandwidth_bytes_per_s;
+  } else {
+    // Crossing machines, a flat collective waits on its slowest hop: the lower
+    // bandwidth and the higher latency, taken separately.
+    link.alpha_s = std::max(cluster.intra_link.latency_s, cluster.inter_link.latency_s);
+    link.beta_s_per_byte = 1.0 / std::min(cluster.intra_link.bandwidth_bytes_per_s,
+                                          cluster.inter_link.bandwidth_bytes_per_s);
+  }
+  link.gamma_s_per_byte = 1.0 / cluster.collective.reduce_bytes_per_s;
+  return link;
+}
+
+}  // namespace trainsim

@@ -1,0 +1,45 @@
+// The predict driver: runs the selected strategies' cost models on one
+// profile and cluster, routes `--set` keys to the strategies that read them,
+// and fills each speedup against `single`. It never names a strategy.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "profiles/cluster.hpp"
+#include "profiles/profile.hpp"
+#include "sim/cost/prediction.hpp"
+
+namespace trainsim {
+
+// One `--set key=value`. A key "id.key" (e.g. "gpipe.microbatches") reaches
+// only that strategy; a plain key reaches every selected strategy that reads it.
+struct Setting {
+  std::string key;
+  std::string value;  // raw text, parsed by StrategyConfig
+  std::string where;  // "--set workers" or "cfg.json: workers"
+};
+
+// Parses "key=value"; InputError naming `where` otherwise.
+Setting parse_setting(const std::string& text, const std::string& where);
+
+// Strategy ids from "all" or "id,id"; InputError on unknown ids.
+std::vector<std::string> parse_strategy_list(const std::string& text, const std::string& where);
+
+struct PredictionSet {
+  std::string model;
+  std::string cluster;
+  int64_t batch_size = 0;
+  double device_memory_bytes = 0;  // per device, to flag what does not fit
+  std::vector<Prediction> results; // in the order asked
+};
+
+// Analytic predictions of `strategy_ids` (all of them when empty).
+PredictionSet predict_analytic(const Profile& profile, const Cluster& cluster,
+                               const std::vector<std::string>& strategy_ids,
+                               const std::vector<Setting>& settings);
+
+// trainsim.prediction/1 document.
+nlohmann::json prediction_set_to_json(const PredictionSet& set);
+
+}  // namespace trainsim

@@ -1,0 +1,133 @@
+// The α-β-γ collective costs of EQUATIONS.md §2, each against a hand-computed
+// case, and the link a group of devices gets on a cluster.
+#include <gtest/gtest.h>
+
+#include "model/error.hpp"
+#include "sim/cost/collective.hpp"
+#include "tests/sim/cost/fixtures.hpp"
+
+namespace trainsim {
+namespace {
+
+// α = 10 us, β = 1 ns/B (1 GB/s), γ = 0.1 ns/B (10 GB/s); n = 1 MB. Then
+// α = 1e-5, nβ = 1e-3, nγ = 1e-4 seconds.
+constexpr LinkParams kLink{1e-5, 1e-9, 1e-10};
+constexpr double kBytes = 1e6;
+
+TEST(Collectives, RingAllReduceMatchesFormula) {
+  // p = 4: 2·3·1e-5 + 2·(3/4)·1e-3 + (3/4)·1e-4 = 6e-5 + 1.5e-3 + 7.5e-5 = 1.635e-3.
+  EXPECT_NEAR(allreduce_ring_s(kBytes, 4, kLink), 1.635e-3, 1e-15);
+  // p = 5: 2·4·1e-5 + 2·(4/5)·1e-3 + (4/5)·1e-4 = 8e-5 + 1.6e-3 + 8e-5 = 1.76e-3.
+  EXPECT_NEAR(allreduce_ring_s(kBytes, 5, kLink), 1.76e-3, 1e-15);
+}
+
+TEST(Collectives, RecursiveDoublingMatchesFormula) {
+  // p = 4: lg 4 = 2 rounds of α + nβ + nγ = 2·(1e-5 + 1e-3 + 1e-4) = 2.22e-3.
+  EXPECT_NEAR(allreduce_recursive_doubling_s(kBytes, 4, kLink), 2.22e-3, 1e-15);
+  // p = 6 folds onto p' = 4: 2.22e-3, plus α + nβ + nγ = 1.11e-3 before and
+  // α + nβ = 1.01e-3 after: 4.34e-3.
+  EXPECT_NEAR(allreduce_recursive_doubling_s(kBytes, 6, kLink), 4.34e-3, 1e-15);
+}
+
+TEST(Collectives, RabenseifnerMatchesFormula) {
+  // p = 4: 2·2·1e-5 + 2·(3/4)·1e-3 + (3/4)·1e-4 = 4e-5 + 1.5e-3 + 7.5e-5 = 1.615e-3.
+  EXPECT_NEAR(allreduce_rabenseifner_s(kBytes, 4, kLink), 1.615e-3, 1e-15);
+  // p = 6: the p' = 4 core 1.615e-3 + 1.11e-3 before + 1.01e-3 after = 3.735e-3.
+  EXPECT_NEAR(allreduce_rabenseifner_s(kBytes, 6, kLink), 3.735e-3, 1e-15);
+}
+
+TEST(Collectives, RingEqualsRabenseifnersBandwidthTerm) {
+  // With α = 0 both are 2((p-1)/p)nβ + ((p-1)/p)nγ for p a power of two.
+  const LinkParams no_latency{0, 1e-9, 1e-10};
+  for (int64_t p : {2, 4, 8, 16}) {
+    EXPECT_NEAR(allreduce_ring_s(kBytes, p, no_latency), allreduce_rabenseifner_s(kBytes, p, no_latency), 1e-15)
+        << "p = " << p;
+  }
+  // With latency, Rabenseifner pays 2 lg p·α against the ring's 2(p-1)α:
+  // p = 8: 6α against 14α, a difference of 8α = 8e-5.
+  EXPECT_NEAR(allreduce_ring_s(kBytes, 8, kLink) - allreduce_rabenseifner_s(kBytes, 8, kLink), 8e-5, 1e-15);
+}
+
+TEST(Collectives, BinomialTreeReduceAndBroadcastMatchFormula) {
+  // Reduce, p = 4: 2·(α + nβ + nγ) = 2.22e-3; p = 5 needs ⌈lg 5⌉ = 3 rounds: 3.33e-3.
+  EXPECT_NEAR(reduce_tree_s(kBytes, 4, kLink), 2.22e-3, 1e-15);
+  EXPECT_NEAR(reduce_tree_s(kBytes, 5, kLink), 3.33e-3, 1e-15);
+  // Broadcast, p = 4: 2·(α + nβ) = 2.02e-3; p = 5: 3·1.01e-3 = 3.03e-3.
+  EXPECT_NEAR(broadcast_tree_s(kBytes, 4, kLink), 2.02e-3, 1e-15);
+  EXPECT_NEAR(broadcast_tree_s(kBytes, 5, kLink), 3.03e-3, 1e-15);
+  // The tree AllReduce is the two: 2.22e-3 + 2.02e-3 = 4.24e-3 at p = 4.
+  EXPECT_NEAR(allreduce_s(CollectiveAlgorithm::kBinomialTree, kBytes, 4, kLink), 4.24e-3, 1e-15);
+}
+
+TEST(Collectives, ScatterGatherFamilyMatchesFormula) {
+  // Broadcast by scatter + ring allgather, p = 4: (2 + 3)·1e-5 + 2·(3/4)·1e-3 = 1.55e-3.
+  EXPECT_NEAR(broadcast_scatter_allgather_s(kBytes, 4, kLink), 1.55e-3, 1e-15);
+  // Ring allgather of 1 MB in total, p = 4: 3·1e-5 + (3/4)·1e-3 = 7.8e-4.
+  EXPECT_NEAR(allgather_ring_s(kBytes, 4, kLink), 7.8e-4, 1e-15);
+  // Pairwise reduce-scatter, p = 4: 3·1e-5 + (3/4)·1e-3 + (3/4)·1e-4 = 8.55e-4.
+  EXPECT_NEAR(reduce_scatter_pairwise_s(kBytes, 4, kLink), 8.55e-4, 1e-15);
+}
+
+TEST(Collectives, OneProcessCostsNothing) {
+  for (CollectiveAlgorithm a : {CollectiveAlgorithm::kRing, CollectiveAlgorithm::kRecursiveDoubling,
+                                CollectiveAlgorithm::kRabenseifner, CollectiveAlgorithm::kBinomialTree}) {
+    EXPECT_EQ(allreduce_s(a, kBytes, 1, kLink), 0.0) << collective_algorithm_name(a);
+  }
+  EXPECT_EQ(reduce_tree_s(kBytes, 1, kLink), 0.0);
+  EXPECT_EQ(broadcast_tree_s(kBytes, 1, kLink), 0.0);
+  EXPECT_EQ(broadcast_scatter_allgather_s(kBytes, 1, kLink), 0.0);
+  EXPECT_EQ(allgather_ring_s(kBytes, 1, kLink), 0.0);
+  EXPECT_EQ(reduce_scatter_pairwise_s(kBytes, 1, kLink), 0.0);
+}
+
+TEST(Collectives, DispatchReachesEachAlgorithm) {
+  EXPECT_EQ(allreduce_s(CollectiveAlgorithm::kRing, kBytes, 6, kLink), allreduce_ring_s(kBytes, 6, kLink));
+  EXPECT_EQ(allreduce_s(CollectiveAlgorithm::kRecursiveDoubling, kBytes, 6, kLink),
+            allreduce_recursive_doubling_s(kBytes, 6, kLink));
+  EXPECT_EQ(allreduce_s(CollectiveAlgorithm::kRabenseifner, kBytes, 6, kLink),
+            allreduce_rabenseifner_s(kBytes, 6, kLink));
+}
+
+TEST(Collectives, NamesRoundTripAndUnknownNameIsAnInputError) {
+  for (const std::string& name : collective_algorithm_names()) {
+    EXPECT_EQ(collective_algorithm_name(parse_collective_algorithm(name, "--set algorithm")), name);
+  }
+  EXPECT_EQ(parse_collective_algorithm("tree", "x"), CollectiveAlgorithm::kBinomialTree);
+  EXPECT_THROW(parse_collective_algorithm("butterfly", "--set algorithm"), InputError);
+}
+
+TEST(Collectives, PowerOfTwoHelpers) {
+  EXPECT_EQ(floor_power_of_two(1), 1);
+  EXPECT_EQ(floor_power_of_two(6), 4);
+  EXPECT_EQ(floor_power_of_two(8), 8);
+  EXPECT_EQ(ceil_log2(1), 0);
+  EXPECT_EQ(ceil_log2(5), 3);
+  EXPECT_EQ(ceil_log2(8), 3);
+}
+
+TEST(CollectiveLink, GroupOnOneMachineUsesTheIntraLink) {
+  // simple_cluster: intra 10 GB/s and 10 us; collective reduction 50 GB/s.
+  const Cluster cluster = testing_fixtures::simple_cluster(2, 4);
+  const LinkParams link = collective_link(cluster, 4);
+  EXPECT_DOUBLE_EQ(link.alpha_s, 10e-6);
+  EXPECT_DOUBLE_EQ(link.beta_s_per_byte, 1 / 10e9);
+  EXPECT_DOUBLE_EQ(link.gamma_s_per_byte, 1 / 50e9);
+}
+
+TEST(CollectiveLink, GroupAcrossMachinesTakesTheSlowerBandwidthAndLargerLatency) {
+  // simple_cluster: inter 1 GB/s and 50 us, slower on both counts.
+  const Cluster cluster = testing_fixtures::simple_cluster(2, 4);
+  const LinkParams link = collective_link(cluster, 5);
+  EXPECT_DOUBLE_EQ(link.alpha_s, 50e-6);
+  EXPECT_DOUBLE_EQ(link.beta_s_per_byte, 1 / 1e9);
+  // A network faster than the machine's own link but with more latency: the
+  // bandwidth comes from the intra link, the latency from the inter link.
+  Cluster mixed = cluster;
+  mixed.inter_link = {50e9, 20e-6};
+  const LinkParams slowest = collective_link(mixed, 8);
+  EXPECT_DOUBLE_EQ(slowest.alpha_s, 20e-6);
+  EXPECT_DOUBLE_EQ(slowest.beta_s_per_byte, 1 / 10e9);
+}
+
+}  // namespace
+}  // namespace trainsim

@@ -1,0 +1,82 @@
+// dp-ring: forward, backward, one AllReduce of every gradient, update.
+#include <gtest/gtest.h>
+
+#include "model/error.hpp"
+#include "sim/cost/common.hpp"
+#include "sim/cost/strategies.hpp"
+#include "tests/sim/cost/fixtures.hpp"
+
+namespace trainsim {
+namespace {
+
+using testing_fixtures::simple_cluster;
+using testing_fixtures::two_layer_profile;
+
+Prediction run(const Profile& profile, const Cluster& cluster, StrategyConfig config = {}) {
+  return predict_strategy(find_strategy("dp-ring", "test"), profile, cluster, std::move(config));
+}
+
+TEST(DpRing, AddsOneRingAllReduceAfterBackward) {
+  // two_layer_profile on one machine of 4: Σfw 3 ms, Σbw 6 ms, M = 3 MB,
+  // update 5·3e6/1e11 = 0.15 ms. Intra link α = 1e-5, β = 1e-10, γ = 1/50e9 = 2e-11.
+  // ring = 2·3·1e-5 + 2·(3/4)·3e6·1e-10 + (3/4)·3e6·2e-11
+  //      = 6e-5 + 4.5e-4 + 4.5e-5 = 5.55e-4; + t_sync 2e-5 = 5.75e-4.
+  // t = 3e-3 + 6e-3 + 0.15e-3 + 0.575e-3 = 9.725e-3.
+  const Prediction p = run(two_layer_profile(), simple_cluster(1, 4));
+  EXPECT_NEAR(p.iteration_s, 9.725e-3, 1e-12);
+  EXPECT_EQ(p.workers, 4);
+  EXPECT_DOUBLE_EQ(p.samples_per_iteration, 4 * 32);
+  EXPECT_NEAR(p.breakdown.compute_s, 9.15e-3, 1e-12);
+  EXPECT_NEAR(p.breakdown.exposed_comm_s, 5.75e-4, 1e-12);
+  EXPECT_NEAR(p.breakdown.total_s(), p.iteration_s, 1e-15);
+  ASSERT_EQ(p.memory.size(), 4u);
+  // Every worker a full replica: 3 × 3 MB of weights, gradients, momentum + 12 MB activations.
+  for (const DeviceMemory& m : p.memory) EXPECT_DOUBLE_EQ(m.total_bytes(), 21e6);
+  EXPECT_EQ(p.staleness, 0);
+  EXPECT_EQ(p.config["workers"], 4);
+  EXPECT_EQ(p.config["algorithm"], "ring");
+}
+
+TEST(DpRing, GroupAcrossMachinesUsesTheSlowerLink) {
+  // 2 machines × 2 devices, N = 4 crosses machines: α = 5e-5, β = 1e-9.
+  // ring = 6·5e-5 + 1.5·3e6·1e-9 + 0.75·3e6·2e-11 = 3e-4 + 4.5e-3 + 4.5e-5 = 4.845e-3;
+  // + 2e-5 sync = 4.865e-3; t = 9.15e-3 + 4.865e-3 = 14.015e-3.
+  const Prediction p = run(two_layer_profile(), simple_cluster(2, 2));
+  EXPECT_NEAR(p.iteration_s, 14.015e-3, 1e-12);
+  // Two workers fit on one machine: the intra link again.
+  // ring = 2·1e-5 + 2·(1/2)·3e6·1e-10 + (1/2)·3e6·2e-11 = 2e-5 + 3e-4 + 3e-5 = 3.5e-4;
+  // t = 9.15e-3 + 3.5e-4 + 2e-5 = 9.52e-3.
+  StrategyConfig two;
+  two.set("workers", "2", "--set workers");
+  EXPECT_NEAR(run(two_layer_profile(), simple_cluster(2, 2), two).iteration_s, 9.52e-3, 1e-12);
+}
+
+TEST(DpRing, OneWorkerEqualsSingle) {
+  StrategyConfig one;
+  one.set("workers", "1", "--set workers");
+  const Prediction p = run(two_layer_profile(), simple_cluster(1, 4), one);
+  const Prediction single = run(two_layer_profile(), simple_cluster(1, 1));  // N = 1 by default too
+  EXPECT_DOUBLE_EQ(p.iteration_s, 9.15e-3);
+  EXPECT_DOUBLE_EQ(single.iteration_s, 9.15e-3);
+  EXPECT_EQ(p.breakdown.exposed_comm_s, 0.0);
+}
+
+TEST(DpRing, AlgorithmKeyPicksAnotherAllReduce) {
+  // Recursive doubling, N = 4: lg 4 = 2 rounds of α + Mβ + Mγ
+  // = 2·(1e-5 + 3e-4 + 6e-5) = 7.4e-4; t = 9.15e-3 + 7.4e-4 + 2e-5 = 9.91e-3.
+  StrategyConfig config;
+  config.set("algorithm", "recursive-doubling", "--set algorithm");
+  EXPECT_NEAR(run(two_layer_profile(), simple_cluster(1, 4), config).iteration_s, 9.91e-3, 1e-12);
+  StrategyConfig bad;
+  bad.set("algorithm", "butterfly", "--set algorithm");
+  EXPECT_THROW(run(two_layer_profile(), simple_cluster(1, 4), bad), InputError);
+}
+
+TEST(DpRing, TooManyWorkersIsAnInputError) {
+  StrategyConfig config;
+  config.set("workers", "5", "--set workers");
+  EXPECT_THROW(run(two_layer_profile(), simple_cluster(1, 4), config), InputError);
+}
+
+}  // namespace
+}  // namespace trainsim

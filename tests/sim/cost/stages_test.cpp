@@ -1,0 +1,259 @@
+// Stage partitions: resolution from the settings, the exact balanced default
+// (against brute force), placement on machines, boundary bytes on a DAG and
+// the replicated-stage formula of EQUATIONS.md §4.
+#include "sim/cost/stages.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <functional>
+#include <limits>
+
+#include "model/error.hpp"
+#include "tests/sim/cost/fixtures.hpp"
+
+namespace trainsim {
+namespace {
+
+using testing_fixtures::chain_profile;
+using testing_fixtures::layer;
+using testing_fixtures::simple_cluster;
+
+// Largest Σ(F+B)/r over the stages of `ranges`.
+double largest_stage_s(const Profile& profile, const std::vector<LayerRange>& ranges,
+                       const std::vector<int64_t>& replicas) {
+  double largest = 0;
+  for (size_t k = 0; k < ranges.size(); ++k) {
+    double sum = 0;
+    for (int64_t l = ranges[k].first; l <= ranges[k].last; ++l) {
+      sum += profile.layers[l].forward_s + profile.layers[l].backward_s;
+    }
+    largest = std::max(largest, sum / static_cast<double>(replicas[k]));
+  }
+  return largest;
+}
+
+// Every way to cut `layers` layers into `stages` non-empty contiguous stages.
+double brute_force_best_s(const Profile& profile, int64_t stages, const std::vector<int64_t>& replicas) {
+  const int64_t n = static_cast<int64_t>(profile.layers.size());
+  double best = std::numeric_limits<double>::infinity();
+  std::vector<LayerRange> ranges;
+  std::function<void(int64_t)> extend = [&](int64_t first) {
+    if (static_cast<int64_t>(ranges.size()) == stages - 1) {
+      ranges.push_back({first, n - 1});
+      best = std::min(best, largest_stage_s(profile, ranges, replicas));
+      ranges.pop_back();
+      return;
+    }
+    const int64_t left_after = stages - 1 - static_cast<int64_t>(ranges.size());
+    for (int64_t last = first; last <= n - 1 - left_after; ++last) {
+      ranges.push_back({first, last});
+      extend(last + 1);
+      ranges.pop_back();
+    }
+  };
+  extend(0);
+  return best;
+}
+
+Profile irregular_profile() {
+  // Eight layers with uneven times (ms): F+B = 3, 9, 1, 4, 12, 2, 7, 5.
+  const double fb_ms[] = {3, 9, 1, 4, 12, 2, 7, 5};
+  Profile p = chain_profile(8, 0, 0, 1e6, 1e6);
+  for (size_t l = 0; l < 8; ++l) {
+    p.layers[l].forward_s = fb_ms[l] * 1e-3 / 3;
+    p.layers[l].backward_s = fb_ms[l] * 2e-3 / 3;
+  }
+  return p;
+}
+
+TEST(Stages, DefaultIsOneBalancedStagePerDevice) {
+  const Profile profile = chain_profile(8, 1e-3, 2e-3, 1e6, 1e6);
+  StrategyConfig config;
+  std::vector<std::string> notes;
+  const Pipeline pipe = resolve_pipeline(profile, simple_cluster(1, 4), config, notes);
+  // 4 devices, 8 equal layers: 2 layers per stage.
+  ASSERT_EQ(pipe.stage_count(), 4);
+  EXPECT_EQ(pipe.devices, 4);
+  EXPECT_EQ(pipe.stages[2].layers, (LayerRange{4, 5}));
+  EXPECT_EQ(config.resolved().at("stages"), nlohmann::json::parse("[[0,1],[2,3],[4,5],[6,7]]"));
+  EXPECT_EQ(config.resolved().at("replicas"), nlohmann::json::parse("[1,1,1,1]"));
+  ASSERT_FALSE(notes.empty());
+  EXPECT_NE(notes.back().find("default balanced partition"), std::string::npos);
+}
+
+TEST(Stages, BalancedPartitionMatchesBruteForce) {
+  const Profile profile = irregular_profile();
+  for (int64_t stages = 1; stages <= 8; ++stages) {
+    const std::vector<int64_t> ones(static_cast<size_t>(stages), 1);
+    const std::vector<LayerRange> ranges = balanced_partition(profile, stages);
+    ASSERT_EQ(static_cast<int64_t>(ranges.size()), stages);
+    EXPECT_NEAR(largest_stage_s(profile, ranges, ones), brute_force_best_s(profile, stages, ones), 1e-12)
+        << stages << " stages";
+  }
+  // Three stages of F+B 3,9,1 | 4,12 | 2,7,5 ms: the best largest stage is 16 ms.
+  EXPECT_NEAR(largest_stage_s(profile, balanced_partition(profile, 3), {1, 1, 1}), 16e-3, 1e-12);
+}
+
+TEST(Stages, BalancedPartitionWeighsStagesByReplicas) {
+  const Profile profile = irregular_profile();
+  const std::vector<int64_t> replicas = {3, 1, 2};
+  const std::vector<LayerRange> ranges = balanced_partition(profile, 3, replicas);
+  EXPECT_NEAR(largest_stage_s(profile, ranges, replicas), brute_force_best_s(profile, 3, replicas), 1e-12);
+}
+
+TEST(Stages, DefaultStageCountIsCappedAtLayerCount) {
+  const Profile profile = chain_profile(3, 1e-3, 2e-3, 1e6, 1e6);
+  StrategyConfig config;
+  std::vector<std::string> notes;
+  const Pipeline pipe = resolve_pipeline(profile, simple_cluster(2, 4), config, notes);
+  EXPECT_EQ(pipe.stage_count(), 3);
+  EXPECT_EQ(pipe.devices, 3);
+  ASSERT_EQ(notes.size(), 2u);
+  EXPECT_NE(notes[0].find("only 3 layers"), std::string::npos);
+}
+
+TEST(Stages, ExplicitRangesAreSummedPerStage) {
+  const Profile profile = chain_profile(8, 1e-3, 2e-3, 1e6, 4e6);
+  StrategyConfig config;
+  config.set("stages", "0-4,5-7", "--set stages");
+  std::vector<std::string> notes;
+  const Pipeline pipe = resolve_pipeline(profile, simple_cluster(1, 4), config, notes);
+  ASSERT_EQ(pipe.stage_count(), 2);
+  EXPECT_TRUE(notes.empty());
+  // Stage 0: five layers of 1 + 2 ms and 1 MB; update 5 × 5e6 / 100e9 = 0.25 ms.
+  EXPECT_NEAR(pipe.stages[0].forward_s, 5e-3, 1e-15);
+  EXPECT_NEAR(pipe.stages[0].backward_s, 10e-3, 1e-15);
+  EXPECT_DOUBLE_EQ(pipe.stages[0].param_bytes, 5e6);
+  EXPECT_NEAR(pipe.stages[0].update_s, 0.25e-3, 1e-15);
+  EXPECT_DOUBLE_EQ(pipe.stages[0].activation_bytes, 20e6);
+  // Layer 4's 4 MB output is all that crosses: stage 0 sends it, stage 1 receives it.
+  EXPECT_DOUBLE_EQ(pipe.stages[0].output_bytes, 4e6);
+  EXPECT_DOUBLE_EQ(pipe.stages[1].input_bytes, 4e6);
+  EXPECT_EQ(pipe.devices, 2);
+}
+
+TEST(Stages, IntegerStageCountIsBalanced) {
+  const Profile profile = chain_profile(6, 1e-3, 2e-3, 1e6, 1e6);
+  StrategyConfig config;
+  config.set("stages", "3", "--set stages");
+  std::vector<std::string> notes;
+  const Pipeline pipe = resolve_pipeline(profile, simple_cluster(1, 4), config, notes);
+  ASSERT_EQ(pipe.stage_count(), 3);
+  EXPECT_EQ(config.resolved().at("stages"), nlohmann::json::parse("[[0,1],[2,3],[4,5]]"));
+}
+
+TEST(Stages, ReplicasWithoutStagesSetTheStageCount) {
+  const Profile profile = chain_profile(6, 1e-3, 2e-3, 1e6, 1e6);
+  StrategyConfig config;
+  config.set("replicas", "2,1", "--set replicas");
+  std::vector<std::string> notes;
+  const Pipeline pipe = resolve_pipeline(profile, simple_cluster(1, 4), config, notes);
+  // Two stages; stage 0 has two replicas, so it takes 4 layers (12 ms / 2 = 6 ms)
+  // and stage 1 two (6 ms): the only split with both at 6 ms.
+  ASSERT_EQ(pipe.stage_count(), 2);
+  EXPECT_EQ(pipe.stages[0].layers, (LayerRange{0, 3}));
+  EXPECT_EQ(pipe.devices, 3);
+}
+
+void expect_input_error(const Profile& profile, const Cluster& cluster, const std::string& key,
+                        const std::string& value, const std::string& where, bool read_replicas = true) {
+  StrategyConfig config;
+  config.set(key, value, "--set " + key);
+  std::vector<std::string> notes;
+  try {
+    resolve_pipeline(profile, cluster, config, notes, read_replicas);
+    ADD_FAILURE() << key << "=" << value << " was accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where(), where) << e.what();
+  }
+}
+
+TEST(Stages, MoreStagesThanLayersIsAnInputError) {
+  const Profile profile = chain_profile(3, 1e-3, 2e-3, 1e6, 1e6);
+  expect_input_error(profile, simple_cluster(1, 8), "stages", "4", "--set stages");
+  expect_input_error(profile, simple_cluster(1, 8), "stages", "0-0,1-1,2-2,3-3", "--set stages");
+  expect_input_error(profile, simple_cluster(1, 8), "replicas", "1,1,1,1", "--set replicas");
+}
+
+TEST(Stages, MoreStagesThanDevicesIsAnInputError) {
+  const Profile profile = chain_profile(8, 1e-3, 2e-3, 1e6, 1e6);
+  expect_input_error(profile, simple_cluster(1, 2), "stages", "0-1,2-3,4-7", "--set stages");
+  expect_input_error(profile, simple_cluster(1, 2), "stages", "3", "--set stages");
+}
+
+TEST(Stages, ReplicasMustMatchStagesAndFitTheDevices) {
+  const Profile profile = chain_profile(8, 1e-3, 2e-3, 1e6, 1e6);
+  const Cluster cluster = simple_cluster(1, 4);
+  StrategyConfig mismatch;
+  mismatch.set("stages", "0-3,4-7", "--set stages");
+  mismatch.set("replicas", "1,1,1", "--set replicas");
+  std::vector<std::string> notes;
+  EXPECT_THROW(resolve_pipeline(profile, cluster, mismatch, notes), InputError);
+  expect_input_error(profile, cluster, "replicas", "2,3", "--set replicas");  // 5 devices of 4
+  expect_input_error(profile, cluster, "replicas", "2,0", "--set replicas");
+}
+
+TEST(Stages, SkipEdgeCrossesEveryBoundaryItSpans) {
+  // a -> b -> c -> d -> e, and a also feeds c and d (residual edges).
+  // Activations 1, 2, 4, 8, 16 MB. Stages [a,b] [c] [d,e].
+  Profile p = chain_profile(0, 0, 0, 0, 0);
+  p.layers.push_back(layer("a", {"input"}, 1e-3, 1e-3, 0, 1e6));
+  p.layers.push_back(layer("b", {"a"}, 1e-3, 1e-3, 0, 2e6));
+  p.layers.push_back(layer("c", {"b", "a"}, 1e-3, 1e-3, 0, 4e6));
+  p.layers.push_back(layer("d", {"c", "a"}, 1e-3, 1e-3, 0, 8e6));
+  p.layers.push_back(layer("e", {"d"}, 1e-3, 1e-3, 0, 16e6));
+  const std::vector<double> bytes = boundary_bytes(p, {{0, 1}, {2, 2}, {3, 4}});
+  ASSERT_EQ(bytes.size(), 2u);
+  // Boundary 0: b (feeds c) and a (feeds c and d: counted once) = 2 + 1 MB.
+  EXPECT_DOUBLE_EQ(bytes[0], 3e6);
+  // Boundary 1: c (feeds d) and a, relayed past stage 1 to d = 4 + 1 MB; b stops at c.
+  EXPECT_DOUBLE_EQ(bytes[1], 5e6);
+}
+
+TEST(Stages, ReplicatedStageTimeIsPipeDreamFormula) {
+  const LinkSpec link{10e9, 1e-5};
+  // W^3 = 2·(3-1)·1 MB / 10 GB/s = 0.4 ms; latency plays no part in §4's formula.
+  EXPECT_NEAR(weight_sync_s(3, 1e6, link), 4e-4, 1e-15);
+  EXPECT_EQ(weight_sync_s(1, 1e6, link), 0.0);
+  // T = (1/m)·max(ΣT_l, W^m): compute-bound 3 ms / 3 = 1 ms, sync-bound 0.4 ms / 3.
+  EXPECT_NEAR(replicated_stage_s(3e-3, 3, 4e-4), 1e-3, 1e-15);
+  EXPECT_NEAR(replicated_stage_s(1e-4, 3, 4e-4), 4e-4 / 3, 1e-15);
+}
+
+TEST(Stages, BoundaryCommIsTwiceTheActivationsOverBandwidthPlusLatencies) {
+  // 2·(1 MB / 10 GB/s + 10 us) = 2·(100 + 10) us = 220 us.
+  EXPECT_NEAR(boundary_comm_s(1e6, LinkSpec{10e9, 1e-5}), 2.2e-4, 1e-15);
+}
+
+TEST(Stages, StagesFillMachinesInOrder) {
+  const Profile profile = chain_profile(6, 1e-3, 2e-3, 1e6, 1e6);
+  const Cluster cluster = simple_cluster(2, 2);  // devices 0,1 on machine 0; 2,3 on machine 1
+  // Replicas 2,1,1: stage 0 on devices 0-1, stage 1 on 2, stage 2 on 3.
+  const Pipeline a = build_pipeline(profile, cluster, {{0, 1}, {2, 3}, {4, 5}}, {2, 1, 1});
+  EXPECT_EQ(a.stages[1].first_device, 2);
+  EXPECT_EQ(a.stages[0].replica_link.bandwidth_bytes_per_s, cluster.intra_link.bandwidth_bytes_per_s);
+  EXPECT_EQ(a.boundaries[0].link.bandwidth_bytes_per_s, cluster.inter_link.bandwidth_bytes_per_s);
+  EXPECT_EQ(a.boundaries[1].link.bandwidth_bytes_per_s, cluster.intra_link.bandwidth_bytes_per_s);
+  // Replicas 1,2,1: stage 1 on devices 1-2 spans machines; W^2 = 2·1·2 MB / 1 GB/s = 4 ms.
+  const Pipeline b = build_pipeline(profile, cluster, {{0, 1}, {2, 3}, {4, 5}}, {1, 2, 1});
+  EXPECT_EQ(b.stages[1].replica_link.bandwidth_bytes_per_s, cluster.inter_link.bandwidth_bytes_per_s);
+  EXPECT_NEAR(b.stages[1].weight_sync_s, 4e-3, 1e-15);
+  // Boundary 1 joins stage 1 (devices 1-2) and stage 2 (device 3): machines 0 and 1.
+  EXPECT_EQ(b.boundaries[1].link.bandwidth_bytes_per_s, cluster.inter_link.bandwidth_bytes_per_s);
+}
+
+TEST(Stages, OneFOneBInFlightIsNoamAtTheInputStage) {
+  const Profile profile = chain_profile(6, 1e-3, 2e-3, 1e6, 1e6);
+  const Cluster cluster = simple_cluster(1, 8);
+  const Pipeline plain = build_pipeline(profile, cluster, {{0, 1}, {2, 3}, {4, 5}}, {1, 1, 1});
+  EXPECT_EQ(one_f_one_b_in_flight(plain, 0), 3);  // S - k
+  EXPECT_EQ(one_f_one_b_in_flight(plain, 2), 1);
+  // Replicas 2,3,1: NOAM = ⌈6 workers / 2⌉ = 3; stage 1: ⌈(3 + 1) / 3⌉ = 2.
+  const Pipeline replicated = build_pipeline(profile, cluster, {{0, 1}, {2, 3}, {4, 5}}, {2, 3, 1});
+  EXPECT_EQ(one_f_one_b_in_flight(replicated, 0), 3);
+  EXPECT_EQ(one_f_one_b_in_flight(replicated, 1), 2);
+}
+
+}  // namespace
+}  // namespace trainsim

@@ -1,0 +1,236 @@
+// The trainsim command line, run in-process: what a user sees for good input,
+// and the one-line error with exit 2 for every kind of bad input.
+#include "tools/cli.hpp"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "profiles/cluster.hpp"
+#include "sim/cost/strategies.hpp"
+
+namespace trainsim {
+namespace {
+
+struct Result {
+  int status;
+  std::string out;
+  std::string err;
+};
+
+Result run(const std::vector<std::string>& args) {
+  std::ostringstream out, err;
+  const int status = run_trainsim(args, out, err);
+  return {status, out.str(), err.str()};
+}
+
+class TempDir {
+ public:
+  TempDir() : path_(std::filesystem::temp_directory_path() / ("trainsim_cli_" + std::to_string(::getpid()))) {
+    std::filesystem::create_directories(path_);
+  }
+  ~TempDir() { std::filesystem::remove_all(path_); }
+  std::string write(const std::string& name, const std::string& text) const {
+    const auto file = path_ / name;
+    std::ofstream(file) << text;
+    return file.string();
+  }
+  std::string file(const std::string& name) const { return (path_ / name).string(); }
+
+ private:
+  std::filesystem::path path_;
+};
+
+// A valid two-layer profile; `patch` edits its JSON text.
+std::string profile_text(const std::string& second_layer_inputs = "[\"a\"]", const std::string& backward_s = "0.004",
+                         const std::string& format = "trainsim.profile/1", const std::string& forward_s = "0.002") {
+  return R"({"format": ")" + format + R"(", "model": "two", "device": {"name": "d", "kind": "gpu"},
+    "batch_size": 32, "source": "test", "layers": [
+    {"name": "a", "inputs": ["input"], "forward_s": 0.001, "backward_s": 0.002, "param_bytes": 1e6, "activation_bytes": 4e6},
+    {"name": "b", "inputs": )" + second_layer_inputs + R"(, "forward_s": )" + forward_s + R"(, "backward_s": )" +
+         backward_s + R"(, "param_bytes": 2e6, "activation_bytes": 8e6}]})";
+}
+
+std::string zero_time_profile_text() {
+  return R"({"format": "trainsim.profile/1", "model": "zero", "device": {"name": "d", "kind": "gpu"},
+    "batch_size": 1, "layers": [{"name": "a", "inputs": ["input"], "forward_s": 0, "backward_s": 0,
+    "param_bytes": 4, "activation_bytes": 4}]})";
+}
+
+std::string cluster_text(const std::string& kind = "gpu", const std::string& bandwidth = "12e9") {
+  nlohmann::json c = cluster_to_json(load_cluster("p40x4-pcie3"));
+  c["device"]["kind"] = kind;
+  c["intra_link"]["bandwidth_bytes_per_s"] = nlohmann::json::parse(bandwidth);
+  return c.dump();
+}
+
+TEST(Cli, PredictPrintsEveryStrategyOnABuiltInModel) {
+  const Result r = run({"predict", "--model", "vgg16", "--cluster", "p40x4-pcie3"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  for (const StrategyInfo& s : strategy_registry()) EXPECT_NE(r.out.find("\n" + s.id + " "), std::string::npos) << s.id;
+  EXPECT_NE(r.out.find("samples/s"), std::string::npos);
+  EXPECT_TRUE(r.err.empty()) << r.err;
+}
+
+TEST(Cli, PredictJsonHasOneResultPerStrategyAndSpeedupOneForSingle) {
+  const Result r = run({"predict", "--model", "resnet50", "--cluster", "h100x8-nvlink", "--json", "-"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto doc = nlohmann::json::parse(r.out);
+  EXPECT_EQ(doc["format"], "trainsim.prediction/1");
+  ASSERT_EQ(doc["results"].size(), strategy_registry().size());
+  for (const auto& result : doc["results"]) {
+    EXPECT_GT(result["iteration_s"].get<double>(), 0) << result["strategy"];
+    const auto& b = result["breakdown_s"];
+    const double sum = b["compute"].get<double>() + b["exposed_comm"].get<double>() +
+                       b["idle_transfer"].get<double>() + b["idle_imbalance"].get<double>();
+    EXPECT_NEAR(sum, result["iteration_s"].get<double>(), 1e-9 * sum) << result["strategy"];
+    if (result["strategy"] == "single") {
+      EXPECT_DOUBLE_EQ(result["speedup_vs_single"].get<double>(), 1.0);
+    }
+  }
+}
+
+TEST(Cli, PredictCsvHasAHeaderAndOneRowPerSelectedStrategy) {
+  TempDir dir;
+  const std::string profile = dir.write("p.json", profile_text());
+  const Result r = run({"predict", "--profile", profile, "--cluster", "p40x4-pcie3", "--strategies",
+                        "single,dp-ring", "--csv", "-"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  std::istringstream lines(r.out);
+  std::string line;
+  std::vector<std::string> rows;
+  while (std::getline(lines, line)) rows.push_back(line);
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[0].rfind("model,cluster,batch_size,strategy", 0), 0u);
+  EXPECT_NE(rows[2].find(",dp-ring,"), std::string::npos);
+}
+
+TEST(Cli, SetReachesOnlyTheStrategiesThatReadTheKey) {
+  TempDir dir;
+  const std::string profile = dir.write("p.json", profile_text());
+  const Result r = run({"predict", "--profile", profile, "--cluster", "p40x4-pcie3", "--strategies",
+                        "single,dp-ring", "--set", "workers=2", "--json", "-"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto doc = nlohmann::json::parse(r.out);
+  EXPECT_EQ(doc["results"][0]["workers"], 1);
+  EXPECT_EQ(doc["results"][1]["workers"], 2);
+  EXPECT_EQ(doc["results"][1]["config"]["workers"], 2);
+}
+
+TEST(Cli, ZooAndClusterListsNameEveryEntry) {
+  const Result zoo = run({"zoo", "list"});
+  ASSERT_EQ(zoo.status, 0) << zoo.err;
+  EXPECT_NE(zoo.out.find("resnet1001"), std::string::npos);
+  const Result clusters = run({"cluster", "list"});
+  ASSERT_EQ(clusters.status, 0) << clusters.err;
+  for (const Cluster& c : cluster_presets()) EXPECT_NE(clusters.out.find(c.name), std::string::npos);
+}
+
+TEST(Cli, ZooShowJsonCarriesTheParameterCount) {
+  const Result r = run({"zoo", "show", "vgg16", "--batch", "2", "--json"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto doc = nlohmann::json::parse(r.out);
+  EXPECT_EQ(doc["param_count"], 138357544);
+  EXPECT_EQ(doc["batch_size"], 2);
+  EXPECT_FALSE(doc["layers"].empty());
+}
+
+TEST(Cli, HelpExitsZeroAndShowsTheFlags) {
+  const Result r = run({"predict", "--help"});
+  EXPECT_EQ(r.status, 0);
+  EXPECT_NE(r.out.find("--strategies"), std::string::npos);
+}
+
+TEST(Cli, ProfileAnalyticWritesAValidProfileFile) {
+  TempDir dir;
+  const std::string out = dir.file("vgg.json");
+  const Result r = run({"profile", "--model", "vgg16", "--batch", "16", "--analytic", "--cluster", "p40x4-pcie3",
+                        "--out", out});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const Result predict = run({"predict", "--profile", out, "--cluster", "p40x4-pcie3", "--strategies", "single"});
+  EXPECT_EQ(predict.status, 0) << predict.err;
+}
+
+// Bad input: exit 2 and exactly one line "trainsim: error: <where>: <what> (<expected>)".
+struct BadInput {
+  std::string name;
+  std::vector<std::string> args;  // "{profile}" and "{cluster}" are replaced by files
+  std::string profile;            // profile file contents ("" = none)
+  std::string cluster;            // cluster file contents ("" = none)
+  std::string where;              // must appear in the error line
+};
+
+class CliBadInput : public ::testing::TestWithParam<BadInput> {};
+
+TEST_P(CliBadInput, ExitsTwoWithOneErrorLine) {
+  const BadInput& c = GetParam();
+  TempDir dir;
+  std::vector<std::string> args;
+  for (std::string a : c.args) {
+    if (a == "{profile}") a = c.profile.empty() ? dir.file("missing.json") : dir.write("profile.json", c.profile);
+    if (a == "{cluster}") a = dir.write("cluster.json", c.cluster);
+    args.push_back(a);
+  }
+  const Result r = run(args);
+  EXPECT_EQ(r.status, 2) << r.out << r.err;
+  EXPECT_EQ(r.err.rfind("trainsim: error: ", 0), 0u) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_NE(r.err.find(c.where), std::string::npos) << "error should name '" << c.where << "': " << r.err;
+  EXPECT_NE(r.err.find('('), std::string::npos) << "error should say what was expected: " << r.err;
+}
+
+const std::vector<std::string> kPredictProfile = {"predict", "--profile", "{profile}", "--cluster", "p40x4-pcie3"};
+
+std::vector<std::string> with(std::vector<std::string> base, const std::vector<std::string>& more) {
+  base.insert(base.end(), more.begin(), more.end());
+  return base;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Table, CliBadInput,
+    ::testing::Values(
+        BadInput{"MissingProfileFile", kPredictProfile, "", "", "missing.json"},
+        BadInput{"MalformedJson", kPredictProfile, "{\"format\": ", "", "not valid JSON"},
+        BadInput{"WrongFormat", kPredictProfile, profile_text("[\"a\"]", "0.004", "trainsim.model/1"), "", "format"},
+        BadInput{"NegativeTime", kPredictProfile, profile_text("[\"a\"]", "-0.004"), "", "layers[1].backward_s"},
+        BadInput{"InfiniteTime", kPredictProfile, profile_text("[\"a\"]", "1e999"), "", "profile.json"},
+        BadInput{"TimeIsText", kPredictProfile, profile_text("[\"a\"]", "\"NaN\""), "", "layers[1].backward_s"},
+        BadInput{"InputNamesNoEarlierLayer", kPredictProfile, profile_text("[\"c\"]"), "", "layers[1].inputs"},
+        BadInput{"InputNamesALaterLayer", kPredictProfile, profile_text("[\"b\"]"), "", "layers[1].inputs"},
+        BadInput{"AllTimesZero", kPredictProfile, zero_time_profile_text(), "", "forward_s and backward_s"},
+        BadInput{"UnknownStrategy", with(kPredictProfile, {"--strategies", "dp-ring,warp"}), profile_text(), "",
+                 "--strategies"},
+        BadInput{"UnknownModel", {"predict", "--model", "vgg17", "--cluster", "p40x4-pcie3"}, "", "", "--model"},
+        BadInput{"UnknownPreset", {"predict", "--model", "vgg16", "--cluster", "p41x4"}, "", "", "--cluster"},
+        BadInput{"ZeroWorkers", with(kPredictProfile, {"--strategies", "dp-ring", "--set", "workers=0"}),
+                 profile_text(), "", "--set workers"},
+        BadInput{"MoreWorkersThanDevices", with(kPredictProfile, {"--strategies", "dp-ring", "--set", "workers=5"}),
+                 profile_text(), "", "workers"},
+        BadInput{"MoreStagesThanLayers",
+                 with(kPredictProfile, {"--strategies", "gpipe", "--set", "stages=0-0,1-1,2-2"}), profile_text(), "",
+                 "--set stages"},
+        BadInput{"UnknownSetting", with(kPredictProfile, {"--strategies", "dp-ring", "--set", "widht=2"}),
+                 profile_text(), "", "--set widht"},
+        BadInput{"SettingWithoutValue", with(kPredictProfile, {"--set", "workers"}), profile_text(), "", "--set"},
+        BadInput{"UnknownCompression",
+                 with(kPredictProfile, {"--strategies", "pipesgd", "--set", "compression=zip"}), profile_text(), "",
+                 "--set compression"},
+        BadInput{"ClusterDeviceKind", {"predict", "--model", "vgg16", "--cluster", "{cluster}"}, "",
+                 cluster_text("tpu"), "device.kind"},
+        BadInput{"ClusterNegativeBandwidth", {"predict", "--model", "vgg16", "--cluster", "{cluster}"}, "",
+                 cluster_text("gpu", "-1"), "intra_link.bandwidth_bytes_per_s"},
+        BadInput{"ZeroBatch", {"predict", "--model", "vgg16", "--batch", "0", "--cluster", "p40x4-pcie3"}, "", "",
+                 "--batch"},
+        BadInput{"UnknownFlag", {"predict", "--model", "vgg16", "--cluster", "p40x4-pcie3", "--fast"}, "", "",
+                 "--fast"},
+        BadInput{"NoModel", {"predict", "--cluster", "p40x4-pcie3"}, "", "", "--profile"},
+        BadInput{"UnknownCommand", {"predikt"}, "", "", "predikt"},
+        BadInput{"MethodNotAvailable", with(kPredictProfile, {"--method", "quantum"}), profile_text(), "",
+                 "--method"}),
+    [](const ::testing::TestParamInfo<BadInput>& param_info) { return param_info.param.name; });
+
+}  // namespace
+}  // namespace trainsim

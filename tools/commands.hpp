@@ -1,0 +1,34 @@
+// The subcommands of `trainsim`, one file each; cli.cpp wires them up.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <functional>
+#include <ostream>
+#include <string>
+
+#include "model/layer.hpp"
+
+namespace trainsim {
+
+// What a subcommand needs once parsing is done.
+struct CommandContext {
+  std::ostream& out;
+  std::ostream& err;
+  // Set by the chosen subcommand's callback; run after parsing succeeds.
+  std::function<void()> action;
+};
+
+void add_zoo_command(CLI::App& app, CommandContext& ctx);
+void add_cluster_command(CLI::App& app, CommandContext& ctx);
+void add_profile_command(CLI::App& app, CommandContext& ctx);
+void add_predict_command(CLI::App& app, CommandContext& ctx);
+void add_devices_command(CLI::App& app, CommandContext& ctx);
+
+// A zoo id, or the path of a trainsim.model/1 JSON file.
+Model load_model(const std::string& name_or_path, const std::string& where);
+
+// Writes `text` to `path`, or to `out` when path is "-".
+void write_text_output(const std::string& path, const std::string& text, std::ostream& out,
+                       const std::string& where);
+
+}  // namespace trainsim
