@@ -1,8 +1,9 @@
 // The classic image models of the zoo: AlexNet (BVLC Caffe), VGG-16/19,
-// GoogLeNet, Inception-v3 and -v4, the CIFAR-100 CNN that Pipe-SGD trains and
-// a small Fashion-MNIST CNN a CPU trains in seconds. One layer per framework
-// operator, named after the reference implementation's modules; the head ends
-// at the logits (the softmax belongs to the loss).
+// GoogLeNet, Inception-v3 and -v4, the CIFAR forms of VGG and Inception-v4 the
+// seeds train, the CIFAR-100 CNN that Pipe-SGD trains and a small
+// Fashion-MNIST CNN a CPU trains in seconds. One layer per framework operator,
+// named after the reference implementation's modules; the head ends at the
+// logits (the softmax belongs to the loss).
 #include <string>
 #include <vector>
 
@@ -13,6 +14,25 @@ namespace trainsim {
 namespace {
 
 constexpr int64_t kImageNetClasses = 1000;
+
+// What a model is built to classify: square 3-channel images of `side` pixels
+// into `classes`. The CIFAR forms of VGG and Inception-v4 reuse the ImageNet
+// builders with one of these.
+struct ImageTask {
+  const char* dataset;  // for descriptions, e.g. "CIFAR-10"
+  int64_t side = 0;     // pixels per image side
+  int64_t classes = 0;
+};
+
+constexpr ImageTask kImageNet224{"ImageNet", 224, kImageNetClasses};
+constexpr ImageTask kImageNet299{"ImageNet", 299, kImageNetClasses};
+constexpr ImageTask kCifar10{"CIFAR-10", 32, 10};
+constexpr ImageTask kCifar100{"CIFAR-100", 32, 100};
+
+std::string task_text(const ImageTask& task) {
+  const std::string side = std::to_string(task.side);
+  return std::string(task.dataset) + " 3x" + side + "x" + side + ", " + std::to_string(task.classes) + " classes";
+}
 
 // Conv with a kh×kw kernel and its own padding per axis (Inception's 1×7, 7×1, 1×3, 3×1).
 ConvSpec conv_hw(int64_t out_channels, int64_t kernel_h, int64_t kernel_w, int64_t pad_h, int64_t pad_w) {
@@ -77,9 +97,21 @@ Model build_alexnet() {
 // Simonyan & Zisserman 2015, configurations D (16) and E (19), no batchnorm, as
 // torchvision's vgg16/vgg19 and the Caffe model seed 003 cites. torchvision's
 // AdaptiveAvgPool2d(7) is the identity at 224×224 and is left out.
-Model build_vgg(const std::string& name, int depth, const std::vector<int>& convs_per_block, int64_t default_batch) {
-  const std::string description = "VGG-" + std::to_string(depth) + " (torchvision, no BN); ImageNet 3x224x224";
-  ModelBuilder b(name, description, {3, 224, 224}, default_batch);
+//
+// CIFAR forms (seed 000 §4.1 trains VGG16, citing the paper, on CIFAR-10;
+// seed 001 §5 VGG-19 on CIFAR-100; both in TensorFlow, neither lists its
+// layers): the same convs and five 2×2 pools, which take 32×32 to 1×1, so fc6
+// reads 512 features instead of 7·7·512 = 25,088. fc6 and fc7 stay 4096 wide:
+// TensorFlow CIFAR VGGs of 2018-2019 typically append dense 4096, 4096,
+// classes to the conv stack, as pytorch-cifar100's vgg does (512→4096→4096→
+// classes), so only what the input size forces changes. The narrower
+// 512→512→512→classes head (Torch cifar.torch lineage) is the other common
+// choice; it would cut fc6+fc7 from 18.9 M to 0.5 M parameters, and the
+// data-parallel gradient volume with them. No adaptive pool: replicating the
+// 1×1 map to 7×7 is torchvision-only.
+Model build_vgg(const std::string& name, const std::string& description, const std::vector<int>& convs_per_block,
+                const ImageTask& task, int64_t default_batch) {
+  ModelBuilder b(name, description, {3, task.side, task.side}, default_batch);
   const int64_t channels[] = {64, 128, 256, 512, 512};
   std::string x = kModelInput;
   for (size_t block = 0; block < convs_per_block.size(); ++block) {
@@ -92,16 +124,42 @@ Model build_vgg(const std::string& name, int depth, const std::vector<int>& conv
   x = b.flatten("flatten", x);
   x = b.dropout("drop6", b.relu("relu6", b.linear("fc6", x, 4096)));
   x = b.dropout("drop7", b.relu("relu7", b.linear("fc7", x, 4096)));
-  b.linear("fc8", x, kImageNetClasses);
+  b.linear("fc8", x, task.classes);
   return std::move(b).build();
 }
 
+const std::vector<int> kVgg16Convs = {2, 2, 3, 3, 3};  // configuration D
+const std::vector<int> kVgg19Convs = {2, 2, 4, 4, 4};  // configuration E
+
+// CIFAR parameter counts, from torchvision's: its fc6 25,088·4096 + 4096 =
+// 102,764,544, fc7 16,781,312 and fc8 4,097,000 leave convs of 14,714,688
+// (vgg16, 138,357,544) and 20,024,384 (vgg19, 143,667,240); the CIFAR head is
+// fc6 512·4096 + 4096 = 2,101,248, fc7 16,781,312, fc8 4096·classes + classes.
+constexpr int64_t kVgg16Cifar10Params = 14'714'688 + 2'101'248 + 16'781'312 + 40'970;    // 33,638,218
+constexpr int64_t kVgg19Cifar100Params = 20'024'384 + 2'101'248 + 16'781'312 + 409'700;  // 39,316,644
+
 // default_batch 32: seed 003 Table 1, VGGNet-16 minibatch per GPU (ImageNet).
-Model build_vgg16() { return build_vgg("vgg16", 16, {2, 2, 3, 3, 3}, 32); }
+Model build_vgg16() {
+  return build_vgg("vgg16", "VGG-16 (torchvision, no BN); ImageNet 3x224x224", kVgg16Convs, kImageNet224, 32);
+}
+
+// default_batch 128: seed 000 §4.1 (batch 128 for every model).
+Model build_vgg16_cifar10() {
+  return build_vgg("vgg16-cifar10", "VGG-16 (configuration D, no BN, fc6 512->4096); " + task_text(kCifar10),
+                   kVgg16Convs, kCifar10, 128);
+}
 
 // default_batch 128: seed 001 trains VGG-19 with K=3 blocks at batch 128
-// (its speedup table; on CIFAR-100, which this ImageNet form does not model).
-Model build_vgg19() { return build_vgg("vgg19", 19, {2, 2, 4, 4, 4}, 128); }
+// (its speedup table; on CIFAR-100, which vgg19-cifar100 models).
+Model build_vgg19() {
+  return build_vgg("vgg19", "VGG-19 (torchvision, no BN); ImageNet 3x224x224", kVgg19Convs, kImageNet224, 128);
+}
+
+// default_batch 128: seed 001 §5, "In CIFAR experiments, the batch size is 128".
+Model build_vgg19_cifar100() {
+  return build_vgg("vgg19-cifar100", "VGG-19 (configuration E, no BN, fc6 512->4096); " + task_text(kCifar100),
+                   kVgg19Convs, kCifar100, 128);
+}
 
 // --- GoogLeNet ---------------------------------------------------------------
 // torchvision googlenet(aux_logits=False): BasicConv2d (conv + BN) throughout;
@@ -241,23 +299,43 @@ Model build_inception_v3() {
 // --- Inception-v4 ------------------------------------------------------------
 // Szegedy et al. 2017 ("Inception-v4, Inception-ResNet", Figs. 3-9) as in
 // Cadene's pretrainedmodels / timm inception_v4: BasicConv2d throughout, no
-// aux head, 1000 classes, no dropout before the classifier.
-std::string v4_stem(ModelBuilder& b) {
-  std::string x = basic_conv(b, "conv1a_3x3", kModelInput, conv(32, 3, 2));
-  x = basic_conv(b, "conv2a_3x3", x, conv(32, 3));
+// aux head, no dropout before the classifier.
+//
+// CIFAR form (seed 000 §4.1 trains Inception v4 on CIFAR-10 and names no
+// adaptation): the stem of Fig. 3 at 299×299 divides the side by 8, which
+// would leave 32×32 at 1×1 before Reduction-A. pytorch-cifar100's
+// inceptionv4 keeps the stem's layers but runs them at stride 1 with 'same'
+// padding after a first valid 3×3 conv (32 → 30), and pads Reduction-B's
+// stride-2 convs and pool by 1, so the grids are 30 (Inception-A), 14
+// (Inception-B) and 7 (Inception-C) where ImageNet has 35, 17 and 8. Kernel
+// shapes are untouched, so every layer keeps its ImageNet parameter count.
+
+// Parameters: timm's 42,679,816 less its 1536·1000 + 1000 classifier, plus
+// 1536·10 + 10 = 15,370, since no other kernel changes: 41,158,186. At 100
+// classes that is 41,296,516, the 41.3M pytorch-cifar100's README prints.
+constexpr int64_t kInceptionV4Cifar10Params = 42'679'816 - 1'537'000 + 15'370;
+
+// The stem of Fig. 3. `keep_resolution`: the CIFAR form's stride-1, 'same'
+// stem (all but the first conv padded by 1); otherwise the paper's strided,
+// unpadded one.
+std::string v4_stem(ModelBuilder& b, bool keep_resolution) {
+  const int64_t stride = keep_resolution ? 1 : 2;
+  const int64_t pad = keep_resolution ? 1 : 0;
+  std::string x = basic_conv(b, "conv1a_3x3", kModelInput, conv(32, 3, stride));
+  x = basic_conv(b, "conv2a_3x3", x, conv(32, 3, 1, pad));
   x = basic_conv(b, "conv2b_3x3", x, conv(64, 3, 1, 1));
-  const std::string p3 = b.maxpool("mixed_3a.maxpool", x, pool(3, 2));
-  const std::string c3 = basic_conv(b, "mixed_3a.conv", x, conv(96, 3, 2));
+  const std::string p3 = b.maxpool("mixed_3a.maxpool", x, pool(3, stride, pad));
+  const std::string c3 = basic_conv(b, "mixed_3a.conv", x, conv(96, 3, stride, pad));
   x = b.concat("mixed_3a", {p3, c3});
   std::string l = basic_conv(b, "mixed_4a.branch0.0", x, conv(64, 1));
-  l = basic_conv(b, "mixed_4a.branch0.1", l, conv(96, 3));
+  l = basic_conv(b, "mixed_4a.branch0.1", l, conv(96, 3, 1, pad));
   std::string r = basic_conv(b, "mixed_4a.branch1.0", x, conv(64, 1));
   r = basic_conv(b, "mixed_4a.branch1.1", r, conv_hw(64, 1, 7, 0, 3));
   r = basic_conv(b, "mixed_4a.branch1.2", r, conv_hw(64, 7, 1, 3, 0));
-  r = basic_conv(b, "mixed_4a.branch1.3", r, conv(96, 3));
+  r = basic_conv(b, "mixed_4a.branch1.3", r, conv(96, 3, 1, pad));
   x = b.concat("mixed_4a", {l, r});
-  const std::string c5 = basic_conv(b, "mixed_5a.conv", x, conv(192, 3, 2));
-  const std::string p5 = b.maxpool("mixed_5a.maxpool", x, pool(3, 2));
+  const std::string c5 = basic_conv(b, "mixed_5a.conv", x, conv(192, 3, stride, pad));
+  const std::string p5 = b.maxpool("mixed_5a.maxpool", x, pool(3, stride, pad));
   return b.concat("mixed_5a", {c5, p5});
 }
 
@@ -297,14 +375,15 @@ std::string v4_block_b(ModelBuilder& b, const std::string& n, const std::string&
   return b.concat(n, {b0, b1, b2, b3});
 }
 
-std::string v4_reduction_b(ModelBuilder& b, const std::string& n, const std::string& from) {
+// `pad` on the stride-2 convs and pool: 0 in the paper, 1 in the CIFAR form.
+std::string v4_reduction_b(ModelBuilder& b, const std::string& n, const std::string& from, int64_t pad) {
   std::string b0 = basic_conv(b, n + ".branch0.0", from, conv(192, 1));
-  b0 = basic_conv(b, n + ".branch0.1", b0, conv(192, 3, 2));
+  b0 = basic_conv(b, n + ".branch0.1", b0, conv(192, 3, 2, pad));
   std::string b1 = basic_conv(b, n + ".branch1.0", from, conv(256, 1));
   b1 = basic_conv(b, n + ".branch1.1", b1, conv_hw(256, 1, 7, 0, 3));
   b1 = basic_conv(b, n + ".branch1.2", b1, conv_hw(320, 7, 1, 3, 0));
-  b1 = basic_conv(b, n + ".branch1.3", b1, conv(320, 3, 2));
-  const std::string b2 = b.maxpool(n + ".branch2", from, pool(3, 2));
+  b1 = basic_conv(b, n + ".branch1.3", b1, conv(320, 3, 2, pad));
+  const std::string b2 = b.maxpool(n + ".branch2", from, pool(3, 2, pad));
   return b.concat(n, {b0, b1, b2});
 }
 
@@ -325,20 +404,28 @@ std::string v4_block_c(ModelBuilder& b, const std::string& n, const std::string&
   return b.concat(n, {b0, b1_cat, b2_cat, b3});
 }
 
-Model build_inception_v4() {
-  // default_batch 128: seed 000 §4.1 sets batch 128 for all its models, Inception v4 included.
-  ModelBuilder b("inception-v4", "Inception-v4 (Szegedy et al. 2017, timm/Cadene); ImageNet 3x299x299", {3, 299, 299},
-                 128);
-  std::string x = v4_stem(b);
+// Inception-v4 for `task`: the paper's form (ImageNet 299×299), or with
+// `cifar` the resolution-keeping stem and padded Reduction-B (32×32).
+Model build_inception_v4_for(const std::string& name, const ImageTask& task, bool cifar, int64_t default_batch) {
+  const std::string form = cifar ? "Inception-v4 (stride-1 'same' stem, as pytorch-cifar100); "
+                                 : "Inception-v4 (Szegedy et al. 2017, timm/Cadene); ";
+  ModelBuilder b(name, form + task_text(task), {3, task.side, task.side}, default_batch);
+  std::string x = v4_stem(b, cifar);
   for (int i = 1; i <= 4; ++i) x = v4_block_a(b, "inception_a" + std::to_string(i), x);
   x = v4_reduction_a(b, "reduction_a", x);
   for (int i = 1; i <= 7; ++i) x = v4_block_b(b, "inception_b" + std::to_string(i), x);
-  x = v4_reduction_b(b, "reduction_b", x);
+  x = v4_reduction_b(b, "reduction_b", x, cifar ? 1 : 0);
   for (int i = 1; i <= 3; ++i) x = v4_block_c(b, "inception_c" + std::to_string(i), x);
   x = b.global_avgpool("avgpool", x);
-  b.linear("last_linear", x, kImageNetClasses);
+  b.linear("last_linear", x, task.classes);
   return std::move(b).build();
 }
+
+// default_batch 128: seed 000 §4.1 sets batch 128 for all its models, Inception v4 included.
+Model build_inception_v4() { return build_inception_v4_for("inception-v4", kImageNet299, false, 128); }
+
+// default_batch 128: seed 000 §4.1, on CIFAR-10.
+Model build_inception_v4_cifar10() { return build_inception_v4_for("inception-v4-cifar10", kCifar10, true, 128); }
 
 // --- CIFAR-100 CNN -------------------------------------------------------------
 // Seed 002 §4 trains "the simple AlexNet-style CIFAR100 architecture in [31]"
@@ -394,14 +481,25 @@ std::vector<ZooEntry> classic_cnn_zoo_entries() {
        "BVLC Caffe models/bvlc_alexnet (sum of its 8 layers' weights and biases)", &build_alexnet},
       {"vgg16", "VGG-16, configuration D, no BN, ImageNet 224x224", 138'357'544, "torchvision 0.15 vgg16",
        &build_vgg16},
+      {"vgg16-cifar10", "VGG-16 on CIFAR-10 32x32 (seed 000): 13 convs, fc 512-4096-4096-10", kVgg16Cifar10Params,
+       "derived: torchvision vgg16 with fc6 fed 512 features (32x32 after 5 pools) and 10 classes",
+       &build_vgg16_cifar10},
       {"vgg19", "VGG-19, configuration E, no BN, ImageNet 224x224", 143'667'240, "torchvision 0.15 vgg19",
        &build_vgg19},
+      {"vgg19-cifar100", "VGG-19 on CIFAR-100 32x32 (seed 001): 16 convs, fc 512-4096-4096-100", kVgg19Cifar100Params,
+       "derived: torchvision vgg19 with fc6 fed 512 features (32x32 after 5 pools) and 100 classes",
+       &build_vgg19_cifar100},
       {"googlenet", "GoogLeNet (Inception-v1), BN convs, no aux heads, ImageNet 224x224", 6'624'904,
        "torchvision 0.15 googlenet (IMAGENET1K_V1 num_params)", &build_googlenet},
       {"inception-v3", "Inception-v3 without aux head (seed 004: 24 M), ImageNet 299x299", 23'834'568,
        "torchvision 0.15 inception_v3: 27,161,264 less its AuxLogits head (3,326,696)", &build_inception_v3},
       {"inception-v4", "Inception-v4, ImageNet 299x299, 1000 classes", 42'679'816,
        "Cadene pretrainedmodels / timm inception_v4 with 1000 classes", &build_inception_v4},
+      {"inception-v4-cifar10", "Inception-v4 on CIFAR-10 32x32 (seed 000), stride-1 'same' stem",
+       kInceptionV4Cifar10Params,
+       "derived: timm inception_v4 with 10 classes (pytorch-cifar100's stride-1 stem changes no kernel); "
+       "pytorch-cifar100 prints 41.3M at 100 classes",
+       &build_inception_v4_cifar10},
       {"cifar100-cnn", "Pipe-SGD's CIFAR100-CNN: 3 conv + 2 fc, CIFAR-100 32x32", kCifar100CnnParams,
        "hand count of Liao et al. 2016 CIFAR100_baseline (seed 002 ref. [31])", &build_cifar100_cnn},
       {"fmnist-cnn", "2 conv + 2 fc CNN, Fashion-MNIST 28x28, CPU-trainable", kFmnistCnnParams,

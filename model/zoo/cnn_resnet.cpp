@@ -1,8 +1,9 @@
 // Residual image models of the zoo: torchvision's ImageNet ResNets (He et al.
-// 2015, v1.5 stride placement), the pre-activation CIFAR ResNets of He et al.
-// 2016 "Identity Mappings" (ResNet-164, ResNet-1001) and ResNeXt-29 (Xie et
-// al. 2017). One stage loop serves every model; the three block kinds below
-// are the only per-architecture code.
+// 2015, v1.5 stride placement) and the CIFAR-10 form of ResNet-152 seed 000
+// trains, the pre-activation CIFAR ResNets of He et al. 2016 "Identity
+// Mappings" (ResNet-164, ResNet-1001) and ResNeXt-29 (Xie et al. 2017). One
+// stage loop serves every model; the three block kinds below are the only
+// per-architecture code.
 #include <string>
 #include <vector>
 
@@ -104,21 +105,40 @@ std::string add_stages(ModelBuilder& b, std::string x, const std::vector<StageSp
   return x;
 }
 
-// torchvision ResNet for ImageNet 3×224×224: conv7×7/2-BN-ReLU-maxpool3/2, four
-// stages (widths 64…512, strides 1,2,2,2), global average pool, fc 1000.
-Model build_imagenet_resnet(const std::string& name, const std::string& description, const std::vector<int64_t>& blocks,
-                            int64_t expansion, BlockFn block, int64_t default_batch) {
-  ModelBuilder b(name, description, {3, 224, 224}, default_batch);
-  std::string x = b.conv2d("conv1", kModelInput, conv(64, 7, 2, 3, false));
-  x = b.maxpool("maxpool", b.relu("relu", b.batchnorm("bn1", x)), pool(3, 2, 1));
+// The input end of a torchvision-style ResNet. kImageNet: 3×224×224 through
+// conv7×7/2-BN-ReLU-maxpool3/2 (layer1 at 56×56). kCifar: 3×32×32 through
+// conv3×3/1-BN-ReLU and no max-pool (layer1 at 32×32), as kuangliu's
+// pytorch-cifar ResNets, the usual CIFAR form of the ImageNet depths.
+enum class ResnetStem { kImageNet, kCifar };
+
+// torchvision ResNet: the stem, four stages (widths 64…512, strides 1,2,2,2),
+// global average pool (kuangliu's avg_pool2d(4) at 4×4 is the same), fc.
+Model build_torchvision_resnet(const std::string& name, const std::string& description, ResnetStem stem,
+                               int64_t classes, const std::vector<int64_t>& blocks, int64_t expansion, BlockFn block,
+                               int64_t default_batch) {
+  const bool cifar = stem == ResnetStem::kCifar;
+  ModelBuilder b(name, description, {3, cifar ? 32 : 224, cifar ? 32 : 224}, default_batch);
+  std::string x;
+  if (cifar) {
+    x = b.relu("relu", b.batchnorm("bn1", b.conv2d("conv1", kModelInput, conv(64, 3, 1, 1, false))));
+  } else {
+    x = b.conv2d("conv1", kModelInput, conv(64, 7, 2, 3, false));
+    x = b.maxpool("maxpool", b.relu("relu", b.batchnorm("bn1", x)), pool(3, 2, 1));
+  }
   std::vector<StageSpec> stages;
   for (size_t i = 0; i < blocks.size(); ++i) {
     const int64_t width = int64_t{64} << i;
     stages.push_back({blocks[i], width, width * expansion, i == 0 ? 1 : 2});
   }
   x = add_stages(b, x, stages, 1, block);
-  b.linear("fc", b.global_avgpool("avgpool", x), 1000);
+  b.linear("fc", b.global_avgpool("avgpool", x), classes);
   return std::move(b).build();
+}
+
+Model build_imagenet_resnet(const std::string& name, const std::string& description, const std::vector<int64_t>& blocks,
+                            int64_t expansion, BlockFn block, int64_t default_batch) {
+  return build_torchvision_resnet(name, description, ResnetStem::kImageNet, 1000, blocks, expansion, block,
+                                  default_batch);
 }
 
 // Pre-activation ResNet-(9n+2) for CIFAR 3×32×32 (resnet-pre-act.lua): conv3×3
@@ -160,6 +180,19 @@ Model build_resnet152() {
                                {3, 8, 36, 3}, 4, &bottleneck_block, 128);
 }
 
+Model build_resnet152_cifar10() {
+  // Seed 000 (DualPipe, §4.1) trains ResNet-152 on CIFAR-10 with batch 128.
+  return build_torchvision_resnet("resnet152-cifar10",
+                                  "ResNet-152 (torchvision bottlenecks, 3x3 stem, no max-pool), CIFAR-10 3x32x32",
+                                  ResnetStem::kCifar, 10, {3, 8, 36, 3}, 4, &bottleneck_block, 128);
+}
+
+// torchvision resnet152's 60,192,808 with its 7×7 stem conv (3·49·64 = 9,408)
+// replaced by a 3×3 one (3·9·64 = 1,728) and fc 2048·1000 + 1000 = 2,049,000
+// by 2048·10 + 10 = 20,490: every other layer is unchanged. At 100 classes it
+// is 58,341,028, the 58.3M pytorch-cifar100's README prints for resnet152.
+constexpr int64_t kResnet152Cifar10Params = 60'192'808 - 9'408 + 1'728 - 2'049'000 + 20'490;  // 58,156,618
+
 Model build_resnet164() {
   // Seed 001 (DSP): ResNet-164 on CIFAR-10 (Fig. 3, Table 3), batch 128. n = (164-2)/9 = 18.
   return build_preact_cifar_resnet("resnet164", "Pre-activation ResNet-164 (He et al. 2016), CIFAR-10 3x32x32", 18, 10,
@@ -199,6 +232,9 @@ std::vector<ZooEntry> resnet_zoo_entries() {
        &build_resnet101},
       {"resnet152", "ResNet-152 v1.5, ImageNet (torchvision)", 60'192'808, "torchvision 0.15 resnet152 num_params",
        &build_resnet152},
+      {"resnet152-cifar10", "ResNet-152 on CIFAR-10 32x32 (seed 000): 3x3 stem, no max-pool", kResnet152Cifar10Params,
+       "derived: torchvision resnet152 with kuangliu pytorch-cifar's 3x3 stem and 10 classes",
+       &build_resnet152_cifar10},
       // The paper rounds to 0.1M and, by its figures, counts conv and fc weights
       // only: this build has 1,679,034 of those (1,703,258 with BN scale/shift).
       {"resnet164", "Pre-activation ResNet-164, CIFAR-10", 1'700'000,

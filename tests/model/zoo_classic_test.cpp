@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -44,10 +45,19 @@ int count_op(const Model& model, const std::string& op) {
   return n;
 }
 
-const std::vector<std::string> kIds = {"alexnet",      "vgg16",        "vgg19",        "googlenet",
-                                       "inception-v3", "inception-v4", "cifar100-cnn", "fmnist-cnn"};
+// Forward FLOPs of the layers whose op is `op`.
+double flops_of_op(const Model& model, const std::string& op) {
+  double total = 0;
+  for (const Layer& l : model.layers) total += l.op == op ? l.forward_flops : 0.0;
+  return total;
+}
 
-TEST(ClassicZoo, ListsTheEightModelsInOrder) {
+// Each CIFAR form the seeds train follows its ImageNet form.
+const std::vector<std::string> kIds = {
+    "alexnet",      "vgg16",        "vgg16-cifar10",        "vgg19",        "vgg19-cifar100", "googlenet",
+    "inception-v3", "inception-v4", "inception-v4-cifar10", "cifar100-cnn", "fmnist-cnn"};
+
+TEST(ClassicZoo, ListsTheElevenModelsInOrder) {
   std::vector<std::string> names;
   for (const ZooEntry& e : classic_cnn_zoo_entries()) names.push_back(e.name);
   EXPECT_EQ(names, kIds);
@@ -73,7 +83,7 @@ TEST(ClassicZoo, PublishedFiguresAreTheReferenceCounts) {
 }
 
 TEST(ClassicZoo, EveryModelValidatesAndEndsInItsClasses) {
-  const std::vector<int64_t> classes = {1000, 1000, 1000, 1000, 1000, 1000, 100, 10};
+  const std::vector<int64_t> classes = {1000, 1000, 10, 1000, 100, 1000, 1000, 1000, 10, 100, 10};
   for (size_t i = 0; i < kIds.size(); ++i) {
     const Model m = build(kIds[i]);
     EXPECT_NO_THROW(validate_model(m, m.name)) << kIds[i];
@@ -88,10 +98,13 @@ TEST(ClassicZoo, InputShapesAndDefaultBatchesFollowTheSeeds) {
   // alexnet: seed 003 Table 1 (256/GPU, Caffe 227 crop); vgg16 32 and
   // googlenet 64: seed 003 Table 1; vgg19 128: seed 001 speedup table;
   // inception-v3 64: seed 004 Table 1; inception-v4 128: seed 000 §4.1;
+  // vgg16-cifar10 and inception-v4-cifar10 128: seed 000 §4.1 (CIFAR-10);
+  // vgg19-cifar100 128: seed 001 §5 (CIFAR batch 128);
   // cifar100-cnn 100: Liao et al.'s configuration; fmnist-cnn 64.
-  const std::vector<Shape> inputs = {{3, 227, 227}, {3, 224, 224}, {3, 224, 224}, {3, 224, 224},
-                                     {3, 299, 299}, {3, 299, 299}, {3, 32, 32},   {1, 28, 28}};
-  const std::vector<int64_t> batches = {256, 32, 128, 64, 64, 128, 100, 64};
+  const Shape cifar = {3, 32, 32};
+  const std::vector<Shape> inputs = {{3, 227, 227}, {3, 224, 224}, cifar, {3, 224, 224}, cifar,      {3, 224, 224},
+                                     {3, 299, 299}, {3, 299, 299}, cifar, cifar,         {1, 28, 28}};
+  const std::vector<int64_t> batches = {256, 32, 128, 128, 128, 64, 64, 128, 128, 100, 64};
   for (size_t i = 0; i < kIds.size(); ++i) {
     const Model m = build(kIds[i]);
     EXPECT_EQ(m.input_shape, inputs[i]) << kIds[i];
@@ -187,6 +200,76 @@ TEST(Vgg19, AddsOneConvToEachOfBlocksThreeToFive) {
   EXPECT_EQ(layer(m19, "conv5_4").output_shape, (Shape{512, 14, 14}));
 }
 
+// --- VGG on CIFAR (seeds 000 and 001) ---
+
+TEST(Vgg16Cifar10, ParamCountIsTheConvStackPlusA512InputHead) {
+  // Convs (3·9·c_in·c_out + c_out): 1,792 + 36,928 | 73,856 + 147,584 |
+  // 295,168 + 2·590,080 | 1,180,160 + 2·2,359,808 | 3·2,359,808 = 14,714,688.
+  // fc6 512·4096 + 4096 = 2,101,248; fc7 4096·4096 + 4096 = 16,781,312;
+  // fc8 4096·10 + 10 = 40,970. Total 33,638,218.
+  const Model m = build("vgg16-cifar10");
+  EXPECT_EQ(params_under(m, "conv"), 14'714'688);
+  EXPECT_EQ(layer(m, "fc6").param_count, 2'101'248);
+  EXPECT_EQ(layer(m, "fc8").param_count, 40'970);
+  EXPECT_EQ(param_count(m), 33'638'218);
+  EXPECT_EQ(entry("vgg16-cifar10").published_params, 33'638'218);
+  // The convs are the ImageNet model's own: only the head depends on the input size.
+  EXPECT_EQ(params_under(build("vgg16"), "conv"), 14'714'688);
+}
+
+TEST(Vgg16Cifar10, FivePoolsTakeThirtyTwoPixelsToOne) {
+  const Model m = build("vgg16-cifar10");
+  EXPECT_EQ(count_op(m, "conv2d"), 13);
+  EXPECT_EQ(layer(m, "pool1").output_shape, (Shape{64, 16, 16}));
+  EXPECT_EQ(layer(m, "pool4").output_shape, (Shape{512, 2, 2}));
+  EXPECT_EQ(layer(m, "pool5").output_shape, (Shape{512, 1, 1}));
+  EXPECT_EQ(layer(m, "flatten").output_shape, (Shape{512}));
+  const Layer& c = layer(m, "conv1_1");
+  EXPECT_EQ(c.param_count, 1'792);
+  // 2·3·9·64·32·32 + 64·32·32 = 3,538,944 + 65,536.
+  EXPECT_DOUBLE_EQ(c.forward_flops, 3'604'480.0);
+  // fc6: 2·512·4096 + 4096.
+  EXPECT_DOUBLE_EQ(layer(m, "fc6").forward_flops, 4'198'400.0);
+}
+
+TEST(Vgg16Cifar10, ConvFlopsMatchLiEtAlMultiplyAdds) {
+  // Conv MACs, 9·c_in·c_out·side² per conv: 1,769,472 (conv1_1) + six convs of
+  // 37,748,736 (conv1_2, 2_2, 3_2, 3_3, 4_2, 4_3) + three of 18,874,368 (2_1,
+  // 3_1, 4_1) + three of 9,437,184 (block 5) = 313,196,544; with the biases
+  // (c_out·side² per conv, 276,480 in all) 2·313,196,544 + 276,480 FLOPs.
+  // Li et al. 2017 ("Pruning Filters", Table 1) give VGG-16 on CIFAR-10
+  // 3.13×10^8 FLOP, counting the multiply-adds of the same 13 convs.
+  const Model m = build("vgg16-cifar10");
+  EXPECT_DOUBLE_EQ(flops_of_op(m, "conv2d"), 626'669'568.0);
+  EXPECT_NEAR(flops_of_op(m, "conv2d") / (2.0 * 3.13e8), 1.0, 0.005);
+}
+
+TEST(Vgg16Cifar10, ForwardFlopsAreHandSummed) {
+  // Convs 626,669,568 (above); ReLUs after them one per conv output, 276,480;
+  // 2×2 pools 4 per output: 4·(16,384 + 8,192 + 4,096 + 2,048 + 512) = 124,928;
+  // fc6 4,198,400, relu6 and drop6 4,096 each, fc7 2·4096² + 4096 = 33,558,528,
+  // relu7 and drop7 4,096 each, fc8 2·4096·10 + 10 = 81,930: head 37,855,242.
+  // Total 664,926,218.
+  EXPECT_DOUBLE_EQ(forward_flops(build("vgg16-cifar10")), 664'926'218.0);
+}
+
+TEST(Vgg19Cifar100, AddsThreeConvsAndAHundredClassHead) {
+  const Model m16 = build("vgg16-cifar10");
+  const Model m19 = build("vgg19-cifar100");
+  EXPECT_EQ(count_op(m19, "conv2d"), 16);
+  EXPECT_EQ(layer(m19, "conv3_4").output_shape, (Shape{256, 8, 8}));
+  EXPECT_EQ(layer(m19, "conv5_4").output_shape, (Shape{512, 2, 2}));
+  EXPECT_EQ(layer(m19, "fc8").param_count, 4096 * 100 + 100);
+  // Extra convs 590,080 + 2·2,359,808 = 5,309,696; fc8 409,700 - 40,970 =
+  // 368,730 more: 33,638,218 + 5,678,426 = 39,316,644.
+  EXPECT_EQ(param_count(m19), 39'316'644);
+  EXPECT_EQ(entry("vgg19-cifar100").published_params, 39'316'644);
+  EXPECT_EQ(param_count(m19) - param_count(m16), 5'309'696 + 368'730);
+  // Extra conv FLOPs: conv3_4 2·589,824·64 + 16,384, conv4_4 2·2,359,296·16 +
+  // 8,192, conv5_4 2·2,359,296·4 + 2,048 = 169,895,936.
+  EXPECT_DOUBLE_EQ(flops_of_op(m19, "conv2d"), 626'669'568.0 + 169'895'936.0);
+}
+
 // --- GoogLeNet ---
 
 TEST(GoogLeNet, Inception3aParamsAndShapesAreHandChecked) {
@@ -240,6 +323,62 @@ TEST(InceptionV4, StageShapesFollowThePaperAt299) {
   EXPECT_EQ(layer(m, "reduction_b").output_shape, (Shape{1536, 8, 8}));
   EXPECT_EQ(layer(m, "inception_c3").output_shape, (Shape{1536, 8, 8}));
   EXPECT_EQ(layer(m, "last_linear").param_count, 1536 * 1000 + 1000);
+}
+
+// --- Inception-v4 on CIFAR-10 (seed 000) ---
+
+TEST(InceptionV4Cifar10, StemKeepsTheGridAndBlocksRunAt30_14_7) {
+  const Model m = build("inception-v4-cifar10");
+  // The first 3×3 is valid: 32 - 3 + 1 = 30; the rest of the stem keeps 30.
+  EXPECT_EQ(layer(m, "conv1a_3x3.relu").output_shape, (Shape{32, 30, 30}));
+  EXPECT_EQ(layer(m, "conv2b_3x3.relu").output_shape, (Shape{64, 30, 30}));
+  EXPECT_EQ(layer(m, "mixed_3a").output_shape, (Shape{160, 30, 30}));
+  EXPECT_EQ(layer(m, "mixed_4a").output_shape, (Shape{192, 30, 30}));
+  EXPECT_EQ(layer(m, "mixed_5a").output_shape, (Shape{384, 30, 30}));
+  EXPECT_EQ(layer(m, "inception_a4").output_shape, (Shape{384, 30, 30}));
+  // Reduction-A, valid 3×3 stride 2: (30 - 3)/2 + 1 = 14.
+  EXPECT_EQ(layer(m, "reduction_a").output_shape, (Shape{1024, 14, 14}));
+  EXPECT_EQ(layer(m, "inception_b7").output_shape, (Shape{1024, 14, 14}));
+  // Reduction-B padded by 1: (14 + 2 - 3)/2 + 1 = 7.
+  EXPECT_EQ(layer(m, "reduction_b").output_shape, (Shape{1536, 7, 7}));
+  EXPECT_EQ(layer(m, "inception_c3").output_shape, (Shape{1536, 7, 7}));
+  EXPECT_EQ(layer(m, "last_linear").output_shape, (Shape{10}));
+}
+
+TEST(InceptionV4Cifar10, EveryLayerButTheClassifierKeepsItsImageNetParameters) {
+  // Strides and padding change no kernel, so the two models differ only in
+  // last_linear: 1536·1000 + 1000 = 1,537,000 against 1536·10 + 10 = 15,370,
+  // giving 42,679,816 - 1,537,000 + 15,370 = 41,158,186.
+  const Model imagenet = build("inception-v4");
+  const Model cifar = build("inception-v4-cifar10");
+  ASSERT_EQ(cifar.layers.size(), imagenet.layers.size());
+  for (size_t i = 0; i + 1 < cifar.layers.size(); ++i) {
+    EXPECT_EQ(cifar.layers[i].name, imagenet.layers[i].name);
+    EXPECT_EQ(cifar.layers[i].param_count, imagenet.layers[i].param_count) << cifar.layers[i].name;
+  }
+  EXPECT_EQ(cifar.layers.back().param_count, 15'370);
+  EXPECT_EQ(param_count(cifar), 41'158'186);
+  EXPECT_EQ(entry("inception-v4-cifar10").published_params, 41'158'186);
+  // pytorch-cifar100's README prints 41.3M for its 100-class form:
+  // 41,158,186 + 1536·90 + 90 = 41,296,516, inside that rounding.
+  EXPECT_LE(std::llabs(param_count(cifar) + 1536 * 90 + 90 - 41'300'000), 50'000);
+}
+
+TEST(InceptionV4Cifar10, StridedConvsAreHandChecked) {
+  const Model m = build("inception-v4-cifar10");
+  const Layer& stem = layer(m, "conv1a_3x3.conv");
+  EXPECT_EQ(stem.param_count, 3 * 9 * 32);  // 864, no bias
+  // 2·864·30·30 = 1,555,200.
+  EXPECT_DOUBLE_EQ(stem.forward_flops, 1'555'200.0);
+  const Layer& ra = layer(m, "reduction_a.branch0.conv");
+  EXPECT_EQ(ra.param_count, 384 * 9 * 384);  // 1,327,104
+  // 2·1,327,104·14·14 = 520,224,768.
+  EXPECT_DOUBLE_EQ(ra.forward_flops, 520'224'768.0);
+  const Layer& rb = layer(m, "reduction_b.branch1.3.conv");
+  EXPECT_EQ(rb.output_shape, (Shape{320, 7, 7}));
+  // 320·9·320 = 921,600 weights; 2·921,600·49 = 90,316,800.
+  EXPECT_DOUBLE_EQ(rb.forward_flops, 90'316'800.0);
+  EXPECT_EQ(layer(m, "reduction_b.branch2").output_shape, (Shape{1024, 7, 7}));
 }
 
 // --- CIFAR-100 CNN ---

@@ -56,8 +56,8 @@ int64_t depth_in_weighted_layers(const Model& model) {
 TEST(ResnetZoo, ListsTheResidualFamilyInOrder) {
   std::vector<std::string> names;
   for (const ZooEntry& e : resnet_zoo_entries()) names.push_back(e.name);
-  EXPECT_EQ(names, (std::vector<std::string>{"resnet18", "resnet50", "resnet101", "resnet152", "resnet164",
-                                             "resnet1001", "resnext29"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"resnet18", "resnet50", "resnet101", "resnet152", "resnet152-cifar10",
+                                             "resnet164", "resnet1001", "resnext29"}));
 }
 
 TEST(ResnetZoo, EveryModelValidatesAndBuildsFromTheRegistry) {
@@ -138,8 +138,8 @@ TEST(ResnetZoo, ImageNetResnetsMatchTorchvisionGmacs) {
 
 TEST(ResnetZoo, ResnetDepthCountsItsWeightedLayers) {
   const std::vector<std::pair<std::string, int64_t>> depths = {
-      {"resnet18", 18},   {"resnet50", 50},     {"resnet101", 101}, {"resnet152", 152},
-      {"resnet164", 164}, {"resnet1001", 1001}, {"resnext29", 29}};
+      {"resnet18", 18},           {"resnet50", 50},   {"resnet101", 101},   {"resnet152", 152},
+      {"resnet152-cifar10", 152}, {"resnet164", 164}, {"resnet1001", 1001}, {"resnext29", 29}};
   for (const auto& [name, depth] : depths) {
     EXPECT_EQ(depth_in_weighted_layers(find_zoo_entry(name, "test").build()), depth) << name;
   }
@@ -148,8 +148,8 @@ TEST(ResnetZoo, ResnetDepthCountsItsWeightedLayers) {
 TEST(ResnetZoo, EveryModelEndsInItsClasses) {
   // ImageNet 1000, CIFAR-10 10, CIFAR-100 100 (ResNet-1001, see cnn_resnet.cpp).
   const std::vector<std::pair<std::string, int64_t>> class_counts = {
-      {"resnet18", 1000}, {"resnet50", 1000},  {"resnet101", 1000}, {"resnet152", 1000},
-      {"resnet164", 10},  {"resnet1001", 100}, {"resnext29", 10}};
+      {"resnet18", 1000},        {"resnet50", 1000}, {"resnet101", 1000}, {"resnet152", 1000},
+      {"resnet152-cifar10", 10}, {"resnet164", 10},  {"resnet1001", 100}, {"resnext29", 10}};
   for (const auto& [name, classes] : class_counts) {
     const Model m = find_zoo_entry(name, "test").build();
     EXPECT_EQ(m.layers.back().name, "fc") << name;
@@ -158,13 +158,75 @@ TEST(ResnetZoo, EveryModelEndsInItsClasses) {
 }
 
 TEST(ResnetZoo, CifarModelsTakeCifarImagesAtTheSeedBatch) {
-  // Seed 001 (DSP) trains ResNet-164, ResNet-1001 and ResNeXt-29 with batch 128.
-  for (const std::string name : {"resnet164", "resnet1001", "resnext29"}) {
+  // Seed 001 (DSP) trains ResNet-164, ResNet-1001 and ResNeXt-29 with batch
+  // 128; seed 000 (DualPipe, §4.1) ResNet-152 on CIFAR-10, batch 128 too.
+  for (const std::string name : {"resnet152-cifar10", "resnet164", "resnet1001", "resnext29"}) {
     const Model m = find_zoo_entry(name, "test").build();
     EXPECT_EQ(m.input_shape, (std::vector<int64_t>{3, 32, 32})) << name;
     EXPECT_EQ(m.default_batch, 128) << name;
   }
   EXPECT_EQ(find_zoo_entry("resnet50", "test").build().input_shape, (std::vector<int64_t>{3, 224, 224}));
+}
+
+// Torchvision bottleneck of width w (out 4w): conv1 in·w, conv2 9w², conv3 4w²,
+// three BNs 2w + 2w + 8w. An identity unit (in = 4w) has 17w² + 12w; a
+// projecting first unit adds the downsample in·4w + BN 8w: 5·in·w + 13w² + 20w.
+TEST(ResnetZoo, Resnet152Cifar10HasHandDerivedParamCount) {
+  // layer1 (w 64, in 64):    first 20,480 + 53,248 + 1,280 = 75,008;
+  //                          2 × (69,632 + 768) = 140,800        -> 215,808
+  // layer2 (w 128, in 256):  first 163,840 + 212,992 + 2,560 = 379,392;
+  //                          7 × (278,528 + 1,536) = 1,960,448   -> 2,339,840
+  // layer3 (w 256, in 512):  first 655,360 + 851,968 + 5,120 = 1,512,448;
+  //                          35 × (1,114,112 + 3,072) = 39,101,440 -> 40,613,888
+  // layer4 (w 512, in 1024): first 2,621,440 + 3,407,872 + 10,240 = 6,039,552;
+  //                          2 × (4,456,448 + 6,144) = 8,925,184 -> 14,964,736
+  // stem conv 3·9·64 = 1,728 + BN 128; fc 2048·10 + 10 = 20,490.
+  // Total 1,856 + 215,808 + 2,339,840 + 40,613,888 + 14,964,736 + 20,490 = 58,156,618.
+  const ZooEntry& e = find_zoo_entry("resnet152-cifar10", "test");
+  const Model m = e.build();
+  EXPECT_EQ(param_count(m), 58'156'618);
+  EXPECT_EQ(e.published_params, 58'156'618);
+  // The same count from torchvision's 60,192,808: 7×7 stem (9,408) -> 3×3
+  // (1,728), fc 2,049,000 -> 20,490.
+  EXPECT_EQ(param_count(find_zoo_entry("resnet152", "test").build()) - 9'408 + 1'728 - 2'049'000 + 20'490,
+            param_count(m));
+  // pytorch-cifar100's README prints 58.3M for resnet152 at 100 classes:
+  // 58,156,618 + 2048·90 + 90 = 58,341,028, inside that rounding.
+  EXPECT_LE(std::llabs(param_count(m) + 2048 * 90 + 90 - 58'300'000), 50'000);
+}
+
+TEST(ResnetZoo, Resnet152Cifar10StemKeepsThirtyTwoPixelsWithoutMaxPool) {
+  const Model m = find_zoo_entry("resnet152-cifar10", "test").build();
+  const Layer& c = layer_named(m, "conv1");
+  // 3×3, 3 -> 64, stride 1, pad 1, no bias: 1,728 weights; 2·1,728·32·32 = 3,538,944 FLOPs.
+  EXPECT_EQ(c.param_count, 1'728);
+  EXPECT_EQ(c.output_shape, (std::vector<int64_t>{64, 32, 32}));
+  EXPECT_DOUBLE_EQ(c.forward_flops, 3'538'944.0);
+  EXPECT_FALSE(find_layer(m, "maxpool").has_value());
+  EXPECT_EQ(layer_named(m, "layer1.0.conv1").inputs, std::vector<std::string>{"relu"});
+  // Stages at 32, 16, 8, 4 pixels.
+  EXPECT_EQ(layer_named(m, "layer1.2.relu3").output_shape, (std::vector<int64_t>{256, 32, 32}));
+  EXPECT_EQ(layer_named(m, "layer2.0.conv2").output_shape, (std::vector<int64_t>{128, 16, 16}));
+  EXPECT_EQ(layer_named(m, "layer3.35.relu3").output_shape, (std::vector<int64_t>{1024, 8, 8}));
+  EXPECT_EQ(layer_named(m, "layer4.2.relu3").output_shape, (std::vector<int64_t>{2048, 4, 4}));
+  EXPECT_EQ(layer_named(m, "avgpool").output_shape, (std::vector<int64_t>{2048}));
+}
+
+TEST(ResnetZoo, Resnet152Cifar10ConvAndFcFlopsAreHandDerived) {
+  // Multiply-adds per unit at output side s (input side 2s for a strided first unit):
+  // every identity unit is 17w²·s² with w·s = 2048 fixed (64·32, 128·16, 256·8,
+  // 512·4), so 17·2048² = 71,303,168; layer1's first unit 73,728·1,024 =
+  // 75,497,472; layers 2-4's first units conv1 in·w·(2s)² = 33,554,432, conv2
+  // 9w²s² = 37,748,736, conv3 4w²s² = 16,777,216, downsample 4w·in·s² =
+  // 33,554,432: 121,634,816.
+  // Units: 75,497,472 + 3 × 121,634,816 + (2 + 7 + 35 + 2) × 71,303,168 = 3,720,347,648;
+  // stem 1,728·1,024 = 1,769,472; fc 2048·10 = 20,480. Total 3,722,137,600 MACs;
+  // FLOPs 2× that plus fc's 10 biases (convs have none).
+  const Model m = find_zoo_entry("resnet152-cifar10", "test").build();
+  EXPECT_DOUBLE_EQ(conv_and_linear_flops(m), 2.0 * 3'722'137'600 + 10);
+  // BN, ReLU, add and pooling are a few FLOPs per element: under 2% more, as at 224.
+  EXPECT_GT(forward_flops(m), conv_and_linear_flops(m));
+  EXPECT_LT(forward_flops(m), 1.02 * conv_and_linear_flops(m));
 }
 
 // Pre-activation ResNet-(9n+2), stage widths c = 16, 32, 64, first-unit input
