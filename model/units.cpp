@@ -71,6 +71,8 @@ std::string format_bytes(double bytes) {
 
 std::string format_count(double count) {
   const double a = std::fabs(count);
+  if (a >= 1e15) return printf_text("%.3g%s", count / 1e15, "P");
+  if (a >= 1e12) return printf_text("%.3g%s", count / 1e12, "T");
   if (a >= 1e9) return printf_text("%.3g%s", count / 1e9, "G");
   if (a >= 1e6) return printf_text("%.3g%s", count / 1e6, "M");
   if (a >= 1e4) return printf_text("%.3g%s", count / 1e3, "k");

@@ -154,6 +154,24 @@ TEST(Cli, ProfileAnalyticWritesAValidProfileFile) {
   EXPECT_EQ(predict.status, 0) << predict.err;
 }
 
+TEST(Cli, ImportedPipedreamProfilePredictsWithItsOwnBatch) {
+  TempDir dir;
+  const std::string out = dir.file("vgg16-pd.json");
+  const Result r = run({"profile", "--import-pipedream", std::string(TRAINSIM_SHARED_DIR) +
+                        "/peer-profiles/pipedream/vgg16/graph.txt", "--out", out});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const Result predict = run({"predict", "--profile", out, "--cluster", "p40x4-pcie3", "--json", "-"});
+  ASSERT_EQ(predict.status, 0) << predict.err;
+  const auto doc = nlohmann::json::parse(predict.out);
+  // README of the peer profiles: the Input node's 77,070,336 bytes are 128 images of 3x224x224 floats.
+  EXPECT_EQ(doc["batch_size"], 128);
+  EXPECT_EQ(doc["model"], "vgg16");
+  // single: forward + backward sum to 672.5 ms in that README, plus an update of 553.4 MB (5 passes at 346 GB/s, 8 ms).
+  const double single_s = doc["results"][0]["iteration_s"].get<double>();
+  EXPECT_GT(single_s, 0.6725);
+  EXPECT_LT(single_s, 0.6725 + 0.01);
+}
+
 // Bad input: exit 2 and exactly one line "trainsim: error: <where>: <what> (<expected>)".
 struct BadInput {
   std::string name;

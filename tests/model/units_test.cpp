@@ -1,0 +1,38 @@
+// Human units at the edges: parsing byte counts and printing quantities.
+#include "model/units.hpp"
+
+#include <gtest/gtest.h>
+
+#include "model/error.hpp"
+
+namespace trainsim {
+namespace {
+
+TEST(Units, ParsesDecimalAndBinaryByteSuffixes) {
+  EXPECT_DOUBLE_EQ(parse_bytes("1048576", "x"), 1048576.0);
+  EXPECT_DOUBLE_EQ(parse_bytes("25MB", "x"), 25e6);
+  EXPECT_DOUBLE_EQ(parse_bytes("25 MiB", "x"), 25.0 * 1024 * 1024);
+  EXPECT_DOUBLE_EQ(parse_bytes("80GiB", "x"), 80.0 * 1024 * 1024 * 1024);
+  EXPECT_DOUBLE_EQ(parse_bytes("1.5e9", "x"), 1.5e9);
+}
+
+TEST(Units, RejectsWhatIsNotAByteCount) {
+  EXPECT_THROW(parse_bytes("25XB", "--set bucket_bytes"), InputError);
+  EXPECT_THROW(parse_bytes("-3MB", "x"), InputError);
+  EXPECT_THROW(parse_bytes("lots", "x"), InputError);
+  EXPECT_THROW(parse_number("12Q", "x"), InputError);
+}
+
+TEST(Units, PrintsWithTheRightPrefix) {
+  EXPECT_EQ(format_seconds(0.2123), "212.3 ms");
+  EXPECT_EQ(format_seconds(1.5), "1.5 s");
+  EXPECT_EQ(format_seconds(35e-6), "35 us");
+  EXPECT_EQ(format_bytes(1024.0 * 1024 * 528), "528.0 MiB");
+  EXPECT_EQ(format_count(11.8e12), "11.8T");
+  EXPECT_EQ(format_count(8.1e3), "8100");
+  EXPECT_EQ(format_count(35.7e3), "35.7k");
+  EXPECT_EQ(parse_number("12G", "x"), 12e9);
+}
+
+}  // namespace
+}  // namespace trainsim
