@@ -90,6 +90,18 @@ std::string require_string(const nlohmann::json& object, const std::string& key,
   return value.get<std::string>();
 }
 
+std::vector<std::string> require_string_list(const nlohmann::json& object, const std::string& key,
+                                             const std::string& where) {
+  const nlohmann::json& value = require_field(object, key, where);
+  if (!value.is_array()) throw InputError(where + "." + key, "is " + value.dump(), "a list of strings");
+  std::vector<std::string> list;
+  for (const auto& item : value) {
+    if (!item.is_string()) throw InputError(where + "." + key, "has " + item.dump(), "strings only");
+    list.push_back(item.get<std::string>());
+  }
+  return list;
+}
+
 bool optional_bool(const nlohmann::json& object, const std::string& key, const std::string& where,
                    bool fallback) {
   auto it = object.find(key);

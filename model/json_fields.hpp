@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace trainsim {
 
@@ -29,6 +30,9 @@ double require_positive(const nlohmann::json& object, const std::string& key, co
 int64_t require_integer(const nlohmann::json& object, const std::string& key, const std::string& where,
                         int64_t min_value);
 std::string require_string(const nlohmann::json& object, const std::string& key, const std::string& where);
+// A list whose every element is a string (a layer's `inputs`); may be empty.
+std::vector<std::string> require_string_list(const nlohmann::json& object, const std::string& key,
+                                             const std::string& where);
 bool optional_bool(const nlohmann::json& object, const std::string& key, const std::string& where,
                    bool fallback);
 std::optional<double> optional_nonnegative(const nlohmann::json& object, const std::string& key,

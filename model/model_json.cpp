@@ -68,12 +68,7 @@ Model model_from_json(const nlohmann::json& doc, const std::string& where) {
     Layer layer;
     layer.name = require_string(j, "name", at);
     layer.op = require_string(j, "op", at);
-    const nlohmann::json& inputs = require_field(j, "inputs", at);
-    if (!inputs.is_array()) throw InputError(at + ".inputs", "is " + inputs.dump(), "a list of layer names");
-    for (const auto& input : inputs) {
-      if (!input.is_string()) throw InputError(at + ".inputs", "has " + input.dump(), "layer names");
-      layer.inputs.push_back(input.get<std::string>());
-    }
+    layer.inputs = require_string_list(j, "inputs", at);
     layer.output_shape = read_shape(j, "output_shape", at);
     layer.param_count = require_integer(j, "param_count", at, 0);
     layer.forward_flops = require_nonnegative(j, "forward_flops", at);

@@ -5,6 +5,7 @@
 
 #include "model/error.hpp"
 #include "model/json_fields.hpp"
+#include "model/strings.hpp"
 
 namespace trainsim {
 namespace {
@@ -82,14 +83,14 @@ Cluster cluster_from_json(const nlohmann::json& doc, const std::string& where) {
 }
 
 Cluster load_cluster(const std::string& name_or_path, const std::string& where) {
-  std::string names;
+  std::vector<std::string> names;
   for (const Cluster& preset : cluster_presets()) {
     if (preset.name == name_or_path) return preset;
-    names += (names.empty() ? "" : ", ") + preset.name;
+    names.push_back(preset.name);
   }
   if (std::filesystem::exists(name_or_path)) return cluster_from_json(read_json_file(name_or_path), name_or_path);
   throw InputError(where, "'" + name_or_path + "' is neither a preset nor a file",
-                   "a cluster JSON file or one of " + names);
+                   "a cluster JSON file or one of " + join(names, ", "));
 }
 
 }  // namespace trainsim

@@ -98,12 +98,7 @@ Profile profile_from_json(const nlohmann::json& doc, const std::string& where) {
     const nlohmann::json& j = layers[i];
     LayerProfile l;
     l.name = require_string(j, "name", at);
-    const nlohmann::json& inputs = require_field(j, "inputs", at);
-    if (!inputs.is_array()) throw InputError(at + ".inputs", "is " + inputs.dump(), "a list of layer names");
-    for (const auto& input : inputs) {
-      if (!input.is_string()) throw InputError(at + ".inputs", "has " + input.dump(), "layer names");
-      l.inputs.push_back(input.get<std::string>());
-    }
+    l.inputs = require_string_list(j, "inputs", at);
     l.forward_s = require_nonnegative(j, "forward_s", at);
     l.backward_s = require_nonnegative(j, "backward_s", at);
     l.param_bytes = require_nonnegative(j, "param_bytes", at);

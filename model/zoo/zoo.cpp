@@ -2,6 +2,7 @@
 #include "model/zoo/zoo.hpp"
 
 #include "model/error.hpp"
+#include "model/strings.hpp"
 #include "model/zoo/families.hpp"
 
 namespace trainsim {
@@ -18,12 +19,12 @@ const std::vector<ZooEntry>& zoo_entries() {
 }
 
 const ZooEntry& find_zoo_entry(const std::string& name, const std::string& where) {
-  std::string names;
+  std::vector<std::string> names;
   for (const ZooEntry& entry : zoo_entries()) {
     if (entry.name == name) return entry;
-    names += (names.empty() ? "" : ", ") + entry.name;
+    names.push_back(entry.name);
   }
-  throw InputError(where, "unknown model '" + name + "'", "one of " + names);
+  throw InputError(where, "unknown model '" + name + "'", "one of " + join(names, ", "));
 }
 
 Model build_zoo_model(const std::string& name, const std::string& where) {

@@ -41,6 +41,12 @@ double allreduce_tree_s(double bytes, int64_t p, const LinkParams& link);
 int64_t floor_power_of_two(int64_t p);
 int64_t ceil_log2(int64_t p);
 
+// `core_s`, the cost of an AllReduce run by p' = floor_power_of_two(p)
+// processes, plus, when p' < p, the step that folds the extra processes onto
+// partners before it (α + nβ + nγ) and hands them the result after (α + nβ)
+// (Thakur et al. 2005 §4). Shared by recursive doubling and Rabenseifner.
+double add_power_of_two_fold_s(double core_s, double bytes, int64_t p, const LinkParams& link);
+
 // Binomial-tree reduce and broadcast, ring allgather (bytes = total gathered),
 // pairwise reduce-scatter (bytes = the whole vector). 0 when p == 1.
 double reduce_tree_s(double bytes, int64_t p, const LinkParams& link);

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "model/error.hpp"
+#include "model/strings.hpp"
 #include "model/units.hpp"
 #include "sim/cost/strategies.hpp"
 
@@ -50,8 +51,7 @@ void check_settings_reach(const std::vector<const StrategyInfo*>& selected, cons
                        "a strategy listed in --strategies");
     }
     if (!reached) {
-      std::string names;
-      for (const auto& k : known) names += (names.empty() ? "" : ", ") + k;
+      const std::string names = join(std::vector<std::string>(known.begin(), known.end()), ", ");
       throw InputError(s.where, "is not a setting of any selected strategy",
                        names.empty() ? "no settings for these strategies" : "one of " + names);
     }

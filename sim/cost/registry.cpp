@@ -1,5 +1,6 @@
 // The strategy table: ids, settings and cost models of every strategy.
 #include "model/error.hpp"
+#include "model/strings.hpp"
 #include "sim/cost/strategies.hpp"
 
 namespace trainsim {
@@ -34,12 +35,12 @@ const std::vector<StrategyInfo>& strategy_registry() {
 }
 
 const StrategyInfo& find_strategy(const std::string& id, const std::string& where) {
-  std::string names;
+  std::vector<std::string> ids;
   for (const StrategyInfo& s : strategy_registry()) {
     if (s.id == id) return s;
-    names += (names.empty() ? "" : ", ") + s.id;
+    ids.push_back(s.id);
   }
-  throw InputError(where, "unknown strategy '" + id + "'", "one of " + names);
+  throw InputError(where, "unknown strategy '" + id + "'", "one of " + join(ids, ", "));
 }
 
 Prediction predict_strategy(const StrategyInfo& strategy, const Profile& profile, const Cluster& cluster,

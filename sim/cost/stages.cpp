@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "model/error.hpp"
+#include "model/strings.hpp"
 #include "sim/cost/common.hpp"
 
 namespace trainsim {
@@ -52,11 +53,9 @@ void check_stage_count(int64_t stages, const Profile& profile, const Cluster& cl
 }
 
 std::string describe(const std::vector<LayerRange>& ranges) {
-  std::string text;
-  for (const LayerRange& r : ranges) {
-    text += (text.empty() ? "" : ",") + std::to_string(r.first) + "-" + std::to_string(r.last);
-  }
-  return text;
+  std::vector<std::string> parts;
+  for (const LayerRange& r : ranges) parts.push_back(std::to_string(r.first) + "-" + std::to_string(r.last));
+  return join(parts, ",");
 }
 
 // The stage ranges from `stages`, or a balanced default; records and notes

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "model/error.hpp"
+#include "model/strings.hpp"
 #include "model/units.hpp"
 
 namespace trainsim {
@@ -94,8 +95,7 @@ std::string StrategyConfig::get_choice(const std::string& key, const std::string
                                        const std::vector<std::string>& choices) {
   std::string value = fallback;
   if (const nlohmann::json* j = find(key)) {
-    std::string names;
-    for (const auto& c : choices) names += (names.empty() ? "" : ", ") + c;
+    const std::string names = join(choices, ", ");
     if (!j->is_string()) throw InputError(where_of(key), "is " + j->dump(), "one of " + names);
     value = j->get<std::string>();
     if (std::find(choices.begin(), choices.end(), value) == choices.end()) {

@@ -9,7 +9,7 @@
 #include "model/error.hpp"
 #include "model/zoo/builder.hpp"
 #include "model/zoo/zoo.hpp"
-#include "tests/sim/cost/fixtures.hpp"
+#include "tests/fixtures/profiles.hpp"
 
 namespace trainsim {
 namespace {

@@ -7,7 +7,7 @@
 
 #include "model/error.hpp"
 #include "profiles/cluster.hpp"
-#include "tests/sim/cost/fixtures.hpp"
+#include "tests/fixtures/profiles.hpp"
 
 namespace trainsim {
 namespace {

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "model/error.hpp"
+#include "model/strings.hpp"
 #include "profiles/cluster.hpp"
 #include "sim/cost/collective.hpp"
 
@@ -22,9 +23,7 @@ CollectiveAlgorithm parse_collective_algorithm(const std::string& name, const st
   for (size_t i = 0; i < names.size(); ++i) {
     if (names[i] == name) return algorithms[i];
   }
-  std::string list;
-  for (const std::string& n : names) list += (list.empty() ? "" : ", ") + n;
-  throw InputError(where, "is '" + name + "'", "one of " + list);
+  throw InputError(where, "is '" + name + "'", "one of " + join(names, ", "));
 }
 
 std::string collective_algorithm_name(CollectiveAlgorithm algorithm) {
@@ -61,6 +60,15 @@ int64_t ceil_log2(int64_t p) {
   int64_t rounds = 0;
   for (int64_t reach = 1; reach < p; reach *= 2) ++rounds;
   return rounds;
+}
+
+// Thakur et al. 2005 §4: non-power-of-two p for recursive doubling and
+// Rabenseifner. Added term by term, fold then hand-back, onto `core_s`.
+double add_power_of_two_fold_s(double core_s, double bytes, int64_t p, const LinkParams& link) {
+  if (floor_power_of_two(p) == p) return core_s;
+  core_s += link.alpha_s + bytes * link.beta_s_per_byte + bytes * link.gamma_s_per_byte;  // fold in
+  core_s += link.alpha_s + bytes * link.beta_s_per_byte;                                  // hand back
+  return core_s;
 }
 
 LinkParams collective_link(const Cluster& cluster, int64_t group) {

@@ -16,13 +16,9 @@ double allreduce_rabenseifner_s(double bytes, int64_t p, const LinkParams& link)
   const int64_t core = floor_power_of_two(p);
   const double rounds = static_cast<double>(ceil_log2(core));
   const double share = static_cast<double>(core - 1) / static_cast<double>(core);
-  double t = 2 * rounds * link.alpha_s + 2 * share * bytes * link.beta_s_per_byte +
-             share * bytes * link.gamma_s_per_byte;
-  if (core != p) {
-    t += link.alpha_s + bytes * link.beta_s_per_byte + bytes * link.gamma_s_per_byte;  // fold in
-    t += link.alpha_s + bytes * link.beta_s_per_byte;                                  // hand back
-  }
-  return t;
+  const double core_s = 2 * rounds * link.alpha_s + 2 * share * bytes * link.beta_s_per_byte +
+                        share * bytes * link.gamma_s_per_byte;
+  return add_power_of_two_fold_s(core_s, bytes, p, link);
 }
 
 }  // namespace trainsim

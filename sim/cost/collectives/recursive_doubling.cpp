@@ -16,12 +16,8 @@ double allreduce_recursive_doubling_s(double bytes, int64_t p, const LinkParams&
   if (p == 1) return 0;
   const int64_t core = floor_power_of_two(p);
   const double rounds = static_cast<double>(ceil_log2(core));
-  double t = rounds * (link.alpha_s + bytes * link.beta_s_per_byte + bytes * link.gamma_s_per_byte);
-  if (core != p) {
-    t += link.alpha_s + bytes * link.beta_s_per_byte + bytes * link.gamma_s_per_byte;  // fold in
-    t += link.alpha_s + bytes * link.beta_s_per_byte;                                  // hand back
-  }
-  return t;
+  const double core_s = rounds * (link.alpha_s + bytes * link.beta_s_per_byte + bytes * link.gamma_s_per_byte);
+  return add_power_of_two_fold_s(core_s, bytes, p, link);
 }
 
 }  // namespace trainsim

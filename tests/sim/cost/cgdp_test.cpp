@@ -1,8 +1,6 @@
 // cgdp: chunks of gradients summed on the host during backward (seed 003).
 #include <gtest/gtest.h>
 
-#include <map>
-
 #include "model/error.hpp"
 #include "sim/cost/common.hpp"
 #include "sim/cost/strategies.hpp"
@@ -12,14 +10,8 @@ namespace trainsim {
 namespace {
 
 using testing_fixtures::layer;
+using testing_fixtures::run_strategy;
 using testing_fixtures::simple_cluster;
-
-Prediction run(const std::string& id, const Profile& profile, const Cluster& cluster,
-               const std::map<std::string, std::string>& settings = {}) {
-  StrategyConfig config;
-  for (const auto& [key, value] : settings) config.set(key, value, "--set " + key);
-  return predict_strategy(find_strategy(id, "test"), profile, cluster, std::move(config));
-}
 
 // l0 (4 MB of parameters), relu (none), l2 (8 MB); forward and backward 1 ms
 // each. Σfw = Σbw = 3 ms; update of 12 MB: 5·12e6/1e11 = 0.6 ms.
@@ -40,7 +32,7 @@ TEST(Cgdp, HandComputedThreeLayerCase) {
   //   3.45; sum 4·4e6/2e10 = 0.8 ms, starts 3.45 (after 3.43) → 4.25; H2D
   //   starts 4.25 (after 4.24), 0.41 ms → 4.66 ms.
   // T = max(3.04, 4.66) = 4.66 ms; t = 3 + 4.66 + 0.6 = 8.26 ms.
-  const Prediction p = run("cgdp", three_layers(), simple_cluster(1, 4));
+  const Prediction p = run_strategy("cgdp", three_layers(), simple_cluster(1, 4));
   EXPECT_NEAR(p.iteration_s, 8.26e-3, 1e-12);
   EXPECT_NEAR(p.breakdown.compute_s, 6.6e-3, 1e-12);
   EXPECT_NEAR(p.breakdown.exposed_comm_s, 4.66e-3 - 3e-3, 1e-12);
@@ -54,11 +46,11 @@ TEST(Cgdp, OneChunkOfEverythingIsTheNonOverlappedSum) {
   // Backward 3 ms + one sync 0.02 ms; D2H 1e-5 + 12e6/1e10 = 1.21 ms; host sum
   // 4·12e6/2e10 = 2.4 ms; H2D 1.21 ms. T = 3.02 + 1.21 + 2.4 + 1.21 = 7.84 ms;
   // t = 3 + 7.84 + 0.6 = 11.44 ms.
-  const Prediction p = run("cgdp", three_layers(), simple_cluster(1, 4), {{"chunks", "0-2"}});
+  const Prediction p = run_strategy("cgdp", three_layers(), simple_cluster(1, 4), {{"chunks", "0-2"}});
   EXPECT_NEAR(p.iteration_s, 11.44e-3, 1e-12);
   // That is dp-ps with the host as server (seed 003's typical data parallel,
   // T' = T_BP + t_aa + t_bc) plus the one stream synchronization.
-  const Prediction ps = run("dp-ps", three_layers(), simple_cluster(1, 4), {{"server", "host"}});
+  const Prediction ps = run_strategy("dp-ps", three_layers(), simple_cluster(1, 4), {{"server", "host"}});
   EXPECT_NEAR(p.iteration_s - ps.iteration_s, 20e-6, 1e-12);
 }
 
@@ -69,21 +61,22 @@ TEST(Cgdp, PerLayerChunksPayOneStreamSyncPerLayer) {
   //   = 10 ms + 10·0.02 ms + 2.04e-5 s = 10.2204 ms with one chunk per layer;
   // t = Σfw 10 ms + T + update 5·1e4/1e11 = 20.2209 ms.
   const Profile flat = testing_fixtures::chain_profile(10, 1e-3, 1e-3, 1e3, 1e3);
-  const Prediction per_layer = run("cgdp", flat, simple_cluster(1, 4));
+  const Prediction per_layer = run_strategy("cgdp", flat, simple_cluster(1, 4));
   EXPECT_NEAR(per_layer.iteration_s, 20.2209e-3, 1e-12);
   // chunk_size 5 (seed 003 §4.2): one chunk of layers 9-5, then 4, 3, 2, 1, 0
   // alone: 6 syncs, 4 fewer: 0.08 ms faster. The U-shape's left side.
-  const Prediction fives = run("cgdp", flat, simple_cluster(1, 4), {{"chunk_size", "5"}});
+  const Prediction fives = run_strategy("cgdp", flat, simple_cluster(1, 4), {{"chunk_size", "5"}});
   EXPECT_EQ(fives.notes[0], "chunks 0-0,1-1,2-2,3-3,4-4,5-9");
   EXPECT_NEAR(per_layer.iteration_s - fives.iteration_s, 4 * 20e-6, 1e-12);
 }
 
 TEST(Cgdp, NeverFasterThanComputeAlone) {
   const Profile flat = testing_fixtures::chain_profile(12, 1e-3, 2e-3, 4e6, 1e6);
-  const double compute_s = run("single", flat, simple_cluster(1, 4)).iteration_s;
+  const double compute_s = run_strategy("single", flat, simple_cluster(1, 4)).iteration_s;
   for (const Cluster& cluster : {simple_cluster(1, 4), simple_cluster(2, 2)}) {
     for (int chunk_size = 1; chunk_size <= 12; ++chunk_size) {
-      EXPECT_GE(run("cgdp", flat, cluster, {{"chunk_size", std::to_string(chunk_size)}}).iteration_s, compute_s)
+      EXPECT_GE(run_strategy("cgdp", flat, cluster, {{"chunk_size", std::to_string(chunk_size)}}).iteration_s,
+                compute_s)
           << "chunk_size " << chunk_size;
     }
   }
@@ -91,8 +84,8 @@ TEST(Cgdp, NeverFasterThanComputeAlone) {
 
 TEST(Cgdp, OneWorkerEqualsSingle) {
   // Seed 003 Table 2: 1-GPU CGDP runs as fast as 1-GPU Caffe.
-  EXPECT_DOUBLE_EQ(run("cgdp", three_layers(), simple_cluster(1, 4), {{"workers", "1"}}).iteration_s,
-                   run("single", three_layers(), simple_cluster(1, 4)).iteration_s);
+  EXPECT_DOUBLE_EQ(run_strategy("cgdp", three_layers(), simple_cluster(1, 4), {{"workers", "1"}}).iteration_s,
+                   run_strategy("single", three_layers(), simple_cluster(1, 4)).iteration_s);
 }
 
 TEST(Cgdp, AcrossMachinesHostsAllReduceEachChunk) {
@@ -101,16 +94,17 @@ TEST(Cgdp, AcrossMachinesHostsAllReduceEachChunk) {
   // (α = 5e-5, β = 1e-9, γ = 1/2e10): 2·5e-5 + 12e6·1e-9 + 0.5·12e6·5e-11
   // = 1e-4 + 1.2e-2 + 3e-4 = 12.4 ms; H2D 1.21 ms.
   // T = 3.02 + 1.21 + 1.2 + 12.4 + 1.21 = 19.04 ms; t = 3 + 19.04 + 0.6 = 22.64 ms.
-  EXPECT_NEAR(run("cgdp", three_layers(), simple_cluster(2, 2), {{"chunks", "0-2"}}).iteration_s, 22.64e-3, 1e-12);
+  EXPECT_NEAR(run_strategy("cgdp", three_layers(), simple_cluster(2, 2), {{"chunks", "0-2"}}).iteration_s, 22.64e-3,
+              1e-12);
 }
 
 TEST(Cgdp, BadChunkSettingsAreInputErrors) {
   const Profile profile = three_layers();
   const Cluster cluster = simple_cluster(1, 4);
-  EXPECT_THROW(run("cgdp", profile, cluster, {{"chunks", "0-2"}, {"chunk_size", "1"}}), InputError);
-  EXPECT_THROW(run("cgdp", profile, cluster, {{"chunks", "0-1"}}), InputError);
-  EXPECT_THROW(run("cgdp", profile, cluster, {{"chunk_size", "3"}}), InputError);  // 2 layers have parameters
-  EXPECT_THROW(run("cgdp", profile, cluster, {{"chunk_size", "0"}}), InputError);
+  EXPECT_THROW(run_strategy("cgdp", profile, cluster, {{"chunks", "0-2"}, {"chunk_size", "1"}}), InputError);
+  EXPECT_THROW(run_strategy("cgdp", profile, cluster, {{"chunks", "0-1"}}), InputError);
+  EXPECT_THROW(run_strategy("cgdp", profile, cluster, {{"chunk_size", "3"}}), InputError);  // 2 layers have parameters
+  EXPECT_THROW(run_strategy("cgdp", profile, cluster, {{"chunk_size", "0"}}), InputError);
 }
 
 }  // namespace

@@ -10,14 +10,8 @@ namespace trainsim {
 namespace {
 
 using testing_fixtures::layer;
+using testing_fixtures::run_strategy;
 using testing_fixtures::simple_cluster;
-
-Prediction run(const std::string& id, const Profile& profile, const Cluster& cluster,
-               const std::string& bucket_bytes = "") {
-  StrategyConfig config;
-  if (!bucket_bytes.empty()) config.set("bucket_bytes", bucket_bytes, "--set bucket_bytes");
-  return predict_strategy(find_strategy(id, "test"), profile, cluster, std::move(config));
-}
 
 // l0, relu, l1, l2: forward and backward 1 ms each (relu 0.5 ms), 1 MB of
 // parameters each (relu none), 1 MB of activations.
@@ -40,7 +34,8 @@ TEST(DpOverlap, BucketsStartWhenFilledAndOneCollectiveRunsAtATime) {
   //    = 3.35e-3, from 2 ms to 5.35 ms.
   // B: 3e-4 + 1.5e-3 + 1.5e-5 + 2e-5 = 1.835e-3, waits for A: 5.35 → 7.185 ms.
   // t = 3.5 + max(3.5, 7.185) + 0.15 = 10.835 ms.
-  const Prediction p = run("dp-overlap", three_layers_and_a_relu(), simple_cluster(2, 2), "1.5MB");
+  const Prediction p =
+      run_strategy("dp-overlap", three_layers_and_a_relu(), simple_cluster(2, 2), {{"bucket_bytes", "1.5MB"}});
   EXPECT_NEAR(p.iteration_s, 10.835e-3, 1e-12);
   EXPECT_NEAR(p.breakdown.exposed_comm_s, 7.185e-3 - 3.5e-3, 1e-12);
   EXPECT_NEAR(p.breakdown.total_s(), p.iteration_s, 1e-15);
@@ -53,15 +48,16 @@ TEST(DpOverlap, BucketWaitsForItsLastLayersBackward) {
   //    = 4.1e-4, 2 → 2.41 ms. B: 6e-5 + 1.5e-4 + 1.5e-5 + 2e-5 = 2.45e-4, ready
   // only when l0's backward ends at 3.5 ms (after the relu's): 3.5 → 3.745 ms.
   // t = 3.5 + 3.745 + 0.15 = 7.395 ms.
-  const Prediction p = run("dp-overlap", three_layers_and_a_relu(), simple_cluster(1, 4), "1.5MB");
+  const Prediction p =
+      run_strategy("dp-overlap", three_layers_and_a_relu(), simple_cluster(1, 4), {{"bucket_bytes", "1.5MB"}});
   EXPECT_NEAR(p.iteration_s, 7.395e-3, 1e-12);
 }
 
 TEST(DpOverlap, OneHugeBucketEqualsDpRing) {
   const Profile profile = testing_fixtures::two_layer_profile();
   for (const Cluster& cluster : {simple_cluster(1, 4), simple_cluster(2, 2)}) {
-    EXPECT_NEAR(run("dp-overlap", profile, cluster, "1GB").iteration_s,
-                run("dp-ring", profile, cluster).iteration_s, 1e-15);
+    EXPECT_NEAR(run_strategy("dp-overlap", profile, cluster, {{"bucket_bytes", "1GB"}}).iteration_s,
+                run_strategy("dp-ring", profile, cluster).iteration_s, 1e-15);
   }
 }
 
@@ -72,20 +68,21 @@ TEST(DpOverlap, TinyBucketsWithFastLinksApproachSingle) {
   Cluster fast = simple_cluster(1, 4);
   fast.intra_link = {1e15, 0};
   fast.collective = {1e15, 0};
-  const double single = run("single", profile, fast).iteration_s;
-  const double overlap = run("dp-overlap", profile, fast, "1MB").iteration_s;
+  const double single = run_strategy("single", profile, fast).iteration_s;
+  const double overlap = run_strategy("dp-overlap", profile, fast, {{"bucket_bytes", "1MB"}}).iteration_s;
   EXPECT_GE(overlap, single);
   EXPECT_LT(overlap - single, 1e-8);
   // On ordinary links the overlap still beats the AllReduce after backward.
-  EXPECT_LT(run("dp-overlap", profile, simple_cluster(1, 4), "1MB").iteration_s,
-            run("dp-ring", profile, simple_cluster(1, 4)).iteration_s);
+  EXPECT_LT(run_strategy("dp-overlap", profile, simple_cluster(1, 4), {{"bucket_bytes", "1MB"}}).iteration_s,
+            run_strategy("dp-ring", profile, simple_cluster(1, 4)).iteration_s);
 }
 
 TEST(DpOverlap, DefaultBucketIs25MBAndBadSizesAreInputErrors) {
   const Profile profile = testing_fixtures::two_layer_profile();
-  EXPECT_DOUBLE_EQ(run("dp-overlap", profile, simple_cluster(1, 4)).config["bucket_bytes"].get<double>(), 25e6);
-  EXPECT_THROW(run("dp-overlap", profile, simple_cluster(1, 4), "-5"), InputError);
-  EXPECT_THROW(run("dp-overlap", profile, simple_cluster(1, 4), "lots"), InputError);
+  EXPECT_DOUBLE_EQ(run_strategy("dp-overlap", profile, simple_cluster(1, 4)).config["bucket_bytes"].get<double>(),
+                   25e6);
+  EXPECT_THROW(run_strategy("dp-overlap", profile, simple_cluster(1, 4), {{"bucket_bytes", "-5"}}), InputError);
+  EXPECT_THROW(run_strategy("dp-overlap", profile, simple_cluster(1, 4), {{"bucket_bytes", "lots"}}), InputError);
 }
 
 }  // namespace

@@ -10,13 +10,15 @@
 namespace trainsim {
 namespace {
 
+using testing_fixtures::run_strategy;
+using testing_fixtures::Settings;
 using testing_fixtures::simple_cluster;
 using testing_fixtures::two_layer_profile;
 
+// dp-ps on two_layer_profile, with `server` set unless it is empty.
 Prediction run(const Cluster& cluster, const std::string& server = "") {
-  StrategyConfig config;
-  if (!server.empty()) config.set("server", server, "--set server");
-  return predict_strategy(find_strategy("dp-ps", "test"), two_layer_profile(), cluster, std::move(config));
+  return run_strategy("dp-ps", two_layer_profile(), cluster,
+                      server.empty() ? Settings{} : Settings{{"server", server}});
 }
 
 TEST(DpPs, DeviceServerReceivesAndSendsBackOneWorkerAtATime) {
@@ -60,8 +62,7 @@ TEST(DpPs, OneWorkerEqualsSingleAndUnknownServerIsAnInputError) {
 
 TEST(DpPs, DeviceServerIsSlowerThanTheRingOnEqualLinks) {
   // The server's link carries 2(N-1)M against the ring's 2((N-1)/N)M per link.
-  const Prediction ring = predict_strategy(find_strategy("dp-ring", "test"), two_layer_profile(),
-                                           simple_cluster(1, 4), {});
+  const Prediction ring = run_strategy("dp-ring", two_layer_profile(), simple_cluster(1, 4));
   EXPECT_GT(run(simple_cluster(1, 4)).iteration_s, ring.iteration_s);
 }
 

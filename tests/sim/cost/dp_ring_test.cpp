@@ -9,11 +9,12 @@
 namespace trainsim {
 namespace {
 
+using testing_fixtures::Settings;
 using testing_fixtures::simple_cluster;
 using testing_fixtures::two_layer_profile;
 
-Prediction run(const Profile& profile, const Cluster& cluster, StrategyConfig config = {}) {
-  return predict_strategy(find_strategy("dp-ring", "test"), profile, cluster, std::move(config));
+Prediction run(const Profile& profile, const Cluster& cluster, const Settings& settings = {}) {
+  return testing_fixtures::run_strategy("dp-ring", profile, cluster, settings);
 }
 
 TEST(DpRing, AddsOneRingAllReduceAfterBackward) {
@@ -46,15 +47,11 @@ TEST(DpRing, GroupAcrossMachinesUsesTheSlowerLink) {
   // Two workers fit on one machine: the intra link again.
   // ring = 2·1e-5 + 2·(1/2)·3e6·1e-10 + (1/2)·3e6·2e-11 = 2e-5 + 3e-4 + 3e-5 = 3.5e-4;
   // t = 9.15e-3 + 3.5e-4 + 2e-5 = 9.52e-3.
-  StrategyConfig two;
-  two.set("workers", "2", "--set workers");
-  EXPECT_NEAR(run(two_layer_profile(), simple_cluster(2, 2), two).iteration_s, 9.52e-3, 1e-12);
+  EXPECT_NEAR(run(two_layer_profile(), simple_cluster(2, 2), {{"workers", "2"}}).iteration_s, 9.52e-3, 1e-12);
 }
 
 TEST(DpRing, OneWorkerEqualsSingle) {
-  StrategyConfig one;
-  one.set("workers", "1", "--set workers");
-  const Prediction p = run(two_layer_profile(), simple_cluster(1, 4), one);
+  const Prediction p = run(two_layer_profile(), simple_cluster(1, 4), {{"workers", "1"}});
   const Prediction single = run(two_layer_profile(), simple_cluster(1, 1));  // N = 1 by default too
   EXPECT_DOUBLE_EQ(p.iteration_s, 9.15e-3);
   EXPECT_DOUBLE_EQ(single.iteration_s, 9.15e-3);
@@ -64,18 +61,13 @@ TEST(DpRing, OneWorkerEqualsSingle) {
 TEST(DpRing, AlgorithmKeyPicksAnotherAllReduce) {
   // Recursive doubling, N = 4: lg 4 = 2 rounds of α + Mβ + Mγ
   // = 2·(1e-5 + 3e-4 + 6e-5) = 7.4e-4; t = 9.15e-3 + 7.4e-4 + 2e-5 = 9.91e-3.
-  StrategyConfig config;
-  config.set("algorithm", "recursive-doubling", "--set algorithm");
-  EXPECT_NEAR(run(two_layer_profile(), simple_cluster(1, 4), config).iteration_s, 9.91e-3, 1e-12);
-  StrategyConfig bad;
-  bad.set("algorithm", "butterfly", "--set algorithm");
-  EXPECT_THROW(run(two_layer_profile(), simple_cluster(1, 4), bad), InputError);
+  EXPECT_NEAR(run(two_layer_profile(), simple_cluster(1, 4), {{"algorithm", "recursive-doubling"}}).iteration_s,
+              9.91e-3, 1e-12);
+  EXPECT_THROW(run(two_layer_profile(), simple_cluster(1, 4), {{"algorithm", "butterfly"}}), InputError);
 }
 
 TEST(DpRing, TooManyWorkersIsAnInputError) {
-  StrategyConfig config;
-  config.set("workers", "5", "--set workers");
-  EXPECT_THROW(run(two_layer_profile(), simple_cluster(1, 4), config), InputError);
+  EXPECT_THROW(run(two_layer_profile(), simple_cluster(1, 4), {{"workers", "5"}}), InputError);
 }
 
 }  // namespace

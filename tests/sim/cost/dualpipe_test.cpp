@@ -9,14 +9,8 @@ namespace trainsim {
 namespace {
 
 using testing_fixtures::chain_profile;
+using testing_fixtures::run_strategy;
 using testing_fixtures::simple_cluster;
-
-Prediction run(const std::string& strategy, const Profile& profile, const Cluster& cluster,
-               const std::vector<std::pair<std::string, std::string>>& settings = {}) {
-  StrategyConfig config;
-  for (const auto& [key, value] : settings) config.set(key, value, "--set " + key);
-  return predict_strategy(find_strategy(strategy, "--strategies"), profile, cluster, config);
-}
 
 TEST(Dualpipe, OneUnitOfForwardPlusBackwardThenTheUpdate) {
   // Two stages of F 2, B 4 ms, 2 MB weights (update 5 × 2 MB / 100 GB/s = 0.1 ms),
@@ -24,7 +18,7 @@ TEST(Dualpipe, OneUnitOfForwardPlusBackwardThenTheUpdate) {
   // activations leave after its forward and land at 2.41 ms, inside its 6 ms;
   // stage 1's gradients leave after its backward: 6 + 0.41 = 6.41 ms. Then the
   // update phase, 0.1 ms: 6.51 ms.
-  const Prediction p = run("dualpipe", chain_profile(4, 1e-3, 2e-3, 1e6, 4e6), simple_cluster(1, 2));
+  const Prediction p = run_strategy("dualpipe", chain_profile(4, 1e-3, 2e-3, 1e6, 4e6), simple_cluster(1, 2));
   EXPECT_NEAR(p.iteration_s, 6.51e-3, 1e-12);
   EXPECT_NEAR(p.breakdown.compute_s, 6.1e-3, 1e-12);
   EXPECT_NEAR(p.breakdown.idle_transfer_s, 0.41e-3, 1e-12);
@@ -45,8 +39,8 @@ TEST(Dualpipe, OneUnitOfForwardPlusBackwardThenTheUpdate) {
 TEST(Dualpipe, VanillaKeepsNoExtraWeightsAndTakesTheSameTime) {
   const Profile profile = chain_profile(4, 1e-3, 2e-3, 1e6, 4e6);
   const Cluster cluster = simple_cluster(1, 2);
-  const Prediction spec = run("dualpipe", profile, cluster);
-  const Prediction vanilla = run("dualpipe", profile, cluster, {{"spectrain", "false"}});
+  const Prediction spec = run_strategy("dualpipe", profile, cluster);
+  const Prediction vanilla = run_strategy("dualpipe", profile, cluster, {{"spectrain", "false"}});
   EXPECT_DOUBLE_EQ(vanilla.iteration_s, spec.iteration_s);
   EXPECT_DOUBLE_EQ(vanilla.memory[0].stashed_bytes, 0);
   EXPECT_EQ(vanilla.config.at("spectrain"), false);
@@ -55,7 +49,7 @@ TEST(Dualpipe, VanillaKeepsNoExtraWeightsAndTakesTheSameTime) {
 
 TEST(Dualpipe, StalenessIsTheLargestSpecTrainVersionGap) {
   // N = 4 GPUs: s = 2N - k - 2 = 6 for the forward on GPU 0, the largest gap.
-  const Prediction p = run("dualpipe", chain_profile(8, 1e-3, 2e-3, 1e6, 1e6), simple_cluster(1, 4));
+  const Prediction p = run_strategy("dualpipe", chain_profile(8, 1e-3, 2e-3, 1e6, 1e6), simple_cluster(1, 4));
   EXPECT_EQ(p.staleness, 6);
   bool explained = false;
   for (const std::string& note : p.notes) explained |= note.find("spectrain") != std::string::npos;
@@ -68,8 +62,8 @@ TEST(Dualpipe, BeatsPipedreamSyncWhenBackwardIsTwiceForward) {
   // transfers both pay (0.1 ms update, 0.11 ms messages on 6 ms units).
   const Profile profile = chain_profile(8, 1e-3, 2e-3, 1e6, 1e6);
   const Cluster cluster = simple_cluster(1, 4);
-  const double dualpipe_s = run("dualpipe", profile, cluster).iteration_s;
-  const double sync_s = run("pipedream-sync", profile, cluster).iteration_s;
+  const double dualpipe_s = run_strategy("dualpipe", profile, cluster).iteration_s;
+  const double sync_s = run_strategy("pipedream-sync", profile, cluster).iteration_s;
   EXPECT_LT(dualpipe_s, sync_s);
   EXPECT_NEAR(sync_s / dualpipe_s, 4.0 / 3.0, 0.03);
 }

@@ -10,13 +10,11 @@ namespace trainsim {
 namespace {
 
 using testing_fixtures::chain_profile;
+using testing_fixtures::Settings;
 using testing_fixtures::simple_cluster;
 
-Prediction run(const Profile& profile, const Cluster& cluster,
-               const std::vector<std::pair<std::string, std::string>>& settings = {}) {
-  StrategyConfig config;
-  for (const auto& [key, value] : settings) config.set(key, value, "--set " + key);
-  return predict_strategy(find_strategy("gpipe", "--strategies"), profile, cluster, config);
+Prediction run(const Profile& profile, const Cluster& cluster, const Settings& settings = {}) {
+  return testing_fixtures::run_strategy("gpipe", profile, cluster, settings);
 }
 
 TEST(Gpipe, BubbleFractionMatchesClosedForm) {

@@ -3,7 +3,6 @@
 #include <gtest/gtest.h>
 
 #include <limits>
-#include <map>
 
 #include "model/error.hpp"
 #include "sim/cost/common.hpp"
@@ -14,12 +13,11 @@ namespace trainsim {
 namespace {
 
 using testing_fixtures::layer;
+using testing_fixtures::Settings;
 using testing_fixtures::simple_cluster;
 
-Prediction run(const Profile& profile, const Cluster& cluster, const std::map<std::string, std::string>& settings = {}) {
-  StrategyConfig config;
-  for (const auto& [key, value] : settings) config.set(key, value, "--set " + key);
-  return predict_strategy(find_strategy("parallax", "test"), profile, cluster, std::move(config));
+Prediction run(const Profile& profile, const Cluster& cluster, const Settings& settings = {}) {
+  return testing_fixtures::run_strategy("parallax", profile, cluster, settings);
 }
 
 // A dense layer of `dense_bytes` and an embedding of `sparse_bytes` of which

@@ -10,13 +10,11 @@ namespace {
 
 using testing_fixtures::chain_profile;
 using testing_fixtures::layer;
+using testing_fixtures::Settings;
 using testing_fixtures::simple_cluster;
 
-Prediction run(const Profile& profile, const Cluster& cluster,
-               const std::vector<std::pair<std::string, std::string>>& settings = {}) {
-  StrategyConfig config;
-  for (const auto& [key, value] : settings) config.set(key, value, "--set " + key);
-  return predict_strategy(find_strategy("pipedream-sync", "--strategies"), profile, cluster, config);
+Prediction run(const Profile& profile, const Cluster& cluster, const Settings& settings = {}) {
+  return testing_fixtures::run_strategy("pipedream-sync", profile, cluster, settings);
 }
 
 Cluster latency_free_cluster(int64_t devices) {

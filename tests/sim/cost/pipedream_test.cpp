@@ -10,13 +10,11 @@ namespace trainsim {
 namespace {
 
 using testing_fixtures::chain_profile;
+using testing_fixtures::Settings;
 using testing_fixtures::simple_cluster;
 
-Prediction run(const Profile& profile, const Cluster& cluster,
-               const std::vector<std::pair<std::string, std::string>>& settings = {}) {
-  StrategyConfig config;
-  for (const auto& [key, value] : settings) config.set(key, value, "--set " + key);
-  return predict_strategy(find_strategy("pipedream", "--strategies"), profile, cluster, config);
+Prediction run(const Profile& profile, const Cluster& cluster, const Settings& settings = {}) {
+  return testing_fixtures::run_strategy("pipedream", profile, cluster, settings);
 }
 
 TEST(Pipedream, OneMinibatchPerSlowestStageWithItsUpdate) {

@@ -28,9 +28,7 @@ TEST(Single, IsForwardPlusBackwardPlusUpdate) {
 TEST(StrategyConfig, UnknownKeyIsReported) {
   const Profile profile = testing_fixtures::two_layer_profile();
   const Cluster cluster = testing_fixtures::simple_cluster(1, 4);
-  StrategyConfig config;
-  config.set("widht", "2", "--set widht");
-  EXPECT_THROW(predict_strategy(find_strategy("single", "--strategies"), profile, cluster, config), InputError);
+  EXPECT_THROW(testing_fixtures::run_strategy("single", profile, cluster, {{"widht", "2"}}), InputError);
 }
 
 TEST(StrategyConfig, RangesMustCoverEveryLayer) {
