@@ -2,11 +2,13 @@
 // chosen command, and turns exceptions into exit codes and one-line errors.
 #include "tools/cli.hpp"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
 #include "model/error.hpp"
 #include "model/model_json.hpp"
+#include "model/strings.hpp"
 #include "model/zoo/zoo.hpp"
 #include "tools/commands.hpp"
 
@@ -53,13 +55,13 @@ int run_trainsim(const std::vector<std::string>& args, std::ostream& out, std::o
 
   try {
     if (!args.empty() && !args.front().starts_with("-")) {
-      std::string names;
-      bool known = false;
+      std::vector<std::string> names;
       for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
-        known |= sub->get_name() == args.front();
-        names += (names.empty() ? "" : ", ") + sub->get_name();
+        names.push_back(sub->get_name());
       }
-      if (!known) throw InputError(args.front(), "is not a trainsim command", "one of " + names);
+      if (std::find(names.begin(), names.end(), args.front()) == names.end()) {
+        throw InputError(args.front(), "is not a trainsim command", "one of " + join(names, ", "));
+      }
     }
     std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 pops from the back
     app.parse(reversed);

@@ -27,7 +27,7 @@ void print_cluster(std::ostream& out, const Cluster& c) {
   out << c.name << ": " << c.description << "\n"
       << "  " << c.machines << " machine(s) x " << c.devices_per_machine << " " << c.device.name << " ("
       << c.device.kind << ", " << format_bytes(c.device.memory_bytes) << ", "
-      << format_count(c.device.peak_flops_per_s) << "FLOP/s, memory " << rate_text(c.device.memory_bytes_per_s)
+      << format_count(c.device.peak_flops_per_s) << " FLOP/s, memory " << rate_text(c.device.memory_bytes_per_s)
       << ")\n"
       << "  intra-machine link " << rate_text(c.intra_link.bandwidth_bytes_per_s) << ", "
       << format_seconds(c.intra_link.latency_s) << "\n"

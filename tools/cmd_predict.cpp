@@ -1,5 +1,6 @@
 // `trainsim predict`: every strategy's predicted speed on one model and
 // cluster, as an aligned table, JSON or CSV.
+#include <algorithm>
 #include <memory>
 #include <sstream>
 
@@ -10,7 +11,9 @@
 #include "profiles/analytic_profiler.hpp"
 #include "profiles/cluster.hpp"
 #include "profiles/profile.hpp"
+#include "model/strings.hpp"
 #include "sim/cost/driver.hpp"
+#include "sim/cost/strategies.hpp"
 #include "tools/commands.hpp"
 
 namespace trainsim {
@@ -107,6 +110,14 @@ void add_predict_command(CLI::App& app, CommandContext& ctx) {
   cmd->add_option("--json", o->json, "Write the trainsim.prediction/1 JSON here ('-' for standard output)");
   cmd->add_option("--csv", o->csv, "Write a CSV row per strategy here ('-' for standard output)");
   cmd->add_flag("--quiet", o->quiet, "Print no table");
+  std::string footer = "\nStrategies and the settings each reads:\n";
+  for (const StrategyInfo& s : strategy_registry()) {
+    footer += "  " + s.id + std::string(16 - std::min<size_t>(15, s.id.size()), ' ') + s.summary;
+    footer += s.keys.empty() ? "\n" : " [" + join(s.keys, ", ") + "]\n";
+  }
+  footer += "\nExample:\n  trainsim predict --model vgg16 --batch 128 --cluster p40x4-pcie3 \\\n"
+            "      --strategies dp-ring,gpipe --set gpipe.microbatches=16 --json out.json\n";
+  cmd->footer(footer);
   cmd->callback([&ctx, o] { ctx.action = [&ctx, o] { run_predict(*o, ctx); }; });
 }
 

@@ -36,7 +36,7 @@ void print_zoo_list(std::ostream& out) {
 void print_model(std::ostream& out, const Model& m, int64_t batch) {
   out << m.name << ": " << m.description << "\n"
       << "input " << shape_text(m.input_shape) << " per sample, batch " << batch << "; "
-      << param_count(m) << " parameters; " << format_count(forward_flops(m) * batch) << "FLOPs forward per batch; "
+      << param_count(m) << " parameters; " << format_count(forward_flops(m) * batch) << " FLOPs forward per batch; "
       << m.layers.size() << " layers\n\n";
   TextTable t;
   t.header = {"#", "layer", "op", "inputs", "output", "params", "MFLOPs/batch", "activations"};
