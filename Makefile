@@ -37,6 +37,7 @@ run: build
 
 test: build
 	ctest --test-dir $(BUILD) -LE gpu --output-on-failure -j $(JOBS)
+	@grep -ho "GPU test skipped: .*" $(BUILD)/Testing/Temporary/LastTest.log | sort -u || true
 
 bench: build
 	$(BUILD)/tests/bench/predict_bench --benchmark_min_time=0.2

@@ -20,7 +20,7 @@ TEST(Devices, CudaDevicesHaveMemoryOrAReason) {
   const auto gpus = list_cuda_devices(reason);
   if (gpus.empty()) {
     EXPECT_FALSE(reason.empty());
-    GTEST_SKIP() << "no GPU here: " << reason;
+    GTEST_SKIP() << "GPU test skipped: " << reason;
   }
   for (const auto& gpu : gpus) {
     EXPECT_EQ(gpu.kind, "gpu");
