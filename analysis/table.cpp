@@ -68,17 +68,26 @@ void print_csv(std::ostream& out, const TextTable& table) {
 }
 
 TextTable prediction_table(const PredictionSet& set) {
+  // A method column only when simulated results are present.
+  const bool mixed = std::any_of(set.results.begin(), set.results.end(),
+                                 [](const Prediction& p) { return p.method != "analytic"; });
   TextTable t;
   t.header = {"strategy", "workers", "iteration", "samples/s", "speedup", "dominant cost", "memory/device",
               "staleness"};
   t.right_aligned = {false, true, true, true, true, false, true, true};
+  if (mixed) {
+    t.header.insert(t.header.begin() + 1, "method");
+    t.right_aligned.insert(t.right_aligned.begin() + 1, false);
+  }
   for (const Prediction& p : set.results) {
     const double peak = peak_memory_bytes(p);
     const bool fits = peak <= set.device_memory_bytes;
-    t.rows.push_back({p.strategy, std::to_string(p.workers), format_seconds(p.iteration_s),
-                      format_count(p.samples_per_s), fixed(p.speedup_vs_single, 2) + "x",
-                      dominant_label(dominant_cost(p.breakdown)), format_bytes(peak) + (fits ? "" : " (OOM)"),
-                      std::to_string(p.staleness)});
+    std::vector<std::string> row = {p.strategy, std::to_string(p.workers), format_seconds(p.iteration_s),
+                                    format_count(p.samples_per_s), fixed(p.speedup_vs_single, 2) + "x",
+                                    dominant_label(dominant_cost(p.breakdown)),
+                                    format_bytes(peak) + (fits ? "" : " (OOM)"), std::to_string(p.staleness)};
+    if (mixed) row.insert(row.begin() + 1, p.method);
+    t.rows.push_back(std::move(row));
   }
   return t;
 }

@@ -9,7 +9,9 @@
 #include "model/error.hpp"
 #include "model/model_json.hpp"
 #include "model/strings.hpp"
+#include "model/units.hpp"
 #include "model/zoo/zoo.hpp"
+#include "profiles/analytic_profiler.hpp"
 #include "tools/commands.hpp"
 
 namespace trainsim {
@@ -21,6 +23,37 @@ Model load_model(const std::string& name_or_path, const std::string& where) {
     return read_model_file(name_or_path);
   }
   return build_zoo_model(name_or_path, where);
+}
+
+Profile resolve_profile_input(const std::string& profile_path, const std::string& model, int64_t batch,
+                              const Cluster& cluster) {
+  if (!profile_path.empty() && !model.empty()) {
+    throw InputError("--profile", "given with --model", "either --profile FILE or --model M [--batch B]");
+  }
+  if (!profile_path.empty()) {
+    if (batch > 0) throw InputError("--batch", "given with --profile", "the profile's own batch size");
+    return read_profile_file(profile_path);
+  }
+  if (model.empty()) throw InputError("--profile", "no model given", "--profile FILE or --model M [--batch B]");
+  const Model m = load_model(model, "--model");
+  return analytic_profile(m, batch > 0 ? batch : m.default_batch, cluster);
+}
+
+SimOptions parse_sim_options(const std::string& straggler, double jitter, uint64_t seed) {
+  SimOptions options;
+  options.seed = seed;
+  options.jitter = jitter;
+  if (!straggler.empty()) {
+    const auto colon = straggler.find(':');
+    const char* expected = "PROB:SLOWDOWN with 0 <= PROB <= 1 and SLOWDOWN >= 1, e.g. 0.33:1.5";
+    if (colon == std::string::npos) throw InputError("--straggler", "'" + straggler + "'", expected);
+    options.straggler_probability = parse_number(straggler.substr(0, colon), "--straggler");
+    options.straggler_slowdown = parse_number(straggler.substr(colon + 1), "--straggler");
+    if (options.straggler_probability < 0 || options.straggler_probability > 1 || options.straggler_slowdown < 1) {
+      throw InputError("--straggler", "'" + straggler + "'", expected);
+    }
+  }
+  return options;
 }
 
 void write_text_output(const std::string& path, const std::string& text, std::ostream& out,
@@ -51,6 +84,7 @@ int run_trainsim(const std::vector<std::string>& args, std::ostream& out, std::o
   add_cluster_command(app, ctx);
   add_profile_command(app, ctx);
   add_predict_command(app, ctx);
+  add_simulate_command(app, ctx);
   add_devices_command(app, ctx);
 
   try {

@@ -30,6 +30,10 @@ struct PredictOptions {
   std::string config;
   std::string json;
   std::string csv;
+  int32_t iterations = 20;
+  std::string straggler;
+  double jitter = 0;
+  uint64_t seed = 1;
   bool quiet = false;
 };
 
@@ -41,19 +45,6 @@ void read_config_settings(const std::string& path, std::vector<Setting>& setting
     if (key == "format") continue;
     settings.push_back({key, value.is_string() ? value.get<std::string>() : value.dump(), path + ": " + key});
   }
-}
-
-Profile resolve_profile(const PredictOptions& o, const Cluster& cluster) {
-  if (!o.profile.empty() && !o.model.empty()) {
-    throw InputError("--profile", "given with --model", "either --profile FILE or --model M [--batch B]");
-  }
-  if (!o.profile.empty()) {
-    if (o.batch > 0) throw InputError("--batch", "given with --profile", "the profile's own batch size");
-    return read_profile_file(o.profile);
-  }
-  if (o.model.empty()) throw InputError("predict", "no model given", "--profile FILE or --model M [--batch B]");
-  const Model model = load_model(o.model, "--model");
-  return analytic_profile(model, o.batch > 0 ? o.batch : model.default_batch, cluster);
 }
 
 void print_predictions(std::ostream& out, const PredictionSet& set, const Profile& profile, const Cluster& c) {
@@ -72,16 +63,18 @@ void print_predictions(std::ostream& out, const PredictionSet& set, const Profil
 }
 
 void run_predict(const PredictOptions& o, CommandContext& ctx) {
-  if (o.method != "analytic") {
-    throw InputError("--method", "'" + o.method + "' is not available yet", "analytic");
-  }
   const Cluster cluster = load_cluster(o.cluster, "--cluster");
-  const Profile profile = resolve_profile(o, cluster);
+  const Profile profile = resolve_profile_input(o.profile, o.model, o.batch, cluster);
   std::vector<Setting> settings;
   if (!o.config.empty()) read_config_settings(o.config, settings);
   for (const std::string& text : o.settings) settings.push_back(parse_setting(text, "--set"));
   const std::vector<std::string> ids = parse_strategy_list(o.strategies, "--strategies");
-  const PredictionSet set = predict_analytic(profile, cluster, ids, settings);
+  const SimOptions options = parse_sim_options(o.straggler, o.jitter, o.seed);
+  const PredictionSet set = o.method == "analytic"    ? predict_analytic(profile, cluster, ids, settings)
+                            : o.method == "simulated" ? predict_simulated(profile, cluster, ids, settings,
+                                                                          o.iterations, options)
+                                                      : predict_both(profile, cluster, ids, settings, o.iterations,
+                                                                     options);
 
   if (!o.json.empty()) write_text_output(o.json, prediction_set_to_json(set).dump(2) + "\n", ctx.out, "--json");
   if (!o.csv.empty()) {
@@ -104,7 +97,16 @@ void add_predict_command(CLI::App& app, CommandContext& ctx) {
   cmd->add_option("--cluster", o->cluster, "Cluster preset or cluster JSON file")->required();
   cmd->add_option("--strategies", o->strategies, "'all' or strategy ids separated by commas")
       ->capture_default_str();
-  cmd->add_option("--method", o->method, "analytic (closed forms)")->capture_default_str();
+  cmd->add_option("--method", o->method, "analytic (closed forms), simulated (discrete-event) or both")
+      ->check(CLI::IsMember({"analytic", "simulated", "both"}))
+      ->capture_default_str();
+  cmd->add_option("--iterations", o->iterations, "Mini-batches each simulated plan trains")
+      ->check(CLI::Range(1, 1000000))
+      ->capture_default_str();
+  cmd->add_option("--straggler", o->straggler, "Simulated stragglers PROB:SLOWDOWN, e.g. 0.33:1.5");
+  cmd->add_option("--jitter", o->jitter, "Simulated relative standard deviation of compute times")
+      ->check(CLI::Range(0.0, 10.0));
+  cmd->add_option("--seed", o->seed, "Seed of the simulated slowdowns")->capture_default_str();
   cmd->add_option("--set", o->settings, "Strategy setting key=value (repeatable; id.key for one strategy)");
   cmd->add_option("--config", o->config, "JSON object of settings, keys as for --set");
   cmd->add_option("--json", o->json, "Write the trainsim.prediction/1 JSON here ('-' for standard output)");

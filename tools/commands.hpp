@@ -7,6 +7,9 @@
 #include <string>
 
 #include "model/layer.hpp"
+#include "profiles/cluster.hpp"
+#include "profiles/profile.hpp"
+#include "sim/des/engine.hpp"
 
 namespace trainsim {
 
@@ -23,9 +26,18 @@ void add_cluster_command(CLI::App& app, CommandContext& ctx);
 void add_profile_command(CLI::App& app, CommandContext& ctx);
 void add_predict_command(CLI::App& app, CommandContext& ctx);
 void add_devices_command(CLI::App& app, CommandContext& ctx);
+void add_simulate_command(CLI::App& app, CommandContext& ctx);
 
 // A zoo id, or the path of a trainsim.model/1 JSON file.
 Model load_model(const std::string& name_or_path, const std::string& where);
+
+// The profile a command works on: `--profile FILE`, or `--model M [--batch B]`
+// profiled analytically on the cluster's device.
+Profile resolve_profile_input(const std::string& profile_path, const std::string& model, int64_t batch,
+                              const Cluster& cluster);
+
+// Simulator options from `--straggler PROB:SLOWDOWN`, `--jitter SD`, `--seed S`.
+SimOptions parse_sim_options(const std::string& straggler, double jitter, uint64_t seed);
 
 // Writes `text` to `path`, or to `out` when path is "-".
 void write_text_output(const std::string& path, const std::string& text, std::ostream& out,

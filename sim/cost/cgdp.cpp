@@ -10,15 +10,7 @@
 #include "sim/cost/strategies.hpp"
 
 namespace trainsim {
-namespace {
 
-// Seed 003 §4.2's chunk layout for chunk size k, over the l layers that have
-// parameters (the seed's "layers": AlexNet has 8): from the last layer down,
-// ⌊l/k⌋ chunks of k (l/k - 1 when k divides l), then chunks of one layer for
-// the few first layers, "to reduce the effect of t_aa and t_bc". Each chunk's
-// range runs from its lowest parameter layer up to the next chunk; the
-// parameter-free layers below the first parameter layer form a chunk of their
-// own that transfers nothing.
 std::vector<LayerRange> seed_chunk_layout(const Profile& profile, int64_t chunk_size) {
   const int64_t layer_count = static_cast<int64_t>(profile.layers.size());
   std::vector<int64_t> with_params;
@@ -42,6 +34,8 @@ std::vector<LayerRange> seed_chunk_layout(const Profile& profile, int64_t chunk_
   }
   return ranges;
 }
+
+namespace {
 
 std::string ranges_text(const std::vector<LayerRange>& ranges) {
   std::string text;
@@ -93,21 +87,28 @@ double cgdp_backward_s(const Profile& profile, const Cluster& cluster, int64_t w
 
 }  // namespace
 
+CgdpChunks resolve_cgdp_chunks(const Profile& profile, StrategyConfig& config) {
+  const int64_t layer_count = static_cast<int64_t>(profile.layers.size());
+  CgdpChunks chunks;
+  chunks.explicit_ranges = config.has("chunks");
+  if (chunks.explicit_ranges && config.has("chunk_size")) {
+    throw InputError("--set chunks", "is set together with chunk_size", "either chunks or chunk_size, not both");
+  }
+  if (chunks.explicit_ranges) {
+    chunks.ranges = config.get_ranges("chunks", layer_count);
+  } else {
+    chunks.ranges = seed_chunk_layout(profile, config.get_int("chunk_size", 1, 1));
+  }
+  return chunks;
+}
+
 // EQUATIONS.md §7: iteration = Σfw + T + update, T = max_i T_BP^i; one worker
 // needs no synchronization (seed 003 Table 2: 1-GPU CGDP equals 1-GPU Caffe).
 Prediction predict_cgdp(const Profile& profile, const Cluster& cluster, StrategyConfig& config) {
   const int64_t workers = resolve_workers(config, cluster);
-  const int64_t layer_count = static_cast<int64_t>(profile.layers.size());
-  const bool explicit_chunks = config.has("chunks");
-  if (explicit_chunks && config.has("chunk_size")) {
-    throw InputError("--set chunks", "is set together with chunk_size", "either chunks or chunk_size, not both");
-  }
-  std::vector<LayerRange> chunks;
-  if (explicit_chunks) {
-    chunks = config.get_ranges("chunks", layer_count);
-  } else {
-    chunks = seed_chunk_layout(profile, config.get_int("chunk_size", 1, 1));
-  }
+  const CgdpChunks resolved = resolve_cgdp_chunks(profile, config);
+  const bool explicit_chunks = resolved.explicit_ranges;
+  const std::vector<LayerRange>& chunks = resolved.ranges;
   const ModelTotals t = model_totals(profile);
   const double backward_s = workers > 1 ? cgdp_backward_s(profile, cluster, workers, chunks) : t.backward_s;
   const double compute_s = t.forward_s + t.backward_s + update_s(t.param_bytes, cluster);

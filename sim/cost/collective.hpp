@@ -61,4 +61,9 @@ double reduce_scatter_pairwise_s(double bytes, int64_t p, const LinkParams& link
 // paced by its slowest hop). γ from cluster.collective.reduce_bytes_per_s.
 LinkParams collective_link(const Cluster& cluster, int64_t group);
 
+// The same link for a group whose placement is known: the intra-machine link
+// when every member sits on one machine, else the slower of the two (as
+// above). collective_link is this with crosses_machines = group > devices_per_machine.
+LinkParams collective_link_for(const Cluster& cluster, bool crosses_machines);
+
 }  // namespace trainsim

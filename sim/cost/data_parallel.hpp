@@ -1,7 +1,8 @@
 // Pieces the data-parallel cost models share (dp-ps, dp-ring, dp-overlap,
 // pipesgd, cgdp, parallax): the common prediction skeleton, the `algorithm`
 // key, gradient buckets in backward order, the in-order pipeline of transfer
-// stages, and where workers sit on the machines.
+// stages, where workers sit on the machines, and the per-strategy defaults,
+// chunks and byte counts that the plans (sim/plan) read as well.
 #pragma once
 
 #include <cstdint>
@@ -51,5 +52,49 @@ double flow_shop_end_s(const std::vector<double>& ready_s, const std::vector<std
 // Workers placed in order on the machines, filling each before the next:
 // entry k is how many of the first `workers` devices sit on machine k.
 std::vector<int64_t> workers_per_machine(const Cluster& cluster, int64_t workers);
+
+// dp-overlap: "25 MB", the bucket size INTERFACES.md gives as the default.
+inline constexpr double kDefaultBucketBytes = 25e6;
+
+// pipesgd: compression then decompression of the gradient vector, each a
+// streaming pass that reads one representation and writes the other: read M
+// fp32 + write the narrow copy, read it + write M fp32. Counting the narrow
+// bytes as full ones (quantization also scans for its range) bounds it at 4
+// passes over M at device memory bandwidth.
+inline constexpr double kCompressionPassesPerGradientByte = 4.0;
+
+// pipesgd: bytes on the wire per gradient byte: 16-bit truncation halves
+// fp32, 8-bit quantization quarters it (seed 002 §3.2); "none" is 1.
+double wire_fraction(const std::string& compression);
+
+// cgdp: seed 003 §4.2's chunk layout for chunk size k, over the l layers that
+// have parameters (the seed's "layers": AlexNet has 8): from the last layer
+// down, ⌊l/k⌋ chunks of k (l/k - 1 when k divides l), then chunks of one layer
+// for the few first layers, "to reduce the effect of t_aa and t_bc". Each
+// chunk's range runs from its lowest parameter layer up to the next chunk; the
+// parameter-free layers below the first parameter layer form a chunk of their
+// own that transfers nothing. InputError naming chunk_size if k > l.
+std::vector<LayerRange> seed_chunk_layout(const Profile& profile, int64_t chunk_size);
+
+// cgdp's chunks: keys "chunks" (explicit ranges) or "chunk_size" (default 1,
+// seed_chunk_layout), not both.
+struct CgdpChunks {
+  std::vector<LayerRange> ranges;  // ascending, covering every layer
+  bool explicit_ranges = false;    // from "chunks" rather than the seed's layout
+};
+CgdpChunks resolve_cgdp_chunks(const Profile& profile, StrategyConfig& config);
+
+// parallax: bytes of one iteration's variables by kind (seed 004 §5.3.1, Table 3).
+struct VariableBytes {
+  double dense = 0;           // w of the dense layers: every element every iteration
+  double sparse = 0;          // w of the sparse layers: whole tables
+  double sparse_touched = 0;  // Σ sparsity·w over sparse layers: the αw one worker touches
+};
+VariableBytes variable_bytes(const Profile& profile);
+
+// parallax: rows d workers touch together, with rows drawn independently and
+// uniformly (as model/layer.hpp's sparse_fraction assumes): Σ w (1 - (1 - α)^d)
+// over the sparse layers. Local aggregation sends this union, not d copies.
+double sparse_union_bytes(const Profile& profile, int64_t d);
 
 }  // namespace trainsim

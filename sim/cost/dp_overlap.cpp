@@ -8,12 +8,6 @@
 #include "sim/cost/strategies.hpp"
 
 namespace trainsim {
-namespace {
-
-// "25 MB", the bucket size INTERFACES.md gives as the default.
-constexpr double kDefaultBucketBytes = 25e6;
-
-}  // namespace
 
 // Buckets fill in reverse layer order and close when a layer brings them to
 // bucket_bytes; bucket b's AllReduce (+ t_sync) starts at max(its last layer's

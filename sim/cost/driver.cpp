@@ -9,6 +9,8 @@
 #include "model/strings.hpp"
 #include "model/units.hpp"
 #include "sim/cost/strategies.hpp"
+#include "sim/des/engine.hpp"
+#include "sim/plan/plan.hpp"
 
 namespace trainsim {
 namespace {
@@ -92,32 +94,76 @@ std::vector<std::string> parse_strategy_list(const std::string& text, const std:
   return ids;
 }
 
-PredictionSet predict_analytic(const Profile& profile, const Cluster& cluster,
-                               const std::vector<std::string>& strategy_ids,
-                               const std::vector<Setting>& settings) {
+namespace {
+
+std::vector<const StrategyInfo*> select_strategies(const Profile& profile, const std::vector<std::string>& ids,
+                                                   const std::vector<Setting>& settings) {
   check_profile_has_work(profile, "profile " + profile.model);
   std::vector<const StrategyInfo*> selected;
-  for (const std::string& id : strategy_ids) selected.push_back(&find_strategy(id, "--strategies"));
+  for (const std::string& id : ids) selected.push_back(&find_strategy(id, "--strategies"));
   if (selected.empty()) {
     for (const StrategyInfo& s : strategy_registry()) selected.push_back(&s);
   }
   check_settings_reach(selected, settings);
+  return selected;
+}
 
-  // The baseline: one device, same per-device batch, no settings.
-  const Prediction single = predict_strategy(find_strategy("single", "--strategies"), profile, cluster, {});
+void add_result(PredictionSet& set, Prediction p, double single_samples_per_s) {
+  p.speedup_vs_single = p.samples_per_s / single_samples_per_s;
+  const double peak = peak_memory_bytes(p);
+  if (peak > set.device_memory_bytes) {
+    p.notes.push_back("needs " + format_bytes(peak) + " on a device that has " + format_bytes(set.device_memory_bytes));
+  }
+  set.results.push_back(std::move(p));
+}
 
+Prediction simulate_strategy(const StrategyInfo& strategy, const Profile& profile, const Cluster& cluster,
+                             const StrategyConfig& config, int32_t iterations, const SimOptions& options) {
+  const Plan plan = generate_plan(strategy, profile, cluster, config, iterations);
+  Prediction p = prediction_from_simulation(plan, simulate_plan(plan, cluster, options));
+  p.staleness = predict_strategy(strategy, profile, cluster, config).staleness;
+  return p;
+}
+
+// Runs the selected strategies by the analytic models, the simulator, or both.
+PredictionSet predict_with(const Profile& profile, const Cluster& cluster, const std::vector<std::string>& ids,
+                           const std::vector<Setting>& settings, bool analytic, bool simulated,
+                           int32_t iterations, const SimOptions* options) {
+  const std::vector<const StrategyInfo*> selected = select_strategies(profile, ids, settings);
+  const StrategyInfo& single = find_strategy("single", "--strategies");
+  // The baselines: one device, same per-device batch, no settings.
+  const double single_analytic = predict_strategy(single, profile, cluster, {}).samples_per_s;
+  const double single_simulated =
+      simulated ? simulate_strategy(single, profile, cluster, {}, iterations, *options).samples_per_s : 0.0;
   PredictionSet set{profile.model, cluster.name, profile.batch_size, cluster.device.memory_bytes, {}};
   for (const StrategyInfo* strategy : selected) {
-    Prediction p = predict_strategy(*strategy, profile, cluster, config_for(*strategy, settings));
-    p.speedup_vs_single = p.samples_per_s / single.samples_per_s;
-    const double peak = peak_memory_bytes(p);
-    if (peak > cluster.device.memory_bytes) {
-      p.notes.push_back("needs " + format_bytes(peak) + " on a device that has " +
-                        format_bytes(cluster.device.memory_bytes));
+    const StrategyConfig config = config_for(*strategy, settings);
+    if (analytic) add_result(set, predict_strategy(*strategy, profile, cluster, config), single_analytic);
+    if (simulated) {
+      add_result(set, simulate_strategy(*strategy, profile, cluster, config, iterations, *options), single_simulated);
     }
-    set.results.push_back(std::move(p));
   }
   return set;
+}
+
+}  // namespace
+
+PredictionSet predict_analytic(const Profile& profile, const Cluster& cluster,
+                               const std::vector<std::string>& strategy_ids,
+                               const std::vector<Setting>& settings) {
+  return predict_with(profile, cluster, strategy_ids, settings, true, false, 0, nullptr);
+}
+
+PredictionSet predict_simulated(const Profile& profile, const Cluster& cluster,
+                                const std::vector<std::string>& strategy_ids, const std::vector<Setting>& settings,
+                                int32_t iterations, const SimOptions& options) {
+  return predict_with(profile, cluster, strategy_ids, settings, false, true, iterations, &options);
+}
+
+PredictionSet predict_both(const Profile& profile, const Cluster& cluster,
+                           const std::vector<std::string>& strategy_ids, const std::vector<Setting>& settings,
+                           int32_t iterations, const SimOptions& options) {
+  return predict_with(profile, cluster, strategy_ids, settings, true, true, iterations, &options);
 }
 
 nlohmann::json prediction_set_to_json(const PredictionSet& set) {

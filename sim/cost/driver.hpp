@@ -39,6 +39,19 @@ PredictionSet predict_analytic(const Profile& profile, const Cluster& cluster,
                                const std::vector<std::string>& strategy_ids,
                                const std::vector<Setting>& settings);
 
+struct SimOptions;
+
+// Simulated predictions: each strategy's plan of `iterations` iterations timed
+// by the discrete-event simulator (sim/des); staleness is the analytic model's.
+PredictionSet predict_simulated(const Profile& profile, const Cluster& cluster,
+                                const std::vector<std::string>& strategy_ids, const std::vector<Setting>& settings,
+                                int32_t iterations, const SimOptions& options);
+
+// Analytic and simulated results side by side, in that order per strategy.
+PredictionSet predict_both(const Profile& profile, const Cluster& cluster,
+                           const std::vector<std::string>& strategy_ids, const std::vector<Setting>& settings,
+                           int32_t iterations, const SimOptions& options);
+
 // trainsim.prediction/1 document.
 nlohmann::json prediction_set_to_json(const PredictionSet& set);
 

@@ -5,84 +5,11 @@
 // batches, so no block waits on another's pass of the same batch.
 #include <algorithm>
 
-#include "model/error.hpp"
 #include "sim/cost/common.hpp"
 #include "sim/cost/stages.hpp"
 #include "sim/cost/strategies.hpp"
 
 namespace trainsim {
-namespace {
-
-struct Queues {
-  std::vector<int64_t> p;  // output queue P_k holds 1 + p_k batches
-  std::vector<int64_t> m;  // input queue M_k holds 1 + m_k; m_k is block k's staleness Δt_k (§3.3)
-  std::vector<int64_t> q;  // gradient queue Q_k holds 1 + q_k; follows from p and m
-};
-
-std::vector<int64_t> read_lengths(const nlohmann::json& queues, const char* key, int64_t blocks) {
-  const std::string where = std::string("--set queues: ") + key;
-  const std::string expected = std::to_string(blocks) + " integers >= 0, one per block";
-  if (!queues.contains(key) || !queues[key].is_array() || static_cast<int64_t>(queues[key].size()) != blocks) {
-    throw InputError(where, queues.contains(key) ? "is " + queues[key].dump() : "is missing", expected);
-  }
-  std::vector<int64_t> lengths;
-  for (const auto& x : queues[key]) {
-    if (!x.is_number_integer() || x.get<int64_t>() < 0) throw InputError(where, "has " + x.dump(), expected);
-    lengths.push_back(x.get<int64_t>());
-  }
-  return lengths;
-}
-
-// Checks a user's queues against §3.2's ordering and derives q. The stale
-// timestamps t_0 < ... < t_{K-1} <= t_K < ... < t_{2K-1} give
-// Δt_k >= Δt_{k+1} + 2; a batch leaving block k waits through P_k (p_k), one
-// step to cross, the blocks above (m_{k+1}) and Q_k (q_k) before its backward
-// on block k: m_k = p_k + 1 + m_{k+1} + q_k [reconstructed; it reproduces the
-// paper's six settings, e.g. DSP(3,3,0;10,5,0) with q = 1,1].
-void derive_gradient_queues(Queues& queues) {
-  const int64_t blocks = static_cast<int64_t>(queues.m.size());
-  if (queues.p[blocks - 1] != 0) {
-    throw InputError("--set queues: p", "ends with " + std::to_string(queues.p[blocks - 1]),
-                     "0 for the last block, whose output feeds the loss at once");
-  }
-  queues.q.assign(static_cast<size_t>(blocks), 0);
-  for (int64_t k = 0; k + 1 < blocks; ++k) {
-    const int64_t q = queues.m[k] - queues.m[k + 1] - queues.p[k] - 1;
-    if (queues.m[k] < queues.m[k + 1] + 2 || q < 0) {
-      throw InputError("--set queues: m", "m[" + std::to_string(k) + "] = " + std::to_string(queues.m[k]),
-                       "m[k] >= m[k+1] + max(2, p[k] + 1) = " +
-                           std::to_string(queues.m[k + 1] + std::max<int64_t>(2, queues.p[k] + 1)));
-    }
-    queues.q[k] = q;
-  }
-}
-
-// Key `queues`: {"p": [...], "m": [...]}; default the paper's smallest
-// setting DSP(1,...,1,0; 2(K-1),...,2,0), as DSP(1,1,0;4,2,0) for K = 3 in
-// its Tables 1-2: each block's staleness the least a forward and a backward
-// per step allow.
-Queues resolve_queues(StrategyConfig& config, int64_t blocks, std::vector<std::string>& notes) {
-  Queues queues;
-  if (std::optional<nlohmann::json> raw = config.get_json("queues")) {
-    if (!raw->is_object()) throw InputError("--set queues", "is " + raw->dump(), "{\"p\": [...], \"m\": [...]}");
-    for (const auto& [key, value] : raw->items()) {
-      if (key != "p" && key != "m") throw InputError("--set queues", "has key '" + key + "'", "only p and m");
-    }
-    queues.p = read_lengths(*raw, "p", blocks);
-    queues.m = read_lengths(*raw, "m", blocks);
-  } else {
-    for (int64_t k = 0; k < blocks; ++k) {
-      queues.p.push_back(k + 1 < blocks ? 1 : 0);
-      queues.m.push_back(2 * (blocks - 1 - k));
-    }
-    notes.push_back("queues: the paper's smallest setting DSP(1,...,1,0; 2(K-1),...,2,0)");
-  }
-  derive_gradient_queues(queues);
-  config.record("queues", {{"p", queues.p}, {"m", queues.m}});
-  return queues;
-}
-
-}  // namespace
 
 // Steady state, seed 001 §3.3: each step every block takes one batch from each
 // queue, so a batch leaves per max over blocks of the step time, or per the
@@ -99,7 +26,7 @@ Prediction predict_dsp(const Profile& profile, const Cluster& cluster, StrategyC
   p.strategy = "dsp";
   const Pipeline pipe = resolve_pipeline(profile, cluster, config, p.notes, /*read_replicas=*/false);
   const int64_t blocks = pipe.stage_count();
-  const Queues queues = resolve_queues(config, blocks, p.notes);
+  const DspQueues queues = resolve_dsp_queues(config, blocks, p.notes);
 
   std::vector<double> step_s;
   double slowest_block_s = 0, slowest_link_s = 0;

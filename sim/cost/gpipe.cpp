@@ -3,33 +3,12 @@
 // backward, then a flush: every stage updates once, so no gradient is stale.
 #include <algorithm>
 
-#include "model/error.hpp"
 #include "sim/cost/common.hpp"
 #include "sim/cost/stages.hpp"
 #include "sim/cost/strategies.hpp"
 
 namespace trainsim {
 namespace {
-
-// Key `microbatches`: default 4·K, GPipe's advice that M >= 4K makes the
-// bubble negligible, but no more micro-batches than samples.
-int64_t resolve_microbatches(StrategyConfig& config, int64_t stages, int64_t batch_size,
-                             std::vector<std::string>& notes) {
-  if (config.has("microbatches")) {
-    const int64_t m = config.get_int("microbatches", 1, 1);
-    if (m > batch_size) {
-      throw InputError("--set microbatches", std::to_string(m) + " micro-batches",
-                       "at most the " + std::to_string(batch_size) + " samples of a mini-batch");
-    }
-    return m;
-  }
-  const int64_t m = std::min(4 * stages, batch_size);
-  config.get_int("microbatches", m, 1);
-  notes.push_back("microbatches: " + std::to_string(m) +
-                  (m == 4 * stages ? " = 4·stages (GPipe: M >= 4K keeps the bubble small)"
-                                   : " = the batch size (4·stages would leave micro-batches without samples)"));
-  return m;
-}
 
 // One sweep (forward or backward) of M identical micro-batches through the
 // stages and the links between them, a flow shop: the first micro-batch

@@ -11,14 +11,6 @@
 #include "sim/cost/strategies.hpp"
 
 namespace trainsim {
-namespace {
-
-// Bytes of one iteration's variables by kind (seed 004 §5.3.1, Table 3).
-struct VariableBytes {
-  double dense = 0;           // w of the dense layers: every element every iteration
-  double sparse = 0;          // w of the sparse layers: whole tables
-  double sparse_touched = 0;  // Σ sparsity·w over sparse layers: the αw one worker touches
-};
 
 VariableBytes variable_bytes(const Profile& profile) {
   VariableBytes v;
@@ -33,9 +25,6 @@ VariableBytes variable_bytes(const Profile& profile) {
   return v;
 }
 
-// Rows d workers touch together, with rows drawn independently and uniformly
-// (as model/layer.hpp's sparse_fraction assumes): Σ w (1 - (1 - α)^d) over
-// the sparse layers. Local aggregation sends this union, not d copies.
 double sparse_union_bytes(const Profile& profile, int64_t d) {
   double bytes = 0;
   for (const LayerProfile& l : profile.layers) {
@@ -43,6 +32,8 @@ double sparse_union_bytes(const Profile& profile, int64_t d) {
   }
   return bytes;
 }
+
+namespace {
 
 // Parameter servers, one per machine, each owning 1/m of every variable
 // (seed 004 §5.1: partitioned evenly by size). Every worker pushes its

@@ -11,23 +11,15 @@
 #include "sim/cost/strategies.hpp"
 
 namespace trainsim {
-namespace {
 
-// Compression then decompression of the gradient vector, each a streaming
-// pass that reads one representation and writes the other: read M fp32 +
-// write the narrow copy, read it + write M fp32. Counting the narrow bytes as
-// full ones (quantization also scans for its range) bounds it at 4 passes
-// over M at device memory bandwidth.
-constexpr double kCompressionPassesPerGradientByte = 4.0;
-
-// Bytes on the wire per gradient byte: 16-bit truncation halves fp32, 8-bit
-// quantization quarters it (seed 002 §3.2).
 double wire_fraction(const std::string& compression) {
   if (compression == "trunc16") return 0.5;
   if (compression == "quant8") return 0.25;
   TRAINSIM_CHECK(compression == "none", "unknown compression " + compression);
   return 1.0;
 }
+
+namespace {
 
 struct PipeSgdComm {
   double sequential_s = 0;  // eq. (5)'s communication: AllReduce(M') + t_sync after backward

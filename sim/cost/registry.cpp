@@ -1,5 +1,6 @@
 // The strategy table: ids, settings and cost models of every strategy.
 #include "model/error.hpp"
+#include "sim/plan/plan.hpp"
 #include "model/strings.hpp"
 #include "sim/cost/strategies.hpp"
 
@@ -7,29 +8,29 @@ namespace trainsim {
 
 const std::vector<StrategyInfo>& strategy_registry() {
   static const std::vector<StrategyInfo> registry = {
-      {"single", "one device: forward, backward, update", "baseline", {}, &predict_single},
+      {"single", "one device: forward, backward, update", "baseline", {}, &predict_single, &plan_single},
       {"dp-ps", "data parallel, gradients summed at a parameter server", "seeds 000, 003, 004",
-       {"workers", "server"}, &predict_dp_ps},
+       {"workers", "server"}, &predict_dp_ps, &plan_dp_ps},
       {"dp-ring", "data parallel, one AllReduce of all gradients after backward", "seeds 002, 004",
-       {"workers", "algorithm"}, &predict_dp_ring},
+       {"workers", "algorithm"}, &predict_dp_ring, &plan_dp_ring},
       {"dp-overlap", "data parallel, bucketed AllReduce overlapped with backward", "common practice",
-       {"workers", "algorithm", "bucket_bytes"}, &predict_dp_overlap},
+       {"workers", "algorithm", "bucket_bytes"}, &predict_dp_overlap, &plan_dp_overlap},
       {"pipesgd", "pipelined iterations of width K, ring AllReduce, optional compression", "seed 002",
-       {"workers", "algorithm", "width", "compression", "segments"}, &predict_pipesgd},
+       {"workers", "algorithm", "width", "compression", "segments"}, &predict_pipesgd, &plan_pipesgd},
       {"cgdp", "CPU-GPU data parallel: chunks summed on the host, overlapped with backward", "seed 003",
-       {"workers", "chunks", "chunk_size"}, &predict_cgdp},
+       {"workers", "chunks", "chunk_size"}, &predict_cgdp, &plan_cgdp},
       {"pipedream", "pipelined model parallel, 1F1B with weight stashing", "seed 000 baseline, PipeDream",
-       {"stages", "replicas"}, &predict_pipedream},
+       {"stages", "replicas"}, &predict_pipedream, &plan_pipedream},
       {"pipedream-sync", "1F1B with a global barrier per pipeline time unit", "seed 000",
-       {"stages", "replicas"}, &predict_pipedream_sync},
+       {"stages", "replicas"}, &predict_pipedream_sync, &plan_pipedream_sync},
       {"dualpipe", "forward and backward issued together per time unit; SpecTrain", "seed 000",
-       {"stages", "replicas", "spectrain"}, &predict_dualpipe},
+       {"stages", "replicas", "spectrain"}, &predict_dualpipe, &plan_dualpipe},
       {"gpipe", "micro-batches, flush per mini-batch, no staleness", "seed 001 baseline, GPipe",
-       {"stages", "replicas", "microbatches"}, &predict_gpipe},
+       {"stages", "replicas", "microbatches"}, &predict_gpipe, &plan_gpipe},
       {"dsp", "diversely stale parameters: FIFO-decoupled blocks, overlapped recomputation", "seed 001",
-       {"stages", "queues"}, &predict_dsp},
+       {"stages", "queues"}, &predict_dsp, &plan_dsp},
       {"parallax", "dense by AllReduce, sparse by parameter servers with local aggregation", "seed 004",
-       {"workers", "algorithm", "mode", "local_aggregation"}, &predict_parallax},
+       {"workers", "algorithm", "mode", "local_aggregation"}, &predict_parallax, &plan_parallax},
   };
   return registry;
 }
@@ -41,6 +42,15 @@ const StrategyInfo& find_strategy(const std::string& id, const std::string& wher
     ids.push_back(s.id);
   }
   throw InputError(where, "unknown strategy '" + id + "'", "one of " + join(ids, ", "));
+}
+
+Plan generate_plan(const StrategyInfo& strategy, const Profile& profile, const Cluster& cluster,
+                   StrategyConfig config, int32_t iterations) {
+  Plan plan = strategy.plan(profile, cluster, config, iterations);
+  config.check_all_used(strategy.id);
+  plan.strategy = strategy.id;
+  plan.config = config.resolved();
+  return plan;
 }
 
 Prediction predict_strategy(const StrategyInfo& strategy, const Profile& profile, const Cluster& cluster,

@@ -94,6 +94,44 @@ std::vector<LayerRange> resolve_ranges(const Profile& profile, const Cluster& cl
   return ranges;
 }
 
+std::vector<int64_t> read_queue_lengths(const nlohmann::json& queues, const char* key, int64_t blocks) {
+  const std::string where = std::string("--set queues: ") + key;
+  const std::string expected = std::to_string(blocks) + " integers >= 0, one per block";
+  if (!queues.contains(key) || !queues[key].is_array() || static_cast<int64_t>(queues[key].size()) != blocks) {
+    throw InputError(where, queues.contains(key) ? "is " + queues[key].dump() : "is missing", expected);
+  }
+  std::vector<int64_t> lengths;
+  for (const auto& x : queues[key]) {
+    if (!x.is_number_integer() || x.get<int64_t>() < 0) throw InputError(where, "has " + x.dump(), expected);
+    lengths.push_back(x.get<int64_t>());
+  }
+  return lengths;
+}
+
+// Checks a user's queues against §3.2's ordering and derives q. The stale
+// timestamps t_0 < ... < t_{K-1} <= t_K < ... < t_{2K-1} give
+// Δt_k >= Δt_{k+1} + 2; a batch leaving block k waits through P_k (p_k), one
+// step to cross, the blocks above (m_{k+1}) and Q_k (q_k) before its backward
+// on block k: m_k = p_k + 1 + m_{k+1} + q_k [reconstructed; it reproduces the
+// paper's six settings, e.g. DSP(3,3,0;10,5,0) with q = 1,1].
+void derive_gradient_queues(DspQueues& queues) {
+  const int64_t blocks = static_cast<int64_t>(queues.m.size());
+  if (queues.p[blocks - 1] != 0) {
+    throw InputError("--set queues: p", "ends with " + std::to_string(queues.p[blocks - 1]),
+                     "0 for the last block, whose output feeds the loss at once");
+  }
+  queues.q.assign(static_cast<size_t>(blocks), 0);
+  for (int64_t k = 0; k + 1 < blocks; ++k) {
+    const int64_t q = queues.m[k] - queues.m[k + 1] - queues.p[k] - 1;
+    if (queues.m[k] < queues.m[k + 1] + 2 || q < 0) {
+      throw InputError("--set queues: m", "m[" + std::to_string(k) + "] = " + std::to_string(queues.m[k]),
+                       "m[k] >= m[k+1] + max(2, p[k] + 1) = " +
+                           std::to_string(queues.m[k + 1] + std::max<int64_t>(2, queues.p[k] + 1)));
+    }
+    queues.q[k] = q;
+  }
+}
+
 }  // namespace
 
 std::vector<LayerRange> balanced_partition(const Profile& profile, int64_t stage_count,
@@ -296,6 +334,47 @@ std::vector<DeviceMemory> weight_stashing_memory(const Profile& profile, const P
     per_stage.push_back(m);
   }
   return per_device_memory(pipeline, per_stage);
+}
+
+int64_t resolve_microbatches(StrategyConfig& config, int64_t stages, int64_t batch_size,
+                             std::vector<std::string>& notes) {
+  if (config.has("microbatches")) {
+    const int64_t m = config.get_int("microbatches", 1, 1);
+    if (m > batch_size) {
+      throw InputError("--set microbatches", std::to_string(m) + " micro-batches",
+                       "at most the " + std::to_string(batch_size) + " samples of a mini-batch");
+    }
+    return m;
+  }
+  const int64_t m = std::min(4 * stages, batch_size);
+  config.get_int("microbatches", m, 1);
+  notes.push_back("microbatches: " + std::to_string(m) +
+                  (m == 4 * stages ? " = 4·stages (GPipe: M >= 4K keeps the bubble small)"
+                                   : " = the batch size (4·stages would leave micro-batches without samples)"));
+  return m;
+}
+
+// Default: each block's staleness the least a forward and a backward per step
+// allow, as DSP(1,1,0;4,2,0) for K = 3 in the paper's Tables 1-2.
+DspQueues resolve_dsp_queues(StrategyConfig& config, int64_t blocks, std::vector<std::string>& notes) {
+  DspQueues queues;
+  if (std::optional<nlohmann::json> raw = config.get_json("queues")) {
+    if (!raw->is_object()) throw InputError("--set queues", "is " + raw->dump(), "{\"p\": [...], \"m\": [...]}");
+    for (const auto& [key, value] : raw->items()) {
+      if (key != "p" && key != "m") throw InputError("--set queues", "has key '" + key + "'", "only p and m");
+    }
+    queues.p = read_queue_lengths(*raw, "p", blocks);
+    queues.m = read_queue_lengths(*raw, "m", blocks);
+  } else {
+    for (int64_t k = 0; k < blocks; ++k) {
+      queues.p.push_back(k + 1 < blocks ? 1 : 0);
+      queues.m.push_back(2 * (blocks - 1 - k));
+    }
+    notes.push_back("queues: the paper's smallest setting DSP(1,...,1,0; 2(K-1),...,2,0)");
+  }
+  derive_gradient_queues(queues);
+  config.record("queues", {{"p", queues.p}, {"m", queues.m}});
+  return queues;
 }
 
 }  // namespace trainsim

@@ -1,6 +1,7 @@
 // Pipeline stages, shared by the pipeline cost models (pipedream,
-// pipedream-sync, dualpipe, gpipe, dsp) and the partition search: resolving a
-// partition and its replication from the settings, placing stages on devices,
+// pipedream-sync, dualpipe, gpipe, dsp), their plan generators and the
+// partition search: resolving a partition and its replication (and GPipe's
+// micro-batches, DSP's queues) from the settings, placing stages on devices,
 // and the per-stage sums and boundary traffic every schedule runs on.
 #pragma once
 
@@ -122,5 +123,24 @@ std::vector<DeviceMemory> weight_stashing_memory(const Profile& profile, const P
 
 // One entry per device used: each stage's memory repeated for its replicas.
 std::vector<DeviceMemory> per_device_memory(const Pipeline& pipeline, const std::vector<DeviceMemory>& per_stage);
+
+// GPipe's micro-batches per mini-batch, key `microbatches`: default 4·stages
+// (GPipe's advice that M >= 4K makes the bubble negligible) but no more than
+// the batch_size samples; InputError naming --set microbatches above that.
+int64_t resolve_microbatches(StrategyConfig& config, int64_t stages, int64_t batch_size,
+                             std::vector<std::string>& notes);
+
+// DSP's FIFO queue lengths (seed 001 §3.3), one entry per block.
+struct DspQueues {
+  std::vector<int64_t> p;  // output queue P_k holds 1 + p_k batches
+  std::vector<int64_t> m;  // input queue M_k holds 1 + m_k; m_k is block k's staleness Δt_k (§3.3)
+  std::vector<int64_t> q;  // gradient queue Q_k holds 1 + q_k; follows from p and m
+};
+
+// Key `queues`: {"p": [...], "m": [...]}, checked against §3.2's ordering
+// (InputError naming --set queues), q derived as m_k - m_{k+1} - p_k - 1;
+// default the paper's smallest setting DSP(1,...,1,0; 2(K-1),...,2,0).
+// Records the resolved lengths.
+DspQueues resolve_dsp_queues(StrategyConfig& config, int64_t blocks, std::vector<std::string>& notes);
 
 }  // namespace trainsim

@@ -17,12 +17,19 @@ namespace trainsim {
 // speedup_vs_single, which the driver fills against `single`.
 using CostModel = Prediction (*)(const Profile& profile, const Cluster& cluster, StrategyConfig& config);
 
+struct Plan;
+// A plan generator reads the same settings as the cost model (and resolves
+// the same defaults), and writes the ops of `iterations` training iterations.
+using PlanGenerator = Plan (*)(const Profile& profile, const Cluster& cluster, StrategyConfig& config,
+                               int32_t iterations);
+
 struct StrategyInfo {
   std::string id;                 // "dp-ring"
   std::string summary;            // one line
   std::string source;             // seed paper and section
   std::vector<std::string> keys;  // settings it reads
   CostModel predict = nullptr;
+  PlanGenerator plan = nullptr;
 };
 
 // Every strategy, in the order tables list them.
@@ -32,6 +39,10 @@ const StrategyInfo& find_strategy(const std::string& id, const std::string& wher
 // Runs one strategy's model on its own settings, checking every key was used.
 Prediction predict_strategy(const StrategyInfo& strategy, const Profile& profile, const Cluster& cluster,
                             StrategyConfig config);
+
+// Generates one strategy's plan on its own settings, checking every key was used.
+Plan generate_plan(const StrategyInfo& strategy, const Profile& profile, const Cluster& cluster,
+                   StrategyConfig config, int32_t iterations);
 
 Prediction predict_single(const Profile&, const Cluster&, StrategyConfig&);
 Prediction predict_dp_ps(const Profile&, const Cluster&, StrategyConfig&);
@@ -45,5 +56,18 @@ Prediction predict_dualpipe(const Profile&, const Cluster&, StrategyConfig&);
 Prediction predict_gpipe(const Profile&, const Cluster&, StrategyConfig&);
 Prediction predict_dsp(const Profile&, const Cluster&, StrategyConfig&);
 Prediction predict_parallax(const Profile&, const Cluster&, StrategyConfig&);
+
+Plan plan_single(const Profile&, const Cluster&, StrategyConfig&, int32_t iterations);
+Plan plan_dp_ps(const Profile&, const Cluster&, StrategyConfig&, int32_t iterations);
+Plan plan_dp_ring(const Profile&, const Cluster&, StrategyConfig&, int32_t iterations);
+Plan plan_dp_overlap(const Profile&, const Cluster&, StrategyConfig&, int32_t iterations);
+Plan plan_pipesgd(const Profile&, const Cluster&, StrategyConfig&, int32_t iterations);
+Plan plan_cgdp(const Profile&, const Cluster&, StrategyConfig&, int32_t iterations);
+Plan plan_pipedream(const Profile&, const Cluster&, StrategyConfig&, int32_t iterations);
+Plan plan_pipedream_sync(const Profile&, const Cluster&, StrategyConfig&, int32_t iterations);
+Plan plan_dualpipe(const Profile&, const Cluster&, StrategyConfig&, int32_t iterations);
+Plan plan_gpipe(const Profile&, const Cluster&, StrategyConfig&, int32_t iterations);
+Plan plan_dsp(const Profile&, const Cluster&, StrategyConfig&, int32_t iterations);
+Plan plan_parallax(const Profile&, const Cluster&, StrategyConfig&, int32_t iterations);
 
 }  // namespace trainsim

@@ -73,8 +73,12 @@ double add_power_of_two_fold_s(double core_s, double bytes, int64_t p, const Lin
 
 LinkParams collective_link(const Cluster& cluster, int64_t group) {
   TRAINSIM_CHECK(group >= 1 && group <= device_count(cluster), "collective group larger than the cluster");
+  return collective_link_for(cluster, group > cluster.devices_per_machine);
+}
+
+LinkParams collective_link_for(const Cluster& cluster, bool crosses_machines) {
   LinkParams link;
-  if (group <= cluster.devices_per_machine) {
+  if (!crosses_machines) {
     link.alpha_s = cluster.intra_link.latency_s;
     link.beta_s_per_byte = 1.0 / cluster.intra_link.bandwidth_bytes_per_s;
   } else {

@@ -1,0 +1,483 @@
+// The discrete-event engine: the event loop, collectives, and transfers as
+// flows over shared ports. Time is integer nanoseconds; events are small PODs
+// in a binary heap ordered by (time, sequence), so ties run in push order and
+// a run repeats exactly. Buffers are sized before the loop, so an event
+// allocates nothing (only the heap may grow, past one event per op).
+#include "sim/des/engine.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <numbers>
+#include <random>
+#include <string>
+
+#include "model/error.hpp"
+#include "sim/cost/collective.hpp"
+#include "sim/des/flows.hpp"
+#include "sim/des/summary.hpp"
+
+namespace trainsim {
+namespace {
+
+constexpr double kNsPerS = 1e9;
+
+SimTime seconds_to_ns(double seconds) { return static_cast<SimTime>(std::llround(seconds * kNsPerS)); }
+
+enum EventKind : uint32_t {
+  kOpEnd = 0,     // a compute op, recv or collective ends
+  kFlowJoin = 1,  // a transfer's latency has passed: it starts moving bytes
+  kFlowDone = 2,  // a transfer's predicted completion (stale if its version moved on)
+};
+
+struct Event {
+  SimTime time_ns;
+  uint64_t sequence;
+  OpId op;
+  uint32_t tag;  // EventKind in the low 2 bits, the flow's version above
+};
+
+// std heap functions build a max-heap: "less" means later, so the earliest
+// (time, sequence) is on top.
+struct Later {
+  bool operator()(const Event& a, const Event& b) const {
+    return a.time_ns != b.time_ns ? a.time_ns > b.time_ns : a.sequence > b.sequence;
+  }
+};
+
+// Everything the event loop reads and writes of one op, in one cache line:
+// the loop visits ops in time order, not id order, so an op costs one miss
+// instead of one per array.
+struct alignas(64) OpState {
+  SimTime ready_ns = 0;        // its deps and stream predecessor have all ended
+  SimTime start_ns = 0;
+  SimTime end_ns = 0;
+  double work_s = 0;
+  int32_t worker = 0;
+  int32_t index = -1;          // its flow (transfers) or collective, else -1
+  int32_t pending = 0;         // deps + stream predecessor not yet ended
+  OpId released_by = -1;       // the one of those whose end made it ready
+  OpKind kind = OpKind::kForward;
+  bool has_memory = false;     // allocates or frees: see Engine::memory_bytes_
+};
+
+// Ops that run jointly: one per member of a group, matched by the order in
+// which each member issues collectives of that kind on that group.
+struct Collective {
+  int32_t first_slot = 0;  // into Engine::collective_ops_, one slot per member
+  int32_t members = 0;
+  int32_t issued = 0;      // members whose op the plan lists
+  int32_t ready = 0;       // members whose op is ready
+  OpKind kind = OpKind::kAllReduce;
+  CollectiveAlgorithm algorithm = CollectiveAlgorithm::kRing;
+  double bytes = 0;
+  int32_t machine = 0;     // of the first member listed
+  bool crosses_machines = false;
+  SimTime duration_ns = 0;
+};
+
+void check_options(const SimOptions& o) {
+  const char* expected = "PROB:SLOWDOWN with 0 <= PROB <= 1 and SLOWDOWN >= 1";
+  if (!(o.straggler_probability >= 0 && o.straggler_probability <= 1)) {
+    throw InputError("--straggler", "probability " + std::to_string(o.straggler_probability), expected);
+  }
+  if (!(o.straggler_slowdown >= 1) || !std::isfinite(o.straggler_slowdown)) {
+    throw InputError("--straggler", "slowdown " + std::to_string(o.straggler_slowdown), expected);
+  }
+  if (!(o.jitter >= 0) || !std::isfinite(o.jitter)) {
+    throw InputError("--jitter", "is " + std::to_string(o.jitter), "a relative standard deviation >= 0");
+  }
+}
+
+class Engine {
+ public:
+  Engine(const Plan& plan, const Cluster& cluster, const SimOptions& options);
+  SimResult run();
+
+ private:
+  void read_ops();
+  void fill_successors(const std::vector<OpId>& stream_next, const std::vector<OpId>& dep_of);
+  OpId find_send_of_recv(const Op& recv) const;
+  void add_collective_member(OpId id, const Op& op);
+  void price_collectives();
+  void add_flow(OpId id, const Op& op);
+
+  void push(SimTime time_ns, OpId op, uint32_t tag);
+  void on_ready(OpId id);
+  void start(OpId id);
+  void finish(OpId id);
+  SimTime compute_duration_ns(double work_s);
+  double draw_uniform();
+  void push_completions();
+
+  const Plan& plan_;
+  const Cluster& cluster_;
+  const SimOptions options_;
+  const int32_t op_count_;
+  std::mt19937_64 rng_;
+  double jitter_mu_ = 0;     // lognormal parameters of a mean-1 factor with relative sd `jitter`
+  double jitter_sigma_ = 0;
+
+  std::vector<OpState> states_;
+  std::vector<std::array<double, 2>> memory_bytes_;  // per op: alloc at start, free at end
+  std::vector<int32_t> successor_offsets_;  // op i's successors: successors_[offsets[i], offsets[i + 1])
+  std::vector<OpId> successors_;            // stream successors and reverse deps, grouped by op
+  std::vector<int32_t> machine_of_worker_;
+  std::vector<int32_t> device_of_worker_;
+
+  std::vector<Collective> collectives_;
+  std::vector<OpId> collective_ops_;
+  std::vector<int32_t> issued_offsets_;             // per group: where its (member, kind) counters start
+  std::vector<int32_t> issued_;                     // collectives each (group, member, kind) issued so far
+  std::vector<std::vector<int32_t>> instances_;     // (group, kind) -> k -> collective
+
+  FlowNetwork flows_;
+  std::vector<FlowCompletion> completions_;  // reused buffer of the flows' reschedules
+
+  std::vector<Event> heap_;
+  uint64_t sequence_ = 0;
+  SimTime now_ns_ = 0;
+  int64_t finished_ = 0;
+  std::vector<double> live_bytes_;          // per worker: allocations not yet freed
+  std::vector<double> peak_live_bytes_;
+  RunRecord record_;
+  SimResult result_;
+};
+
+Engine::Engine(const Plan& plan, const Cluster& cluster, const SimOptions& options)
+    : plan_(plan),
+      cluster_(cluster),
+      options_(options),
+      op_count_(static_cast<int32_t>(plan.ops.size())),
+      rng_(options.seed),
+      flows_(cluster, plan.strategy + " plan") {
+  check_options(options);
+  if (options.jitter > 0) {
+    // ln X ~ N(mu, sigma²) has mean exp(mu + sigma²/2) = 1 and relative sd
+    // sqrt(exp(sigma²) - 1) = jitter.
+    jitter_sigma_ = std::sqrt(std::log1p(options.jitter * options.jitter));
+    jitter_mu_ = -0.5 * jitter_sigma_ * jitter_sigma_;
+  }
+  const auto workers = static_cast<int32_t>(plan.workers.size());
+  const int64_t devices = device_count(cluster);
+  for (int32_t w = 0; w < workers; ++w) {
+    const int32_t device = plan.workers[w].device;
+    if (device < 0 || device >= devices) {
+      throw InputError("cluster " + cluster.name,
+                       "has " + std::to_string(devices) + " devices but plan worker " + std::to_string(w) +
+                           " runs on device " + std::to_string(device),
+                       "a cluster with a device for every worker of the " + plan.strategy + " plan");
+    }
+    device_of_worker_.push_back(device);
+    machine_of_worker_.push_back(static_cast<int32_t>(device / cluster.devices_per_machine));
+  }
+  result_.warmup_iterations = resolve_warmup_iterations(options.warmup_iterations, plan.iterations);
+  result_.seed = options.seed;
+  const auto groups = static_cast<int32_t>(plan.groups.size());
+  issued_offsets_.assign(groups + 1, 0);
+  for (int32_t g = 0; g < groups; ++g) {
+    issued_offsets_[g + 1] = issued_offsets_[g] + 3 * static_cast<int32_t>(plan.groups[g].size());
+  }
+  issued_.assign(issued_offsets_[groups], 0);
+  instances_.assign(3 * static_cast<size_t>(groups), {});
+  read_ops();
+  price_collectives();
+  flows_.reserve_ports();
+  live_bytes_.assign(workers, 0.0);
+  peak_live_bytes_.assign(workers, 0.0);
+  heap_.reserve(static_cast<size_t>(op_count_) + 16);
+}
+
+// One pass over the plan's ops (the only one that reads every Op): their
+// packed states (written once), what the summary reads, and their deps, which
+// become each op's successors (its stream successor and every op listing it
+// as a dep) in one flat array. The bookkeeping lives in compact arrays, since
+// every pass over the states costs a cache line per op.
+void Engine::read_ops() {
+  std::vector<OpId> stream_next(op_count_, -1);
+  std::vector<uint8_t> has_stream_predecessor(op_count_, 0);
+  for (const auto& worker : plan_.streams) {
+    for (const auto& stream : worker) {
+      for (size_t i = 1; i < stream.size(); ++i) {
+        stream_next[stream[i - 1]] = stream[i];
+        has_stream_predecessor[stream[i]] = 1;
+      }
+    }
+  }
+  states_.reserve(op_count_);
+  memory_bytes_.resize(op_count_);
+  record_.kinds.resize(op_count_);
+  record_.iterations.resize(op_count_);
+  record_.send_of_recv.assign(op_count_, -1);
+  successor_offsets_.assign(op_count_ + 1, 0);
+  std::vector<OpId> dep_of;  // (dep, op) pairs, flattened, so the fill does not reread the plan
+  dep_of.reserve(2 * static_cast<size_t>(op_count_));
+  for (OpId id = 0; id < op_count_; ++id) {
+    const Op& op = plan_.ops[id];
+    TRAINSIM_CHECK(op.iteration >= 0 && op.iteration < std::max(plan_.iterations, 1),
+                   plan_.strategy + " plan: an op's iteration is outside 0..iterations-1");
+    OpState& state = states_.emplace_back();
+    state.work_s = op.work_s;
+    state.worker = op.worker;
+    state.kind = op.kind;
+    state.has_memory = op.alloc_bytes != 0 || op.free_bytes != 0;
+    state.pending = static_cast<int32_t>(op.deps.size()) + has_stream_predecessor[id];
+    if (stream_next[id] >= 0) ++successor_offsets_[id + 1];
+    for (OpId dep : op.deps) {
+      ++successor_offsets_[dep + 1];
+      dep_of.push_back(dep);
+      dep_of.push_back(id);
+    }
+    memory_bytes_[id] = {op.alloc_bytes, op.free_bytes};
+    record_.kinds[id] = op.kind;
+    record_.iterations[id] = op.iteration;
+    if (op.kind == OpKind::kRecv) record_.send_of_recv[id] = find_send_of_recv(op);
+    if (is_collective(op.kind)) add_collective_member(id, op);
+    if (op.kind == OpKind::kSend || op.kind == OpKind::kCopyToHost || op.kind == OpKind::kCopyToDevice ||
+        op.kind == OpKind::kHostAccumulate) {
+      add_flow(id, op);
+    }
+  }
+  fill_successors(stream_next, dep_of);
+}
+
+// successor_offsets_[id + 1] holds op id's successor count: make the offsets
+// cumulative and place each op's stream successor, then its reverse deps.
+void Engine::fill_successors(const std::vector<OpId>& stream_next, const std::vector<OpId>& dep_of) {
+  for (OpId id = 0; id < op_count_; ++id) successor_offsets_[id + 1] += successor_offsets_[id];
+  successors_.assign(successor_offsets_[op_count_], 0);
+  std::vector<int32_t> fill(successor_offsets_.begin(), successor_offsets_.end() - 1);
+  for (OpId id = 0; id < op_count_; ++id) {
+    if (stream_next[id] >= 0) successors_[fill[id]++] = stream_next[id];
+  }
+  for (size_t i = 0; i < dep_of.size(); i += 2) successors_[fill[dep_of[i]]++] = dep_of[i + 1];
+}
+
+// The Send a Recv depends on (validate_plan guarantees one).
+OpId Engine::find_send_of_recv(const Op& recv) const {
+  for (OpId dep : recv.deps) {
+    const Op& send = plan_.ops[dep];
+    if (send.kind == OpKind::kSend && send.worker == recv.peer && send.peer == recv.worker) return dep;
+  }
+  return -1;
+}
+
+// Matches the k-th collective of a kind that worker w issues on group g with
+// the k-th of every other member (ops listed in id order).
+void Engine::add_collective_member(OpId id, const Op& op) {
+  const auto& members = plan_.groups[op.group];
+  const int kind = op.kind == OpKind::kAllReduce ? 0 : op.kind == OpKind::kBroadcast ? 1 : 2;
+  const auto member =
+      static_cast<int32_t>(std::lower_bound(members.begin(), members.end(), op.worker) - members.begin());
+  const int32_t k = issued_[issued_offsets_[op.group] + 3 * member + kind]++;
+  std::vector<int32_t>& list = instances_[3 * static_cast<size_t>(op.group) + kind];
+  if (k == static_cast<int32_t>(list.size())) {
+    list.push_back(static_cast<int32_t>(collectives_.size()));
+    Collective c;
+    c.first_slot = static_cast<int32_t>(collective_ops_.size());
+    c.members = static_cast<int32_t>(members.size());
+    c.kind = op.kind;
+    c.algorithm = op.algorithm;
+    c.bytes = op.bytes;
+    c.machine = machine_of_worker_[op.worker];
+    collectives_.push_back(c);
+    collective_ops_.resize(collective_ops_.size() + members.size(), -1);
+  }
+  Collective& c = collectives_[list[k]];
+  TRAINSIM_CHECK(op.bytes == c.bytes && op.algorithm == c.algorithm,
+                 plan_.strategy + " plan: op " + std::to_string(id) + " disagrees with the other members of its " +
+                     op_kind_name(op.kind) + " on bytes or algorithm");
+  c.crosses_machines |= machine_of_worker_[op.worker] != c.machine;
+  ++c.issued;
+  states_[id].index = list[k];
+  collective_ops_[c.first_slot + member] = id;
+}
+
+// Every collective's duration, once: the α-β-γ time of its algorithm on the
+// intra-machine link, or the slower link when its members span machines.
+void Engine::price_collectives() {
+  for (Collective& c : collectives_) {
+    if (c.issued != c.members) {
+      const auto slots = collective_ops_.begin() + c.first_slot;
+      const OpId listed = *std::find_if(slots, slots + c.members, [](OpId id) { return id >= 0; });
+      TRAINSIM_CHECK(false, plan_.strategy + " plan: the " + op_kind_name(c.kind) + " of op " + std::to_string(listed) +
+                                " has no counterpart on some members of group " +
+                                std::to_string(plan_.ops[listed].group));
+    }
+    const LinkParams link = collective_link_for(cluster_, c.crosses_machines);
+    double duration_s = 0;  // a barrier is a zero-time join
+    if (c.kind == OpKind::kAllReduce) {
+      // EQUATIONS.md §2: the algorithm's α-β-γ time, plus the per-call t_sync the cost models add.
+      duration_s = allreduce_s(c.algorithm, c.bytes, c.members, link) + cluster_.collective.sync_s;
+    } else if (c.kind == OpKind::kBroadcast) {
+      // EQUATIONS.md §2, broadcast/binomial tree: ⌈lg p⌉(α + nβ), plus t_sync.
+      duration_s = broadcast_tree_s(c.bytes, c.members, link) + cluster_.collective.sync_s;
+    }
+    c.duration_ns = seconds_to_ns(duration_s);
+  }
+}
+
+// One flow per transfer op, on the ports of its path (flows.hpp).
+void Engine::add_flow(OpId id, const Op& op) {
+  const int32_t device = device_of_worker_[op.worker];
+  if (op.kind == OpKind::kSend) {
+    states_[id].index = flows_.add_send(id, device, device_of_worker_[op.peer], op.bytes);
+  } else if (op.kind == OpKind::kHostAccumulate) {
+    states_[id].index = flows_.add_host_accumulate(id, machine_of_worker_[op.worker], op.bytes);
+  } else {
+    states_[id].index = flows_.add_copy(id, device, op.kind == OpKind::kCopyToHost, op.bytes);
+  }
+}
+
+void Engine::push(SimTime time_ns, OpId op, uint32_t tag) {
+  heap_.push_back({time_ns, sequence_++, op, tag});
+  std::push_heap(heap_.begin(), heap_.end(), Later{});
+}
+
+double Engine::draw_uniform() { return static_cast<double>(rng_() >> 11) * 0x1.0p-53; }  // [0, 1), 53 bits
+
+// A compute op's duration: work_s, times the slowdown with probability p,
+// times a mean-1 lognormal factor of relative sd `jitter`. Draws happen in
+// event order, so one seed gives one run.
+SimTime Engine::compute_duration_ns(double work_s) {
+  double factor = 1;
+  if (options_.straggler_probability > 0 && draw_uniform() < options_.straggler_probability) {
+    factor *= options_.straggler_slowdown;
+  }
+  if (options_.jitter > 0) {
+    // Box-Muller: one standard normal from two uniforms (1 - u keeps the log finite).
+    const double u1 = 1.0 - draw_uniform();
+    const double u2 = draw_uniform();
+    const double z = std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2);
+    factor *= std::exp(jitter_mu_ + jitter_sigma_ * z);
+  }
+  return seconds_to_ns(work_s * factor);
+}
+
+// Every dep and the stream predecessor of `id` have ended: start it (or, for
+// a collective, count it ready and start all members once the last is).
+void Engine::on_ready(OpId id) {
+  OpState& op = states_[id];
+  op.ready_ns = now_ns_;
+  if (is_compute(op.kind)) {
+    start(id);
+    push(now_ns_ + compute_duration_ns(op.work_s), id, kOpEnd);
+  } else if (op.kind == OpKind::kRecv) {
+    start(id);  // the bytes moved with the Send it depends on
+    push(now_ns_, id, kOpEnd);
+  } else if (is_collective(op.kind)) {
+    Collective& c = collectives_[op.index];
+    if (++c.ready < c.members) return;
+    for (int32_t m = 0; m < c.members; ++m) {
+      const OpId member = collective_ops_[c.first_slot + m];
+      start(member);
+      push(now_ns_ + c.duration_ns, member, kOpEnd);
+    }
+  } else {
+    start(id);
+    push(now_ns_ + flows_.latency_ns(op.index), id, kFlowJoin);
+  }
+}
+
+void Engine::start(OpId id) {
+  OpState& op = states_[id];
+  op.start_ns = now_ns_;
+  // Its successors are touched when it ends, after other events: fetch their
+  // states now so that end does not wait on memory.
+  for (int32_t s = successor_offsets_[id]; s < successor_offsets_[id + 1]; ++s) {
+    __builtin_prefetch(&states_[successors_[s]], 1);
+  }
+  if (!op.has_memory) return;
+  double& live = live_bytes_[op.worker];
+  live += memory_bytes_[id][0];
+  peak_live_bytes_[op.worker] = std::max(peak_live_bytes_[op.worker], live);
+}
+
+void Engine::finish(OpId id) {
+  OpState& op = states_[id];
+  op.end_ns = now_ns_;
+  if (op.has_memory) live_bytes_[op.worker] -= memory_bytes_[id][1];
+  ++finished_;
+  for (int32_t s = successor_offsets_[id]; s < successor_offsets_[id + 1]; ++s) {
+    const OpId next = successors_[s];
+    OpState& successor = states_[next];
+    if (--successor.pending == 0) {
+      successor.released_by = id;
+      on_ready(next);
+    }
+  }
+}
+
+void Engine::push_completions() {
+  for (const FlowCompletion& c : completions_) push(c.time_ns, flows_.op(c.flow), kFlowDone | (c.version << 2));
+  completions_.clear();
+}
+
+SimResult Engine::run() {
+  for (OpId id = 0; id < op_count_; ++id) {
+    if (states_[id].pending == 0) on_ready(id);
+  }
+  int64_t events = 0;
+  while (!heap_.empty()) {
+    std::pop_heap(heap_.begin(), heap_.end(), Later{});
+    const Event event = heap_.back();
+    heap_.pop_back();
+    ++events;
+    now_ns_ = event.time_ns;
+    switch (event.tag & 3u) {
+      case kOpEnd:
+        finish(event.op);
+        break;
+      case kFlowJoin:
+        if (flows_.join(states_[event.op].index, now_ns_, completions_)) {
+          push_completions();
+        } else {
+          finish(event.op);  // nothing to move
+        }
+        break;
+      case kFlowDone: {
+        const int32_t f = states_[event.op].index;
+        if (!flows_.is_current(f, event.tag >> 2)) break;  // rescheduled since
+        flows_.leave(f, now_ns_, completions_);
+        push_completions();
+        finish(event.op);
+        break;
+      }
+      default:
+        TRAINSIM_CHECK(false, "unknown event kind");
+    }
+  }
+  if (finished_ != op_count_) {
+    // validate_plan rules out cycles, so the members of some collective issued
+    // their collectives in orders that wait on each other.
+    const auto stuck = std::find_if(collectives_.begin(), collectives_.end(),
+                                    [](const Collective& c) { return c.ready < c.members; });
+    const OpId id = stuck != collectives_.end() ? collective_ops_[stuck->first_slot] : 0;
+    TRAINSIM_CHECK(false, plan_.strategy + " plan: the collective of op " + std::to_string(id) + " (" +
+                              op_kind_name(plan_.ops[id].kind) + ") never gathers all members");
+  }
+  result_.events = events;
+  result_.timings.resize(op_count_);
+  record_.ready_ns.resize(op_count_);
+  record_.released_by.resize(op_count_);
+  for (OpId id = 0; id < op_count_; ++id) {
+    const OpState& state = states_[id];
+    result_.timings[id] = {state.start_ns, state.end_ns};
+    record_.ready_ns[id] = state.ready_ns;
+    record_.released_by[id] = state.released_by;
+  }
+  result_.workers.assign(plan_.workers.size(), WorkerResult{});
+  for (size_t w = 0; w < plan_.workers.size(); ++w) {
+    result_.workers[w].peak_memory_bytes = plan_.workers[w].static_bytes + peak_live_bytes_[w];
+  }
+  summarize_simulation(plan_, record_, result_);
+  return std::move(result_);
+}
+
+}  // namespace
+
+SimResult simulate_plan(const Plan& plan, const Cluster& cluster, const SimOptions& options) {
+  return Engine(plan, cluster, options).run();
+}
+
+}  // namespace trainsim

@@ -1,0 +1,72 @@
+// The discrete-event simulator: gives every op of a plan a start and an end
+// on a cluster. Streams run their ops in order; an op starts when its stream
+// is free, its deps have ended and its resource is free. Time is an integer
+// count of nanoseconds and events are ordered by (time, sequence), so runs
+// repeat exactly; random slowdowns come from an explicit seed.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <vector>
+
+#include "profiles/cluster.hpp"
+#include "sim/cost/prediction.hpp"
+#include "sim/plan/plan.hpp"
+
+namespace trainsim {
+
+using SimTime = int64_t;  // nanoseconds since the start of the run
+
+struct SimOptions {
+  double straggler_probability = 0;  // each compute op of a worker is slowed with this probability
+  double straggler_slowdown = 1;     // by this factor (1.5 = takes 50% longer)
+  double jitter = 0;                 // relative standard deviation of compute durations (0 = exact)
+  uint64_t seed = 1;                 // every random draw comes from this
+  int32_t warmup_iterations = -1;    // iterations left out of the steady state; -1 = automatic
+};
+
+struct OpTiming {
+  SimTime start_ns = 0;
+  SimTime end_ns = 0;
+};
+
+struct WorkerResult {
+  Breakdown breakdown;           // over the measured window; sums to window_s
+  double peak_memory_bytes = 0;  // static bytes plus the largest sum of live allocations
+};
+
+struct SimResult {
+  std::vector<OpTiming> timings;       // one per plan op
+  std::vector<double> iteration_end_s; // when each iteration's last op ended
+  double iteration_s = 0;              // median interval between iteration ends after warm-up
+  double iteration_min_s = 0;
+  double iteration_max_s = 0;
+  int32_t warmup_iterations = 0;       // as resolved
+  double window_s = 0;                 // length of the measured window (after warm-up)
+  double makespan_s = 0;               // end of the last op
+  std::vector<WorkerResult> workers;   // per plan worker
+  Breakdown breakdown;                 // average over workers, scaled to one iteration
+  int64_t events = 0;                  // events processed
+  uint64_t seed = 0;
+};
+
+// Runs `plan` on `cluster`. Links: a worker's device has one egress and one
+// ingress port on the intra-machine link, each machine one egress and one
+// ingress port on the inter-machine link, each device one port per direction
+// to the host; a transfer uses every port on its path, and concurrent
+// transfers share a port's bandwidth equally. Collectives start when every
+// member is ready and last the α-β-γ time of their algorithm. Host
+// accumulation shares the machine's host reduction throughput equally.
+SimResult simulate_plan(const Plan& plan, const Cluster& cluster, const SimOptions& options);
+
+// Chrome trace (INTERFACES.md "Trace"): one process per worker, one thread per
+// stream, a complete ("X") event per op with args op, stage, microbatch,
+// iteration, bytes; microseconds.
+nlohmann::json chrome_trace(const Plan& plan, const SimResult& result);
+
+// The simulated counterpart of a cost model's Prediction: iteration time,
+// samples/s, breakdown, peak memory per worker (as DeviceMemory::activations
+// beside the static bytes), method "simulated".
+Prediction prediction_from_simulation(const Plan& plan, const SimResult& result);
+
+}  // namespace trainsim

@@ -1,0 +1,151 @@
+// Transfers as flows over shared ports (see flows.hpp): the port layout of a
+// cluster, and the progress accounting that recomputes rates whenever a flow
+// joins or leaves a port.
+#include "sim/des/flows.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "model/error.hpp"
+
+namespace trainsim {
+namespace {
+
+constexpr double kNsPerS = 1e9;
+constexpr uint32_t kVersionMask = 0x3fffffffu;  // versions count modulo 2^30: the engine packs them in 30 bits
+
+SimTime seconds_to_ns(double seconds) { return static_cast<SimTime>(std::llround(seconds * kNsPerS)); }
+
+// Port index ranges, in this order: per device intra egress, intra ingress,
+// host egress (device to host), host ingress; per machine NIC egress, NIC
+// ingress, host reduction.
+enum PortRange { kIntraEgress, kIntraIngress, kHostEgress, kHostIngress, kNicEgress, kNicIngress, kHostReduce };
+
+}  // namespace
+
+FlowNetwork::FlowNetwork(const Cluster& cluster, std::string where)
+    : cluster_(cluster),
+      where_(std::move(where)),
+      devices_(static_cast<int32_t>(device_count(cluster))),
+      machines_(static_cast<int32_t>(cluster.machines)) {
+  const double intra = cluster.intra_link.bandwidth_bytes_per_s / kNsPerS;
+  const double inter = cluster.inter_link.bandwidth_bytes_per_s / kNsPerS;
+  const double host = cluster.host.link_bandwidth_bytes_per_s / kNsPerS;
+  const double reduce = cluster.host.reduce_bytes_per_s / kNsPerS;
+  for (double c : {intra, intra, host, host}) capacity_bytes_per_ns_.insert(capacity_bytes_per_ns_.end(), devices_, c);
+  for (double c : {inter, inter, reduce}) capacity_bytes_per_ns_.insert(capacity_bytes_per_ns_.end(), machines_, c);
+  active_.assign(capacity_bytes_per_ns_.size(), {});
+}
+
+int32_t FlowNetwork::device_port(int range, int32_t device) const { return range * devices_ + device; }
+
+int32_t FlowNetwork::machine_port(int range, int32_t machine) const {
+  return 4 * devices_ + (range - kNicEgress) * machines_ + machine;
+}
+
+int32_t FlowNetwork::add_flow(OpId op, double bytes, SimTime latency_ns) {
+  Flow flow;
+  flow.op = op;
+  flow.bytes = bytes;
+  flow.latency_ns = latency_ns;
+  flows_.push_back(flow);
+  return static_cast<int32_t>(flows_.size() - 1);
+}
+
+void FlowNetwork::add_port(int32_t f, int32_t port) {
+  if (!(capacity_bytes_per_ns_[port] > 0)) {
+    throw InputError("cluster " + cluster_.name, "a link or host throughput the " + where_ + " uses is 0",
+                     "positive link bandwidths and host reduction throughput");
+  }
+  Flow& flow = flows_[f];
+  flow.ports[flow.port_count++] = port;
+}
+
+int32_t FlowNetwork::add_send(OpId op, int32_t from_device, int32_t to_device, double bytes) {
+  const auto from_machine = static_cast<int32_t>(from_device / cluster_.devices_per_machine);
+  const auto to_machine = static_cast<int32_t>(to_device / cluster_.devices_per_machine);
+  const bool crosses = from_machine != to_machine;
+  const int32_t f =
+      add_flow(op, bytes, seconds_to_ns(crosses ? cluster_.inter_link.latency_s : cluster_.intra_link.latency_s));
+  add_port(f, device_port(kIntraEgress, from_device));
+  add_port(f, device_port(kIntraIngress, to_device));
+  if (crosses) {
+    add_port(f, machine_port(kNicEgress, from_machine));
+    add_port(f, machine_port(kNicIngress, to_machine));
+  }
+  return f;
+}
+
+int32_t FlowNetwork::add_copy(OpId op, int32_t device, bool to_host, double bytes) {
+  const int32_t f = add_flow(op, bytes, seconds_to_ns(cluster_.host.link_latency_s));
+  add_port(f, device_port(to_host ? kHostEgress : kHostIngress, device));
+  return f;
+}
+
+int32_t FlowNetwork::add_host_accumulate(OpId op, int32_t machine, double bytes) {
+  const int32_t f = add_flow(op, bytes, 0);
+  add_port(f, machine_port(kHostReduce, machine));
+  return f;
+}
+
+void FlowNetwork::reserve_ports() {
+  std::vector<size_t> users(active_.size(), 0);
+  for (const Flow& flow : flows_) {
+    for (int32_t p = 0; p < flow.port_count; ++p) ++users[flow.ports[p]];
+  }
+  for (size_t p = 0; p < active_.size(); ++p) active_[p].reserve(users[p]);
+  stamp_of_flow_.assign(flows_.size(), 0);
+}
+
+bool FlowNetwork::join(int32_t f, SimTime now_ns, std::vector<FlowCompletion>& schedule) {
+  Flow& flow = flows_[f];
+  if (!(flow.bytes > 0)) return false;
+  flow.remaining_bytes = flow.bytes;
+  flow.updated_ns = now_ns;
+  flow.rate_bytes_per_ns = 0;
+  for (int32_t p = 0; p < flow.port_count; ++p) active_[flow.ports[p]].push_back(f);
+  reshare(f, now_ns, schedule);
+  return true;
+}
+
+void FlowNetwork::leave(int32_t f, SimTime now_ns, std::vector<FlowCompletion>& schedule) {
+  const Flow& flow = flows_[f];
+  for (int32_t p = 0; p < flow.port_count; ++p) {
+    std::vector<int32_t>& on_port = active_[flow.ports[p]];
+    const auto it = std::find(on_port.begin(), on_port.end(), f);
+    TRAINSIM_CHECK(it != on_port.end(), "a finished flow was not on its port");
+    *it = on_port.back();
+    on_port.pop_back();
+  }
+  reshare(f, now_ns, schedule);
+}
+
+double FlowNetwork::share_bytes_per_ns(int32_t port) const {
+  return capacity_bytes_per_ns_[port] / static_cast<double>(active_[port].size());
+}
+
+// The flows sharing a port with `f` see a new count there: bring each one's
+// progress up to now at its old rate, give it its new rate, and reschedule
+// its completion if the rate changed.
+void FlowNetwork::reshare(int32_t f, SimTime now_ns, std::vector<FlowCompletion>& schedule) {
+  ++stamp_;
+  const Flow& changed = flows_[f];
+  for (int32_t p = 0; p < changed.port_count; ++p) {
+    for (int32_t g : active_[changed.ports[p]]) {
+      if (stamp_of_flow_[g] == stamp_) continue;
+      stamp_of_flow_[g] = stamp_;
+      Flow& flow = flows_[g];
+      double rate = share_bytes_per_ns(flow.ports[0]);
+      for (int32_t q = 1; q < flow.port_count; ++q) rate = std::min(rate, share_bytes_per_ns(flow.ports[q]));
+      if (rate == flow.rate_bytes_per_ns) continue;
+      const double moved_bytes = flow.rate_bytes_per_ns * static_cast<double>(now_ns - flow.updated_ns);
+      flow.remaining_bytes = std::max(0.0, flow.remaining_bytes - moved_bytes);
+      flow.updated_ns = now_ns;
+      flow.rate_bytes_per_ns = rate;
+      flow.version = (flow.version + 1) & kVersionMask;
+      schedule.push_back({g, now_ns + static_cast<SimTime>(std::llround(flow.remaining_bytes / rate)), flow.version});
+    }
+  }
+}
+
+}  // namespace trainsim

@@ -1,0 +1,85 @@
+// Inside sim/des: transfers as flows over shared ports. A flow waits its
+// latency, then moves its bytes at the minimum over its ports of the port's
+// capacity divided by the flows active on it. That is equal sharing per port,
+// not full max-min fairness: bandwidth a flow cannot use because another of
+// its ports is busier is not handed to the other flows of the port.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "profiles/cluster.hpp"
+#include "sim/des/engine.hpp"
+
+namespace trainsim {
+
+// A flow's predicted completion. A later reschedule of the same flow bumps its
+// version, so an older completion is stale.
+struct FlowCompletion {
+  int32_t flow = 0;
+  SimTime time_ns = 0;
+  uint32_t version = 0;
+};
+
+class FlowNetwork {
+ public:
+  // Ports: per device one intra-machine egress and ingress (intra_link
+  // bandwidth) and one host-link port per direction (host link bandwidth); per
+  // machine one NIC egress and ingress (inter_link bandwidth) and the host
+  // reduction (host.reduce_bytes_per_s). `where` names the plan in errors.
+  FlowNetwork(const Cluster& cluster, std::string where);
+
+  // Setup, one flow per transfer op; each returns the flow's index. A send
+  // crossing machines also uses both machines' NICs and waits the inter-link
+  // latency; copies wait the host-link latency; host accumulation none.
+  int32_t add_send(OpId op, int32_t from_device, int32_t to_device, double bytes);
+  int32_t add_copy(OpId op, int32_t device, bool to_host, double bytes);
+  int32_t add_host_accumulate(OpId op, int32_t machine, double bytes);
+  // After the last add: sizes each port's list so the loop never allocates.
+  void reserve_ports();
+
+  SimTime latency_ns(int32_t f) const { return flows_[f].latency_ns; }
+  OpId op(int32_t f) const { return flows_[f].op; }
+  bool is_current(int32_t f, uint32_t version) const { return flows_[f].version == version; }
+
+  // Flow f's latency has passed at now_ns: it joins its ports. Returns false
+  // when it has no bytes to move (it is done now); else appends to `schedule`
+  // the completions of every flow whose rate changed, f included.
+  bool join(int32_t f, SimTime now_ns, std::vector<FlowCompletion>& schedule);
+  // Flow f has finished: it leaves its ports and the others speed up.
+  void leave(int32_t f, SimTime now_ns, std::vector<FlowCompletion>& schedule);
+
+ private:
+  struct Flow {
+    double bytes = 0;
+    double remaining_bytes = 0;
+    double rate_bytes_per_ns = 0;
+    SimTime updated_ns = 0;  // when remaining_bytes was last brought up to date
+    SimTime latency_ns = 0;
+    uint32_t version = 0;
+    int32_t port_count = 0;
+    std::array<int32_t, 4> ports{};
+    OpId op = -1;
+  };
+
+  int32_t device_port(int range, int32_t device) const;    // range: one of flows.cpp's PortRange
+  int32_t machine_port(int range, int32_t machine) const;
+  int32_t add_flow(OpId op, double bytes, SimTime latency_ns);
+  void add_port(int32_t f, int32_t port);
+  double share_bytes_per_ns(int32_t port) const;  // a port's capacity over its active flows
+  void reshare(int32_t f, SimTime now_ns, std::vector<FlowCompletion>& schedule);
+
+  const Cluster& cluster_;
+  const std::string where_;
+  int32_t devices_ = 0;
+  int32_t machines_ = 0;
+  std::vector<Flow> flows_;
+  std::vector<double> capacity_bytes_per_ns_;  // per port
+  std::vector<std::vector<int32_t>> active_;   // per port: the flows moving bytes through it
+  std::vector<uint32_t> stamp_of_flow_;        // marks flows already reshared in one pass
+  uint32_t stamp_ = 0;
+};
+
+}  // namespace trainsim

@@ -1,0 +1,35 @@
+// `dp-ring` plan: every worker runs forward and backward of its own batch,
+// then all workers AllReduce every gradient at once (algorithm from the
+// `algorithm` setting, ring by default), then each updates. Nothing overlaps
+// the collective, so the simulated iteration equals predict_dp_ring's.
+#include "sim/cost/strategies.hpp"
+#include "sim/plan/data_parallel_plan.hpp"
+#include "sim/plan/plan.hpp"
+
+namespace trainsim {
+
+// EQUATIONS.md §1 eq. (2) with §2's AllReduce: per worker forward, backward,
+// AllReduce(M) (+ t_sync, which the simulator adds per collective), update;
+// one worker communicates nothing.
+Plan plan_dp_ring(const Profile& profile, const Cluster& cluster, StrategyConfig& config, int32_t iterations) {
+  PlanBuilder b = data_parallel_builder(&predict_dp_ring, profile, cluster, config, iterations);
+  const int64_t workers = resolve_workers(config, cluster);
+  const CollectiveAlgorithm algorithm = read_collective_algorithm(config);
+  const LayerRange layers = all_layers(profile);
+  const double param_bytes = model_totals(profile).param_bytes;
+  const int32_t group = workers > 1 ? b.group(all_workers(workers)) : -1;
+  for (int32_t i = 0; i < iterations; ++i) {
+    for (int32_t w = 0; w < static_cast<int32_t>(workers); ++w) {
+      b.add(replica_compute_op(OpKind::kForward, profile, layers, w, i, i));
+      const OpId backward = b.add(replica_compute_op(OpKind::kBackward, profile, layers, w, i, i));
+      Op update = update_op(param_bytes, cluster, layers, w, i, i);
+      if (workers > 1) {
+        update.deps = {b.add(transfer_op(OpKind::kAllReduce, w, i, param_bytes, layers, {backward}, group, algorithm))};
+      }
+      b.add(std::move(update));
+    }
+  }
+  return std::move(b).build();
+}
+
+}  // namespace trainsim

@@ -1,0 +1,181 @@
+// `pipesgd` plan (seed 002, EQUATIONS.md §1): iterations pipelined K wide.
+// Iteration t computes its gradients, compresses them, and AllReduces them
+// while iteration t+1 computes; the update with iteration j's gradients runs
+// after iteration j+K-1's backward, so iteration t reads weight version
+// t-K+1 (staleness K-1). With S segments, backward stops where each S-th of
+// the gradients is complete and that segment's AllReduce starts.
+#include <algorithm>
+#include <string>
+
+#include "model/error.hpp"
+#include "sim/cost/strategies.hpp"
+#include "sim/plan/data_parallel_plan.hpp"
+#include "sim/plan/plan.hpp"
+
+namespace trainsim {
+namespace {
+
+// Backward in pieces; after the piece starting at a closing layer, the
+// segments it completes are sent.
+struct Segmentation {
+  std::vector<LayerRange> pieces;       // ascending, covering every layer
+  std::vector<int64_t> closing_layers;  // per segment, in backward order: the layer completing it
+};
+
+// S equal segments of M/S gradient bytes, as eq. (6) assumes: segment j (1..S)
+// is complete once backward, from the last layer down, has produced j·M/S
+// bytes (the first one where group_gradients_by_bytes(M/S) closes its first
+// group); the last once the lowest layer with parameters is done. S = 1 is
+// eq. (5)'s sequential communication: one AllReduce after the whole backward.
+Segmentation segment_gradients(const Profile& profile, int64_t segments, double gradient_bytes) {
+  if (segments == 1) return {{all_layers(profile)}, {0}};
+  const double s = static_cast<double>(segments);
+  Segmentation seg;
+  double produced_bytes = 0;
+  int64_t lowest = 0;
+  for (int64_t i = static_cast<int64_t>(profile.layers.size()) - 1; i >= 0; --i) {
+    const double bytes = profile.layers[static_cast<size_t>(i)].param_bytes;
+    if (bytes <= 0) continue;
+    produced_bytes += bytes;
+    lowest = i;
+    while (static_cast<int64_t>(seg.closing_layers.size()) + 1 < segments &&
+           produced_bytes >= static_cast<double>(seg.closing_layers.size() + 1) * gradient_bytes / s) {
+      seg.closing_layers.push_back(i);
+    }
+  }
+  while (static_cast<int64_t>(seg.closing_layers.size()) < segments) seg.closing_layers.push_back(lowest);
+  seg.pieces = split_layers_at(profile, seg.closing_layers);
+  return seg;
+}
+
+// A plan holds every segment's ops; beyond a few thousand segments per
+// iteration the per-message latency alone dwarfs the transfer (eq. (6)'s
+// S·2(N-1)α), and the plan would grow without bound.
+constexpr int64_t kMaxPlanSegments = 4096;
+
+struct PipeSgdSettings {
+  int64_t workers = 1;
+  CollectiveAlgorithm algorithm = CollectiveAlgorithm::kRing;
+  int64_t width = 2;
+  std::string compression = "none";
+  int64_t segments = 1;
+  bool communicates = false;  // workers > 1 and there are gradients
+};
+
+// Half of kCompressionPassesPerGradientByte each way: compression reads fp32
+// and writes the narrow copy, decompression the reverse.
+double codec_s(double gradient_bytes, const Cluster& cluster) {
+  return 0.5 * kCompressionPassesPerGradientByte * gradient_bytes / cluster.device.memory_bytes_per_s;
+}
+
+Op codec_op(OpKind kind, int32_t worker, int32_t iteration, double gradient_bytes, LayerRange layers,
+            const Cluster& cluster) {
+  Op op;
+  op.kind = kind;
+  op.worker = worker;
+  op.stage = worker;
+  op.iteration = iteration;
+  op.first_layer = static_cast<int32_t>(layers.first);
+  op.last_layer = static_cast<int32_t>(layers.last);
+  op.bytes = gradient_bytes;
+  op.work_s = codec_s(gradient_bytes, cluster);
+  return op;
+}
+
+// Iteration t's forward and backward on worker w, compressing and
+// all-reducing each segment as backward completes it; returns the AllReduces.
+std::vector<OpId> add_iteration(PlanBuilder& b, const Profile& profile, const Cluster& cluster,
+                                const PipeSgdSettings& set, const Segmentation& seg, int32_t group, int32_t w,
+                                int32_t t) {
+  const auto version = static_cast<int32_t>(std::max<int64_t>(0, t - set.width + 1));
+  const double gradient_bytes = model_totals(profile).param_bytes;
+  const double segment_bytes = gradient_bytes / static_cast<double>(set.segments);
+  const double wire_bytes = segment_bytes * wire_fraction(set.compression);
+  b.add(replica_compute_op(OpKind::kForward, profile, all_layers(profile), w, t, version));
+  std::vector<OpId> allreduces;
+  size_t next_segment = 0;
+  for (auto piece = seg.pieces.rbegin(); piece != seg.pieces.rend(); ++piece) {
+    OpId ready = b.add(replica_compute_op(OpKind::kBackward, profile, *piece, w, t, version));
+    while (set.communicates && next_segment < seg.closing_layers.size() &&
+           seg.closing_layers[next_segment] == piece->first) {
+      if (set.compression != "none") {
+        ready = b.add(codec_op(OpKind::kCompress, w, t, segment_bytes, *piece, cluster));
+      }
+      allreduces.push_back(
+          b.add(transfer_op(OpKind::kAllReduce, w, t, wire_bytes, *piece, {ready}, group, set.algorithm)));
+      ++next_segment;
+    }
+  }
+  return allreduces;
+}
+
+// Decompresses iteration j's segments as their AllReduces end and applies
+// them: the update reading version j (it writes j + 1).
+void add_update(PlanBuilder& b, const Profile& profile, const Cluster& cluster, const PipeSgdSettings& set, int32_t w,
+                int32_t j, const std::vector<OpId>& allreduces) {
+  const double gradient_bytes = model_totals(profile).param_bytes;
+  const double segment_bytes = gradient_bytes / static_cast<double>(set.segments);
+  if (set.compression != "none") {
+    for (OpId allreduce : allreduces) {
+      Op decompress = codec_op(OpKind::kDecompress, w, j, segment_bytes, all_layers(profile), cluster);
+      decompress.deps = {allreduce};
+      b.add(std::move(decompress));
+    }
+  }
+  Op update = update_op(gradient_bytes, cluster, all_layers(profile), w, j, j);
+  if (!allreduces.empty()) update.deps = {allreduces.back()};
+  b.add(std::move(update));
+}
+
+}  // namespace
+
+// EQUATIONS.md §1: per worker, iteration t runs forward and backward on
+// version max(0, t-K+1) with its segments' compression and AllReduces (+
+// t_sync, added by the simulator), then decompresses and applies iteration
+// t-K+1's gradients; after the last iteration the K-1 pending updates drain.
+// In steady state this is eq. (5)/(6)'s max(compute, communication) for
+// K >= 2 and eq. (2) for K = 1.
+Plan plan_pipesgd(const Profile& profile, const Cluster& cluster, StrategyConfig& config, int32_t iterations) {
+  PlanBuilder b = data_parallel_builder(&predict_pipesgd, profile, cluster, config, iterations);
+  PipeSgdSettings set;
+  set.workers = resolve_workers(config, cluster);
+  set.algorithm = read_collective_algorithm(config);
+  set.width = config.get_int("width", 2, 1);
+  set.compression = config.get_choice("compression", "none", {"none", "trunc16", "quant8"});
+  set.segments = config.get_int("segments", 1, 1);
+  if (set.segments > kMaxPlanSegments) {
+    throw InputError("--set segments", "is " + std::to_string(set.segments),
+                     "at most " + std::to_string(kMaxPlanSegments) + " for a plan");
+  }
+  const ModelTotals totals = model_totals(profile);
+  set.communicates = set.workers > 1 && totals.param_bytes > 0;
+  const Segmentation seg = segment_gradients(profile, set.segments, totals.param_bytes);
+  const int32_t group = set.communicates ? b.group(all_workers(set.workers)) : -1;
+  const auto width = static_cast<int32_t>(std::min<int64_t>(set.width, iterations));  // at most T pending
+
+  // in_flight[j % width][w]: iteration j's AllReduces on worker w, until applied.
+  std::vector<std::vector<std::vector<OpId>>> in_flight(
+      static_cast<size_t>(width), std::vector<std::vector<OpId>>(static_cast<size_t>(set.workers)));
+  auto pending = [&](int32_t j, int32_t w) -> std::vector<OpId>& {
+    return in_flight[static_cast<size_t>(j % width)][static_cast<size_t>(w)];
+  };
+  for (int32_t t = 0; t < iterations; ++t) {
+    const int64_t j = t - set.width + 1;  // iteration whose gradients are applied after t's backward
+    for (int32_t w = 0; w < static_cast<int32_t>(set.workers); ++w) {
+      pending(t, w) = add_iteration(b, profile, cluster, set, seg, group, w, t);
+      if (j >= 0) {
+        add_update(b, profile, cluster, set, w, static_cast<int32_t>(j), pending(static_cast<int32_t>(j), w));
+      }
+    }
+  }
+  // Drain: the updates still pending after the last iteration, in order.
+  const auto first_pending = static_cast<int32_t>(std::max<int64_t>(0, iterations - set.width + 1));
+  for (int32_t j = first_pending; j < iterations; ++j) {
+    for (int32_t w = 0; w < static_cast<int32_t>(set.workers); ++w) {
+      add_update(b, profile, cluster, set, w, j, pending(j, w));
+    }
+  }
+  return std::move(b).build();
+}
+
+}  // namespace trainsim

@@ -1,0 +1,116 @@
+// The plan IR: the exact ordered operations each worker performs for a
+// strategy. One plan, two interpreters: sim/des times it on a cluster, exec
+// runs it for real; both write the same trace. A worker has in-order streams;
+// an op waits for the op before it on its stream and for its `deps`.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "sim/cost/collective.hpp"
+
+namespace trainsim {
+
+using OpId = int32_t;  // index into Plan::ops
+
+// In-order queues of a worker (a device and its host-side helpers).
+enum class StreamKind : uint8_t {
+  kCompute,       // forward, backward, recompute, update, compress, decompress
+  kSend,          // outgoing point-to-point transfers and collectives
+  kRecv,          // incoming point-to-point transfers
+  kDeviceToHost,  // copies to host memory (CGDP)
+  kHostToDevice,  // copies back (CGDP)
+  kHost,          // host threads: accumulation of gradients on the CPU
+};
+inline constexpr int kStreamKinds = 6;
+
+enum class OpKind : uint8_t {
+  kForward,         // compute: layers [first_layer, last_layer] of one (micro-)batch
+  kBackward,        // compute: their input and weight gradients
+  kRecompute,       // compute: forward again to rebuild activations (DSP, GPipe with recompute)
+  kUpdate,          // compute: optimizer step on the worker's layers
+  kCompress,        // compute: gradient compression before communication (Pipe-SGD)
+  kDecompress,      // compute: and back
+  kSend,            // kSend stream: `bytes` to worker `peer`; occupies the links between them
+  kRecv,            // kRecv stream: completes when the Send it depends on completes
+  kAllReduce,       // kSend stream: one op per member of `group`; the members run it jointly
+  kBroadcast,       // kSend stream: from the group's first member to the others, jointly
+  kCopyToHost,      // kDeviceToHost stream: `bytes` over the worker's host link
+  kCopyToDevice,    // kHostToDevice stream: `bytes` back over the host link
+  kHostAccumulate,  // kHost stream: host threads sum `bytes` (all workers' copies of a chunk)
+  kBarrier,         // any stream: zero-time join of every member of `group`
+};
+
+struct Op {
+  OpKind kind = OpKind::kForward;
+  StreamKind stream = StreamKind::kCompute;
+  int32_t worker = 0;          // device index, 0..Plan::workers-1
+  int32_t stage = -1;          // pipeline stage (or data-parallel replica), -1 if none
+  int32_t microbatch = -1;     // micro-batch within the mini-batch, -1 if none
+  int32_t iteration = 0;       // training iteration (mini-batch) this op belongs to
+  int32_t weight_version = -1; // weight version the op reads (compute ops); -1 if none
+  int32_t first_layer = -1;    // layers computed, or whose gradients are carried; -1 if none
+  int32_t last_layer = -1;
+  double work_s = 0;           // compute ops: duration at nominal speed, from the profile
+  double bytes = 0;            // transfers, collectives, copies, host accumulation
+  int32_t peer = -1;           // kSend: destination worker; kRecv: source worker
+  int32_t group = -1;          // collectives and barriers: index into Plan::groups
+  CollectiveAlgorithm algorithm = CollectiveAlgorithm::kRing;  // kAllReduce
+  double alloc_bytes = 0;      // memory the op allocates when it starts (activations, buffers)
+  double free_bytes = 0;       // memory it releases when it ends
+  std::vector<OpId> deps;      // ops (of any worker or stream) that must end before it starts
+};
+
+struct PlanWorker {
+  int32_t device = 0;        // device index on the cluster (machines filled in order)
+  double static_bytes = 0;   // memory held throughout: weights, gradients, optimizer state, stashes
+};
+
+struct Plan {
+  std::string strategy;                      // strategy id
+  nlohmann::json config = nlohmann::json::object();  // resolved settings
+  int32_t iterations = 0;                    // mini-batches the plan trains
+  double samples_per_iteration = 0;          // samples the whole job trains per iteration
+  std::vector<PlanWorker> workers;
+  std::vector<std::vector<int32_t>> groups;  // collective/barrier groups: member workers, ascending
+  std::vector<Op> ops;                       // every op; ids are indices
+  // streams[w][k]: op ids of worker w's stream k (StreamKind k) in program order.
+  std::vector<std::vector<std::vector<OpId>>> streams;
+};
+
+const char* op_kind_name(OpKind kind);
+const char* stream_kind_name(StreamKind kind);
+bool is_compute(OpKind kind);
+bool is_collective(OpKind kind);  // kAllReduce, kBroadcast, kBarrier
+
+// Appends ops and keeps `streams` in step; generators build plans with it.
+class PlanBuilder {
+ public:
+  PlanBuilder(std::string strategy, int32_t workers, int32_t iterations, double samples_per_iteration);
+
+  // Adds `op` at the end of its worker's stream; returns its id.
+  OpId add(Op op);
+  // A group of workers for collectives; returns its index (equal groups share one).
+  int32_t group(std::vector<int32_t> members);
+  PlanWorker& worker(int32_t w) { return plan_.workers[w]; }
+  Op& op(OpId id) { return plan_.ops[id]; }
+  void set_config(nlohmann::json config) { plan_.config = std::move(config); }
+
+  // Validates (see validate_plan) and returns the plan.
+  Plan build() &&;
+
+ private:
+  Plan plan_;
+};
+
+// Checks ids, workers, streams, groups, Send/Recv pairing, and that the ops
+// can all run (no cycle through deps and stream order); throws std::logic_error
+// naming the first broken op — a broken plan is a generator bug.
+void validate_plan(const Plan& plan);
+
+// `trainsim simulate --dump-plan`: workers, groups and every op with its fields.
+nlohmann::json plan_to_json(const Plan& plan);
+
+}  // namespace trainsim

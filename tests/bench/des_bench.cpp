@@ -1,0 +1,180 @@
+// The discrete-event simulator's speed: ops simulated per second on a
+// synthetic data-parallel plan with transfers, copies and AllReduces over many
+// workers (goal: >= 5 million/s), and a 64-stage 1F1B pipeline over 1000
+// mini-batches (goal: well under a second). Each plan is checked before it is
+// timed. Plans are built here so the numbers do not move with the generators.
+#include <benchmark/benchmark.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "sim/des/engine.hpp"
+#include "tests/fixtures/profiles.hpp"
+
+namespace trainsim {
+namespace {
+
+using testing_fixtures::simple_cluster;
+
+Op make_op(OpKind kind, StreamKind stream, int32_t worker, int32_t iteration) {
+  Op op;
+  op.kind = kind;
+  op.stream = stream;
+  op.worker = worker;
+  op.iteration = iteration;
+  return op;
+}
+
+// Every worker, each iteration: forward (1 ms), send 1e5 B to the next worker
+// and receive from the previous one, backward (2 ms) after the receive, copy
+// 1e5 B to the host, a ring AllReduce of 1e6 B over all workers, and the
+// update (0.1 ms) after both: 7 ops on 4 streams per worker and iteration.
+Plan data_parallel_plan(int32_t workers, int32_t iterations) {
+  PlanBuilder b("bench-dp", workers, iterations, 32.0 * workers);
+  std::vector<int32_t> everyone(workers);
+  for (int32_t w = 0; w < workers; ++w) everyone[w] = w;
+  const int32_t all = b.group(everyone);
+  for (int32_t i = 0; i < iterations; ++i) {
+    std::vector<OpId> sends(workers);
+    std::vector<OpId> forwards(workers);
+    for (int32_t w = 0; w < workers; ++w) {
+      Op f = make_op(OpKind::kForward, StreamKind::kCompute, w, i);
+      f.work_s = 1e-3;
+      forwards[w] = b.add(f);
+      Op s = make_op(OpKind::kSend, StreamKind::kSend, w, i);
+      s.peer = (w + 1) % workers;
+      s.bytes = 1e5;
+      s.deps = {forwards[w]};
+      sends[w] = b.add(s);
+    }
+    for (int32_t w = 0; w < workers; ++w) {
+      const int32_t from = (w + workers - 1) % workers;
+      Op r = make_op(OpKind::kRecv, StreamKind::kRecv, w, i);
+      r.peer = from;
+      r.deps = {sends[from]};
+      const OpId recv = b.add(r);
+      Op back = make_op(OpKind::kBackward, StreamKind::kCompute, w, i);
+      back.work_s = 2e-3;
+      back.deps = {recv};
+      const OpId backward = b.add(back);
+      Op copy = make_op(OpKind::kCopyToHost, StreamKind::kDeviceToHost, w, i);
+      copy.bytes = 1e5;
+      copy.deps = {backward};
+      const OpId copied = b.add(copy);
+      Op ar = make_op(OpKind::kAllReduce, StreamKind::kSend, w, i);
+      ar.group = all;
+      ar.bytes = 1e6;
+      ar.deps = {backward};
+      const OpId reduced = b.add(ar);
+      Op update = make_op(OpKind::kUpdate, StreamKind::kCompute, w, i);
+      update.work_s = 1e-4;
+      update.deps = {reduced, copied};
+      b.add(update);
+    }
+  }
+  return std::move(b).build();
+}
+
+// PipeDream's 1F1B on `stages` equal stages (forward 1 ms, backward 2 ms,
+// update 0.1 ms after each backward), `minibatches` mini-batches: stage s
+// (from 0) runs S - s forwards, then alternates one backward (with its update)
+// and one forward. Activations go down and gradients up as 1 kB transfers.
+Plan one_f_one_b_plan(int32_t stages, int32_t minibatches) {
+  PlanBuilder b("bench-1f1b", stages, minibatches, 32);
+  std::vector<std::vector<OpId>> forward(stages, std::vector<OpId>(minibatches));
+  std::vector<std::vector<OpId>> backward = forward, send_down = forward, send_up = forward;
+  std::vector<std::vector<std::pair<bool, int32_t>>> order(stages);  // (is backward, mini-batch) per stage
+  for (int32_t s = 0; s < stages; ++s) {
+    const int32_t warm_up = std::min(stages - s, minibatches);
+    for (int32_t k = 0; k < warm_up; ++k) order[s].push_back({false, k});
+    for (int32_t k = 0; k < minibatches; ++k) {
+      order[s].push_back({true, k});
+      if (k + warm_up < minibatches) order[s].push_back({false, k + warm_up});
+    }
+    for (const auto& [is_backward, k] : order[s]) {
+      Op op = make_op(is_backward ? OpKind::kBackward : OpKind::kForward, StreamKind::kCompute, s, k);
+      op.stage = s;
+      op.work_s = is_backward ? 2e-3 : 1e-3;
+      (is_backward ? op.free_bytes : op.alloc_bytes) = 1e6;
+      const OpId id = b.add(op);
+      (is_backward ? backward : forward)[s][k] = id;
+      if (is_backward) {
+        Op update = make_op(OpKind::kUpdate, StreamKind::kCompute, s, k);
+        update.work_s = 1e-4;
+        b.add(update);
+      }
+      const int32_t peer = is_backward ? s - 1 : s + 1;
+      if (peer < 0 || peer >= stages) continue;
+      Op send = make_op(OpKind::kSend, StreamKind::kSend, s, k);
+      send.peer = peer;
+      send.bytes = 1e3;
+      send.deps = {id};
+      (is_backward ? send_up : send_down)[s][k] = b.add(send);
+    }
+  }
+  // Receives in the order the compute stream consumes them.
+  for (int32_t s = 0; s < stages; ++s) {
+    for (const auto& [is_backward, k] : order[s]) {
+      const int32_t peer = is_backward ? s + 1 : s - 1;
+      if (peer < 0 || peer >= stages) continue;
+      Op recv = make_op(OpKind::kRecv, StreamKind::kRecv, s, k);
+      recv.peer = peer;
+      recv.deps = {(is_backward ? send_up : send_down)[peer][k]};
+      const OpId id = b.add(recv);
+      b.op((is_backward ? backward : forward)[s][k]).deps.push_back(id);
+    }
+  }
+  return std::move(b).build();
+}
+
+bool all_ops_timed(const SimResult& r) {
+  for (const OpTiming& t : r.timings) {
+    if (t.end_ns < t.start_ns) return false;
+  }
+  return r.events >= static_cast<int64_t>(r.timings.size());
+}
+
+void BM_SimulateDataParallel(benchmark::State& state) {
+  const auto workers = static_cast<int32_t>(state.range(0));
+  const Plan plan = data_parallel_plan(workers, 500);
+  const Cluster cluster = simple_cluster(workers / 8, 8);
+  const SimResult check = simulate_plan(plan, cluster, {});
+  // Every iteration holds forward + backward + update, 3.1 ms, plus a transfer and an AllReduce.
+  if (!all_ops_timed(check) || !(check.iteration_s > 3.1e-3)) state.SkipWithError("implausible simulation");
+  for (auto _ : state) {
+    SimResult r = simulate_plan(plan, cluster, {});
+    benchmark::DoNotOptimize(r);
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(plan.ops.size()));
+  state.counters["ops"] = static_cast<double>(plan.ops.size());
+  state.counters["events"] = static_cast<double>(check.events);
+}
+
+void BM_Simulate1F1B(benchmark::State& state) {
+  const auto stages = static_cast<int32_t>(state.range(0));
+  const auto minibatches = static_cast<int32_t>(state.range(1));
+  const Plan plan = one_f_one_b_plan(stages, minibatches);
+  const Cluster cluster = simple_cluster(stages / 8, 8);
+  const SimResult check = simulate_plan(plan, cluster, {});
+  // Equal stages, negligible transfers: the steady state is one stage's
+  // forward + backward + update per mini-batch, 3.1 ms.
+  if (!all_ops_timed(check) || std::abs(check.iteration_s / 3.1e-3 - 1) > 0.01) {
+    state.SkipWithError(("1F1B iteration " + std::to_string(check.iteration_s) + " s, expected 3.1 ms").c_str());
+  }
+  for (auto _ : state) {
+    SimResult r = simulate_plan(plan, cluster, {});
+    benchmark::DoNotOptimize(r);
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(plan.ops.size()));
+  state.counters["ops"] = static_cast<double>(plan.ops.size());
+  state.counters["iteration_ms"] = check.iteration_s * 1e3;
+}
+
+BENCHMARK(BM_SimulateDataParallel)->Arg(64)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Simulate1F1B)->Args({64, 1000})->Unit(benchmark::kMillisecond);
+
+}  // namespace
+}  // namespace trainsim
+
+BENCHMARK_MAIN();

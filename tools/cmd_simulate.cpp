@@ -1,0 +1,139 @@
+// `trainsim simulate`: one strategy's plan timed by the discrete-event
+// simulator: iteration time, per-worker breakdown, peak memory, and
+// optionally the plan, a Chrome trace and a JSON summary.
+#include <memory>
+
+#include "analysis/table.hpp"
+#include "model/error.hpp"
+#include "model/units.hpp"
+#include "sim/cost/driver.hpp"
+#include "sim/cost/strategies.hpp"
+#include "sim/des/engine.hpp"
+#include "sim/plan/plan.hpp"
+#include "tools/commands.hpp"
+
+namespace trainsim {
+namespace {
+
+struct SimulateOptions {
+  std::string profile;
+  std::string model;
+  int64_t batch = 0;
+  std::string cluster;
+  std::string strategy;
+  std::vector<std::string> settings;
+  int32_t iterations = 20;
+  std::string straggler;
+  double jitter = 0;
+  uint64_t seed = 1;
+  std::string trace;
+  std::string json;
+  std::string dump_plan;
+  bool quiet = false;
+};
+
+TextTable worker_table(const Plan& plan, const SimResult& r) {
+  TextTable t;
+  t.header = {"worker", "compute", "exposed comm", "idle transfer", "idle imbalance", "peak memory"};
+  t.right_aligned = {true, true, true, true, true, true};
+  const double scale = r.window_s > 0 ? r.iteration_s / r.window_s : 0.0;  // per iteration
+  for (size_t w = 0; w < r.workers.size(); ++w) {
+    const Breakdown& b = r.workers[w].breakdown;
+    t.rows.push_back({std::to_string(w) + " (device " + std::to_string(plan.workers[w].device) + ")",
+                      format_seconds(b.compute_s * scale), format_seconds(b.exposed_comm_s * scale),
+                      format_seconds(b.idle_transfer_s * scale), format_seconds(b.idle_imbalance_s * scale),
+                      format_bytes(r.workers[w].peak_memory_bytes)});
+  }
+  return t;
+}
+
+nlohmann::json summary_json(const Plan& plan, const SimResult& r, const SimOptions& options,
+                            const Prediction& analytic, const std::string& model, const std::string& cluster) {
+  nlohmann::json workers = nlohmann::json::array();
+  for (const WorkerResult& w : r.workers) {
+    workers.push_back({{"breakdown_s",
+                        {{"compute", w.breakdown.compute_s},
+                         {"exposed_comm", w.breakdown.exposed_comm_s},
+                         {"idle_transfer", w.breakdown.idle_transfer_s},
+                         {"idle_imbalance", w.breakdown.idle_imbalance_s}}},
+                       {"peak_memory_bytes", w.peak_memory_bytes}});
+  }
+  return {{"format", "trainsim.simulation/1"},
+          {"model", model},
+          {"cluster", cluster},
+          {"strategy", plan.strategy},
+          {"config", plan.config},
+          {"iterations", plan.iterations},
+          {"warmup_iterations", r.warmup_iterations},
+          {"seed", r.seed},
+          {"straggler", {{"probability", options.straggler_probability}, {"slowdown", options.straggler_slowdown}}},
+          {"jitter", options.jitter},
+          {"iteration_s", r.iteration_s},
+          {"iteration_min_s", r.iteration_min_s},
+          {"iteration_max_s", r.iteration_max_s},
+          {"samples_per_s", plan.samples_per_iteration / r.iteration_s},
+          {"window_s", r.window_s},
+          {"makespan_s", r.makespan_s},
+          {"ops", plan.ops.size()},
+          {"events", r.events},
+          {"analytic_iteration_s", analytic.iteration_s},
+          {"workers", std::move(workers)}};
+}
+
+void run_simulate(const SimulateOptions& o, CommandContext& ctx) {
+  const Cluster cluster = load_cluster(o.cluster, "--cluster");
+  const Profile profile = resolve_profile_input(o.profile, o.model, o.batch, cluster);
+  const StrategyInfo& strategy = find_strategy(o.strategy, "--strategy");
+  StrategyConfig config;
+  for (const std::string& text : o.settings) {
+    const Setting s = parse_setting(text, "--set");
+    config.set(s.key, s.value, s.where);
+  }
+  const SimOptions options = parse_sim_options(o.straggler, o.jitter, o.seed);
+  const Plan plan = generate_plan(strategy, profile, cluster, config, o.iterations);
+  if (!o.dump_plan.empty()) write_text_output(o.dump_plan, plan_to_json(plan).dump(1) + "\n", ctx.out, "--dump-plan");
+  const SimResult result = simulate_plan(plan, cluster, options);
+  const Prediction analytic = predict_strategy(strategy, profile, cluster, config);
+  if (!o.trace.empty()) write_text_output(o.trace, chrome_trace(plan, result).dump() + "\n", ctx.out, "--trace");
+  if (!o.json.empty()) {
+    write_text_output(o.json, summary_json(plan, result, options, analytic, profile.model, cluster.name).dump(2) + "\n",
+                      ctx.out, "--json");
+  }
+  if (o.quiet || o.json == "-" || o.trace == "-" || o.dump_plan == "-") return;
+  ctx.out << plan.strategy << " on " << profile.model << ", batch " << profile.batch_size << ", " << cluster.name
+          << ": " << plan.ops.size() << " ops, " << plan.iterations << " iterations (" << result.warmup_iterations
+          << " warm-up), seed " << result.seed << "\n"
+          << "iteration " << format_seconds(result.iteration_s) << " median (min "
+          << format_seconds(result.iteration_min_s) << ", max " << format_seconds(result.iteration_max_s) << "), "
+          << format_count(plan.samples_per_iteration / result.iteration_s) << " samples/s; analytic model "
+          << format_seconds(analytic.iteration_s) << "\n\nper iteration, by worker:\n";
+  print_aligned(ctx.out, worker_table(plan, result));
+}
+
+}  // namespace
+
+void add_simulate_command(CLI::App& app, CommandContext& ctx) {
+  auto o = std::make_shared<SimulateOptions>();
+  CLI::App* cmd = app.add_subcommand("simulate", "Time one strategy's plan with the discrete-event simulator");
+  cmd->add_option("--profile", o->profile, "Per-layer profile (trainsim.profile/1 JSON)");
+  cmd->add_option("--model", o->model, "Zoo model id or model JSON file; profiled analytically on the cluster");
+  cmd->add_option("--batch", o->batch, "Per-device batch size with --model (default: the model's)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--cluster", o->cluster, "Cluster preset or cluster JSON file")->required();
+  cmd->add_option("--strategy", o->strategy, "Strategy id (see trainsim predict --help)")->required();
+  cmd->add_option("--set", o->settings, "Strategy setting key=value (repeatable)");
+  cmd->add_option("--iterations", o->iterations, "Mini-batches the plan trains")
+      ->check(CLI::Range(1, 1000000))
+      ->capture_default_str();
+  cmd->add_option("--straggler", o->straggler, "PROB:SLOWDOWN: each compute op slowed by SLOWDOWN with PROB");
+  cmd->add_option("--jitter", o->jitter, "Relative standard deviation of compute times")
+      ->check(CLI::Range(0.0, 10.0));
+  cmd->add_option("--seed", o->seed, "Seed of every random draw")->capture_default_str();
+  cmd->add_option("--trace", o->trace, "Write a Chrome trace (Perfetto, chrome://tracing) here");
+  cmd->add_option("--json", o->json, "Write the trainsim.simulation/1 summary here ('-' for standard output)");
+  cmd->add_option("--dump-plan", o->dump_plan, "Write the plan (trainsim.plan/1 JSON) here");
+  cmd->add_flag("--quiet", o->quiet, "Print no summary");
+  cmd->callback([&ctx, o] { ctx.action = [&ctx, o] { run_simulate(*o, ctx); }; });
+}
+
+}  // namespace trainsim
