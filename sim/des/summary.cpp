@@ -136,14 +136,30 @@ std::pair<SimTime, SimTime> summarize_iterations(const Plan& plan, const RunReco
     if (end_ns[i] < 0) end_ns[i] = i > 0 ? end_ns[i - 1] : 0;
     r.iteration_end_s.push_back(static_cast<double>(end_ns[i]) * kSPerNs);
   }
-  // The interval of iteration i is end[i] - end[i-1], with end[-1] = 0, the start of the run.
+  // Steady state: leave out the warm-up and, as many again, the drain at the
+  // end (a pipeline's last iterations end faster as it empties), then take
+  // intervals over whole periods (a replicated input stage ends its
+  // iterations in groups), per iteration. Too few iterations for that: keep
+  // the drain and single iterations.
+  const int32_t warmup = r.warmup_iterations;
+  int32_t period = std::max(1, plan.iteration_period);
+  int32_t last = n - 1 - (n - warmup > 2 * std::max(1, warmup) ? warmup : 0);
+  if ((last - (warmup - 1)) / period < 1) {
+    period = 1;
+    last = n - 1;
+  }
+  // The interval ending at iteration i covers end[i - period] to end[i], with end[-1] = 0.
+  auto end_before = [&](int32_t i) { return i >= 0 ? end_ns[i] : SimTime{0}; };
   std::vector<SimTime> intervals_ns;
-  for (int32_t i = r.warmup_iterations; i < n; ++i) intervals_ns.push_back(end_ns[i] - (i > 0 ? end_ns[i - 1] : 0));
+  for (int32_t i = warmup - 1 + period; i <= last; i += period) {
+    intervals_ns.push_back((end_before(i) - end_before(i - period)) / period);
+  }
   r.iteration_s = median_s(intervals_ns);
   r.iteration_min_s = static_cast<double>(*std::min_element(intervals_ns.begin(), intervals_ns.end())) * kSPerNs;
   r.iteration_max_s = static_cast<double>(*std::max_element(intervals_ns.begin(), intervals_ns.end())) * kSPerNs;
-  const SimTime window_start_ns = r.warmup_iterations > 0 ? end_ns[r.warmup_iterations - 1] : 0;
-  return {window_start_ns, std::max(window_start_ns, end_ns[n - 1])};
+  const SimTime window_start_ns = end_before(warmup - 1);
+  const int32_t measured_last = warmup - 1 + period * static_cast<int32_t>(intervals_ns.size());
+  return {window_start_ns, std::max(window_start_ns, end_before(measured_last))};
 }
 
 }  // namespace

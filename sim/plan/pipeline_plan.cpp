@@ -232,6 +232,7 @@ Plan PipelinePlanWriter::build() && {
   for (const TransferEnds& ends : transfers_) {
     TRAINSIM_CHECK((ends.send < 0) == (ends.recv < 0), "a boundary transfer without its other end");
   }
+  builder_.set_iteration_period(static_cast<int32_t>(replicas(0)));
   return std::move(builder_).build();
 }
 

@@ -155,6 +155,7 @@ void validate_plan(const Plan& plan) {
       if (!paired) broken(plan, id, "a recv must depend on its peer's send");
     }
   }
+  if (plan.iteration_period < 1) throw std::logic_error(plan.strategy + " plan: iteration period below 1");
   size_t listed = 0;
   for (const auto& worker : plan.streams) {
     for (const auto& stream : worker) listed += stream.size();
@@ -189,7 +190,7 @@ nlohmann::json plan_to_json(const Plan& plan) {
   nlohmann::json workers = nlohmann::json::array();
   for (const PlanWorker& w : plan.workers) workers.push_back({{"device", w.device}, {"static_bytes", w.static_bytes}});
   return {{"format", "trainsim.plan/1"},     {"strategy", plan.strategy}, {"config", plan.config},
-          {"iterations", plan.iterations},   {"samples_per_iteration", plan.samples_per_iteration},
+          {"iterations", plan.iterations},   {"samples_per_iteration", plan.samples_per_iteration}, {"iteration_period", plan.iteration_period},
           {"workers", std::move(workers)},   {"groups", plan.groups},     {"ops", std::move(ops)}};
 }
 

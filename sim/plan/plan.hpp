@@ -73,6 +73,8 @@ struct Plan {
   nlohmann::json config = nlohmann::json::object();  // resolved settings
   int32_t iterations = 0;                    // mini-batches the plan trains
   double samples_per_iteration = 0;          // samples the whole job trains per iteration
+  int32_t iteration_period = 1;              // iterations end in groups of this many in steady state
+                                             // (a replicated input stage finishes r mini-batches a round)
   std::vector<PlanWorker> workers;
   std::vector<std::vector<int32_t>> groups;  // collective/barrier groups: member workers, ascending
   std::vector<Op> ops;                       // every op; ids are indices
@@ -97,6 +99,7 @@ class PlanBuilder {
   PlanWorker& worker(int32_t w) { return plan_.workers[w]; }
   Op& op(OpId id) { return plan_.ops[id]; }
   void set_config(nlohmann::json config) { plan_.config = std::move(config); }
+  void set_iteration_period(int32_t period) { plan_.iteration_period = period; }
 
   // Validates (see validate_plan) and returns the plan.
   Plan build() &&;

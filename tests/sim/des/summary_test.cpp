@@ -31,9 +31,10 @@ void expect_worker_sums_to_window(const SimResult& r) {
   EXPECT_NEAR(r.breakdown.total_s(), r.iteration_s, 1e-12);
 }
 
-TEST(DesSummary, IterationTimeIsTheMedianIntervalAfterAutomaticWarmUp) {
-  // Ends at 5, 6, 8, 10, 13, 15 ms. Six iterations: warm-up max(1, 6/5) = 1.
-  // Intervals of iterations 1..5: 1, 2, 2, 3, 2 -> sorted 1 2 2 2 3, median 2.
+TEST(DesSummary, IterationTimeIsTheMedianIntervalBetweenWarmUpAndDrain) {
+  // Ends at 5, 6, 8, 10, 13, 15 ms. Six iterations: warm-up max(1, 6/5) = 1,
+  // and as many left out as drain at the end (5 remain, more than 2 × 1).
+  // Intervals of iterations 1..4: 1, 2, 2, 3 -> median (2 + 2) / 2 = 2.
   const SimResult r = simulate_plan(iteration_chain({5, 1, 2, 2, 3, 2}), simple_cluster(1, 1), {});
   EXPECT_EQ(r.warmup_iterations, 1);
   ASSERT_EQ(r.iteration_end_s.size(), 6u);
@@ -42,16 +43,31 @@ TEST(DesSummary, IterationTimeIsTheMedianIntervalAfterAutomaticWarmUp) {
   EXPECT_DOUBLE_EQ(r.iteration_s, 2e-3);
   EXPECT_DOUBLE_EQ(r.iteration_min_s, 1e-3);
   EXPECT_DOUBLE_EQ(r.iteration_max_s, 3e-3);
-  EXPECT_DOUBLE_EQ(r.window_s, 10e-3);  // [5, 15] ms
+  EXPECT_DOUBLE_EQ(r.window_s, 8e-3);  // [5, 13] ms
 }
 
-TEST(DesSummary, TenIterationsWarmUpTwoAndAnEvenCountAveragesTheMiddlePair) {
-  // Warm-up max(1, 10/5) = 2: iterations 2..9 measured, intervals
-  // 1 1 1 1 4 4 4 4 ms -> median (1 + 4) / 2 = 2.5 ms.
+TEST(DesSummary, TenIterationsLeaveOutTwoOfWarmUpAndTwoOfDrain) {
+  // Ends at 9, 18, 19, 20, 21, 22, 26, 30, 34, 38 ms. Warm-up max(1, 10/5) = 2,
+  // drain 2: iterations 2..7 measured, intervals 1 1 1 1 4 4 ms -> median 1 ms.
   const SimResult r = simulate_plan(iteration_chain({9, 9, 1, 1, 1, 1, 4, 4, 4, 4}), simple_cluster(1, 1), {});
   EXPECT_EQ(r.warmup_iterations, 2);
-  EXPECT_DOUBLE_EQ(r.iteration_s, 2.5e-3);
-  EXPECT_DOUBLE_EQ(r.window_s, 20e-3);  // [18, 38] ms
+  EXPECT_DOUBLE_EQ(r.iteration_s, 1e-3);
+  EXPECT_DOUBLE_EQ(r.iteration_max_s, 4e-3);
+  EXPECT_DOUBLE_EQ(r.window_s, 12e-3);  // [18, 30] ms
+}
+
+TEST(DesSummary, IterationsEndingInGroupsAreMeasuredPerPeriod) {
+  // A replicated input stage ends iterations in pairs: ends at 4, 4, 8, 8, 12,
+  // 12, 16, 16, 20, 20, 24, 24 ms (period 2). Warm-up 12/5 = 2 and drain 2:
+  // periods end at iterations 3, 5, 7, 9, each 4 ms for 2 iterations: 2 ms,
+  // min and max alike (single intervals would alternate 4 and 0 ms).
+  PlanBuilder b("test", 1, 12, 32);
+  for (int32_t i = 0; i < 12; ++i) b.add(compute_op(0, i % 2 == 0 ? 4e-3 : 0.0, {}, i));
+  b.set_iteration_period(2);
+  const SimResult r = simulate_plan(std::move(b).build(), simple_cluster(1, 1), {});
+  EXPECT_DOUBLE_EQ(r.iteration_s, 2e-3);
+  EXPECT_DOUBLE_EQ(r.iteration_min_s, 2e-3);
+  EXPECT_DOUBLE_EQ(r.iteration_max_s, 2e-3);
 }
 
 TEST(DesSummary, FewerThanThreeIterationsHaveNoWarmUp) {
@@ -160,23 +176,23 @@ TEST(DesSummary, AQueueOfAllReducesIsAllExposedCommunication) {
 TEST(DesSummary, TheBreakdownCoversOnlyTheWindowAndScalesToOneIteration) {
   // Worker 0 computes 2 ms per iteration, worker 1 1 ms (independent chains),
   // 5 iterations: worker 0 sets the iteration ends 2, 4, ..., 10 ms; warm-up
-  // 1, window [2, 10] = 8 ms, iteration 2 ms. Worker 1 finishes its chain at
-  // 5 ms: compute in the window 3 ms ([2, 5]), imbalance 5 ms.
+  // 1 and drain 1, window [2, 8] = 6 ms, iteration 2 ms. Worker 1 finishes its
+  // chain at 5 ms: compute in the window 3 ms ([2, 5]), imbalance 3 ms.
   PlanBuilder b("test", 2, 5, 32);
   for (int32_t i = 0; i < 5; ++i) {
     b.add(compute_op(0, 2e-3, {}, i));
     b.add(compute_op(1, 1e-3, {}, i));
   }
   const SimResult r = simulate_plan(std::move(b).build(), simple_cluster(1, 2), {});
-  ASSERT_DOUBLE_EQ(r.window_s, 8e-3);
+  ASSERT_DOUBLE_EQ(r.window_s, 6e-3);
   ASSERT_DOUBLE_EQ(r.iteration_s, 2e-3);
-  EXPECT_NEAR(r.workers[0].breakdown.compute_s, 8e-3, 1e-12);
+  EXPECT_NEAR(r.workers[0].breakdown.compute_s, 6e-3, 1e-12);
   EXPECT_NEAR(r.workers[1].breakdown.compute_s, 3e-3, 1e-12);
-  EXPECT_NEAR(r.workers[1].breakdown.idle_imbalance_s, 5e-3, 1e-12);
+  EXPECT_NEAR(r.workers[1].breakdown.idle_imbalance_s, 3e-3, 1e-12);
   expect_worker_sums_to_window(r);
-  // Average over workers scaled by 2 / 8: compute (8 + 3) / 2 / 4 = 1.375 ms.
-  EXPECT_NEAR(r.breakdown.compute_s, 1.375e-3, 1e-12);
-  EXPECT_NEAR(r.breakdown.idle_imbalance_s, 0.625e-3, 1e-12);
+  // Average over workers scaled by 2 / 6: compute (6 + 3) / 2 / 3 = 1.5 ms.
+  EXPECT_NEAR(r.breakdown.compute_s, 1.5e-3, 1e-12);
+  EXPECT_NEAR(r.breakdown.idle_imbalance_s, 0.5e-3, 1e-12);
 }
 
 TEST(DesSummary, PredictionCarriesTheSimulatedTimeBreakdownAndMemory) {
