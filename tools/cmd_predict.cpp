@@ -52,12 +52,22 @@ void print_predictions(std::ostream& out, const PredictionSet& set, const Profil
       << profile.device.name << ") on " << c.name << ": " << c.machines << " x " << c.devices_per_machine << " "
       << c.device.name << "\n\n";
   print_aligned(out, prediction_table(set));
-  bool header = false;
+  // Notes once each; a long one (a partition of many stages) is cut, as the
+  // JSON output has it whole.
+  constexpr size_t kNoteWidth = 160;
+  std::vector<std::string> printed;
   for (const Prediction& p : set.results) {
     for (const std::string& note : p.notes) {
-      if (!header) out << "\nnotes:\n";
-      header = true;
-      out << "  " << p.strategy << ": " << note << "\n";
+      std::string line = p.strategy + ": " + note;
+      if (line.size() > kNoteWidth) {
+        size_t cut = kNoteWidth - 3;
+        while (cut > 0 && (static_cast<unsigned char>(line[cut]) & 0xC0) == 0x80) --cut;  // not inside a UTF-8 char
+        line = line.substr(0, cut) + "...";
+      }
+      if (std::find(printed.begin(), printed.end(), line) != printed.end()) continue;
+      if (printed.empty()) out << "\nnotes (--json has them whole):\n";
+      printed.push_back(line);
+      out << "  " << line << "\n";
     }
   }
 }
