@@ -172,6 +172,47 @@ TEST(Cli, ImportedPipedreamProfilePredictsWithItsOwnBatch) {
   EXPECT_LT(single_s, 0.6725 + 0.01);
 }
 
+TEST(Cli, SimulateWritesTraceAndPlanAndAgreesWithTheCostModelOnDpRing) {
+  TempDir dir;
+  const std::string trace = dir.file("trace.json"), plan = dir.file("plan.json");
+  const Result r = run({"simulate", "--model", "resnet18", "--batch", "32", "--cluster", "p40x4-pcie3", "--strategy",
+                        "dp-ring", "--iterations", "8", "--trace", trace, "--dump-plan", plan, "--json", "-"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto summary = nlohmann::json::parse(r.out);
+  EXPECT_EQ(summary["format"], "trainsim.simulation/1");
+  // dp-ring's closed form is exact: one AllReduce after backward.
+  EXPECT_NEAR(summary["iteration_s"].get<double>(), summary["analytic_iteration_s"].get<double>(),
+              1e-3 * summary["analytic_iteration_s"].get<double>());
+  std::ifstream trace_file(trace), plan_file(plan);
+  const auto trace_doc = nlohmann::json::parse(trace_file);
+  const auto plan_doc = nlohmann::json::parse(plan_file);
+  EXPECT_EQ(plan_doc["format"], "trainsim.plan/1");
+  size_t complete = 0;
+  for (const auto& e : trace_doc["traceEvents"]) complete += e["ph"] == "X";
+  EXPECT_EQ(complete, plan_doc["ops"].size());  // one complete event per op
+}
+
+TEST(Cli, PredictBothPutsSimulatedBesideAnalytic) {
+  const Result r = run({"predict", "--model", "vgg16-cifar10", "--cluster", "p40x4-pcie3", "--strategies",
+                        "gpipe,pipedream", "--method", "both", "--json", "-"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto doc = nlohmann::json::parse(r.out);
+  ASSERT_EQ(doc["results"].size(), 4u);
+  EXPECT_EQ(doc["results"][0]["method"], "analytic");
+  EXPECT_EQ(doc["results"][1]["method"], "simulated");
+  EXPECT_EQ(doc["results"][1]["strategy"], "gpipe");
+}
+
+TEST(Cli, SimulateWithTheSameSeedRepeatsExactly) {
+  const std::vector<std::string> args = {"simulate", "--model", "resnet164", "--cluster", "p40x4-pcie3", "--strategy",
+                                         "gpipe", "--set", "stages=3", "--straggler", "0.3:2", "--seed", "9",
+                                         "--json", "-"};
+  const Result a = run(args), b = run(args);
+  ASSERT_EQ(a.status, 0) << a.err;
+  EXPECT_EQ(a.out, b.out);
+  EXPECT_EQ(nlohmann::json::parse(a.out)["seed"], 9);
+}
+
 // Bad input: exit 2 and exactly one line "trainsim: error: <where>: <what> (<expected>)".
 struct BadInput {
   std::string name;
@@ -246,8 +287,22 @@ INSTANTIATE_TEST_SUITE_P(
                  "--fast"},
         BadInput{"NoModel", {"predict", "--cluster", "p40x4-pcie3"}, "", "", "--profile"},
         BadInput{"UnknownCommand", {"predikt"}, "", "", "predikt"},
-        BadInput{"MethodNotAvailable", with(kPredictProfile, {"--method", "quantum"}), profile_text(), "",
-                 "--method"}),
+        BadInput{"UnknownMethod", with(kPredictProfile, {"--method", "quantum"}), profile_text(), "", "--method"},
+        BadInput{"SimulateUnknownStrategy",
+                 {"simulate", "--model", "vgg16", "--cluster", "p40x4-pcie3", "--strategy", "warp"}, "", "",
+                 "--strategy"},
+        BadInput{"StragglerWithoutSlowdown",
+                 {"simulate", "--model", "vgg16", "--cluster", "p40x4-pcie3", "--strategy", "gpipe", "--straggler",
+                  "0.3"},
+                 "", "", "--straggler"},
+        BadInput{"StragglerProbabilityAboveOne",
+                 {"simulate", "--model", "vgg16", "--cluster", "p40x4-pcie3", "--strategy", "gpipe", "--straggler",
+                  "1.5:2"},
+                 "", "", "--straggler"},
+        BadInput{"SimulateUnknownSetting",
+                 {"simulate", "--model", "vgg16", "--cluster", "p40x4-pcie3", "--strategy", "gpipe", "--set",
+                  "widht=2"},
+                 "", "", "--set widht"}),
     [](const ::testing::TestParamInfo<BadInput>& param_info) { return param_info.param.name; });
 
 }  // namespace
