@@ -40,7 +40,8 @@ test: build
 	@grep -ho "GPU test skipped: .*" $(BUILD)/Testing/Temporary/LastTest.log | sort -u || true
 
 bench: build
-	$(BUILD)/tests/bench/predict_bench --benchmark_min_time=0.2
+	$(BUILD)/tests/bench/predict_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
+	$(BUILD)/tests/bench/des_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
 
 clean:
 	rm -rf $(BUILD)
