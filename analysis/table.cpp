@@ -19,12 +19,6 @@ std::string csv_cell(const std::string& cell) {
   return quoted + "\"";
 }
 
-std::string fixed(double value, int decimals) {
-  char buffer[64];
-  std::snprintf(buffer, sizeof buffer, "%.*f", decimals, value);
-  return buffer;
-}
-
 const char* dominant_label(const std::string& part) {
   if (part == "exposed_comm") return "communication";
   if (part == "idle_transfer") return "waiting on transfers";
@@ -83,7 +77,7 @@ TextTable prediction_table(const PredictionSet& set) {
     const double peak = peak_memory_bytes(p);
     const bool fits = peak <= set.device_memory_bytes;
     std::vector<std::string> row = {p.strategy, std::to_string(p.workers), format_seconds(p.iteration_s),
-                                    format_count(p.samples_per_s), fixed(p.speedup_vs_single, 2) + "x",
+                                    format_count(p.samples_per_s), format_ratio(p.speedup_vs_single),
                                     dominant_label(dominant_cost(p.breakdown)),
                                     format_bytes(peak) + (fits ? "" : " (OOM)"), std::to_string(p.staleness)};
     if (mixed) row.insert(row.begin() + 1, p.method);

@@ -79,6 +79,8 @@ std::string format_count(double count) {
   return printf_text("%.4g%s", count, "");
 }
 
+std::string format_ratio(double ratio) { return printf_text("%.2f%s", ratio, "x"); }
+
 double parse_bytes(const std::string& text, const std::string& where) {
   double value = 0;
   std::string_view suffix;

@@ -19,6 +19,9 @@ std::string format_bytes(double bytes);
 // "1.2k", "35.7", "8.1M": a count with a metric suffix.
 std::string format_count(double count);
 
+// "3.85x": a speedup or other ratio, two decimals.
+std::string format_ratio(double ratio);
+
 // Parses a byte count: "1024", "25MB", "25 MiB", "1.5e9", "80GiB".
 // Throws InputError naming `where` on anything else.
 double parse_bytes(const std::string& text, const std::string& where);

@@ -85,6 +85,9 @@ int run_trainsim(const std::vector<std::string>& args, std::ostream& out, std::o
   add_profile_command(app, ctx);
   add_predict_command(app, ctx);
   add_simulate_command(app, ctx);
+  add_partition_command(app, ctx);
+  add_chunk_command(app, ctx);
+  add_choose_command(app, ctx);
   add_devices_command(app, ctx);
 
   try {

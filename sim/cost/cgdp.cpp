@@ -48,6 +48,25 @@ std::string ranges_text(const std::vector<LayerRange>& ranges) {
   return text;
 }
 
+}  // namespace
+
+// The chunk's three (four across machines) in-order resources, as described
+// at cgdp_backward_s: D2H, host accumulation, [hosts' ring AllReduce], H2D.
+std::vector<double> cgdp_chunk_stage_s(double bytes, const Cluster& cluster,
+                                       const std::vector<int64_t>& per_machine) {
+  const int64_t machines = static_cast<int64_t>(per_machine.size());
+  const double copy_s = cluster.host.link_latency_s + bytes / cluster.host.link_bandwidth_bytes_per_s;
+  std::vector<double> stages = {copy_s,
+                                static_cast<double>(per_machine.front()) * bytes / cluster.host.reduce_bytes_per_s};
+  if (machines > 1) {
+    const LinkParams hosts{cluster.inter_link.latency_s, 1.0 / cluster.inter_link.bandwidth_bytes_per_s,
+                           1.0 / cluster.host.reduce_bytes_per_s};
+    stages.push_back(allreduce_ring_s(bytes, machines, hosts));
+  }
+  stages.push_back(copy_s);
+  return stages;
+}
+
 // Seed 003 §3.2, Definitions 3.2-3.3 with chunks (§4.1): backward walks the
 // chunks from the last; after a chunk with gradients, the default stream
 // synchronizes with the host (t_as, Step B-4-1), which holds back the next
@@ -61,11 +80,6 @@ std::string ranges_text(const std::vector<LayerRange>& ranges) {
 double cgdp_backward_s(const Profile& profile, const Cluster& cluster, int64_t workers,
                        const std::vector<LayerRange>& chunks) {
   const std::vector<int64_t> per_machine = workers_per_machine(cluster, workers);
-  const int64_t machines = static_cast<int64_t>(per_machine.size());
-  const LinkParams hosts{cluster.inter_link.latency_s, 1.0 / cluster.inter_link.bandwidth_bytes_per_s,
-                         1.0 / cluster.host.reduce_bytes_per_s};
-  const double copy_latency_s = cluster.host.link_latency_s;
-  const double host_link_bytes_per_s = cluster.host.link_bandwidth_bytes_per_s;
   double clock_s = 0;
   std::vector<double> ready_s;
   std::vector<std::vector<double>> stage_s;
@@ -74,18 +88,11 @@ double cgdp_backward_s(const Profile& profile, const Cluster& cluster, int64_t w
     clock_s += chunk.backward_s;
     if (chunk.param_bytes <= 0) continue;  // nothing to send, nothing to wait for
     clock_s += cluster.host.stream_sync_s;
-    const double bytes = chunk.param_bytes;
-    std::vector<double> stages = {copy_latency_s + bytes / host_link_bytes_per_s,
-                                  static_cast<double>(per_machine.front()) * bytes / cluster.host.reduce_bytes_per_s};
-    if (machines > 1) stages.push_back(allreduce_ring_s(bytes, machines, hosts));
-    stages.push_back(copy_latency_s + bytes / host_link_bytes_per_s);
     ready_s.push_back(clock_s);
-    stage_s.push_back(std::move(stages));
+    stage_s.push_back(cgdp_chunk_stage_s(chunk.param_bytes, cluster, per_machine));
   }
   return std::max(clock_s, flow_shop_end_s(ready_s, stage_s));
 }
-
-}  // namespace
 
 CgdpChunks resolve_cgdp_chunks(const Profile& profile, StrategyConfig& config) {
   const int64_t layer_count = static_cast<int64_t>(profile.layers.size());

@@ -84,6 +84,18 @@ struct CgdpChunks {
 };
 CgdpChunks resolve_cgdp_chunks(const Profile& profile, StrategyConfig& config);
 
+// cgdp, EQUATIONS.md §7: backward time T with `chunks` (ascending, covering
+// every layer) on `workers` devices: each chunk's backward, then t_as if it has
+// gradients, its copies passing the in-order resources of cgdp_chunk_stage_s;
+// T = max(backward with syncs, last copy back). Layer ranges are not checked.
+double cgdp_backward_s(const Profile& profile, const Cluster& cluster, int64_t workers,
+                       const std::vector<LayerRange>& chunks);
+
+// cgdp: seconds one chunk of `bytes` gradients holds each resource, in order:
+// D2H copy, host accumulation of the first machine's devices, the hosts' ring
+// AllReduce (only with more than one machine), H2D copy.
+std::vector<double> cgdp_chunk_stage_s(double bytes, const Cluster& cluster, const std::vector<int64_t>& per_machine);
+
 // parallax: bytes of one iteration's variables by kind (seed 004 §5.3.1, Table 3).
 struct VariableBytes {
   double dense = 0;           // w of the dense layers: every element every iteration

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "profiles/cluster.hpp"
@@ -30,6 +31,10 @@ struct StrategyInfo {
   std::vector<std::string> keys;  // settings it reads
   CostModel predict = nullptr;
   PlanGenerator plan = nullptr;
+  // Settings `trainsim choose` tries beyond the defaults, whose own searches
+  // (partitions, chunks, buckets, segments) fill in the rest: key -> values;
+  // every combination is tried.
+  std::vector<std::pair<std::string, std::vector<std::string>>> choices = {};
 };
 
 // Every strategy, in the order tables list them.

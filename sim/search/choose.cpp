@@ -1,0 +1,111 @@
+// Strategy choice: each strategy's best settings, ranked; see choose.hpp.
+#include "sim/search/choose.hpp"
+
+#include <algorithm>
+
+#include "model/error.hpp"
+#include "model/units.hpp"
+#include "sim/cost/strategies.hpp"
+
+namespace trainsim {
+namespace {
+
+// Every combination of the choices' values, the empty one (defaults) first.
+std::vector<std::vector<Setting>> combinations(const StrategyInfo& strategy) {
+  std::vector<std::vector<Setting>> all = {{}};
+  for (const auto& [key, values] : strategy.choices) {
+    std::vector<std::vector<Setting>> next;
+    for (const auto& partial : all) {
+      for (const std::string& value : values) {
+        std::vector<Setting> extended = partial;
+        extended.push_back({key, value, "choose: " + key});
+        next.push_back(std::move(extended));
+      }
+    }
+    all.insert(all.end(), next.begin(), next.end());
+  }
+  return all;
+}
+
+double breakdown_part_s(const Breakdown& b, const std::string& part) {
+  if (part == "exposed_comm") return b.exposed_comm_s;
+  if (part == "idle_transfer") return b.idle_transfer_s;
+  if (part == "idle_imbalance") return b.idle_imbalance_s;
+  return b.compute_s;
+}
+
+StrategyChoice choose_one(const StrategyInfo& strategy, const Profile& profile, const Cluster& cluster,
+                          double single_samples_per_s) {
+  StrategyChoice choice;
+  bool have_feasible = false;
+  for (const std::vector<Setting>& settings : combinations(strategy)) {
+    StrategyConfig config;
+    for (const Setting& s : settings) config.set(s.key, s.value, s.where);
+    Prediction p;
+    try {
+      p = predict_strategy(strategy, profile, cluster, config);
+    } catch (const InputError&) {
+      continue;  // a combination this model and cluster do not allow (more micro-batches than samples, ...)
+    }
+    ++choice.candidates;
+    p.speedup_vs_single = p.samples_per_s / single_samples_per_s;
+    const bool fits = peak_memory_bytes(p) <= cluster.device.memory_bytes;
+    const bool better = fits ? (!have_feasible || p.samples_per_s > choice.best.samples_per_s)
+                             : (!have_feasible && (choice.candidates == 1 ||
+                                                   peak_memory_bytes(p) < peak_memory_bytes(choice.best)));
+    if (better) {
+      choice.best = std::move(p);
+      choice.settings = settings;
+      have_feasible = have_feasible || fits;
+    }
+  }
+  TRAINSIM_CHECK(choice.candidates > 0, strategy.id + ": no setting could be predicted");
+  choice.feasible = have_feasible;
+  if (!have_feasible) {
+    choice.reason = "needs " + format_bytes(peak_memory_bytes(choice.best)) + " on a device that has " +
+                    format_bytes(cluster.device.memory_bytes);
+  }
+  return choice;
+}
+
+}  // namespace
+
+std::vector<StrategyChoice> choose_strategies(const Profile& profile, const Cluster& cluster,
+                                              const std::vector<std::string>& strategy_ids) {
+  // Checks the profile and the ids, and gives the single-device baseline.
+  const PredictionSet baseline = predict_analytic(profile, cluster, {"single"}, {});
+  const double single_samples_per_s = baseline.results.front().samples_per_s;
+  std::vector<StrategyChoice> ranked;
+  for (const StrategyInfo& strategy : strategy_registry()) {
+    if (!strategy_ids.empty() &&
+        std::find(strategy_ids.begin(), strategy_ids.end(), strategy.id) == strategy_ids.end()) {
+      continue;
+    }
+    ranked.push_back(choose_one(strategy, profile, cluster, single_samples_per_s));
+  }
+  std::stable_sort(ranked.begin(), ranked.end(), [](const StrategyChoice& a, const StrategyChoice& b) {
+    if (a.feasible != b.feasible) return a.feasible;
+    if (a.feasible) return a.best.samples_per_s > b.best.samples_per_s;
+    return peak_memory_bytes(a.best) < peak_memory_bytes(b.best);
+  });
+  return ranked;
+}
+
+std::string explain_winner(const std::vector<StrategyChoice>& ranked) {
+  if (ranked.empty() || !ranked.front().feasible) return "no strategy fits the device memory";
+  const Prediction& w = ranked.front().best;
+  const std::string w_part = dominant_cost(w.breakdown);
+  std::string line = w.strategy + " wins at " + format_count(w.samples_per_s) + " samples/s: its largest cost is " +
+                     w_part + " (" + format_seconds(breakdown_part_s(w.breakdown, w_part)) + " of " +
+                     format_seconds(w.iteration_s) + " per iteration)";
+  if (ranked.size() < 2 || !ranked[1].feasible) return line + "; nothing else fits";
+  const Prediction& r = ranked[1].best;
+  // The runner-up's largest cost that is not compute says what holds it back.
+  Breakdown overhead = r.breakdown;
+  overhead.compute_s = 0;
+  const std::string r_part = overhead.total_s() > 0 ? dominant_cost(overhead) : "compute";
+  return line + "; the runner-up " + r.strategy + " (" + format_count(r.samples_per_s) + " samples/s) loses " +
+         format_seconds(breakdown_part_s(r.breakdown, r_part)) + " per iteration to " + r_part;
+}
+
+}  // namespace trainsim

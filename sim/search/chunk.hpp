@@ -1,0 +1,83 @@
+// Gradient-sync chunking for cgdp (seed 003 §4, EQUATIONS.md §7): the exact
+// optimal contiguous chunking under the cgdp cost model, the seed's sweep over
+// uniform chunk sizes (its figure 2) and its runtime Algorithm 1 (§4.2) run
+// against lapses the discrete-event simulator measures.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "profiles/cluster.hpp"
+#include "profiles/profile.hpp"
+#include "sim/cost/strategy_config.hpp"
+
+namespace trainsim {
+
+// A chunking and the backward time T the cgdp cost model gives it
+// (cgdp_backward_s, seconds from the start of backward).
+struct Chunking {
+  std::vector<LayerRange> chunks;  // ascending, covering every layer
+  double backward_s = 0;
+};
+
+// The contiguous chunking with the least T on `workers` devices (1 to
+// device_count(cluster)), over all 2^(n-1) chunkings of the n layers, found
+// without enumerating them: a dynamic program over chunk boundaries in
+// backward order. The state after a prefix of chunks is the vector (backward
+// clock, end of the last job on each flow-shop resource); the next chunk maps
+// it to a new state by max and + only, so every coordinate of the result, and
+// T = max(clock, last resource end), is non-decreasing in every coordinate of
+// the state. A state dominated componentwise by another at the same boundary
+// can therefore never finish earlier and is dropped: each boundary keeps only
+// its Pareto front, which makes the search exact.
+// Time O(n² · F² · R) and memory O(n · F), with F the largest front and R the
+// resources (3, or 4 across machines). F is 1 when the stream sync dominates
+// and stays small on real profiles (tens on resnet152), but in the worst case
+// it is bounded only by the number of chunkings of the prefix, 2^(i-1): the
+// problem contains flow-shop sequencing with release times.
+// Ties go to the first chunking found (fewer, larger chunks at the top).
+Chunking exact_cgdp_chunking(const Profile& profile, const Cluster& cluster, int64_t workers);
+
+// One point of the seed's uniform sweep: chunk size k laid out by
+// seed_chunk_layout (⌊l/k⌋ chunks of k parameter layers from the last down,
+// the first few layers one per chunk).
+struct UniformChunkPoint {
+  int64_t chunk_size = 0;
+  Chunking chunking;
+};
+
+// Chunk sizes 1..l, l the layers with parameters (seed 003 figure 2 plots
+// 1..100 for ResNet-152). Empty when no layer has parameters.
+std::vector<UniformChunkPoint> uniform_chunk_sweep(const Profile& profile, const Cluster& cluster, int64_t workers);
+
+// Algorithm 1's settings (seed 003 §4.2); the defaults are the seed's worked
+// example (§5.3: step 10, range 5), interval fixed at 10 as in the seed.
+struct HeuristicChunkOptions {
+  int64_t step = 10;
+  int64_t range = 5;
+  int32_t interval = 10;  // iterations per lapse
+  double jitter = 0;      // relative standard deviation of compute times in the simulator
+  uint64_t seed = 1;      // the k-th lapse is simulated with seed + k
+};
+
+struct HeuristicChunkTrial {
+  int64_t chunk_size = 0;
+  double lapse_s = 0;  // simulated wall time of `interval` iterations at this chunk size
+};
+
+struct HeuristicChunkResult {
+  int64_t best_chunk_size = 1;
+  Chunking chunking;                       // best_chunk_size's layout and its cost-model T
+  std::vector<HeuristicChunkTrial> trials; // in the order the algorithm ran them
+};
+
+// Algorithm 1: chunk, best_chunk = 1, lapse_min = +∞; each interval, stop if
+// chunk ≥ best_chunk + step·range, else time `interval` iterations of the cgdp
+// plan at chunk size `chunk` (generate_plan + simulate_plan, one lapse each),
+// keep the best, then chunk += 1 while chunk < step, else += step. Also stops
+// when chunk passes the l parameter layers, where the seed's layout ends.
+// InputError naming --step or --range if either is below 1.
+HeuristicChunkResult heuristic_cgdp_chunking(const Profile& profile, const Cluster& cluster, int64_t workers,
+                                             const HeuristicChunkOptions& options);
+
+}  // namespace trainsim

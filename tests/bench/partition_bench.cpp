@@ -1,0 +1,44 @@
+// The partition search's speed over model size and worker count: ResNet-50,
+// ResNet-1001 (3,338 layers) and a 10,000-layer chain, on 8 to 64 workers of
+// one machine, with replication (goal: ResNet-1001 over 64 workers well under
+// a second) and in straight mode with one stage per worker.
+#include <benchmark/benchmark.h>
+
+#include <string>
+
+#include "model/zoo/zoo.hpp"
+#include "profiles/analytic_profiler.hpp"
+#include "sim/search/partition.hpp"
+#include "tests/fixtures/profiles.hpp"
+
+namespace trainsim {
+namespace {
+
+using testing_fixtures::simple_cluster;
+
+Profile bench_profile(int64_t which, const Cluster& cluster) {
+  if (which == 0) return analytic_profile(build_zoo_model("resnet50"), 32, cluster);
+  if (which == 1) return analytic_profile(build_zoo_model("resnet1001"), 64, cluster);
+  return testing_fixtures::chain_profile(10000, 1e-4, 2e-4, 1e5, 1e6);
+}
+
+// Arguments: profile (0 resnet50, 1 resnet1001, 2 chain of 10,000), workers, straight (0/1).
+void BM_SearchPartition(benchmark::State& state) {
+  const Cluster cluster = simple_cluster(1, state.range(1));
+  const Profile profile = bench_profile(state.range(0), cluster);
+  PartitionOptions options;
+  if (state.range(2) == 1) options.stages = state.range(1);
+  for (auto _ : state) {
+    Partition p = search_partition(profile, cluster, options);
+    benchmark::DoNotOptimize(p.bottleneck_s);
+  }
+  state.SetLabel(profile.model + ", " + std::to_string(profile.layers.size()) + " layers");
+}
+BENCHMARK(BM_SearchPartition)
+    ->ArgsProduct({{0, 1, 2}, {8, 64}, {0, 1}})
+    ->Unit(benchmark::kMillisecond);
+
+}  // namespace
+}  // namespace trainsim
+
+BENCHMARK_MAIN();

@@ -1,0 +1,96 @@
+// `trainsim choose`: every strategy with its best settings, ranked, and why
+// the winner wins.
+#include <memory>
+
+#include "analysis/table.hpp"
+#include "model/units.hpp"
+#include "sim/search/choose.hpp"
+#include "tools/commands.hpp"
+
+namespace trainsim {
+namespace {
+
+struct ChooseOptions {
+  std::string profile;
+  std::string model;
+  int64_t batch = 0;
+  std::string cluster;
+  std::string strategies = "all";
+  std::string json;
+  bool quiet = false;
+};
+
+std::string settings_text(const StrategyChoice& c) {
+  std::string text;
+  for (const Setting& s : c.settings) text += (text.empty() ? "" : " ") + s.key + "=" + s.value;
+  return text.empty() ? "defaults" : text;
+}
+
+nlohmann::json choices_json(const std::vector<StrategyChoice>& ranked, const Profile& profile,
+                            const Cluster& cluster) {
+  nlohmann::json entries = nlohmann::json::array();
+  for (const StrategyChoice& c : ranked) {
+    nlohmann::json settings = nlohmann::json::object();
+    for (const Setting& s : c.settings) settings[s.key] = s.value;
+    entries.push_back({{"strategy", c.best.strategy},
+                       {"feasible", c.feasible},
+                       {"reason", c.reason},
+                       {"settings", settings},
+                       {"candidates", c.candidates},
+                       {"prediction", prediction_to_json(c.best)}});
+  }
+  return {{"format", "trainsim.choice/1"}, {"model", profile.model},     {"cluster", cluster.name},
+          {"batch_size", profile.batch_size}, {"ranked", std::move(entries)}, {"why", explain_winner(ranked)}};
+}
+
+void print_choices(std::ostream& out, const std::vector<StrategyChoice>& ranked, const Profile& profile,
+                   const Cluster& cluster) {
+  out << profile.model << ", batch " << profile.batch_size << " per device, on " << cluster.name
+      << ": every strategy at its best settings\n\n";
+  TextTable t;
+  t.header = {"#", "strategy", "settings", "iteration", "samples/s", "speedup", "dominant cost", "memory/device",
+              "staleness"};
+  t.right_aligned = {true, false, false, true, true, true, false, true, true};
+  int rank = 0;
+  for (const StrategyChoice& c : ranked) {
+    const Prediction& p = c.best;
+    t.rows.push_back({c.feasible ? std::to_string(++rank) : "-", p.strategy, settings_text(c),
+                      format_seconds(p.iteration_s), format_count(p.samples_per_s),
+                      format_ratio(p.speedup_vs_single), dominant_cost(p.breakdown),
+                      format_bytes(peak_memory_bytes(p)) + (c.feasible ? "" : " (OOM)"), std::to_string(p.staleness)});
+  }
+  print_aligned(out, t);
+  for (const StrategyChoice& c : ranked) {
+    if (!c.feasible) out << "excluded: " << c.best.strategy << ": " << c.reason << "\n";
+  }
+  out << "\n" << explain_winner(ranked) << "\n";
+}
+
+}  // namespace
+
+void add_choose_command(CLI::App& app, CommandContext& ctx) {
+  auto o = std::make_shared<ChooseOptions>();
+  CLI::App* cmd = app.add_subcommand("choose", "Rank every strategy at its best settings and say why the winner wins");
+  cmd->add_option("--profile", o->profile, "Per-layer profile (trainsim.profile/1 JSON)");
+  cmd->add_option("--model", o->model, "Zoo model id or model JSON file; profiled analytically on the cluster");
+  cmd->add_option("--batch", o->batch, "Per-device batch size with --model (default: the model's)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--cluster", o->cluster, "Cluster preset or cluster JSON file")->required();
+  cmd->add_option("--strategies", o->strategies, "'all' or strategy ids separated by commas")->capture_default_str();
+  cmd->add_option("--json", o->json, "Write the trainsim.choice/1 JSON here ('-' for standard output)");
+  cmd->add_flag("--quiet", o->quiet, "Print no table");
+  cmd->callback([&ctx, o] {
+    ctx.action = [&ctx, o] {
+      const Cluster cluster = load_cluster(o->cluster, "--cluster");
+      const Profile profile = resolve_profile_input(o->profile, o->model, o->batch, cluster);
+      const std::vector<std::string> ids = parse_strategy_list(o->strategies, "--strategies");
+      const std::vector<StrategyChoice> ranked = choose_strategies(profile, cluster, ids);
+      if (!o->json.empty()) {
+        write_text_output(o->json, choices_json(ranked, profile, cluster).dump(2) + "\n", ctx.out, "--json");
+      }
+      if (!o->quiet && o->json != "-") print_choices(ctx.out, ranked, profile, cluster);
+    };
+  });
+}
+
+}  // namespace trainsim

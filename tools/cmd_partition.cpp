@@ -1,0 +1,160 @@
+// `trainsim partition`: the best pipeline partitions of a model for one
+// schedule (sim/search/partition.hpp), the few best re-ranked by the
+// discrete-event simulator, printed as a stages table and optionally JSON.
+#include <algorithm>
+#include <memory>
+
+#include "analysis/table.hpp"
+#include "model/error.hpp"
+#include "model/units.hpp"
+#include "sim/cost/strategies.hpp"
+#include "sim/des/engine.hpp"
+#include "sim/search/partition.hpp"
+#include "tools/commands.hpp"
+
+namespace trainsim {
+namespace {
+
+constexpr size_t kCandidates = 5;       // partitions re-ranked by the simulator
+constexpr int32_t kSimIterations = 20;  // mini-batches each candidate's plan trains
+
+struct PartitionCommandOptions {
+  std::string profile;
+  std::string model;
+  int64_t batch = 0;
+  std::string cluster;
+  std::string schedule;
+  int64_t stages = 0;
+  bool replicate = false;
+  std::string json;
+};
+
+struct Candidate {
+  Partition partition;
+  double iteration_s = 0;  // simulated
+};
+
+bool same_partition(const Partition& a, const Partition& b) {
+  if (a.stages.size() != b.stages.size()) return false;
+  for (size_t k = 0; k < a.stages.size(); ++k) {
+    if (a.stages[k].layers != b.stages[k].layers || a.stages[k].replicas != b.stages[k].replicas) return false;
+  }
+  return true;
+}
+
+// The search's optimum and optima of neighbouring settings (without
+// replication when it was allowed, straight with one stage per worker and with half as many),
+// best objective first; one straight candidate when --stages is given.
+std::vector<Candidate> candidates(const Profile& profile, const Cluster& cluster, const PartitionOptions& base) {
+  std::vector<PartitionOptions> settings{base};
+  if (base.stages == 0) {
+    const int64_t most = std::min<int64_t>(device_count(cluster), static_cast<int64_t>(profile.layers.size()));
+    PartitionOptions o = base;
+    if (base.replicate) {
+      o.replicate = false;
+      settings.push_back(o);
+    }
+    for (int64_t k : {most, most / 2, most / 4}) {
+      if (k < 1) continue;
+      o = base;
+      o.stages = k;
+      settings.push_back(o);
+    }
+  }
+  std::vector<Candidate> found;
+  for (const PartitionOptions& o : settings) {
+    Candidate c{search_partition(profile, cluster, o), 0.0};
+    const bool seen = std::any_of(found.begin(), found.end(),
+                                  [&](const Candidate& f) { return same_partition(f.partition, c.partition); });
+    if (!seen) found.push_back(c);
+  }
+  std::stable_sort(found.begin(), found.end(), [](const Candidate& a, const Candidate& b) {
+    return a.partition.bottleneck_s < b.partition.bottleneck_s;
+  });
+  if (found.size() > kCandidates) found.resize(kCandidates);
+  return found;
+}
+
+// generate_plan + simulate_plan of the schedule's strategy on this partition.
+double simulate_s(const std::string& strategy_id, const Profile& profile, const Cluster& cluster, const Partition& p) {
+  nlohmann::json ranges = nlohmann::json::array(), replicas = nlohmann::json::array();
+  for (const PartitionStage& s : p.stages) {
+    ranges.push_back({s.layers.first, s.layers.last});
+    replicas.push_back(s.replicas);
+  }
+  StrategyConfig config;
+  config.set_json("stages", ranges, "trainsim partition");
+  if (strategy_id != "dsp") config.set_json("replicas", replicas, "trainsim partition");
+  const Plan plan = generate_plan(find_strategy(strategy_id, "--schedule"), profile, cluster, config, kSimIterations);
+  return simulate_plan(plan, cluster, SimOptions{}).iteration_s;
+}
+
+TextTable stages_table(const Partition& p) {
+  TextTable t;
+  t.header = {"stage", "layers", "replicas", "time"};
+  t.right_aligned = {true, true, true, true};
+  for (size_t k = 0; k < p.stages.size(); ++k) {
+    const PartitionStage& s = p.stages[k];
+    t.rows.push_back({std::to_string(k), std::to_string(s.layers.first) + "-" + std::to_string(s.layers.last),
+                      std::to_string(s.replicas), format_seconds(s.time_s)});
+  }
+  return t;
+}
+
+nlohmann::json partition_json(const Candidate& c, const std::string& schedule, const std::string& model,
+                              const std::string& cluster) {
+  nlohmann::json stages = nlohmann::json::array();
+  for (const PartitionStage& s : c.partition.stages) {
+    stages.push_back({{"layers", {s.layers.first, s.layers.last}}, {"replicas", s.replicas}, {"time_s", s.time_s}});
+  }
+  return {{"model", model},
+          {"cluster", cluster},
+          {"schedule", schedule},
+          {"stages", std::move(stages)},
+          {"bottleneck_s", c.partition.bottleneck_s},
+          {"iteration_s", c.iteration_s}};
+}
+
+void run_partition(const PartitionCommandOptions& o, CommandContext& ctx) {
+  const Cluster cluster = load_cluster(o.cluster, "--cluster");
+  const Profile profile = resolve_profile_input(o.profile, o.model, o.batch, cluster);
+  PartitionOptions options;
+  options.objective = parse_partition_objective(o.schedule, "--schedule");
+  options.stages = o.stages;
+  options.replicate = o.replicate;
+  std::vector<Candidate> found = candidates(profile, cluster, options);
+  for (Candidate& c : found) c.iteration_s = simulate_s(o.schedule, profile, cluster, c.partition);
+  std::stable_sort(found.begin(), found.end(),
+                   [](const Candidate& a, const Candidate& b) { return a.iteration_s < b.iteration_s; });
+  const Candidate& best = found.front();
+  if (!o.json.empty()) {
+    write_text_output(o.json, partition_json(best, o.schedule, profile.model, cluster.name).dump(2) + "\n", ctx.out,
+                      "--json");
+    if (o.json == "-") return;
+  }
+  ctx.out << o.schedule << " partition of " << profile.model << " (" << profile.layers.size() << " layers, batch "
+          << profile.batch_size << ") on " << cluster.name << ": " << best.partition.stages.size()
+          << " stages, bottleneck " << format_seconds(best.partition.bottleneck_s) << ", simulated iteration "
+          << format_seconds(best.iteration_s) << " (best of " << found.size() << " candidates)\n\n";
+  print_aligned(ctx.out, stages_table(best.partition));
+}
+
+}  // namespace
+
+void add_partition_command(CLI::App& app, CommandContext& ctx) {
+  auto o = std::make_shared<PartitionCommandOptions>();
+  CLI::App* cmd = app.add_subcommand("partition", "Search the best pipeline partition for a schedule");
+  cmd->add_option("--profile", o->profile, "Per-layer profile (trainsim.profile/1 JSON)");
+  cmd->add_option("--model", o->model, "Zoo model id or model JSON file; profiled analytically on the cluster");
+  cmd->add_option("--batch", o->batch, "Per-device batch size with --model (default: the model's)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--cluster", o->cluster, "Cluster preset or cluster JSON file")->required();
+  cmd->add_option("--schedule", o->schedule, "pipedream, dualpipe, gpipe or dsp")->required();
+  cmd->add_option("--stages", o->stages, "Exactly this many stages, one device each (default: searched)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_flag("--replicate", o->replicate, "Let stages be replicated over several devices");
+  cmd->add_option("--json", o->json, "Write the best partition as JSON here ('-' for standard output)");
+  cmd->callback([&ctx, o] { ctx.action = [&ctx, o] { run_partition(*o, ctx); }; });
+}
+
+}  // namespace trainsim
