@@ -42,6 +42,7 @@ test: build
 bench: build
 	$(BUILD)/tests/bench/predict_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
 	$(BUILD)/tests/bench/des_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
+	$(BUILD)/tests/bench/partition_bench --benchmark_repetitions=3 --benchmark_report_aggregates_only=true
 
 clean:
 	rm -rf $(BUILD)
