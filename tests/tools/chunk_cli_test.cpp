@@ -3,26 +3,18 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include <sstream>
-
-#include "tools/cli.hpp"
+#include "tests/tools/cli_fixtures.hpp"
 
 namespace trainsim {
 namespace {
 
-struct ChunkRun {
-  int status;
-  std::string out;
-  std::string err;
-};
+using ChunkRun = testing_fixtures::CliResult;
 
 ChunkRun run_chunk(std::vector<std::string> extra) {
   std::vector<std::string> args = {"chunk", "--model", "resnet152", "--batch", "12", "--cluster",
                                    "p100x4-nvlink-power8"};
   args.insert(args.end(), extra.begin(), extra.end());
-  std::ostringstream out, err;
-  const int status = run_trainsim(args, out, err);
-  return {status, out.str(), err.str()};
+  return testing_fixtures::run_cli(args);
 }
 
 // The chunks as JSON pairs cover layers 0..n-1 in order without gaps.

@@ -1,6 +1,6 @@
 // The trainsim command line, run in-process: what a user sees for good input,
 // and the one-line error with exit 2 for every kind of bad input.
-#include "tools/cli.hpp"
+#include "tests/tools/cli_fixtures.hpp"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -15,17 +15,9 @@
 namespace trainsim {
 namespace {
 
-struct Result {
-  int status;
-  std::string out;
-  std::string err;
-};
+using Result = testing_fixtures::CliResult;
 
-Result run(const std::vector<std::string>& args) {
-  std::ostringstream out, err;
-  const int status = run_trainsim(args, out, err);
-  return {status, out.str(), err.str()};
-}
+Result run(const std::vector<std::string>& args) { return testing_fixtures::run_cli(args); }
 
 class TempDir {
  public:

@@ -11,22 +11,14 @@
 #include "profiles/cluster.hpp"
 #include "profiles/profile.hpp"
 #include "tests/fixtures/profiles.hpp"
-#include "tools/cli.hpp"
+#include "tests/tools/cli_fixtures.hpp"
 
 namespace trainsim {
 namespace {
 
-struct Result {
-  int status;
-  std::string out;
-  std::string err;
-};
+using Result = testing_fixtures::CliResult;
 
-Result run(const std::vector<std::string>& args) {
-  std::ostringstream out, err;
-  const int status = run_trainsim(args, out, err);
-  return {status, out.str(), err.str()};
-}
+Result run(const std::vector<std::string>& args) { return testing_fixtures::run_cli(args); }
 
 // A profile and a cluster written to a scratch folder for the command to read.
 class Inputs {
