@@ -10,6 +10,7 @@
 #include "model/error.hpp"
 #include "model/strings.hpp"
 #include "sim/cost/common.hpp"
+#include "sim/search/partition.hpp"
 
 namespace trainsim {
 namespace {
@@ -84,6 +85,20 @@ std::vector<LayerRange> resolve_ranges(const Profile& profile, const Cluster& cl
     }
   }
   const bool replicas_fit = static_cast<int64_t>(replicas.size()) == stages;
+  if (replicas.empty()) {
+    // The PipeDream DP (sim/search/partition.hpp) with K stages of one device:
+    // slowest stage (with its update) or boundary transfer as small as possible.
+    PartitionOptions options;
+    options.stages = stages;
+    options.replicate = false;
+    std::vector<LayerRange> ranges;
+    for (const PartitionStage& s : search_partition(profile, cluster, options).stages) ranges.push_back(s.layers);
+    config.record("stages", ranges_to_json(ranges));
+    notes.push_back(std::string("stages: ") + (config.has("stages") ? "" : "default ") + "partition " +
+                    describe(ranges) + " (" + std::to_string(stages) +
+                    " stages, PipeDream's dynamic program minimising the slowest stage or boundary)");
+    return ranges;
+  }
   std::vector<LayerRange> ranges =
       balanced_partition(profile, stages, replicas_fit ? replicas : std::vector<int64_t>{});
   config.record("stages", ranges_to_json(ranges));

@@ -67,7 +67,7 @@ Profile irregular_profile() {
   return p;
 }
 
-TEST(Stages, DefaultIsOneBalancedStagePerDevice) {
+TEST(Stages, DefaultIsOneStagePerDeviceFromThePartitionSearch) {
   const Profile profile = chain_profile(8, 1e-3, 2e-3, 1e6, 1e6);
   StrategyConfig config;
   std::vector<std::string> notes;
@@ -79,7 +79,23 @@ TEST(Stages, DefaultIsOneBalancedStagePerDevice) {
   EXPECT_EQ(config.resolved().at("stages"), nlohmann::json::parse("[[0,1],[2,3],[4,5],[6,7]]"));
   EXPECT_EQ(config.resolved().at("replicas"), nlohmann::json::parse("[1,1,1,1]"));
   ASSERT_FALSE(notes.empty());
-  EXPECT_NE(notes.back().find("default balanced partition"), std::string::npos);
+  EXPECT_NE(notes.back().find("default partition"), std::string::npos);
+  EXPECT_NE(notes.back().find("PipeDream's dynamic program"), std::string::npos);
+}
+
+TEST(Stages, DefaultPartitionAvoidsCuttingAtAHugeActivation) {
+  // 4 layers of F 1, B 2 ms, 1 MB weights (update 5 × 1 MB / 100 GB/s =
+  // 0.05 ms); layer 1 outputs 1 GB. The compute-balanced cut 0-1 | 2-3 would
+  // send it: 2 × (1 GB / 10 GB/s + 10 us) = 200 ms. Cutting after layer 0 (or
+  // 2) sends 1 MB (0.22 ms) and leaves stages of 3.05 and 9.15 ms: 9.15 ms.
+  Profile profile = chain_profile(4, 1e-3, 2e-3, 1e6, 1e6);
+  profile.layers[1].activation_bytes = 1e9;
+  StrategyConfig config;
+  std::vector<std::string> notes;
+  const Pipeline pipe = resolve_pipeline(profile, simple_cluster(1, 2), config, notes);
+  ASSERT_EQ(pipe.stage_count(), 2);
+  EXPECT_NE(pipe.stages[0].layers.last, 1);
+  EXPECT_NEAR(testing_fixtures::run_strategy("pipedream", profile, simple_cluster(1, 2)).iteration_s, 9.15e-3, 1e-9);
 }
 
 TEST(Stages, BalancedPartitionMatchesBruteForce) {
