@@ -130,15 +130,7 @@ TEST(DualpipePlan, ValidatesOnZooModelsForEveryPreset) {
 TEST(DualpipePlan, SimulatedUnitIsTheSlowestStagePairThenTheSlowestUpdate) {
   // Negligible activations; stages 0-0, 1-2, 3-3: F + B = 3, 6, 3 ms, U =
   // 0.05, 0.1, 0.05 ms: one mini-batch per 6 + 0.1 = 6.1 ms (EQUATIONS.md §5).
-  const Profile profile = chain_profile(4, 1e-3, 2e-3, 1e6, 1.0);
-  Cluster cluster = simple_cluster(1, 3);
-  cluster.intra_link.latency_s = 0;  // with 1-byte activations: transfers take nothing
-  const Settings settings = {{"stages", "0-0,1-2,3-3"}};
-  const double simulated_s =
-      testing_fixtures::simulated_iteration_s(generate("dualpipe", profile, cluster, settings, 30), cluster);
-  EXPECT_NEAR(simulated_s, 6.1e-3, 1e-9);
-  EXPECT_NEAR(simulated_s, testing_fixtures::analytic_iteration_s("dualpipe", profile, cluster, settings),
-              0.01 * 6.1e-3);
+  testing_fixtures::expect_negligible_transfer_iteration("dualpipe", 3, {{"stages", "0-0,1-2,3-3"}}, 30, 6.1e-3);
 }
 
 }  // namespace

@@ -142,14 +142,7 @@ TEST(GpipePlan, SimulatedIterationIsTwoSweepsAndTheUpdate) {
   // K = 4 equal stages, M = 4, negligible activations: micro-batch steps of
   // 0.25 ms forward and 0.5 ms backward, (M + K − 1) = 7 of each, then U =
   // 5 × 1 MB / 100 GB/s = 0.05 ms: 1.75 + 3.5 + 0.05 = 5.3 ms.
-  const Profile profile = chain_profile(4, 1e-3, 2e-3, 1e6, 1.0);
-  Cluster cluster = simple_cluster(1, 4);
-  cluster.intra_link.latency_s = 0;  // with 1-byte activations: transfers take nothing
-  const Settings settings = {{"microbatches", "4"}};
-  const double simulated_s =
-      testing_fixtures::simulated_iteration_s(generate("gpipe", profile, cluster, settings, 8), cluster);
-  EXPECT_NEAR(simulated_s, 5.3e-3, 1e-9);
-  EXPECT_NEAR(simulated_s, testing_fixtures::analytic_iteration_s("gpipe", profile, cluster, settings), 0.01 * 5.3e-3);
+  testing_fixtures::expect_negligible_transfer_iteration("gpipe", 4, {{"microbatches", "4"}}, 8, 5.3e-3);
 }
 
 }  // namespace

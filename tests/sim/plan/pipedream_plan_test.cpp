@@ -142,15 +142,7 @@ TEST(PipedreamPlan, ValidatesOnZooModelsForEveryPreset) {
 TEST(PipedreamPlan, SimulatedOneFOneBMatchesTheClosedForm) {
   // Negligible activations: one mini-batch per slowest stage, here stage 1-2
   // of F 2 + B 4 + U 5 × 2 MB / 100 GB/s = 6.1 ms (EQUATIONS.md §5).
-  const Profile profile = chain_profile(4, 1e-3, 2e-3, 1e6, 1.0);
-  Cluster cluster = simple_cluster(1, 3);
-  cluster.intra_link.latency_s = 0;  // with 1-byte activations: transfers take nothing
-  const Settings settings = {{"stages", "0-0,1-2,3-3"}};
-  const double simulated_s =
-      testing_fixtures::simulated_iteration_s(generate("pipedream", profile, cluster, settings, 30), cluster);
-  EXPECT_NEAR(simulated_s, 6.1e-3, 1e-9);
-  EXPECT_NEAR(simulated_s, testing_fixtures::analytic_iteration_s("pipedream", profile, cluster, settings),
-              0.01 * 6.1e-3);
+  testing_fixtures::expect_negligible_transfer_iteration("pipedream", 3, {{"stages", "0-0,1-2,3-3"}}, 30, 6.1e-3);
 }
 
 }  // namespace

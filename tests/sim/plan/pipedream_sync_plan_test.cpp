@@ -149,15 +149,7 @@ TEST(PipedreamSyncPlan, SimulatedMiniBatchCostsTwoUnitsOfTheSlowestTasks) {
   // U = 5 × weights / 100 GB/s = 0.05, 0.1, 0.05 ms). Stages 0 and 2 forward
   // while stage 1 runs B + U = 4.1 ms; then they run B + U = 2.05 ms while
   // stage 1 forwards 2 ms: 6.15 ms per mini-batch (EQUATIONS.md §5).
-  const Profile profile = chain_profile(4, 1e-3, 2e-3, 1e6, 1.0);
-  Cluster cluster = simple_cluster(1, 3);
-  cluster.intra_link.latency_s = 0;  // with 1-byte activations: transfers take nothing
-  const Settings settings = {{"stages", "0-0,1-2,3-3"}};
-  const double simulated_s =
-      testing_fixtures::simulated_iteration_s(generate("pipedream-sync", profile, cluster, settings, 30), cluster);
-  EXPECT_NEAR(simulated_s, 6.15e-3, 1e-9);
-  EXPECT_NEAR(simulated_s, testing_fixtures::analytic_iteration_s("pipedream-sync", profile, cluster, settings),
-              0.01 * 6.15e-3);
+  testing_fixtures::expect_negligible_transfer_iteration("pipedream-sync", 3, {{"stages", "0-0,1-2,3-3"}}, 30, 6.15e-3);
 }
 
 }  // namespace

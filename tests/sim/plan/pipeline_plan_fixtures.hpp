@@ -104,4 +104,18 @@ inline void expect_pipeline_plans_everywhere(const std::string& id, const Settin
   }
 }
 
+// Four layers of F 1, B 2 ms and 1 MB of weights with 1-byte activations on
+// `devices` devices with latency-free links, so transfers take nothing:
+// the simulated iteration of `id` must be `expected_s` (derived by the
+// caller) and within 1% of its closed form.
+inline void expect_negligible_transfer_iteration(const std::string& id, int64_t devices, const Settings& settings,
+                                                 int32_t iterations, double expected_s) {
+  const Profile profile = chain_profile(4, 1e-3, 2e-3, 1e6, 1.0);
+  Cluster cluster = simple_cluster(1, devices);
+  cluster.intra_link.latency_s = 0;
+  const double simulated_s = simulated_iteration_s(generate(id, profile, cluster, settings, iterations), cluster);
+  EXPECT_NEAR(simulated_s, expected_s, 1e-9);
+  EXPECT_NEAR(simulated_s, analytic_iteration_s(id, profile, cluster, settings), 0.01 * expected_s);
+}
+
 }  // namespace trainsim::testing_fixtures
