@@ -7,7 +7,7 @@ TRAINSIM = $(BUILD)/tools/trainsim
 # Debian packages the build, the tests, the data and the plots need.
 PACKAGES = build-essential cmake ninja-build pkg-config \
   libeigen3-dev nlohmann-json3-dev libgtest-dev libbenchmark-dev libcli11-dev \
-  libopenmpi-dev openmpi-bin dataset-fashion-mnist python3-matplotlib python3-numpy
+  zlib1g-dev libopenmpi-dev openmpi-bin dataset-fashion-mnist python3-matplotlib python3-numpy
 
 # The CUDA backend is built wherever nvcc is (CUDA 13 at /usr/local/cuda).
 CUDA_FLAG = $(if $(wildcard /usr/local/cuda/bin/nvcc),ON,OFF)

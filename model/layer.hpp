@@ -13,6 +13,16 @@ namespace trainsim {
 // Name used in `inputs` for the model's input tensor (the training sample).
 inline constexpr const char* kModelInput = "input";
 
+// Geometry of a convolution or pooling window (conv2d, maxpool, avgpool);
+// kernel_h == 0 for every other op.
+struct WindowSpec {
+  int64_t kernel_h = 0, kernel_w = 0;
+  int64_t stride_h = 1, stride_w = 1;
+  int64_t pad_h = 0, pad_w = 0;
+  int64_t groups = 1;      // conv2d: channel groups
+  bool ceil_mode = false;  // pooling: output size rounded up
+};
+
 struct Layer {
   std::string name;                   // unique in the model, e.g. "conv1_1"
   std::string op;                     // "conv2d", "linear", "relu", "lstm", ... (see zoo/builder.hpp)
@@ -23,6 +33,8 @@ struct Layer {
   bool sparse = false;                // gradients touch only some rows (embeddings)
   int64_t sparse_rows = 0;            // sparse layers: rows of the table (vocabulary size)
   double sparse_rows_per_sample = 0;  // sparse layers: rows one sample looks up (tokens)
+  WindowSpec window{};                // conv2d / pooling geometry, what an executor needs
+  bool bias = true;                   // conv2d / linear: whether param_count includes a bias
 };
 
 struct Model {

@@ -61,6 +61,8 @@ std::string ModelBuilder::conv2d(const std::string& name, const std::string& fro
   Layer layer{name, "conv2d", {from}, {s.out_channels, ho, wo}};
   layer.param_count = fan_in * s.out_channels + (s.bias ? s.out_channels : 0);
   layer.forward_flops = 2.0 * fan_in * outputs + (s.bias ? outputs : 0);
+  layer.window = WindowSpec{s.kernel_h, s.kernel_w, s.stride_h, s.stride_w, s.pad_h, s.pad_w, s.groups, false};
+  layer.bias = s.bias;
   return append(std::move(layer));
 }
 
@@ -110,6 +112,7 @@ std::string ModelBuilder::maxpool(const std::string& name, const std::string& fr
   const int64_t wo = pooled_size(in[2], s.kernel_w, s.stride_w, s.pad_w, s.ceil_mode);
   Layer layer{name, "maxpool", {from}, {in[0], ho, wo}};
   layer.forward_flops = static_cast<double>(s.kernel_h * s.kernel_w) * in[0] * ho * wo;
+  layer.window = WindowSpec{s.kernel_h, s.kernel_w, s.stride_h, s.stride_w, s.pad_h, s.pad_w, 1, s.ceil_mode};
   return append(std::move(layer));
 }
 
@@ -139,6 +142,7 @@ std::string ModelBuilder::linear(const std::string& name, const std::string& fro
   Layer layer{name, "linear", {from}, shape};
   layer.param_count = in_features * out_features + (bias ? out_features : 0);
   layer.forward_flops = positions * (2.0 * in_features * out_features + (bias ? out_features : 0));
+  layer.bias = bias;
   return append(std::move(layer));
 }
 
@@ -177,6 +181,18 @@ std::string ModelBuilder::embedding(const std::string& name, const std::string& 
   layer.sparse_rows = vocabulary;
   layer.sparse_rows_per_sample = static_cast<double>(tokens);
   return append(std::move(layer));
+}
+
+std::string ModelBuilder::embedding_bag(const std::string& name, const std::string& from, int64_t vocabulary,
+                                        int64_t dim) {
+  std::string out = embedding(name, from, vocabulary, dim, true);
+  Layer& layer = model_.layers.back();
+  layer.op = "embedding_bag";
+  layer.output_shape = {dim};
+  // The sum of the looked-up rows: one add per row element.
+  layer.forward_flops = layer.sparse_rows_per_sample * static_cast<double>(dim);
+  shapes_[out] = layer.output_shape;
+  return out;
 }
 
 std::string ModelBuilder::lstm(const std::string& name, const std::string& from, const LstmSpec& s) {

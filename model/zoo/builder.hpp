@@ -73,6 +73,8 @@ class ModelBuilder {
   // Token ids {T} -> {T, dim}; sparse = gradient rows touched only (Parallax).
   std::string embedding(const std::string& name, const std::string& from, int64_t vocabulary, int64_t dim,
                         bool sparse);
+  // Sum of the looked-up rows of a sparse table: {T} token ids -> {dim}.
+  std::string embedding_bag(const std::string& name, const std::string& from, int64_t vocabulary, int64_t dim);
   // {T, in} -> {T, out}, out = (projection or hidden) × directions.
   std::string lstm(const std::string& name, const std::string& from, const LstmSpec& spec);
   // Multi-head attention: queries from `query_from` {T, d}, keys/values from `kv_from` {Tk, d}.

@@ -13,7 +13,7 @@ std::vector<ZooEntry> classic_cnn_zoo_entries();
 // Residual image models: resnet18/50/101/152 (ImageNet), resnet164/1001 (CIFAR), resnext29.
 std::vector<ZooEntry> resnet_zoo_entries();
 
-// MLPs and sequence models: mlps, snn, transformer, lstms, lm, nmt.
+// MLPs and sequence models: mlps, snn, transformer, lstms, lm, nmt, text-bag.
 std::vector<ZooEntry> sequence_zoo_entries();
 
 }  // namespace trainsim

@@ -1,8 +1,9 @@
 // The zoo's MLP and sequence family: seed 002's MNIST-MLP, a CPU-sized
-// Fashion-MNIST MLP, seed 000's SNN, Transformer and Residual LSTM, and seed
-// 004's LM and NMT. Per-sample shapes: images {C,H,W}, token ids {T},
-// sequences {T, features}. A model that reads two token streams (source,
-// target) gets them end to end in its input; slice layers take them apart.
+// Fashion-MNIST MLP, seed 000's SNN, Transformer and Residual LSTM, seed 004's
+// LM and NMT, and a CPU-sized sparse text classifier (text-bag). Per-sample
+// shapes: images {C,H,W}, token ids {T}, sequences {T, features}. A model
+// that reads two token streams (source, target) gets them end to end in its
+// input; slice layers take them apart.
 #include <string>
 #include <utility>
 #include <vector>
@@ -309,6 +310,28 @@ Model build_nmt() {
   return std::move(b).build();
 }
 
+// ---------------------------------------------------------------- text-bag
+
+// A CPU-sized sparse text classifier for Parallax runs (seed 004's sparse
+// embedding gradients at a scale one machine trains): the sum of 32 token
+// embeddings from a 50,000 x 64 sparse table, a 64-wide hidden layer, 4
+// classes. exec/data/synthetic_text.hpp generates its data with the same
+// defaults. Params: 50,000·64 (sparse) + 64·64+64 + 64·4+4
+// = 3,200,000 + 4,160 + 260 = 3,204,420.
+constexpr int64_t kTextBagVocabulary = 50'000;
+constexpr int64_t kTextBagTokens = 32;
+constexpr int64_t kTextBagDim = 64;
+constexpr int64_t kTextBagClasses = 4;
+
+Model build_text_bag() {
+  ModelBuilder b("text-bag", "bag of 32 token embeddings (sparse 50,000 x 64) -> 64 -> 4 (synthetic text)",
+                 {kTextBagTokens}, 64);
+  std::string x = b.embedding_bag("embedding", kModelInput, kTextBagVocabulary, kTextBagDim);
+  x = b.relu("relu1", b.linear("fc1", x, kTextBagDim));
+  b.softmax("softmax", b.linear("fc2", x, kTextBagClasses));
+  return std::move(b).build();
+}
+
 }  // namespace
 
 std::vector<ZooEntry> sequence_zoo_entries() {
@@ -327,6 +350,8 @@ std::vector<ZooEntry> sequence_zoo_entries() {
        "Parallax (seed 004) Table 1: 9M dense + 814M sparse (rounded to millions)", &build_lm},
       {"nmt", "GNMT 2+2 LSTM 1024 with attention on WMT16 de-en, sparse embeddings (seed 004)", 169000000,
        "Parallax (seed 004) Table 1: 94M dense + 75M sparse (rounded to millions)", &build_nmt},
+      {"text-bag", "bag-of-embeddings text classifier, sparse 50,000 x 64 table, 4 classes (CPU-sized)", 3204420,
+       "derived: 50,000·64 sparse table + 64-64-4 with biases", &build_text_bag},
   };
 }
 

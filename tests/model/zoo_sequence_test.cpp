@@ -52,7 +52,8 @@ TEST(SequenceZoo, ListsItsModelsInOrder) {
   std::vector<std::string> names;
   for (const ZooEntry& e : sequence_zoo_entries()) names.push_back(e.name);
   EXPECT_EQ(names,
-            (std::vector<std::string>{"mnist-mlp", "fmnist-mlp", "snn", "transformer", "residual-lstm", "lm", "nmt"}));
+            (std::vector<std::string>{"mnist-mlp", "fmnist-mlp", "snn", "transformer", "residual-lstm", "lm", "nmt",
+                                      "text-bag"}));
 }
 
 TEST(SequenceZoo, EveryModelValidatesAndNamesItsSource) {
@@ -73,7 +74,7 @@ TEST(SequenceZoo, ParamCountsMatchPublishedFigures) {
   // nmt: Table 1 rounds dense and sparse to millions each.
   const std::vector<std::pair<std::string, int64_t>> tolerance{
       {"mnist-mlp", 0},           {"fmnist-mlp", 0}, {"snn", 0},         {"residual-lstm", 0},
-      {"transformer", 2'500'000}, {"lm", 1'000'000}, {"nmt", 1'000'000},
+      {"transformer", 2'500'000}, {"lm", 1'000'000}, {"nmt", 1'000'000}, {"text-bag", 0},
   };
   for (const auto& [name, allowed] : tolerance) {
     SCOPED_TRACE(name);
@@ -246,6 +247,31 @@ TEST(Nmt, ShapesFollowTheGnmtDataflow) {
   EXPECT_DOUBLE_EQ(bottom.forward_flops, 1'486'553'300.0);
   EXPECT_EQ(m.layers.back().output_shape, (std::vector<int64_t>{50, 36549}));
   EXPECT_EQ(m.default_batch, 128);
+}
+
+TEST(TextBag, HasTheDerivedCountWithASparseTable) {
+  const Model m = build("text-bag");
+  // 50,000·64 sparse + 64·64+64 + 64·4+4 = 3,200,000 + 4,160 + 260.
+  EXPECT_EQ(param_count(m), 3'204'420);
+  EXPECT_EQ(sparse_params(m), 3'200'000);
+  EXPECT_EQ(layer(m, "fc1").param_count, 4'160);
+  EXPECT_EQ(layer(m, "fc2").param_count, 260);
+}
+
+TEST(TextBag, SumsThirtyTwoTokenEmbeddingsIntoFourClasses) {
+  const Model m = build("text-bag");
+  EXPECT_EQ(m.input_shape, std::vector<int64_t>{32});
+  const Layer& bag = layer(m, "embedding");
+  EXPECT_EQ(bag.op, "embedding_bag");
+  EXPECT_EQ(bag.output_shape, std::vector<int64_t>{64});
+  EXPECT_EQ(bag.sparse_rows, 50'000);
+  EXPECT_DOUBLE_EQ(bag.sparse_rows_per_sample, 32.0);
+  // The sum of 32 rows of 64: 32·64 = 2,048 adds.
+  EXPECT_DOUBLE_EQ(bag.forward_flops, 2'048.0);
+  // fc1 reads the bag's {64}, not one row per token: 2·64·64 + 64 = 8,256.
+  EXPECT_DOUBLE_EQ(layer(m, "fc1").forward_flops, 8'256.0);
+  EXPECT_EQ(m.layers.back().output_shape, std::vector<int64_t>{4});
+  EXPECT_EQ(count_op(m, "linear"), 2);
 }
 
 }  // namespace

@@ -1,0 +1,29 @@
+// CGDP's host-side accumulation (seed 003 §3.1 steps B-4-2 / B-4-3, cost in
+// §3.2; EQUATIONS.md §7): the N workers' copies of a chunk's gradients are
+// summed into one host buffer by T host threads, and the sum is broadcast
+// back to every worker. The sum does not depend on T: each element is summed
+// worker 0, 1, ..., N−1 in that order whichever thread owns it.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <utility>
+
+namespace trainsim {
+
+// The element range [begin, end) thread `index` of `threads` owns in a buffer
+// of `count` elements: contiguous, in order, sizes differing by at most one
+// (the first count % threads ranges are one longer).
+std::pair<int64_t, int64_t> host_thread_range(int64_t count, int64_t threads, int64_t index);
+
+// host_sum[i] = Σ_w worker_chunks[w][i], w ascending, computed by `threads`
+// host threads (std::thread; the calling thread takes range 0). Every chunk
+// must have host_sum.size() elements; threads >= 1 (more threads than
+// elements leaves the extra ones idle).
+void host_accumulate(std::span<const std::span<const float>> worker_chunks, std::span<float> host_sum,
+                     int64_t threads);
+
+// Copies the host sum into every worker's chunk (the H2D broadcast).
+void broadcast_from_host(std::span<const float> host_sum, std::span<const std::span<float>> worker_chunks);
+
+}  // namespace trainsim

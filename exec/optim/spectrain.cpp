@@ -1,0 +1,91 @@
+// SpecTrain (seed 000 eqs. 1, 4, 5, 6): smoothed gradient and weight
+// prediction. Float32 arithmetic; γ, 1−γ and s·η are rounded to float once.
+#include "exec/optim/spectrain.hpp"
+
+#include <cmath>
+#include <string>
+#include <utility>
+
+#include "model/error.hpp"
+
+namespace trainsim {
+
+void validate_spectrain_options(const SpecTrainOptions& options) {
+  if (!std::isfinite(options.learning_rate) || options.learning_rate <= 0) {
+    throw InputError("--set learning_rate", "is " + std::to_string(options.learning_rate), "a number > 0");
+  }
+  if (!std::isfinite(options.gamma) || options.gamma <= 0 || options.gamma > 1) {
+    throw InputError("--set gamma", "is " + std::to_string(options.gamma), "a decay factor in (0, 1]");
+  }
+}
+
+SpecTrain::SpecTrain(SpecTrainOptions options) : options_(options) { validate_spectrain_options(options_); }
+
+void SpecTrain::observe(const Weights& weights, const Gradients& grads, int64_t first, int64_t last) {
+  TRAINSIM_CHECK(first >= 0 && first <= last && last < static_cast<int64_t>(grads.size()) &&
+                     weights.size() == grads.size(),
+                 "SpecTrain range or sizes do not match the model");
+  if (smoothed_.size() < weights.size()) smoothed_.resize(weights.size());
+  const auto gamma = static_cast<float>(options_.gamma);
+  const auto rest = static_cast<float>(1.0 - options_.gamma);
+  for (int64_t layer = first; layer <= last; ++layer) {
+    LayerParams& v = smoothed_[layer];
+    if (v.size() != weights[layer].size()) {
+      v.clear();
+      for (const Tensor& param : weights[layer]) v.emplace_back(param.shape, 0.0f);
+    }
+    TRAINSIM_CHECK(grads[layer].size() == v.size(), "layer " + std::to_string(layer) + " gradient count");
+    for (size_t p = 0; p < v.size(); ++p) {
+      const ParamGrad& g = grads[layer][p];
+      std::vector<float>& values = v[p].data;
+      if (!g.sparse) {
+        TRAINSIM_CHECK(g.dense.data.size() == values.size(), "gradient size differs from its parameter's");
+        for (size_t i = 0; i < values.size(); ++i) values[i] = gamma * values[i] + rest * g.dense.data[i];
+        continue;
+      }
+      for (float& value : values) value *= gamma;
+      const int64_t width = v[p].row_size();
+      TRAINSIM_CHECK(g.row_values.data.size() == g.rows.size() * static_cast<size_t>(width),
+                     "sparse gradient width differs from its table's");
+      for (size_t r = 0; r < g.rows.size(); ++r) {
+        TRAINSIM_CHECK(g.rows[r] >= 0 && g.rows[r] < v[p].rows(), "sparse row outside its table");
+        float* out = values.data() + g.rows[r] * width;
+        const float* in = g.row_values.data.data() + static_cast<int64_t>(r) * width;
+        for (int64_t j = 0; j < width; ++j) out[j] += rest * in[j];
+      }
+    }
+  }
+}
+
+Weights SpecTrain::predict(const Weights& weights, int64_t version_difference, int64_t first, int64_t last) const {
+  TRAINSIM_CHECK(version_difference >= 0, "negative version difference");
+  TRAINSIM_CHECK(first >= 0 && first <= last && last < static_cast<int64_t>(weights.size()),
+                 "SpecTrain range outside the model");
+  Weights predicted = weights;
+  const auto step = static_cast<float>(static_cast<double>(version_difference) * options_.learning_rate);
+  for (int64_t layer = first; layer <= last; ++layer) {
+    // Before the first observation v = 0 and the prediction is W_t itself.
+    if (version_difference == 0 || layer >= static_cast<int64_t>(smoothed_.size()) || smoothed_[layer].empty()) {
+      continue;
+    }
+    for (size_t p = 0; p < predicted[layer].size(); ++p) {
+      std::vector<float>& w = predicted[layer][p].data;
+      const std::vector<float>& v = smoothed_[layer][p].data;
+      TRAINSIM_CHECK(w.size() == v.size(), "smoothed gradient shaped unlike the weights");
+      for (size_t i = 0; i < w.size(); ++i) w[i] -= step * v[i];
+    }
+  }
+  return predicted;
+}
+
+int64_t SpecTrain::forward_version_difference(int64_t stages, int64_t stage) {
+  TRAINSIM_CHECK(stages >= 1 && stage >= 0 && stage < stages, "stage outside the pipeline");
+  return 2 * stages - stage - 2;
+}
+
+int64_t SpecTrain::backward_version_difference(int64_t stages, int64_t stage) {
+  TRAINSIM_CHECK(stages >= 1 && stage >= 0 && stage < stages, "stage outside the pipeline");
+  return stage;
+}
+
+}  // namespace trainsim

@@ -1,0 +1,55 @@
+// SpecTrain weight prediction (seed 000 §3.3, eqs. 1-6; EQUATIONS.md §6): a
+// stage keeps the smoothed gradient v and runs each forward and backward on
+// the weights predicted for the time the mini-batch completes its round trip.
+// The weights themselves are updated by plain SGD (seed 000 eq. 2, Algorithm
+// 1 line 11): pair this class with Sgd at momentum 0.
+#pragma once
+
+#include <cstdint>
+#include <utility>
+
+#include "exec/tensor/tensor.hpp"
+
+namespace trainsim {
+
+struct SpecTrainOptions {
+  double learning_rate = 0;  // η of eq. 4, the same as the SGD step's
+  double gamma = 0.9;        // decay factor γ of eq. 1, 0 < γ <= 1
+};
+
+// InputError naming "--set learning_rate" or "--set gamma" when out of range.
+void validate_spectrain_options(const SpecTrainOptions& options);
+
+class SpecTrain {
+ public:
+  explicit SpecTrain(SpecTrainOptions options);
+
+  // Eq. 1, after each update with gradient g_t: v_t = γ·v_{t−1} + (1−γ)·g_t,
+  // layers [first, last]. v starts at zero (Algorithm 1 line 1). A sparse
+  // gradient is applied as its dense equivalent: every row of v decays, the
+  // touched rows also take (1−γ)·g (repeats add).
+  void observe(const Weights& weights, const Gradients& grads, int64_t first, int64_t last);
+
+  // Eq. 4: Ŵ_{t+s} = W_t − s·η·v_{t−1}, where v_{t−1} is the smoothed
+  // gradient observed so far. Returns a copy of `weights` whose layers
+  // [first, last] are predicted (the others copied unchanged); s = 0 returns
+  // the weights as they are.
+  Weights predict(const Weights& weights, int64_t version_difference, int64_t first, int64_t last) const;
+
+  // Eq. 5: version difference of a forward on stage k (0-based) of N: 2N − k − 2.
+  static int64_t forward_version_difference(int64_t stages, int64_t stage);
+  // Eq. 6: of a backward on stage k: k.
+  static int64_t backward_version_difference(int64_t stages, int64_t stage);
+
+  const SpecTrainOptions& options() const { return options_; }
+  // v, shaped like the weights (empty for layers not yet observed).
+  const Weights& smoothed_gradient() const { return smoothed_; }
+  // Replaces v, e.g. to warm-start it or restore a checkpoint; shaped like the weights.
+  void set_smoothed_gradient(Weights smoothed) { smoothed_ = std::move(smoothed); }
+
+ private:
+  SpecTrainOptions options_;
+  Weights smoothed_;
+};
+
+}  // namespace trainsim

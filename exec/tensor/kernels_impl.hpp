@@ -1,0 +1,52 @@
+// Factories of the CPU layer kernels, private to exec/tensor: network.cpp
+// builds a Network from them, the tests build single layers. Shapes here are
+// per sample (no batch dimension), as in model::Layer.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "exec/tensor/layers.hpp"
+
+namespace trainsim {
+
+// A float uniform in [-bound, bound) from the top 24 bits of one draw, so the
+// same engine state gives the same value with every standard library.
+float uniform_from_bits(std::mt19937_64& rng, float bound);
+
+// y = x·Wᵀ + b on the last dimension; weight {out, in}, bias {out}.
+std::unique_ptr<ExecLayer> make_linear(int64_t in_features, int64_t out_features, bool bias);
+
+// max(x, 0), elementwise.
+std::unique_ptr<ExecLayer> make_relu();
+
+// The identity: dropout (evaluated as in inference) and softmax (the loss applies it).
+std::unique_ptr<ExecLayer> make_identity();
+
+// Reinterprets a per-sample `in_shape` as `out_shape` (same element count): flatten.
+std::unique_ptr<ExecLayer> make_reshape(std::vector<int64_t> in_shape, std::vector<int64_t> out_shape);
+
+// Output side of a convolution or pooling window over `in` input positions,
+// as PyTorch and Caffe compute it (the last ceil-mode window starts inside).
+int64_t window_output_size(int64_t in, int64_t kernel, int64_t stride, int64_t pad, bool ceil_mode);
+
+// Convolution over {C, H, W}; weight {out, C/groups, kh, kw}, bias {out}.
+std::unique_ptr<ExecLayer> make_conv2d(std::vector<int64_t> in_shape, int64_t out_channels, const WindowSpec& window,
+                                       bool bias);
+
+// Max pooling over {C, H, W}; padding never wins; the argmax goes in the cache.
+std::unique_ptr<ExecLayer> make_maxpool(std::vector<int64_t> in_shape, const WindowSpec& window);
+
+// Average pooling over {C, H, W}, dividing by the window clipped to the padded
+// input (PyTorch's count_include_pad with ceil_mode; with no padding that is
+// the count of input elements the window covers, as TensorFlow's SAME pooling).
+std::unique_ptr<ExecLayer> make_avgpool(std::vector<int64_t> in_shape, const WindowSpec& window);
+
+// Sum of looked-up table rows: ids {T} (floats, negative = padding) -> {dim};
+// table {vocabulary, dim}, sparse gradient. `name` appears in errors about ids.
+std::unique_ptr<ExecLayer> make_embedding_bag(std::string name, int64_t vocabulary, int64_t dim);
+
+}  // namespace trainsim

@@ -1,0 +1,82 @@
+// CPU layer kernels (Eigen, one thread) and the network a model description
+// builds. Kernels are stateless: what a forward keeps for its backward lives
+// in a LayerCache the caller owns, so a pipeline can hold many micro-batches
+// in flight and run a backward with other weights than its forward (weight
+// stashing, SpecTrain, DSP).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <random>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "exec/tensor/tensor.hpp"
+#include "model/layer.hpp"
+
+namespace trainsim {
+
+// What one forward of one layer keeps for its backward.
+struct LayerCache {
+  std::vector<Tensor> saved;         // e.g. the input, the im2col buffer, the output
+  std::vector<int64_t> indices;      // e.g. max-pool argmax positions
+};
+
+class ExecLayer {
+ public:
+  virtual ~ExecLayer() = default;
+  // Shapes of the parameters, weights first then bias; empty if none.
+  virtual std::vector<std::vector<int64_t>> param_shapes() const { return {}; }
+  // Initial values, drawn from `rng`: weights and bias uniform in ±1/sqrt(fan_in)
+  // (PyTorch's default for Linear and Conv2d).
+  virtual void init_params(LayerParams& params, std::mt19937_64& rng) const;
+  // y = f(x; params) for a batch (x.shape[0] samples); fills `cache`.
+  virtual Tensor forward(const LayerParams& params, const Tensor& x, LayerCache& cache) const = 0;
+  // dL/dx from dL/dy; ADDS dL/dparams into `grads` (sized by init_grads).
+  virtual Tensor backward(const LayerParams& params, const Tensor& dy, const LayerCache& cache,
+                          LayerGrads& grads) const = 0;
+  // Whether the weight gradient is sparse (embedding-bag).
+  virtual bool sparse() const { return false; }
+};
+
+// A model as exec runs it: one kernel per model layer, same order and names.
+struct Network {
+  std::string model;                              // zoo id
+  std::vector<std::string> layer_names;
+  std::vector<std::unique_ptr<ExecLayer>> layers; // layers[i] runs model layer i
+  std::vector<int64_t> input_shape;               // per sample
+  int64_t classes = 0;                            // width of the last layer's output
+};
+
+// Builds the kernels of `model`. Supported ops: linear, conv2d, relu, maxpool,
+// flatten, avgpool, embedding_bag (sum of the looked-up rows; sparse gradient),
+// dropout (identity), softmax (identity: the loss applies it). The model must
+// be a chain (each layer reads the one before). InputError naming the model
+// and layer otherwise.
+Network build_network(const Model& model);
+
+// Every layer's parameters, initialised from `seed` (the same seed gives the
+// same weights, bit for bit).
+Weights init_weights(const Network& network, uint64_t seed);
+
+// Zeroed gradients shaped like `weights` (dense), or empty sparse ones.
+Gradients zero_gradients(const Network& network, const Weights& weights);
+
+// Runs layers [first, last] forward; caches[i - first] receives layer i's cache.
+Tensor forward_range(const Network& network, const Weights& weights, int64_t first, int64_t last, const Tensor& x,
+                     std::vector<LayerCache>& caches);
+
+// And backward from dL/d(output of last) to dL/d(input of first), adding into grads.
+Tensor backward_range(const Network& network, const Weights& weights, int64_t first, int64_t last,
+                      const Tensor& dy, const std::vector<LayerCache>& caches, Gradients& grads);
+
+// Mean softmax cross-entropy over the batch of `logits` {B, classes} against
+// `labels` (B values in [0, classes)); writes dL/dlogits into `dlogits` when
+// not null.
+double softmax_cross_entropy(const Tensor& logits, std::span<const int32_t> labels, Tensor* dlogits);
+
+// Number of rows of `logits` whose arg-max equals the label.
+int64_t count_correct(const Tensor& logits, std::span<const int32_t> labels);
+
+}  // namespace trainsim

@@ -1,0 +1,49 @@
+// Float32 tensors for the CPU backend: a row-major buffer with a shape whose
+// first dimension is the batch, plus Eigen views of it. Gradients of sparse
+// layers (embedding tables) are kept as the touched rows only.
+#pragma once
+
+#include <Eigen/Core>
+#include <cstdint>
+#include <vector>
+
+namespace trainsim {
+
+using RowMajorMatrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+using MatrixView = Eigen::Map<RowMajorMatrix>;
+using ConstMatrixView = Eigen::Map<const RowMajorMatrix>;
+
+struct Tensor {
+  std::vector<int64_t> shape;  // row-major, e.g. {batch, 1, 28, 28} or {out, in} for a weight
+  std::vector<float> data;     // element_count(shape) values
+
+  Tensor() = default;
+  explicit Tensor(std::vector<int64_t> shape_in, float fill = 0.0f);
+
+  int64_t size() const { return static_cast<int64_t>(data.size()); }
+  int64_t rows() const { return shape.empty() ? 1 : shape.front(); }  // the batch dimension
+  int64_t row_size() const { return rows() == 0 ? 0 : size() / rows(); }
+  // The buffer as rows() x row_size().
+  MatrixView matrix();
+  ConstMatrixView matrix() const;
+};
+
+// Gradient of one parameter tensor. Dense layers fill `dense` (same shape as
+// the parameter); sparse layers (embedding tables) set `sparse` and keep only
+// the rows a batch touched: `rows[i]` is the table row of `row_values` row i.
+// Rows may repeat; their values add.
+struct ParamGrad {
+  bool sparse = false;
+  Tensor dense;
+  std::vector<int64_t> rows;
+  Tensor row_values;  // {rows.size(), row width}
+};
+
+// A layer's parameters (weights, then bias) and the whole model's, one entry
+// per model layer (empty for layers without parameters).
+using LayerParams = std::vector<Tensor>;
+using Weights = std::vector<LayerParams>;
+using LayerGrads = std::vector<ParamGrad>;
+using Gradients = std::vector<LayerGrads>;
+
+}  // namespace trainsim

@@ -1,0 +1,170 @@
+// ParamServerShard and ParamServerClient: the push / update / pull round and
+// its messages (row indices travel as the bytes of int64 values).
+#include "exec/transport/param_server.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <numeric>
+
+#include "model/error.hpp"
+
+namespace trainsim {
+namespace {
+
+constexpr int64_t kFloatsPerRow = static_cast<int64_t>(sizeof(int64_t) / sizeof(float));  // an index's size in floats
+static_assert(sizeof(int64_t) == 2 * sizeof(float));
+
+std::vector<float> encode_rows(std::span<const int64_t> rows, int64_t extra_floats) {
+  std::vector<float> message(rows.size() * kFloatsPerRow + static_cast<size_t>(extra_floats));
+  if (!rows.empty()) std::memcpy(message.data(), rows.data(), rows.size_bytes());
+  return message;
+}
+
+std::vector<int64_t> decode_rows(const std::vector<float>& message, int64_t count) {
+  std::vector<int64_t> rows(static_cast<size_t>(count));
+  if (count > 0) std::memcpy(rows.data(), message.data(), rows.size() * sizeof(int64_t));
+  return rows;
+}
+
+void check_rows(std::span<const int64_t> rows, const ShardShape& shape, const char* where) {
+  for (int64_t row : rows) {
+    TRAINSIM_CHECK(row >= 0 && row < shape.rows, std::string(where) + ": row " + std::to_string(row) +
+                                                     " is outside the shard's 0.." + std::to_string(shape.rows - 1));
+  }
+}
+
+}  // namespace
+
+ParamServerShard::ParamServerShard(Transport& transport, int server, std::vector<int> workers, ShardShape shape,
+                                   std::vector<float> weights, ShardUpdateFn update)
+    : transport_(transport),
+      server_(server),
+      workers_(std::move(workers)),
+      shape_(shape),
+      weights_(std::move(weights)),
+      update_(std::move(update)) {
+  TRAINSIM_CHECK(shape.rows >= 0 && shape.row_floats >= 1, "ParamServerShard: a shard needs row_floats >= 1");
+  TRAINSIM_CHECK(static_cast<int64_t>(weights_.size()) == shape.floats(),
+                 "ParamServerShard: " + std::to_string(weights_.size()) + " initial values for a shard of " +
+                     std::to_string(shape.floats()));
+  TRAINSIM_CHECK(!workers_.empty(), "ParamServerShard: a shard needs workers");
+  TRAINSIM_CHECK(std::find(workers_.begin(), workers_.end(), server) == workers_.end(),
+                 "ParamServerShard: the server is not one of its own workers");
+  TRAINSIM_CHECK(static_cast<bool>(update_), "ParamServerShard: needs an update callback");
+}
+
+void ParamServerShard::serve_round(int64_t tag) {
+  if (shape_.sparse) {
+    update_sparse(tag);
+  } else {
+    update_dense(tag);
+  }
+  answer_pulls(tag);
+}
+
+void ParamServerShard::update_dense(int64_t tag) {
+  std::vector<float> sum;
+  for (int worker : workers_) {
+    std::vector<float> push = transport_.recv(server_, worker, tag);
+    TRAINSIM_CHECK(static_cast<int64_t>(push.size()) == shape_.floats(),
+                   "ParamServerShard: worker " + std::to_string(worker) + " pushed " + std::to_string(push.size()) +
+                       " values to a shard of " + std::to_string(shape_.floats()));
+    if (sum.empty()) {
+      sum = std::move(push);
+    } else {
+      for (size_t i = 0; i < sum.size(); ++i) sum[i] = sum[i] + push[i];
+    }
+  }
+  std::vector<int64_t> rows(static_cast<size_t>(shape_.rows));
+  std::iota(rows.begin(), rows.end(), int64_t{0});
+  update_(ShardUpdate{weights_, rows, sum, shape_.row_floats});
+}
+
+void ParamServerShard::update_sparse(int64_t tag) {
+  const int64_t width = shape_.row_floats;
+  std::map<int64_t, std::vector<float>> sums;  // row -> summed values; ordered, so rows come out ascending
+  for (int worker : workers_) {
+    const std::vector<float> push = transport_.recv(server_, worker, tag);
+    const auto size = static_cast<int64_t>(push.size());
+    TRAINSIM_CHECK(size % (kFloatsPerRow + width) == 0,
+                   "ParamServerShard: worker " + std::to_string(worker) + "'s sparse push has a partial row");
+    const int64_t count = size / (kFloatsPerRow + width);
+    const std::vector<int64_t> rows = decode_rows(push, count);
+    check_rows(rows, shape_, "ParamServerShard");
+    const float* values = push.data() + count * kFloatsPerRow;
+    for (int64_t i = 0; i < count; ++i) {
+      std::vector<float>& sum = sums[rows[static_cast<size_t>(i)]];
+      if (sum.empty()) sum.assign(static_cast<size_t>(width), 0.0f);
+      for (int64_t k = 0; k < width; ++k) sum[static_cast<size_t>(k)] += values[i * width + k];
+    }
+  }
+  std::vector<int64_t> rows;
+  std::vector<float> gradient;
+  rows.reserve(sums.size());
+  gradient.reserve(sums.size() * static_cast<size_t>(width));
+  for (const auto& [row, sum] : sums) {
+    rows.push_back(row);
+    gradient.insert(gradient.end(), sum.begin(), sum.end());
+  }
+  update_(ShardUpdate{weights_, rows, gradient, width});
+}
+
+void ParamServerShard::answer_pulls(int64_t tag) {
+  for (int worker : workers_) {
+    if (!shape_.sparse) {
+      transport_.send(server_, worker, tag, weights_);
+      continue;
+    }
+    const std::vector<float> request = transport_.recv(server_, worker, tag);
+    TRAINSIM_CHECK(static_cast<int64_t>(request.size()) % kFloatsPerRow == 0,
+                   "ParamServerShard: a pull request of " + std::to_string(request.size()) + " floats");
+    const std::vector<int64_t> rows = decode_rows(request, static_cast<int64_t>(request.size()) / kFloatsPerRow);
+    check_rows(rows, shape_, "ParamServerShard pull");
+    std::vector<float> reply;
+    reply.reserve(rows.size() * static_cast<size_t>(shape_.row_floats));
+    for (int64_t row : rows) {
+      const auto first = weights_.begin() + row * shape_.row_floats;
+      reply.insert(reply.end(), first, first + shape_.row_floats);
+    }
+    transport_.send(server_, worker, tag, std::move(reply));
+  }
+}
+
+ParamServerClient::ParamServerClient(Transport& transport, int self, int server, ShardShape shape)
+    : transport_(transport), self_(self), server_(server), shape_(shape) {
+  TRAINSIM_CHECK(self != server, "ParamServerClient: a worker does not push to itself");
+}
+
+void ParamServerClient::push(int64_t tag, std::span<const float> gradient) {
+  TRAINSIM_CHECK(!shape_.sparse, "ParamServerClient: a sparse shard takes push_rows");
+  TRAINSIM_CHECK(static_cast<int64_t>(gradient.size()) == shape_.floats(),
+                 "ParamServerClient: a push of " + std::to_string(gradient.size()) + " values to a shard of " +
+                     std::to_string(shape_.floats()));
+  transport_.send(self_, server_, tag, std::vector<float>(gradient.begin(), gradient.end()));
+}
+
+void ParamServerClient::push_rows(int64_t tag, std::span<const int64_t> rows, std::span<const float> values) {
+  TRAINSIM_CHECK(shape_.sparse, "ParamServerClient: a dense shard takes push");
+  TRAINSIM_CHECK(static_cast<int64_t>(values.size()) == static_cast<int64_t>(rows.size()) * shape_.row_floats,
+                 "ParamServerClient: " + std::to_string(values.size()) + " values for " + std::to_string(rows.size()) +
+                     " rows of " + std::to_string(shape_.row_floats));
+  check_rows(rows, shape_, "ParamServerClient");
+  std::vector<float> message = encode_rows(rows, static_cast<int64_t>(values.size()));
+  std::copy(values.begin(), values.end(), message.begin() + static_cast<int64_t>(rows.size()) * kFloatsPerRow);
+  transport_.send(self_, server_, tag, std::move(message));
+}
+
+std::vector<float> ParamServerClient::pull(int64_t tag) {
+  TRAINSIM_CHECK(!shape_.sparse, "ParamServerClient: a sparse shard takes pull_rows");
+  return transport_.recv(self_, server_, tag);
+}
+
+std::vector<float> ParamServerClient::pull_rows(int64_t tag, std::span<const int64_t> rows) {
+  TRAINSIM_CHECK(shape_.sparse, "ParamServerClient: a dense shard takes pull");
+  check_rows(rows, shape_, "ParamServerClient");
+  transport_.send(self_, server_, tag, encode_rows(rows, 0));
+  return transport_.recv(self_, server_, tag);
+}
+
+}  // namespace trainsim

@@ -1,0 +1,98 @@
+// The transport between workers: point-to-point messages of float32 values
+// matched by (from, to, tag), and the collectives plans name (AllReduce,
+// Broadcast, Barrier), written over those messages so the executed pattern is
+// the one sim/ times. InProcessTransport (threads of one process) implements
+// it; MPI and NCCL backends implement the same interface.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "sim/cost/collective.hpp"
+
+namespace trainsim {
+
+// Thrown to every sender and waiter once a transport is aborted (one worker
+// failed), so the others stop instead of waiting forever.
+class TransportAborted : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// What a transport has carried since it was made; payload bytes only.
+struct TrafficStats {
+  std::vector<std::vector<int64_t>> pair_bytes;     // [from][to]: bytes sent, all traffic
+  std::vector<std::vector<int64_t>> pair_messages;  // [from][to]: messages sent
+  // tag -> bytes each worker sent inside the collectives run under that tag
+  // (indexed by worker; 0 for workers outside the group).
+  std::map<int64_t, std::vector<int64_t>> collective_bytes;
+
+  int64_t sent_bytes(int worker) const;      // row `worker` of pair_bytes, summed
+  int64_t received_bytes(int worker) const;  // column `worker`, summed
+};
+
+class CollectivePeers;
+
+// Messages between two workers with the same tag arrive in the order they
+// were sent (MPI's non-overtaking rule); messages of different tags or pairs
+// in any order. A collective uses its tag for all its messages: every member
+// calls it, collectives sharing a group and a tag run in the same order on
+// every member, and point-to-point traffic does not reuse a collective's tag.
+// Workers are 0..workers()-1; a bad worker or group is a plan bug (logic_error).
+class Transport {
+ public:
+  explicit Transport(int workers);
+  virtual ~Transport() = default;
+  Transport(const Transport&) = delete;
+  Transport& operator=(const Transport&) = delete;
+
+  int workers() const { return workers_; }
+
+  // Enqueues `payload` for `to`; never waits for the receiver.
+  void send(int from, int to, int64_t tag, std::vector<float> payload);
+  // Blocks until the next message from `from` to `to` with `tag` arrives.
+  std::vector<float> recv(int to, int from, int64_t tag);
+
+  // Sum over `group` (worker ids, the same list on every member), in place:
+  // every member ends with the same bits. Blocks until this member is done.
+  void all_reduce(int self, const std::vector<int>& group, int64_t tag, std::span<float> data,
+                  CollectiveAlgorithm algorithm);
+  // `root`'s data to every member of `group` (binomial tree).
+  void broadcast(int self, const std::vector<int>& group, int root, int64_t tag, std::span<float> data);
+  // Returns once every member of `group` has entered the barrier.
+  void barrier(int self, const std::vector<int>& group, int64_t tag);
+
+  // Wakes every waiter with TransportAborted(why); later calls throw it too.
+  virtual void abort(const std::string& why) = 0;
+  virtual bool aborted() const = 0;
+
+  TrafficStats traffic() const;
+
+ protected:
+  // The backend's message layer, called after the arguments are checked.
+  virtual void deliver(int from, int to, int64_t tag, std::vector<float> payload) = 0;
+  virtual std::vector<float> wait_for(int to, int from, int64_t tag) = 0;
+
+  // The collectives' algorithms; the defaults run them over send/recv
+  // (exec/transport/collectives.hpp). A backend with native collectives may
+  // override them, keeping the contract above.
+  virtual void run_all_reduce(CollectivePeers& peers, std::span<float> data, CollectiveAlgorithm algorithm);
+  virtual void run_broadcast(CollectivePeers& peers, int root_rank, std::span<float> data);
+  virtual void run_barrier(CollectivePeers& peers);
+
+ private:
+  void check_worker(int worker, const char* role) const;
+  void check_group(int self, const std::vector<int>& group) const;
+  void count_collective(int self, int64_t tag, int64_t bytes);
+
+  int workers_;
+  mutable std::mutex traffic_mutex_;
+  TrafficStats traffic_;
+};
+
+}  // namespace trainsim

@@ -1,0 +1,120 @@
+// SpecTrain (seed 000 eqs. 1-6) against hand-computed cases: the smoothed
+// gradient, the prediction, the version differences, and the exactness of
+// the prediction under constant gradients.
+#include "exec/optim/spectrain.hpp"
+
+#include <gtest/gtest.h>
+
+#include "exec/optim/sgd.hpp"
+#include "model/error.hpp"
+
+namespace trainsim {
+namespace {
+
+Weights one_layer(std::vector<float> values) {
+  Tensor t({static_cast<int64_t>(values.size())});
+  t.data = std::move(values);
+  return {{t}};
+}
+
+Gradients one_layer_grad(std::vector<float> values) {
+  ParamGrad g;
+  g.dense = Tensor({static_cast<int64_t>(values.size())});
+  g.dense.data = std::move(values);
+  return {{g}};
+}
+
+TEST(SpecTrain, VersionDifferencesFollowEquationsFiveAndSix) {
+  // Seed 000's example: N = 3 GPUs, the forward on GPU 0 has s = 2·3 − 0 − 2 = 4.
+  EXPECT_EQ(SpecTrain::forward_version_difference(3, 0), 4);
+  EXPECT_EQ(SpecTrain::forward_version_difference(3, 2), 2);  // 6 − 2 − 2
+  EXPECT_EQ(SpecTrain::backward_version_difference(3, 0), 0);
+  EXPECT_EQ(SpecTrain::backward_version_difference(3, 2), 2);
+  // The last stage runs its forward and backward on the same prediction: 2N − (N−1) − 2 = N − 1.
+  EXPECT_EQ(SpecTrain::forward_version_difference(4, 3), SpecTrain::backward_version_difference(4, 3));
+  // A single stage never predicts: s = 2 − 0 − 2 = 0.
+  EXPECT_EQ(SpecTrain::forward_version_difference(1, 0), 0);
+}
+
+TEST(SpecTrain, SmoothedGradientFollowsEquationOneFromZero) {
+  // γ = 0.75, g_1 = 4, g_2 = -8, v_0 = 0:
+  // v_1 = 0.75·0 + 0.25·4 = 1;  v_2 = 0.75·1 + 0.25·(−8) = −1.25.
+  const Weights weights = one_layer({0.0f});
+  SpecTrain spectrain({.learning_rate = 0.5, .gamma = 0.75});
+  spectrain.observe(weights, one_layer_grad({4.0f}), 0, 0);
+  EXPECT_EQ(spectrain.smoothed_gradient()[0][0].data[0], 1.0f);
+  spectrain.observe(weights, one_layer_grad({-8.0f}), 0, 0);
+  EXPECT_EQ(spectrain.smoothed_gradient()[0][0].data[0], -1.25f);
+  // Eq. 4 with W_t = 10, s = 4, η = 0.5: Ŵ = 10 − 4·0.5·(−1.25) = 12.5.
+  EXPECT_EQ(spectrain.predict(one_layer({10.0f}), 4, 0, 0)[0][0].data[0], 12.5f);
+}
+
+TEST(SpecTrain, PredictionBeforeAnyGradientIsTheWeightsThemselves) {
+  // v_0 = 0, so Ŵ = W − s·η·0 = W.
+  const SpecTrain spectrain({.learning_rate = 0.5, .gamma = 0.5});
+  EXPECT_EQ(spectrain.predict(one_layer({3.0f, -1.0f}), 4, 0, 0)[0][0].data, (std::vector<float>{3.0f, -1.0f}));
+}
+
+TEST(SpecTrain, ConstantGradientPredictionEqualsWeightsSUpdatesLater) {
+  // Constant g and v already equal to g: eq. 1 keeps v = γg + (1−γ)g = g. SGD
+  // (eq. 2) applied s times gives W_{t+s} = W_t − s·η·g, and eq. 4 predicts
+  // Ŵ_{t+s} = W_t − s·η·v_{t−1} = W_t − s·η·g: equal. With W = [10, −3],
+  // g = [2, −0.5], η = 0.25 every product is a dyadic fraction, so equality
+  // is exact in float. Checked for every s a 3-stage pipeline uses (0..4).
+  const std::vector<float> g = {2.0f, -0.5f};
+  for (int64_t s = 0; s <= SpecTrain::forward_version_difference(3, 0); ++s) {
+    Weights weights = one_layer({10.0f, -3.0f});
+    SpecTrain spectrain({.learning_rate = 0.25, .gamma = 0.5});
+    spectrain.set_smoothed_gradient(one_layer(g));
+    const Weights predicted = spectrain.predict(weights, s, 0, 0);
+    Sgd sgd({.learning_rate = 0.25});
+    for (int64_t update = 0; update < s; ++update) {
+      sgd.step(weights, one_layer_grad(g), 0, 0);
+      spectrain.observe(weights, one_layer_grad(g), 0, 0);
+    }
+    EXPECT_EQ(predicted[0][0].data, weights[0][0].data) << "s = " << s;
+    EXPECT_EQ(spectrain.smoothed_gradient()[0][0].data, g);
+  }
+  // s = 4 by hand: 10 − 4·0.25·2 = 8, −3 + 4·0.25·0.5 = −2.5.
+  SpecTrain spectrain({.learning_rate = 0.25, .gamma = 0.5});
+  spectrain.set_smoothed_gradient(one_layer(g));
+  EXPECT_EQ(spectrain.predict(one_layer({10.0f, -3.0f}), 4, 0, 0)[0][0].data, (std::vector<float>{8.0f, -2.5f}));
+}
+
+TEST(SpecTrain, SparseGradientSmoothsLikeItsDenseEquivalent) {
+  // Table 2 rows x 1, γ = 0.5; step 1 dense [2, 4] -> v = [1, 2].
+  // Step 2 sparse rows {1, 1} values {2, 2} (dense [0, 4]) -> v = 0.5·[1,2] + 0.5·[0,4] = [0.5, 3].
+  Tensor table({2, 1});
+  const Weights weights = {{table}};
+  SpecTrain spectrain({.learning_rate = 1.0, .gamma = 0.5});
+  ParamGrad dense;
+  dense.dense = Tensor({2, 1});
+  dense.dense.data = {2.0f, 4.0f};
+  spectrain.observe(weights, Gradients{{dense}}, 0, 0);
+  ParamGrad sparse;
+  sparse.sparse = true;
+  sparse.rows = {1, 1};
+  sparse.row_values = Tensor({2, 1});
+  sparse.row_values.data = {2.0f, 2.0f};
+  spectrain.observe(weights, Gradients{{sparse}}, 0, 0);
+  EXPECT_EQ(spectrain.smoothed_gradient()[0][0].data, (std::vector<float>{0.5f, 3.0f}));
+}
+
+TEST(SpecTrain, PredictsOnlyTheStageLayers) {
+  // Two layers, v = 1 on both, s = 2, η = 0.5: layer 1 moves by 1, layer 0 (outside [1,1]) does not.
+  Weights weights = {one_layer({5.0f})[0], one_layer({5.0f})[0]};
+  SpecTrain spectrain({.learning_rate = 0.5, .gamma = 0.5});
+  spectrain.set_smoothed_gradient({one_layer({1.0f})[0], one_layer({1.0f})[0]});
+  const Weights predicted = spectrain.predict(weights, 2, 1, 1);
+  EXPECT_EQ(predicted[0][0].data[0], 5.0f);
+  EXPECT_EQ(predicted[1][0].data[0], 4.0f);
+}
+
+TEST(SpecTrain, RejectsGammaOutsideTheUnitInterval) {
+  EXPECT_THROW(SpecTrain({.learning_rate = 0.1, .gamma = 0.0}), InputError);
+  EXPECT_THROW(SpecTrain({.learning_rate = 0.1, .gamma = 1.5}), InputError);
+  EXPECT_NO_THROW(SpecTrain({.learning_rate = 0.1, .gamma = 1.0}));
+}
+
+}  // namespace
+}  // namespace trainsim
