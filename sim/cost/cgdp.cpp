@@ -8,6 +8,7 @@
 #include "sim/cost/common.hpp"
 #include "sim/cost/data_parallel.hpp"
 #include "sim/cost/strategies.hpp"
+#include "sim/search/chunk.hpp"
 
 namespace trainsim {
 
@@ -94,18 +95,25 @@ double cgdp_backward_s(const Profile& profile, const Cluster& cluster, int64_t w
   return std::max(clock_s, flow_shop_end_s(ready_s, stage_s));
 }
 
-CgdpChunks resolve_cgdp_chunks(const Profile& profile, StrategyConfig& config) {
+CgdpChunks resolve_cgdp_chunks(const Profile& profile, const Cluster& cluster, int64_t workers,
+                               StrategyConfig& config) {
   const int64_t layer_count = static_cast<int64_t>(profile.layers.size());
-  CgdpChunks chunks;
-  chunks.explicit_ranges = config.has("chunks");
-  if (chunks.explicit_ranges && config.has("chunk_size")) {
+  if (config.has("chunks") && config.has("chunk_size")) {
     throw InputError("--set chunks", "is set together with chunk_size", "either chunks or chunk_size, not both");
   }
-  if (chunks.explicit_ranges) {
+  CgdpChunks chunks;
+  if (config.has("chunks")) {
     chunks.ranges = config.get_ranges("chunks", layer_count);
+    chunks.source = "given";
+  } else if (config.has("chunk_size") || workers <= 1) {
+    const int64_t size = config.get_int("chunk_size", 1, 1);
+    chunks.ranges = seed_chunk_layout(profile, size);
+    chunks.source = "chunk_size " + std::to_string(size);
   } else {
-    chunks.ranges = seed_chunk_layout(profile, config.get_int("chunk_size", 1, 1));
+    chunks.ranges = exact_cgdp_chunking(profile, cluster, workers).chunks;
+    chunks.source = "exact optimum";
   }
+  config.record("chunks", ranges_to_json(chunks.ranges));
   return chunks;
 }
 
@@ -113,14 +121,13 @@ CgdpChunks resolve_cgdp_chunks(const Profile& profile, StrategyConfig& config) {
 // needs no synchronization (seed 003 Table 2: 1-GPU CGDP equals 1-GPU Caffe).
 Prediction predict_cgdp(const Profile& profile, const Cluster& cluster, StrategyConfig& config) {
   const int64_t workers = resolve_workers(config, cluster);
-  const CgdpChunks resolved = resolve_cgdp_chunks(profile, config);
-  const bool explicit_chunks = resolved.explicit_ranges;
+  const CgdpChunks resolved = resolve_cgdp_chunks(profile, cluster, workers, config);
   const std::vector<LayerRange>& chunks = resolved.ranges;
   const ModelTotals t = model_totals(profile);
   const double backward_s = workers > 1 ? cgdp_backward_s(profile, cluster, workers, chunks) : t.backward_s;
   const double compute_s = t.forward_s + t.backward_s + update_s(t.param_bytes, cluster);
   Prediction p = data_parallel_prediction("cgdp", profile, workers, compute_s, backward_s - t.backward_s);
-  if (!explicit_chunks) p.notes.push_back("chunks " + ranges_text(chunks));
+  if (resolved.source != "given") p.notes.push_back("chunks " + ranges_text(chunks) + " (" + resolved.source + ")");
   if (workers > cluster.devices_per_machine) {
     p.notes.push_back("hosts of different machines all-reduce each chunk over the network (seed 003 has one machine)");
   }

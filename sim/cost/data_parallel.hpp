@@ -53,8 +53,45 @@ double flow_shop_end_s(const std::vector<double>& ready_s, const std::vector<std
 // entry k is how many of the first `workers` devices sit on machine k.
 std::vector<int64_t> workers_per_machine(const Cluster& cluster, int64_t workers);
 
-// dp-overlap: "25 MB", the bucket size INTERFACES.md gives as the default.
+// dp-overlap: "25 MB", PyTorch DDP's bucket size, the first candidate of the
+// bucket search.
 inline constexpr double kDefaultBucketBytes = 25e6;
+
+// dp-overlap: when the last bucket's AllReduce (+ t_sync) ends, from the start
+// of backward, with buckets of `bucket_bytes` (the flow shop of
+// predict_dp_overlap); Σ backward_s when nothing is communicated.
+double overlap_backward_end_s(const Profile& profile, const Cluster& cluster, int64_t workers,
+                              CollectiveAlgorithm algorithm, double bucket_bytes);
+
+// dp-overlap's key `bucket_bytes`: as given, else the bucket size with the
+// least overlap_backward_end_s (sim/search/sync_size.hpp), recorded.
+double resolve_bucket_bytes(const Profile& profile, const Cluster& cluster, int64_t workers,
+                            CollectiveAlgorithm algorithm, StrategyConfig& config);
+
+// pipesgd's settings and the communication its iteration exposes.
+struct PipeSgdSettings {
+  int64_t workers = 1;
+  CollectiveAlgorithm algorithm = CollectiveAlgorithm::kRing;
+  int64_t width = 2;                // K
+  std::string compression = "none"; // none | trunc16 | quant8
+  int64_t segments = 1;             // S
+};
+
+// pipesgd: the per-iteration compute (t_up + t_fw + t_bw + compression) and
+// the communication left exposed beyond it, EQUATIONS.md §1 eqs. (2), (5), (6).
+struct PipeSgdTimes {
+  double compute_s = 0;
+  double exposed_s = 0;
+};
+PipeSgdTimes pipesgd_times(const Profile& profile, const Cluster& cluster, const PipeSgdSettings& settings);
+
+// pipesgd's keys width, compression, algorithm and `segments`: segments as
+// given, else the S with the least iteration time (sim/search/sync_size.hpp),
+// recorded.
+PipeSgdSettings resolve_pipesgd_settings(const Profile& profile, const Cluster& cluster, StrategyConfig& config);
+
+// A plan holds every segment's ops: at most this many segments.
+inline constexpr int64_t kMaxPlanSegments = 4096;
 
 // pipesgd: compression then decompression of the gradient vector, each a
 // streaming pass that reads one representation and writes the other: read M
@@ -76,13 +113,16 @@ double wire_fraction(const std::string& compression);
 // own that transfers nothing. InputError naming chunk_size if k > l.
 std::vector<LayerRange> seed_chunk_layout(const Profile& profile, int64_t chunk_size);
 
-// cgdp's chunks: keys "chunks" (explicit ranges) or "chunk_size" (default 1,
-// seed_chunk_layout), not both.
+// cgdp's chunks: keys "chunks" (explicit ranges) or "chunk_size"
+// (seed_chunk_layout), not both. With neither, the exact optimal chunking of
+// the cgdp model on `workers` devices (sim/search/chunk.hpp), recorded as
+// "chunks"; one worker synchronizes nothing and keeps chunk size 1.
 struct CgdpChunks {
   std::vector<LayerRange> ranges;  // ascending, covering every layer
-  bool explicit_ranges = false;    // from "chunks" rather than the seed's layout
+  std::string source;              // "given", "chunk_size K" or "exact optimum"
 };
-CgdpChunks resolve_cgdp_chunks(const Profile& profile, StrategyConfig& config);
+CgdpChunks resolve_cgdp_chunks(const Profile& profile, const Cluster& cluster, int64_t workers,
+                               StrategyConfig& config);
 
 // cgdp, EQUATIONS.md §7: backward time T with `chunks` (ascending, covering
 // every layer) on `workers` devices: each chunk's backward, then t_as if it has

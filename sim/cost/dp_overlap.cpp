@@ -3,9 +3,11 @@
 // practice: PyTorch DDP, Horovod tensor fusion). One collective at a time.
 #include <algorithm>
 
+#include "model/units.hpp"
 #include "sim/cost/common.hpp"
 #include "sim/cost/data_parallel.hpp"
 #include "sim/cost/strategies.hpp"
+#include "sim/search/sync_size.hpp"
 
 namespace trainsim {
 
@@ -13,24 +15,35 @@ namespace trainsim {
 // bucket_bytes; bucket b's AllReduce (+ t_sync) starts at max(its last layer's
 // backward end, the end of bucket b-1's AllReduce);
 // t = Σfw + max(Σbw, end of the last AllReduce) + update.
+double overlap_backward_end_s(const Profile& profile, const Cluster& cluster, int64_t workers,
+                              CollectiveAlgorithm algorithm, double bucket_bytes) {
+  const double backward_s = model_totals(profile).backward_s;
+  if (workers <= 1) return backward_s;
+  const LinkParams link = collective_link(cluster, workers);
+  std::vector<double> ready_s;
+  std::vector<std::vector<double>> allreduce_s_each;
+  for (const GradientGroup& b : group_gradients_by_bytes(profile, bucket_bytes)) {
+    ready_s.push_back(b.ready_s);
+    allreduce_s_each.push_back({allreduce_s(algorithm, b.bytes, workers, link) + cluster.collective.sync_s});
+  }
+  return std::max(backward_s, flow_shop_end_s(ready_s, allreduce_s_each));
+}
+
+double resolve_bucket_bytes(const Profile& profile, const Cluster& cluster, int64_t workers,
+                            CollectiveAlgorithm algorithm, StrategyConfig& config) {
+  if (config.has("bucket_bytes")) return config.get_bytes("bucket_bytes", kDefaultBucketBytes);
+  const double bucket_bytes = best_bucket_bytes(profile, cluster, workers, algorithm);
+  config.record("bucket_bytes", bucket_bytes);
+  return bucket_bytes;
+}
+
 Prediction predict_dp_overlap(const Profile& profile, const Cluster& cluster, StrategyConfig& config) {
   const int64_t workers = resolve_workers(config, cluster);
   const CollectiveAlgorithm algorithm = read_collective_algorithm(config);
-  const double bucket_bytes = config.get_bytes("bucket_bytes", kDefaultBucketBytes);
+  const double bucket_bytes = resolve_bucket_bytes(profile, cluster, workers, algorithm, config);
   const ModelTotals t = model_totals(profile);
-
   const std::vector<GradientGroup> buckets = group_gradients_by_bytes(profile, bucket_bytes);
-  double backward_end_s = t.backward_s;
-  if (workers > 1) {
-    const LinkParams link = collective_link(cluster, workers);
-    std::vector<double> ready_s;
-    std::vector<std::vector<double>> allreduce_s_each;
-    for (const GradientGroup& b : buckets) {
-      ready_s.push_back(b.ready_s);
-      allreduce_s_each.push_back({allreduce_s(algorithm, b.bytes, workers, link) + cluster.collective.sync_s});
-    }
-    backward_end_s = std::max(t.backward_s, flow_shop_end_s(ready_s, allreduce_s_each));
-  }
+  const double backward_end_s = overlap_backward_end_s(profile, cluster, workers, algorithm, bucket_bytes);
   const double compute_s = t.forward_s + t.backward_s + update_s(t.param_bytes, cluster);
   Prediction p = data_parallel_prediction("dp-overlap", profile, workers, compute_s, backward_end_s - t.backward_s);
   // Gradients are copied into flat bucket buffers for the collective (PyTorch
@@ -38,7 +51,8 @@ Prediction predict_dp_overlap(const Profile& profile, const Cluster& cluster, St
   if (workers > 1) {
     for (DeviceMemory& m : p.memory) m.gradients_bytes += t.param_bytes;
   }
-  p.notes.push_back(std::to_string(buckets.size()) + " gradient buckets");
+  p.notes.push_back(std::to_string(buckets.size()) + " gradient buckets of " + format_bytes(bucket_bytes) +
+                    (config.has("bucket_bytes") ? "" : " (searched)"));
   p.staleness = 0;
   finish_prediction(p, config);
   return p;

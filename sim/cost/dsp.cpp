@@ -24,7 +24,7 @@ namespace trainsim {
 Prediction predict_dsp(const Profile& profile, const Cluster& cluster, StrategyConfig& config) {
   Prediction p;
   p.strategy = "dsp";
-  const Pipeline pipe = resolve_pipeline(profile, cluster, config, p.notes, /*read_replicas=*/false);
+  const Pipeline pipe = resolve_pipeline(profile, cluster, config, p.notes, kDspPartition, /*read_replicas=*/false);
   const int64_t blocks = pipe.stage_count();
   const DspQueues queues = resolve_dsp_queues(config, blocks, p.notes);
 

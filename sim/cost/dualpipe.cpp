@@ -44,7 +44,7 @@ double update_phase_s(const PipelineStage& s) {
 Prediction predict_dualpipe(const Profile& profile, const Cluster& cluster, StrategyConfig& config) {
   Prediction p;
   p.strategy = "dualpipe";
-  const Pipeline pipe = resolve_pipeline(profile, cluster, config, p.notes);
+  const Pipeline pipe = resolve_pipeline(profile, cluster, config, p.notes, kDualpipePartition);
   const bool spectrain = config.get_bool("spectrain", true);
   const int64_t stages = pipe.stage_count();
 

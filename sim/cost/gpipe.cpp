@@ -42,7 +42,7 @@ double sweep_s(const Pipeline& pipe, int64_t microbatches, bool forward, bool wi
 Prediction predict_gpipe(const Profile& profile, const Cluster& cluster, StrategyConfig& config) {
   Prediction p;
   p.strategy = "gpipe";
-  const Pipeline pipe = resolve_pipeline(profile, cluster, config, p.notes);
+  const Pipeline pipe = resolve_pipeline(profile, cluster, config, p.notes, kGpipePartition);
   const int64_t m = resolve_microbatches(config, pipe.stage_count(), profile.batch_size, p.notes);
 
   double flush_s = 0;

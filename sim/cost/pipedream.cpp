@@ -16,7 +16,7 @@ namespace trainsim {
 Prediction predict_pipedream(const Profile& profile, const Cluster& cluster, StrategyConfig& config) {
   Prediction p;
   p.strategy = "pipedream";
-  const Pipeline pipe = resolve_pipeline(profile, cluster, config, p.notes);
+  const Pipeline pipe = resolve_pipeline(profile, cluster, config, p.notes, kPipedreamPartition);
 
   double slowest_stage_s = 0;
   for (const PipelineStage& s : pipe.stages) {

@@ -60,7 +60,7 @@ UnitPair unit_times(const Pipeline& pipe, bool with_transfers) {
 Prediction predict_pipedream_sync(const Profile& profile, const Cluster& cluster, StrategyConfig& config) {
   Prediction p;
   p.strategy = "pipedream-sync";
-  const Pipeline pipe = resolve_pipeline(profile, cluster, config, p.notes);
+  const Pipeline pipe = resolve_pipeline(profile, cluster, config, p.notes, kPipedreamSyncPartition);
   const UnitPair units = unit_times(pipe, true);
   const UnitPair compute_units = unit_times(pipe, false);
   p.iteration_s = units.first_s + units.second_s;

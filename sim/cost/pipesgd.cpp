@@ -9,6 +9,7 @@
 #include "sim/cost/common.hpp"
 #include "sim/cost/data_parallel.hpp"
 #include "sim/cost/strategies.hpp"
+#include "sim/search/sync_size.hpp"
 
 namespace trainsim {
 
@@ -50,32 +51,52 @@ PipeSgdComm communication(const Profile& profile, const Cluster& cluster, int64_
 // max(t_up + t_fw + t_bw + t_compress, AllReduce(M') + t_sync) for S = 1,
 // eq. (6) max(t_up + t_fw + t_bw + t_compress, t_bw(first segment) +
 // S·(2(N-1)α + t_sync) + 2((N-1)/N)M'β + ((N-1)/N)M'γ) for S > 1.
-Prediction predict_pipesgd(const Profile& profile, const Cluster& cluster, StrategyConfig& config) {
-  const int64_t workers = resolve_workers(config, cluster);
-  const CollectiveAlgorithm algorithm = read_collective_algorithm(config);
-  const int64_t width = config.get_int("width", 2, 1);
-  const std::string compression = config.get_choice("compression", "none", {"none", "trunc16", "quant8"});
-  const int64_t segments = config.get_int("segments", 1, 1);
+PipeSgdTimes pipesgd_times(const Profile& profile, const Cluster& cluster, const PipeSgdSettings& settings) {
   const ModelTotals t = model_totals(profile);
-  const double update = update_s(t.param_bytes, cluster);
-
-  double compute_s = t.forward_s + t.backward_s + update;
-  double exposed_s = 0;
-  if (workers > 1 && t.param_bytes > 0) {
-    const double wire_bytes = t.param_bytes * wire_fraction(compression);
-    if (compression != "none") {
-      compute_s += kCompressionPassesPerGradientByte * t.param_bytes / cluster.device.memory_bytes_per_s;
-    }
-    const PipeSgdComm comm =
-        communication(profile, cluster, workers, algorithm, t.param_bytes, wire_bytes, segments);
-    if (width == 1 && segments == 1) {
-      exposed_s = comm.sequential_s;
-    } else if (width == 1) {
-      exposed_s = std::max(0.0, comm.segmented_s - t.backward_s);
-    } else {
-      exposed_s = std::max(0.0, (segments == 1 ? comm.sequential_s : comm.segmented_s) - compute_s);
-    }
+  PipeSgdTimes times;
+  times.compute_s = t.forward_s + t.backward_s + update_s(t.param_bytes, cluster);
+  if (settings.workers <= 1 || t.param_bytes <= 0) return times;
+  const double wire_bytes = t.param_bytes * wire_fraction(settings.compression);
+  if (settings.compression != "none") {
+    times.compute_s += kCompressionPassesPerGradientByte * t.param_bytes / cluster.device.memory_bytes_per_s;
   }
+  const PipeSgdComm comm = communication(profile, cluster, settings.workers, settings.algorithm, t.param_bytes,
+                                         wire_bytes, settings.segments);
+  if (settings.width == 1 && settings.segments == 1) {
+    times.exposed_s = comm.sequential_s;
+  } else if (settings.width == 1) {
+    times.exposed_s = std::max(0.0, comm.segmented_s - t.backward_s);
+  } else {
+    times.exposed_s =
+        std::max(0.0, (settings.segments == 1 ? comm.sequential_s : comm.segmented_s) - times.compute_s);
+  }
+  return times;
+}
+
+PipeSgdSettings resolve_pipesgd_settings(const Profile& profile, const Cluster& cluster, StrategyConfig& config) {
+  PipeSgdSettings settings;
+  settings.workers = resolve_workers(config, cluster);
+  settings.algorithm = read_collective_algorithm(config);
+  settings.width = config.get_int("width", 2, 1);
+  settings.compression = config.get_choice("compression", "none", {"none", "trunc16", "quant8"});
+  if (config.has("segments")) {
+    settings.segments = config.get_int("segments", 1, 1);
+  } else {
+    settings.segments = best_pipesgd_segments(profile, cluster, settings);
+    config.record("segments", settings.segments);
+  }
+  return settings;
+}
+
+Prediction predict_pipesgd(const Profile& profile, const Cluster& cluster, StrategyConfig& config) {
+  const PipeSgdSettings settings = resolve_pipesgd_settings(profile, cluster, config);
+  const int64_t width = settings.width;
+  const std::string& compression = settings.compression;
+  const ModelTotals t = model_totals(profile);
+  const PipeSgdTimes times = pipesgd_times(profile, cluster, settings);
+  const int64_t workers = settings.workers;
+  const double compute_s = times.compute_s;
+  const double exposed_s = times.exposed_s;
   Prediction p = data_parallel_prediction("pipesgd", profile, workers, compute_s, exposed_s);
   // K-1 aggregated gradients wait in flight besides the one being computed;
   // with compression, the narrow copy on the wire as well.

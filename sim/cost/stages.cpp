@@ -13,6 +13,13 @@
 #include "sim/search/partition.hpp"
 
 namespace trainsim {
+
+const PartitionDefaults kPipedreamPartition{PartitionObjective::kOneFOneB, true};
+const PartitionDefaults kPipedreamSyncPartition{PartitionObjective::kOneFOneB, false};
+const PartitionDefaults kDualpipePartition{PartitionObjective::kDualPipe, false};
+const PartitionDefaults kGpipePartition{PartitionObjective::kGPipe, false};
+const PartitionDefaults kDspPartition{PartitionObjective::kDsp, false};
+
 namespace {
 
 int64_t layer_count(const Profile& profile) { return static_cast<int64_t>(profile.layers.size()); }
@@ -59,10 +66,29 @@ std::string describe(const std::vector<LayerRange>& ranges) {
   return join(parts, ",");
 }
 
+// The partition search for a default partition: the best partition that fits
+// the device memory, else (noted) the best one regardless, whose prediction
+// then shows the memory it lacks. Flat (replicas on consecutive devices, as
+// build_pipeline places them).
+Partition search_default_partition(const Profile& profile, const Cluster& cluster, PartitionOptions options,
+                                   std::vector<std::string>& notes) {
+  options.hierarchical = false;
+  try {
+    return search_partition(profile, cluster, options);
+  } catch (const InputError& e) {
+    if (e.where() != "--memory-limit") throw;
+    notes.push_back(std::string("stages: no partition fits the device memory (") + e.what() +
+                    "); the fastest one regardless");
+    options.memory_limit_bytes = -1;
+    return search_partition(profile, cluster, options);
+  }
+}
+
 // The stage ranges from `stages`, or a balanced default; records and notes
 // the partition whenever the model chose it.
 std::vector<LayerRange> resolve_ranges(const Profile& profile, const Cluster& cluster, StrategyConfig& config,
-                                       const std::vector<int64_t>& replicas, std::vector<std::string>& notes) {
+                                       const std::vector<int64_t>& replicas, PartitionObjective objective,
+                                       std::vector<std::string>& notes) {
   const int64_t layers = layer_count(profile);
   int64_t stages = 0;
   if (config.has("stages")) {
@@ -89,10 +115,13 @@ std::vector<LayerRange> resolve_ranges(const Profile& profile, const Cluster& cl
     // The PipeDream DP (sim/search/partition.hpp) with K stages of one device:
     // slowest stage (with its update) or boundary transfer as small as possible.
     PartitionOptions options;
+    options.objective = objective;
     options.stages = stages;
     options.replicate = false;
     std::vector<LayerRange> ranges;
-    for (const PartitionStage& s : search_partition(profile, cluster, options).stages) ranges.push_back(s.layers);
+    for (const PartitionStage& s : search_default_partition(profile, cluster, options, notes).stages) {
+      ranges.push_back(s.layers);
+    }
     config.record("stages", ranges_to_json(ranges));
     notes.push_back(std::string("stages: ") + (config.has("stages") ? "" : "default ") + "partition " +
                     describe(ranges) + " (" + std::to_string(stages) +
@@ -274,13 +303,48 @@ Pipeline build_pipeline(const Profile& profile, const Cluster& cluster, const st
   return p;
 }
 
+// The partition search over every device with replication (PipeDream's
+// optimizer), recorded as `stages` and `replicas`.
+Pipeline searched_pipeline(const Profile& profile, const Cluster& cluster, StrategyConfig& config,
+                           PartitionObjective objective, std::vector<std::string>& notes) {
+  PartitionOptions options;
+  options.objective = objective;
+  options.replicate = true;
+  std::vector<LayerRange> ranges;
+  std::vector<int64_t> replicas;
+  for (const PartitionStage& s : search_default_partition(profile, cluster, options, notes).stages) {
+    ranges.push_back(s.layers);
+    replicas.push_back(s.replicas);
+  }
+  config.record("stages", ranges_to_json(ranges));
+  config.record("replicas", replicas);
+  std::vector<std::string> counts;
+  for (int64_t r : replicas) counts.push_back(std::to_string(r));
+  notes.push_back("stages: default partition " + describe(ranges) + " with replicas " + join(counts, ",") +
+                  " (PipeDream's dynamic program with replication over " + std::to_string(device_count(cluster)) +
+                  " devices)");
+  return build_pipeline(profile, cluster, ranges, replicas);
+}
+
 Pipeline resolve_pipeline(const Profile& profile, const Cluster& cluster, StrategyConfig& config,
-                          std::vector<std::string>& notes, bool read_replicas) {
+                          std::vector<std::string>& notes, const PartitionDefaults& defaults, bool read_replicas) {
   std::vector<int64_t> replicas = read_replicas ? config.get_int_list("replicas") : std::vector<int64_t>{};
   for (int64_t r : replicas) {
     if (r < 1) throw InputError("--set replicas", "has " + std::to_string(r), "replica counts >= 1");
   }
-  const std::vector<LayerRange> ranges = resolve_ranges(profile, cluster, config, replicas, notes);
+  if (read_replicas) {
+    const bool given = config.has("replicate");
+    const bool replicate = config.get_bool("replicate", defaults.replicate);
+    if (replicate && (config.has("stages") || !replicas.empty())) {
+      if (given) {
+        throw InputError("--set replicate", "true beside an explicit stages or replicas setting",
+                         "replicate=true only when the search chooses the partition");
+      }
+    } else if (replicate) {
+      return searched_pipeline(profile, cluster, config, defaults.objective, notes);
+    }
+  }
+  const std::vector<LayerRange> ranges = resolve_ranges(profile, cluster, config, replicas, defaults.objective, notes);
   const int64_t stages = static_cast<int64_t>(ranges.size());
   if (replicas.empty()) {
     replicas.assign(static_cast<size_t>(stages), 1);

@@ -90,14 +90,36 @@ const LinkSpec& link_spanning(int64_t first_device, int64_t last_device, const C
 Pipeline build_pipeline(const Profile& profile, const Cluster& cluster, const std::vector<LayerRange>& ranges,
                         const std::vector<int64_t>& replicas);
 
-// Reads `stages` (ranges, or an integer stage count K to balance) and, with
-// read_replicas, `replicas` (default 1 per stage), checks them against the
-// profile and cluster (InputError naming --set stages / --set replicas) and
-// builds the pipeline. Without `stages`: K = len(replicas) if given, else the
-// cluster's devices capped at the layer count, balanced; the chosen partition
-// is recorded into the config and explained in `notes`.
+// How a pipeline strategy chooses the partition the user did not give: the
+// partition search's objective for its schedule, and whether it replicates
+// stages by default (key `replicate`; PipeDream's optimizer does, the straight
+// pipelines of DualPipe, GPipe and DSP do not).
+enum class PartitionObjective;  // sim/search/partition.hpp
+
+struct PartitionDefaults {
+  PartitionObjective objective{};  // value 0: 1F1B
+  bool replicate = false;
+};
+
+// Each pipeline strategy's defaults, shared by its cost model and its plan.
+extern const PartitionDefaults kPipedreamPartition;      // 1F1B, replicated
+extern const PartitionDefaults kPipedreamSyncPartition;  // 1F1B, straight (seed 000 runs it so)
+extern const PartitionDefaults kDualpipePartition;       // DualPipe's F+B unit, straight
+extern const PartitionDefaults kGpipePartition;          // GPipe with its bubble, straight
+extern const PartitionDefaults kDspPartition;            // DSP with recomputation, straight
+
+// Reads `stages` (ranges, or an integer stage count K) and, with
+// read_replicas, `replicas` (default 1 per stage) and `replicate`, checks them
+// against the profile and cluster (InputError naming --set stages / --set
+// replicas) and builds the pipeline. Without `stages` and `replicas`: with
+// `replicate` the partition search (sim/search/partition.hpp) places stages
+// and replicas over every device; otherwise K = the cluster's devices capped
+// at the layer count, searched straight (K = len(replicas) balanced when only
+// replicas are given). The chosen partition is recorded into the config and
+// explained in `notes`.
 Pipeline resolve_pipeline(const Profile& profile, const Cluster& cluster, StrategyConfig& config,
-                          std::vector<std::string>& notes, bool read_replicas = true);
+                          std::vector<std::string>& notes, const PartitionDefaults& defaults,
+                          bool read_replicas = true);
 
 // One device's breakdown of an iteration: compute, exposed communication and
 // transfer waits as given, the rest of iteration_s is idle from imbalance.

@@ -141,12 +141,22 @@ std::pair<SimTime, SimTime> summarize_iterations(const Plan& plan, const RunReco
   // intervals over whole periods (a replicated input stage ends its
   // iterations in groups), per iteration. Too few iterations for that: keep
   // the drain and single iterations.
-  const int32_t warmup = r.warmup_iterations;
+  // Too few iterations for a whole period after the warm-up: keep the drain,
+  // and with periods longer than one iteration also the warm-up, measuring
+  // whole periods from the start (single iterations of a period can end at
+  // the same instant, which would read as zero-length iterations).
+  int32_t warmup = r.warmup_iterations;
   int32_t period = std::max(1, plan.iteration_period);
   int32_t last = n - 1 - (n - warmup > 2 * std::max(1, warmup) ? warmup : 0);
   if ((last - (warmup - 1)) / period < 1) {
-    period = 1;
     last = n - 1;
+    if (period > 1) {
+      warmup = 0;
+      r.warmup_iterations = 0;
+      period = std::min(period, n);
+      last = n - 1 - (n % period);
+    }
+    if ((last - (warmup - 1)) / period < 1) period = 1;
   }
   // The interval ending at iteration i covers end[i - period] to end[i], with end[-1] = 0.
   auto end_before = [&](int32_t i) { return i >= 0 ? end_ns[i] : SimTime{0}; };

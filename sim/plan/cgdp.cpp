@@ -64,7 +64,7 @@ Plan plan_cgdp(const Profile& profile, const Cluster& cluster, StrategyConfig& c
   PlanBuilder b = data_parallel_builder(&predict_cgdp, profile, cluster, config, iterations);
   CgdpLayout layout;
   layout.workers = resolve_workers(config, cluster);
-  layout.chunks = resolve_cgdp_chunks(profile, config).ranges;
+  layout.chunks = resolve_cgdp_chunks(profile, cluster, layout.workers, config).ranges;
   layout.hosts = machine_first_workers(cluster, layout.workers);
   layout.per_machine = workers_per_machine(cluster, layout.workers);
   if (layout.hosts.size() > 1) layout.hosts_group = b.group(layout.hosts);

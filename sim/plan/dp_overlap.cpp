@@ -30,7 +30,7 @@ Plan plan_dp_overlap(const Profile& profile, const Cluster& cluster, StrategyCon
   PlanBuilder b = data_parallel_builder(&predict_dp_overlap, profile, cluster, config, iterations);
   const int64_t workers = resolve_workers(config, cluster);
   const CollectiveAlgorithm algorithm = read_collective_algorithm(config);
-  const double bucket_bytes = config.get_bytes("bucket_bytes", kDefaultBucketBytes);
+  const double bucket_bytes = resolve_bucket_bytes(profile, cluster, workers, algorithm, config);
   const std::vector<GradientGroup> buckets = group_gradients_by_bytes(profile, bucket_bytes);
   const std::vector<LayerRange> pieces = pieces_closing_groups(profile, buckets);
   std::map<int64_t, const GradientGroup*> bucket_closed_at;  // piece's first layer -> its bucket

@@ -61,7 +61,7 @@ void write_block(PipelinePlanWriter& w, int32_t k, int32_t staleness) {
 
 Plan plan_dsp(const Profile& profile, const Cluster& cluster, StrategyConfig& config, int32_t iterations) {
   std::vector<std::string> notes;
-  const Pipeline pipe = resolve_pipeline(profile, cluster, config, notes, /*read_replicas=*/false);
+  const Pipeline pipe = resolve_pipeline(profile, cluster, config, notes, kDspPartition, /*read_replicas=*/false);
   const DspQueues queues = resolve_dsp_queues(config, pipe.stage_count(), notes);
   PipelinePlanWriter w("dsp", profile, pipe, iterations);
   for (int32_t k = 0; k < w.stage_count(); ++k) {

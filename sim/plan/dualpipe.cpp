@@ -63,7 +63,7 @@ std::vector<int32_t> run_tasks(PipelinePlanWriter& w, UnitState& st, int32_t uni
 // and a second barrier.
 Plan plan_dualpipe(const Profile& profile, const Cluster& cluster, StrategyConfig& config, int32_t iterations) {
   std::vector<std::string> notes;
-  const Pipeline pipe = resolve_pipeline(profile, cluster, config, notes);
+  const Pipeline pipe = resolve_pipeline(profile, cluster, config, notes, kDualpipePartition);
   const bool spectrain = config.get_bool("spectrain", true);
   PipelinePlanWriter w("dualpipe", profile, pipe, iterations);
   set_static_bytes(w, profile, spectrain);

@@ -20,7 +20,7 @@ namespace trainsim {
 // assumes. Activations of all micro-batches stay until their backward.
 Plan plan_gpipe(const Profile& profile, const Cluster& cluster, StrategyConfig& config, int32_t iterations) {
   std::vector<std::string> notes;
-  const Pipeline pipe = resolve_pipeline(profile, cluster, config, notes);
+  const Pipeline pipe = resolve_pipeline(profile, cluster, config, notes, kGpipePartition);
   const auto m = static_cast<int32_t>(resolve_microbatches(config, pipe.stage_count(), profile.batch_size, notes));
   PipelinePlanWriter w("gpipe", profile, pipe, iterations, m);
   const int32_t stages = w.stage_count();

@@ -40,7 +40,7 @@ void write_worker(PipelinePlanWriter& w, int32_t stage, int32_t replica) {
 
 Plan plan_pipedream(const Profile& profile, const Cluster& cluster, StrategyConfig& config, int32_t iterations) {
   std::vector<std::string> notes;
-  const Pipeline pipe = resolve_pipeline(profile, cluster, config, notes);
+  const Pipeline pipe = resolve_pipeline(profile, cluster, config, notes, kPipedreamPartition);
   PipelinePlanWriter w("pipedream", profile, pipe, iterations);
   // Weights, gradients, momentum and the n_k − 1 stashed versions
   // (EQUATIONS.md §4), as the cost model counts them.

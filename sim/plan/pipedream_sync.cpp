@@ -93,7 +93,7 @@ void update_stage(Schedule& s, PipelinePlanWriter& w, int32_t stage) {
 
 Plan plan_pipedream_sync(const Profile& profile, const Cluster& cluster, StrategyConfig& config, int32_t iterations) {
   std::vector<std::string> notes;
-  const Pipeline pipe = resolve_pipeline(profile, cluster, config, notes);
+  const Pipeline pipe = resolve_pipeline(profile, cluster, config, notes, kPipedreamSyncPartition);
   PipelinePlanWriter w("pipedream-sync", profile, pipe, iterations);
   const std::vector<DeviceMemory> memory = weight_stashing_memory(profile, pipe);  // as `pipedream`
   for (int32_t worker = 0; worker < static_cast<int32_t>(pipe.devices); ++worker) {

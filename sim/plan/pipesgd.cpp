@@ -48,17 +48,8 @@ Segmentation segment_gradients(const Profile& profile, int64_t segments, double 
   return seg;
 }
 
-// A plan holds every segment's ops; beyond a few thousand segments per
-// iteration the per-message latency alone dwarfs the transfer (eq. (6)'s
-// S·2(N-1)α), and the plan would grow without bound.
-constexpr int64_t kMaxPlanSegments = 4096;
 
-struct PipeSgdSettings {
-  int64_t workers = 1;
-  CollectiveAlgorithm algorithm = CollectiveAlgorithm::kRing;
-  int64_t width = 2;
-  std::string compression = "none";
-  int64_t segments = 1;
+struct PipeSgdPlanSettings : PipeSgdSettings {
   bool communicates = false;  // workers > 1 and there are gradients
 };
 
@@ -85,7 +76,7 @@ Op codec_op(OpKind kind, int32_t worker, int32_t iteration, double gradient_byte
 // Iteration t's forward and backward on worker w, compressing and
 // all-reducing each segment as backward completes it; returns the AllReduces.
 std::vector<OpId> add_iteration(PlanBuilder& b, const Profile& profile, const Cluster& cluster,
-                                const PipeSgdSettings& set, const Segmentation& seg, int32_t group, int32_t w,
+                                const PipeSgdPlanSettings& set, const Segmentation& seg, int32_t group, int32_t w,
                                 int32_t t) {
   const auto version = static_cast<int32_t>(std::max<int64_t>(0, t - set.width + 1));
   const double gradient_bytes = model_totals(profile).param_bytes;
@@ -111,7 +102,7 @@ std::vector<OpId> add_iteration(PlanBuilder& b, const Profile& profile, const Cl
 
 // Decompresses iteration j's segments as their AllReduces end and applies
 // them: the update reading version j (it writes j + 1).
-void add_update(PlanBuilder& b, const Profile& profile, const Cluster& cluster, const PipeSgdSettings& set, int32_t w,
+void add_update(PlanBuilder& b, const Profile& profile, const Cluster& cluster, const PipeSgdPlanSettings& set, int32_t w,
                 int32_t j, const std::vector<OpId>& allreduces) {
   const double gradient_bytes = model_totals(profile).param_bytes;
   const double segment_bytes = gradient_bytes / static_cast<double>(set.segments);
@@ -137,12 +128,8 @@ void add_update(PlanBuilder& b, const Profile& profile, const Cluster& cluster, 
 // K >= 2 and eq. (2) for K = 1.
 Plan plan_pipesgd(const Profile& profile, const Cluster& cluster, StrategyConfig& config, int32_t iterations) {
   PlanBuilder b = data_parallel_builder(&predict_pipesgd, profile, cluster, config, iterations);
-  PipeSgdSettings set;
-  set.workers = resolve_workers(config, cluster);
-  set.algorithm = read_collective_algorithm(config);
-  set.width = config.get_int("width", 2, 1);
-  set.compression = config.get_choice("compression", "none", {"none", "trunc16", "quant8"});
-  set.segments = config.get_int("segments", 1, 1);
+  PipeSgdPlanSettings set;
+  static_cast<PipeSgdSettings&>(set) = resolve_pipesgd_settings(profile, cluster, config);
   if (set.segments > kMaxPlanSegments) {
     throw InputError("--set segments", "is " + std::to_string(set.segments),
                      "at most " + std::to_string(kMaxPlanSegments) + " for a plan");

@@ -1,7 +1,9 @@
 // The partition search's speed over model size and worker count: ResNet-50,
 // ResNet-1001 (3,338 layers) and a 10,000-layer chain, on 8 to 64 workers of
 // one machine, with replication (goal: ResNet-1001 over 64 workers well under
-// a second) and in straight mode with one stage per worker.
+// a second) and in straight mode with one stage per worker; ResNet-1001 on 8
+// machines × 8 devices with the hierarchical search (goal: well under a
+// second); GPipe with a free stage count K (measured: see BM_GPipeFreeStages).
 #include <benchmark/benchmark.h>
 
 #include <string>
@@ -27,6 +29,7 @@ void BM_SearchPartition(benchmark::State& state) {
   const Cluster cluster = simple_cluster(1, state.range(1));
   const Profile profile = bench_profile(state.range(0), cluster);
   PartitionOptions options;
+  options.memory_limit_bytes = -1;  // the search alone; memory limits are timed by their tests
   if (state.range(2) == 1) options.stages = state.range(1);
   for (auto _ : state) {
     Partition p = search_partition(profile, cluster, options);
@@ -36,6 +39,40 @@ void BM_SearchPartition(benchmark::State& state) {
 }
 BENCHMARK(BM_SearchPartition)
     ->ArgsProduct({{0, 1, 2}, {8, 64}, {0, 1}})
+    ->Unit(benchmark::kMillisecond);
+
+// PipeDream's two levels: ResNet-1001 on `machines` × 8 devices
+// (simple_cluster: 10 GB/s inside a machine, 1 GB/s between).
+void BM_HierarchicalPartition(benchmark::State& state) {
+  const Cluster cluster = simple_cluster(state.range(0), 8);
+  const Profile profile = bench_profile(1, cluster);
+  PartitionOptions options;
+  options.memory_limit_bytes = -1;
+  for (auto _ : state) {
+    Partition p = search_partition(profile, cluster, options);
+    benchmark::DoNotOptimize(p.bottleneck_s);
+  }
+  state.SetLabel(std::to_string(state.range(0)) + " machines x 8 devices, " +
+                 std::to_string(profile.layers.size()) + " layers");
+}
+BENCHMARK(BM_HierarchicalPartition)->Arg(2)->Arg(8)->Unit(benchmark::kMillisecond);
+
+// GPipe with a free K: one bisection per K <= min(N, workers), each relaxing
+// K levels, O(K_max²·N·M·log(1/ε)). Arguments: profile, workers.
+void BM_GPipeFreeStages(benchmark::State& state) {
+  const Cluster cluster = simple_cluster(1, state.range(1));
+  const Profile profile = bench_profile(state.range(0), cluster);
+  PartitionOptions options;
+  options.objective = PartitionObjective::kGPipe;
+  options.memory_limit_bytes = -1;
+  for (auto _ : state) {
+    Partition p = search_partition(profile, cluster, options);
+    benchmark::DoNotOptimize(p.bottleneck_s);
+  }
+  state.SetLabel(profile.model + ", " + std::to_string(profile.layers.size()) + " layers");
+}
+BENCHMARK(BM_GPipeFreeStages)
+    ->ArgsProduct({{0, 1}, {4, 8, 16}})
     ->Unit(benchmark::kMillisecond);
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include "model/error.hpp"
 #include "sim/cost/common.hpp"
 #include "sim/cost/strategies.hpp"
+#include "sim/search/chunk.hpp"
 #include "tests/sim/cost/fixtures.hpp"
 
 namespace trainsim {
@@ -32,14 +33,32 @@ TEST(Cgdp, HandComputedThreeLayerCase) {
   //   3.45; sum 4·4e6/2e10 = 0.8 ms, starts 3.45 (after 3.43) → 4.25; H2D
   //   starts 4.25 (after 4.24), 0.41 ms → 4.66 ms.
   // T = max(3.04, 4.66) = 4.66 ms; t = 3 + 4.66 + 0.6 = 8.26 ms.
-  const Prediction p = run_strategy("cgdp", three_layers(), simple_cluster(1, 4));
+  const Prediction p = run_strategy("cgdp", three_layers(), simple_cluster(1, 4), {{"chunk_size", "1"}});
   EXPECT_NEAR(p.iteration_s, 8.26e-3, 1e-12);
   EXPECT_NEAR(p.breakdown.compute_s, 6.6e-3, 1e-12);
   EXPECT_NEAR(p.breakdown.exposed_comm_s, 4.66e-3 - 3e-3, 1e-12);
   EXPECT_EQ(p.config["chunk_size"], 1);
+  EXPECT_EQ(p.config["chunks"], nlohmann::json::parse("[[0,1],[2,2]]"));
   ASSERT_FALSE(p.notes.empty());
-  EXPECT_EQ(p.notes[0], "chunks 0-1,2-2");
+  EXPECT_EQ(p.notes[0], "chunks 0-1,2-2 (chunk_size 1)");
   EXPECT_DOUBLE_EQ(p.samples_per_iteration, 4 * 32);
+}
+
+TEST(Cgdp, DefaultChunkingIsTheExactOptimum) {
+  // The other chunkings of three_layers() (HandComputedThreeLayerCase's
+  // numbers): one chunk 0-2: ready 3.02, D2H 1.21 → 4.23, sum 2.4 → 6.63,
+  // H2D → 7.84 ms; {0-0, 1-2}: l2's chunk ready 2.02 → 2.83 → 4.43 → 5.24,
+  // l0's ready 3.04 → 3.45, sum waits to 4.43 → 5.23, H2D waits to 5.24 →
+  // 5.65 ms. So 0-1,2-2 (4.66 ms) is the optimum, and the default takes it.
+  const Cluster cluster = simple_cluster(1, 4);
+  const Prediction p = run_strategy("cgdp", three_layers(), cluster);
+  EXPECT_NEAR(p.iteration_s, 8.26e-3, 1e-12);
+  EXPECT_EQ(p.config["chunks"], nlohmann::json::parse("[[0,1],[2,2]]"));
+  EXPECT_FALSE(p.config.contains("chunk_size"));
+  ASSERT_FALSE(p.notes.empty());
+  EXPECT_EQ(p.notes[0], "chunks 0-1,2-2 (exact optimum)");
+  const Chunking exact = exact_cgdp_chunking(three_layers(), cluster, 4);
+  EXPECT_NEAR(exact.backward_s, 4.66e-3, 1e-12);
 }
 
 TEST(Cgdp, OneChunkOfEverythingIsTheNonOverlappedSum) {
@@ -61,12 +80,12 @@ TEST(Cgdp, PerLayerChunksPayOneStreamSyncPerLayer) {
   //   = 10 ms + 10·0.02 ms + 2.04e-5 s = 10.2204 ms with one chunk per layer;
   // t = Σfw 10 ms + T + update 5·1e4/1e11 = 20.2209 ms.
   const Profile flat = testing_fixtures::chain_profile(10, 1e-3, 1e-3, 1e3, 1e3);
-  const Prediction per_layer = run_strategy("cgdp", flat, simple_cluster(1, 4));
+  const Prediction per_layer = run_strategy("cgdp", flat, simple_cluster(1, 4), {{"chunk_size", "1"}});
   EXPECT_NEAR(per_layer.iteration_s, 20.2209e-3, 1e-12);
   // chunk_size 5 (seed 003 §4.2): one chunk of layers 9-5, then 4, 3, 2, 1, 0
   // alone: 6 syncs, 4 fewer: 0.08 ms faster. The U-shape's left side.
   const Prediction fives = run_strategy("cgdp", flat, simple_cluster(1, 4), {{"chunk_size", "5"}});
-  EXPECT_EQ(fives.notes[0], "chunks 0-0,1-1,2-2,3-3,4-4,5-9");
+  EXPECT_EQ(fives.notes[0], "chunks 0-0,1-1,2-2,3-3,4-4,5-9 (chunk_size 5)");
   EXPECT_NEAR(per_layer.iteration_s - fives.iteration_s, 4 * 20e-6, 1e-12);
 }
 

@@ -2,6 +2,8 @@
 // weight-stashing memory and staleness.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "model/error.hpp"
 #include "sim/cost/strategies.hpp"
 #include "tests/sim/cost/fixtures.hpp"
@@ -13,7 +15,11 @@ using testing_fixtures::chain_profile;
 using testing_fixtures::Settings;
 using testing_fixtures::simple_cluster;
 
-Prediction run(const Profile& profile, const Cluster& cluster, const Settings& settings = {}) {
+// Straight pipelines unless a test gives stages or replicas.
+Prediction run(const Profile& profile, const Cluster& cluster, Settings settings = {}) {
+  const bool given = std::any_of(settings.begin(), settings.end(),
+                                 [](const auto& s) { return s.first == "stages" || s.first == "replicas"; });
+  if (!given) settings.emplace_back("replicate", "false");
   return testing_fixtures::run_strategy("pipedream", profile, cluster, settings);
 }
 

@@ -69,12 +69,13 @@ TEST(PipeSgd, WidthOneIsDpRingPlusCompressionWork) {
   const Profile profile = heavy_profile();
   const Cluster cluster = simple_cluster(2, 2);
   // Without compression, eq. (2) is dp-ring exactly: 4e-3 + 3.062e-2.
-  EXPECT_NEAR(run_strategy("pipesgd", profile, cluster, {{"width", "1"}}).iteration_s,
+  EXPECT_NEAR(run_strategy("pipesgd", profile, cluster, {{"width", "1"}, {"segments", "1"}}).iteration_s,
               run_strategy("dp-ring", profile, cluster).iteration_s, 1e-15);
   // trunc16: compression work 4 passes over 20 MB at 100 GB/s = 8e-4 on the
   // critical path, and 10 MB on the wire: ringAllReduce = 1.545e-2 (above).
   // t = 4e-3 + 8e-4 + 1.545e-2 + 2e-5 = 2.027e-2.
-  const Prediction p = run_strategy("pipesgd", profile, cluster, {{"width", "1"}, {"compression", "trunc16"}});
+  const Prediction p =
+      run_strategy("pipesgd", profile, cluster, {{"width", "1"}, {"compression", "trunc16"}, {"segments", "1"}});
   EXPECT_NEAR(p.iteration_s, 2.027e-2, 1e-12);
   EXPECT_NEAR(p.breakdown.compute_s, 4.8e-3, 1e-12);
   EXPECT_EQ(p.staleness, 0);

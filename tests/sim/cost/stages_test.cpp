@@ -2,6 +2,7 @@
 // (against brute force), placement on machines, boundary bytes on a DAG and
 // the replicated-stage formula of EQUATIONS.md §4.
 #include "sim/cost/stages.hpp"
+#include "sim/search/partition.hpp"
 
 #include <gtest/gtest.h>
 
@@ -18,6 +19,9 @@ namespace {
 using testing_fixtures::chain_profile;
 using testing_fixtures::layer;
 using testing_fixtures::simple_cluster;
+
+// Straight pipelines searched under the 1F1B objective.
+constexpr PartitionDefaults kStraight{PartitionObjective::kOneFOneB, false};
 
 // Largest Σ(F+B)/r over the stages of `ranges`.
 double largest_stage_s(const Profile& profile, const std::vector<LayerRange>& ranges,
@@ -67,11 +71,65 @@ Profile irregular_profile() {
   return p;
 }
 
+TEST(Stages, ReplicatingDefaultTakesTheSearchsStagesAndReplicas) {
+  // With `replicate` and no stages given, the pipeline is exactly the
+  // replicating search's optimum, recorded as stages and replicas.
+  const Profile profile = chain_profile(8, 1e-3, 2e-3, 1e6, 1e6);
+  const Cluster cluster = simple_cluster(1, 4);
+  StrategyConfig config;
+  std::vector<std::string> notes;
+  const Pipeline pipe = resolve_pipeline(profile, cluster, config, notes, kPipedreamPartition);
+  PartitionOptions options;
+  const Partition best = search_partition(profile, cluster, options);
+  ASSERT_EQ(pipe.stage_count(), static_cast<int64_t>(best.stages.size()));
+  for (size_t k = 0; k < best.stages.size(); ++k) {
+    EXPECT_EQ(pipe.stages[k].layers, best.stages[k].layers);
+    EXPECT_EQ(pipe.stages[k].replicas, best.stages[k].replicas);
+  }
+  EXPECT_EQ(config.resolved().at("replicas").size(), best.stages.size());
+  ASSERT_FALSE(notes.empty());
+  EXPECT_NE(notes.back().find("with replication"), std::string::npos);
+}
+
+TEST(Stages, ReplicatingDefaultReplicatesAComputeHeavyStage) {
+  // Layer 0 takes 30 ms (F 10, B 20) and the other three 3 ms each. Straight
+  // on 4 devices, layer 0 alone bounds the pipeline at 30 ms; any partition
+  // giving it two or more replicas does better, so the search replicates it.
+  Profile profile = chain_profile(4, 1e-3, 2e-3, 1e7, 1e3);
+  profile.layers[0].forward_s = 10e-3;
+  profile.layers[0].backward_s = 20e-3;
+  const Cluster cluster = simple_cluster(1, 4);
+  StrategyConfig config;
+  std::vector<std::string> notes;
+  const Pipeline pipe = resolve_pipeline(profile, cluster, config, notes, kPipedreamPartition);
+  EXPECT_GE(pipe.stages[0].replicas, 2);
+  EXPECT_LT(testing_fixtures::run_strategy("pipedream", profile, cluster).iteration_s,
+            testing_fixtures::run_strategy("pipedream", profile, cluster, {{"replicate", "false"}}).iteration_s);
+}
+
+TEST(Stages, ReplicateBesideExplicitStagesIsAnInputError) {
+  const Profile profile = chain_profile(8, 1e-3, 2e-3, 1e6, 1e6);
+  StrategyConfig config;
+  config.set("stages", "0-3,4-7", "--set stages");
+  config.set("replicate", "true", "--set replicate");
+  std::vector<std::string> notes;
+  try {
+    resolve_pipeline(profile, simple_cluster(1, 4), config, notes, kPipedreamPartition);
+    ADD_FAILURE() << "accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where(), "--set replicate");
+  }
+  // Without the explicit key, the given stages simply win over the default.
+  StrategyConfig given;
+  given.set("stages", "0-3,4-7", "--set stages");
+  EXPECT_EQ(resolve_pipeline(profile, simple_cluster(1, 4), given, notes, kPipedreamPartition).stage_count(), 2);
+}
+
 TEST(Stages, DefaultIsOneStagePerDeviceFromThePartitionSearch) {
   const Profile profile = chain_profile(8, 1e-3, 2e-3, 1e6, 1e6);
   StrategyConfig config;
   std::vector<std::string> notes;
-  const Pipeline pipe = resolve_pipeline(profile, simple_cluster(1, 4), config, notes);
+  const Pipeline pipe = resolve_pipeline(profile, simple_cluster(1, 4), config, notes, kStraight);
   // 4 devices, 8 equal layers: 2 layers per stage.
   ASSERT_EQ(pipe.stage_count(), 4);
   EXPECT_EQ(pipe.devices, 4);
@@ -92,10 +150,10 @@ TEST(Stages, DefaultPartitionAvoidsCuttingAtAHugeActivation) {
   profile.layers[1].activation_bytes = 1e9;
   StrategyConfig config;
   std::vector<std::string> notes;
-  const Pipeline pipe = resolve_pipeline(profile, simple_cluster(1, 2), config, notes);
+  const Pipeline pipe = resolve_pipeline(profile, simple_cluster(1, 2), config, notes, kStraight);
   ASSERT_EQ(pipe.stage_count(), 2);
   EXPECT_NE(pipe.stages[0].layers.last, 1);
-  EXPECT_NEAR(testing_fixtures::run_strategy("pipedream", profile, simple_cluster(1, 2)).iteration_s, 9.15e-3, 1e-9);
+  EXPECT_NEAR(testing_fixtures::run_strategy("pipedream", profile, simple_cluster(1, 2), {{"replicate", "false"}}).iteration_s, 9.15e-3, 1e-9);
 }
 
 TEST(Stages, BalancedPartitionMatchesBruteForce) {
@@ -122,7 +180,7 @@ TEST(Stages, DefaultStageCountIsCappedAtLayerCount) {
   const Profile profile = chain_profile(3, 1e-3, 2e-3, 1e6, 1e6);
   StrategyConfig config;
   std::vector<std::string> notes;
-  const Pipeline pipe = resolve_pipeline(profile, simple_cluster(2, 4), config, notes);
+  const Pipeline pipe = resolve_pipeline(profile, simple_cluster(2, 4), config, notes, kStraight);
   EXPECT_EQ(pipe.stage_count(), 3);
   EXPECT_EQ(pipe.devices, 3);
   ASSERT_EQ(notes.size(), 2u);
@@ -134,7 +192,7 @@ TEST(Stages, ExplicitRangesAreSummedPerStage) {
   StrategyConfig config;
   config.set("stages", "0-4,5-7", "--set stages");
   std::vector<std::string> notes;
-  const Pipeline pipe = resolve_pipeline(profile, simple_cluster(1, 4), config, notes);
+  const Pipeline pipe = resolve_pipeline(profile, simple_cluster(1, 4), config, notes, kStraight);
   ASSERT_EQ(pipe.stage_count(), 2);
   EXPECT_TRUE(notes.empty());
   // Stage 0: five layers of 1 + 2 ms and 1 MB; update 5 × 5e6 / 100e9 = 0.25 ms.
@@ -154,7 +212,7 @@ TEST(Stages, IntegerStageCountIsBalanced) {
   StrategyConfig config;
   config.set("stages", "3", "--set stages");
   std::vector<std::string> notes;
-  const Pipeline pipe = resolve_pipeline(profile, simple_cluster(1, 4), config, notes);
+  const Pipeline pipe = resolve_pipeline(profile, simple_cluster(1, 4), config, notes, kStraight);
   ASSERT_EQ(pipe.stage_count(), 3);
   EXPECT_EQ(config.resolved().at("stages"), nlohmann::json::parse("[[0,1],[2,3],[4,5]]"));
 }
@@ -164,7 +222,7 @@ TEST(Stages, ReplicasWithoutStagesSetTheStageCount) {
   StrategyConfig config;
   config.set("replicas", "2,1", "--set replicas");
   std::vector<std::string> notes;
-  const Pipeline pipe = resolve_pipeline(profile, simple_cluster(1, 4), config, notes);
+  const Pipeline pipe = resolve_pipeline(profile, simple_cluster(1, 4), config, notes, kStraight);
   // Two stages; stage 0 has two replicas, so it takes 4 layers (12 ms / 2 = 6 ms)
   // and stage 1 two (6 ms): the only split with both at 6 ms.
   ASSERT_EQ(pipe.stage_count(), 2);
@@ -173,12 +231,13 @@ TEST(Stages, ReplicasWithoutStagesSetTheStageCount) {
 }
 
 void expect_input_error(const Profile& profile, const Cluster& cluster, const std::string& key,
-                        const std::string& value, const std::string& where, bool read_replicas = true) {
+                        const std::string& value, const std::string& where, bool read_replicas = true,
+                        const PartitionDefaults& defaults = kStraight) {
   StrategyConfig config;
   config.set(key, value, "--set " + key);
   std::vector<std::string> notes;
   try {
-    resolve_pipeline(profile, cluster, config, notes, read_replicas);
+    resolve_pipeline(profile, cluster, config, notes, defaults, read_replicas);
     ADD_FAILURE() << key << "=" << value << " was accepted";
   } catch (const InputError& e) {
     EXPECT_EQ(e.where(), where) << e.what();
@@ -205,7 +264,7 @@ TEST(Stages, ReplicasMustMatchStagesAndFitTheDevices) {
   mismatch.set("stages", "0-3,4-7", "--set stages");
   mismatch.set("replicas", "1,1,1", "--set replicas");
   std::vector<std::string> notes;
-  EXPECT_THROW(resolve_pipeline(profile, cluster, mismatch, notes), InputError);
+  EXPECT_THROW(resolve_pipeline(profile, cluster, mismatch, notes, kStraight), InputError);
   expect_input_error(profile, cluster, "replicas", "2,3", "--set replicas");  // 5 devices of 4
   expect_input_error(profile, cluster, "replicas", "2,0", "--set replicas");
 }

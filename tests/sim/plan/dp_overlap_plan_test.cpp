@@ -53,9 +53,9 @@ TEST(DpOverlapPlan, BucketAllReduceDependsOnTheBackwardThatClosesIt) {
   }
 }
 
-TEST(DpOverlapPlan, DefaultBucketHoldsASmallModelWhole) {
+TEST(DpOverlapPlan, A25MBBucketHoldsASmallModelWhole) {
   // 25 MB > 3 MB: one bucket, closed by l0's piece, the whole backward.
-  const Plan plan = generate("dp-overlap", three_layers_and_a_relu(), simple_cluster(1, 2), {}, 1);
+  const Plan plan = generate("dp-overlap", three_layers_and_a_relu(), simple_cluster(1, 2), {{"bucket_bytes", "25MB"}}, 1);
   const std::vector<OpId> allreduce = ids_of(plan, OpKind::kAllReduce, 0);
   ASSERT_EQ(allreduce.size(), 1u);
   EXPECT_DOUBLE_EQ(plan.ops[allreduce[0]].bytes, 3e6);

@@ -17,7 +17,8 @@ using testing_fixtures::simple_cluster;
 
 // 4 layers of F 1 ms, B 2 ms, 1 MB weights, 4 MB activations; one per stage on 4 devices.
 Plan four_stage_plan(int32_t iterations) {
-  return generate("pipedream", chain_profile(4, 1e-3, 2e-3, 1e6, 4e6), simple_cluster(1, 4), {}, iterations);
+  return generate("pipedream", chain_profile(4, 1e-3, 2e-3, 1e6, 4e6), simple_cluster(1, 4), {{"replicate", "false"}},
+                  iterations);
 }
 
 TEST(PipedreamPlan, EachStageAdmitsOneMiniBatchPerStageFromItThenAlternates) {
@@ -104,7 +105,7 @@ TEST(PipedreamPlan, MemoryIsTheCostModelsWeightStashingMemory) {
   // 2 MB + one stashed 2 MB = 8 MB static; 2 mini-batches in flight × 8 MB
   // = 24 MB at the peak. Stage 1: 6 MB static + 1 × (8 MB + the 4 MB input) = 18 MB.
   const Profile profile = chain_profile(4, 1e-3, 2e-3, 1e6, 4e6);
-  const Plan plan = generate("pipedream", profile, simple_cluster(1, 2), {}, 6);
+  const Plan plan = generate("pipedream", profile, simple_cluster(1, 2), {{"replicate", "false"}}, 6);
   EXPECT_DOUBLE_EQ(plan.workers[0].static_bytes, 8e6);
   EXPECT_DOUBLE_EQ(testing_fixtures::program_peak_bytes(plan, 0), 24e6);
   EXPECT_DOUBLE_EQ(testing_fixtures::program_peak_bytes(plan, 1), 18e6);

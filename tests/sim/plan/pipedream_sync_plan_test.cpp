@@ -16,7 +16,8 @@ using testing_fixtures::Settings;
 using testing_fixtures::simple_cluster;
 
 Plan four_stage_plan(const std::string& id, int32_t iterations) {
-  return generate(id, chain_profile(4, 1e-3, 2e-3, 1e6, 4e6), simple_cluster(1, 4), {}, iterations);
+  return generate(id, chain_profile(4, 1e-3, 2e-3, 1e6, 4e6), simple_cluster(1, 4), {{"replicate", "false"}},
+                  iterations);
 }
 
 // The time unit of each compute op: the barriers before it on its worker.

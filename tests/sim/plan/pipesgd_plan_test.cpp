@@ -43,7 +43,7 @@ TEST(PipeSgdPlan, WidthTwoAppliesEachGradientAfterTheNextIterationsBackward) {
 }
 
 TEST(PipeSgdPlan, WidthOneIsSynchronous) {
-  const Plan plan = generate("pipesgd", heavy_profile(), simple_cluster(1, 2), {{"width", "1"}}, 3);
+  const Plan plan = generate("pipesgd", heavy_profile(), simple_cluster(1, 2), {{"width", "1"}, {"segments", "1"}}, 3);
   EXPECT_EQ(stream_text(plan, 1, StreamKind::kCompute),
             "forward0 backward0 update0 forward1 backward1 update1 forward2 backward2 update2");
   for (const Op& op : plan.ops) {
@@ -111,7 +111,7 @@ TEST(PipeSgdPlan, SimulatedIterationMatchesEquationsTwoAndFive) {
   // K = 2 with quant8: AllReduce(5 MB) = 6·5e-5 + 1.5·5e6·1e-9 + 0.75·5e6·2e-11
   // = 7.875e-3, + t_sync = 7.895e-3 against 4.8 ms of compute with the codec.
   const std::vector<std::pair<testing_fixtures::Settings, double>> cases = {
-      {{{"width", "1"}}, 3.462e-2}, {{}, 3.062e-2}, {{{"compression", "quant8"}}, 7.895e-3}};
+      {{{"width", "1"}, {"segments", "1"}}, 3.462e-2}, {{}, 3.062e-2}, {{{"compression", "quant8"}}, 7.895e-3}};
   for (const auto& [settings, expected_s] : cases) {
     EXPECT_NEAR(testing_fixtures::analytic_iteration_s("pipesgd", heavy_profile(), two_by_two, settings), expected_s,
                 1e-12);
