@@ -58,7 +58,10 @@ void BM_HierarchicalPartition(benchmark::State& state) {
 BENCHMARK(BM_HierarchicalPartition)->Arg(2)->Arg(8)->Unit(benchmark::kMillisecond);
 
 // GPipe with a free K: one bisection per K <= min(N, workers), each relaxing
-// K levels, O(K_max²·N·M·log(1/ε)). Arguments: profile, workers.
+// K levels, O(K_max²·N·M·log(1/ε)) with K_max = M: cubic in the workers.
+// Measured (Release, shared 2-core machine): ResNet-1001 35 ms / 216 ms /
+// 1.7 s on 4 / 8 / 16 workers (×6 then ×8 per doubling), ResNet-50 1.8 / 12 /
+// 90 ms. Hierarchical ResNet-1001 on 8 × 8: 145 ms. Arguments: profile, workers.
 void BM_GPipeFreeStages(benchmark::State& state) {
   const Cluster cluster = simple_cluster(1, state.range(1));
   const Profile profile = bench_profile(state.range(0), cluster);
