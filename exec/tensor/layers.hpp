@@ -46,6 +46,7 @@ struct Network {
   std::vector<std::string> layer_names;
   std::vector<std::unique_ptr<ExecLayer>> layers; // layers[i] runs model layer i
   std::vector<int64_t> input_shape;               // per sample
+  std::vector<std::vector<int64_t>> output_shapes; // per sample, one per layer
   int64_t classes = 0;                            // width of the last layer's output
 };
 

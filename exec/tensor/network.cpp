@@ -141,6 +141,7 @@ Network build_network(const Model& model) {
     }
     network.layer_names.push_back(model.layers[i].name);
     network.layers.push_back(std::move(kernel));
+    network.output_shapes.push_back(out);
     shape = out;
   }
   network.classes = element_count(shape);

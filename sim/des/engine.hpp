@@ -63,6 +63,8 @@ SimResult simulate_plan(const Plan& plan, const Cluster& cluster, const SimOptio
 // stream, a complete ("X") event per op with args op, stage, microbatch,
 // iteration, bytes; microseconds.
 nlohmann::json chrome_trace(const Plan& plan, const SimResult& result);
+// The same from any op timings (one per plan op): the executor's measured ones.
+nlohmann::json chrome_trace(const Plan& plan, const std::vector<OpTiming>& timings);
 
 // The simulated counterpart of a cost model's Prediction: iteration time,
 // samples/s, breakdown, peak memory per worker (as DeviceMemory::activations

@@ -25,7 +25,9 @@ nlohmann::json metadata(const char* what, int32_t pid, int32_t tid, const std::s
 
 }  // namespace
 
-nlohmann::json chrome_trace(const Plan& plan, const SimResult& result) {
+nlohmann::json chrome_trace(const Plan& plan, const SimResult& result) { return chrome_trace(plan, result.timings); }
+
+nlohmann::json chrome_trace(const Plan& plan, const std::vector<OpTiming>& timings) {
   nlohmann::json events = nlohmann::json::array();
   for (size_t w = 0; w < plan.workers.size(); ++w) {
     const auto pid = static_cast<int32_t>(w);
@@ -38,7 +40,7 @@ nlohmann::json chrome_trace(const Plan& plan, const SimResult& result) {
   }
   for (size_t id = 0; id < plan.ops.size(); ++id) {
     const Op& op = plan.ops[id];
-    const OpTiming& t = result.timings[id];
+    const OpTiming& t = timings[id];
     nlohmann::json args = {{"op", op_kind_name(op.kind)},
                            {"stage", op.stage},
                            {"microbatch", op.microbatch},

@@ -1,0 +1,652 @@
+// The plan interpreter; see interpreter.hpp. Data moves by key: a worker
+// keeps the output of layer l for (iteration, micro-batch) until the op that
+// consumes it (its next forward, or a send) takes it, and likewise the
+// gradient arriving at layer l's output. What a send carries follows from the
+// op it depends on: a forward's output, a backward's input gradient (pipeline
+// sends, no layers) or parameter gradients (sends that name layers), an
+// update's new weights.
+#include "exec/interpreter.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <mutex>
+#include <numeric>
+#include <thread>
+#include <tuple>
+
+#include "exec/data/batching.hpp"
+#include "exec/optim/host_accumulate.hpp"
+#include "exec/optim/pipesgd.hpp"
+#include "exec/transport/in_process.hpp"
+#include "model/error.hpp"
+#include "sim/des/engine.hpp"
+
+namespace trainsim {
+namespace {
+
+using Key = std::tuple<int32_t, int32_t, int32_t>;  // (iteration, micro-batch, layer)
+
+// What a send carries, from the op it sends the result of.
+enum class Payload { kActivation, kInputGradient, kParamGradient, kWeights };
+
+// Everything one worker holds. Its streams' threads share it under `mu`;
+// weights are written only by its compute stream (updates) and by installs of
+// received weights, which the plan orders before the ops that read them.
+struct WorkerState {
+  Weights weights;                      // every layer (those the worker runs are the ones that move)
+  std::unique_ptr<Sgd> optimizer;
+  int32_t version = 0;                  // updates applied so far
+  std::map<int32_t, Weights> snapshots; // stashed versions still to be read
+  std::map<int32_t, int64_t> readers;   // compute ops yet to read each version
+  std::map<Key, Tensor> outputs;        // layer outputs awaiting their consumer
+  std::map<Key, Tensor> output_grads;   // gradients w.r.t. layer outputs awaiting their backward
+  std::map<Key, LayerCache> caches;     // per layer, from its forward to its backward
+  std::map<int32_t, Gradients> grads;   // parameter gradients per iteration
+  std::map<OpId, std::vector<float>> received;  // flat gradients or weights a recv brought
+  std::map<OpId, std::vector<float>> weight_payloads;  // an update's new weights, for its sends
+  std::mutex mu;
+};
+
+// Host memory shared by the workers of a machine (cgdp).
+struct HostState {
+  std::map<std::pair<int32_t, int32_t>, std::map<int32_t, std::vector<float>>> copies;  // (it, first layer) -> worker
+  std::map<std::pair<int32_t, int32_t>, std::pair<std::vector<float>, int64_t>> sums;   // and its sum, count
+  std::mutex mu;
+};
+
+std::vector<float> flatten_weights(const Weights& weights, int64_t first, int64_t last) {
+  std::vector<float> flat;
+  for (int64_t l = first; l <= last; ++l) {
+    for (const Tensor& t : weights[static_cast<size_t>(l)]) flat.insert(flat.end(), t.data.begin(), t.data.end());
+  }
+  return flat;
+}
+
+void unflatten_weights(std::span<const float> flat, Weights& weights, int64_t first, int64_t last) {
+  size_t at = 0;
+  for (int64_t l = first; l <= last; ++l) {
+    for (Tensor& t : weights[static_cast<size_t>(l)]) {
+      TRAINSIM_CHECK(at + t.data.size() <= flat.size(), "weight payload shorter than its layers");
+      std::copy_n(flat.begin() + static_cast<std::ptrdiff_t>(at), t.data.size(), t.data.begin());
+      at += t.data.size();
+    }
+  }
+  TRAINSIM_CHECK(at == flat.size(), "weight payload longer than its layers");
+}
+
+// Sparse gradients of layers [first, last] made dense, so they reduce as flat buffers.
+void densify_range(Gradients& grads, const Weights& weights, int64_t first, int64_t last) {
+  for (int64_t l = first; l <= last; ++l) {
+    for (size_t p = 0; p < grads[static_cast<size_t>(l)].size(); ++p) {
+      ParamGrad& g = grads[static_cast<size_t>(l)][p];
+      if (!g.sparse) continue;
+      g.dense = densify_gradient(g, weights[static_cast<size_t>(l)][p].shape);
+      g.sparse = false;
+      g.rows.clear();
+      g.row_values = Tensor();
+    }
+  }
+}
+
+class Interpreter {
+ public:
+  Interpreter(const Plan& plan, const Network& network, const Weights& initial, const BatchSource& batches,
+              const ExecOptions& options)
+      : plan_(plan), network_(network), batches_(batches), options_(options),
+        transport_(static_cast<int>(plan.workers.size()), options.recv_timeout_s),
+        done_(plan.ops.size()), timings_(plan.ops.size()) {
+    TRAINSIM_CHECK(options.batch_size > 0, "the executor needs the plan's per-device batch size");
+    workers_.resize(plan.workers.size());
+    for (auto& w : workers_) {
+      w = std::make_unique<WorkerState>();
+      w->weights = initial;
+      w->optimizer = std::make_unique<Sgd>(options.sgd);
+    }
+    for (const Op& op : plan.ops) {
+      check_supported(op);
+      if (reads_weights(op.kind) && op.weight_version >= 0) ++workers_[op.worker]->readers[op.weight_version];
+      if (op.kind == OpKind::kForward) microbatches_ = std::max(microbatches_, op.microbatch + 1);
+    }
+    shards_ = std::max<int64_t>(1, std::llround(plan.samples_per_iteration / static_cast<double>(options.batch_size)));
+    assign_collective_tags();
+    loss_sum_.assign(static_cast<size_t>(plan.iterations), 0.0);
+    loss_rows_.assign(static_cast<size_t>(plan.iterations), 0);
+  }
+
+  ExecResult run() {
+    std::vector<std::pair<int32_t, int32_t>> streams;  // (worker, stream kind) with ops
+    for (size_t w = 0; w < plan_.streams.size(); ++w) {
+      for (int k = 0; k < kStreamKinds; ++k) {
+        if (!plan_.streams[w][k].empty()) streams.emplace_back(static_cast<int32_t>(w), k);
+      }
+    }
+    start_ = std::chrono::steady_clock::now();
+    run_workers(transport_, static_cast<int>(streams.size()), [&](int i) {
+      const auto [w, k] = streams[static_cast<size_t>(i)];
+      for (OpId id : plan_.streams[w][k]) run_op(id);
+    });
+    return result();
+  }
+
+ private:
+  static bool reads_weights(OpKind kind) {
+    return kind == OpKind::kForward || kind == OpKind::kBackward || kind == OpKind::kRecompute;
+  }
+
+  void check_supported(const Op& op) const {
+    if (op.kind == OpKind::kRecompute) {
+      throw InputError("--strategy", plan_.strategy + " recomputes activations",
+                       "a strategy the executor runs (recomputation is not executed yet)");
+    }
+  }
+
+  // Collectives match as in the simulator: the k-th of a kind a member issues
+  // on a group (in op order) joins the other members' k-th.
+  void assign_collective_tags() {
+    std::map<std::tuple<int32_t, int, int32_t>, int64_t> issued;  // (group, kind, worker) -> count
+    tags_.assign(plan_.ops.size(), 0);
+    for (size_t id = 0; id < plan_.ops.size(); ++id) {
+      const Op& op = plan_.ops[id];
+      if (!is_collective(op.kind)) continue;
+      const int64_t k = issued[{op.group, static_cast<int>(op.kind), op.worker}]++;
+      tags_[id] = -(((k * 64 + static_cast<int64_t>(op.kind)) * 65536 + op.group) + 1);  // negative: never a send id
+    }
+  }
+
+  double now_s() const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  }
+
+  void wait_for_deps(const Op& op) {
+    for (OpId dep : op.deps) done_[static_cast<size_t>(dep)].wait(false);
+  }
+
+  void run_op(OpId id) {
+    const Op& op = plan_.ops[static_cast<size_t>(id)];
+    wait_for_deps(op);
+    timings_[static_cast<size_t>(id)].start_s = now_s();
+    execute(id, op);
+    timings_[static_cast<size_t>(id)].end_s = now_s();
+    done_[static_cast<size_t>(id)].store(true);
+    done_[static_cast<size_t>(id)].notify_all();
+  }
+
+  void execute(OpId id, const Op& op) {
+    switch (op.kind) {
+      case OpKind::kForward: forward(op); break;
+      case OpKind::kBackward: backward(op); break;
+      case OpKind::kUpdate: update(id, op); break;
+      case OpKind::kCompress: compress(op); break;
+      case OpKind::kDecompress: break;  // compress() applies the round trip; the sum is of decompressed values
+      case OpKind::kSend: send(id, op); break;
+      case OpKind::kRecv: recv(id, op); break;
+      case OpKind::kAllReduce: all_reduce(id, op); break;
+      case OpKind::kBroadcast: broadcast(id, op); break;
+      case OpKind::kBarrier: transport_.barrier(op.worker, group(op), tags_[static_cast<size_t>(id)]); break;
+      case OpKind::kCopyToHost: copy_to_host(op); break;
+      case OpKind::kHostAccumulate: host_accumulate_op(op); break;
+      case OpKind::kCopyToDevice: copy_to_device(op); break;
+      case OpKind::kRecompute: break;  // rejected in the constructor
+    }
+  }
+
+  const std::vector<int>& group(const Op& op) {
+    std::lock_guard lock(groups_mu_);
+    auto& g = groups_[op.group];
+    if (g.empty()) g.assign(plan_.groups[static_cast<size_t>(op.group)].begin(), plan_.groups[static_cast<size_t>(op.group)].end());
+    return g;
+  }
+
+  // --- weights by version ------------------------------------------------------
+
+  // The weights an op of `w` reading `version` uses (live or stashed).
+  const Weights& weights_for(WorkerState& w, int32_t version) {
+    std::lock_guard lock(w.mu);
+    if (version < 0 || version == w.version) return w.weights;
+    auto it = w.snapshots.find(version);
+    if (it == w.snapshots.end()) {
+      throw std::logic_error(plan_.strategy + ": an op reads weight version " + std::to_string(version) +
+                             " but the worker holds " + std::to_string(w.version));
+    }
+    return it->second;
+  }
+
+  void done_reading(WorkerState& w, int32_t version) {
+    if (version < 0) return;
+    std::lock_guard lock(w.mu);
+    if (--w.readers[version] == 0 && version != w.version) w.snapshots.erase(version);
+  }
+
+  // Keeps the current weights for the ops that will still read this version.
+  void stash_before_change(WorkerState& w) {
+    std::lock_guard lock(w.mu);
+    auto it = w.readers.find(w.version);
+    if (it != w.readers.end() && it->second > 0) w.snapshots[w.version] = w.weights;
+    ++w.version;
+  }
+
+  // Weights a recv this op depends on brought (parameter-server pulls).
+  void install_received_weights(WorkerState& w, const Op& op) {
+    for (OpId dep : op.deps) {
+      const Op& d = plan_.ops[static_cast<size_t>(dep)];
+      if (d.kind != OpKind::kRecv || payload_of(sender_of(dep)) != Payload::kWeights) continue;
+      std::vector<float> flat;
+      {
+        std::lock_guard lock(w.mu);
+        auto it = w.received.find(dep);
+        if (it == w.received.end()) continue;  // installed by an earlier op
+        flat = std::move(it->second);
+        w.received.erase(it);
+      }
+      stash_before_change(w);
+      unflatten_weights(flat, w.weights, d.first_layer, d.last_layer);
+    }
+  }
+
+  // --- compute -----------------------------------------------------------------
+
+  RowRange rows_of(const Op& op) const {
+    const int64_t shard = shards_ > 1 ? std::max(0, op.stage) : 0;
+    const RowRange micro = split_rows(options_.batch_size, std::max(1, microbatches_))[std::max(0, op.microbatch)];
+    return {shard * options_.batch_size + micro.first, micro.count};
+  }
+
+  void batch_rows(const Op& op, Tensor* x, std::vector<int32_t>* y) {
+    std::lock_guard lock(batch_mu_);
+    if (batch_iteration_ != op.iteration) {
+      batches_(op.iteration, static_cast<int64_t>(std::llround(plan_.samples_per_iteration)), batch_x_, batch_y_);
+      batch_iteration_ = op.iteration;
+    }
+    const RowRange rows = rows_of(op);
+    if (x != nullptr) *x = slice_rows(batch_x_, rows);
+    if (y != nullptr) *y = slice_labels(batch_y_, rows);
+  }
+
+  void forward(const Op& op) {
+    WorkerState& w = *workers_[op.worker];
+    install_received_weights(w, op);
+    const int32_t mb = std::max(0, op.microbatch);
+    Tensor x;
+    if (op.first_layer == 0) {
+      batch_rows(op, &x, nullptr);
+    } else {
+      std::lock_guard lock(w.mu);
+      auto it = w.outputs.find({op.iteration, mb, op.first_layer - 1});
+      TRAINSIM_CHECK(it != w.outputs.end(), plan_.strategy + ": a forward's input never arrived");
+      x = std::move(it->second);
+      w.outputs.erase(it);
+    }
+    std::vector<LayerCache> caches;
+    Tensor y = forward_range(network_, weights_for(w, op.weight_version), op.first_layer, op.last_layer, x, caches);
+    done_reading(w, op.weight_version);
+    const auto last_layer = static_cast<int32_t>(network_.layers.size()) - 1;
+    std::lock_guard lock(w.mu);
+    for (int32_t l = op.first_layer; l <= op.last_layer; ++l) {
+      w.caches[{op.iteration, mb, l}] = std::move(caches[static_cast<size_t>(l - op.first_layer)]);
+    }
+    if (op.last_layer == last_layer) {
+      w.output_grads[{op.iteration, mb, last_layer}] = loss_gradient(op, y);
+    } else {
+      w.outputs[{op.iteration, mb, op.last_layer}] = std::move(y);
+    }
+  }
+
+  // dL/dlogits of the micro-batch, weighted by its share of the shard's rows
+  // so the micro-batches' gradients add up to the shard's mean-loss gradient.
+  Tensor loss_gradient(const Op& op, const Tensor& logits) {
+    std::vector<int32_t> labels;
+    batch_rows(op, nullptr, &labels);
+    Tensor dlogits;
+    const double loss = softmax_cross_entropy(logits, labels, &dlogits);
+    const auto rows = static_cast<int64_t>(labels.size());
+    const auto share = static_cast<float>(static_cast<double>(rows) / static_cast<double>(options_.batch_size));
+    for (float& v : dlogits.data) v *= share;
+    std::lock_guard lock(loss_mu_);
+    loss_sum_[static_cast<size_t>(op.iteration)] += loss * static_cast<double>(rows);
+    loss_rows_[static_cast<size_t>(op.iteration)] += rows;
+    return dlogits;
+  }
+
+  Gradients& gradients_of(WorkerState& w, int32_t iteration) {
+    // Callers hold w.mu.
+    auto it = w.grads.find(iteration);
+    if (it == w.grads.end()) it = w.grads.emplace(iteration, zero_gradients(network_, w.weights)).first;
+    return it->second;
+  }
+
+  void backward(const Op& op) {
+    WorkerState& w = *workers_[op.worker];
+    const int32_t mb = std::max(0, op.microbatch);
+    Tensor dy;
+    std::vector<LayerCache> caches;
+    Gradients* grads = nullptr;
+    {
+      std::lock_guard lock(w.mu);
+      auto it = w.output_grads.find({op.iteration, mb, op.last_layer});
+      TRAINSIM_CHECK(it != w.output_grads.end(), plan_.strategy + ": a backward's gradient never arrived");
+      dy = std::move(it->second);
+      w.output_grads.erase(it);
+      for (int32_t l = op.first_layer; l <= op.last_layer; ++l) {
+        auto c = w.caches.find({op.iteration, mb, l});
+        TRAINSIM_CHECK(c != w.caches.end(), plan_.strategy + ": a backward without its forward");
+        caches.push_back(std::move(c->second));
+        w.caches.erase(c);
+      }
+      grads = &gradients_of(w, op.iteration);
+    }
+    Tensor dx = backward_range(network_, weights_for(w, op.weight_version), op.first_layer, op.last_layer, dy,
+                               caches, *grads);
+    done_reading(w, op.weight_version);
+    if (op.first_layer > 0) {
+      std::lock_guard lock(w.mu);
+      w.output_grads[{op.iteration, mb, op.first_layer - 1}] = std::move(dx);
+    }
+  }
+
+  void update(OpId id, const Op& op) {
+    WorkerState& w = *workers_[op.worker];
+    Gradients grads;
+    int64_t contributions = 0;
+    {
+      std::lock_guard lock(w.mu);
+      auto it = w.grads.find(op.iteration);
+      if (it != w.grads.end()) {
+        grads = std::move(it->second);
+        w.grads.erase(it);
+        contributions = 1;
+      } else {
+        grads = zero_gradients(network_, w.weights);
+      }
+      // Gradients pushed by other workers (a parameter server's update).
+      for (OpId dep : op.deps) {
+        if (plan_.ops[static_cast<size_t>(dep)].kind != OpKind::kRecv) continue;
+        auto r = w.received.find(dep);
+        if (r == w.received.end() || payload_of(sender_of(dep)) != Payload::kParamGradient) continue;
+        const Op& d = plan_.ops[static_cast<size_t>(dep)];
+        densify_range(grads, w.weights, d.first_layer, d.last_layer);
+        Gradients pushed = grads;
+        unflatten_gradients(r->second, pushed, d.first_layer, d.last_layer);
+        add_gradients(grads, pushed, d.first_layer, d.last_layer);
+        w.received.erase(r);
+        ++contributions;
+      }
+    }
+    if (contributions > 1) scale_gradients(grads, 1.0f / static_cast<float>(contributions), op.first_layer, op.last_layer);
+    stash_before_change(w);
+    w.optimizer->step(w.weights, grads, op.first_layer, op.last_layer);
+    if (has_weight_sends(id)) {
+      std::lock_guard lock(w.mu);
+      w.weight_payloads[id] = flatten_weights(w.weights, op.first_layer, op.last_layer);
+    }
+  }
+
+  bool has_weight_sends(OpId update_id) {
+    std::lock_guard lock(sends_mu_);
+    if (weight_senders_.empty()) {
+      weight_senders_.assign(plan_.ops.size(), 0);
+      for (const Op& op : plan_.ops) {
+        if (op.kind == OpKind::kSend && !op.deps.empty()) weight_senders_[static_cast<size_t>(op.deps.front())] = 1;
+      }
+    }
+    return weight_senders_[static_cast<size_t>(update_id)] != 0;
+  }
+
+  // Pipe-SGD's lossy wire: each worker's gradient goes through the codec's
+  // round trip before the AllReduce sums it (seed 002 §3.2; see exec/optim/pipesgd.hpp).
+  void compress(const Op& op) {
+    const std::string codec = plan_.config.value("compression", std::string("none"));
+    if (codec == "none") return;
+    WorkerState& w = *workers_[op.worker];
+    std::lock_guard lock(w.mu);
+    Gradients& grads = gradients_of(w, op.iteration);
+    const int64_t first = op.first_layer >= 0 ? op.first_layer : 0;
+    const int64_t last = op.last_layer >= 0 ? op.last_layer : static_cast<int64_t>(network_.layers.size()) - 1;
+    densify_range(grads, w.weights, first, last);
+    std::vector<float> flat = flatten_gradients(grads, first, last);
+    const GradientCompression kind = parse_gradient_compression(codec, "--set compression");
+    decompress_gradient(compress_gradient(flat, kind), flat);
+    unflatten_gradients(flat, grads, first, last);
+  }
+
+  // --- communication -----------------------------------------------------------
+
+  OpId sender_of(OpId recv) const {
+    const Op& r = plan_.ops[static_cast<size_t>(recv)];
+    TRAINSIM_CHECK(!r.deps.empty(), "a recv without its send");
+    return r.deps.front();
+  }
+
+  Payload payload_of(OpId send) const {
+    const Op& s = plan_.ops[static_cast<size_t>(send)];
+    TRAINSIM_CHECK(!s.deps.empty(), "a send without the op it sends the result of");
+    const Op& source = plan_.ops[static_cast<size_t>(s.deps.front())];
+    switch (source.kind) {
+      case OpKind::kForward:
+      case OpKind::kRecompute: return Payload::kActivation;
+      case OpKind::kBackward: return s.first_layer >= 0 ? Payload::kParamGradient : Payload::kInputGradient;
+      case OpKind::kUpdate: return Payload::kWeights;
+      default: return Payload::kParamGradient;
+    }
+  }
+
+  void send(OpId id, const Op& op) {
+    WorkerState& w = *workers_[op.worker];
+    const Op& source = plan_.ops[static_cast<size_t>(op.deps.front())];
+    const int32_t mb = std::max(0, source.microbatch);
+    std::vector<float> payload;
+    {
+      std::lock_guard lock(w.mu);
+      switch (payload_of(id)) {
+        case Payload::kActivation: {
+          auto it = w.outputs.find({source.iteration, mb, source.last_layer});
+          TRAINSIM_CHECK(it != w.outputs.end(), plan_.strategy + ": sending an activation the worker lacks");
+          payload = std::move(it->second.data);
+          w.outputs.erase(it);
+          break;
+        }
+        case Payload::kInputGradient: {
+          auto it = w.output_grads.find({source.iteration, mb, source.first_layer - 1});
+          TRAINSIM_CHECK(it != w.output_grads.end(), plan_.strategy + ": sending a gradient the worker lacks");
+          payload = std::move(it->second.data);
+          w.output_grads.erase(it);
+          break;
+        }
+        case Payload::kParamGradient: {
+          Gradients& grads = gradients_of(w, op.iteration);
+          densify_range(grads, w.weights, op.first_layer, op.last_layer);
+          payload = flatten_gradients(grads, op.first_layer, op.last_layer);
+          break;
+        }
+        case Payload::kWeights: {
+          auto it = w.weight_payloads.find(op.deps.front());
+          TRAINSIM_CHECK(it != w.weight_payloads.end(), plan_.strategy + ": sending weights never updated");
+          payload = it->second;  // several sends may carry one update's weights
+          break;
+        }
+      }
+    }
+    transport_.send(op.worker, op.peer, id, std::move(payload));
+  }
+
+  void recv(OpId id, const Op& op) {
+    const OpId from = sender_of(id);
+    const Op& send_op = plan_.ops[static_cast<size_t>(from)];
+    const Op& source = plan_.ops[static_cast<size_t>(send_op.deps.front())];
+    std::vector<float> payload = transport_.recv(op.worker, op.peer, from);
+    WorkerState& w = *workers_[op.worker];
+    const int32_t mb = std::max(0, source.microbatch);
+    std::lock_guard lock(w.mu);
+    switch (payload_of(from)) {
+      case Payload::kActivation:
+        w.outputs[{source.iteration, mb, source.last_layer}] = as_layer_output(std::move(payload), source.last_layer);
+        break;
+      case Payload::kInputGradient:
+        w.output_grads[{source.iteration, mb, source.first_layer - 1}] =
+            as_layer_output(std::move(payload), source.first_layer - 1);
+        break;
+      case Payload::kParamGradient:
+      case Payload::kWeights: w.received[id] = std::move(payload); break;
+    }
+  }
+
+  Tensor as_layer_output(std::vector<float> data, int32_t layer) const {
+    const std::vector<int64_t>& sample = output_shape(layer);
+    const int64_t per_sample = std::accumulate(sample.begin(), sample.end(), int64_t{1}, std::multiplies<>());
+    Tensor t;
+    t.shape = {static_cast<int64_t>(data.size()) / per_sample};
+    t.shape.insert(t.shape.end(), sample.begin(), sample.end());
+    t.data = std::move(data);
+    return t;
+  }
+
+  const std::vector<int64_t>& output_shape(int32_t layer) const {
+    return network_.output_shapes[static_cast<size_t>(layer)];
+  }
+
+  void all_reduce(OpId id, const Op& op) {
+    WorkerState& w = *workers_[op.worker];
+    std::vector<float> flat;
+    {
+      std::lock_guard lock(w.mu);
+      Gradients& grads = gradients_of(w, op.iteration);
+      densify_range(grads, w.weights, op.first_layer, op.last_layer);
+      flat = flatten_gradients(grads, op.first_layer, op.last_layer);
+    }
+    const std::vector<int>& members = group(op);
+    transport_.all_reduce(op.worker, members, tags_[static_cast<size_t>(id)], flat, op.algorithm);
+    const float mean = 1.0f / static_cast<float>(members.size());
+    for (float& v : flat) v *= mean;
+    std::lock_guard lock(w.mu);
+    unflatten_gradients(flat, gradients_of(w, op.iteration), op.first_layer, op.last_layer);
+  }
+
+  // The group's first member's weights of the op's layers to every member.
+  void broadcast(OpId id, const Op& op) {
+    WorkerState& w = *workers_[op.worker];
+    const std::vector<int>& members = group(op);
+    std::vector<float> flat = flatten_weights(w.weights, op.first_layer, op.last_layer);
+    transport_.broadcast(op.worker, members, members.front(), tags_[static_cast<size_t>(id)], flat);
+    if (op.worker != members.front()) {
+      stash_before_change(w);
+      unflatten_weights(flat, w.weights, op.first_layer, op.last_layer);
+    }
+  }
+
+  // --- host (cgdp) -------------------------------------------------------------
+
+  void copy_to_host(const Op& op) {
+    WorkerState& w = *workers_[op.worker];
+    std::vector<float> flat;
+    {
+      std::lock_guard lock(w.mu);
+      Gradients& grads = gradients_of(w, op.iteration);
+      densify_range(grads, w.weights, op.first_layer, op.last_layer);
+      flat = flatten_gradients(grads, op.first_layer, op.last_layer);
+    }
+    std::lock_guard lock(host_.mu);
+    host_.copies[{op.iteration, op.first_layer}][op.worker] = std::move(flat);
+  }
+
+  void host_accumulate_op(const Op& op) {
+    std::map<int32_t, std::vector<float>> copies;
+    {
+      std::lock_guard lock(host_.mu);
+      copies = std::move(host_.copies[{op.iteration, op.first_layer}]);
+      host_.copies.erase({op.iteration, op.first_layer});
+    }
+    TRAINSIM_CHECK(!copies.empty(), plan_.strategy + ": host accumulation without copies");
+    std::vector<std::span<const float>> chunks;
+    for (const auto& [worker, flat] : copies) chunks.emplace_back(flat);
+    std::vector<float> sum(copies.begin()->second.size());
+    host_accumulate(chunks, sum, 1);
+    std::lock_guard lock(host_.mu);
+    host_.sums[{op.iteration, op.first_layer}] = {std::move(sum), static_cast<int64_t>(copies.size())};
+  }
+
+  void copy_to_device(const Op& op) {
+    std::vector<float> mean;
+    {
+      std::lock_guard lock(host_.mu);
+      const auto& [sum, count] = host_.sums.at({op.iteration, op.first_layer});
+      mean = sum;
+      for (float& v : mean) v /= static_cast<float>(count);
+    }
+    WorkerState& w = *workers_[op.worker];
+    std::lock_guard lock(w.mu);
+    unflatten_gradients(mean, gradients_of(w, op.iteration), op.first_layer, op.last_layer);
+  }
+
+  // --- result ------------------------------------------------------------------
+
+  ExecResult result() {
+    ExecResult r;
+    r.timings = timings_;
+    r.iteration_end_s.assign(static_cast<size_t>(plan_.iterations), 0.0);
+    for (size_t id = 0; id < plan_.ops.size(); ++id) {
+      double& end = r.iteration_end_s[static_cast<size_t>(plan_.ops[id].iteration)];
+      end = std::max(end, timings_[id].end_s);
+    }
+    for (size_t i = 0; i < loss_sum_.size(); ++i) {
+      r.loss_per_iteration.push_back(loss_rows_[i] > 0 ? loss_sum_[i] / static_cast<double>(loss_rows_[i]) : 0.0);
+    }
+    r.weights = workers_.front()->weights;
+    std::vector<bool> taken(network_.layers.size(), false);
+    for (const Op& op : plan_.ops) {
+      if (op.kind != OpKind::kUpdate) continue;
+      for (int32_t l = op.first_layer; l <= op.last_layer; ++l) {
+        if (taken[static_cast<size_t>(l)]) continue;
+        taken[static_cast<size_t>(l)] = true;
+        r.weights[static_cast<size_t>(l)] = workers_[static_cast<size_t>(op.worker)]->weights[static_cast<size_t>(l)];
+      }
+    }
+    r.traffic = transport_.traffic();
+    return r;
+  }
+
+  const Plan& plan_;
+  const Network& network_;
+  const BatchSource& batches_;
+  ExecOptions options_;
+  InProcessTransport transport_;
+  std::vector<std::atomic<bool>> done_;
+  std::vector<ExecOpTiming> timings_;
+  std::vector<std::unique_ptr<WorkerState>> workers_;
+  HostState host_;
+  std::vector<int64_t> tags_;
+  int32_t microbatches_ = 1;
+  int64_t shards_ = 1;
+  std::chrono::steady_clock::time_point start_;
+
+  std::mutex groups_mu_;
+  std::map<int32_t, std::vector<int>> groups_;
+  std::mutex sends_mu_;
+  std::vector<uint8_t> weight_senders_;
+  std::mutex batch_mu_;
+  int32_t batch_iteration_ = -1;
+  Tensor batch_x_;
+  std::vector<int32_t> batch_y_;
+  std::mutex loss_mu_;
+  std::vector<double> loss_sum_;
+  std::vector<int64_t> loss_rows_;
+};
+
+}  // namespace
+
+ExecResult execute_plan(const Plan& plan, const Network& network, const Weights& initial, const BatchSource& batches,
+                        const ExecOptions& options) {
+  Interpreter interpreter(plan, network, initial, batches, options);
+  return interpreter.run();
+}
+
+nlohmann::json exec_chrome_trace(const Plan& plan, const ExecResult& result) {
+  std::vector<OpTiming> timings;
+  timings.reserve(result.timings.size());
+  for (const ExecOpTiming& t : result.timings) {
+    timings.push_back({static_cast<SimTime>(std::llround(t.start_s * 1e9)), static_cast<SimTime>(std::llround(t.end_s * 1e9))});
+  }
+  return chrome_trace(plan, timings);
+}
+
+}  // namespace trainsim

@@ -1,0 +1,54 @@
+// The plan interpreter: workers execute, for real, the very plan the
+// simulator times. Each (worker, stream) of the plan is a thread running its
+// ops in program order; an op starts once its deps have ended, as in the
+// simulator. Activations, gradients and weights move through a Transport
+// (in-process here; MPI and NCCL later), and every op's start and end are
+// recorded in the simulator's trace shape.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <vector>
+
+#include "exec/optim/sgd.hpp"
+#include "exec/tensor/layers.hpp"
+#include "exec/transport/transport.hpp"
+#include "sim/plan/plan.hpp"
+
+namespace trainsim {
+
+// The global batch of `iteration`: `rows` samples (x: {rows, sample...}) and
+// their labels. Called from the workers' threads, under a lock.
+using BatchSource = std::function<void(int32_t iteration, int64_t rows, Tensor& x, std::vector<int32_t>& y)>;
+
+struct ExecOptions {
+  SgdOptions sgd{0.05, 0.0, 0.0};
+  int64_t batch_size = 0;  // per-device batch the plan was generated for (the profile's)
+  double recv_timeout_s = 0;  // > 0: a stuck receive aborts the run instead of hanging
+};
+
+struct ExecOpTiming {
+  double start_s = 0;  // since the run started
+  double end_s = 0;
+};
+
+struct ExecResult {
+  std::vector<ExecOpTiming> timings;        // one per plan op
+  std::vector<double> iteration_end_s;      // when each iteration's last op ended
+  std::vector<double> loss_per_iteration;   // mean loss over the iteration's samples
+  Weights weights;                          // after the run: each layer from the first worker holding it
+  TrafficStats traffic;                     // bytes moved between workers
+};
+
+// Runs `plan` with `network` from `initial` weights on batches from `batches`.
+// Supports every op kind but kRecompute; InputError naming the strategy if a
+// plan needs what the executor does not do yet. A failure in any worker stops
+// all of them and is rethrown.
+ExecResult execute_plan(const Plan& plan, const Network& network, const Weights& initial, const BatchSource& batches,
+                        const ExecOptions& options);
+
+// Chrome trace of a run, the shape sim/des/engine.hpp's chrome_trace writes.
+nlohmann::json exec_chrome_trace(const Plan& plan, const ExecResult& result);
+
+}  // namespace trainsim
