@@ -1,5 +1,8 @@
-// `trainsim profile`: per-layer profiles from the analytic (roofline) model
-// or imported from PipeDream's graph.txt. Measured profiles come from exec.
+// `trainsim profile`: per-layer profiles measured on this machine with exec's
+// CPU kernels (`--device cpu`), estimated by the analytic (roofline) model, or
+// imported from PipeDream's graph.txt; `--cluster-out` also writes the
+// measured machine as a cluster file.
+#include <charconv>
 #include <memory>
 #include <optional>
 
@@ -8,50 +11,115 @@
 #include "profiles/cluster.hpp"
 #include "profiles/pipedream_import.hpp"
 #include "profiles/profile.hpp"
+#include "profiles/profiler/cluster_probe.hpp"
+#include "profiles/profiler/profiler.hpp"
 #include "tools/commands.hpp"
+#include "tools/progress.hpp"
 
 namespace trainsim {
+namespace {
+
+struct ProfileOptions {
+  std::string model;
+  int64_t batch = 0;
+  bool analytic = false;
+  std::string cluster;
+  std::string pipedream_graph;
+  std::string device;
+  int64_t repeats = 20;
+  int64_t concurrent = 0;  // 0: not given
+  std::string out = "-";
+  std::string cluster_out;
+  bool quiet = false;
+};
+
+// Measuring threads from `--device cpu` / `cpu:N` and `--concurrent N`.
+int64_t parse_cpu_device(const std::string& device, int64_t concurrent) {
+  const char* expected = "cpu, or cpu:N for N measuring threads";
+  if (device.starts_with("cuda")) {
+    throw InputError("--device", "'" + device + "': the CUDA profiler is not built yet",
+                     "cpu or cpu:N; GPU profiles come from --analytic or --import-pipedream for now");
+  }
+  if (device == "cpu") return concurrent > 0 ? concurrent : 1;
+  if (!device.starts_with("cpu:")) {
+    throw InputError("--device", "'" + device + "' is not a device this profiler measures", expected);
+  }
+  const std::string count = device.substr(4);
+  int64_t n = 0;
+  const auto [end, error] = std::from_chars(count.data(), count.data() + count.size(), n);
+  if (error != std::errc{} || end != count.data() + count.size() || n < 1) {
+    throw InputError("--device", "'" + device + "' does not name a thread count >= 1", expected);
+  }
+  if (concurrent > 0 && concurrent != n) {
+    throw InputError("--concurrent", std::to_string(concurrent) + " disagrees with --device " + device,
+                     "one of them, or the same count in both");
+  }
+  return n;
+}
+
+void run_measured(const ProfileOptions& o, CommandContext& ctx) {
+  if (o.model.empty()) throw InputError("--model", "is missing", "a model to profile");
+  if (o.analytic || !o.pipedream_graph.empty()) {
+    throw InputError("--device", "given with --analytic or --import-pipedream", "one source");
+  }
+  const int64_t threads = parse_cpu_device(o.device, o.concurrent);
+  const Model model = load_model(o.model, "--model");
+  MeasureOptions measure;
+  measure.repeats = o.repeats;
+  measure.concurrent = threads;
+  ProgressBar bar(ctx.err, "profiling " + model.name, !o.quiet);
+  measure.progress = [&bar](int64_t done, int64_t total) { bar.update(done, total); };
+  const Profile profile = measure_profile(model, o.batch > 0 ? o.batch : model.default_batch, measure);
+  bar.finish();
+  write_text_output(o.out, profile_to_json(profile).dump(2) + "\n", ctx.out, "--out");
+  if (!o.cluster_out.empty()) {
+    const Cluster cluster = measure_cpu_cluster(threads);
+    write_text_output(o.cluster_out, cluster_to_json(cluster).dump(2) + "\n", ctx.out, "--cluster-out");
+  }
+}
+
+void run_profile(const ProfileOptions& o, CommandContext& ctx) {
+  if (!o.device.empty()) return run_measured(o, ctx);
+  if (!o.cluster_out.empty()) throw InputError("--cluster-out", "given without --device", "--device cpu[:N]");
+  Profile profile;
+  if (!o.pipedream_graph.empty()) {
+    if (o.analytic) throw InputError("--import-pipedream", "given with --analytic", "one source");
+    profile = import_pipedream_graph(o.pipedream_graph, o.batch > 0 ? std::optional<int64_t>(o.batch) : std::nullopt);
+  } else if (o.analytic) {
+    if (o.model.empty()) throw InputError("--model", "is missing", "a model to profile");
+    if (o.cluster.empty()) throw InputError("--cluster", "is missing", "the cluster whose device to model");
+    const Model model = load_model(o.model, "--model");
+    const Cluster cluster = load_cluster(o.cluster, "--cluster");
+    profile = analytic_profile(model, o.batch > 0 ? o.batch : model.default_batch, cluster);
+  } else {
+    throw InputError("profile", "no source given",
+                     "--device cpu --model M, --analytic --model M --cluster C, or --import-pipedream GRAPH.txt");
+  }
+  write_text_output(o.out, profile_to_json(profile).dump(2) + "\n", ctx.out, "--out");
+}
+
+}  // namespace
 
 void add_profile_command(CLI::App& app, CommandContext& ctx) {
-  struct Options {
-    std::string model;
-    int64_t batch = 0;
-    bool analytic = false;
-    std::string cluster;
-    std::string pipedream_graph;
-    std::string out = "-";
-  };
-  auto opts = std::make_shared<Options>();
+  auto opts = std::make_shared<ProfileOptions>();
   CLI::App* cmd = app.add_subcommand("profile", "Write a per-layer profile (trainsim.profile/1)");
-  cmd->add_option("--model", opts->model, "Zoo model id or model JSON file (with --analytic)");
+  cmd->add_option("--model", opts->model, "Zoo model id or model JSON file");
   cmd->add_option("--batch", opts->batch, "Batch size (default: the model's; for imports, inferred)")
       ->check(CLI::PositiveNumber);
+  cmd->add_option("--device", opts->device, "Measure here: cpu or cpu:N (N threads measuring at once)");
+  cmd->add_option("--repeats", opts->repeats, "Timed runs per layer with --device (the median is kept)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--concurrent", opts->concurrent, "Threads measuring at once with --device cpu (default 1)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--cluster-out", opts->cluster_out, "With --device: also write the measured cluster JSON here");
   cmd->add_flag("--analytic", opts->analytic, "Estimate each layer by a roofline on the cluster's device");
   cmd->add_option("--cluster", opts->cluster, "Preset or cluster file whose device the estimate is for");
   cmd->add_option("--import-pipedream", opts->pipedream_graph, "Import a PipeDream profiler graph.txt");
   cmd->add_option("--out", opts->out, "Where to write the profile JSON ('-' for standard output)")
       ->capture_default_str();
-  cmd->callback([&ctx, opts] {
-    ctx.action = [&ctx, opts] {
-      Profile profile;
-      if (!opts->pipedream_graph.empty()) {
-        if (opts->analytic) throw InputError("--import-pipedream", "given with --analytic", "one source");
-        profile = import_pipedream_graph(opts->pipedream_graph,
-                                         opts->batch > 0 ? std::optional<int64_t>(opts->batch) : std::nullopt);
-      } else if (opts->analytic) {
-        if (opts->model.empty()) throw InputError("--model", "is missing", "a model to profile");
-        if (opts->cluster.empty()) throw InputError("--cluster", "is missing", "the cluster whose device to model");
-        const Model model = load_model(opts->model, "--model");
-        const Cluster cluster = load_cluster(opts->cluster, "--cluster");
-        profile = analytic_profile(model, opts->batch > 0 ? opts->batch : model.default_batch, cluster);
-      } else {
-        throw InputError("profile", "no source given",
-                         "--analytic --model M --cluster C, or --import-pipedream GRAPH.txt; measured "
-                         "profiles come with the execution backend");
-      }
-      write_text_output(opts->out, profile_to_json(profile).dump(2) + "\n", ctx.out, "--out");
-    };
-  });
+  cmd->add_flag("--quiet", opts->quiet, "No progress bar");
+  cmd->callback([&ctx, opts] { ctx.action = [&ctx, opts] { run_profile(*opts, ctx); }; });
 }
 
 }  // namespace trainsim

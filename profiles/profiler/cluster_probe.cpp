@@ -1,0 +1,170 @@
+// measure_cpu_cluster: the machine's compute, memory, reduction and channel
+// rates, measured with Eigen and exec's in-process transport, as a cluster.
+#include "profiles/profiler/cluster_probe.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+#include <thread>
+
+#include "exec/tensor/tensor.hpp"
+#include "exec/transport/in_process.hpp"
+#include "model/error.hpp"
+#include "profiles/profiler/timing.hpp"
+
+namespace trainsim {
+namespace {
+
+// Single-thread fp32 GEMM rate per worker: 2n³ FLOPs per n×n×n product.
+double measure_gemm_flops_per_s(int64_t workers, const ClusterProbeOptions& o) {
+  const int64_t n = o.gemm_size;
+  std::vector<RowMajorMatrix> a(static_cast<size_t>(workers)), b(a.size()), c(a.size());
+  for (size_t t = 0; t < a.size(); ++t) {
+    a[t] = RowMajorMatrix::Constant(n, n, 0.5f);
+    b[t] = RowMajorMatrix::Constant(n, n, 0.25f);
+    c[t] = RowMajorMatrix::Zero(n, n);
+  }
+  const double seconds = concurrent_median_s(workers, o.warmups, o.repeats, [&](int64_t t) {
+    const auto i = static_cast<size_t>(t);
+    c[i].noalias() = a[i] * b[i];
+  });
+  return 2.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n) / seconds;
+}
+
+// Streaming copy rate per worker, counting read + write (STREAM "Copy").
+double measure_copy_bytes_per_s(int64_t workers, const ClusterProbeOptions& o) {
+  const auto floats = static_cast<size_t>(o.copy_bytes / 4);
+  std::vector<std::vector<float>> from(static_cast<size_t>(workers), std::vector<float>(floats, 1.0f));
+  std::vector<std::vector<float>> to(from.size(), std::vector<float>(floats, 0.0f));
+  const double seconds = concurrent_median_s(workers, o.warmups, o.repeats, [&](int64_t t) {
+    const auto i = static_cast<size_t>(t);
+    std::memcpy(to[i].data(), from[i].data(), floats * sizeof(float));
+  });
+  return 2.0 * static_cast<double>(floats * sizeof(float)) / seconds;
+}
+
+// Rate of summing one float buffer into another (a += b), in bytes of one buffer.
+double measure_reduce_bytes_per_s(const ClusterProbeOptions& o) {
+  const auto floats = static_cast<Eigen::Index>(o.reduce_bytes / 4);
+  Eigen::VectorXf a = Eigen::VectorXf::Constant(floats, 1.0f), b = Eigen::VectorXf::Constant(floats, 1e-3f);
+  const double seconds = concurrent_median_s(1, o.warmups, o.repeats, [&](int64_t) { a += b; });
+  return static_cast<double>(floats) * 4.0 / seconds;
+}
+
+// Ping-pong over InProcessTransport: worker 0 sends n bytes, worker 1 sends
+// them back; each side copies its buffer into the message it sends.
+std::vector<ChannelSample> measure_channel(const ClusterProbeOptions& o) {
+  std::vector<int64_t> sizes;
+  for (int64_t bytes = o.min_message_bytes; bytes <= o.max_message_bytes; bytes *= 4) sizes.push_back(bytes);
+  std::vector<ChannelSample> samples;
+  InProcessTransport transport(2);
+  run_workers(transport, 2, [&](int w) {
+    const int peer = 1 - w;
+    for (size_t k = 0; k < sizes.size(); ++k) {
+      const auto tag = static_cast<int64_t>(k);
+      std::vector<float> buffer(static_cast<size_t>(std::max<int64_t>(1, sizes[k] / 4)), 1.0f);
+      std::vector<double> round_trip_s;
+      for (int64_t r = 0; r < o.warmups + o.repeats; ++r) {
+        const double start_s = now_s();
+        if (w == 0) {
+          transport.send(w, peer, tag, std::vector<float>(buffer));
+          buffer = transport.recv(w, peer, tag);
+        } else {
+          buffer = transport.recv(w, peer, tag);
+          transport.send(w, peer, tag, std::vector<float>(buffer));
+        }
+        if (r >= o.warmups) round_trip_s.push_back(now_s() - start_s);
+      }
+      if (w == 0) samples.push_back({static_cast<double>(buffer.size() * sizeof(float)), median_s(round_trip_s) / 2});
+    }
+  });
+  return samples;
+}
+
+// Median time of one barrier across `workers` threads of InProcessTransport.
+double measure_barrier_s(int64_t workers, const ClusterProbeOptions& o) {
+  InProcessTransport transport(static_cast<int>(workers));
+  std::vector<int> group(static_cast<size_t>(workers));
+  std::iota(group.begin(), group.end(), 0);
+  std::vector<double> samples_s;
+  run_workers(transport, static_cast<int>(workers), [&](int w) {
+    for (int64_t r = 0; r < o.warmups + o.barrier_repeats; ++r) {
+      const double start_s = now_s();
+      transport.barrier(w, group, 0);
+      if (w == 0 && r >= o.warmups) samples_s.push_back(now_s() - start_s);
+    }
+  });
+  return median_s(samples_s);
+}
+
+void check_probe_options(int64_t workers, const ClusterProbeOptions& o) {
+  if (workers < 1) throw InputError("--concurrent", std::to_string(workers), "at least 1 worker");
+  const bool ok = o.repeats >= 1 && o.warmups >= 0 && o.gemm_size >= 1 && o.copy_bytes >= 4 &&
+                  o.min_message_bytes >= 4 && o.max_message_bytes >= o.min_message_bytes && o.reduce_bytes >= 4 &&
+                  o.barrier_repeats >= 1;
+  TRAINSIM_CHECK(ok, "cluster probe options out of range");
+}
+
+}  // namespace
+
+// Alpha-beta link model (EQUATIONS.md §2): t(n) = latency + n / bandwidth.
+ChannelFit fit_channel(std::vector<ChannelSample> samples) {
+  TRAINSIM_CHECK(!samples.empty(), "fit_channel needs at least one sample");
+  std::sort(samples.begin(), samples.end(), [](const auto& a, const auto& b) { return a.bytes < b.bytes; });
+  const ChannelSample& largest = samples.back();
+  ChannelFit fit;
+  fit.latency_s = samples.front().one_way_s;
+  fit.bandwidth_bytes_per_s = largest.bytes / largest.one_way_s;
+  std::vector<ChannelSample> large;
+  for (const ChannelSample& s : samples) {
+    if (s.bytes >= largest.bytes / 16) large.push_back(s);
+  }
+  if (large.size() < 2) return fit;
+  double mean_bytes = 0, mean_s = 0;
+  for (const ChannelSample& s : large) {
+    mean_bytes += s.bytes;
+    mean_s += s.one_way_s;
+  }
+  mean_bytes /= static_cast<double>(large.size());
+  mean_s /= static_cast<double>(large.size());
+  double covariance = 0, variance = 0;
+  for (const ChannelSample& s : large) {
+    covariance += (s.bytes - mean_bytes) * (s.one_way_s - mean_s);
+    variance += (s.bytes - mean_bytes) * (s.bytes - mean_bytes);
+  }
+  const double slope_s_per_byte = covariance / variance;
+  if (slope_s_per_byte > 0) fit.bandwidth_bytes_per_s = 1.0 / slope_s_per_byte;
+  return fit;
+}
+
+Cluster measure_cpu_cluster(int64_t workers, const ClusterProbeOptions& options) {
+  check_probe_options(workers, options);
+  Cluster c;
+  c.name = "cpu" + std::to_string(workers) + "-measured";
+  c.machines = 1;
+  c.devices_per_machine = workers;
+  c.device.name = cpu_model_name();
+  c.device.kind = "cpu";
+  c.device.memory_bytes = total_memory_bytes() / static_cast<double>(workers);
+  c.device.peak_flops_per_s = measure_gemm_flops_per_s(workers, options);
+  c.device.memory_bytes_per_s = measure_copy_bytes_per_s(workers, options);
+  const ChannelFit channel = fit_channel(measure_channel(options));
+  c.intra_link = {channel.bandwidth_bytes_per_s, channel.latency_s};
+  c.inter_link = c.intra_link;
+  c.host.link_bandwidth_bytes_per_s = channel.bandwidth_bytes_per_s;
+  c.host.link_latency_s = channel.latency_s;
+  c.host.reduce_bytes_per_s = measure_reduce_bytes_per_s(options);
+  c.host.threads = std::max<int64_t>(1, std::thread::hardware_concurrency());
+  c.host.stream_sync_s = 0;
+  c.collective.reduce_bytes_per_s = c.host.reduce_bytes_per_s;
+  c.collective.sync_s = measure_barrier_s(workers, options);
+  c.description = "measured on " + c.device.name + " with " + std::to_string(workers) +
+                  " worker threads: GEMM " + std::to_string(options.gemm_size) + "^3, copy of " +
+                  std::to_string(options.copy_bytes >> 20) + " MiB, in-process ping-pong " +
+                  std::to_string(options.min_message_bytes) + " B.." + std::to_string(options.max_message_bytes) +
+                  " B (latency: smallest message; bandwidth: least-squares slope of the large ones)";
+  validate_cluster(c, "measured cluster " + c.name);
+  return c;
+}
+
+}  // namespace trainsim

@@ -1,0 +1,62 @@
+// Measures this machine as a cluster of CPU workers (`trainsim.cluster/1`):
+// one machine whose devices are worker threads, its compute and memory rates,
+// and the in-process channel between workers (exec's InProcessTransport).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "profiles/cluster.hpp"
+
+namespace trainsim {
+
+// One point of a channel sweep: a message of `bytes` took `one_way_s`.
+struct ChannelSample {
+  double bytes = 0;
+  double one_way_s = 0;
+};
+
+// The fitted channel: time(n) = latency_s + n / bandwidth_bytes_per_s (the
+// alpha-beta model, EQUATIONS.md §2: α + nβ with β = 1/bandwidth).
+struct ChannelFit {
+  double latency_s = 0;
+  double bandwidth_bytes_per_s = 0;
+};
+
+// Fits a sweep (any order, at least one sample, times > 0): latency_s = the
+// one-way time of the smallest message (its bytes/bandwidth is negligible at
+// a few bytes); bandwidth = 1 / slope of the least-squares line through the
+// samples of at least max_bytes/16 bytes (the three largest of a ×4 sweep),
+// where transfer time dominates. Where fewer than two such sizes exist or the
+// slope is not positive (noise), bandwidth = largest bytes / its time.
+ChannelFit fit_channel(std::vector<ChannelSample> samples);
+
+struct ClusterProbeOptions {
+  int64_t repeats = 5;                     // timed runs per measurement (median)
+  int64_t warmups = 2;
+  int64_t gemm_size = 512;                 // n of the n×n×n single-thread GEMM
+  int64_t copy_bytes = 64 << 20;           // buffer of the streaming copy
+  int64_t min_message_bytes = 4;           // channel sweep, ×4 steps
+  int64_t max_message_bytes = 16 << 20;
+  int64_t reduce_bytes = 16 << 20;         // buffers of the float sum
+  int64_t barrier_repeats = 200;           // barriers timed for collective.sync_s
+};
+
+// One machine, devices_per_machine = workers, device kind "cpu":
+//   memory_bytes = MemTotal / workers;
+//   peak_flops_per_s = 2n³ / median time of an n×n Eigen GEMM, one thread per
+//     worker, `workers` of them at once (each device's rate while all work);
+//   memory_bytes_per_s = 2·copy_bytes / median copy time (read + write, STREAM's
+//     convention), again `workers` copies at once;
+//   intra_link = inter_link = host link = fit_channel of a ping-pong between
+//     two threads over InProcessTransport (one-way = half the median round
+//     trip; the sender copies its buffer into the message, as workers do);
+//   host.reduce_bytes_per_s = collective.reduce_bytes_per_s = bytes of one
+//     buffer / median time of a += b (one thread); host.threads =
+//     hardware_concurrency; host.stream_sync_s = 0 (no streams on a CPU);
+//   collective.sync_s = median time of a barrier of `workers` threads.
+// name "cpu<workers>-measured". InputError naming --concurrent (the flag the
+// worker count comes from) when workers < 1.
+Cluster measure_cpu_cluster(int64_t workers, const ClusterProbeOptions& options = {});
+
+}  // namespace trainsim

@@ -1,0 +1,44 @@
+// Small helpers the measuring profiler shares: a monotonic stopwatch, the
+// median of repeated timings, and what this machine says about itself
+// (/proc/cpuinfo, /proc/meminfo).
+#pragma once
+
+#include <barrier>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace trainsim {
+
+// Seconds since an arbitrary origin (std::chrono::steady_clock).
+inline double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// The median of `samples_s` (mean of the two middle values for an even
+// count); 0 for none.
+double median_s(std::vector<double> samples_s);
+
+// The CPU's "model name" from /proc/cpuinfo, or the machine architecture
+// (uname) where that file has none.
+std::string cpu_model_name();
+
+// MemTotal from /proc/meminfo in bytes, or sysinfo's total RAM; 0 if neither.
+double total_memory_bytes();
+
+// Runs body(thread, repeat) on `threads` threads at once: a warm-up phase of
+// `warmups` calls, then `repeats` timed calls, every thread starting each call
+// together (a barrier), so each timing includes the others' contention.
+// Returns the median seconds of thread 0's timed calls. The first exception
+// of any thread is rethrown after all have stopped.
+double concurrent_median_s(int64_t threads, int64_t warmups, int64_t repeats,
+                           const std::function<void(int64_t thread)>& body);
+
+// Runs body(thread, sync) on `threads` threads and joins them; `sync` is a
+// barrier over all of them. A thread that throws drops out of the barrier so
+// the others do not wait for it; the first exception is rethrown after join.
+void run_threads(int64_t threads, const std::function<void(int64_t thread, std::barrier<>& sync)>& body);
+
+}  // namespace trainsim

@@ -1,0 +1,209 @@
+// The measuring profiler and the machine probe: structure and invariants of
+// what they measure (never the timings' exact values, which depend on the
+// machine), the channel fit against hand-computed sweeps, and bad options.
+#include "profiles/profiler/profiler.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "model/error.hpp"
+#include "model/zoo/builder.hpp"
+#include "model/zoo/zoo.hpp"
+#include "profiles/profiler/cluster_probe.hpp"
+
+namespace trainsim {
+namespace {
+
+// Few repeats: the tests check what is measured, not how precisely.
+MeasureOptions quick(int64_t concurrent = 1) {
+  MeasureOptions o;
+  o.repeats = 3;
+  o.warmups = 1;
+  o.concurrent = concurrent;
+  return o;
+}
+
+const LayerProfile& layer_named(const Profile& p, const std::string& name) {
+  for (const LayerProfile& l : p.layers) {
+    if (l.name == name) return l;
+  }
+  throw std::out_of_range("no layer " + name);
+}
+
+TEST(MeasuredProfile, HasOneLayerPerModelLayerInOrderWithPositiveTimes) {
+  const Model model = build_zoo_model("fmnist-mlp");
+  const Profile p = measure_profile(model, 64, quick());
+  ASSERT_EQ(p.layers.size(), model.layers.size());
+  for (size_t i = 0; i < model.layers.size(); ++i) {
+    EXPECT_EQ(p.layers[i].name, model.layers[i].name);
+    EXPECT_EQ(p.layers[i].inputs, model.layers[i].inputs);
+    EXPECT_GT(p.layers[i].forward_s, 0) << p.layers[i].name;
+    EXPECT_GT(p.layers[i].backward_s, 0) << p.layers[i].name;
+  }
+  EXPECT_EQ(p.source, "measured");
+  EXPECT_EQ(p.model, "fmnist-mlp");
+  EXPECT_EQ(p.batch_size, 64);
+  EXPECT_EQ(p.device.kind, "cpu");
+  EXPECT_NE(p.device.name.find("(1 threads)"), std::string::npos) << p.device.name;
+}
+
+TEST(MeasuredProfile, GemmLayerForwardTakesLongerThanTheReluAfterIt) {
+  // fc1 multiplies 64×784 by 784×256 (12.8M multiply-adds); relu1 touches
+  // 64·256 = 16,384 values: three orders of magnitude less work.
+  const Profile p = measure_profile(build_zoo_model("fmnist-mlp"), 64, quick());
+  EXPECT_GT(layer_named(p, "fc1").forward_s, layer_named(p, "relu1").forward_s);
+}
+
+TEST(MeasuredProfile, BytesAreExactlyTheModelsAtTheBatch) {
+  const Model model = build_zoo_model("fmnist-mlp");
+  const Profile p = measure_profile(model, 64, quick());
+  // fc1: 784·256 + 256 = 200,960 fp32 parameters = 803,840 bytes; its output
+  // is 64 samples × 256 floats × 4 bytes = 65,536 bytes.
+  EXPECT_DOUBLE_EQ(layer_named(p, "fc1").param_bytes, 803840.0);
+  EXPECT_DOUBLE_EQ(layer_named(p, "fc1").activation_bytes, 65536.0);
+  // flatten: no parameters; 64 × 784 × 4 = 200,704 bytes out.
+  EXPECT_DOUBLE_EQ(layer_named(p, "flatten").param_bytes, 0.0);
+  EXPECT_DOUBLE_EQ(layer_named(p, "flatten").activation_bytes, 200704.0);
+  for (size_t i = 0; i < model.layers.size(); ++i) {
+    EXPECT_DOUBLE_EQ(p.layers[i].param_bytes, 4.0 * static_cast<double>(model.layers[i].param_count));
+    EXPECT_DOUBLE_EQ(p.layers[i].activation_bytes,
+                     4.0 * 64 * static_cast<double>(element_count(model.layers[i].output_shape)));
+    EXPECT_FALSE(p.layers[i].sparse);
+    EXPECT_EQ(p.layers[i].sparsity, 1.0);
+  }
+}
+
+TEST(MeasuredProfile, RoundTripsThroughTheProfileFormat) {
+  const Profile p = measure_profile(build_zoo_model("fmnist-mlp"), 16, quick());
+  const Profile back = profile_from_json(profile_to_json(p), "round trip");
+  ASSERT_EQ(back.layers.size(), p.layers.size());
+  EXPECT_EQ(back.source, "measured");
+  EXPECT_EQ(back.device.name, p.device.name);
+  EXPECT_DOUBLE_EQ(back.layers[1].forward_s, p.layers[1].forward_s);
+}
+
+TEST(MeasuredProfile, ConcurrentCopiesReportThreadZeroUnderTheThreadCount) {
+  const Profile p = measure_profile(build_zoo_model("fmnist-mlp"), 16, quick(2));
+  EXPECT_NE(p.device.name.find("(2 threads)"), std::string::npos) << p.device.name;
+  EXPECT_EQ(p.layers.size(), 7u);
+  EXPECT_GT(total_forward_s(p), 0);
+}
+
+TEST(MeasuredProfile, SparsityIsTheFractionOfTableRowsTheBatchTouched) {
+  // 64 samples × 8 ids over a 4-row table: 512 uniform draws miss a given row
+  // with probability (3/4)^512 ≈ 1e-64, so every row is touched: sparsity 1.
+  ModelBuilder small("tiny-bag", "4-row bag", {8}, 64);
+  small.linear("fc", small.embedding_bag("bag", kModelInput, 4, 3), 2);
+  const Profile all = measure_profile(std::move(small).build(), 64, quick());
+  EXPECT_TRUE(all.layers[0].sparse);
+  EXPECT_DOUBLE_EQ(all.layers[0].sparsity, 1.0);
+  // text-bag, one sample of 32 ids over 50,000 rows: between 1 and 32 distinct
+  // rows, so the fraction lies in [1/50,000, 32/50,000] and is a whole number
+  // of rows over 50,000.
+  const Profile one = measure_profile(build_zoo_model("text-bag"), 1, quick());
+  const double rows = one.layers[0].sparsity * 50000.0;
+  EXPECT_GE(rows, 1.0 - 1e-9);
+  EXPECT_LE(rows, 32.0 + 1e-9);
+  EXPECT_NEAR(rows, std::round(rows), 1e-6);
+  EXPECT_DOUBLE_EQ(one.layers[1].sparsity, 1.0);  // fc1 is dense
+}
+
+TEST(MeasuredProfile, RejectsOptionsBelowOneNamingTheFlag) {
+  const Model model = build_zoo_model("fmnist-mlp");
+  MeasureOptions no_repeats = quick();
+  no_repeats.repeats = 0;
+  MeasureOptions no_threads = quick();
+  no_threads.concurrent = 0;
+  const auto where_of = [&](int64_t batch, const MeasureOptions& o) {
+    try {
+      measure_profile(model, batch, o);
+    } catch (const InputError& e) {
+      return e.where();
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(where_of(0, quick()), "--batch");
+  EXPECT_EQ(where_of(8, no_repeats), "--repeats");
+  EXPECT_EQ(where_of(8, no_threads), "--concurrent");
+}
+
+TEST(MeasuredProfile, ModelWithAnOpExecCannotRunFailsNamingTheLayer) {
+  // snn's hidden layers use SELU, which has no CPU kernel.
+  try {
+    measure_profile(build_zoo_model("snn"), 1, quick());
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(e.where().find("snn"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("selu"), std::string::npos) << e.what();
+  }
+}
+
+TEST(ChannelFit, LatencyIsTheSmallestMessageAndBandwidthTheLargeMessagesSlope) {
+  // t(n) = 1e-5 s + n / 1e9 B/s. Smallest (4 B): 1e-5 + 4e-9 = 1.0004e-5 s.
+  // Large messages are those >= 16e6/16 = 1e6 B: 1e6, 4e6, 16e6; on an exact
+  // line the least-squares slope is 1e-9 s/B, so bandwidth 1e9 B/s. The 64 B
+  // point lies far off the line (3e-5 s) but is not a large message.
+  const std::vector<ChannelSample> sweep{
+      {16e6, 1e-5 + 16e6 / 1e9}, {4, 1e-5 + 4 / 1e9}, {64, 3e-5}, {1e6, 1e-5 + 1e6 / 1e9}, {4e6, 1e-5 + 4e6 / 1e9}};
+  const ChannelFit fit = fit_channel(sweep);
+  EXPECT_NEAR(fit.latency_s, 1.0004e-5, 1e-15);
+  EXPECT_NEAR(fit.bandwidth_bytes_per_s, 1e9, 1e9 * 1e-9);
+}
+
+TEST(ChannelFit, FallsBackToLargestMessageRateWithoutTwoLargeSizes) {
+  // One large size only (1e6 B at 2e-3 s; 4 B < 1e6/16): bandwidth 1e6 / 2e-3 = 5e8 B/s.
+  const ChannelFit one = fit_channel({{4, 5e-6}, {1e6, 2e-3}});
+  EXPECT_DOUBLE_EQ(one.latency_s, 5e-6);
+  EXPECT_DOUBLE_EQ(one.bandwidth_bytes_per_s, 5e8);
+  // A falling line (noise): slope < 0, so again largest / its time = 4e6 / 1e-3 = 4e9 B/s.
+  const ChannelFit noisy = fit_channel({{1e6, 2e-3}, {4e6, 1e-3}});
+  EXPECT_DOUBLE_EQ(noisy.bandwidth_bytes_per_s, 4e9);
+}
+
+ClusterProbeOptions quick_probe() {
+  ClusterProbeOptions o;
+  o.repeats = 3;
+  o.warmups = 1;
+  o.gemm_size = 96;
+  o.copy_bytes = 4 << 20;
+  o.max_message_bytes = 1 << 20;
+  o.reduce_bytes = 1 << 20;
+  o.barrier_repeats = 20;
+  return o;
+}
+
+TEST(MeasuredCluster, IsOneMachineOfCpuWorkersWithPositiveRatesThatValidates) {
+  const Cluster c = measure_cpu_cluster(2, quick_probe());
+  EXPECT_EQ(c.name, "cpu2-measured");
+  EXPECT_EQ(c.machines, 1);
+  EXPECT_EQ(c.devices_per_machine, 2);
+  EXPECT_EQ(c.device.kind, "cpu");
+  EXPECT_GT(c.device.memory_bytes, 0);
+  EXPECT_GT(c.device.peak_flops_per_s, 0);
+  EXPECT_GT(c.device.memory_bytes_per_s, 0);
+  EXPECT_GT(c.intra_link.bandwidth_bytes_per_s, 0);
+  EXPECT_GT(c.intra_link.latency_s, 0);
+  EXPECT_EQ(c.inter_link.bandwidth_bytes_per_s, c.intra_link.bandwidth_bytes_per_s);
+  EXPECT_EQ(c.host.link_latency_s, c.intra_link.latency_s);
+  EXPECT_GT(c.host.reduce_bytes_per_s, 0);
+  EXPECT_EQ(c.collective.reduce_bytes_per_s, c.host.reduce_bytes_per_s);
+  EXPECT_GE(c.host.threads, 1);
+  EXPECT_EQ(c.host.stream_sync_s, 0);
+  EXPECT_GE(c.collective.sync_s, 0);
+  const Cluster back = cluster_from_json(cluster_to_json(c), "round trip");
+  EXPECT_EQ(back.name, c.name);
+  EXPECT_DOUBLE_EQ(back.device.peak_flops_per_s, c.device.peak_flops_per_s);
+}
+
+TEST(MeasuredCluster, RejectsZeroWorkers) {
+  try {
+    measure_cpu_cluster(0, quick_probe());
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where(), "--concurrent");
+  }
+}
+
+}  // namespace
+}  // namespace trainsim

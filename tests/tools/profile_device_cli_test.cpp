@@ -1,0 +1,76 @@
+// `trainsim profile --device cpu`: the measured profile and cluster files the
+// command writes, and the one-line errors for devices it cannot measure.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "profiles/cluster.hpp"
+#include "profiles/profile.hpp"
+#include "tests/tools/cli_fixtures.hpp"
+
+namespace trainsim {
+namespace {
+
+using testing_fixtures::run_cli;
+
+std::filesystem::path temp_dir() {
+  auto dir = std::filesystem::temp_directory_path() / ("trainsim_profile_cli_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+TEST(ProfileDeviceCli, CpuWritesAMeasuredProfileAndClusterThatValidate) {
+  const auto dir = temp_dir();
+  const std::string profile_path = (dir / "p.json").string(), cluster_path = (dir / "c.json").string();
+  const auto r = run_cli({"profile", "--model", "fmnist-mlp", "--batch", "32", "--device", "cpu:2", "--repeats", "3",
+                          "--out", profile_path, "--cluster-out", cluster_path, "--quiet"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const Profile p = read_profile_file(profile_path);
+  EXPECT_EQ(p.source, "measured");
+  EXPECT_EQ(p.batch_size, 32);
+  EXPECT_EQ(p.layers.size(), 7u);  // flatten, fc1, relu1, fc2, relu2, fc3, softmax
+  EXPECT_NE(p.device.name.find("(2 threads)"), std::string::npos) << p.device.name;
+  const Cluster c = load_cluster(cluster_path);
+  EXPECT_EQ(c.name, "cpu2-measured");
+  EXPECT_EQ(c.devices_per_machine, 2);
+  // The two files feed predict directly.
+  const auto predict = run_cli({"predict", "--profile", profile_path, "--cluster", cluster_path, "--strategies",
+                                "single", "--quiet"});
+  EXPECT_EQ(predict.status, 0) << predict.err;
+  std::filesystem::remove_all(dir);
+}
+
+TEST(ProfileDeviceCli, RejectsAnUnknownDeviceNamingTheFlag) {
+  const auto r = run_cli({"profile", "--model", "fmnist-mlp", "--device", "tpu", "--out", "-"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("--device"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("'tpu'"), std::string::npos) << r.err;
+  EXPECT_TRUE(r.out.empty());
+}
+
+TEST(ProfileDeviceCli, CudaSaysTheGpuProfilerIsNotBuiltYet) {
+  const auto r = run_cli({"profile", "--model", "fmnist-mlp", "--device", "cuda:0", "--out", "-"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("CUDA profiler is not built yet"), std::string::npos) << r.err;
+}
+
+TEST(ProfileDeviceCli, CpuThreadsMustAgreeWithConcurrent) {
+  const auto bad_count = run_cli({"profile", "--model", "fmnist-mlp", "--device", "cpu:0", "--out", "-"});
+  EXPECT_EQ(bad_count.status, 2);
+  EXPECT_NE(bad_count.err.find("--device"), std::string::npos) << bad_count.err;
+  const auto clash =
+      run_cli({"profile", "--model", "fmnist-mlp", "--device", "cpu:2", "--concurrent", "3", "--out", "-"});
+  EXPECT_EQ(clash.status, 2);
+  EXPECT_NE(clash.err.find("--concurrent"), std::string::npos) << clash.err;
+}
+
+TEST(ProfileDeviceCli, ClusterOutNeedsAMeasuredDevice) {
+  const auto r = run_cli({"profile", "--model", "fmnist-mlp", "--analytic", "--cluster", "p40x4-pcie3",
+                          "--cluster-out", "c.json", "--out", "-"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("--cluster-out"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace trainsim
