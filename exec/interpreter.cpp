@@ -125,7 +125,12 @@ class Interpreter {
     start_ = std::chrono::steady_clock::now();
     run_workers(transport_, static_cast<int>(streams.size()), [&](int i) {
       const auto [w, k] = streams[static_cast<size_t>(i)];
-      for (OpId id : plan_.streams[w][k]) run_op(id);
+      try {
+        for (OpId id : plan_.streams[w][k]) run_op(id);
+      } catch (...) {
+        release_waiters();
+        throw;
+      }
     });
     return result();
   }
@@ -139,6 +144,14 @@ class Interpreter {
     if (op.kind == OpKind::kRecompute) {
       throw InputError("--strategy", plan_.strategy + " recomputes activations",
                        "a strategy the executor runs (recomputation is not executed yet)");
+    }
+    if (plan_.strategy == "dualpipe" && plan_.config.value("spectrain", true)) {
+      throw InputError("--set spectrain", "SpecTrain's weight prediction is not executed yet",
+                       "spectrain=false (vanilla DualPipe)");
+    }
+    if (plan_.strategy == "parallax") {
+      throw InputError("--strategy", "parallax's sparse parameter servers are not executed yet",
+                       "another strategy");
     }
   }
 
@@ -161,6 +174,18 @@ class Interpreter {
 
   void wait_for_deps(const Op& op) {
     for (OpId dep : op.deps) done_[static_cast<size_t>(dep)].wait(false);
+    if (failed_.load()) throw TransportAborted("another worker failed");
+  }
+
+  // A failing worker wakes every thread waiting on an op, so the run stops
+  // with that worker's error instead of hanging.
+  void release_waiters() {
+    failed_.store(true);
+    transport_.abort("a worker failed");
+    for (auto& flag : done_) {
+      flag.store(true);
+      flag.notify_all();
+    }
   }
 
   void run_op(OpId id) {
@@ -611,6 +636,7 @@ class Interpreter {
   ExecOptions options_;
   InProcessTransport transport_;
   std::vector<std::atomic<bool>> done_;
+  std::atomic<bool> failed_{false};
   std::vector<ExecOpTiming> timings_;
   std::vector<std::unique_ptr<WorkerState>> workers_;
   HostState host_;

@@ -88,6 +88,7 @@ int run_trainsim(const std::vector<std::string>& args, std::ostream& out, std::o
   add_partition_command(app, ctx);
   add_chunk_command(app, ctx);
   add_choose_command(app, ctx);
+  add_run_command(app, ctx);
   add_devices_command(app, ctx);
 
   try {

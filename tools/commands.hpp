@@ -30,6 +30,7 @@ void add_simulate_command(CLI::App& app, CommandContext& ctx);
 void add_partition_command(CLI::App& app, CommandContext& ctx);
 void add_chunk_command(CLI::App& app, CommandContext& ctx);
 void add_choose_command(CLI::App& app, CommandContext& ctx);
+void add_run_command(CLI::App& app, CommandContext& ctx);
 
 // A zoo id, or the path of a trainsim.model/1 JSON file.
 Model load_model(const std::string& name_or_path, const std::string& where);

@@ -1,0 +1,146 @@
+// A training run end to end; see training.hpp.
+#include "exec/training.hpp"
+
+#include <algorithm>
+#include <mutex>
+#include <thread>
+
+#include "exec/data/batching.hpp"
+#include "model/error.hpp"
+#include "profiles/analytic_profiler.hpp"
+#include "sim/cost/strategies.hpp"
+
+namespace trainsim {
+namespace {
+
+// Test-set evaluation batch: large enough to amortise, small enough for caches.
+constexpr int64_t kEvaluationRows = 1000;
+
+double median_of(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const size_t n = values.size();
+  return n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+}
+
+}  // namespace
+
+Cluster nominal_cpu_cluster(int64_t workers) {
+  // Round figures for one core of a current server CPU and memory copies
+  // between threads; only the partition and chunk searches read them.
+  Cluster c;
+  c.name = "cpu" + std::to_string(workers);
+  c.description = "this machine's CPU, " + std::to_string(workers) + " worker threads, nominal figures";
+  c.machines = 1;
+  c.devices_per_machine = workers;
+  c.device = {"cpu thread", "cpu", 4e9, 50e9, 10e9};
+  c.intra_link = {5e9, 2e-6};
+  c.inter_link = c.intra_link;
+  c.host = {5e9, 2e-6, 5e9, std::max<int64_t>(1, std::thread::hardware_concurrency()), 0};
+  c.collective = {5e9, 2e-6};
+  return c;
+}
+
+IterationStats iteration_stats(const std::vector<double>& iteration_end_s) {
+  IterationStats s;
+  const auto n = static_cast<int32_t>(iteration_end_s.size());
+  if (n == 0) return s;
+  s.warmup = n >= 3 ? std::max(1, n / 5) : 0;
+  const int32_t last = n - 1 - (n - s.warmup > 2 * std::max(1, s.warmup) ? s.warmup : 0);
+  std::vector<double> intervals;
+  for (int32_t i = std::max(1, s.warmup); i <= last; ++i) {
+    intervals.push_back(iteration_end_s[static_cast<size_t>(i)] - iteration_end_s[static_cast<size_t>(i - 1)]);
+  }
+  if (intervals.empty()) intervals.push_back(iteration_end_s.back() / n);
+  s.median_s = median_of(intervals);
+  s.min_s = *std::min_element(intervals.begin(), intervals.end());
+  s.max_s = *std::max_element(intervals.begin(), intervals.end());
+  return s;
+}
+
+double test_accuracy(const Network& network, const Weights& weights, const Dataset& data) {
+  const int64_t samples = data.test_x.rows();
+  if (samples == 0) return 0;
+  int64_t correct = 0;
+  std::vector<LayerCache> caches;
+  for (int64_t first = 0; first < samples; first += kEvaluationRows) {
+    const RowRange rows{first, std::min(kEvaluationRows, samples - first)};
+    const Tensor logits = forward_range(network, weights, 0, static_cast<int64_t>(network.layers.size()) - 1,
+                                        slice_rows(data.test_x, rows), caches);
+    const std::vector<int32_t> labels = slice_labels(data.test_y, rows);
+    correct += count_correct(logits, labels);
+  }
+  return static_cast<double>(correct) / static_cast<double>(samples);
+}
+
+TrainingResult train(const Model& model, const Dataset& data, const Cluster& cluster, StrategyConfig config,
+                     const TrainingOptions& options, const Profile* profile) {
+  const Network network = build_network(model);
+  if (data.sample_shape != model.input_shape) {
+    throw InputError("--dataset", data.name + " samples do not fit " + model.name + "'s input",
+                     "a dataset whose samples match the model's input shape");
+  }
+  TrainingResult r;
+  const int64_t batch = options.batch_size > 0 ? options.batch_size : model.default_batch;
+  r.profile = profile != nullptr ? *profile : analytic_profile(model, batch, cluster);
+  TRAINSIM_CHECK(r.profile.batch_size == batch, "the profile's batch is not the run's");
+  const StrategyInfo& strategy = find_strategy(options.strategy, "--strategy");
+
+  // The plan's global batch sets the iterations per epoch.
+  const Plan probe = generate_plan(strategy, r.profile, cluster, config, 1);
+  const auto global_batch = static_cast<int64_t>(std::llround(probe.samples_per_iteration));
+  BatchSampler sampler(data.train_x.rows(), global_batch, options.seed);
+  r.iterations_per_epoch = static_cast<int32_t>(sampler.batches_per_epoch());
+  const int32_t iterations = options.iterations > 0 ? options.iterations : options.epochs * r.iterations_per_epoch;
+  if (iterations < 1) throw InputError("--iterations", "is below 1", "at least one mini-batch");
+  r.plan = generate_plan(strategy, r.profile, cluster, config, iterations);
+
+  std::mutex sampler_mu;
+  const BatchSource batches = [&](int32_t iteration, int64_t rows, Tensor& x, std::vector<int32_t>& y) {
+    std::lock_guard lock(sampler_mu);
+    TRAINSIM_CHECK(rows == global_batch, "the plan's global batch changed");
+    gather_batch(data.train_x, data.train_y, sampler.batch_at(iteration), x, y);
+    if (options.on_iteration) options.on_iteration(iteration, iterations);
+  };
+  ExecOptions exec;
+  exec.sgd = options.sgd;
+  exec.batch_size = batch;
+  const Weights initial = init_weights(network, options.seed);
+  r.exec = execute_plan(r.plan, network, initial, batches, exec);
+
+  r.iteration = iteration_stats(r.exec.iteration_end_s);
+  r.samples_per_s = r.iteration.median_s > 0 ? r.plan.samples_per_iteration / r.iteration.median_s : 0;
+  for (int32_t first = 0; first < iterations; first += r.iterations_per_epoch) {
+    const int32_t end = std::min(iterations, first + r.iterations_per_epoch);
+    double sum = 0;
+    for (int32_t i = first; i < end; ++i) sum += r.exec.loss_per_iteration[static_cast<size_t>(i)];
+    r.train_loss.push_back(sum / (end - first));
+  }
+  r.test_accuracy = test_accuracy(network, r.exec.weights, data);
+  return r;
+}
+
+nlohmann::json training_to_json(const TrainingResult& r, const std::string& model, const std::string& devices,
+                                const std::string& trace_path, uint64_t seed) {
+  nlohmann::json j = {{"format", "trainsim.run/1"},
+                      {"model", model},
+                      {"strategy", r.plan.strategy},
+                      {"config", r.plan.config},
+                      {"devices", devices},
+                      {"batch_size", r.profile.batch_size},
+                      {"samples_per_iteration", r.plan.samples_per_iteration},
+                      {"iterations", r.plan.iterations},
+                      {"iterations_per_epoch", r.iterations_per_epoch},
+                      {"seed", seed},
+                      {"iteration_s", r.iteration.median_s},
+                      {"iteration_min_s", r.iteration.min_s},
+                      {"iteration_max_s", r.iteration.max_s},
+                      {"warmup_iterations", r.iteration.warmup},
+                      {"samples_per_s", r.samples_per_s},
+                      {"loss_per_iteration", r.exec.loss_per_iteration},
+                      {"train_loss", r.train_loss},
+                      {"test_accuracy", r.test_accuracy}};
+  if (!trace_path.empty()) j["trace"] = trace_path;
+  return j;
+}
+
+}  // namespace trainsim

@@ -1,0 +1,72 @@
+// A training run end to end: the strategy's plan for a model on this
+// machine's workers, executed for real on a dataset, then evaluated on its
+// test set. `trainsim run` and `trainsim validate` are built on it.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "exec/data/dataset.hpp"
+#include "exec/interpreter.hpp"
+#include "model/layer.hpp"
+#include "profiles/cluster.hpp"
+#include "profiles/profile.hpp"
+#include "sim/cost/strategy_config.hpp"
+
+namespace trainsim {
+
+struct TrainingOptions {
+  std::string strategy = "single";
+  int64_t batch_size = 0;   // per device; 0 = the model's default
+  int32_t iterations = 0;   // mini-batches; 0 = `epochs` epochs of the training set
+  int32_t epochs = 1;
+  uint64_t seed = 1;        // weights and shuffling
+  SgdOptions sgd{0.05, 0.9, 0.0};
+  // Called with each iteration as its batch is drawn (progress).
+  std::function<void(int32_t iteration, int32_t iterations)> on_iteration;
+};
+
+struct IterationStats {
+  double median_s = 0;  // median interval between iteration ends after warm-up (as the simulator)
+  double min_s = 0;
+  double max_s = 0;
+  int32_t warmup = 0;
+};
+
+struct TrainingResult {
+  Plan plan;
+  ExecResult exec;
+  Profile profile;                      // what the plan was generated from
+  IterationStats iteration;
+  double samples_per_s = 0;             // samples of the whole job per second, from iteration.median_s
+  std::vector<double> train_loss;       // mean loss per epoch (partial last epoch included)
+  double test_accuracy = 0;             // of the final weights, on the whole test set
+  int32_t iterations_per_epoch = 0;
+};
+
+// A cluster describing `workers` CPU threads of this machine with nominal
+// figures (for choosing partitions; `trainsim profile --device cpu` measures
+// real ones).
+Cluster nominal_cpu_cluster(int64_t workers);
+
+// Trains `model` on `data` with the strategy on `cluster`'s devices, timing
+// the plan from `profile` when given (else an analytic profile on the cluster).
+TrainingResult train(const Model& model, const Dataset& data, const Cluster& cluster, StrategyConfig config,
+                     const TrainingOptions& options, const Profile* profile = nullptr);
+
+// Accuracy of `weights` on the test set, in batches.
+double test_accuracy(const Network& network, const Weights& weights, const Dataset& data);
+
+// Median, min and max interval between iteration ends, leaving out max(1, n/5)
+// warm-up iterations at the start and as many at the end when there are
+// enough (the simulator's rule).
+IterationStats iteration_stats(const std::vector<double>& iteration_end_s);
+
+// trainsim.run/1 (INTERFACES.md).
+nlohmann::json training_to_json(const TrainingResult& r, const std::string& model, const std::string& devices,
+                                const std::string& trace_path, uint64_t seed);
+
+}  // namespace trainsim

@@ -1,0 +1,54 @@
+// `trainsim run`: trains for real and reports trainsim.run/1.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "tests/tools/cli_fixtures.hpp"
+
+namespace trainsim {
+namespace {
+
+using testing_fixtures::run_cli;
+
+TEST(RunCli, TrainsDataParallelOnTwoThreadsAndReportsTheRun) {
+  const auto r = run_cli({"run", "--model", "fmnist-mlp", "--strategy", "dp-ring", "--devices", "cpu:2",
+                          "--iterations", "6", "--batch", "16", "--json", "-", "--quiet"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["format"], "trainsim.run/1");
+  EXPECT_EQ(j["strategy"], "dp-ring");
+  EXPECT_EQ(j["iterations"], 6);
+  EXPECT_DOUBLE_EQ(j["samples_per_iteration"].get<double>(), 32);  // 2 workers x 16
+  ASSERT_EQ(j["loss_per_iteration"].size(), 6u);
+  // Ten classes from random initial weights: the first loss is near ln 10.
+  EXPECT_NEAR(j["loss_per_iteration"][0].get<double>(), std::log(10.0), 0.5);
+  EXPECT_GT(j["iteration_s"].get<double>(), 0);
+  EXPECT_GE(j["test_accuracy"].get<double>(), 0);
+  EXPECT_LE(j["test_accuracy"].get<double>(), 1);
+}
+
+TEST(RunCli, SameSeedRepeatsTheLossesExactly) {
+  const std::vector<std::string> args = {"run", "--model", "fmnist-mlp", "--strategy", "gpipe", "--devices", "cpu:2",
+                                         "--iterations", "4", "--batch", "16", "--seed", "3", "--json", "-",
+                                         "--quiet"};
+  const auto a = run_cli(args);
+  const auto b = run_cli(args);
+  ASSERT_EQ(a.status, 0) << a.err;
+  EXPECT_EQ(nlohmann::json::parse(a.out)["loss_per_iteration"], nlohmann::json::parse(b.out)["loss_per_iteration"]);
+}
+
+TEST(RunCli, BadDevicesAndUnexecutedStrategiesAreInputErrors) {
+  auto r = run_cli({"run", "--model", "fmnist-mlp", "--strategy", "single", "--devices", "tpu:2", "--iterations", "1"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("--devices"), std::string::npos) << r.err;
+  r = run_cli({"run", "--model", "fmnist-mlp", "--strategy", "dsp", "--devices", "cpu:2", "--iterations", "1"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("recomput"), std::string::npos) << r.err;
+  r = run_cli({"run", "--model", "resnet50", "--strategy", "single", "--iterations", "1"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("chain"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace trainsim

@@ -1,0 +1,141 @@
+// `trainsim run`: trains a model with one strategy for real on this machine's
+// CPU threads (the plan interpreter), and reports the iteration time, the
+// losses and the test accuracy (trainsim.run/1).
+#include <fstream>
+#include <iostream>
+#include <memory>
+
+#include "exec/data/fashion_mnist.hpp"
+#include "exec/data/synthetic_text.hpp"
+#include "exec/training.hpp"
+#include "model/error.hpp"
+#include "model/units.hpp"
+#include "sim/cost/driver.hpp"
+#include "sim/cost/strategies.hpp"
+#include "tools/commands.hpp"
+#include "tools/progress.hpp"
+
+namespace trainsim {
+namespace {
+
+struct RunOptions {
+  std::string model;
+  std::string strategy;
+  std::vector<std::string> settings;
+  std::string devices = "cpu:1";
+  std::string dataset;
+  int64_t batch = 0;
+  int32_t iterations = 0;
+  int32_t epochs = 1;
+  uint64_t seed = 1;
+  double learning_rate = 0.05;
+  double momentum = 0.9;
+  std::string trace;
+  std::string metrics;
+  std::string json;
+  bool quiet = false;
+};
+
+// "cpu:N" -> N worker threads.
+int64_t parse_cpu_devices(const std::string& text) {
+  const std::string prefix = "cpu:";
+  if (text == "cpu") return 1;
+  if (text.rfind(prefix, 0) == 0) {
+    const double n = parse_number(text.substr(prefix.size()), "--devices");
+    if (n >= 1 && n == static_cast<double>(static_cast<int64_t>(n))) return static_cast<int64_t>(n);
+  }
+  if (text.rfind("cuda", 0) == 0) {
+    throw InputError("--devices", "'" + text + "': the CUDA executor is not built yet", "cpu:N");
+  }
+  throw InputError("--devices", "'" + text + "'", "cpu:N with N >= 1 worker threads");
+}
+
+Dataset load_dataset(const std::string& name, const Model& model) {
+  const bool text_model = model.input_shape.size() == 1;
+  const std::string chosen = name.empty() ? (text_model ? "synthetic" : "fashion-mnist") : name;
+  if (chosen == "fashion-mnist") return load_fashion_mnist();
+  if (chosen == "synthetic") {
+    return make_synthetic_text(kTextVocabulary, kTextTokensPerSample, kTextClasses, kTextTrainSamples,
+                               kTextTestSamples, 1);
+  }
+  throw InputError("--dataset", "'" + chosen + "'", "fashion-mnist or synthetic");
+}
+
+void write_metrics(const std::string& path, const TrainingResult& r) {
+  std::ofstream out(path);
+  if (!out) throw InputError("--metrics", "cannot write " + path, "a writable file");
+  out << "iteration,epoch,loss,end_s\n";
+  for (size_t i = 0; i < r.exec.loss_per_iteration.size(); ++i) {
+    out << i << ',' << static_cast<int64_t>(i) / std::max(1, r.iterations_per_epoch) << ','
+        << r.exec.loss_per_iteration[i] << ',' << r.exec.iteration_end_s[i] << '\n';
+  }
+}
+
+void run_training(const RunOptions& o, CommandContext& ctx) {
+  if (o.model.empty()) throw InputError("--model", "is missing", "a zoo model to train");
+  if (o.strategy.empty()) throw InputError("--strategy", "is missing", "a strategy id");
+  const Model model = load_model(o.model, "--model");
+  const int64_t workers = parse_cpu_devices(o.devices);
+  const Cluster cluster = nominal_cpu_cluster(workers);
+  StrategyConfig config;
+  for (const std::string& text : o.settings) {
+    const Setting s = parse_setting(text, "--set");
+    config.set(s.key, s.value, s.where);
+  }
+  const Dataset data = load_dataset(o.dataset, model);
+  TrainingOptions options;
+  options.strategy = o.strategy;
+  options.batch_size = o.batch;
+  options.iterations = o.iterations;
+  options.epochs = o.epochs;
+  options.seed = o.seed;
+  options.sgd = {o.learning_rate, o.momentum, 0.0};
+  ProgressBar bar(ctx.err, "training", !o.quiet);
+  options.on_iteration = [&bar](int32_t i, int32_t n) { bar.update(i + 1, n); };
+  const TrainingResult r = train(model, data, cluster, config, options);
+  bar.finish();
+
+  if (!o.trace.empty()) write_text_output(o.trace, exec_chrome_trace(r.plan, r.exec).dump() + "\n", ctx.out, "--trace");
+  if (!o.metrics.empty()) write_metrics(o.metrics, r);
+  if (!o.json.empty()) {
+    write_text_output(o.json, training_to_json(r, model.name, o.devices, o.trace, o.seed).dump(2) + "\n", ctx.out,
+                      "--json");
+  }
+  if (!o.quiet && o.json != "-") {
+    ctx.out << r.plan.strategy << " on " << model.name << ", " << o.devices << ", batch " << r.profile.batch_size
+            << " per device: " << r.plan.iterations << " iterations\n"
+            << "iteration " << format_seconds(r.iteration.median_s) << " median (min "
+            << format_seconds(r.iteration.min_s) << ", max " << format_seconds(r.iteration.max_s) << "), "
+            << format_count(r.samples_per_s) << " samples/s\n"
+            << "train loss " << r.train_loss.back() << " (last epoch), test accuracy " << r.test_accuracy << "\n";
+  }
+}
+
+}  // namespace
+
+void add_run_command(CLI::App& app, CommandContext& ctx) {
+  auto o = std::make_shared<RunOptions>();
+  CLI::App* cmd = app.add_subcommand("run", "Train a model with one strategy for real on CPU threads");
+  cmd->add_option("--model", o->model, "Zoo model id or model JSON file (a chain of supported layers)");
+  cmd->add_option("--strategy", o->strategy, "Strategy id (see trainsim predict --help)");
+  cmd->add_option("--set", o->settings, "Strategy setting key=value (repeatable)");
+  cmd->add_option("--devices", o->devices, "cpu:N, N worker threads")->capture_default_str();
+  cmd->add_option("--dataset", o->dataset, "fashion-mnist or synthetic (default: by the model's input)");
+  cmd->add_option("--batch", o->batch, "Per-device batch size (default: the model's)")->check(CLI::PositiveNumber);
+  auto* iterations = cmd->add_option("--iterations", o->iterations, "Mini-batches to train")
+                         ->check(CLI::Range(1, 10'000'000));
+  cmd->add_option("--epochs", o->epochs, "Epochs of the training set (without --iterations)")
+      ->check(CLI::Range(1, 1000))
+      ->capture_default_str()
+      ->excludes(iterations);
+  cmd->add_option("--seed", o->seed, "Seed of the weights and the shuffling")->capture_default_str();
+  cmd->add_option("--learning-rate", o->learning_rate, "SGD learning rate")->capture_default_str();
+  cmd->add_option("--momentum", o->momentum, "SGD momentum")->capture_default_str();
+  cmd->add_option("--trace", o->trace, "Write the Chrome trace of the run here");
+  cmd->add_option("--metrics", o->metrics, "Write per-iteration loss and time (CSV) here");
+  cmd->add_option("--json", o->json, "Write the trainsim.run/1 summary here ('-' for standard output)");
+  cmd->add_flag("--quiet", o->quiet, "No progress bar and no summary");
+  cmd->callback([&ctx, o] { ctx.action = [&ctx, o] { run_training(*o, ctx); }; });
+}
+
+}  // namespace trainsim
