@@ -1,0 +1,1 @@
+"""Tests of analysis/plots: loaders, the error summary and every figure."""
