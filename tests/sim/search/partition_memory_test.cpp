@@ -13,6 +13,7 @@
 #include "sim/cost/strategies.hpp"
 #include "sim/search/partition.hpp"
 #include "tests/fixtures/profiles.hpp"
+#include "tests/sim/search/partition_fixtures.hpp"
 
 namespace trainsim {
 namespace {
@@ -53,26 +54,11 @@ std::vector<double> model_memory_bytes(const Profile& profile, const Cluster& cl
 }
 
 // The objective as partition.hpp states it, from the pipeline the cost
-// models place (one machine: every link is the intra link).
+// models place.
 double objective_s(const Profile& profile, const Cluster& cluster, PartitionObjective objective,
                    const std::vector<LayerRange>& ranges, const std::vector<int64_t>& replicas) {
-  const Pipeline pipe = build_pipeline(profile, cluster, ranges, replicas);
-  double worst = 0;
-  const int64_t k_count = pipe.stage_count();
-  for (int64_t k = 0; k < k_count; ++k) {
-    const PipelineStage& s = pipe.stages[k];
-    double stage = std::max(s.compute_s(), s.weight_sync_s) / static_cast<double>(s.replicas);
-    if (objective == PartitionObjective::kDsp && k + 1 < k_count) stage += s.forward_s;
-    worst = std::max(worst, stage);
-  }
-  for (const StageBoundary& b : pipe.boundaries) {
-    worst = std::max(worst, objective == PartitionObjective::kDualPipe ? transfer_s(b.bytes, b.link) : b.comm_s);
-  }
-  if (objective == PartitionObjective::kGPipe) {
-    const double m = static_cast<double>(std::min<int64_t>(4 * k_count, profile.batch_size));
-    worst *= (m + static_cast<double>(k_count) - 1) / m;
-  }
-  return worst;
+  return testing_fixtures::partition_objective_s(build_pipeline(profile, cluster, ranges, replicas), objective,
+                                                 profile.batch_size);
 }
 
 struct BruteForce {

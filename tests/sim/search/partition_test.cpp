@@ -12,12 +12,14 @@
 #include "model/error.hpp"
 #include "sim/cost/stages.hpp"
 #include "tests/fixtures/profiles.hpp"
+#include "tests/sim/search/partition_fixtures.hpp"
 
 namespace trainsim {
 namespace {
 
 using testing_fixtures::chain_profile;
 using testing_fixtures::layer;
+using testing_fixtures::partition_objective_s;
 using testing_fixtures::simple_cluster;
 
 // A random DAG of n layers (each reads the previous layer, sometimes also an
@@ -34,35 +36,13 @@ Profile random_profile(std::mt19937& rng, int n) {
   return p;
 }
 
-// The objective of one partition, from the pipeline build_pipeline places
-// (one machine: every link is the intra link), written out per schedule as
-// partition.hpp states it.
-double objective_s(const Pipeline& pipe, PartitionObjective objective, int64_t batch) {
-  double worst = 0;
-  const int64_t k_count = pipe.stage_count();
-  for (int64_t k = 0; k < k_count; ++k) {
-    const PipelineStage& s = pipe.stages[k];
-    double stage = std::max(s.compute_s(), s.weight_sync_s) / static_cast<double>(s.replicas);
-    if (objective == PartitionObjective::kDsp && k + 1 < k_count) stage += s.forward_s;
-    worst = std::max(worst, stage);
-  }
-  for (const StageBoundary& b : pipe.boundaries) {
-    worst = std::max(worst, objective == PartitionObjective::kDualPipe ? transfer_s(b.bytes, b.link) : b.comm_s);
-  }
-  if (objective == PartitionObjective::kGPipe) {
-    const double m = static_cast<double>(std::min<int64_t>(4 * k_count, batch));
-    worst *= (m + static_cast<double>(k_count) - 1) / m;
-  }
-  return worst;
-}
-
 // Every replica assignment (r_k >= 1, Σ r_k <= workers; all ones unless
 // replicate) of `ranges`, keeping the best objective.
 void try_replicas(const Profile& profile, const Cluster& cluster, const std::vector<LayerRange>& ranges,
                   std::vector<int64_t>& replicas, int64_t left, bool replicate, PartitionObjective objective,
                   double& best) {
   if (replicas.size() == ranges.size()) {
-    best = std::min(best, objective_s(build_pipeline(profile, cluster, ranges, replicas), objective,
+    best = std::min(best, partition_objective_s(build_pipeline(profile, cluster, ranges, replicas), objective,
                                       profile.batch_size));
     return;
   }
@@ -107,7 +87,8 @@ void expect_consistent(const Profile& profile, const Cluster& cluster, const Par
     ranges.push_back(s.layers);
     replicas.push_back(s.replicas);
   }
-  const double value = objective_s(build_pipeline(profile, cluster, ranges, replicas), objective, profile.batch_size);
+  const double value =
+      partition_objective_s(build_pipeline(profile, cluster, ranges, replicas), objective, profile.batch_size);
   EXPECT_NEAR(found.bottleneck_s, value, 1e-12 * value);
 }
 
