@@ -102,8 +102,17 @@ TEST(Idx, RejectsACutGzipStream) {
   bytes.resize(bytes.size() / 2);
   const std::string path = dir.write_plain("cut.gz", bytes);
   // zlib reports the stream ending early, or fewer values arrive: either way
-  // an InputError on this file.
-  expect_input_error([&] { read_idx(path, kIdxImagesMagic); }, path, "");
+  // an InputError on this file that says which.
+  try {
+    read_idx(path, kIdxImagesMagic);
+    ADD_FAILURE() << "a cut gzip stream was accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where(), path);
+    const std::string what = e.what();
+    EXPECT_TRUE(what.find("cannot be decompressed") != std::string::npos ||
+                what.find("truncated") != std::string::npos)
+        << what;
+  }
 }
 
 TEST(Idx, RejectsAMissingFile) {
