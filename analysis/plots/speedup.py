@@ -52,6 +52,35 @@ def plot_speedup(data, paper=None, metric="speedup_vs_single", method="analytic"
     return fig
 
 
+def plot_grouped_bars(groups, ylabel="speedup over one device", log=False, reference=None, ax=None):
+    """Bars grouped per key of `groups` ({group: {series: value}}, e.g. model ->
+    strategy -> speedup): one colour per series, series in order of first
+    appearance, a series missing from a group leaves its slot empty. `log`
+    draws a log y axis; `reference` draws a dotted horizontal line there (1.0:
+    as fast as one device)."""
+    names = list(groups)
+    series = list(dict.fromkeys(s for values in groups.values() for s in values))
+    if not names or not series:
+        raise common.FormatError("groups", "is empty", "{group: {series: value}} with at least one value")
+    fig, ax = common.figure_and_axes(ax, size=(max(5.0, 0.35 * len(names) * len(series) + 2), 4))
+    x = np.arange(len(names))
+    width = 0.8 / len(series)
+    for i, name in enumerate(series):
+        slots = [(j, groups[g][name]) for j, g in enumerate(names) if name in groups[g]]
+        for j, value in slots:
+            common.finite(value, f"groups: {names[j]}: {name}", minimum=0 if not log else None)
+        ax.bar(x[[j for j, _ in slots]] + (i - (len(series) - 1) / 2) * width, [v for _, v in slots], width,
+               label=name)
+    if reference is not None:
+        ax.axhline(reference, color="black", linestyle=":", linewidth=0.8)
+    if log:
+        ax.set_yscale("log")
+    ax.set_xticks(x, names, rotation=30, ha="right")
+    ax.set_ylabel(ylabel)
+    ax.legend(fontsize=8)
+    return fig
+
+
 def main(argv=None):
     p = common.parser(__doc__.splitlines()[0], "trainsim.prediction/1 JSON")
     p.add_argument("--metric", default="speedup_vs_single", choices=sorted(METRIC_LABELS))

@@ -58,6 +58,29 @@ class SpeedupBars(support.FigureTest):
         self.assertEqual(tick_labels(ax), list(common.prediction_results(p, "analytic")))
 
 
+class GroupedBars(support.FigureTest):
+    GROUPS = {"vgg16": {"dp": 2.0, "dualpipe": 3.0}, "snn": {"dualpipe": 4.0}}
+
+    def test_a_bar_per_group_and_series_with_a_missing_slot_left_empty(self):
+        ax = self.render(speedup.plot_grouped_bars(self.GROUPS, reference=1.0))
+        # series in order of first appearance: dp (vgg16 only), then dualpipe (vgg16, snn)
+        self.assertEqual(bar_heights(ax), [2.0, 3.0, 4.0])
+        self.assertEqual(tick_labels(ax), ["vgg16", "snn"])
+        self.assertEqual([t.get_text() for t in ax.get_legend().get_texts()], ["dp", "dualpipe"])
+        # two series of width 0.4 centred 0.2 either side of each tick; left edges:
+        # dp centred at -0.2 -> -0.4, dualpipe centred at 0.2 and 1.2 -> 0.0 and 1.0
+        self.assertEqual([round(p.get_x(), 9) for p in ax.patches], [-0.4, 0.0, 1.0])
+        self.assertEqual(len(ax.lines), 1)  # the reference line
+
+    def test_log_axis_and_empty_or_bad_values_refused(self):
+        ax = self.render(speedup.plot_grouped_bars(self.GROUPS, ylabel="samples / s", log=True))
+        self.assertEqual((ax.get_yscale(), ax.get_ylabel()), ("log", "samples / s"))
+        with self.assertRaises(common.FormatError):
+            speedup.plot_grouped_bars({})
+        with self.assertRaisesRegex(common.FormatError, "snn: dp"):
+            speedup.plot_grouped_bars({"snn": {"dp": float("nan")}})
+
+
 class Timeline(support.FigureTest):
     LANES = ["w0 compute", "w0 send", "w1 compute", "w1 send", "w1 recv"]
 
