@@ -47,6 +47,7 @@ void validate_profile(const Profile& profile, const std::string& where) {
     if (l.backward_input_s) check_nonnegative(*l.backward_input_s, at + ".backward_input_s", "seconds");
     if (l.backward_weight_s) check_nonnegative(*l.backward_weight_s, at + ".backward_weight_s", "seconds");
     if (l.workspace_bytes) check_nonnegative(*l.workspace_bytes, at + ".workspace_bytes", "bytes");
+    if (l.update_s) check_nonnegative(*l.update_s, at + ".update_s", "seconds");
     if (l.flops) check_nonnegative(*l.flops, at + ".flops", "FLOPs");
     seen.insert(l.name);
   }
@@ -66,6 +67,7 @@ nlohmann::json profile_to_json(const Profile& profile) {
     if (l.backward_input_s) j["backward_input_s"] = *l.backward_input_s;
     if (l.backward_weight_s) j["backward_weight_s"] = *l.backward_weight_s;
     if (l.workspace_bytes) j["workspace_bytes"] = *l.workspace_bytes;
+    if (l.update_s) j["update_s"] = *l.update_s;
     if (l.flops) j["flops"] = *l.flops;
     layers.push_back(std::move(j));
   }
@@ -108,6 +110,7 @@ Profile profile_from_json(const nlohmann::json& doc, const std::string& where) {
     l.backward_input_s = optional_nonnegative(j, "backward_input_s", at);
     l.backward_weight_s = optional_nonnegative(j, "backward_weight_s", at);
     l.workspace_bytes = optional_nonnegative(j, "workspace_bytes", at);
+    l.update_s = optional_nonnegative(j, "update_s", at);
     l.flops = optional_nonnegative(j, "flops", at);
     p.layers.push_back(std::move(l));
   }

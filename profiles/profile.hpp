@@ -23,6 +23,7 @@ struct LayerProfile {
   std::optional<double> backward_weight_s;
   std::optional<double> workspace_bytes;    // scratch memory while running
   std::optional<double> flops;              // forward FLOPs of the batch
+  std::optional<double> update_s;           // optimizer step of the layer's weights, when measured
 };
 
 struct ProfileDevice {

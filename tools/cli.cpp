@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "exec/data/fashion_mnist.hpp"
+#include "exec/data/synthetic_text.hpp"
 #include "model/error.hpp"
 #include "model/model_json.hpp"
 #include "model/strings.hpp"
@@ -56,6 +58,31 @@ SimOptions parse_sim_options(const std::string& straggler, double jitter, uint64
   return options;
 }
 
+// "cpu:N" -> N worker threads.
+int64_t parse_cpu_devices(const std::string& text) {
+  const std::string prefix = "cpu:";
+  if (text == "cpu") return 1;
+  if (text.rfind(prefix, 0) == 0) {
+    const double n = parse_number(text.substr(prefix.size()), "--devices");
+    if (n >= 1 && n == static_cast<double>(static_cast<int64_t>(n))) return static_cast<int64_t>(n);
+  }
+  if (text.rfind("cuda", 0) == 0) {
+    throw InputError("--devices", "'" + text + "': the CUDA executor is not built yet", "cpu:N");
+  }
+  throw InputError("--devices", "'" + text + "'", "cpu:N with N >= 1 worker threads");
+}
+
+Dataset load_dataset(const std::string& name, const Model& model) {
+  const bool text_model = model.input_shape.size() == 1;
+  const std::string chosen = name.empty() ? (text_model ? "synthetic" : "fashion-mnist") : name;
+  if (chosen == "fashion-mnist") return load_fashion_mnist();
+  if (chosen == "synthetic") {
+    return make_synthetic_text(kTextVocabulary, kTextTokensPerSample, kTextClasses, kTextTrainSamples,
+                               kTextTestSamples, 1);
+  }
+  throw InputError("--dataset", "'" + chosen + "'", "fashion-mnist or synthetic");
+}
+
 void write_text_output(const std::string& path, const std::string& text, std::ostream& out,
                        const std::string& where) {
   if (path == "-") {
@@ -89,6 +116,8 @@ int run_trainsim(const std::vector<std::string>& args, std::ostream& out, std::o
   add_chunk_command(app, ctx);
   add_choose_command(app, ctx);
   add_run_command(app, ctx);
+  add_validate_command(app, ctx);
+  add_report_command(app, ctx);
   add_devices_command(app, ctx);
 
   try {

@@ -26,23 +26,6 @@ std::string settings_text(const StrategyChoice& c) {
   return text.empty() ? "defaults" : text;
 }
 
-nlohmann::json choices_json(const std::vector<StrategyChoice>& ranked, const Profile& profile,
-                            const Cluster& cluster) {
-  nlohmann::json entries = nlohmann::json::array();
-  for (const StrategyChoice& c : ranked) {
-    nlohmann::json settings = nlohmann::json::object();
-    for (const Setting& s : c.settings) settings[s.key] = s.value;
-    entries.push_back({{"strategy", c.best.strategy},
-                       {"feasible", c.feasible},
-                       {"reason", c.reason},
-                       {"settings", settings},
-                       {"candidates", c.candidates},
-                       {"prediction", prediction_to_json(c.best)}});
-  }
-  return {{"format", "trainsim.choice/1"}, {"model", profile.model},     {"cluster", cluster.name},
-          {"batch_size", profile.batch_size}, {"ranked", std::move(entries)}, {"why", explain_winner(ranked)}};
-}
-
 void print_choices(std::ostream& out, const std::vector<StrategyChoice>& ranked, const Profile& profile,
                    const Cluster& cluster) {
   out << profile.model << ", batch " << profile.batch_size << " per device, on " << cluster.name
@@ -86,7 +69,7 @@ void add_choose_command(CLI::App& app, CommandContext& ctx) {
       const std::vector<std::string> ids = parse_strategy_list(o->strategies, "--strategies");
       const std::vector<StrategyChoice> ranked = choose_strategies(profile, cluster, ids);
       if (!o->json.empty()) {
-        write_text_output(o->json, choices_json(ranked, profile, cluster).dump(2) + "\n", ctx.out, "--json");
+        write_text_output(o->json, choice_to_json(ranked, profile, cluster).dump(2) + "\n", ctx.out, "--json");
       }
       if (!o->quiet && o->json != "-") print_choices(ctx.out, ranked, profile, cluster);
     };

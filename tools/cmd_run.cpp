@@ -5,8 +5,6 @@
 #include <iostream>
 #include <memory>
 
-#include "exec/data/fashion_mnist.hpp"
-#include "exec/data/synthetic_text.hpp"
 #include "exec/training.hpp"
 #include "model/error.hpp"
 #include "model/units.hpp"
@@ -35,31 +33,6 @@ struct RunOptions {
   std::string json;
   bool quiet = false;
 };
-
-// "cpu:N" -> N worker threads.
-int64_t parse_cpu_devices(const std::string& text) {
-  const std::string prefix = "cpu:";
-  if (text == "cpu") return 1;
-  if (text.rfind(prefix, 0) == 0) {
-    const double n = parse_number(text.substr(prefix.size()), "--devices");
-    if (n >= 1 && n == static_cast<double>(static_cast<int64_t>(n))) return static_cast<int64_t>(n);
-  }
-  if (text.rfind("cuda", 0) == 0) {
-    throw InputError("--devices", "'" + text + "': the CUDA executor is not built yet", "cpu:N");
-  }
-  throw InputError("--devices", "'" + text + "'", "cpu:N with N >= 1 worker threads");
-}
-
-Dataset load_dataset(const std::string& name, const Model& model) {
-  const bool text_model = model.input_shape.size() == 1;
-  const std::string chosen = name.empty() ? (text_model ? "synthetic" : "fashion-mnist") : name;
-  if (chosen == "fashion-mnist") return load_fashion_mnist();
-  if (chosen == "synthetic") {
-    return make_synthetic_text(kTextVocabulary, kTextTokensPerSample, kTextClasses, kTextTrainSamples,
-                               kTextTestSamples, 1);
-  }
-  throw InputError("--dataset", "'" + chosen + "'", "fashion-mnist or synthetic");
-}
 
 void write_metrics(const std::string& path, const TrainingResult& r) {
   std::ofstream out(path);

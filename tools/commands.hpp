@@ -6,6 +6,7 @@
 #include <ostream>
 #include <string>
 
+#include "exec/data/dataset.hpp"
 #include "model/layer.hpp"
 #include "profiles/cluster.hpp"
 #include "profiles/profile.hpp"
@@ -31,6 +32,10 @@ void add_partition_command(CLI::App& app, CommandContext& ctx);
 void add_chunk_command(CLI::App& app, CommandContext& ctx);
 void add_choose_command(CLI::App& app, CommandContext& ctx);
 void add_run_command(CLI::App& app, CommandContext& ctx);
+// `trainsim validate`: profile here, predict, run, and compare (cmd_validate.cpp).
+void add_validate_command(CLI::App& app, CommandContext& ctx);
+// `trainsim report`: predictions, ranking and simulated schedules as one HTML page (cmd_report.cpp).
+void add_report_command(CLI::App& app, CommandContext& ctx);
 
 // A zoo id, or the path of a trainsim.model/1 JSON file.
 Model load_model(const std::string& name_or_path, const std::string& where);
@@ -42,6 +47,13 @@ Profile resolve_profile_input(const std::string& profile_path, const std::string
 
 // Simulator options from `--straggler PROB:SLOWDOWN`, `--jitter SD`, `--seed S`.
 SimOptions parse_sim_options(const std::string& straggler, double jitter, uint64_t seed);
+
+// `--devices cpu:N` -> N worker threads (InputError naming --devices otherwise).
+int64_t parse_cpu_devices(const std::string& text);
+
+// `--dataset` for a model: fashion-mnist or synthetic (text), by default the
+// one the model's input shape takes.
+Dataset load_dataset(const std::string& name, const Model& model);
 
 // Writes `text` to `path`, or to `out` when path is "-".
 void write_text_output(const std::string& path, const std::string& text, std::ostream& out,

@@ -4,6 +4,7 @@
 #include "profiles/profiler/profiler.hpp"
 
 #include <algorithm>
+#include <memory>
 #include <random>
 #include <set>
 #include <string>
@@ -28,9 +29,14 @@ struct LayerBench {
   Gradients grads;
   std::vector<Tensor> inputs;        // inputs[i]: what layer i reads
   std::vector<Tensor> output_grads;  // output_grads[i]: dL/d(output of layer i), random
-  std::vector<double> forward_s, backward_s;
+  std::vector<double> forward_s, backward_s, update_s;
   std::vector<double> sparsity;      // per layer, from its measured backward
+  std::unique_ptr<Sgd> optimizer;    // momentum SGD, as `trainsim run` trains
 };
+
+// The optimizer the update is timed with: `trainsim run`'s defaults. The
+// learning rate is small so the repeated steps barely move the weights.
+constexpr SgdOptions kTimedSgd{1e-4, 0.9, 0.0};
 
 // Uniform float in [-1, 1) from the engine's bits (repeats on every library).
 float symmetric_unit(std::mt19937_64& rng) { return static_cast<float>(2.0 * uniform_unit(rng) - 1.0); }
@@ -81,10 +87,13 @@ double touched_fraction(const LayerBench& bench, int64_t i) {
 }
 
 // Times layer i: each run is one forward (timed), then one backward from its
-// cache (timed). Sparse gradients are emptied between runs, untimed, so each
-// backward appends one batch of rows as in training.
+// cache (timed), then the momentum-SGD step of its weights with that gradient
+// (timed; layers without weights take no step). Sparse gradients are emptied
+// between runs, untimed, so each backward appends one batch of rows as in
+// training.
 void time_layer(LayerBench& bench, int64_t i, const MeasureOptions& options) {
-  std::vector<double> forward_s, backward_s;
+  std::vector<double> forward_s, backward_s, update_s;
+  const bool has_weights = !bench.weights[static_cast<size_t>(i)].empty();
   for (int64_t r = 0; r < options.warmups + options.repeats; ++r) {
     std::vector<LayerCache> caches;
     Tensor y;  // outlives the timed region: training keeps activations too
@@ -95,15 +104,19 @@ void time_layer(LayerBench& bench, int64_t i, const MeasureOptions& options) {
     backward_range(bench.network, bench.weights, i, i, bench.output_grads[static_cast<size_t>(i)], caches,
                    bench.grads);
     const double backward_end_s = now_s();
+    if (has_weights) bench.optimizer->step(bench.weights, bench.grads, i, i);
+    const double update_end_s = now_s();
     if (r >= options.warmups) {
       forward_s.push_back(forward_end_s - start_s);
       backward_s.push_back(backward_end_s - backward_start_s);
+      update_s.push_back(has_weights ? update_end_s - backward_end_s : 0.0);
     }
     if (r + 1 == options.warmups + options.repeats) bench.sparsity[static_cast<size_t>(i)] = touched_fraction(bench, i);
     if (bench.network.layers[static_cast<size_t>(i)]->sparse()) clear_gradients(bench.grads, i, i);
   }
   bench.forward_s[static_cast<size_t>(i)] = median_s(forward_s);
   bench.backward_s[static_cast<size_t>(i)] = median_s(backward_s);
+  bench.update_s[static_cast<size_t>(i)] = median_s(update_s);
 }
 
 void check_options(int64_t batch, const MeasureOptions& options) {
@@ -131,6 +144,8 @@ Profile measure_profile(const Model& model, int64_t batch, const MeasureOptions&
     prepare(bench, model, batch, options.seed);
     bench.forward_s.assign(static_cast<size_t>(count), 0.0);
     bench.backward_s.assign(static_cast<size_t>(count), 0.0);
+    bench.update_s.assign(static_cast<size_t>(count), 0.0);
+    bench.optimizer = std::make_unique<Sgd>(kTimedSgd);
     bench.sparsity.assign(static_cast<size_t>(count), 1.0);
     for (int64_t i = 0; i < count; ++i) {
       sync.arrive_and_wait();  // every copy works on the same layer at once
@@ -153,6 +168,7 @@ Profile measure_profile(const Model& model, int64_t batch, const MeasureOptions&
     l.inputs = layer.inputs;
     l.forward_s = reported.forward_s[static_cast<size_t>(i)];
     l.backward_s = reported.backward_s[static_cast<size_t>(i)];
+    l.update_s = reported.update_s[static_cast<size_t>(i)];
     l.param_bytes = kFp32Bytes * static_cast<double>(layer.param_count);
     l.activation_bytes =
         kFp32Bytes * static_cast<double>(batch) * static_cast<double>(element_count(layer.output_shape));

@@ -31,6 +31,21 @@ double update_s(double param_bytes, const Cluster& cluster) {
   return kUpdatePassesPerParamByte * param_bytes / cluster.device.memory_bytes_per_s;
 }
 
+double range_update_s(const Profile& profile, int64_t first, int64_t last, const Cluster& cluster) {
+  TRAINSIM_CHECK(first >= 0 && last < static_cast<int64_t>(profile.layers.size()) && first <= last,
+                 "layer range out of bounds");
+  double total_s = 0;
+  for (int64_t i = first; i <= last; ++i) {
+    const LayerProfile& l = profile.layers[static_cast<size_t>(i)];
+    total_s += l.update_s ? *l.update_s : update_s(l.param_bytes, cluster);
+  }
+  return total_s;
+}
+
+double model_update_s(const Profile& profile, const Cluster& cluster) {
+  return range_update_s(profile, 0, static_cast<int64_t>(profile.layers.size()) - 1, cluster);
+}
+
 int64_t resolve_workers(StrategyConfig& config, const Cluster& cluster) {
   const int64_t devices = device_count(cluster);
   const int64_t workers = config.get_int("workers", devices, 1);

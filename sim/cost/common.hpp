@@ -31,6 +31,12 @@ inline constexpr double kUpdatePassesPerParamByte = 5.0;
 // Time of the optimizer update of `param_bytes` on one device of `cluster`.
 double update_s(double param_bytes, const Cluster& cluster);
 
+// The update of layers [first, last]: Σ each layer's measured update_s where
+// the profile has one, else update_s(its param_bytes) — a measured step of a
+// cache-resident layer can be several times faster than the streaming rate.
+double range_update_s(const Profile& profile, int64_t first, int64_t last, const Cluster& cluster);
+double model_update_s(const Profile& profile, const Cluster& cluster);
+
 // Key "workers": default every device of the cluster, at least 1 and at most
 // device_count(cluster); records the value.
 int64_t resolve_workers(StrategyConfig& config, const Cluster& cluster);

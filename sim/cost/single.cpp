@@ -11,7 +11,7 @@ Prediction predict_single(const Profile& profile, const Cluster& cluster, Strate
   Prediction p;
   p.strategy = "single";
   p.workers = 1;
-  p.iteration_s = t.forward_s + t.backward_s + update_s(t.param_bytes, cluster);
+  p.iteration_s = t.forward_s + t.backward_s + model_update_s(profile, cluster);
   p.samples_per_iteration = static_cast<double>(profile.batch_size);
   p.breakdown.compute_s = p.iteration_s;
   p.memory = {replica_memory(profile, 0, static_cast<int64_t>(profile.layers.size()) - 1, 1.0)};

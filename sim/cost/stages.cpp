@@ -280,7 +280,7 @@ Pipeline build_pipeline(const Profile& profile, const Cluster& cluster, const st
     s.first_device = next_device;
     s.forward_s = t.forward_s;
     s.backward_s = t.backward_s;
-    s.update_s = update_s(t.param_bytes, cluster);
+    s.update_s = range_update_s(profile, ranges[k].first, ranges[k].last, cluster);
     s.param_bytes = t.param_bytes;
     s.activation_bytes = t.activation_bytes;
     s.input_bytes = k == 0 ? 0.0 : crossing[k - 1];

@@ -70,7 +70,6 @@ Plan plan_cgdp(const Profile& profile, const Cluster& cluster, StrategyConfig& c
   if (layout.hosts.size() > 1) layout.hosts_group = b.group(layout.hosts);
   const auto workers = static_cast<int32_t>(layout.workers);
   const LayerRange layers = all_layers(profile);
-  const double param_bytes = model_totals(profile).param_bytes;
 
   for (int32_t i = 0; i < iterations; ++i) {
     std::vector<OpId> last_back(static_cast<size_t>(workers), -1);
@@ -87,7 +86,7 @@ Plan plan_cgdp(const Profile& profile, const Cluster& cluster, StrategyConfig& c
       if (synced) last_back = add_chunk_sync(b, layout, *chunk, bytes, i, backward, cluster);
     }
     for (int32_t w = 0; w < workers; ++w) {
-      Op update = update_op(param_bytes, cluster, layers, w, i, i);
+      Op update = update_op(model_update_s(profile, cluster), layers, w, i, i);
       if (last_back[static_cast<size_t>(w)] >= 0) update.deps = {last_back[static_cast<size_t>(w)]};
       b.add(std::move(update));
     }

@@ -86,10 +86,9 @@ inline Op replica_compute_op(OpKind kind, const Profile& profile, LayerRange ran
   return op;
 }
 
-// The optimizer step on `param_bytes` of the replica's layers (update_s),
-// reading version `version` (it writes version + 1).
-inline Op update_op(double param_bytes, const Cluster& cluster, LayerRange layers, int32_t worker, int32_t iteration,
-                    int32_t version) {
+// The optimizer step of the replica's layers taking `work_s` (the cost
+// models' range_update_s), reading version `version` (it writes version + 1).
+inline Op update_op(double work_s, LayerRange layers, int32_t worker, int32_t iteration, int32_t version) {
   Op op;
   op.kind = OpKind::kUpdate;
   op.worker = worker;
@@ -98,7 +97,7 @@ inline Op update_op(double param_bytes, const Cluster& cluster, LayerRange layer
   op.weight_version = version;
   op.first_layer = static_cast<int32_t>(layers.first);
   op.last_layer = static_cast<int32_t>(layers.last);
-  op.work_s = update_s(param_bytes, cluster);
+  op.work_s = work_s;
   return op;
 }
 

@@ -38,7 +38,7 @@ void add_device_server(PlanBuilder& b, const Profile& profile, const Cluster& cl
     previous_push = push.send;
     pushed.push_back(push.recv);
   }
-  Op update = update_op(bytes, cluster, layers, 0, ex.iteration, ex.iteration);
+  Op update = update_op(model_update_s(profile, cluster), layers, 0, ex.iteration, ex.iteration);
   update.work_s += static_cast<double>(workers - 1) * bytes * collective_link(cluster, workers).gamma_s_per_byte;
   update.deps = pushed;
   const OpId server_update = b.add(std::move(update));
@@ -77,7 +77,7 @@ void add_host_server(PlanBuilder& b, const Profile& profile, const Cluster& clus
   for (int32_t w = 0; w < static_cast<int32_t>(workers); ++w) {
     OpId source = sum;
     if (machine_of(cluster, w) != 0) source = add_transfer(b, 0, w, i, bytes, layers, {sum}).recv;
-    Op update = update_op(bytes, cluster, layers, w, i, i);
+    Op update = update_op(model_update_s(profile, cluster), layers, w, i, i);
     update.deps = {b.add(transfer_op(OpKind::kCopyToDevice, w, i, bytes, layers, {source}))};
     b.add(std::move(update));
   }
@@ -93,7 +93,6 @@ Plan plan_dp_ps(const Profile& profile, const Cluster& cluster, StrategyConfig& 
   const int64_t workers = resolve_workers(config, cluster);
   const std::string server = config.get_choice("server", "device", {"device", "host"});
   const LayerRange layers = all_layers(profile);
-  const double param_bytes = model_totals(profile).param_bytes;
   std::vector<OpId> weights_ready(static_cast<size_t>(workers), -1);
   for (int32_t i = 0; i < iterations; ++i) {
     Exchange ex{i, {}, std::vector<OpId>(static_cast<size_t>(workers), -1)};
@@ -104,7 +103,7 @@ Plan plan_dp_ps(const Profile& profile, const Cluster& cluster, StrategyConfig& 
       ex.backward.push_back(b.add(replica_compute_op(OpKind::kBackward, profile, layers, w, i, i)));
     }
     if (workers == 1) {
-      b.add(update_op(param_bytes, cluster, layers, 0, i, i));
+      b.add(update_op(model_update_s(profile, cluster), layers, 0, i, i));
     } else if (server == "device") {
       add_device_server(b, profile, cluster, workers, ex);
     } else {

@@ -182,7 +182,7 @@ Plan plan_parallax(const Profile& profile, const Cluster& cluster, StrategyConfi
       waits = add_parameter_servers(b, s, served_dense_bytes, v.sparse_touched, ready);
     }
     for (int32_t w = 0; w < workers; ++w) {
-      Op update = update_op(v.dense + v.sparse_touched, cluster, layers, w, i, i);
+      Op update = update_op(update_s(v.dense + v.sparse_touched, cluster), layers, w, i, i);
       update.deps = waits[static_cast<size_t>(w)];
       b.add(std::move(update));
     }

@@ -108,4 +108,21 @@ std::string explain_winner(const std::vector<StrategyChoice>& ranked) {
          format_seconds(breakdown_part_s(r.breakdown, r_part)) + " per iteration to " + r_part;
 }
 
+nlohmann::json choice_to_json(const std::vector<StrategyChoice>& ranked, const Profile& profile,
+                              const Cluster& cluster) {
+  nlohmann::json entries = nlohmann::json::array();
+  for (const StrategyChoice& c : ranked) {
+    nlohmann::json settings = nlohmann::json::object();
+    for (const Setting& s : c.settings) settings[s.key] = s.value;
+    entries.push_back({{"strategy", c.best.strategy},
+                       {"feasible", c.feasible},
+                       {"reason", c.reason},
+                       {"settings", settings},
+                       {"candidates", c.candidates},
+                       {"prediction", prediction_to_json(c.best)}});
+  }
+  return {{"format", "trainsim.choice/1"}, {"model", profile.model},     {"cluster", cluster.name},
+          {"batch_size", profile.batch_size}, {"ranked", std::move(entries)}, {"why", explain_winner(ranked)}};
+}
+
 }  // namespace trainsim

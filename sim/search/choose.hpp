@@ -32,4 +32,9 @@ std::vector<StrategyChoice> choose_strategies(const Profile& profile, const Clus
 // cost and how long it takes per iteration.
 std::string explain_winner(const std::vector<StrategyChoice>& ranked);
 
+// trainsim.choice/1: model, cluster, batch_size, ranked (strategy, feasible,
+// reason, settings, candidates, prediction) and why.
+nlohmann::json choice_to_json(const std::vector<StrategyChoice>& ranked, const Profile& profile,
+                              const Cluster& cluster);
+
 }  // namespace trainsim

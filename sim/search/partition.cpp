@@ -25,7 +25,7 @@ class Costs {
  public:
   Costs(const Profile& profile, const Cluster& cluster, PartitionObjective objective, double memory_limit_bytes,
         const LinkSpec& link)
-      : objective_(objective), link_(link), cluster_(cluster), limit_bytes_(memory_limit_bytes) {
+      : objective_(objective), link_(link), limit_bytes_(memory_limit_bytes) {
     n_ = static_cast<int64_t>(profile.layers.size());
     compute_.assign(n_ + 1, 0.0);
     forward_.assign(n_ + 1, 0.0);
@@ -34,7 +34,8 @@ class Costs {
     std::vector<double> workspace;
     for (int64_t l = 0; l < n_; ++l) {
       const LayerProfile& layer = profile.layers[l];
-      compute_[l + 1] = compute_[l] + layer.forward_s + layer.backward_s;
+      // With the layer's update (measured, or from its bytes): C_k's U_k.
+      compute_[l + 1] = compute_[l] + layer.forward_s + layer.backward_s + range_update_s(profile, l, l, cluster);
       forward_[l + 1] = forward_[l] + layer.forward_s;
       params_[l + 1] = params_[l] + layer.param_bytes;
       activations_[l + 1] = activations_[l] + layer.activation_bytes;
@@ -66,7 +67,7 @@ class Costs {
 
   // EQUATIONS.md §4's ΣT_l with the update (C_k), plus DSP's recompute R_k.
   double compute_s(int64_t i, int64_t j) const {
-    double c = compute_[j] - compute_[i] + update_s(params_bytes(i, j), cluster_);
+    double c = compute_[j] - compute_[i];
     if (objective_ == PartitionObjective::kDsp && j < n_) c += forward_[j] - forward_[i];
     return c;
   }
@@ -160,7 +161,6 @@ class Costs {
 
   PartitionObjective objective_;
   LinkSpec link_;
-  const Cluster& cluster_;
   double limit_bytes_ = 0;
   int64_t n_ = 0;
   std::vector<double> compute_, forward_, params_, activations_, cut_s_, cut_bytes_;

@@ -26,7 +26,10 @@ Profile small_profile() {
 TEST(Profile, JsonRoundTrip) {
   Profile p = small_profile();
   p.layers[0].backward_input_s = 1e-3;
+  p.layers[0].update_s = 2e-4;
   const Profile back = profile_from_json(profile_to_json(p), "p.json");
+  EXPECT_DOUBLE_EQ(back.layers[0].update_s.value(), 2e-4);
+  EXPECT_FALSE(back.layers[1].update_s.has_value());
   ASSERT_EQ(back.layers.size(), 2u);
   EXPECT_EQ(back.layers[1].inputs, (std::vector<std::string>{"a", "input"}));
   EXPECT_DOUBLE_EQ(back.layers[0].backward_input_s.value(), 1e-3);

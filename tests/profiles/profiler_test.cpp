@@ -48,6 +48,15 @@ TEST(MeasuredProfile, HasOneLayerPerModelLayerInOrderWithPositiveTimes) {
   EXPECT_NE(p.device.name.find("(1 threads)"), std::string::npos) << p.device.name;
 }
 
+TEST(MeasuredProfile, UpdateIsTimedForLayersWithWeightsOnly) {
+  // fc1 steps 784·256 + 256 weights with momentum; relu1 has none to step.
+  const Profile p = measure_profile(build_zoo_model("fmnist-mlp"), 64, quick());
+  ASSERT_TRUE(layer_named(p, "fc1").update_s.has_value());
+  EXPECT_GT(*layer_named(p, "fc1").update_s, 0);
+  ASSERT_TRUE(layer_named(p, "relu1").update_s.has_value());
+  EXPECT_EQ(*layer_named(p, "relu1").update_s, 0);
+}
+
 TEST(MeasuredProfile, GemmLayerForwardTakesLongerThanTheReluAfterIt) {
   // fc1 multiplies 64×784 by 784×256 (12.8M multiply-adds); relu1 touches
   // 64·256 = 16,384 values: three orders of magnitude less work.

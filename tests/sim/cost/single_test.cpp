@@ -25,6 +25,17 @@ TEST(Single, IsForwardPlusBackwardPlusUpdate) {
   EXPECT_EQ(p.staleness, 0);
 }
 
+TEST(Single, MeasuredUpdateTimesReplaceTheBandwidthEstimate) {
+  Profile profile = testing_fixtures::two_layer_profile();
+  const Cluster cluster = testing_fixtures::simple_cluster(1, 4);
+  profile.layers[0].update_s = 0.01e-3;  // measured; layer 1 keeps 5 × 2e6 / 1e11 = 0.1 ms
+  EXPECT_NEAR(model_update_s(profile, cluster), 0.11e-3, 1e-15);
+  EXPECT_NEAR(range_update_s(profile, 1, 1, cluster), 0.1e-3, 1e-15);
+  StrategyConfig config;
+  // Forward 3 ms + backward 6 ms + update 0.11 ms.
+  EXPECT_NEAR(predict_single(profile, cluster, config).iteration_s, 9.11e-3, 1e-12);
+}
+
 TEST(StrategyConfig, UnknownKeyIsReported) {
   const Profile profile = testing_fixtures::two_layer_profile();
   const Cluster cluster = testing_fixtures::simple_cluster(1, 4);

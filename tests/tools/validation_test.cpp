@@ -1,0 +1,115 @@
+// `trainsim validate`: the op-by-op comparison on hand-made timings, and the
+// whole loop (profile, predict, run, compare) on a small model.
+#include "tools/validation.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "exec/training.hpp"
+#include "model/zoo/zoo.hpp"
+#include "profiles/analytic_profiler.hpp"
+#include "sim/cost/strategies.hpp"
+#include "tests/tools/cli_fixtures.hpp"
+
+namespace trainsim {
+namespace {
+
+using testing_fixtures::run_cli;
+
+Plan two_worker_ring_plan(int32_t iterations) {
+  const Model model = build_zoo_model("fmnist-mlp");
+  const Cluster cluster = nominal_cpu_cluster(2);
+  const Profile profile = analytic_profile(model, 16, cluster);
+  StrategyConfig config;
+  return generate_plan(find_strategy("dp-ring", "test"), profile, cluster, config, iterations);
+}
+
+TEST(CompareOps, GroupsByWorkerKindAndLayersAndTakesMediansAfterWarmup) {
+  const Plan plan = two_worker_ring_plan(5);
+  // Every op: simulated 1 ms. Measured: 2 ms in iteration 2, 4 ms in 1 and 3,
+  // 100 ms in the warm-up iterations 0 and 4 (left out).
+  std::vector<OpTiming> simulated(plan.ops.size());
+  std::vector<ExecOpTiming> measured(plan.ops.size());
+  for (size_t id = 0; id < plan.ops.size(); ++id) {
+    const Op& op = plan.ops[id];
+    simulated[id] = {0, 1'000'000};
+    const double start_s = op.iteration * 1.0 + (is_collective(op.kind) ? 0.0 : 0.5);
+    const double length_s = op.iteration == 2 ? 2e-3 : (op.iteration == 0 || op.iteration == 4) ? 0.1 : 4e-3;
+    measured[id] = {start_s, start_s + length_s};
+  }
+  const std::vector<OpGroupComparison> groups = compare_ops(plan, simulated, measured, 1);
+  ASSERT_FALSE(groups.empty());
+  int64_t forwards = 0;
+  for (const OpGroupComparison& g : groups) {
+    EXPECT_EQ(g.count, 3) << g.kind;  // iterations 1, 2, 3
+    EXPECT_NEAR(g.simulated_s, 1e-3, 1e-12);
+    EXPECT_NEAR(g.measured_s, 4e-3, 1e-12) << g.kind;  // median of {4, 2, 4} ms
+    EXPECT_NEAR(g.error, (1e-3 - 4e-3) / 4e-3, 1e-9);  // -75%
+    if (g.kind == "forward") ++forwards;
+  }
+  EXPECT_GE(forwards, 2);  // one group per worker at least
+}
+
+TEST(CompareOps, CollectiveCountsFromItsLastMembersStart) {
+  const Plan plan = two_worker_ring_plan(3);
+  std::vector<OpTiming> simulated(plan.ops.size(), OpTiming{0, 1000});
+  std::vector<ExecOpTiming> measured(plan.ops.size(), ExecOpTiming{0.0, 1e-3});
+  // Worker 0 reaches each AllReduce at 10 ms, worker 1 at 14 ms; both leave
+  // at 20 ms: the collective took 6 ms, worker 0 idled 4 ms before it.
+  int64_t collectives = 0;
+  for (size_t id = 0; id < plan.ops.size(); ++id) {
+    if (plan.ops[id].kind != OpKind::kAllReduce) continue;
+    measured[id] = {plan.ops[id].worker == 0 ? 10e-3 : 14e-3, 20e-3};
+    ++collectives;
+  }
+  ASSERT_EQ(collectives, 6);  // 2 workers x 3 iterations
+  for (const OpGroupComparison& g : compare_ops(plan, simulated, measured, 0)) {
+    if (g.kind == "allreduce") {
+      EXPECT_NEAR(g.measured_s, 6e-3, 1e-12) << "worker " << g.worker;
+    }
+  }
+}
+
+TEST(ValidateCli, PredictsRunsAndComparesEachStrategy) {
+  const auto r = run_cli({"validate", "--model", "fmnist-mlp", "--devices", "cpu:2", "--strategies",
+                          "single,dp-ring", "--iterations", "6", "--repeats", "2", "--batch", "16", "--json", "-",
+                          "--quiet"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["format"], "trainsim.validation/1");
+  EXPECT_EQ(j["batch_size"], 16);
+  ASSERT_EQ(j["results"].size(), 2u);
+  std::vector<double> abs_errors;
+  for (const nlohmann::json& s : j["results"]) {
+    ASSERT_FALSE(s.contains("skipped")) << s.dump();
+    const double measured = s["measured_s"].get<double>();
+    const double simulated = s["predicted_simulated_s"].get<double>();
+    ASSERT_GT(measured, 0);
+    ASSERT_GT(simulated, 0);
+    EXPECT_GT(s["predicted_analytic_s"].get<double>(), 0);
+    EXPECT_NEAR(s["error_simulated"].get<double>(), (simulated - measured) / measured, 1e-12);
+    bool has_forward = false;
+    for (const nlohmann::json& g : s["ops"]) has_forward |= g["kind"] == "forward";
+    EXPECT_TRUE(has_forward) << s["strategy"];
+    abs_errors.push_back(std::abs(s["error_simulated"].get<double>()));
+  }
+  // The median of two is their mean.
+  EXPECT_NEAR(j["median_abs_error_simulated"].get<double>(), 0.5 * (abs_errors[0] + abs_errors[1]), 1e-12);
+}
+
+TEST(ValidateCli, BadInputIsAnInputError) {
+  auto r = run_cli({"validate", "--model", "fmnist-mlp", "--devices", "gpu:2", "--quiet"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("--devices"), std::string::npos) << r.err;
+  r = run_cli({"validate", "--model", "fmnist-mlp", "--strategies", "dp-nothing", "--quiet"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("--strategies"), std::string::npos) << r.err;
+  r = run_cli({"validate", "--quiet"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("--model"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace trainsim

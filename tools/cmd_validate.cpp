@@ -1,0 +1,157 @@
+// `trainsim validate`: profiles this machine, predicts every strategy from the
+// profile (analytic and simulated), trains each for real on CPU threads, and
+// prints how far the predictions were from the measurements, with the op
+// groups the simulator got most wrong (trainsim.validation/1).
+#include <cmath>
+#include <filesystem>
+#include <memory>
+
+#include "analysis/table.hpp"
+#include "model/error.hpp"
+#include "model/units.hpp"
+#include "sim/cost/driver.hpp"
+#include "tools/commands.hpp"
+#include "tools/progress.hpp"
+#include "tools/validation.hpp"
+
+namespace trainsim {
+namespace {
+
+struct ValidateCliOptions {
+  std::string model;
+  std::string devices = "cpu:2";
+  std::string strategies = "all";
+  std::string dataset;
+  int64_t batch = 0;
+  int32_t iterations = 40;
+  int64_t repeats = 20;
+  uint64_t seed = 1;
+  std::string json;
+  std::string trace_dir;
+  std::string profile_out;
+  std::string cluster_out;
+  int32_t worst_ops = 3;
+  bool quiet = false;
+};
+
+std::string percent(double fraction) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%+.1f%%", 100.0 * fraction);
+  return text;
+}
+
+TextTable result_table(const Validation& v) {
+  TextTable t;
+  t.header = {"strategy", "analytic", "simulated", "measured", "error analytic", "error simulated"};
+  t.right_aligned = {false, true, true, true, true, true};
+  for (const StrategyValidation& r : v.results) {
+    if (!r.skipped.empty()) continue;
+    t.rows.push_back({r.strategy, format_seconds(r.predicted_analytic_s), format_seconds(r.predicted_simulated_s),
+                      format_seconds(r.measured_s), percent(r.error_analytic), percent(r.error_simulated)});
+  }
+  return t;
+}
+
+// The op groups whose simulated time is furthest from the measured, weighted
+// by the time they take (a 50% error on a 1 µs op matters less than 10% on a
+// 10 ms one).
+void print_worst_ops(std::ostream& out, const StrategyValidation& r, int32_t count) {
+  std::vector<const OpGroupComparison*> groups;
+  for (const OpGroupComparison& g : r.ops) groups.push_back(&g);
+  std::sort(groups.begin(), groups.end(), [](const auto* a, const auto* b) {
+    return std::abs(a->simulated_s - a->measured_s) * static_cast<double>(a->count) >
+           std::abs(b->simulated_s - b->measured_s) * static_cast<double>(b->count);
+  });
+  for (int32_t i = 0; i < count && i < static_cast<int32_t>(groups.size()); ++i) {
+    const OpGroupComparison& g = *groups[static_cast<size_t>(i)];
+    out << "    worker " << g.worker << " " << g.kind;
+    if (g.first_layer >= 0) out << " layers " << g.first_layer << "-" << g.last_layer;
+    out << ": simulated " << format_seconds(g.simulated_s) << ", measured " << format_seconds(g.measured_s) << " ("
+        << percent(g.error) << ", " << g.count << " ops)\n";
+  }
+}
+
+void write_traces(const std::string& dir, const Validation& v) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw InputError("--trace-dir", "cannot create " + dir + ": " + ec.message(), "a writable directory");
+  for (const StrategyValidation& r : v.results) {
+    if (!r.skipped.empty()) continue;
+    std::ostringstream unused;
+    write_text_output(dir + "/" + r.strategy + "-simulated.json", r.simulated_trace.dump() + "\n", unused, "--trace-dir");
+    write_text_output(dir + "/" + r.strategy + "-measured.json", r.measured_trace.dump() + "\n", unused, "--trace-dir");
+  }
+}
+
+void run_validate(const ValidateCliOptions& o, CommandContext& ctx) {
+  if (o.model.empty()) throw InputError("--model", "is missing", "a zoo model to validate on");
+  const Model model = load_model(o.model, "--model");
+  const int64_t workers = parse_cpu_devices(o.devices);
+  const Dataset data = load_dataset(o.dataset, model);
+  ValidationOptions options;
+  options.batch_size = o.batch;
+  options.iterations = o.iterations;
+  options.profile_repeats = o.repeats;
+  options.seed = o.seed;
+  if (o.strategies != "all") options.strategies = parse_strategy_list(o.strategies, "--strategies");
+  ProgressBar bar(ctx.err, "validating", !o.quiet);
+  options.progress = [&bar](const std::string&, int32_t done, int32_t total) { bar.update(done, total); };
+  const Validation v = validate(model, data, workers, options);
+  bar.finish();
+
+  if (!o.profile_out.empty()) write_text_output(o.profile_out, profile_to_json(v.profile).dump(2) + "\n", ctx.out, "--profile-out");
+  if (!o.cluster_out.empty()) write_text_output(o.cluster_out, cluster_to_json(v.cluster).dump(2) + "\n", ctx.out, "--cluster-out");
+  if (!o.trace_dir.empty()) write_traces(o.trace_dir, v);
+  if (!o.json.empty()) {
+    write_text_output(o.json, validation_to_json(v, model.name, o.devices, o.iterations).dump(2) + "\n", ctx.out,
+                      "--json");
+  }
+  if (o.quiet || o.json == "-") return;
+  ctx.out << model.name << " on " << o.devices << ", batch " << v.profile.batch_size << " per device, "
+          << o.iterations << " iterations per strategy (error = (predicted - measured) / measured)\n";
+  print_aligned(ctx.out, result_table(v));
+  ctx.out << "median |error|: simulated " << percent(median_abs_error(v, true)).substr(1) << ", analytic "
+          << percent(median_abs_error(v, false)).substr(1) << "\n";
+  for (const StrategyValidation& r : v.results) {
+    if (!r.skipped.empty()) {
+      ctx.out << r.strategy << ": not run: " << r.skipped << "\n";
+    } else if (o.worst_ops > 0) {
+      ctx.out << r.strategy << ", op groups furthest from the measurement:\n";
+      print_worst_ops(ctx.out, r, o.worst_ops);
+    }
+  }
+}
+
+}  // namespace
+
+void add_validate_command(CLI::App& app, CommandContext& ctx) {
+  auto o = std::make_shared<ValidateCliOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "validate", "Profile this machine, predict every strategy, run each for real and compare");
+  cmd->add_option("--model", o->model, "Zoo model id or model JSON file (a chain of supported layers)");
+  cmd->add_option("--devices", o->devices, "cpu:N, N worker threads")->capture_default_str();
+  cmd->add_option("--strategies", o->strategies, "'all' or strategy ids separated by commas")->capture_default_str();
+  cmd->add_option("--dataset", o->dataset, "fashion-mnist or synthetic (default: by the model's input)");
+  cmd->add_option("--batch", o->batch, "Per-device batch size (default: the model's)")->check(CLI::PositiveNumber);
+  cmd->add_option("--iterations", o->iterations, "Iterations trained per strategy")
+      ->check(CLI::Range(3, 1'000'000))
+      ->capture_default_str();
+  cmd->add_option("--repeats", o->repeats, "Timed runs per layer when profiling")
+      ->check(CLI::Range(1, 100'000))
+      ->capture_default_str();
+  cmd->add_option("--seed", o->seed, "Seed of the weights, the inputs and the shuffling")->capture_default_str();
+  cmd->add_option("--json", o->json, "Write trainsim.validation/1 here ('-' for standard output)");
+  cmd->add_option("--trace-dir", o->trace_dir, "Write each strategy's simulated and measured Chrome traces here");
+  cmd->add_option("--profile-out", o->profile_out, "Write the measured profile here");
+  cmd->add_option("--cluster-out", o->cluster_out, "Write the measured cluster here");
+  cmd->add_option("--worst-ops", o->worst_ops, "Op groups listed per strategy, furthest from the measurement first")
+      ->check(CLI::Range(0, 1000))
+      ->capture_default_str();
+  cmd->add_flag("--quiet", o->quiet, "No progress bar and no table");
+  cmd->footer(
+      "Example:\n  trainsim validate --model fmnist-mlp --devices cpu:2 --json validation.json --trace-dir traces\n"
+      "Strategies the executor does not run are listed as not run, with the reason.");
+  cmd->callback([&ctx, o] { ctx.action = [&ctx, o] { run_validate(*o, ctx); }; });
+}
+
+}  // namespace trainsim

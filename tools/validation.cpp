@@ -1,0 +1,212 @@
+// The validation loop; see validation.hpp.
+#include "tools/validation.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <tuple>
+
+#include "model/error.hpp"
+#include "profiles/profiler/cluster_probe.hpp"
+#include "profiles/profiler/profiler.hpp"
+#include "sim/cost/strategies.hpp"
+
+namespace trainsim {
+namespace {
+
+double median_of(std::vector<double> values) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  const size_t n = values.size();
+  return n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+}
+
+double relative_error(double predicted, double measured) {
+  return measured > 0 ? (predicted - measured) / measured : 0.0;
+}
+
+// Measured durations of the ops. A collective's starts when its last member
+// arrives, as in the simulator (the k-th of a kind a member issues on a group
+// joins the other members' k-th): a member's earlier wait is idle, not the
+// collective's cost.
+std::vector<double> measured_durations_s(const Plan& plan, const std::vector<ExecOpTiming>& measured) {
+  using Instance = std::tuple<int32_t, int, int64_t>;  // group, kind, k-th
+  std::map<std::tuple<int32_t, int, int32_t>, int64_t> issued;
+  std::map<Instance, double> last_start_s;
+  std::vector<Instance> instance_of(plan.ops.size());
+  for (size_t id = 0; id < plan.ops.size(); ++id) {
+    const Op& op = plan.ops[id];
+    if (!is_collective(op.kind)) continue;
+    const int64_t k = issued[{op.group, static_cast<int>(op.kind), op.worker}]++;
+    instance_of[id] = {op.group, static_cast<int>(op.kind), k};
+    double& start_s = last_start_s.try_emplace(instance_of[id], measured[id].start_s).first->second;
+    start_s = std::max(start_s, measured[id].start_s);
+  }
+  std::vector<double> durations_s(plan.ops.size());
+  for (size_t id = 0; id < plan.ops.size(); ++id) {
+    const double start_s = is_collective(plan.ops[id].kind) ? last_start_s[instance_of[id]] : measured[id].start_s;
+    durations_s[id] = std::max(0.0, measured[id].end_s - start_s);
+  }
+  return durations_s;
+}
+
+// One strategy: the plan train() executes, simulated and predicted on the
+// measured profile and cluster, then run.
+StrategyValidation validate_strategy(const Model& model, const Dataset& data, const Validation& v,
+                                     const StrategyInfo& strategy, const ValidationOptions& options) {
+  StrategyValidation out;
+  out.strategy = strategy.id;
+  TrainingOptions training;
+  training.strategy = strategy.id;
+  training.batch_size = v.profile.batch_size;
+  training.iterations = options.iterations;
+  training.seed = options.seed;
+  TrainingResult run;
+  try {
+    run = train(model, data, v.cluster, StrategyConfig{}, training, &v.profile);
+  } catch (const InputError& e) {
+    out.skipped = e.what();  // a strategy the executor does not run, or that does not fit these workers
+    return out;
+  } catch (const std::exception& e) {
+    out.skipped = std::string("failed while running: ") + e.what();  // the other strategies still report
+    return out;
+  }
+  out.config = run.plan.config;
+  // The defaults resolve the same from the same profile and cluster, so the
+  // cost model prices the plan that ran.
+  StrategyConfig config;
+  out.predicted_analytic_s = predict_strategy(strategy, v.profile, v.cluster, config).iteration_s;
+  const SimResult sim = simulate_plan(run.plan, v.cluster, SimOptions{});
+  out.predicted_simulated_s = sim.iteration_s;
+  out.measured_s = run.iteration.median_s;
+  out.measured_min_s = run.iteration.min_s;
+  out.measured_max_s = run.iteration.max_s;
+  out.error_analytic = relative_error(out.predicted_analytic_s, out.measured_s);
+  out.error_simulated = relative_error(out.predicted_simulated_s, out.measured_s);
+  out.ops = compare_ops(run.plan, sim.timings, run.exec.timings, run.iteration.warmup);
+  out.simulated_trace = chrome_trace(run.plan, sim);
+  out.measured_trace = exec_chrome_trace(run.plan, run.exec);
+  return out;
+}
+
+}  // namespace
+
+std::vector<OpGroupComparison> compare_ops(const Plan& plan, const std::vector<OpTiming>& simulated,
+                                           const std::vector<ExecOpTiming>& measured, int32_t warmup) {
+  TRAINSIM_CHECK(simulated.size() == plan.ops.size() && measured.size() == plan.ops.size(),
+                 "one simulated and one measured timing per op");
+  using GroupKey = std::tuple<int32_t, int, int, int32_t, int32_t>;  // worker, stream, kind, layers
+  std::map<GroupKey, size_t> index;
+  std::vector<OpGroupComparison> groups;
+  std::vector<std::vector<double>> sim_s;
+  std::vector<std::vector<double>> real_s;
+  const std::vector<double> measured_s = measured_durations_s(plan, measured);
+  const int32_t last = plan.iterations - warmup;  // exclusive; everything when there is no warm-up
+  for (size_t id = 0; id < plan.ops.size(); ++id) {
+    const Op& op = plan.ops[id];
+    if (op.iteration < warmup || op.iteration >= std::max(last, warmup + 1)) continue;
+    const GroupKey key{op.worker, static_cast<int>(op.stream), static_cast<int>(op.kind), op.first_layer,
+                       op.last_layer};
+    auto [it, added] = index.emplace(key, groups.size());
+    if (added) {
+      OpGroupComparison g;
+      g.kind = op_kind_name(op.kind);
+      g.stream = stream_kind_name(op.stream);
+      g.worker = op.worker;
+      g.first_layer = op.first_layer;
+      g.last_layer = op.last_layer;
+      groups.push_back(g);
+      sim_s.emplace_back();
+      real_s.emplace_back();
+    }
+    sim_s[it->second].push_back(static_cast<double>(simulated[id].end_ns - simulated[id].start_ns) * 1e-9);
+    real_s[it->second].push_back(measured_s[id]);
+  }
+  for (size_t g = 0; g < groups.size(); ++g) {
+    groups[g].count = static_cast<int64_t>(sim_s[g].size());
+    groups[g].simulated_s = median_of(sim_s[g]);
+    groups[g].measured_s = median_of(real_s[g]);
+    groups[g].error = relative_error(groups[g].simulated_s, groups[g].measured_s);
+  }
+  return groups;
+}
+
+Validation validate(const Model& model, const Dataset& data, int64_t workers, const ValidationOptions& options) {
+  if (options.iterations < 3) {
+    throw InputError("--iterations", std::to_string(options.iterations), "at least 3 (warm-up is left out)");
+  }
+  std::vector<const StrategyInfo*> strategies;
+  if (options.strategies.empty()) {
+    for (const StrategyInfo& s : strategy_registry()) strategies.push_back(&s);
+  } else {
+    for (const std::string& id : options.strategies) strategies.push_back(&find_strategy(id, "--strategies"));
+  }
+  const auto total = static_cast<int32_t>(strategies.size()) + 2;
+  const auto report = [&](const std::string& what, int32_t done) {
+    if (options.progress) options.progress(what, done, total);
+  };
+  Validation v;
+  v.workers = workers;
+  const int64_t batch = options.batch_size > 0 ? options.batch_size : model.default_batch;
+  report("profiling " + model.name, 0);
+  MeasureOptions measure;
+  measure.repeats = options.profile_repeats;
+  measure.concurrent = workers;
+  measure.seed = options.seed;
+  v.profile = measure_profile(model, batch, measure);
+  report("probing the channels", 1);
+  v.cluster = measure_cpu_cluster(workers);
+  for (size_t i = 0; i < strategies.size(); ++i) {
+    report(strategies[i]->id, static_cast<int32_t>(i) + 2);
+    v.results.push_back(validate_strategy(model, data, v, *strategies[i], options));
+  }
+  report("done", total);
+  return v;
+}
+
+double median_abs_error(const Validation& v, bool simulated) {
+  std::vector<double> errors;
+  for (const StrategyValidation& r : v.results) {
+    if (r.skipped.empty()) errors.push_back(std::abs(simulated ? r.error_simulated : r.error_analytic));
+  }
+  return median_of(errors);
+}
+
+nlohmann::json validation_to_json(const Validation& v, const std::string& model, const std::string& devices,
+                                  int32_t iterations) {
+  nlohmann::json results = nlohmann::json::array();
+  for (const StrategyValidation& r : v.results) {
+    if (!r.skipped.empty()) {
+      results.push_back({{"strategy", r.strategy}, {"skipped", r.skipped}});
+      continue;
+    }
+    nlohmann::json ops = nlohmann::json::array();
+    for (const OpGroupComparison& g : r.ops) {
+      ops.push_back({{"kind", g.kind}, {"stream", g.stream}, {"worker", g.worker},
+                     {"first_layer", g.first_layer}, {"last_layer", g.last_layer}, {"count", g.count},
+                     {"simulated_s", g.simulated_s}, {"measured_s", g.measured_s}, {"error", g.error}});
+    }
+    results.push_back({{"strategy", r.strategy},
+                       {"config", r.config},
+                       {"measured_s", r.measured_s},
+                       {"measured_min_s", r.measured_min_s},
+                       {"measured_max_s", r.measured_max_s},
+                       {"predicted_analytic_s", r.predicted_analytic_s},
+                       {"predicted_simulated_s", r.predicted_simulated_s},
+                       {"error_analytic", r.error_analytic},
+                       {"error_simulated", r.error_simulated},
+                       {"ops", std::move(ops)}});
+  }
+  return {{"format", "trainsim.validation/1"},
+          {"model", model},
+          {"devices", devices},
+          {"workers", v.workers},
+          {"batch_size", v.profile.batch_size},
+          {"iterations", iterations},
+          {"cluster", v.cluster.name},
+          {"median_abs_error_simulated", median_abs_error(v, true)},
+          {"median_abs_error_analytic", median_abs_error(v, false)},
+          {"results", std::move(results)}};
+}
+
+}  // namespace trainsim

@@ -1,0 +1,89 @@
+// `trainsim validate`: profiles this machine, predicts each strategy from that
+// profile (the analytic cost model and the simulator, on the very plan that is
+// then executed), trains for real with the plan interpreter, and compares:
+// per strategy the iteration time, per op group the durations of the two
+// traces.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "exec/data/dataset.hpp"
+#include "exec/training.hpp"
+#include "model/layer.hpp"
+#include "profiles/cluster.hpp"
+#include "profiles/profile.hpp"
+#include "sim/des/engine.hpp"
+
+namespace trainsim {
+
+struct ValidationOptions {
+  int64_t batch_size = 0;          // per device; 0 = the model's default
+  int32_t iterations = 40;         // trained per strategy; warm-up as the simulator's rule
+  int64_t profile_repeats = 20;    // timed runs per layer when profiling
+  uint64_t seed = 1;
+  std::vector<std::string> strategies;  // empty: every registered strategy
+  // Called before each step: (what, steps done, steps in all).
+  std::function<void(const std::string& what, int32_t done, int32_t total)> progress;
+};
+
+// Ops of one worker, stream, kind and layer range (all iterations after
+// warm-up): the medians of their simulated and measured durations.
+struct OpGroupComparison {
+  std::string kind;    // "forward", "all_reduce", ...
+  std::string stream;  // "compute", "send", ...
+  int32_t worker = 0;
+  int32_t first_layer = -1;
+  int32_t last_layer = -1;
+  int64_t count = 0;
+  double simulated_s = 0;
+  double measured_s = 0;
+  double error = 0;    // (simulated - measured) / measured; 0 when measured is 0
+};
+
+struct StrategyValidation {
+  std::string strategy;
+  nlohmann::json config;
+  std::string skipped;               // why it was not run, or failed (empty when it ran)
+  double predicted_analytic_s = 0;
+  double predicted_simulated_s = 0;
+  double measured_s = 0;             // median iteration after warm-up
+  double measured_min_s = 0;
+  double measured_max_s = 0;
+  double error_analytic = 0;         // (predicted - measured) / measured: positive = predicted slower
+  double error_simulated = 0;
+  std::vector<OpGroupComparison> ops;
+  nlohmann::json simulated_trace;    // Chrome traces of the same plan
+  nlohmann::json measured_trace;
+};
+
+struct Validation {
+  Profile profile;
+  Cluster cluster;
+  int64_t workers = 0;
+  std::vector<StrategyValidation> results;
+};
+
+// Groups the ops of iterations [warmup, iterations - warmup) and compares
+// their median durations. `simulated` and `measured` hold one timing per plan
+// op. A measured collective counts from its last member's start, as the
+// simulator starts it. Groups come in the plan's op order.
+std::vector<OpGroupComparison> compare_ops(const Plan& plan, const std::vector<OpTiming>& simulated,
+                                           const std::vector<ExecOpTiming>& measured, int32_t warmup);
+
+// The whole loop on `workers` CPU threads of this machine.
+Validation validate(const Model& model, const Dataset& data, int64_t workers, const ValidationOptions& options);
+
+// Median |error_simulated| and |error_analytic| over the strategies run.
+double median_abs_error(const Validation& v, bool simulated);
+
+// trainsim.validation/1: model, devices, batch_size, iterations, cluster,
+// results (strategy, config, measured_s, predicted_*_s, error_*, ops or
+// skipped), and the medians.
+nlohmann::json validation_to_json(const Validation& v, const std::string& model, const std::string& devices,
+                                  int32_t iterations);
+
+}  // namespace trainsim
