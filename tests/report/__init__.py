@@ -1,0 +1,1 @@
+"""Tests of `trainsim report`: the page it writes, rendered by headless Chromium."""

@@ -1,0 +1,179 @@
+// `trainsim report`, run in-process: bad input is a one-line error with exit
+// 2 before anything is written; a failing page script is exit 1 with its last
+// line of stderr; the JSON files are written before the script runs on the
+// folder. The page script here is a stand-in under $TRAINSIM_ANALYSIS_DIR
+// (tests/report checks the real page in a browser).
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <optional>
+
+#include "tests/tools/cli_fixtures.hpp"
+
+namespace trainsim {
+namespace {
+
+namespace fs = std::filesystem;
+using testing_fixtures::run_cli;
+
+// A fresh folder for one test, removed after it.
+class TempDir {
+ public:
+  TempDir() {
+    const auto* test = ::testing::UnitTest::GetInstance()->current_test_info();
+    path_ =
+        fs::temp_directory_path() / ("trainsim_report_" + std::to_string(::getpid()) + "_" + std::string(test->name()));
+    fs::remove_all(path_);
+    fs::create_directories(path_);
+  }
+  ~TempDir() { fs::remove_all(path_); }
+  fs::path operator/(const std::string& name) const { return path_ / name; }
+
+ private:
+  fs::path path_;
+};
+
+// Sets an environment variable for one test and restores it after.
+class ScopedEnv {
+ public:
+  ScopedEnv(std::string name, const std::string& value) : name_(std::move(name)) {
+    if (const char* old = std::getenv(name_.c_str())) old_ = old;
+    ::setenv(name_.c_str(), value.c_str(), 1);
+  }
+  ~ScopedEnv() {
+    if (old_) {
+      ::setenv(name_.c_str(), old_->c_str(), 1);
+    } else {
+      ::unsetenv(name_.c_str());
+    }
+  }
+
+ private:
+  std::string name_;
+  std::optional<std::string> old_;
+};
+
+// An analysis/ folder whose report.py is `script` (Python).
+fs::path fake_analysis_dir(const TempDir& tmp, const std::string& script) {
+  const fs::path dir = tmp / "analysis";
+  fs::create_directories(dir);
+  std::ofstream(dir / "__init__.py") << "";
+  std::ofstream(dir / "report.py") << script;
+  return dir;
+}
+
+bool have_python3() {
+  return ::access("/usr/bin/python3", X_OK) == 0 || std::system("command -v python3 >/dev/null") == 0;
+}
+
+nlohmann::json read_json(const fs::path& path) { return nlohmann::json::parse(std::ifstream(path)); }
+
+TEST(ReportCli, UnknownModelIsAnInputErrorAndWritesNothing) {
+  TempDir tmp;
+  const auto r =
+      run_cli({"report", "--model", "no-such-model", "--cluster", "p40x4-pcie3", "--out", (tmp / "out").string()});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_TRUE(r.err.starts_with("trainsim: error: --model: ")) << r.err;
+  EXPECT_NE(r.err.find("no-such-model"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(tmp / "out"));
+}
+
+TEST(ReportCli, UnknownClusterOrStrategyIsAnInputErrorNamingItsFlag) {
+  TempDir tmp;
+  auto r = run_cli({"report", "--model", "fmnist-mlp", "--cluster", "no-such-cluster", "--out", (tmp / "o").string()});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_TRUE(r.err.starts_with("trainsim: error: --cluster: ")) << r.err;
+  r = run_cli({"report", "--model", "fmnist-mlp", "--cluster", "p40x4-pcie3", "--strategies", "dp-ring,warp", "--out",
+               (tmp / "o").string()});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_TRUE(r.err.starts_with("trainsim: error: --strategies: ")) << r.err;
+  EXPECT_FALSE(fs::exists(tmp / "o"));
+}
+
+TEST(ReportCli, OutThatIsAFileIsAnInputError) {
+  TempDir tmp;
+  std::ofstream(tmp / "file") << "x";
+  const auto r =
+      run_cli({"report", "--model", "fmnist-mlp", "--cluster", "p40x4-pcie3", "--out", (tmp / "file").string()});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_TRUE(r.err.starts_with("trainsim: error: --out: ")) << r.err;
+}
+
+TEST(ReportCli, AnalysisDirWithoutReportScriptIsAnInputErrorNamingTheVariable) {
+  TempDir tmp;
+  fs::create_directories(tmp / "analysis");  // no report.py
+  const ScopedEnv env("TRAINSIM_ANALYSIS_DIR", (tmp / "analysis").string());
+  const auto r =
+      run_cli({"report", "--model", "fmnist-mlp", "--cluster", "p40x4-pcie3", "--out", (tmp / "out").string()});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_TRUE(r.err.starts_with("trainsim: error: TRAINSIM_ANALYSIS_DIR: ")) << r.err;
+}
+
+TEST(ReportCli, FailingPageScriptIsExitOneWithItsLastStderrLine) {
+  if (!have_python3()) GTEST_SKIP() << "no python3";
+  TempDir tmp;
+  const ScopedEnv env("TRAINSIM_ANALYSIS_DIR",
+                      fake_analysis_dir(tmp,
+                                        "import sys\n"
+                                        "print('Traceback, first line', file=sys.stderr)\n"
+                                        "print('error: choice.json: ranked: is missing (a list)', file=sys.stderr)\n"
+                                        "sys.exit(2)\n")
+                          .string());
+  const auto r = run_cli(
+      {"report", "--model", "fmnist-mlp", "--cluster", "p40x4-pcie3", "--out", (tmp / "out").string(), "--quiet"});
+  EXPECT_EQ(r.status, 1);
+  EXPECT_TRUE(r.err.starts_with("trainsim: failed: ")) << r.err;
+  EXPECT_NE(r.err.find("error: choice.json: ranked: is missing (a list)"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("first line"), std::string::npos) << r.err;
+}
+
+TEST(ReportCli, WritesPredictionChoiceAndTopTracesThenRunsTheScriptOnTheFolder) {
+  if (!have_python3()) GTEST_SKIP() << "no python3";
+  TempDir tmp;
+  // The stand-in page lists the folder it was given and its working folder.
+  const ScopedEnv env("TRAINSIM_ANALYSIS_DIR",
+                      fake_analysis_dir(tmp,
+                                        "import os, sys\n"
+                                        "files = sorted(os.listdir(sys.argv[1]))\n"
+                                        "with open(os.path.join(sys.argv[1], 'index.html'), 'w') as f:\n"
+                                        "    f.write(os.getcwd() + '\\n' + ' '.join(files))\n")
+                          .string());
+  const fs::path out = tmp / "out" / "nested";
+  const auto r = run_cli({"report", "--model", "fmnist-mlp", "--cluster", "p40x4-pcie3", "--batch", "32",
+                          "--strategies", "single,dp-ring,gpipe,pipedream", "--out", out.string()});
+  ASSERT_EQ(r.status, 0) << r.err;
+
+  const nlohmann::json prediction = read_json(out / "prediction.json");
+  EXPECT_EQ(prediction["format"], "trainsim.prediction/1");
+  EXPECT_EQ(prediction["batch_size"], 32);
+  EXPECT_EQ(prediction["results"].size(), 8u);  // 4 strategies x (analytic, simulated)
+  const nlohmann::json choice = read_json(out / "choice.json");
+  EXPECT_EQ(choice["format"], "trainsim.choice/1");
+  ASSERT_EQ(choice["ranked"].size(), 4u);
+  // fmnist-mlp fits a P40 whatever the strategy, so the best three are traced.
+  std::vector<std::string> traced;
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(choice["ranked"][i]["feasible"].get<bool>());
+    traced.push_back("trace-" + choice["ranked"][i]["strategy"].get<std::string>() + ".json");
+    EXPECT_FALSE(read_json(out / traced.back())["traceEvents"].empty()) << traced.back();
+  }
+  EXPECT_FALSE(fs::exists(out / ("trace-" + choice["ranked"][3]["strategy"].get<std::string>() + ".json")));
+
+  // The script ran in the analysis folder's parent, after the JSON were written.
+  std::ifstream page(out / "index.html");
+  std::string cwd, files;
+  std::getline(page, cwd);
+  std::getline(page, files);
+  EXPECT_EQ(fs::canonical(cwd), fs::canonical(tmp / "."));
+  std::sort(traced.begin(), traced.end());
+  EXPECT_EQ(files, "choice.json prediction.json " + traced[0] + " " + traced[1] + " " + traced[2]);
+  EXPECT_NE(r.out.find("wrote " + (out / "index.html").string()), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace trainsim
