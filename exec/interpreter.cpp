@@ -13,13 +13,17 @@
 #include <map>
 #include <mutex>
 #include <numeric>
+#include <set>
 #include <thread>
 #include <tuple>
 
 #include "exec/data/batching.hpp"
 #include "exec/optim/host_accumulate.hpp"
 #include "exec/optim/pipesgd.hpp"
+#include "exec/optim/spectrain.hpp"
+#include "exec/transport/codec_all_reduce.hpp"
 #include "exec/transport/in_process.hpp"
+#include "exec/transport/param_server.hpp"
 #include "model/error.hpp"
 #include "sim/des/engine.hpp"
 
@@ -37,12 +41,14 @@ enum class Payload { kActivation, kInputGradient, kParamGradient, kWeights };
 struct WorkerState {
   Weights weights;                      // every layer (those the worker runs are the ones that move)
   std::unique_ptr<Sgd> optimizer;
+  std::unique_ptr<SpecTrain> spectrain; // dualpipe with spectrain: the smoothed gradient v
   int32_t version = 0;                  // updates applied so far
   std::map<int32_t, Weights> snapshots; // stashed versions still to be read
   std::map<int32_t, int64_t> readers;   // compute ops yet to read each version
   std::map<Key, Tensor> outputs;        // layer outputs awaiting their consumer
   std::map<Key, Tensor> output_grads;   // gradients w.r.t. layer outputs awaiting their backward
-  std::map<Key, LayerCache> caches;     // per layer, from its forward to its backward
+  std::map<Key, LayerCache> caches;     // per layer, from its forward (or recompute) to its backward
+  std::map<Key, Tensor> inputs;         // (it, mb, first layer): a forward's input kept for its recompute
   std::map<int32_t, Gradients> grads;   // parameter gradients per iteration
   std::map<OpId, std::vector<float>> received;  // flat gradients or weights a recv brought
   std::map<OpId, std::vector<float>> weight_payloads;  // an update's new weights, for its sends
@@ -90,12 +96,46 @@ void densify_range(Gradients& grads, const Weights& weights, int64_t first, int6
   }
 }
 
+// Parallax (seed 004 §3): a sparse variable (an embedding table) lives on
+// a parameter-server shard; its server runs on its own thread of the
+// machine, transport worker `server`, and applies the optimizer to the rows
+// the round's pushes touched.
+struct SparseServer {
+  int32_t layer = 0;
+  int server = 0;
+  ShardShape shape;
+  std::unique_ptr<Sgd> optimizer;  // over `table`, the server's copy of the variable
+  Weights table;                   // layer `layer` only: {the table}
+  std::unique_ptr<ParamServerShard> shard;
+};
+
+// Parallax plans on one machine exchange sparse gradients through its host
+// (CopyToHost, CopyToDevice); each layer with a sparse gradient gets a server.
+std::vector<int32_t> parallax_sparse_layers(const Plan& plan, const Network& network) {
+  std::vector<int32_t> layers;
+  if (plan.strategy != "parallax") return layers;
+  const bool exchanges = std::any_of(plan.ops.begin(), plan.ops.end(),
+                                     [](const Op& op) { return op.kind == OpKind::kCopyToHost; });
+  for (size_t l = 0; l < network.layers.size() && exchanges; ++l) {
+    if (network.layers[l]->sparse()) layers.push_back(static_cast<int32_t>(l));
+  }
+  return layers;
+}
+
+// Tags of the servers' rounds: below every collective's (interpreter tags
+// are op ids, >= 0, and collectives' small negatives).
+constexpr int64_t kServerTagBase = -(int64_t{1} << 52);
+
 class Interpreter {
  public:
   Interpreter(const Plan& plan, const Network& network, const Weights& initial, const BatchSource& batches,
               const ExecOptions& options)
       : plan_(plan), network_(network), batches_(batches), options_(options),
-        transport_(static_cast<int>(plan.workers.size()), options.recv_timeout_s),
+        spectrain_(plan.strategy == "dualpipe" && plan.config.value("spectrain", true)),
+        codec_(plan.strategy == "pipesgd" ? parse_gradient_compression(plan.config.value("compression", std::string("none")), "--set compression")
+                                          : GradientCompression::kNone),
+        sparse_layers_(parallax_sparse_layers(plan, network)),
+        transport_(static_cast<int>(plan.workers.size() + sparse_layers_.size()), options.recv_timeout_s),
         done_(plan.ops.size()), timings_(plan.ops.size()) {
     TRAINSIM_CHECK(options.batch_size > 0, "the executor needs the plan's per-device batch size");
     workers_.resize(plan.workers.size());
@@ -103,14 +143,17 @@ class Interpreter {
       w = std::make_unique<WorkerState>();
       w->weights = initial;
       w->optimizer = std::make_unique<Sgd>(options.sgd);
+      if (spectrain_) w->spectrain = std::make_unique<SpecTrain>(SpecTrainOptions{options.sgd.learning_rate, options.spectrain_gamma});
     }
     for (const Op& op : plan.ops) {
       check_supported(op);
+      if (op.kind == OpKind::kRecompute) recomputed_.insert({op.worker, op.iteration, std::max(0, op.microbatch), op.first_layer});
       if (reads_weights(op.kind) && op.weight_version >= 0) ++workers_[op.worker]->readers[op.weight_version];
       if (op.kind == OpKind::kForward) microbatches_ = std::max(microbatches_, op.microbatch + 1);
     }
     shards_ = std::max<int64_t>(1, std::llround(plan.samples_per_iteration / static_cast<double>(options.batch_size)));
     assign_collective_tags();
+    make_sparse_servers(initial);
     loss_sum_.assign(static_cast<size_t>(plan.iterations), 0.0);
     loss_rows_.assign(static_cast<size_t>(plan.iterations), 0);
   }
@@ -123,9 +166,11 @@ class Interpreter {
       }
     }
     start_ = std::chrono::steady_clock::now();
-    run_workers(transport_, static_cast<int>(streams.size()), [&](int i) {
-      const auto [w, k] = streams[static_cast<size_t>(i)];
+    const auto threads = static_cast<int>(streams.size() + servers_.size());
+    run_workers(transport_, threads, [&](int i) {
       try {
+        if (static_cast<size_t>(i) >= streams.size()) return serve(*servers_[static_cast<size_t>(i) - streams.size()]);
+        const auto [w, k] = streams[static_cast<size_t>(i)];
         for (OpId id : plan_.streams[w][k]) run_op(id);
       } catch (...) {
         release_waiters();
@@ -141,18 +186,125 @@ class Interpreter {
   }
 
   void check_supported(const Op& op) const {
-    if (op.kind == OpKind::kRecompute) {
-      throw InputError("--strategy", plan_.strategy + " recomputes activations",
-                       "a strategy the executor runs (recomputation is not executed yet)");
+    if (op.kind == OpKind::kAllReduce && codec_ != GradientCompression::kNone &&
+        op.algorithm != CollectiveAlgorithm::kRing) {
+      throw InputError("--set algorithm", "is " + std::string(collective_algorithm_name(op.algorithm)) +
+                                              " with compression " + gradient_compression_name(codec_),
+                       "algorithm=ring (compressed gradients are reduced hop by hop around the ring)");
     }
-    if (plan_.strategy == "dualpipe" && plan_.config.value("spectrain", true)) {
-      throw InputError("--set spectrain", "SpecTrain's weight prediction is not executed yet",
-                       "spectrain=false (vanilla DualPipe)");
+    if (plan_.strategy != "parallax") return;
+    const std::string mode = plan_.config.value("mode", std::string("hybrid"));
+    if (mode != "hybrid") {
+      throw InputError("--set mode", "is " + mode + " (parallax's " + mode + " exchange is not executed)", "hybrid");
     }
-    if (plan_.strategy == "parallax") {
-      throw InputError("--strategy", "parallax's sparse parameter servers are not executed yet",
-                       "another strategy");
+    if (op.kind == OpKind::kSend || op.kind == OpKind::kRecv) {
+      throw InputError("--devices", "parallax across machines (remote servers) is not executed",
+                       "the workers of one machine");
     }
+  }
+
+  // --- parallax's sparse servers -----------------------------------------------
+
+  void make_sparse_servers(const Weights& initial) {
+    std::vector<int> members(plan_.workers.size());
+    std::iota(members.begin(), members.end(), 0);
+    for (int32_t layer : sparse_layers_) {
+      const LayerParams& params = initial[static_cast<size_t>(layer)];
+      TRAINSIM_CHECK(params.size() == 1, "a sparse layer holds one table");
+      if (layer != 0) {
+        throw InputError("--model", "parallax with a sparse layer (" + std::to_string(layer) + ") after the input",
+                         "the embedding table as the first layer (its rows are the batch's token ids)");
+      }
+      auto s = std::make_unique<SparseServer>();
+      s->layer = layer;
+      s->server = static_cast<int>(plan_.workers.size() + servers_.size());
+      s->shape = {params[0].rows(), params[0].row_size(), true};
+      s->optimizer = std::make_unique<Sgd>(options_.sgd);
+      s->table.resize(static_cast<size_t>(layer) + 1);
+      s->table[static_cast<size_t>(layer)] = params;
+      SparseServer* raw = s.get();
+      const auto workers = static_cast<float>(members.size());
+      s->shard = std::make_unique<ParamServerShard>(transport_, s->server, members, s->shape, params[0].data,
+                                                    [raw, workers](const ShardUpdate& u) { apply_on_server(*raw, u, workers); });
+      servers_.push_back(std::move(s));
+    }
+  }
+
+  // The server's step: the mean of the workers' pushed rows (their sum / N)
+  // through the same lazy sparse SGD a worker runs; the rows it moved are
+  // copied into the shard the pulls read.
+  static void apply_on_server(SparseServer& s, const ShardUpdate& u, float workers) {
+    Gradients grads(s.table.size());
+    ParamGrad g;
+    g.sparse = true;
+    g.rows.assign(u.rows.begin(), u.rows.end());
+    g.row_values = Tensor({static_cast<int64_t>(u.rows.size()), u.row_floats});
+    for (size_t i = 0; i < u.gradient.size(); ++i) g.row_values.data[i] = u.gradient[i] / workers;
+    grads[static_cast<size_t>(s.layer)].push_back(std::move(g));
+    s.optimizer->step(s.table, grads, s.layer, s.layer);
+    const std::vector<float>& table = s.table[static_cast<size_t>(s.layer)][0].data;
+    for (int64_t row : u.rows) {
+      std::copy_n(table.begin() + row * u.row_floats, u.row_floats, u.weights.begin() + row * u.row_floats);
+    }
+  }
+
+  void serve(SparseServer& s) {
+    for (int32_t it = 0; it < plan_.iterations; ++it) s.shard->serve_round(server_tag(it, s));
+  }
+
+  int64_t server_tag(int32_t iteration, const SparseServer& s) const {
+    return kServerTagBase - (static_cast<int64_t>(iteration) * 1024 + (s.server - static_cast<int64_t>(plan_.workers.size())));
+  }
+
+  // CopyToHost of parallax: the worker's sparse rows to each server (push);
+  // its own copy of the gradient is then empty, so its update leaves the table.
+  void push_sparse(const Op& op) {
+    WorkerState& w = *workers_[op.worker];
+    for (const auto& s : servers_) {
+      ParamGrad g;
+      {
+        std::lock_guard lock(w.mu);
+        ParamGrad& mine = gradients_of(w, op.iteration)[static_cast<size_t>(s->layer)][0];
+        TRAINSIM_CHECK(mine.sparse, "parallax: a sparse layer's gradient arrived dense");
+        g = std::move(mine);
+        mine = ParamGrad{true, Tensor(), {}, Tensor({0, s->shape.row_floats})};
+      }
+      ParamServerClient client(transport_, op.worker, s->server, s->shape);
+      client.push_rows(server_tag(op.iteration, *s), g.rows, g.row_values.data);
+    }
+  }
+
+  // CopyToDevice of parallax: pulls, after the servers' update, the rows the
+  // worker's next forward looks up (its next batch's token ids), so its copy
+  // of the table is current where it is read.
+  void pull_sparse(const Op& op) {
+    WorkerState& w = *workers_[op.worker];
+    std::vector<int64_t> rows;
+    if (op.iteration + 1 < plan_.iterations) {
+      Tensor x;
+      batch_rows(plan_.ops[static_cast<size_t>(forward_of(op.worker, op.iteration + 1))], &x, nullptr);
+      for (float id : x.data) rows.push_back(static_cast<int64_t>(id));
+      std::sort(rows.begin(), rows.end());
+      rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
+    }
+    for (const auto& s : servers_) {
+      ParamServerClient client(transport_, op.worker, s->server, s->shape);
+      const std::vector<float> values = client.pull_rows(server_tag(op.iteration, *s), rows);
+      std::lock_guard lock(w.mu);
+      std::vector<float>& table = w.weights[static_cast<size_t>(s->layer)][0].data;
+      const int64_t width = s->shape.row_floats;
+      for (size_t i = 0; i < rows.size(); ++i) {
+        std::copy_n(values.begin() + static_cast<std::ptrdiff_t>(i) * width, width, table.begin() + rows[i] * width);
+      }
+    }
+  }
+
+  OpId forward_of(int32_t worker, int32_t iteration) const {
+    for (OpId id : plan_.streams[static_cast<size_t>(worker)][static_cast<int>(StreamKind::kCompute)]) {
+      const Op& op = plan_.ops[static_cast<size_t>(id)];
+      if (op.kind == OpKind::kForward && op.iteration == iteration) return id;
+    }
+    throw std::logic_error(plan_.strategy + ": no forward of iteration " + std::to_string(iteration));
   }
 
   // Collectives match as in the simulator: the k-th of a kind a member issues
@@ -200,11 +352,11 @@ class Interpreter {
 
   void execute(OpId id, const Op& op) {
     switch (op.kind) {
-      case OpKind::kForward: forward(op); break;
-      case OpKind::kBackward: backward(op); break;
+      case OpKind::kForward: forward(id, op); break;
+      case OpKind::kBackward: backward(id, op); break;
       case OpKind::kUpdate: update(id, op); break;
       case OpKind::kCompress: compress(op); break;
-      case OpKind::kDecompress: break;  // compress() applies the round trip; the sum is of decompressed values
+      case OpKind::kDecompress: break;  // the AllReduce's hops decode what they receive
       case OpKind::kSend: send(id, op); break;
       case OpKind::kRecv: recv(id, op); break;
       case OpKind::kAllReduce: all_reduce(id, op); break;
@@ -213,7 +365,7 @@ class Interpreter {
       case OpKind::kCopyToHost: copy_to_host(op); break;
       case OpKind::kHostAccumulate: host_accumulate_op(op); break;
       case OpKind::kCopyToDevice: copy_to_device(op); break;
-      case OpKind::kRecompute: break;  // rejected in the constructor
+      case OpKind::kRecompute: recompute(id, op); break;
     }
   }
 
@@ -226,10 +378,23 @@ class Interpreter {
 
   // --- weights by version ------------------------------------------------------
 
-  // The weights an op of `w` reading `version` uses (live or stashed).
-  const Weights& weights_for(WorkerState& w, int32_t version) {
+  // The weights compute op `op` of `w` reads: live, stashed, or (SpecTrain)
+  // predicted into `predicted` when the op names a version s ahead of the
+  // worker's: Ŵ = W − s·η·v (seed 000 eq. 4). Reported to on_weights_read.
+  const Weights& weights_for(WorkerState& w, OpId id, const Op& op, Weights& predicted) {
+    const Weights& weights = select_weights(w, op, predicted);
+    if (options_.on_weights_read) options_.on_weights_read(id, weights);
+    return weights;
+  }
+
+  const Weights& select_weights(WorkerState& w, const Op& op, Weights& predicted) {
+    const int32_t version = op.weight_version;
     std::lock_guard lock(w.mu);
     if (version < 0 || version == w.version) return w.weights;
+    if (version > w.version && w.spectrain) {
+      predicted = w.spectrain->predict(w.weights, version - w.version, op.first_layer, op.last_layer);
+      return predicted;
+    }
     auto it = w.snapshots.find(version);
     if (it == w.snapshots.end()) {
       throw std::logic_error(plan_.strategy + ": an op reads weight version " + std::to_string(version) +
@@ -278,18 +443,24 @@ class Interpreter {
     return {shard * options_.batch_size + micro.first, micro.count};
   }
 
+  // Pipelines interleave iterations (and Parallax looks one ahead), so the
+  // few latest global batches stay at hand.
   void batch_rows(const Op& op, Tensor* x, std::vector<int32_t>* y) {
+    constexpr size_t kBatchesKept = 4;
     std::lock_guard lock(batch_mu_);
-    if (batch_iteration_ != op.iteration) {
-      batches_(op.iteration, static_cast<int64_t>(std::llround(plan_.samples_per_iteration)), batch_x_, batch_y_);
-      batch_iteration_ = op.iteration;
+    auto it = batch_cache_.find(op.iteration);
+    if (it == batch_cache_.end()) {
+      if (batch_cache_.size() >= kBatchesKept) batch_cache_.erase(batch_cache_.begin());
+      it = batch_cache_.try_emplace(op.iteration).first;
+      batches_(op.iteration, static_cast<int64_t>(std::llround(plan_.samples_per_iteration)), it->second.first,
+               it->second.second);
     }
     const RowRange rows = rows_of(op);
-    if (x != nullptr) *x = slice_rows(batch_x_, rows);
-    if (y != nullptr) *y = slice_labels(batch_y_, rows);
+    if (x != nullptr) *x = slice_rows(it->second.first, rows);
+    if (y != nullptr) *y = slice_labels(it->second.second, rows);
   }
 
-  void forward(const Op& op) {
+  void forward(OpId id, const Op& op) {
     WorkerState& w = *workers_[op.worker];
     install_received_weights(w, op);
     const int32_t mb = std::max(0, op.microbatch);
@@ -304,15 +475,22 @@ class Interpreter {
       w.outputs.erase(it);
     }
     std::vector<LayerCache> caches;
-    Tensor y = forward_range(network_, weights_for(w, op.weight_version), op.first_layer, op.last_layer, x, caches);
+    Weights predicted;
+    Tensor y = forward_range(network_, weights_for(w, id, op, predicted), op.first_layer, op.last_layer, x, caches);
     done_reading(w, op.weight_version);
     const auto last_layer = static_cast<int32_t>(network_.layers.size()) - 1;
+    const bool recomputed = recomputed_.contains({op.worker, op.iteration, mb, op.first_layer});
     std::lock_guard lock(w.mu);
-    for (int32_t l = op.first_layer; l <= op.last_layer; ++l) {
-      w.caches[{op.iteration, mb, l}] = std::move(caches[static_cast<size_t>(l - op.first_layer)]);
+    if (recomputed) {
+      // DSP (seed 001 §3.3): keep the input, drop the caches; the recompute rebuilds them.
+      w.inputs[{op.iteration, mb, op.first_layer}] = std::move(x);
+    } else {
+      for (int32_t l = op.first_layer; l <= op.last_layer; ++l) {
+        w.caches[{op.iteration, mb, l}] = std::move(caches[static_cast<size_t>(l - op.first_layer)]);
+      }
     }
     if (op.last_layer == last_layer) {
-      w.output_grads[{op.iteration, mb, last_layer}] = loss_gradient(op, y);
+      w.output_grads[{op.iteration, mb, last_layer}] = loss_gradient(op, y, /*count_loss=*/true);
     } else {
       w.outputs[{op.iteration, mb, op.last_layer}] = std::move(y);
     }
@@ -320,7 +498,7 @@ class Interpreter {
 
   // dL/dlogits of the micro-batch, weighted by its share of the shard's rows
   // so the micro-batches' gradients add up to the shard's mean-loss gradient.
-  Tensor loss_gradient(const Op& op, const Tensor& logits) {
+  Tensor loss_gradient(const Op& op, const Tensor& logits, bool count_loss) {
     std::vector<int32_t> labels;
     batch_rows(op, nullptr, &labels);
     Tensor dlogits;
@@ -328,6 +506,7 @@ class Interpreter {
     const auto rows = static_cast<int64_t>(labels.size());
     const auto share = static_cast<float>(static_cast<double>(rows) / static_cast<double>(options_.batch_size));
     for (float& v : dlogits.data) v *= share;
+    if (!count_loss) return dlogits;
     std::lock_guard lock(loss_mu_);
     loss_sum_[static_cast<size_t>(op.iteration)] += loss * static_cast<double>(rows);
     loss_rows_[static_cast<size_t>(op.iteration)] += rows;
@@ -341,7 +520,37 @@ class Interpreter {
     return it->second;
   }
 
-  void backward(const Op& op) {
+  // DSP's recomputation (seed 001 eq. 5): the forward of the op's layers
+  // again, from the input the forward kept, on the weight version the op
+  // names (the backward's parameters), rebuilding the caches the backward
+  // uses. On the last layer the loss gradient is that of the recomputed
+  // logits; the loss was counted by the forward.
+  void recompute(OpId id, const Op& op) {
+    WorkerState& w = *workers_[op.worker];
+    const int32_t mb = std::max(0, op.microbatch);
+    Tensor x;
+    {
+      std::lock_guard lock(w.mu);
+      auto it = w.inputs.find({op.iteration, mb, op.first_layer});
+      TRAINSIM_CHECK(it != w.inputs.end(), plan_.strategy + ": a recompute without its forward's input");
+      x = std::move(it->second);
+      w.inputs.erase(it);
+    }
+    std::vector<LayerCache> caches;
+    Weights predicted;
+    Tensor y = forward_range(network_, weights_for(w, id, op, predicted), op.first_layer, op.last_layer, x, caches);
+    done_reading(w, op.weight_version);
+    const auto last_layer = static_cast<int32_t>(network_.layers.size()) - 1;
+    std::lock_guard lock(w.mu);
+    for (int32_t l = op.first_layer; l <= op.last_layer; ++l) {
+      w.caches[{op.iteration, mb, l}] = std::move(caches[static_cast<size_t>(l - op.first_layer)]);
+    }
+    if (op.last_layer == last_layer) {
+      w.output_grads[{op.iteration, mb, last_layer}] = loss_gradient(op, y, /*count_loss=*/false);
+    }
+  }
+
+  void backward(OpId id, const Op& op) {
     WorkerState& w = *workers_[op.worker];
     const int32_t mb = std::max(0, op.microbatch);
     Tensor dy;
@@ -361,7 +570,8 @@ class Interpreter {
       }
       grads = &gradients_of(w, op.iteration);
     }
-    Tensor dx = backward_range(network_, weights_for(w, op.weight_version), op.first_layer, op.last_layer, dy,
+    Weights predicted;
+    Tensor dx = backward_range(network_, weights_for(w, id, op, predicted), op.first_layer, op.last_layer, dy,
                                caches, *grads);
     done_reading(w, op.weight_version);
     if (op.first_layer > 0) {
@@ -400,6 +610,8 @@ class Interpreter {
     }
     if (contributions > 1) scale_gradients(grads, 1.0f / static_cast<float>(contributions), op.first_layer, op.last_layer);
     stash_before_change(w);
+    // SpecTrain's eq. 1: v follows the gradients the worker applies.
+    if (w.spectrain) w.spectrain->observe(w.weights, grads, op.first_layer, op.last_layer);
     w.optimizer->step(w.weights, grads, op.first_layer, op.last_layer);
     if (has_weight_sends(id)) {
       std::lock_guard lock(w.mu);
@@ -418,21 +630,25 @@ class Interpreter {
     return weight_senders_[static_cast<size_t>(update_id)] != 0;
   }
 
-  // Pipe-SGD's lossy wire: each worker's gradient goes through the codec's
-  // round trip before the AllReduce sums it (seed 002 §3.2; see exec/optim/pipesgd.hpp).
+  // Pipe-SGD's compress op readies the gradients for the lossy wire: sparse
+  // ones made dense. The codec itself runs at every hop of the AllReduce
+  // (seed 002 §3.2, Fig. 3b; all_reduce below).
   void compress(const Op& op) {
-    const std::string codec = plan_.config.value("compression", std::string("none"));
-    if (codec == "none") return;
     WorkerState& w = *workers_[op.worker];
     std::lock_guard lock(w.mu);
-    Gradients& grads = gradients_of(w, op.iteration);
     const int64_t first = op.first_layer >= 0 ? op.first_layer : 0;
     const int64_t last = op.last_layer >= 0 ? op.last_layer : static_cast<int64_t>(network_.layers.size()) - 1;
-    densify_range(grads, w.weights, first, last);
-    std::vector<float> flat = flatten_gradients(grads, first, last);
-    const GradientCompression kind = parse_gradient_compression(codec, "--set compression");
-    decompress_gradient(compress_gradient(flat, kind), flat);
-    unflatten_gradients(flat, grads, first, last);
+    densify_range(gradients_of(w, op.iteration), w.weights, first, last);
+  }
+
+  // The codec of Pipe-SGD's AllReduce: a message is the packed compressed
+  // gradient (exec/optim/pipesgd.hpp), so the wire carries its bytes.
+  HopCodec hop_codec() const {
+    const GradientCompression kind = codec_;
+    return {[kind](std::span<const float> values) { return pack_compressed(compress_gradient(values, kind)); },
+            [kind](std::span<const float> message, std::span<float> out) {
+              decompress_gradient(unpack_compressed(message, static_cast<int64_t>(out.size()), kind), out);
+            }};
   }
 
   // --- communication -----------------------------------------------------------
@@ -536,11 +752,17 @@ class Interpreter {
     {
       std::lock_guard lock(w.mu);
       Gradients& grads = gradients_of(w, op.iteration);
-      densify_range(grads, w.weights, op.first_layer, op.last_layer);
+      // Parallax reduces the dense variables only; the sparse go to servers.
+      if (servers_.empty()) densify_range(grads, w.weights, op.first_layer, op.last_layer);
       flat = flatten_gradients(grads, op.first_layer, op.last_layer);
     }
     const std::vector<int>& members = group(op);
-    transport_.all_reduce(op.worker, members, tags_[static_cast<size_t>(id)], flat, op.algorithm);
+    if (codec_ == GradientCompression::kNone) {
+      transport_.all_reduce(op.worker, members, tags_[static_cast<size_t>(id)], flat, op.algorithm);
+    } else {
+      CollectivePeers peers(transport_, op.worker, members, tags_[static_cast<size_t>(id)]);
+      all_reduce_ring_codec(peers, flat, hop_codec());
+    }
     const float mean = 1.0f / static_cast<float>(members.size());
     for (float& v : flat) v *= mean;
     std::lock_guard lock(w.mu);
@@ -562,6 +784,7 @@ class Interpreter {
   // --- host (cgdp) -------------------------------------------------------------
 
   void copy_to_host(const Op& op) {
+    if (!servers_.empty()) return push_sparse(op);
     WorkerState& w = *workers_[op.worker];
     std::vector<float> flat;
     {
@@ -591,6 +814,7 @@ class Interpreter {
   }
 
   void copy_to_device(const Op& op) {
+    if (!servers_.empty()) return pull_sparse(op);
     std::vector<float> mean;
     {
       std::lock_guard lock(host_.mu);
@@ -626,6 +850,7 @@ class Interpreter {
         r.weights[static_cast<size_t>(l)] = workers_[static_cast<size_t>(op.worker)]->weights[static_cast<size_t>(l)];
       }
     }
+    for (const auto& s : servers_) r.weights[static_cast<size_t>(s->layer)][0].data = s->shard->weights();
     r.traffic = transport_.traffic();
     return r;
   }
@@ -634,6 +859,11 @@ class Interpreter {
   const Network& network_;
   const BatchSource& batches_;
   ExecOptions options_;
+  bool spectrain_ = false;              // dualpipe with spectrain: predicted weights (seed 000)
+  GradientCompression codec_;           // pipesgd's wire (seed 002 §3.2)
+  std::vector<int32_t> sparse_layers_;  // parallax: layers whose variables live on servers
+  std::vector<std::unique_ptr<SparseServer>> servers_;  // one per sparse layer
+  std::set<std::tuple<int32_t, int32_t, int32_t, int32_t>> recomputed_;  // (worker, it, mb, first layer) of recomputes
   InProcessTransport transport_;
   std::vector<std::atomic<bool>> done_;
   std::atomic<bool> failed_{false};
@@ -650,9 +880,7 @@ class Interpreter {
   std::mutex sends_mu_;
   std::vector<uint8_t> weight_senders_;
   std::mutex batch_mu_;
-  int32_t batch_iteration_ = -1;
-  Tensor batch_x_;
-  std::vector<int32_t> batch_y_;
+  std::map<int32_t, std::pair<Tensor, std::vector<int32_t>>> batch_cache_;  // by iteration
   std::mutex loss_mu_;
   std::vector<double> loss_sum_;
   std::vector<int64_t> loss_rows_;

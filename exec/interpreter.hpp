@@ -26,6 +26,12 @@ struct ExecOptions {
   SgdOptions sgd{0.05, 0.0, 0.0};
   int64_t batch_size = 0;  // per-device batch the plan was generated for (the profile's)
   double recv_timeout_s = 0;  // > 0: a stuck receive aborts the run instead of hanging
+  // SpecTrain's decay factor γ (seed 000 eq. 1) for dualpipe with spectrain;
+  // its η is sgd.learning_rate.
+  double spectrain_gamma = 0.9;
+  // Called, when set, with each compute op and the weights it reads (after
+  // SpecTrain's prediction), from the worker's thread: a window for tests.
+  std::function<void(OpId, const Weights&)> on_weights_read;
 };
 
 struct ExecOpTiming {
@@ -42,9 +48,12 @@ struct ExecResult {
 };
 
 // Runs `plan` with `network` from `initial` weights on batches from `batches`.
-// Supports every op kind but kRecompute; InputError naming the strategy if a
-// plan needs what the executor does not do yet. A failure in any worker stops
-// all of them and is rethrown.
+// Every op kind runs: a recompute rebuilds, from the input its forward kept,
+// the caches its backward uses (DSP); dualpipe with spectrain runs ops that
+// read a version ahead of the worker's on SpecTrain's predicted weights;
+// pipesgd's compressed AllReduce applies the codec at every hop. InputError
+// naming the setting if a plan needs what the executor does not do. A failure
+// in any worker stops all of them and is rethrown.
 ExecResult execute_plan(const Plan& plan, const Network& network, const Weights& initial, const BatchSource& batches,
                         const ExecOptions& options);
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <stdexcept>
 #include <utility>
@@ -128,6 +129,49 @@ int64_t compressed_bytes(int64_t count, GradientCompression compression) {
     case GradientCompression::kQuant8: return count + static_cast<int64_t>(sizeof(float));
   }
   throw std::logic_error("unknown gradient compression");
+}
+
+std::vector<float> pack_compressed(const CompressedGradient& message) {
+  const int64_t count = compressed_count(message);
+  switch (message.compression) {
+    case GradientCompression::kNone: return message.raw;
+    case GradientCompression::kTrunc16: {
+      std::vector<float> words(static_cast<size_t>((count + 1) / 2), 0.0f);
+      if (count > 0) std::memcpy(words.data(), message.halves.data(), message.halves.size() * sizeof(uint16_t));
+      return words;
+    }
+    case GradientCompression::kQuant8: {
+      std::vector<float> words(static_cast<size_t>(1 + (count + 3) / 4), 0.0f);
+      words[0] = message.quantized.scale;
+      if (count > 0) std::memcpy(words.data() + 1, message.quantized.values.data(), message.quantized.values.size());
+      return words;
+    }
+  }
+  throw std::logic_error("unknown gradient compression");
+}
+
+CompressedGradient unpack_compressed(std::span<const float> words, int64_t count, GradientCompression compression) {
+  CompressedGradient message;
+  message.compression = compression;
+  const auto n = static_cast<size_t>(count);
+  switch (compression) {
+    case GradientCompression::kNone:
+      TRAINSIM_CHECK(words.size() == n, "unpack_compressed: raw message size");
+      message.raw.assign(words.begin(), words.end());
+      break;
+    case GradientCompression::kTrunc16:
+      TRAINSIM_CHECK(words.size() == (n + 1) / 2, "unpack_compressed: trunc16 message size");
+      message.halves.resize(n);
+      if (n > 0) std::memcpy(message.halves.data(), words.data(), n * sizeof(uint16_t));
+      break;
+    case GradientCompression::kQuant8:
+      TRAINSIM_CHECK(words.size() == 1 + (n + 3) / 4, "unpack_compressed: quant8 message size");
+      message.quantized.scale = words[0];
+      message.quantized.values.resize(n);
+      if (n > 0) std::memcpy(message.quantized.values.data(), words.data() + 1, n);
+      break;
+  }
+  return message;
 }
 
 CompressedGradient reduce_step(const CompressedGradient& received, std::span<const float> local) {

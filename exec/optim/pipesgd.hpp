@@ -80,6 +80,13 @@ int64_t compressed_count(const CompressedGradient& message);
 // count + 4 (quant8: one int8 per value plus the float scale).
 int64_t compressed_bytes(int64_t count, GradientCompression compression);
 
+// A message as float32 words for a transport that carries floats, its bytes
+// those of compressed_bytes rounded up to whole words: kNone the values,
+// kTrunc16 two halves per word, kQuant8 the scale then four int8 per word.
+std::vector<float> pack_compressed(const CompressedGradient& message);
+// And back, for a message of `count` values compressed with `compression`.
+CompressedGradient unpack_compressed(std::span<const float> words, int64_t count, GradientCompression compression);
+
 // How the workers' sum is formed (seed 002 §3.2, Fig. 3b): compressed codes
 // cannot be added (two quant8 buffers have different scales), so every
 // "transmit-and-reduce" step of the AllReduce decompresses the partial sum it

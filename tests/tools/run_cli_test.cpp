@@ -38,16 +38,34 @@ TEST(RunCli, SameSeedRepeatsTheLossesExactly) {
   EXPECT_EQ(nlohmann::json::parse(a.out)["loss_per_iteration"], nlohmann::json::parse(b.out)["loss_per_iteration"]);
 }
 
-TEST(RunCli, BadDevicesAndUnexecutedStrategiesAreInputErrors) {
+TEST(RunCli, BadDevicesAndUnexecutedSettingsAreInputErrors) {
   auto r = run_cli({"run", "--model", "fmnist-mlp", "--strategy", "single", "--devices", "tpu:2", "--iterations", "1"});
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.err.find("--devices"), std::string::npos) << r.err;
-  r = run_cli({"run", "--model", "fmnist-mlp", "--strategy", "dsp", "--devices", "cpu:2", "--iterations", "1"});
+  // Compressed gradients are reduced hop by hop around the ring only.
+  r = run_cli({"run", "--model", "fmnist-mlp", "--strategy", "pipesgd", "--devices", "cpu:2", "--iterations", "1",
+               "--set", "compression=trunc16", "--set", "algorithm=tree"});
   EXPECT_EQ(r.status, 2);
-  EXPECT_NE(r.err.find("recomput"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--set algorithm"), std::string::npos) << r.err;
   r = run_cli({"run", "--model", "resnet50", "--strategy", "single", "--iterations", "1"});
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.err.find("chain"), std::string::npos) << r.err;
+}
+
+TEST(RunCli, RunsTheStaleWeightStrategies) {
+  // DSP's recomputation, DualPipe's SpecTrain and Pipe-SGD's compressed ring.
+  for (const std::vector<std::string>& extra :
+       {std::vector<std::string>{"--strategy", "dsp"}, std::vector<std::string>{"--strategy", "dualpipe"},
+        std::vector<std::string>{"--strategy", "pipesgd", "--set", "compression=quant8"}}) {
+    std::vector<std::string> args = {"run", "--model", "fmnist-mlp", "--devices", "cpu:2", "--iterations", "3",
+                                     "--batch", "16", "--json", "-", "--quiet"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const auto r = run_cli(args);
+    ASSERT_EQ(r.status, 0) << extra[1] << ": " << r.err;
+    const nlohmann::json j = nlohmann::json::parse(r.out);
+    ASSERT_EQ(j["loss_per_iteration"].size(), 3u) << extra[1];
+    for (const auto& loss : j["loss_per_iteration"]) EXPECT_TRUE(std::isfinite(loss.get<double>())) << extra[1];
+  }
 }
 
 }  // namespace
