@@ -9,18 +9,14 @@
 #include "model/error.hpp"
 #include "profiles/analytic_profiler.hpp"
 #include "sim/cost/strategies.hpp"
+#include "sim/des/engine.hpp"
+#include "sim/des/summary.hpp"
 
 namespace trainsim {
 namespace {
 
 // Test-set evaluation batch: large enough to amortise, small enough for caches.
 constexpr int64_t kEvaluationRows = 1000;
-
-double median_of(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  const size_t n = values.size();
-  return n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
-}
 
 }  // namespace
 
@@ -40,20 +36,15 @@ Cluster nominal_cpu_cluster(int64_t workers) {
   return c;
 }
 
-IterationStats iteration_stats(const std::vector<double>& iteration_end_s) {
+IterationStats iteration_stats(const std::vector<double>& iteration_end_s, int32_t period) {
   IterationStats s;
   const auto n = static_cast<int32_t>(iteration_end_s.size());
   if (n == 0) return s;
-  s.warmup = n >= 3 ? std::max(1, n / 5) : 0;
-  const int32_t last = n - 1 - (n - s.warmup > 2 * std::max(1, s.warmup) ? s.warmup : 0);
-  std::vector<double> intervals;
-  for (int32_t i = std::max(1, s.warmup); i <= last; ++i) {
-    intervals.push_back(iteration_end_s[static_cast<size_t>(i)] - iteration_end_s[static_cast<size_t>(i - 1)]);
-  }
-  if (intervals.empty()) intervals.push_back(iteration_end_s.back() / n);
-  s.median_s = median_of(intervals);
-  s.min_s = *std::min_element(intervals.begin(), intervals.end());
-  s.max_s = *std::max_element(intervals.begin(), intervals.end());
+  const SteadyState steady = steady_state(iteration_end_s, resolve_warmup_iterations(-1, n), period);
+  s.median_s = steady.iteration_s;
+  s.min_s = steady.min_s;
+  s.max_s = steady.max_s;
+  s.warmup = steady.warmup;
   return s;
 }
 
@@ -107,7 +98,7 @@ TrainingResult train(const Model& model, const Dataset& data, const Cluster& clu
   const Weights initial = init_weights(network, options.seed);
   r.exec = execute_plan(r.plan, network, initial, batches, exec);
 
-  r.iteration = iteration_stats(r.exec.iteration_end_s);
+  r.iteration = iteration_stats(r.exec.iteration_end_s, r.plan.iteration_period);
   r.samples_per_s = r.iteration.median_s > 0 ? r.plan.samples_per_iteration / r.iteration.median_s : 0;
   for (int32_t first = 0; first < iterations; first += r.iterations_per_epoch) {
     const int32_t end = std::min(iterations, first + r.iterations_per_epoch);

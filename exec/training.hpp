@@ -60,10 +60,12 @@ TrainingResult train(const Model& model, const Dataset& data, const Cluster& clu
 // Accuracy of `weights` on the test set, in batches.
 double test_accuracy(const Network& network, const Weights& weights, const Dataset& data);
 
-// Median, min and max interval between iteration ends, leaving out max(1, n/5)
-// warm-up iterations at the start and as many at the end when there are
-// enough (the simulator's rule).
-IterationStats iteration_stats(const std::vector<double>& iteration_end_s);
+// Median, min and max interval per iteration between iteration ends, by the
+// simulator's rule (steady_state): max(1, n/5) warm-up iterations left out at
+// the start and as many at the end when there are enough, intervals over whole
+// periods of `period` iterations (plan.iteration_period: a replicated stage
+// ends its iterations in groups).
+IterationStats iteration_stats(const std::vector<double>& iteration_end_s, int32_t period = 1);
 
 // trainsim.run/1 (INTERFACES.md).
 nlohmann::json training_to_json(const TrainingResult& r, const std::string& model, const std::string& devices,

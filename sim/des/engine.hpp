@@ -50,6 +50,23 @@ struct SimResult {
   uint64_t seed = 0;
 };
 
+// The steady state of a run whose iterations ended at `end_s` (seconds, one
+// per iteration): the median, min and max interval per iteration after
+// `warmup` iterations, leaving out as many at the end (the drain) and taking
+// intervals over whole `period`s (plan.iteration_period); with too few
+// iterations it keeps the drain (and the warm-up, for periods over one).
+// window_first/window_last: the iterations whose ends bound the measured
+// window (-1 = the start). The simulator and the executor both use it.
+struct SteadyState {
+  double iteration_s = 0;
+  double min_s = 0;
+  double max_s = 0;
+  int32_t warmup = 0;
+  int32_t window_first = -1;
+  int32_t window_last = -1;
+};
+SteadyState steady_state(const std::vector<double>& end_s, int32_t warmup, int32_t period);
+
 // Runs `plan` on `cluster`. Links: a worker's device has one egress and one
 // ingress port on the intra-machine link, each machine one egress and one
 // ingress port on the inter-machine link, each device one port per direction

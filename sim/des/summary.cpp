@@ -112,13 +112,6 @@ Breakdown to_breakdown(const Tally& t, double scale) {
   return b;
 }
 
-double median_s(std::vector<SimTime> intervals_ns) {
-  std::sort(intervals_ns.begin(), intervals_ns.end());
-  const size_t n = intervals_ns.size();
-  const double middle = static_cast<double>(intervals_ns[n / 2]);
-  return (n % 2 == 1 ? middle : 0.5 * (middle + static_cast<double>(intervals_ns[n / 2 - 1]))) * kSPerNs;
-}
-
 // Each iteration's end (an iteration without ops ends with the one before),
 // then the median, min and max interval after warm-up; returns the window.
 std::pair<SimTime, SimTime> summarize_iterations(const Plan& plan, const RunRecord& record, SimResult& r) {
@@ -136,43 +129,58 @@ std::pair<SimTime, SimTime> summarize_iterations(const Plan& plan, const RunReco
     if (end_ns[i] < 0) end_ns[i] = i > 0 ? end_ns[i - 1] : 0;
     r.iteration_end_s.push_back(static_cast<double>(end_ns[i]) * kSPerNs);
   }
-  // Steady state: leave out the warm-up and, as many again, the drain at the
-  // end (a pipeline's last iterations end faster as it empties), then take
-  // intervals over whole periods (a replicated input stage ends its
-  // iterations in groups), per iteration. Too few iterations for that: keep
-  // the drain and single iterations.
-  // Too few iterations for a whole period after the warm-up: keep the drain,
-  // and with periods longer than one iteration also the warm-up, measuring
-  // whole periods from the start (single iterations of a period can end at
-  // the same instant, which would read as zero-length iterations).
-  int32_t warmup = r.warmup_iterations;
-  int32_t period = std::max(1, plan.iteration_period);
+  const SteadyState steady = steady_state(r.iteration_end_s, r.warmup_iterations, plan.iteration_period);
+  r.warmup_iterations = steady.warmup;
+  r.iteration_s = steady.iteration_s;
+  r.iteration_min_s = steady.min_s;
+  r.iteration_max_s = steady.max_s;
+  auto end_before = [&](int32_t i) { return i >= 0 ? end_ns[i] : SimTime{0}; };
+  const SimTime window_start_ns = end_before(steady.window_first);
+  return {window_start_ns, std::max(window_start_ns, end_before(steady.window_last))};
+}
+
+}  // namespace
+
+SteadyState steady_state(const std::vector<double>& end_s, int32_t warmup, int32_t period) {
+  SteadyState s;
+  const auto n = static_cast<int32_t>(end_s.size());
+  if (n == 0) return s;
+  // Leave out the warm-up and, as many again, the drain at the end (a
+  // pipeline's last iterations end faster as it empties), then take intervals
+  // over whole periods (a replicated input stage ends its iterations in
+  // groups), per iteration. Too few iterations for a whole period after the
+  // warm-up: keep the drain, and with periods longer than one iteration also
+  // the warm-up, measuring whole periods from the start (single iterations of
+  // a period can end at the same instant, which would read as zero-length
+  // iterations).
+  period = std::max(1, period);
+  warmup = std::clamp(warmup, 0, n - 1);
   int32_t last = n - 1 - (n - warmup > 2 * std::max(1, warmup) ? warmup : 0);
   if ((last - (warmup - 1)) / period < 1) {
     last = n - 1;
     if (period > 1) {
       warmup = 0;
-      r.warmup_iterations = 0;
       period = std::min(period, n);
       last = n - 1 - (n % period);
     }
     if ((last - (warmup - 1)) / period < 1) period = 1;
   }
   // The interval ending at iteration i covers end[i - period] to end[i], with end[-1] = 0.
-  auto end_before = [&](int32_t i) { return i >= 0 ? end_ns[i] : SimTime{0}; };
-  std::vector<SimTime> intervals_ns;
+  auto end_before = [&](int32_t i) { return i >= 0 ? end_s[static_cast<size_t>(i)] : 0.0; };
+  std::vector<double> intervals_s;
   for (int32_t i = warmup - 1 + period; i <= last; i += period) {
-    intervals_ns.push_back((end_before(i) - end_before(i - period)) / period);
+    intervals_s.push_back((end_before(i) - end_before(i - period)) / period);
   }
-  r.iteration_s = median_s(intervals_ns);
-  r.iteration_min_s = static_cast<double>(*std::min_element(intervals_ns.begin(), intervals_ns.end())) * kSPerNs;
-  r.iteration_max_s = static_cast<double>(*std::max_element(intervals_ns.begin(), intervals_ns.end())) * kSPerNs;
-  const SimTime window_start_ns = end_before(warmup - 1);
-  const int32_t measured_last = warmup - 1 + period * static_cast<int32_t>(intervals_ns.size());
-  return {window_start_ns, std::max(window_start_ns, end_before(measured_last))};
+  s.warmup = warmup;
+  s.window_first = warmup - 1;
+  s.window_last = warmup - 1 + period * static_cast<int32_t>(intervals_s.size());
+  s.min_s = *std::min_element(intervals_s.begin(), intervals_s.end());
+  s.max_s = *std::max_element(intervals_s.begin(), intervals_s.end());
+  std::sort(intervals_s.begin(), intervals_s.end());
+  const size_t m = intervals_s.size();
+  s.iteration_s = m % 2 == 1 ? intervals_s[m / 2] : 0.5 * (intervals_s[m / 2 - 1] + intervals_s[m / 2]);
+  return s;
 }
-
-}  // namespace
 
 int32_t resolve_warmup_iterations(int32_t requested, int32_t iterations) {
   if (requested < 0) return iterations >= 3 ? std::max(1, iterations / 5) : 0;
