@@ -50,6 +50,7 @@ struct WorkerState {
   std::map<Key, LayerCache> caches;     // per layer, from its forward (or recompute) to its backward
   std::map<Key, Tensor> inputs;         // (it, mb, first layer): a forward's input kept for its recompute
   std::map<int32_t, Gradients> grads;   // parameter gradients per iteration
+  std::vector<Gradients> spare_grads;   // applied sets kept for reuse
   std::map<OpId, std::vector<float>> received;  // flat gradients or weights a recv brought
   std::map<OpId, std::vector<float>> weight_payloads;  // an update's new weights, for its sends
   std::mutex mu;
@@ -63,7 +64,12 @@ struct HostState {
 };
 
 std::vector<float> flatten_weights(const Weights& weights, int64_t first, int64_t last) {
+  size_t size = 0;
+  for (int64_t l = first; l <= last; ++l) {
+    for (const Tensor& t : weights[static_cast<size_t>(l)]) size += t.data.size();
+  }
   std::vector<float> flat;
+  flat.reserve(size);
   for (int64_t l = first; l <= last; ++l) {
     for (const Tensor& t : weights[static_cast<size_t>(l)]) flat.insert(flat.end(), t.data.begin(), t.data.end());
   }
@@ -125,6 +131,9 @@ std::vector<int32_t> parallax_sparse_layers(const Plan& plan, const Network& net
 // Tags of the servers' rounds: below every collective's (interpreter tags
 // are op ids, >= 0, and collectives' small negatives).
 constexpr int64_t kServerTagBase = -(int64_t{1} << 52);
+// Applied gradient sets a worker keeps for the next iterations (pipelines
+// hold a few iterations' gradients at once).
+constexpr size_t kSpareGradientSets = 2;
 
 class Interpreter {
  public:
@@ -152,6 +161,10 @@ class Interpreter {
       if (op.kind == OpKind::kForward) microbatches_ = std::max(microbatches_, op.microbatch + 1);
     }
     shards_ = std::max<int64_t>(1, std::llround(plan.samples_per_iteration / static_cast<double>(options.batch_size)));
+    for (const LayerGrads& layer : zero_gradients(network_, initial)) {
+      gradient_layout_.emplace_back();
+      for (const ParamGrad& g : layer) gradient_layout_.back().push_back(g.sparse);
+    }
     assign_collective_tags();
     make_sparse_servers(initial);
     loss_sum_.assign(static_cast<size_t>(plan.iterations), 0.0);
@@ -516,8 +529,30 @@ class Interpreter {
   Gradients& gradients_of(WorkerState& w, int32_t iteration) {
     // Callers hold w.mu.
     auto it = w.grads.find(iteration);
-    if (it == w.grads.end()) it = w.grads.emplace(iteration, zero_gradients(network_, w.weights)).first;
+    if (it == w.grads.end()) it = w.grads.emplace(iteration, fresh_gradients(w)).first;
     return it->second;
+  }
+
+  // Zero gradients for a new iteration: a set an update released, cleared
+  // (as a framework's zero_grad reuses its buffers), else a new one.
+  // Callers hold w.mu.
+  Gradients fresh_gradients(WorkerState& w) {
+    if (w.spare_grads.empty()) return zero_gradients(network_, w.weights);
+    Gradients g = std::move(w.spare_grads.back());
+    w.spare_grads.pop_back();
+    clear_gradients(g, 0, static_cast<int64_t>(g.size()) - 1);
+    return g;
+  }
+
+  // Keeps an applied gradient set for reuse unless densifying changed its layout.
+  void release_gradients(WorkerState& w, Gradients grads) {
+    for (size_t l = 0; l < grads.size(); ++l) {
+      for (size_t p = 0; p < grads[l].size(); ++p) {
+        if (grads[l][p].sparse != gradient_layout_[l][p]) return;
+      }
+    }
+    std::lock_guard lock(w.mu);
+    if (w.spare_grads.size() < kSpareGradientSets) w.spare_grads.push_back(std::move(grads));
   }
 
   // DSP's recomputation (seed 001 eq. 5): the forward of the op's layers
@@ -592,7 +627,7 @@ class Interpreter {
         w.grads.erase(it);
         contributions = 1;
       } else {
-        grads = zero_gradients(network_, w.weights);
+        grads = fresh_gradients(w);
       }
       // Gradients pushed by other workers (a parameter server's update).
       for (OpId dep : op.deps) {
@@ -601,9 +636,7 @@ class Interpreter {
         if (r == w.received.end() || payload_of(sender_of(dep)) != Payload::kParamGradient) continue;
         const Op& d = plan_.ops[static_cast<size_t>(dep)];
         densify_range(grads, w.weights, d.first_layer, d.last_layer);
-        Gradients pushed = grads;
-        unflatten_gradients(r->second, pushed, d.first_layer, d.last_layer);
-        add_gradients(grads, pushed, d.first_layer, d.last_layer);
+        add_flat_gradients(r->second, grads, d.first_layer, d.last_layer);
         w.received.erase(r);
         ++contributions;
       }
@@ -617,6 +650,7 @@ class Interpreter {
       std::lock_guard lock(w.mu);
       w.weight_payloads[id] = flatten_weights(w.weights, op.first_layer, op.last_layer);
     }
+    release_gradients(w, std::move(grads));
   }
 
   bool has_weight_sends(OpId update_id) {
@@ -871,6 +905,7 @@ class Interpreter {
   std::vector<std::unique_ptr<WorkerState>> workers_;
   HostState host_;
   std::vector<int64_t> tags_;
+  std::vector<std::vector<bool>> gradient_layout_;  // per layer and parameter: sparse
   int32_t microbatches_ = 1;
   int64_t shards_ = 1;
   std::chrono::steady_clock::time_point start_;

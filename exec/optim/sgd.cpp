@@ -230,7 +230,12 @@ std::vector<float> flatten_gradients(const Gradients& grads, int64_t first, int6
   return flat;
 }
 
-void unflatten_gradients(std::span<const float> flat, Gradients& grads, int64_t first, int64_t last) {
+namespace {
+
+// Each dense gradient of layers [first, last], in flatten_gradients' order,
+// with its slice of `flat`.
+template <typename Apply>
+void for_each_flat_slice(std::span<const float> flat, Gradients& grads, int64_t first, int64_t last, Apply apply) {
   const int64_t expected = flat_gradient_size(grads, first, last);
   TRAINSIM_CHECK(static_cast<int64_t>(flat.size()) == expected,
                  "flat buffer of " + std::to_string(flat.size()) + " floats for " + std::to_string(expected));
@@ -238,10 +243,24 @@ void unflatten_gradients(std::span<const float> flat, Gradients& grads, int64_t 
   for (int64_t layer = first; layer <= last; ++layer) {
     for (ParamGrad& grad : grads[layer]) {
       if (grad.sparse) continue;
-      std::copy_n(flat.begin() + static_cast<std::ptrdiff_t>(offset), grad.dense.data.size(), grad.dense.data.begin());
+      apply(flat.subspan(offset, grad.dense.data.size()), grad.dense.data);
       offset += grad.dense.data.size();
     }
   }
+}
+
+}  // namespace
+
+void unflatten_gradients(std::span<const float> flat, Gradients& grads, int64_t first, int64_t last) {
+  for_each_flat_slice(flat, grads, first, last, [](std::span<const float> from, std::vector<float>& into) {
+    std::copy(from.begin(), from.end(), into.begin());
+  });
+}
+
+void add_flat_gradients(std::span<const float> flat, Gradients& grads, int64_t first, int64_t last) {
+  for_each_flat_slice(flat, grads, first, last, [](std::span<const float> from, std::vector<float>& into) {
+    for (size_t i = 0; i < from.size(); ++i) into[i] += from[i];
+  });
 }
 
 }  // namespace trainsim

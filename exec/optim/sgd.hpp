@@ -83,4 +83,8 @@ std::vector<float> flatten_gradients(const Gradients& grads, int64_t first, int6
 // flat_gradient_size values.
 void unflatten_gradients(std::span<const float> flat, Gradients& grads, int64_t first, int64_t last);
 
+// Adds `flat` (the same layout) into the dense gradients of layers [first,
+// last]: a pushed gradient summed in place, without unflattening a copy.
+void add_flat_gradients(std::span<const float> flat, Gradients& grads, int64_t first, int64_t last);
+
 }  // namespace trainsim

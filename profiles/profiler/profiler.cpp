@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "exec/data/batching.hpp"
 #include "exec/data/random_bits.hpp"
 #include "exec/optim/sgd.hpp"
 #include "exec/tensor/layers.hpp"
@@ -31,8 +32,17 @@ struct LayerBench {
   std::vector<Tensor> output_grads;  // output_grads[i]: dL/d(output of layer i), random
   std::vector<double> forward_s, backward_s, update_s;
   std::vector<double> sparsity;      // per layer, from its measured backward
+  Tensor source;                     // a dataset the first forward draws its batch from
+  std::vector<int32_t> source_labels;
+  std::mt19937_64 draws;             // which rows each pass draws
   std::unique_ptr<Sgd> optimizer;    // momentum SGD, as `trainsim run` trains
 };
+
+// The dataset the first layer's batches are gathered from: large enough that
+// its rows come from memory, not cache, as a real data set's do (Fashion-MNIST
+// is 188 MB of floats), small enough to fill quickly.
+constexpr int64_t kSourceBytes = int64_t{48} << 20;
+constexpr int64_t kSourceMaxRows = 60000;
 
 // The optimizer the update is timed with: `trainsim run`'s defaults. The
 // learning rate is small so the repeated steps barely move the weights.
@@ -62,6 +72,11 @@ Tensor random_input(const Model& model, int64_t batch, std::mt19937_64& rng) {
 // output gradient per layer.
 void prepare(LayerBench& bench, const Model& model, int64_t batch, uint64_t seed) {
   std::mt19937_64 rng(mix_seed(seed, 1));
+  const int64_t sample_bytes = static_cast<int64_t>(sizeof(float)) * element_count(model.input_shape);
+  const int64_t rows = std::clamp<int64_t>(kSourceBytes / std::max<int64_t>(1, sample_bytes), batch, kSourceMaxRows);
+  bench.source = random_input(model, rows, rng);
+  bench.source_labels.assign(static_cast<size_t>(rows), 0);
+  bench.draws.seed(mix_seed(seed, 2));
   bench.weights = init_weights(bench.network, seed);
   bench.grads = zero_gradients(bench.network, bench.weights);
   const auto count = static_cast<int64_t>(bench.network.layers.size());
@@ -86,37 +101,72 @@ double touched_fraction(const LayerBench& bench, int64_t i) {
   return std::clamp(static_cast<double>(distinct.size()) / rows, 1.0 / rows, 1.0);
 }
 
-// Times layer i: each run is one forward (timed), then one backward from its
-// cache (timed), then the momentum-SGD step of its weights with that gradient
-// (timed; layers without weights take no step). Sparse gradients are emptied
-// between runs, untimed, so each backward appends one batch of rows as in
-// training.
-void time_layer(LayerBench& bench, int64_t i, const MeasureOptions& options) {
+// One timed training pass, as a worker runs it: every layer's forward in
+// order on the previous layer's output, every backward in reverse order on
+// the gradient the layer after it produced (the last layer's is random), then
+// each layer's momentum-SGD step (layers without weights take none). Each
+// layer is timed in place, so its caches hold what a real step leaves there
+// (a layer timed alone, over and over, finds its weights in cache). Sparse
+// gradients are emptied after the pass, untimed, so each backward appends
+// one batch of rows as in training. Returns per layer (forward, backward,
+// update) seconds.
+struct PassTimes {
   std::vector<double> forward_s, backward_s, update_s;
-  const bool has_weights = !bench.weights[static_cast<size_t>(i)].empty();
-  for (int64_t r = 0; r < options.warmups + options.repeats; ++r) {
-    std::vector<LayerCache> caches;
-    Tensor y;  // outlives the timed region: training keeps activations too
+};
+
+PassTimes time_pass(LayerBench& bench, bool last_pass) {
+  const auto count = static_cast<int64_t>(bench.network.layers.size());
+  PassTimes t;
+  t.forward_s.resize(static_cast<size_t>(count));
+  t.backward_s.resize(static_cast<size_t>(count));
+  t.update_s.assign(static_cast<size_t>(count), 0.0);
+  std::vector<std::vector<LayerCache>> caches(static_cast<size_t>(count));
+  std::vector<Tensor> outputs(static_cast<size_t>(count));  // outlive the pass: training keeps activations too
+  // The first forward gathers its batch from the data set and takes its rows,
+  // as the executor's first forward does.
+  const int64_t batch = bench.inputs.front().rows();
+  std::vector<int64_t> rows(static_cast<size_t>(batch));
+  for (int64_t& r : rows) r = static_cast<int64_t>(uniform_below(bench.draws, static_cast<uint64_t>(bench.source.rows())));
+  Tensor gathered, input;
+  std::vector<int32_t> labels;
+  for (int64_t i = 0; i < count; ++i) {
     const double start_s = now_s();
-    y = forward_range(bench.network, bench.weights, i, i, bench.inputs[static_cast<size_t>(i)], caches);
-    const double forward_end_s = now_s();
-    const double backward_start_s = now_s();
-    backward_range(bench.network, bench.weights, i, i, bench.output_grads[static_cast<size_t>(i)], caches,
-                   bench.grads);
-    const double backward_end_s = now_s();
-    if (has_weights) bench.optimizer->step(bench.weights, bench.grads, i, i);
-    const double update_end_s = now_s();
-    if (r >= options.warmups) {
-      forward_s.push_back(forward_end_s - start_s);
-      backward_s.push_back(backward_end_s - backward_start_s);
-      update_s.push_back(has_weights ? update_end_s - backward_end_s : 0.0);
+    if (i == 0) {
+      gather_batch(bench.source, bench.source_labels, rows, gathered, labels);
+      input = slice_rows(gathered, {0, batch});
     }
-    if (r + 1 == options.warmups + options.repeats) bench.sparsity[static_cast<size_t>(i)] = touched_fraction(bench, i);
+    const Tensor& x = i == 0 ? input : outputs[static_cast<size_t>(i - 1)];
+    outputs[static_cast<size_t>(i)] = forward_range(bench.network, bench.weights, i, i, x, caches[static_cast<size_t>(i)]);
+    t.forward_s[static_cast<size_t>(i)] = now_s() - start_s;
+  }
+  Tensor dy = bench.output_grads.back();
+  for (int64_t i = count - 1; i >= 0; --i) {
+    const double start_s = now_s();
+    dy = backward_range(bench.network, bench.weights, i, i, dy, caches[static_cast<size_t>(i)], bench.grads);
+    t.backward_s[static_cast<size_t>(i)] = now_s() - start_s;
+  }
+  for (int64_t i = 0; i < count; ++i) {
+    if (bench.weights[static_cast<size_t>(i)].empty()) continue;
+    const double start_s = now_s();
+    bench.optimizer->step(bench.weights, bench.grads, i, i);
+    t.update_s[static_cast<size_t>(i)] = now_s() - start_s;
+  }
+  for (int64_t i = 0; i < count; ++i) {
+    if (last_pass) bench.sparsity[static_cast<size_t>(i)] = touched_fraction(bench, i);
     if (bench.network.layers[static_cast<size_t>(i)]->sparse()) clear_gradients(bench.grads, i, i);
   }
-  bench.forward_s[static_cast<size_t>(i)] = median_s(forward_s);
-  bench.backward_s[static_cast<size_t>(i)] = median_s(backward_s);
-  bench.update_s[static_cast<size_t>(i)] = median_s(update_s);
+  return t;
+}
+
+// Per layer, the median over passes of `times` (pass after pass, `count` per pass).
+std::vector<double> layer_medians(const std::vector<double>& times, int64_t count) {
+  std::vector<double> medians(static_cast<size_t>(count));
+  for (int64_t i = 0; i < count; ++i) {
+    std::vector<double> samples;
+    for (size_t at = static_cast<size_t>(i); at < times.size(); at += static_cast<size_t>(count)) samples.push_back(times[at]);
+    medians[static_cast<size_t>(i)] = median_s(samples);
+  }
+  return medians;
 }
 
 void check_options(int64_t batch, const MeasureOptions& options) {
@@ -139,19 +189,26 @@ Profile measure_profile(const Model& model, int64_t batch, const MeasureOptions&
   for (LayerBench& bench : benches) bench.network = build_network(model);
   const auto count = static_cast<int64_t>(model.layers.size());
 
-  run_threads(options.concurrent, [&](int64_t t, std::barrier<>& sync) {
-    LayerBench& bench = benches[static_cast<size_t>(t)];
+  run_threads(options.concurrent, [&](int64_t t_index, std::barrier<>& sync) {
+    LayerBench& bench = benches[static_cast<size_t>(t_index)];
     prepare(bench, model, batch, options.seed);
-    bench.forward_s.assign(static_cast<size_t>(count), 0.0);
-    bench.backward_s.assign(static_cast<size_t>(count), 0.0);
-    bench.update_s.assign(static_cast<size_t>(count), 0.0);
     bench.optimizer = std::make_unique<Sgd>(kTimedSgd);
     bench.sparsity.assign(static_cast<size_t>(count), 1.0);
-    for (int64_t i = 0; i < count; ++i) {
-      sync.arrive_and_wait();  // every copy works on the same layer at once
-      time_layer(bench, i, options);
-      if (t == 0 && options.progress) options.progress(i + 1, count);
+    PassTimes runs;  // per layer, the timed passes one after another
+    const int64_t passes = options.warmups + options.repeats;
+    for (int64_t r = 0; r < passes; ++r) {
+      sync.arrive_and_wait();  // every copy runs its pass at once, as workers do
+      const PassTimes t = time_pass(bench, r + 1 == passes);
+      if (r >= options.warmups) {
+        runs.forward_s.insert(runs.forward_s.end(), t.forward_s.begin(), t.forward_s.end());
+        runs.backward_s.insert(runs.backward_s.end(), t.backward_s.begin(), t.backward_s.end());
+        runs.update_s.insert(runs.update_s.end(), t.update_s.begin(), t.update_s.end());
+      }
+      if (t_index == 0 && options.progress) options.progress(r + 1, passes);
     }
+    bench.forward_s = layer_medians(runs.forward_s, count);
+    bench.backward_s = layer_medians(runs.backward_s, count);
+    bench.update_s = layer_medians(runs.update_s, count);
   });
 
   const LayerBench& reported = benches.front();
