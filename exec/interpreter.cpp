@@ -456,21 +456,9 @@ class Interpreter {
     return {shard * options_.batch_size + micro.first, micro.count};
   }
 
-  // Pipelines interleave iterations (and Parallax looks one ahead), so the
-  // few latest global batches stay at hand.
+  // The op's own rows of its iteration's batch, fetched by its worker.
   void batch_rows(const Op& op, Tensor* x, std::vector<int32_t>* y) {
-    constexpr size_t kBatchesKept = 4;
-    std::lock_guard lock(batch_mu_);
-    auto it = batch_cache_.find(op.iteration);
-    if (it == batch_cache_.end()) {
-      if (batch_cache_.size() >= kBatchesKept) batch_cache_.erase(batch_cache_.begin());
-      it = batch_cache_.try_emplace(op.iteration).first;
-      batches_(op.iteration, static_cast<int64_t>(std::llround(plan_.samples_per_iteration)), it->second.first,
-               it->second.second);
-    }
-    const RowRange rows = rows_of(op);
-    if (x != nullptr) *x = slice_rows(it->second.first, rows);
-    if (y != nullptr) *y = slice_labels(it->second.second, rows);
+    batches_(op.iteration, static_cast<int64_t>(std::llround(plan_.samples_per_iteration)), rows_of(op), x, y);
   }
 
   void forward(OpId id, const Op& op) {
@@ -914,14 +902,33 @@ class Interpreter {
   std::map<int32_t, std::vector<int>> groups_;
   std::mutex sends_mu_;
   std::vector<uint8_t> weight_senders_;
-  std::mutex batch_mu_;
-  std::map<int32_t, std::pair<Tensor, std::vector<int32_t>>> batch_cache_;  // by iteration
   std::mutex loss_mu_;
   std::vector<double> loss_sum_;
   std::vector<int64_t> loss_rows_;
 };
 
 }  // namespace
+
+BatchSource whole_batches(WholeBatchSource source) {
+  constexpr size_t kBatchesKept = 4;
+  struct Cache {
+    std::mutex mu;
+    std::map<int32_t, std::pair<Tensor, std::vector<int32_t>>> batches;  // by iteration
+  };
+  auto cache = std::make_shared<Cache>();
+  return [source = std::move(source), cache](int32_t iteration, int64_t global_rows, RowRange rows, Tensor* x,
+                                             std::vector<int32_t>* y) {
+    std::lock_guard lock(cache->mu);
+    auto it = cache->batches.find(iteration);
+    if (it == cache->batches.end()) {
+      if (cache->batches.size() >= kBatchesKept) cache->batches.erase(cache->batches.begin());
+      it = cache->batches.try_emplace(iteration).first;
+      source(iteration, global_rows, it->second.first, it->second.second);
+    }
+    if (x != nullptr) *x = slice_rows(it->second.first, rows);
+    if (y != nullptr) *y = slice_labels(it->second.second, rows);
+  };
+}
 
 ExecResult execute_plan(const Plan& plan, const Network& network, const Weights& initial, const BatchSource& batches,
                         const ExecOptions& options) {

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
+#include "exec/data/batching.hpp"
 #include "exec/optim/sgd.hpp"
 #include "exec/tensor/layers.hpp"
 #include "exec/transport/transport.hpp"
@@ -18,9 +19,20 @@
 
 namespace trainsim {
 
-// The global batch of `iteration`: `rows` samples (x: {rows, sample...}) and
-// their labels. Called from the workers' threads, under a lock.
-using BatchSource = std::function<void(int32_t iteration, int64_t rows, Tensor& x, std::vector<int32_t>& y)>;
+// Rows `rows` of the global batch of `iteration` (`global_rows` samples in
+// all): their samples into *x ({rows.count, sample...}) and/or their labels
+// into *y, each when not null. Each worker fetches only its own rows, as a
+// distributed data loader does, so it is called concurrently from the
+// workers' threads and must be thread-safe.
+using BatchSource = std::function<void(int32_t iteration, int64_t global_rows, RowRange rows, Tensor* x,
+                                       std::vector<int32_t>* y)>;
+
+// A source that makes the whole global batch at once: `rows` samples and
+// their labels. whole_batches() adapts it to a BatchSource, making each
+// iteration's batch once under a lock and keeping the few latest (pipelines
+// interleave iterations, Parallax looks one ahead).
+using WholeBatchSource = std::function<void(int32_t iteration, int64_t rows, Tensor& x, std::vector<int32_t>& y)>;
+BatchSource whole_batches(WholeBatchSource source);
 
 struct ExecOptions {
   SgdOptions sgd{0.05, 0.0, 0.0};

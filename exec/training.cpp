@@ -85,12 +85,27 @@ TrainingResult train(const Model& model, const Dataset& data, const Cluster& clu
   if (iterations < 1) throw InputError("--iterations", "is below 1", "at least one mini-batch");
   r.plan = generate_plan(strategy, r.profile, cluster, config, iterations);
 
+  // Each worker draws its own rows' indices under the lock and copies the
+  // samples outside it.
   std::mutex sampler_mu;
-  const BatchSource batches = [&](int32_t iteration, int64_t rows, Tensor& x, std::vector<int32_t>& y) {
-    std::lock_guard lock(sampler_mu);
+  const BatchSource batches = [&](int32_t iteration, int64_t rows, RowRange range, Tensor* x,
+                                  std::vector<int32_t>* y) {
     TRAINSIM_CHECK(rows == global_batch, "the plan's global batch changed");
-    gather_batch(data.train_x, data.train_y, sampler.batch_at(iteration), x, y);
-    if (options.on_iteration) options.on_iteration(iteration, iterations);
+    std::vector<int64_t> picked;
+    {
+      std::lock_guard lock(sampler_mu);
+      const std::span<const int64_t> all = sampler.batch_at(iteration);
+      TRAINSIM_CHECK(range.first >= 0 && range.first + range.count <= static_cast<int64_t>(all.size()),
+                     "rows beyond the global batch");
+      picked.assign(all.begin() + range.first, all.begin() + range.first + range.count);
+      if (range.first == 0 && x != nullptr && options.on_iteration) options.on_iteration(iteration, iterations);
+    }
+    std::vector<int32_t> labels;
+    if (x != nullptr) gather_batch(data.train_x, data.train_y, picked, *x, labels);
+    if (y != nullptr) {
+      y->clear();
+      for (int64_t i : picked) y->push_back(data.train_y[static_cast<size_t>(i)]);
+    }
   };
   ExecOptions exec;
   exec.sgd = options.sgd;

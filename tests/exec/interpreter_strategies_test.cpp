@@ -87,7 +87,7 @@ StrategyRun run(const RunSpec& spec) {
       r.read[id] = w;
     };
   }
-  const BatchSource batches = synthetic_batch;
+  const BatchSource batches = whole_batches(synthetic_batch);
   r.result = execute_plan(r.plan, network, initial, batches, options);
   return r;
 }
@@ -363,7 +363,7 @@ StrategyRun run_text(const std::string& strategy, int64_t batch, int32_t iterati
   StrategyRun r;
   r.plan = generate_plan(find_strategy(strategy, "--strategy"), profile, cluster, config, iterations);
   const Dataset data = make_synthetic_text(kTextVocabulary, kTextTokensPerSample, kTextClasses, 256, 16, 5);
-  const BatchSource batches = [&](int32_t iteration, int64_t rows, Tensor& x, std::vector<int32_t>& y) {
+  const BatchSource batches = whole_batches([&](int32_t iteration, int64_t rows, Tensor& x, std::vector<int32_t>& y) {
     x = Tensor({rows, kTextTokensPerSample});
     y.resize(static_cast<size_t>(rows));
     for (int64_t i = 0; i < rows; ++i) {
@@ -372,7 +372,7 @@ StrategyRun run_text(const std::string& strategy, int64_t batch, int32_t iterati
                   x.data.begin() + i * kTextTokensPerSample);
       y[static_cast<size_t>(i)] = data.train_y[static_cast<size_t>(src)];
     }
-  };
+  });
   ExecOptions options;
   options.batch_size = batch;
   options.sgd = {0.1, 0.9, 0.0};

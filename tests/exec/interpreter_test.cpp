@@ -59,7 +59,7 @@ TrainingRun run(const std::string& strategy, int64_t batch, std::vector<std::pai
   options.batch_size = batch;
   options.sgd = {0.1, 0.9, 0.0};
   options.recv_timeout_s = 30;
-  const BatchSource batches = synthetic_batch;
+  const BatchSource batches = whole_batches(synthetic_batch);
   r.result = execute_plan(r.plan, network, initial, batches, options);
   return r;
 }
