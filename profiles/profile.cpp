@@ -48,6 +48,11 @@ void validate_profile(const Profile& profile, const std::string& where) {
     if (l.backward_weight_s) check_nonnegative(*l.backward_weight_s, at + ".backward_weight_s", "seconds");
     if (l.workspace_bytes) check_nonnegative(*l.workspace_bytes, at + ".workspace_bytes", "bytes");
     if (l.update_s) check_nonnegative(*l.update_s, at + ".update_s", "seconds");
+    if (l.forward_fixed_s) check_nonnegative(*l.forward_fixed_s, at + ".forward_fixed_s", "seconds");
+    if (l.backward_fixed_s) check_nonnegative(*l.backward_fixed_s, at + ".backward_fixed_s", "seconds");
+    if (l.forward_fixed_s.value_or(0.0) > l.forward_s || l.backward_fixed_s.value_or(0.0) > l.backward_s) {
+      throw InputError(at, "a fixed part exceeds its whole time", "forward_fixed_s <= forward_s and backward_fixed_s <= backward_s");
+    }
     if (l.flops) check_nonnegative(*l.flops, at + ".flops", "FLOPs");
     seen.insert(l.name);
   }
@@ -68,6 +73,8 @@ nlohmann::json profile_to_json(const Profile& profile) {
     if (l.backward_weight_s) j["backward_weight_s"] = *l.backward_weight_s;
     if (l.workspace_bytes) j["workspace_bytes"] = *l.workspace_bytes;
     if (l.update_s) j["update_s"] = *l.update_s;
+    if (l.forward_fixed_s) j["forward_fixed_s"] = *l.forward_fixed_s;
+    if (l.backward_fixed_s) j["backward_fixed_s"] = *l.backward_fixed_s;
     if (l.flops) j["flops"] = *l.flops;
     layers.push_back(std::move(j));
   }
@@ -111,6 +118,8 @@ Profile profile_from_json(const nlohmann::json& doc, const std::string& where) {
     l.backward_weight_s = optional_nonnegative(j, "backward_weight_s", at);
     l.workspace_bytes = optional_nonnegative(j, "workspace_bytes", at);
     l.update_s = optional_nonnegative(j, "update_s", at);
+    l.forward_fixed_s = optional_nonnegative(j, "forward_fixed_s", at);
+    l.backward_fixed_s = optional_nonnegative(j, "backward_fixed_s", at);
     l.flops = optional_nonnegative(j, "flops", at);
     p.layers.push_back(std::move(l));
   }

@@ -24,6 +24,10 @@ struct LayerProfile {
   std::optional<double> workspace_bytes;    // scratch memory while running
   std::optional<double> flops;              // forward FLOPs of the batch
   std::optional<double> update_s;           // optimizer step of the layer's weights, when measured
+  // The batch-independent part of forward_s / backward_s, when measured: a
+  // fraction f of the batch takes fixed + (total − fixed)·f (scaled_s).
+  std::optional<double> forward_fixed_s;
+  std::optional<double> backward_fixed_s;
 };
 
 struct ProfileDevice {

@@ -44,6 +44,10 @@ struct LayerBench {
 constexpr int64_t kSourceBytes = int64_t{48} << 20;
 constexpr int64_t kSourceMaxRows = 60000;
 
+// The fixed parts of layer times are fitted from a second measurement at
+// batch / 8 (GPipe's micro-batches are that size or smaller).
+constexpr int64_t kSmallBatchDivisor = 8;
+
 // The optimizer the update is timed with: `trainsim run`'s defaults. The
 // learning rate is small so the repeated steps barely move the weights.
 constexpr SgdOptions kTimedSgd{1e-4, 0.9, 0.0};
@@ -178,11 +182,12 @@ void check_options(int64_t batch, const MeasureOptions& options) {
   }
 }
 
-}  // namespace
 
-Profile measure_profile(const Model& model, int64_t batch, const MeasureOptions& options) {
-  check_options(batch, options);
-  validate_model(model, "model " + model.name);
+// Runs the timed passes at `batch` on `options.concurrent` threads and
+// returns thread 0's bench with its per-layer medians. `progress_offset` and
+// `progress_total` place these passes in the whole measurement's progress.
+LayerBench measure_passes(const Model& model, int64_t batch, const MeasureOptions& options, int64_t progress_offset,
+                          int64_t progress_total) {
   // Built here, before any thread starts, so a model exec cannot run fails
   // with its own InputError.
   std::vector<LayerBench> benches(static_cast<size_t>(options.concurrent));
@@ -204,14 +209,36 @@ Profile measure_profile(const Model& model, int64_t batch, const MeasureOptions&
         runs.backward_s.insert(runs.backward_s.end(), t.backward_s.begin(), t.backward_s.end());
         runs.update_s.insert(runs.update_s.end(), t.update_s.begin(), t.update_s.end());
       }
-      if (t_index == 0 && options.progress) options.progress(r + 1, passes);
+      if (t_index == 0 && options.progress) options.progress(progress_offset + r + 1, progress_total);
     }
     bench.forward_s = layer_medians(runs.forward_s, count);
     bench.backward_s = layer_medians(runs.backward_s, count);
     bench.update_s = layer_medians(runs.update_s, count);
   });
+  return std::move(benches.front());
+}
 
-  const LayerBench& reported = benches.front();
+// The batch-independent part of a time measured at `batch` (t) and at a
+// smaller `small` batch (t_small), fitting t(b) = fixed + c·b through both:
+// fixed = (t_small·batch − t·small) / (batch − small), within [0, t].
+double fixed_part_s(double t, double t_small, int64_t batch, int64_t small) {
+  const auto b = static_cast<double>(batch);
+  const auto s = static_cast<double>(small);
+  return std::clamp((t_small * b - t * s) / (b - s), 0.0, t);
+}
+
+}  // namespace
+
+Profile measure_profile(const Model& model, int64_t batch, const MeasureOptions& options) {
+  check_options(batch, options);
+  validate_model(model, "model " + model.name);
+  const int64_t passes = options.warmups + options.repeats;
+  const int64_t small = batch / kSmallBatchDivisor;  // micro-batch size the fixed parts are fitted at
+  const int64_t total = small >= 1 ? 2 * passes : passes;
+  const LayerBench reported = measure_passes(model, batch, options, 0, total);
+  LayerBench reported_small;
+  if (small >= 1) reported_small = measure_passes(model, small, options, passes, total);
+  const auto count = static_cast<int64_t>(model.layers.size());
   Profile profile;
   profile.model = model.name;
   profile.device = {cpu_model_name() + " (" + std::to_string(options.concurrent) + " threads)", "cpu"};
@@ -226,6 +253,10 @@ Profile measure_profile(const Model& model, int64_t batch, const MeasureOptions&
     l.forward_s = reported.forward_s[static_cast<size_t>(i)];
     l.backward_s = reported.backward_s[static_cast<size_t>(i)];
     l.update_s = reported.update_s[static_cast<size_t>(i)];
+    if (small >= 1) {
+      l.forward_fixed_s = fixed_part_s(l.forward_s, reported_small.forward_s[static_cast<size_t>(i)], batch, small);
+      l.backward_fixed_s = fixed_part_s(l.backward_s, reported_small.backward_s[static_cast<size_t>(i)], batch, small);
+    }
     l.param_bytes = kFp32Bytes * static_cast<double>(layer.param_count);
     l.activation_bytes =
         kFp32Bytes * static_cast<double>(batch) * static_cast<double>(element_count(layer.output_shape));

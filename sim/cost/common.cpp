@@ -19,12 +19,18 @@ ModelTotals range_totals(const Profile& profile, int64_t first, int64_t last) {
     (l.sparse ? t.sparse_param_bytes : t.dense_param_bytes) += l.param_bytes;
     t.activation_bytes += l.activation_bytes;
     t.workspace_bytes = std::max(t.workspace_bytes, l.workspace_bytes.value_or(0.0));
+    t.forward_fixed_s += l.forward_fixed_s.value_or(0.0);
+    t.backward_fixed_s += l.backward_fixed_s.value_or(0.0);
   }
   return t;
 }
 
 ModelTotals model_totals(const Profile& profile) {
   return range_totals(profile, 0, static_cast<int64_t>(profile.layers.size()) - 1);
+}
+
+double scaled_s(double total_s, double fixed_s, double fraction) {
+  return fixed_s + (total_s - fixed_s) * fraction;
 }
 
 double update_s(double param_bytes, const Cluster& cluster) {

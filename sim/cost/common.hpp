@@ -19,7 +19,13 @@ struct ModelTotals {
   double sparse_param_bytes = 0;// Σ over sparse layers (whole tables)
   double activation_bytes = 0;  // Σ activation_bytes: what one batch keeps for backward
   double workspace_bytes = 0;   // max workspace_bytes of a layer
+  double forward_fixed_s = 0;   // Σ forward_fixed_s (measured profiles; else 0)
+  double backward_fixed_s = 0;  // Σ backward_fixed_s
 };
+
+// A micro-batch of `fraction` of the batch: the fixed part of the time plus
+// its share of the rest (EQUATIONS.md §5's t/M when fixed_s = 0).
+double scaled_s(double total_s, double fixed_s, double fraction);
 
 ModelTotals model_totals(const Profile& profile);
 ModelTotals range_totals(const Profile& profile, int64_t first, int64_t last);

@@ -14,13 +14,16 @@ namespace {
 // stages and the links between them, a flow shop: the first micro-batch
 // crosses every stage and link, the other M-1 follow at the pace of the
 // slowest (EQUATIONS.md §5's (M+K-1)·max_k t_k when all stages are equal).
-// Micro-batch times are the stage times / M (linear in the batch); the r
-// replicas of a stage share its micro-batches, 1/r of the stage time each.
+// Micro-batch times are the stage times / M (linear in the batch) plus, with
+// a measured profile, the layers' fixed parts (scaled_s); the r replicas of a
+// stage share its micro-batches, 1/r of those times each.
 double sweep_s(const Pipeline& pipe, int64_t microbatches, bool forward, bool with_transfers) {
   const double m = static_cast<double>(microbatches);
   double slowest_s = 0, path_s = 0;
   for (const PipelineStage& s : pipe.stages) {
-    const double step_s = (forward ? s.forward_s : s.backward_s) / (m * static_cast<double>(s.replicas));
+    const double micro_s = forward ? scaled_s(s.forward_s, s.forward_fixed_s, 1.0 / m)
+                                   : scaled_s(s.backward_s, s.backward_fixed_s, 1.0 / m);
+    const double step_s = micro_s / static_cast<double>(s.replicas);
     slowest_s = std::max(slowest_s, step_s);
     path_s += step_s;
   }
@@ -54,7 +57,11 @@ Prediction predict_gpipe(const Profile& profile, const Cluster& cluster, Strateg
   std::vector<DeviceMemory> memory;
   for (const PipelineStage& s : pipe.stages) {
     const double r = static_cast<double>(s.replicas);
-    const double compute_s = (s.forward_s + s.backward_s) / r + s.update_s;
+    // M micro-batches: the whole stage time plus M − 1 more fixed parts.
+    const double mf = static_cast<double>(m);
+    const double compute_s =
+        mf * (scaled_s(s.forward_s, s.forward_fixed_s, 1.0 / mf) + scaled_s(s.backward_s, s.backward_fixed_s, 1.0 / mf)) / r +
+        s.update_s;
     per_stage.push_back(device_breakdown(p.iteration_s, compute_s, s.weight_sync_s, p.iteration_s - compute_only_s));
     // Activations of all the micro-batches a replica ran: its share of the mini-batch.
     memory.push_back(stage_memory(profile, s, 1.0 / r));

@@ -280,6 +280,8 @@ Pipeline build_pipeline(const Profile& profile, const Cluster& cluster, const st
     s.first_device = next_device;
     s.forward_s = t.forward_s;
     s.backward_s = t.backward_s;
+    s.forward_fixed_s = t.forward_fixed_s;
+    s.backward_fixed_s = t.backward_fixed_s;
     s.update_s = range_update_s(profile, ranges[k].first, ranges[k].last, cluster);
     s.param_bytes = t.param_bytes;
     s.activation_bytes = t.activation_bytes;

@@ -25,6 +25,8 @@ struct PipelineStage {
   int64_t first_device = 0;     // replica i runs on device first_device + i (0-based in the cluster)
   double forward_s = 0;         // F_k: Σ forward_s of the stage's layers
   double backward_s = 0;        // B_k: Σ backward_s
+  double forward_fixed_s = 0;   // their batch-independent parts (measured profiles)
+  double backward_fixed_s = 0;
   double update_s = 0;          // U_k: optimizer update of the stage's weights (common.hpp)
   double param_bytes = 0;       // w_k: Σ param_bytes
   double activation_bytes = 0;  // Σ activation_bytes of the stage's layers (kept for backward)

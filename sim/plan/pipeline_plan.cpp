@@ -62,7 +62,8 @@ Op PipelinePlanWriter::compute_op(OpKind kind, int32_t stage, int32_t iteration,
   op.weight_version = weight_version;
   op.first_layer = static_cast<int32_t>(s.layers.first);
   op.last_layer = static_cast<int32_t>(s.layers.last);
-  op.work_s = (kind == OpKind::kBackward ? s.backward_s : s.forward_s) / split_;
+  op.work_s = kind == OpKind::kBackward ? scaled_s(s.backward_s, s.backward_fixed_s, 1.0 / split_)
+                                        : scaled_s(s.forward_s, s.forward_fixed_s, 1.0 / split_);
   return op;
 }
 

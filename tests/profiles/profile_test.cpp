@@ -27,9 +27,12 @@ TEST(Profile, JsonRoundTrip) {
   Profile p = small_profile();
   p.layers[0].backward_input_s = 1e-3;
   p.layers[0].update_s = 2e-4;
+  p.layers[0].forward_fixed_s = 1e-4;
   const Profile back = profile_from_json(profile_to_json(p), "p.json");
   EXPECT_DOUBLE_EQ(back.layers[0].update_s.value(), 2e-4);
   EXPECT_FALSE(back.layers[1].update_s.has_value());
+  EXPECT_DOUBLE_EQ(back.layers[0].forward_fixed_s.value(), 1e-4);
+  EXPECT_FALSE(back.layers[0].backward_fixed_s.has_value());
   ASSERT_EQ(back.layers.size(), 2u);
   EXPECT_EQ(back.layers[1].inputs, (std::vector<std::string>{"a", "input"}));
   EXPECT_DOUBLE_EQ(back.layers[0].backward_input_s.value(), 1e-3);
@@ -40,6 +43,12 @@ TEST(Profile, JsonRoundTrip) {
 TEST(Profile, NegativeTimeIsRejected) {
   auto doc = profile_to_json(small_profile());
   doc["layers"][1]["backward_s"] = -1.0;
+  EXPECT_THROW(profile_from_json(doc, "p.json"), InputError);
+}
+
+TEST(Profile, FixedPartAboveItsWholeTimeIsRejected) {
+  auto doc = profile_to_json(small_profile());
+  doc["layers"][0]["forward_fixed_s"] = 2e-3;  // forward_s is 1 ms
   EXPECT_THROW(profile_from_json(doc, "p.json"), InputError);
 }
 

@@ -57,6 +57,21 @@ TEST(MeasuredProfile, UpdateIsTimedForLayersWithWeightsOnly) {
   EXPECT_EQ(*layer_named(p, "relu1").update_s, 0);
 }
 
+TEST(MeasuredProfile, FixedPartsLieWithinTheWholeTimes) {
+  // Fitted from a second measurement at batch 64 / 8 = 8 (the profile's
+  // validation also rejects a fixed part above its whole time).
+  const Profile p = measure_profile(build_zoo_model("fmnist-mlp"), 64, quick());
+  for (const LayerProfile& l : p.layers) {
+    ASSERT_TRUE(l.forward_fixed_s.has_value()) << l.name;
+    ASSERT_TRUE(l.backward_fixed_s.has_value()) << l.name;
+    EXPECT_GE(*l.forward_fixed_s, 0);
+    EXPECT_LE(*l.forward_fixed_s, l.forward_s);
+    EXPECT_LE(*l.backward_fixed_s, l.backward_s);
+  }
+  // Below batch 8 there is no smaller batch to fit against.
+  EXPECT_FALSE(measure_profile(build_zoo_model("fmnist-mlp"), 4, quick()).layers[0].forward_fixed_s.has_value());
+}
+
 TEST(MeasuredProfile, GemmLayerForwardTakesLongerThanTheReluAfterIt) {
   // fc1 multiplies 64×784 by 784×256 (12.8M multiply-adds); relu1 touches
   // 64·256 = 16,384 values: three orders of magnitude less work.

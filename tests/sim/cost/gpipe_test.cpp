@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "model/error.hpp"
+#include "sim/cost/common.hpp"
 #include "sim/cost/strategies.hpp"
 #include "tests/sim/cost/fixtures.hpp"
 
@@ -27,6 +28,22 @@ TEST(Gpipe, BubbleFractionMatchesClosedForm) {
   EXPECT_NEAR(p.breakdown.idle_imbalance_s / p.iteration_s, 3.0 / 15.0, 1e-12);
   EXPECT_NEAR(p.breakdown.compute_s, 3e-3, 1e-12);
   EXPECT_EQ(p.staleness, 0);
+}
+
+TEST(Gpipe, MeasuredFixedPartsDoNotShrinkWithTheMicroBatch) {
+  // As BubbleFractionMatchesClosedForm, but each layer's forward has a fixed
+  // 0.2 ms and its backward 0.4 ms: a micro-batch step is 0.2 + 0.8/12 and
+  // 0.4 + 1.6/12 ms, so 0.6 + 2.4/12 = 0.8 ms per forward+backward step and
+  // the iteration is (M+K-1) × 0.8 = 15 × 0.8 = 12 ms.
+  Cluster cluster = simple_cluster(1, 4);
+  cluster.intra_link.latency_s = 0;
+  Profile profile = chain_profile(4, 1e-3, 2e-3, 0, 0);
+  for (LayerProfile& l : profile.layers) {
+    l.forward_fixed_s = 0.2e-3;
+    l.backward_fixed_s = 0.4e-3;
+  }
+  EXPECT_NEAR(run(profile, cluster, {{"microbatches", "12"}}).iteration_s, 12e-3, 1e-12);
+  EXPECT_NEAR(scaled_s(1e-3, 0.2e-3, 1.0 / 12), 0.2e-3 + 0.8e-3 / 12, 1e-15);
 }
 
 TEST(Gpipe, SweepsPlusTransfersPlusUpdate) {
