@@ -7,6 +7,9 @@
 // update's new weights.
 #include "exec/interpreter.hpp"
 
+#include <pthread.h>
+#include <sched.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -184,6 +187,7 @@ class Interpreter {
       try {
         if (static_cast<size_t>(i) >= streams.size()) return serve(*servers_[static_cast<size_t>(i) - streams.size()]);
         const auto [w, k] = streams[static_cast<size_t>(i)];
+        if (options_.pin_workers && k == static_cast<int>(StreamKind::kCompute)) pin_current_thread(w);
         for (OpId id : plan_.streams[w][k]) run_op(id);
       } catch (...) {
         release_waiters();
@@ -908,6 +912,22 @@ class Interpreter {
 };
 
 }  // namespace
+
+bool pin_current_thread(int core) {
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0 || CPU_COUNT(&allowed) == 0) return false;
+  int target = core % CPU_COUNT(&allowed);
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (!CPU_ISSET(cpu, &allowed)) continue;
+    if (target-- > 0) continue;
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    return pthread_setaffinity_np(pthread_self(), sizeof one, &one) == 0;
+  }
+  return false;
+}
 
 BatchSource whole_batches(WholeBatchSource source) {
   constexpr size_t kBatchesKept = 4;

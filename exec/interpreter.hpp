@@ -38,6 +38,10 @@ struct ExecOptions {
   SgdOptions sgd{0.05, 0.0, 0.0};
   int64_t batch_size = 0;  // per-device batch the plan was generated for (the profile's)
   double recv_timeout_s = 0;  // > 0: a stuck receive aborts the run instead of hanging
+  // Pins worker w's compute thread to core w mod cores (where the machine
+  // allows; its communication threads stay free), so workers do not share a
+  // core while another idles.
+  bool pin_workers = true;
   // SpecTrain's decay factor γ (seed 000 eq. 1) for dualpipe with spectrain;
   // its η is sgd.learning_rate.
   double spectrain_gamma = 0.9;
@@ -66,6 +70,10 @@ struct ExecResult {
 // pipesgd's compressed AllReduce applies the codec at every hop. InputError
 // naming the setting if a plan needs what the executor does not do. A failure
 // in any worker stops all of them and is rethrown.
+// Pins the calling thread to `core` (mod the cores this process may use);
+// false where the machine does not allow it.
+bool pin_current_thread(int core);
+
 ExecResult execute_plan(const Plan& plan, const Network& network, const Weights& initial, const BatchSource& batches,
                         const ExecOptions& options);
 
