@@ -55,14 +55,16 @@ struct WorkerState {
   std::map<int32_t, Gradients> grads;   // parameter gradients per iteration
   std::vector<Gradients> spare_grads;   // applied sets kept for reuse
   std::map<OpId, std::vector<float>> received;  // flat gradients or weights a recv brought
-  std::map<OpId, std::vector<float>> weight_payloads;  // an update's new weights, for its sends
+  // An update's new weights, for its sends, and how many of them are still to go.
+  std::map<OpId, std::pair<std::vector<float>, int32_t>> weight_payloads;
   std::mutex mu;
 };
 
 // Host memory shared by the workers of a machine (cgdp).
 struct HostState {
   std::map<std::pair<int32_t, int32_t>, std::map<int32_t, std::vector<float>>> copies;  // (it, first layer) -> worker
-  std::map<std::pair<int32_t, int32_t>, std::pair<std::vector<float>, int64_t>> sums;   // and its sum, count
+  // (it, first layer) -> the workers' mean, and how many workers are still to copy it back.
+  std::map<std::pair<int32_t, int32_t>, std::pair<std::vector<float>, int64_t>> means;
   std::mutex mu;
 };
 
@@ -638,22 +640,23 @@ class Interpreter {
     // SpecTrain's eq. 1: v follows the gradients the worker applies.
     if (w.spectrain) w.spectrain->observe(w.weights, grads, op.first_layer, op.last_layer);
     w.optimizer->step(w.weights, grads, op.first_layer, op.last_layer);
-    if (has_weight_sends(id)) {
+    if (const int32_t sends = weight_sends_of(id); sends > 0) {
       std::lock_guard lock(w.mu);
-      w.weight_payloads[id] = flatten_weights(w.weights, op.first_layer, op.last_layer);
+      w.weight_payloads[id] = {flatten_weights(w.weights, op.first_layer, op.last_layer), sends};
     }
     release_gradients(w, std::move(grads));
   }
 
-  bool has_weight_sends(OpId update_id) {
+  // Sends carrying the weights an update wrote.
+  int32_t weight_sends_of(OpId update_id) {
     std::lock_guard lock(sends_mu_);
     if (weight_senders_.empty()) {
       weight_senders_.assign(plan_.ops.size(), 0);
       for (const Op& op : plan_.ops) {
-        if (op.kind == OpKind::kSend && !op.deps.empty()) weight_senders_[static_cast<size_t>(op.deps.front())] = 1;
+        if (op.kind == OpKind::kSend && !op.deps.empty()) ++weight_senders_[static_cast<size_t>(op.deps.front())];
       }
     }
-    return weight_senders_[static_cast<size_t>(update_id)] != 0;
+    return weight_senders_[static_cast<size_t>(update_id)];
   }
 
   // Pipe-SGD's compress op readies the gradients for the lossy wire: sparse
@@ -729,7 +732,13 @@ class Interpreter {
         case Payload::kWeights: {
           auto it = w.weight_payloads.find(op.deps.front());
           TRAINSIM_CHECK(it != w.weight_payloads.end(), plan_.strategy + ": sending weights never updated");
-          payload = it->second;  // several sends may carry one update's weights
+          // Several sends may carry one update's weights: the last one takes them.
+          if (--it->second.second == 0) {
+            payload = std::move(it->second.first);
+            w.weight_payloads.erase(it);
+          } else {
+            payload = it->second.first;
+          }
           break;
         }
       }
@@ -833,10 +842,12 @@ class Interpreter {
     TRAINSIM_CHECK(!copies.empty(), plan_.strategy + ": host accumulation without copies");
     std::vector<std::span<const float>> chunks;
     for (const auto& [worker, flat] : copies) chunks.emplace_back(flat);
-    std::vector<float> sum(copies.begin()->second.size());
-    host_accumulate(chunks, sum, 1);
+    std::vector<float> mean(copies.begin()->second.size());
+    host_accumulate(chunks, mean, 1);
+    const float scale = 1.0f / static_cast<float>(copies.size());
+    for (float& v : mean) v *= scale;
     std::lock_guard lock(host_.mu);
-    host_.sums[{op.iteration, op.first_layer}] = {std::move(sum), static_cast<int64_t>(copies.size())};
+    host_.means[{op.iteration, op.first_layer}] = {std::move(mean), static_cast<int64_t>(copies.size())};
   }
 
   void copy_to_device(const Op& op) {
@@ -844,9 +855,14 @@ class Interpreter {
     std::vector<float> mean;
     {
       std::lock_guard lock(host_.mu);
-      const auto& [sum, count] = host_.sums.at({op.iteration, op.first_layer});
-      mean = sum;
-      for (float& v : mean) v /= static_cast<float>(count);
+      auto it = host_.means.find({op.iteration, op.first_layer});
+      TRAINSIM_CHECK(it != host_.means.end(), plan_.strategy + ": copying back a chunk never accumulated");
+      if (--it->second.second == 0) {  // the last worker takes the buffer
+        mean = std::move(it->second.first);
+        host_.means.erase(it);
+      } else {
+        mean = it->second.first;
+      }
     }
     WorkerState& w = *workers_[op.worker];
     std::lock_guard lock(w.mu);
@@ -905,7 +921,7 @@ class Interpreter {
   std::mutex groups_mu_;
   std::map<int32_t, std::vector<int>> groups_;
   std::mutex sends_mu_;
-  std::vector<uint8_t> weight_senders_;
+  std::vector<int32_t> weight_senders_;  // per update op: sends of its weights
   std::mutex loss_mu_;
   std::vector<double> loss_sum_;
   std::vector<int64_t> loss_rows_;
