@@ -1,9 +1,10 @@
 // One training step of a single worker (forward, loss, backward, SGD update
 // w -= lr·g) through the exec kernels (forward_range / backward_range) on
-// fmnist-mlp and fmnist-cnn at batch 64, and the same fmnist-mlp step written
-// as a plain Eigen loop (three GEMMs forward, their transposes backward). The
-// ratio of the two is the kernels' overhead. Both steps must give the same
-// loss from the same weights before anything is timed.
+// fmnist-mlp and fmnist-cnn at batch 64, the same fmnist-mlp step written as a
+// plain Eigen loop (three GEMMs forward, their transposes backward), and the
+// plan interpreter running `single`'s plan of the same step. The ratios are
+// the kernels' and the interpreter's overheads. The kernel step and the plain
+// loop must give the same loss from the same weights before anything is timed.
 #include <benchmark/benchmark.h>
 
 #include <chrono>
@@ -13,8 +14,12 @@
 #include <random>
 #include <vector>
 
+#include "exec/interpreter.hpp"
 #include "exec/tensor/layers.hpp"
+#include "exec/training.hpp"
 #include "model/zoo/zoo.hpp"
+#include "profiles/analytic_profiler.hpp"
+#include "sim/cost/strategies.hpp"
 
 namespace trainsim {
 namespace {
@@ -169,9 +174,51 @@ void BM_MlpKernelsVersusPlainEigen(benchmark::State& state) {
   state.counters["kernels_over_eigen_dx"] = eigen_dx_s > 0 ? kernels_s / eigen_dx_s : 0.0;
 }
 
+// The plan interpreter's overhead: `single`'s plan of kPlanIterations steps
+// on fmnist-mlp run by execute_plan (a compute thread running the plan's ops
+// after their deps, the batch fetched per iteration, gradients kept per
+// iteration, SGD without momentum), against as many kernel steps in a loop,
+// timed apart in each iteration: their times per step and the ratio.
+constexpr int32_t kPlanIterations = 50;
+
+void BM_InterpreterVersusKernels(benchmark::State& state) {
+  using Clock = std::chrono::steady_clock;
+  const Model model = build_zoo_model("fmnist-mlp");
+  const Network network = build_network(model);
+  const Batch batch = make_batch(network);
+  const Cluster cluster = nominal_cpu_cluster(1);
+  StrategyConfig config;
+  const Plan plan = generate_plan(find_strategy("single", "bench"), analytic_profile(model, kBatch, cluster), cluster,
+                                  config, kPlanIterations);
+  const BatchSource source = whole_batches([&](int32_t, int64_t, Tensor& x, std::vector<int32_t>& y) {
+    x = batch.x;
+    y = batch.labels;
+  });
+  ExecOptions options;
+  options.sgd = {kLearningRate, 0.0, 0.0};
+  options.batch_size = kBatch;
+  const Weights initial = init_weights(network, kSeed);
+  NetworkStep kernels(network);
+  double interpreter_s = 0.0, kernels_s = 0.0;
+  for (auto _ : state) {
+    const auto t0 = Clock::now();
+    benchmark::DoNotOptimize(execute_plan(plan, network, initial, source, options).loss_per_iteration.back());
+    const auto t1 = Clock::now();
+    for (int32_t i = 0; i < kPlanIterations; ++i) benchmark::DoNotOptimize(kernels.run(batch));
+    const auto t2 = Clock::now();
+    interpreter_s += std::chrono::duration<double>(t1 - t0).count();
+    kernels_s += std::chrono::duration<double>(t2 - t1).count();
+  }
+  const double steps = static_cast<double>(state.iterations()) * kPlanIterations;
+  state.counters["interpreter_step_ms"] = 1e3 * interpreter_s / steps;
+  state.counters["kernels_step_ms"] = 1e3 * kernels_s / steps;
+  state.counters["interpreter_over_kernels"] = kernels_s > 0 ? interpreter_s / kernels_s : 0.0;
+}
+
 BENCHMARK_CAPTURE(BM_KernelStep, fmnist_mlp, "fmnist-mlp")->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_KernelStep, fmnist_cnn, "fmnist-cnn")->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_MlpKernelsVersusPlainEigen)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_InterpreterVersusKernels)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace trainsim
