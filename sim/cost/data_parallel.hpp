@@ -75,6 +75,7 @@ struct PipeSgdSettings {
   int64_t width = 2;                // K
   std::string compression = "none"; // none | trunc16 | quant8
   int64_t segments = 1;             // S
+  int64_t warmup = 0;               // first iterations trained synchronously (width 1), seed 002 §4's warm-up
 };
 
 // pipesgd: the per-iteration compute (t_up + t_fw + t_bw + compression) and
@@ -85,7 +86,7 @@ struct PipeSgdTimes {
 };
 PipeSgdTimes pipesgd_times(const Profile& profile, const Cluster& cluster, const PipeSgdSettings& settings);
 
-// pipesgd's keys width, compression, algorithm and `segments`: segments as
+// pipesgd's keys width, compression, algorithm, warmup and `segments`: segments as
 // given, else the S with the least iteration time (sim/search/sync_size.hpp),
 // recorded.
 PipeSgdSettings resolve_pipesgd_settings(const Profile& profile, const Cluster& cluster, StrategyConfig& config);

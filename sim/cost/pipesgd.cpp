@@ -78,6 +78,8 @@ PipeSgdSettings resolve_pipesgd_settings(const Profile& profile, const Cluster& 
   settings.workers = resolve_workers(config, cluster);
   settings.algorithm = read_collective_algorithm(config);
   settings.width = config.get_int("width", 2, 1);
+  // The steady state the cost model prices starts after the warm-up.
+  settings.warmup = config.get_int("warmup", 0, 0);
   settings.compression = config.get_choice("compression", "none", {"none", "trunc16", "quant8"});
   if (config.has("segments")) {
     settings.segments = config.get_int("segments", 1, 1);

@@ -19,7 +19,7 @@ const std::vector<StrategyInfo>& strategy_registry() {
        {"workers", "algorithm", "bucket_bytes"}, &predict_dp_overlap, &plan_dp_overlap,
        {{"algorithm", {"ring", "recursive-doubling", "rabenseifner", "tree"}}}},
       {"pipesgd", "pipelined iterations of width K, ring AllReduce, optional compression", "seed 002",
-       {"workers", "algorithm", "width", "compression", "segments"}, &predict_pipesgd, &plan_pipesgd,
+       {"workers", "algorithm", "width", "compression", "segments", "warmup"}, &predict_pipesgd, &plan_pipesgd,
        {{"width", {"1", "2"}}, {"compression", {"none", "trunc16", "quant8"}}}},
       {"cgdp", "CPU-GPU data parallel: chunks summed on the host, overlapped with backward", "seed 003",
        {"workers", "chunks", "chunk_size"}, &predict_cgdp, &plan_cgdp},

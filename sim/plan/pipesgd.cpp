@@ -77,8 +77,7 @@ Op codec_op(OpKind kind, int32_t worker, int32_t iteration, double gradient_byte
 // all-reducing each segment as backward completes it; returns the AllReduces.
 std::vector<OpId> add_iteration(PlanBuilder& b, const Profile& profile, const Cluster& cluster,
                                 const PipeSgdPlanSettings& set, const Segmentation& seg, int32_t group, int32_t w,
-                                int32_t t) {
-  const auto version = static_cast<int32_t>(std::max<int64_t>(0, t - set.width + 1));
+                                int32_t t, int32_t version) {
   const double gradient_bytes = model_totals(profile).param_bytes;
   const double segment_bytes = gradient_bytes / static_cast<double>(set.segments);
   const double wire_bytes = segment_bytes * wire_fraction(set.compression);
@@ -125,7 +124,9 @@ void add_update(PlanBuilder& b, const Profile& profile, const Cluster& cluster, 
 // t_sync, added by the simulator), then decompresses and applies iteration
 // t-K+1's gradients; after the last iteration the K-1 pending updates drain.
 // In steady state this is eq. (5)/(6)'s max(compute, communication) for
-// K >= 2 and eq. (2) for K = 1.
+// K >= 2 and eq. (2) for K = 1. With `warmup` = W (seed 002 §4), iterations
+// t < W are synchronous (version t, applied right after); from W on, t reads
+// max(W, t-K+1) and applies t-K+1 once that is >= W.
 Plan plan_pipesgd(const Profile& profile, const Cluster& cluster, StrategyConfig& config, int32_t iterations) {
   PlanBuilder b = data_parallel_builder(&predict_pipesgd, profile, cluster, config, iterations);
   PipeSgdPlanSettings set;
@@ -146,17 +147,20 @@ Plan plan_pipesgd(const Profile& profile, const Cluster& cluster, StrategyConfig
   auto pending = [&](int32_t j, int32_t w) -> std::vector<OpId>& {
     return in_flight[static_cast<size_t>(j % width)][static_cast<size_t>(w)];
   };
+  const auto warmup = static_cast<int32_t>(std::min<int64_t>(set.warmup, iterations));
   for (int32_t t = 0; t < iterations; ++t) {
-    const int64_t j = t - set.width + 1;  // iteration whose gradients are applied after t's backward
+    // The iteration whose gradients are applied after t's backward (none when below the warm-up's end).
+    const int64_t j = t < warmup ? t : t - set.width + 1;
+    const auto version = static_cast<int32_t>(t < warmup ? t : std::max<int64_t>(warmup, t - set.width + 1));
     for (int32_t w = 0; w < static_cast<int32_t>(set.workers); ++w) {
-      pending(t, w) = add_iteration(b, profile, cluster, set, seg, group, w, t);
-      if (j >= 0) {
+      pending(t, w) = add_iteration(b, profile, cluster, set, seg, group, w, t, version);
+      if (j >= 0 && (t < warmup || j >= warmup)) {
         add_update(b, profile, cluster, set, w, static_cast<int32_t>(j), pending(static_cast<int32_t>(j), w));
       }
     }
   }
   // Drain: the updates still pending after the last iteration, in order.
-  const auto first_pending = static_cast<int32_t>(std::max<int64_t>(0, iterations - set.width + 1));
+  const auto first_pending = static_cast<int32_t>(std::max<int64_t>(warmup, iterations - set.width + 1));
   for (int32_t j = first_pending; j < iterations; ++j) {
     for (int32_t w = 0; w < static_cast<int32_t>(set.workers); ++w) {
       add_update(b, profile, cluster, set, w, j, pending(j, w));

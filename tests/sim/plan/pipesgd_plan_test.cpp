@@ -42,6 +42,23 @@ TEST(PipeSgdPlan, WidthTwoAppliesEachGradientAfterTheNextIterationsBackward) {
   EXPECT_DOUBLE_EQ(plan.workers[0].static_bytes, 80e6);
 }
 
+TEST(PipeSgdPlan, WarmupTrainsTheFirstIterationsSynchronouslyThenPipelines) {
+  // K = 2, warmup 2, 5 iterations: iterations 0 and 1 apply their own
+  // gradients at once (versions 0, 1); from 2 on, t reads max(2, t-1) and
+  // applies t-1 once t-1 >= 2: nothing after 2's backward, 2 after 3's, 3
+  // after 4's, and 4 drains.
+  const Plan plan = generate("pipesgd", heavy_profile(), simple_cluster(1, 2), {{"warmup", "2"}}, 5);
+  EXPECT_EQ(stream_text(plan, 0, StreamKind::kCompute),
+            "forward0 backward0 update0 forward1 backward1 update1 forward2 backward2 "
+            "forward3 backward3 update2 forward4 backward4 update3 update4");
+  const std::vector<int32_t> version = {0, 1, 2, 2, 3};
+  for (int32_t t = 0; t < 5; ++t) {
+    EXPECT_EQ(plan.ops[ids_of(plan, OpKind::kForward, 0, t).at(0)].weight_version, version[t]) << t;
+    EXPECT_EQ(plan.ops[ids_of(plan, OpKind::kUpdate, 0, t).at(0)].weight_version, t);
+  }
+  EXPECT_EQ(plan.config["warmup"], 2);
+}
+
 TEST(PipeSgdPlan, WidthOneIsSynchronous) {
   const Plan plan = generate("pipesgd", heavy_profile(), simple_cluster(1, 2), {{"width", "1"}, {"segments", "1"}}, 3);
   EXPECT_EQ(stream_text(plan, 1, StreamKind::kCompute),
