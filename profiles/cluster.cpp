@@ -38,7 +38,8 @@ nlohmann::json cluster_to_json(const Cluster& c) {
             {"kind", c.device.kind},
             {"memory_bytes", c.device.memory_bytes},
             {"peak_flops_per_s", c.device.peak_flops_per_s},
-            {"memory_bytes_per_s", c.device.memory_bytes_per_s}}},
+            {"memory_bytes_per_s", c.device.memory_bytes_per_s},
+            {"compute_rate_while_communicating", c.device.compute_rate_while_communicating}}},
           {"intra_link", link_json(c.intra_link)},
           {"inter_link", link_json(c.inter_link)},
           {"host",
@@ -67,6 +68,11 @@ Cluster cluster_from_json(const nlohmann::json& doc, const std::string& where) {
   c.device.memory_bytes = require_positive(d, "memory_bytes", at);
   c.device.peak_flops_per_s = require_positive(d, "peak_flops_per_s", at);
   c.device.memory_bytes_per_s = require_positive(d, "memory_bytes_per_s", at);
+  if (d.contains("compute_rate_while_communicating")) {
+    const double rate = require_positive(d, "compute_rate_while_communicating", at);
+    if (rate > 1) throw InputError(at + ".compute_rate_while_communicating", "is " + std::to_string(rate), "a rate in (0, 1]");
+    c.device.compute_rate_while_communicating = rate;
+  }
   c.intra_link = read_link(doc, "intra_link", where);
   c.inter_link = read_link(doc, "inter_link", where);
   const nlohmann::json& h = require_field(doc, "host", where);

@@ -15,6 +15,12 @@ struct DeviceSpec {
   double memory_bytes = 0;        // 24e9
   double peak_flops_per_s = 0;    // fp32 (or the profile's dtype) peak, 11.8e12
   double memory_bytes_per_s = 0;  // device memory bandwidth, 346e9
+  // Rate at which a worker's compute runs while its communication (a
+  // collective, a host copy or accumulation) is in flight, relative to
+  // running alone: 1 where copy engines move the bytes (GPUs), below 1 where
+  // the same cores do both (CPU threads on fewer spare cores). Measured by
+  // the CPU probe; optional in the file (default 1).
+  double compute_rate_while_communicating = 1;
 };
 
 struct LinkSpec {

@@ -59,7 +59,28 @@ struct alignas(64) OpState {
   OpId released_by = -1;       // the one of those whose end made it ready
   OpKind kind = OpKind::kForward;
   bool has_memory = false;     // allocates or frees: see Engine::memory_bytes_
+  uint32_t version = 0;        // compute ops: bumped when a rate change reschedules its end
 };
+
+// A worker's compute op while its communication shares the cores
+// (DeviceSpec::compute_rate_while_communicating < 1): the op's work left at
+// `since_ns`, in nanoseconds at full rate, and how many of the worker's
+// communication ops are in flight.
+struct CoreShare {
+  OpId running = -1;
+  double remaining_ns = 0;
+  SimTime since_ns = 0;
+  int32_t communicating = 0;
+};
+
+// Communication that runs on the worker's own cores when the device has no
+// copy engines: collectives (reductions and copies into messages), copies to
+// and from the host, and host accumulation. Point-to-point sends hand their
+// buffer over and are left out.
+bool uses_worker_cores(OpKind kind) {
+  return kind == OpKind::kAllReduce || kind == OpKind::kBroadcast || kind == OpKind::kCopyToHost ||
+         kind == OpKind::kCopyToDevice || kind == OpKind::kHostAccumulate;
+}
 
 // Ops that run jointly: one per member of a group, matched by the order in
 // which each member issues collectives of that kind on that group.
@@ -107,6 +128,9 @@ class Engine {
   void start(OpId id);
   void finish(OpId id);
   SimTime compute_duration_ns(double work_s);
+  void start_compute(OpId id);
+  void set_communicating(int32_t worker, int32_t delta);
+  void reschedule_compute(CoreShare& share);
   double draw_uniform();
   void push_completions();
 
@@ -124,6 +148,8 @@ class Engine {
   std::vector<OpId> successors_;            // stream successors and reverse deps, grouped by op
   std::vector<int32_t> machine_of_worker_;
   std::vector<int32_t> device_of_worker_;
+  double shared_rate_ = 1;              // cluster's compute_rate_while_communicating
+  std::vector<CoreShare> core_shares_;  // per worker, used when shared_rate_ < 1
 
   std::vector<Collective> collectives_;
   std::vector<OpId> collective_ops_;
@@ -171,6 +197,8 @@ Engine::Engine(const Plan& plan, const Cluster& cluster, const SimOptions& optio
     device_of_worker_.push_back(device);
     machine_of_worker_.push_back(static_cast<int32_t>(device / cluster.devices_per_machine));
   }
+  shared_rate_ = cluster.device.compute_rate_while_communicating;
+  core_shares_.assign(workers, CoreShare{});
   result_.warmup_iterations = resolve_warmup_iterations(options.warmup_iterations, plan.iterations);
   result_.seed = options.seed;
   const auto groups = static_cast<int32_t>(plan.groups.size());
@@ -360,8 +388,7 @@ void Engine::on_ready(OpId id) {
   OpState& op = states_[id];
   op.ready_ns = now_ns_;
   if (is_compute(op.kind)) {
-    start(id);
-    push(now_ns_ + compute_duration_ns(op.work_s), id, kOpEnd);
+    start_compute(id);
   } else if (op.kind == OpKind::kRecv) {
     start(id);  // the bytes moved with the Send it depends on
     push(now_ns_, id, kOpEnd);
@@ -379,9 +406,49 @@ void Engine::on_ready(OpId id) {
   }
 }
 
+// A compute op runs at full rate, or at the shared rate while its worker
+// communicates on the same cores: processor sharing, so its end moves
+// whenever that changes (reschedule_compute).
+void Engine::start_compute(OpId id) {
+  start(id);
+  const SimTime duration_ns = compute_duration_ns(states_[id].work_s);
+  if (shared_rate_ >= 1) {
+    push(now_ns_ + duration_ns, id, kOpEnd);
+    return;
+  }
+  CoreShare& share = core_shares_[states_[id].worker];
+  share.running = id;
+  share.remaining_ns = static_cast<double>(duration_ns);
+  share.since_ns = now_ns_;
+  reschedule_compute(share);
+}
+
+void Engine::reschedule_compute(CoreShare& share) {
+  OpState& op = states_[share.running];
+  const double rate = share.communicating > 0 ? shared_rate_ : 1.0;
+  ++op.version;
+  push(share.since_ns + static_cast<SimTime>(std::ceil(share.remaining_ns / rate)), share.running,
+       kOpEnd | (op.version << 2));
+}
+
+// A communication op of `worker` starts (+1) or ends (−1); when that turns
+// sharing on or off, its running compute op banks the work done at the old
+// rate and has its end moved.
+void Engine::set_communicating(int32_t worker, int32_t delta) {
+  CoreShare& share = core_shares_[worker];
+  const bool was = share.communicating > 0;
+  share.communicating += delta;
+  if (was == (share.communicating > 0) || share.running < 0) return;
+  const double old_rate = was ? shared_rate_ : 1.0;
+  share.remaining_ns = std::max(0.0, share.remaining_ns - old_rate * static_cast<double>(now_ns_ - share.since_ns));
+  share.since_ns = now_ns_;
+  reschedule_compute(share);
+}
+
 void Engine::start(OpId id) {
   OpState& op = states_[id];
   op.start_ns = now_ns_;
+  if (shared_rate_ < 1 && uses_worker_cores(op.kind)) set_communicating(op.worker, +1);
   // Its successors are touched when it ends, after other events: fetch their
   // states now so that end does not wait on memory.
   for (int32_t s = successor_offsets_[id]; s < successor_offsets_[id + 1]; ++s) {
@@ -396,6 +463,10 @@ void Engine::start(OpId id) {
 void Engine::finish(OpId id) {
   OpState& op = states_[id];
   op.end_ns = now_ns_;
+  if (shared_rate_ < 1) {
+    if (uses_worker_cores(op.kind)) set_communicating(op.worker, -1);
+    if (core_shares_[op.worker].running == id) core_shares_[op.worker].running = -1;
+  }
   if (op.has_memory) live_bytes_[op.worker] -= memory_bytes_[id][1];
   ++finished_;
   for (int32_t s = successor_offsets_[id]; s < successor_offsets_[id + 1]; ++s) {
@@ -426,6 +497,7 @@ SimResult Engine::run() {
     now_ns_ = event.time_ns;
     switch (event.tag & 3u) {
       case kOpEnd:
+        if ((event.tag >> 2) != states_[event.op].version) break;  // a compute op rescheduled since
         finish(event.op);
         break;
       case kFlowJoin:

@@ -34,6 +34,7 @@ void expect_same_cluster(const Cluster& a, const Cluster& b) {
   EXPECT_EQ(a.device.memory_bytes, b.device.memory_bytes);
   EXPECT_EQ(a.device.peak_flops_per_s, b.device.peak_flops_per_s);
   EXPECT_EQ(a.device.memory_bytes_per_s, b.device.memory_bytes_per_s);
+  EXPECT_EQ(a.device.compute_rate_while_communicating, b.device.compute_rate_while_communicating);
   expect_same_link(a.intra_link, b.intra_link);
   expect_same_link(a.inter_link, b.inter_link);
   EXPECT_EQ(a.host.link_bandwidth_bytes_per_s, b.host.link_bandwidth_bytes_per_s);
@@ -85,6 +86,23 @@ TEST(Presets, JsonRoundTripKeepsEveryField) {
   for (const Cluster& c : cluster_presets()) {
     SCOPED_TRACE(c.name);
     expect_same_cluster(cluster_from_json(cluster_to_json(c), c.name), c);
+  }
+}
+
+TEST(Presets, ComputeRateWhileCommunicatingIsOptionalAndAtMostOne) {
+  nlohmann::json doc = cluster_to_json(cluster_presets().front());
+  doc["device"]["compute_rate_while_communicating"] = 0.4;
+  EXPECT_EQ(cluster_from_json(doc, "f").device.compute_rate_while_communicating, 0.4);
+  doc["device"].erase("compute_rate_while_communicating");
+  EXPECT_EQ(cluster_from_json(doc, "f").device.compute_rate_while_communicating, 1.0);
+  for (const double bad : {0.0, 1.5}) {
+    doc["device"]["compute_rate_while_communicating"] = bad;
+    try {
+      cluster_from_json(doc, "f");
+      FAIL() << bad << " was accepted";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("compute_rate_while_communicating"), std::string::npos) << e.what();
+    }
   }
 }
 

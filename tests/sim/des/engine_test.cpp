@@ -272,6 +272,60 @@ std::vector<SimTime> ends(const SimResult& r) {
   return e;
 }
 
+// DeviceSpec::compute_rate_while_communicating: a compute op progresses at
+// the shared rate while its worker's collective is in flight. The AllReduce
+// of 1e6 B over 2 members (ring, EQUATIONS.md §2): 2α = 20 us, nβ = 100 us,
+// nγ/2 = 10 us, + t_sync 20 us = 150 us.
+TEST(DesCoreSharing, ComputeBesideAnAllReduceLosesTheSharedPartOfItsTime) {
+  for (const double rate : {1.0, 0.5, 0.25}) {
+    PlanBuilder b("test", 2, 1, 1);
+    const int32_t g = b.group({0, 1});
+    std::vector<OpId> work, ar;
+    for (int32_t w = 0; w < 2; ++w) {
+      work.push_back(b.add(compute_op(w, 1e-3)));
+      ar.push_back(b.add(collective_op(w, OpKind::kAllReduce, g, 1e6)));
+    }
+    Cluster cluster = simple_cluster(1, 2);
+    cluster.device.compute_rate_while_communicating = rate;
+    const SimResult r = run(b, cluster);
+    // 1 ms of work, of which only rate x 150 us is done during the AllReduce.
+    const auto expected = static_cast<SimTime>(std::llround(1e6 + (1 - rate) * 150e3));
+    for (int32_t w = 0; w < 2; ++w) {
+      EXPECT_EQ(r.timings[ar[w]].end_ns, 150 * kUs) << "rate " << rate;
+      EXPECT_EQ(r.timings[work[w]].end_ns, expected) << "rate " << rate;
+    }
+  }
+}
+
+TEST(DesCoreSharing, AnOpStartedDuringTheAllReduceSpeedsUpWhenItEnds) {
+  PlanBuilder b("test", 2, 1, 1);
+  const int32_t g = b.group({0, 1});
+  const OpId first = b.add(compute_op(0, 100e-6));
+  const OpId second = b.add(compute_op(0, 1e-3));
+  const OpId ar0 = b.add(collective_op(0, OpKind::kAllReduce, g, 1e6));
+  b.add(collective_op(1, OpKind::kAllReduce, g, 1e6));
+  Cluster cluster = simple_cluster(1, 2);
+  cluster.device.compute_rate_while_communicating = 0.5;
+  const SimResult r = run(b, cluster);
+  // The first op does 75 us of its 100 us by 150 us, the rest alone: ends at
+  // 175 us; the second runs alone from there.
+  EXPECT_EQ(r.timings[ar0].end_ns, 150 * kUs);
+  EXPECT_EQ(r.timings[first].end_ns, 175 * kUs);
+  EXPECT_EQ(r.timings[second].start_ns, 175 * kUs);
+  EXPECT_EQ(r.timings[second].end_ns, 1175 * kUs);
+}
+
+TEST(DesCoreSharing, AWorkerWithoutCommunicationKeepsItsFullRate) {
+  PlanBuilder b("test", 3, 1, 1);
+  const int32_t g = b.group({0, 1});
+  b.add(collective_op(0, OpKind::kAllReduce, g, 1e6));
+  b.add(collective_op(1, OpKind::kAllReduce, g, 1e6));
+  const OpId alone = b.add(compute_op(2, 1e-3));
+  Cluster cluster = simple_cluster(1, 3);
+  cluster.device.compute_rate_while_communicating = 0.5;
+  EXPECT_EQ(run(b, cluster).timings[alone].end_ns, 1 * kMs);
+}
+
 TEST(DesStragglers, TheSameSeedRepeatsARunExactly) {
   const Plan plan = straggler_plan();
   SimOptions o;
