@@ -18,8 +18,8 @@ struct DeviceSpec {
   // Rate at which a worker's compute runs while its communication (a
   // collective, a host copy or accumulation) is in flight, relative to
   // running alone: 1 where copy engines move the bytes (GPUs), below 1 where
-  // the same cores do both (CPU threads on fewer spare cores). Measured by
-  // the CPU probe; optional in the file (default 1).
+  // the same cores do both (CPU threads on fewer spare cores). Optional in
+  // the file (default 1); the CPU probe leaves it at 1 (docs/simulator.md).
   double compute_rate_while_communicating = 1;
 };
 
