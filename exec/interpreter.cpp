@@ -16,6 +16,7 @@
 #include <map>
 #include <mutex>
 #include <numeric>
+#include <optional>
 #include <set>
 #include <thread>
 #include <tuple>
@@ -53,7 +54,12 @@ struct WorkerState {
   std::map<Key, LayerCache> caches;     // per layer, from its forward (or recompute) to its backward
   std::map<Key, Tensor> inputs;         // (it, mb, first layer): a forward's input kept for its recompute
   std::map<int32_t, Gradients> grads;   // parameter gradients per iteration
-  std::vector<Gradients> spare_grads;   // applied sets kept for reuse
+  std::vector<Gradients> spare_grads;   // applied sets kept for reuse, already zero
+  int32_t grad_first = -1;              // the layers whose gradients the worker writes
+  int32_t grad_last = -1;
+  // Iterations without an update here (a parameter server's client): how
+  // many gradient sends are still to read the set before it is released.
+  std::map<int32_t, int32_t> gradient_sends_left;
   std::map<OpId, std::vector<float>> received;  // flat gradients or weights a recv brought
   // An update's new weights, for its sends, and how many of them are still to go.
   std::map<OpId, std::pair<std::vector<float>, int32_t>> weight_payloads;
@@ -164,7 +170,13 @@ class Interpreter {
       if (op.kind == OpKind::kRecompute) recomputed_.insert({op.worker, op.iteration, std::max(0, op.microbatch), op.first_layer});
       if (reads_weights(op.kind) && op.weight_version >= 0) ++workers_[op.worker]->readers[op.weight_version];
       if (op.kind == OpKind::kForward) microbatches_ = std::max(microbatches_, op.microbatch + 1);
+      if ((op.kind == OpKind::kBackward || op.kind == OpKind::kUpdate) && op.first_layer >= 0) {
+        WorkerState& w = *workers_[op.worker];
+        w.grad_first = w.grad_first < 0 ? op.first_layer : std::min(w.grad_first, op.first_layer);
+        w.grad_last = std::max(w.grad_last, op.last_layer);
+      }
     }
+    count_gradient_sends_without_update();
     shards_ = std::max<int64_t>(1, std::llround(plan.samples_per_iteration / static_cast<double>(options.batch_size)));
     for (const LayerGrads& layer : zero_gradients(network_, initial)) {
       gradient_layout_.emplace_back();
@@ -541,26 +553,47 @@ class Interpreter {
     return it->second;
   }
 
-  // Zero gradients for a new iteration: a set an update released, cleared
-  // (as a framework's zero_grad reuses its buffers), else a new one.
-  // Callers hold w.mu.
+  // Zero gradients for a new iteration: a set an update released (zeroed
+  // there), else a new one. Callers hold w.mu.
   Gradients fresh_gradients(WorkerState& w) {
     if (w.spare_grads.empty()) return zero_gradients(network_, w.weights);
     Gradients g = std::move(w.spare_grads.back());
     w.spare_grads.pop_back();
-    clear_gradients(g, 0, static_cast<int64_t>(g.size()) - 1);
     return g;
   }
 
-  // Keeps an applied gradient set for reuse unless densifying changed its layout.
+  // Keeps an applied gradient set for reuse unless densifying changed its
+  // layout. It is zeroed here, on the layers the worker writes, as a
+  // framework's optimizer step is followed by zero_grad: the measuring
+  // profiler times the same clearing in each layer's update_s.
   void release_gradients(WorkerState& w, Gradients grads) {
     for (size_t l = 0; l < grads.size(); ++l) {
       for (size_t p = 0; p < grads[l].size(); ++p) {
         if (grads[l][p].sparse != gradient_layout_[l][p]) return;
       }
     }
+    {
+      std::lock_guard lock(w.mu);
+      if (w.spare_grads.size() >= kSpareGradientSets) return;
+    }
+    if (w.grad_first >= 0) clear_gradients(grads, w.grad_first, w.grad_last);
     std::lock_guard lock(w.mu);
     if (w.spare_grads.size() < kSpareGradientSets) w.spare_grads.push_back(std::move(grads));
+  }
+
+  // A worker that sends its gradients to a parameter server and has no
+  // update of its own releases the iteration's set after its last send.
+  void count_gradient_sends_without_update() {
+    std::set<std::pair<int32_t, int32_t>> updated;  // (worker, iteration)
+    for (const Op& op : plan_.ops) {
+      if (op.kind == OpKind::kUpdate) updated.insert({op.worker, op.iteration});
+    }
+    for (size_t id = 0; id < plan_.ops.size(); ++id) {
+      const Op& op = plan_.ops[id];
+      if (op.kind != OpKind::kSend || payload_of(static_cast<OpId>(id)) != Payload::kParamGradient) continue;
+      if (updated.contains({op.worker, op.iteration})) continue;
+      ++workers_[op.worker]->gradient_sends_left[op.iteration];
+    }
   }
 
   // DSP's recomputation (seed 001 eq. 5): the forward of the op's layers
@@ -720,6 +753,7 @@ class Interpreter {
     const Op& source = plan_.ops[static_cast<size_t>(op.deps.front())];
     const int32_t mb = std::max(0, source.microbatch);
     std::vector<float> payload;
+    std::optional<Gradients> released;  // the iteration's gradients, read by their last send
     {
       std::lock_guard lock(w.mu);
       switch (payload_of(id)) {
@@ -741,6 +775,13 @@ class Interpreter {
           Gradients& grads = gradients_of(w, op.iteration);
           densify_range(grads, w.weights, op.first_layer, op.last_layer);
           payload = flatten_gradients(grads, op.first_layer, op.last_layer);
+          auto left = w.gradient_sends_left.find(op.iteration);
+          if (left != w.gradient_sends_left.end() && --left->second == 0) {
+            w.gradient_sends_left.erase(left);
+            auto set = w.grads.find(op.iteration);
+            released = std::move(set->second);
+            w.grads.erase(set);
+          }
           break;
         }
         case Payload::kWeights: {
@@ -758,6 +799,7 @@ class Interpreter {
       }
     }
     transport_.send(op.worker, op.peer, id, std::move(payload));
+    if (released) release_gradients(w, std::move(*released));
   }
 
   void recv(OpId id, const Op& op) {

@@ -22,14 +22,12 @@ namespace {
 
 constexpr double kFp32Bytes = 4.0;
 
-// What one thread measures: each layer's input, an output gradient to feed
-// its backward, and the resulting per-layer medians.
+// What one thread measures with, and the resulting per-layer medians.
 struct LayerBench {
   Network network;
   Weights weights;
   Gradients grads;
-  std::vector<Tensor> inputs;        // inputs[i]: what layer i reads
-  std::vector<Tensor> output_grads;  // output_grads[i]: dL/d(output of layer i), random
+  int64_t batch = 0;                 // samples per pass
   std::vector<double> forward_s, backward_s, update_s;
   std::vector<double> sparsity;      // per layer, from its measured backward
   Tensor source;                     // a dataset the first forward draws its batch from
@@ -72,8 +70,7 @@ Tensor random_input(const Model& model, int64_t batch, std::mt19937_64& rng) {
   return ids;
 }
 
-// Runs the whole network once to get every layer's input, and draws an
-// output gradient per layer.
+// The data set, the weights and zeroed gradients.
 void prepare(LayerBench& bench, const Model& model, int64_t batch, uint64_t seed) {
   std::mt19937_64 rng(mix_seed(seed, 1));
   const int64_t sample_bytes = static_cast<int64_t>(sizeof(float)) * element_count(model.input_shape);
@@ -83,15 +80,7 @@ void prepare(LayerBench& bench, const Model& model, int64_t batch, uint64_t seed
   bench.draws.seed(mix_seed(seed, 2));
   bench.weights = init_weights(bench.network, seed);
   bench.grads = zero_gradients(bench.network, bench.weights);
-  const auto count = static_cast<int64_t>(bench.network.layers.size());
-  Tensor x = random_input(model, batch, rng);
-  for (int64_t i = 0; i < count; ++i) {
-    std::vector<LayerCache> caches;
-    Tensor y = forward_range(bench.network, bench.weights, i, i, x, caches);
-    bench.output_grads.push_back(random_tensor(y.shape, rng));
-    bench.inputs.push_back(std::move(x));
-    x = std::move(y);
-  }
+  bench.batch = batch;
 }
 
 // Fraction of a sparse layer's table rows its gradient touched (at least one
@@ -106,14 +95,13 @@ double touched_fraction(const LayerBench& bench, int64_t i) {
 }
 
 // One timed training pass, as a worker runs it: every layer's forward in
-// order on the previous layer's output, every backward in reverse order on
-// the gradient the layer after it produced (the last layer's is random), then
-// each layer's momentum-SGD step (layers without weights take none). Each
-// layer is timed in place, so its caches hold what a real step leaves there
-// (a layer timed alone, over and over, finds its weights in cache). Sparse
-// gradients are emptied after the pass, untimed, so each backward appends
-// one batch of rows as in training. Returns per layer (forward, backward,
-// update) seconds.
+// order on the previous layer's output, the last one's with the softmax
+// cross-entropy loss and its gradient; every backward in reverse order on
+// the gradient the layer after it produced; then each layer's momentum-SGD
+// step and the zeroing of its gradient (layers without weights take none).
+// Each layer is timed in place, so its caches hold what a real step leaves
+// there (a layer timed alone, over and over, finds its weights in cache).
+// Returns per layer (forward, backward, update) seconds.
 struct PassTimes {
   std::vector<double> forward_s, backward_s, update_s;
 };
@@ -128,10 +116,10 @@ PassTimes time_pass(LayerBench& bench, bool last_pass) {
   std::vector<Tensor> outputs(static_cast<size_t>(count));  // outlive the pass: training keeps activations too
   // The first forward gathers its batch from the data set and takes its rows,
   // as the executor's first forward does.
-  const int64_t batch = bench.inputs.front().rows();
+  const int64_t batch = bench.batch;
   std::vector<int64_t> rows(static_cast<size_t>(batch));
   for (int64_t& r : rows) r = static_cast<int64_t>(uniform_below(bench.draws, static_cast<uint64_t>(bench.source.rows())));
-  Tensor gathered, input;
+  Tensor gathered, input, dy;
   std::vector<int32_t> labels;
   for (int64_t i = 0; i < count; ++i) {
     const double start_s = now_s();
@@ -141,9 +129,11 @@ PassTimes time_pass(LayerBench& bench, bool last_pass) {
     }
     const Tensor& x = i == 0 ? input : outputs[static_cast<size_t>(i - 1)];
     outputs[static_cast<size_t>(i)] = forward_range(bench.network, bench.weights, i, i, x, caches[static_cast<size_t>(i)]);
+    // The last forward also takes the loss and its gradient, as the
+    // executor's does.
+    if (i == count - 1) softmax_cross_entropy(outputs.back(), labels, &dy);
     t.forward_s[static_cast<size_t>(i)] = now_s() - start_s;
   }
-  Tensor dy = bench.output_grads.back();
   for (int64_t i = count - 1; i >= 0; --i) {
     const double start_s = now_s();
     dy = backward_range(bench.network, bench.weights, i, i, dy, caches[static_cast<size_t>(i)], bench.grads);
@@ -153,11 +143,12 @@ PassTimes time_pass(LayerBench& bench, bool last_pass) {
     if (bench.weights[static_cast<size_t>(i)].empty()) continue;
     const double start_s = now_s();
     bench.optimizer->step(bench.weights, bench.grads, i, i);
-    t.update_s[static_cast<size_t>(i)] = now_s() - start_s;
-  }
-  for (int64_t i = 0; i < count; ++i) {
-    if (last_pass) bench.sparsity[static_cast<size_t>(i)] = touched_fraction(bench, i);
-    if (bench.network.layers[static_cast<size_t>(i)]->sparse()) clear_gradients(bench.grads, i, i);
+    const double step_s = now_s() - start_s;
+    if (last_pass) bench.sparsity[static_cast<size_t>(i)] = touched_fraction(bench, i);  // untimed
+    // zero_grad, as the executor zeroes a set its update releases.
+    const double clear_start_s = now_s();
+    clear_gradients(bench.grads, i, i);
+    t.update_s[static_cast<size_t>(i)] = step_s + (now_s() - clear_start_s);
   }
   return t;
 }

@@ -24,12 +24,13 @@ struct MeasureOptions {
 // Profile of `model` at `batch` samples, measured here. Each of `warmups` +
 // `repeats` passes is one training step as a worker runs it: every layer's
 // forward in order (forward_range of that layer on the previous one's
-// output), every backward in reverse order (on the gradient the next layer
-// produced; the last layer's is random in [-1, 1)), then every layer's
-// momentum-SGD step. Each layer is timed in place, so its caches are as a
-// real step leaves them. forward_s, backward_s and update_s (0 for layers
-// without weights) are each layer's medians over the timed passes, for the
-// whole batch. The input is random of the model's input shape (token ids in
+// output; the last layer's forward includes the softmax cross-entropy loss
+// and its gradient, as the executor's does), every backward in reverse order
+// (on the gradient the next layer produced), then every layer's momentum-SGD
+// step followed by zeroing its gradient (where the executor zeroes it). Each
+// layer is timed in place, so its caches are as a real step leaves them.
+// forward_s, backward_s and update_s (0 for layers without weights) are each
+// layer's medians over the timed passes, for the whole batch. The input is random of the model's input shape (token ids in
 // [0, rows) for an embedding-bag first layer). With `concurrent` = N, N
 // threads each run the passes on their own network copy, in step (a barrier
 // before each pass), and thread 0's medians are reported, so the times
