@@ -37,6 +37,10 @@ double allreduce_recursive_doubling_s(double bytes, int64_t p, const LinkParams&
 double allreduce_rabenseifner_s(double bytes, int64_t p, const LinkParams& link);
 double allreduce_tree_s(double bytes, int64_t p, const LinkParams& link);
 
+// A barrier of p processes: one global synchronization, t_sync of
+// EQUATIONS.md §2 (the measured cluster's sync_s is a barrier's time); 0 when p == 1.
+double barrier_s(int64_t p, double sync_s);
+
 // Largest power of two <= p (p >= 1), and ⌈log2 p⌉ (0 for p == 1).
 int64_t floor_power_of_two(int64_t p);
 int64_t ceil_log2(int64_t p);

@@ -4,6 +4,7 @@
 // the forward and backward on predicted weights (§3.3, EQUATIONS.md §6).
 #include <algorithm>
 
+#include "sim/cost/collective.hpp"
 #include "sim/cost/common.hpp"
 #include "sim/cost/stages.hpp"
 #include "sim/cost/strategies.hpp"
@@ -54,7 +55,9 @@ Prediction predict_dualpipe(const Profile& profile, const Cluster& cluster, Stra
     compute_tasks_s = std::max(compute_tasks_s, tasks_phase_s(pipe, k, false));
     update_s = std::max(update_s, update_phase_s(pipe.stages[k]));
   }
-  p.iteration_s = tasks_s + update_s;
+  // Two barriers per unit (Algorithm 1 lines 10 and 13), t_sync each (EQUATIONS.md §2).
+  const double barriers_s = 2.0 * barrier_s(pipe.devices, cluster.collective.sync_s);
+  p.iteration_s = tasks_s + update_s + barriers_s;
 
   std::vector<Breakdown> per_stage;
   std::vector<DeviceMemory> memory;
@@ -62,7 +65,8 @@ Prediction predict_dualpipe(const Profile& profile, const Cluster& cluster, Stra
     const PipelineStage& s = pipe.stages[k];
     const double r = static_cast<double>(s.replicas);
     const double exposed_sync_s = std::max(0.0, s.weight_sync_s - s.compute_s()) / r;
-    per_stage.push_back(device_breakdown(p.iteration_s, s.compute_s() / r, exposed_sync_s, tasks_s - compute_tasks_s));
+    per_stage.push_back(
+        device_breakdown(p.iteration_s, s.compute_s() / r, exposed_sync_s + barriers_s, tasks_s - compute_tasks_s));
     // A mini-batch returns to stage k 2(S-1-k) units after its forward there
     // (s = 2S-k-2 minus s = k, EQUATIONS.md §6), one entering per unit.
     const double in_flight = static_cast<double>((2 * (stages - 1 - k) + 1 + s.replicas - 1) / s.replicas);

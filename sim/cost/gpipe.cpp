@@ -3,6 +3,7 @@
 // backward, then a flush: every stage updates once, so no gradient is stale.
 #include <algorithm>
 
+#include "sim/cost/collective.hpp"
 #include "sim/cost/common.hpp"
 #include "sim/cost/stages.hpp"
 #include "sim/cost/strategies.hpp"
@@ -50,7 +51,9 @@ Prediction predict_gpipe(const Profile& profile, const Cluster& cluster, Strateg
 
   double flush_s = 0;
   for (const PipelineStage& s : pipe.stages) flush_s = std::max(flush_s, s.weight_sync_s + s.update_s);
-  p.iteration_s = sweep_s(pipe, m, true, true) + sweep_s(pipe, m, false, true) + flush_s;
+  // The barrier after the flush: t_sync (EQUATIONS.md §2).
+  const double barrier = barrier_s(pipe.devices, cluster.collective.sync_s);
+  p.iteration_s = sweep_s(pipe, m, true, true) + sweep_s(pipe, m, false, true) + flush_s + barrier;
   const double compute_only_s = sweep_s(pipe, m, true, false) + sweep_s(pipe, m, false, false) + flush_s;
 
   std::vector<Breakdown> per_stage;
@@ -62,7 +65,8 @@ Prediction predict_gpipe(const Profile& profile, const Cluster& cluster, Strateg
     const double compute_s =
         mf * (scaled_s(s.forward_s, s.forward_fixed_s, 1.0 / mf) + scaled_s(s.backward_s, s.backward_fixed_s, 1.0 / mf)) / r +
         s.update_s;
-    per_stage.push_back(device_breakdown(p.iteration_s, compute_s, s.weight_sync_s, p.iteration_s - compute_only_s));
+    per_stage.push_back(
+        device_breakdown(p.iteration_s, compute_s, s.weight_sync_s + barrier, p.iteration_s - compute_only_s - barrier));
     // Activations of all the micro-batches a replica ran: its share of the mini-batch.
     memory.push_back(stage_memory(profile, s, 1.0 / r));
   }

@@ -3,6 +3,7 @@
 // one forward or one backward per unit, weights stashed as in `pipedream`.
 #include <algorithm>
 
+#include "sim/cost/collective.hpp"
 #include "sim/cost/common.hpp"
 #include "sim/cost/stages.hpp"
 #include "sim/cost/strategies.hpp"
@@ -63,15 +64,17 @@ Prediction predict_pipedream_sync(const Profile& profile, const Cluster& cluster
   const Pipeline pipe = resolve_pipeline(profile, cluster, config, p.notes, kPipedreamSyncPartition);
   const UnitPair units = unit_times(pipe, true);
   const UnitPair compute_units = unit_times(pipe, false);
-  p.iteration_s = units.first_s + units.second_s;
+  // A barrier ends each of the two units, t_sync each (EQUATIONS.md §2).
+  const double barriers_s = 2.0 * barrier_s(pipe.devices, cluster.collective.sync_s);
+  p.iteration_s = units.first_s + units.second_s + barriers_s;
   // What the transfers add to the units is every device's wait for a peer.
-  const double transfer_wait_s = p.iteration_s - (compute_units.first_s + compute_units.second_s);
+  const double transfer_wait_s = units.first_s + units.second_s - (compute_units.first_s + compute_units.second_s);
 
   std::vector<Breakdown> per_stage;
   for (const PipelineStage& s : pipe.stages) {
     const double r = static_cast<double>(s.replicas);
     const double exposed_sync_s = std::max(0.0, s.weight_sync_s - s.compute_s()) / r;
-    per_stage.push_back(device_breakdown(p.iteration_s, s.compute_s() / r, exposed_sync_s, transfer_wait_s));
+    per_stage.push_back(device_breakdown(p.iteration_s, s.compute_s() / r, exposed_sync_s + barriers_s, transfer_wait_s));
   }
   p.breakdown = average_breakdown(pipe, per_stage);
   p.workers = pipe.devices;

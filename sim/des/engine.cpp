@@ -333,7 +333,8 @@ void Engine::price_collectives() {
                                 std::to_string(plan_.ops[listed].group));
     }
     const LinkParams link = collective_link_for(cluster_, c.crosses_machines);
-    double duration_s = 0;  // a barrier is a zero-time join
+    // A barrier: one global synchronization, t_sync (EQUATIONS.md §2).
+    double duration_s = barrier_s(c.members, cluster_.collective.sync_s);
     if (c.kind == OpKind::kAllReduce) {
       // EQUATIONS.md §2: the algorithm's α-β-γ time, plus the per-call t_sync the cost models add.
       duration_s = allreduce_s(c.algorithm, c.bytes, c.members, link) + cluster_.collective.sync_s;

@@ -48,6 +48,9 @@ double allreduce_s(CollectiveAlgorithm algorithm, double bytes, int64_t p, const
   return 0;
 }
 
+// EQUATIONS.md §2: t_sync, the global synchronization of p > 1 processes.
+double barrier_s(int64_t p, double sync_s) { return p > 1 ? sync_s : 0.0; }
+
 int64_t floor_power_of_two(int64_t p) {
   TRAINSIM_CHECK(p >= 1, "a process count must be >= 1");
   int64_t power = 1;

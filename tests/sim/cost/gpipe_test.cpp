@@ -20,9 +20,11 @@ Prediction run(const Profile& profile, const Cluster& cluster, const Settings& s
 
 TEST(Gpipe, BubbleFractionMatchesClosedForm) {
   // K = 4 equal stages (F 1, B 2 ms), M = 12, no weights, no bytes, no latency:
-  // iteration (M+K-1)·(F+B)/M = 15 × 3 / 12 = 3.75 ms, idle (K-1)/(M+K-1) = 3/15.
+  // iteration (M+K-1)·(F+B)/M = 15 × 3 / 12 = 3.75 ms, idle (K-1)/(M+K-1) = 3/15
+  // (no barrier cost either).
   Cluster cluster = simple_cluster(1, 4);
   cluster.intra_link.latency_s = 0;
+  cluster.collective.sync_s = 0;
   const Prediction p = run(chain_profile(4, 1e-3, 2e-3, 0, 0), cluster, {{"microbatches", "12"}});
   EXPECT_NEAR(p.iteration_s, 3.75e-3, 1e-12);
   EXPECT_NEAR(p.breakdown.idle_imbalance_s / p.iteration_s, 3.0 / 15.0, 1e-12);
@@ -37,6 +39,7 @@ TEST(Gpipe, MeasuredFixedPartsDoNotShrinkWithTheMicroBatch) {
   // the iteration is (M+K-1) × 0.8 = 15 × 0.8 = 12 ms.
   Cluster cluster = simple_cluster(1, 4);
   cluster.intra_link.latency_s = 0;
+  cluster.collective.sync_s = 0;
   Profile profile = chain_profile(4, 1e-3, 2e-3, 0, 0);
   for (LayerProfile& l : profile.layers) {
     l.forward_fixed_s = 0.2e-3;
@@ -50,9 +53,11 @@ TEST(Gpipe, SweepsPlusTransfersPlusUpdate) {
   // Two stages of F 2, B 4 ms, 2 MB weights, M = 4: micro-batch steps 0.5 and
   // 1 ms; one hop carries 4 MB / 4 in 1 MB / 10 GB/s + 10 us = 0.11 ms.
   // Forward: 0.5 + 0.11 + 0.5 + 3 × 0.5 = 2.61 ms; backward 1 + 0.11 + 1 + 3 × 1
-  // = 5.11 ms; update 5 × 2 MB / 100 GB/s = 0.1 ms. Total 7.82 ms.
+  // = 5.11 ms; update 5 × 2 MB / 100 GB/s = 0.1 ms; the barrier after the
+  // flush, t_sync = 20 us. Total 7.84 ms.
   const Prediction p = run(chain_profile(4, 1e-3, 2e-3, 1e6, 4e6), simple_cluster(1, 2), {{"microbatches", "4"}});
-  EXPECT_NEAR(p.iteration_s, 7.82e-3, 1e-12);
+  EXPECT_NEAR(p.iteration_s, 7.84e-3, 1e-12);
+  EXPECT_NEAR(p.breakdown.exposed_comm_s, 0.02e-3, 1e-12);
   // Each device computes 6.1 ms, waits 0.22 ms for the two hops and idles
   // (K-1)·(F+B)/M = 1.5 ms in the bubble.
   EXPECT_NEAR(p.breakdown.compute_s, 6.1e-3, 1e-12);

@@ -20,6 +20,7 @@ Prediction run(const Profile& profile, const Cluster& cluster, const Settings& s
 Cluster latency_free_cluster(int64_t devices) {
   Cluster c = simple_cluster(1, devices);
   c.intra_link.latency_s = 0;
+  c.collective.sync_s = 0;  // barriers free too
   return c;
 }
 
@@ -50,9 +51,11 @@ TEST(PipedreamSync, TransfersMustLandBeforeTheBarrier) {
   // Two stages of F 2, B 4 ms, update 5 × 2 MB / 100 GB/s = 0.1 ms, 4 MB crossing;
   // one message 4 MB / 10 GB/s + 10 us = 0.41 ms. Unit 1: last stage F (2 ms),
   // stage 0 B + update (4.1 ms). Unit 2: last stage B + update + gradient out
-  // (4.51 ms), stage 0 F + activations out (2.41 ms). 4.1 + 4.51 = 8.61 ms.
+  // (4.51 ms), stage 0 F + activations out (2.41 ms). 4.1 + 4.51 = 8.61 ms,
+  // and a barrier after each unit, t_sync = 20 us: 8.65 ms.
   const Prediction p = run(chain_profile(4, 1e-3, 2e-3, 1e6, 4e6), simple_cluster(1, 2));
-  EXPECT_NEAR(p.iteration_s, 8.61e-3, 1e-12);
+  EXPECT_NEAR(p.iteration_s, 8.65e-3, 1e-12);
+  EXPECT_NEAR(p.breakdown.exposed_comm_s, 0.04e-3, 1e-12);
   // Without transfers the units are 4.1 + 4.1 ms: 0.41 ms waiting for a transfer;
   // each device computes 6.1 ms and idles 2.1 ms on imbalance.
   EXPECT_NEAR(p.breakdown.idle_transfer_s, 0.41e-3, 1e-12);

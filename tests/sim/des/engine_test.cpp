@@ -227,10 +227,11 @@ TEST(DesEngine, BarrierReleasesEveryMemberWhenTheLastArrives) {
     next.push_back(b.add(compute_op(w, 1e-3)));
   }
   const SimResult r = run(b, simple_cluster(1, 3));
-  // Arrivals at 1, 2, 3 ms; the barrier takes no time: all continue at 3 ms.
+  // Arrivals at 1, 2, 3 ms; the barrier takes t_sync = 20 us (EQUATIONS.md
+  // §2): all continue at 3.02 ms.
   for (OpId id : next) {
-    EXPECT_EQ(r.timings[id].start_ns, 3 * kMs);
-    EXPECT_EQ(r.timings[id].end_ns, 4 * kMs);
+    EXPECT_EQ(r.timings[id].start_ns, 3 * kMs + 20 * kUs);
+    EXPECT_EQ(r.timings[id].end_ns, 4 * kMs + 20 * kUs);
   }
 }
 
