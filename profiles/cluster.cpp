@@ -16,6 +16,12 @@ LinkSpec read_link(const nlohmann::json& doc, const std::string& key, const std:
   return LinkSpec{require_positive(j, "bandwidth_bytes_per_s", at), require_nonnegative(j, "latency_s", at)};
 }
 
+nlohmann::json collective_json(const CollectiveSpec& k) {
+  nlohmann::json j{{"reduce_bytes_per_s", k.reduce_bytes_per_s}, {"sync_s", k.sync_s}};
+  if (k.pack_bytes_per_s != 0) j["pack_bytes_per_s"] = k.pack_bytes_per_s;  // optional: absent means in place
+  return j;
+}
+
 nlohmann::json link_json(const LinkSpec& link) {
   return {{"bandwidth_bytes_per_s", link.bandwidth_bytes_per_s}, {"latency_s", link.latency_s}};
 }
@@ -48,7 +54,7 @@ nlohmann::json cluster_to_json(const Cluster& c) {
             {"reduce_bytes_per_s", c.host.reduce_bytes_per_s},
             {"threads", c.host.threads},
             {"stream_sync_s", c.host.stream_sync_s}}},
-          {"collective", {{"reduce_bytes_per_s", c.collective.reduce_bytes_per_s}, {"sync_s", c.collective.sync_s}}}};
+          {"collective", collective_json(c.collective)}};
 }
 
 Cluster cluster_from_json(const nlohmann::json& doc, const std::string& where) {
@@ -85,6 +91,9 @@ Cluster cluster_from_json(const nlohmann::json& doc, const std::string& where) {
   const nlohmann::json& k = require_field(doc, "collective", where);
   c.collective.reduce_bytes_per_s = require_positive(k, "reduce_bytes_per_s", where + ": collective");
   c.collective.sync_s = require_nonnegative(k, "sync_s", where + ": collective");
+  if (k.contains("pack_bytes_per_s")) {
+    c.collective.pack_bytes_per_s = require_positive(k, "pack_bytes_per_s", where + ": collective");
+  }
   return c;
 }
 

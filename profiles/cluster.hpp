@@ -19,7 +19,8 @@ struct DeviceSpec {
   // collective, a host copy or accumulation) is in flight, relative to
   // running alone: 1 where copy engines move the bytes (GPUs), below 1 where
   // the same cores do both (CPU threads on fewer spare cores). Optional in
-  // the file (default 1); the CPU probe leaves it at 1 (docs/simulator.md).
+  // the file (default 1); the CPU probe derives it from the core count and
+  // the executor's two threads per worker (docs/simulator.md).
   double compute_rate_while_communicating = 1;
 };
 
@@ -39,6 +40,12 @@ struct HostSpec {
 struct CollectiveSpec {
   double reduce_bytes_per_s = 0;  // on-device reduction throughput (gamma = 1/this)
   double sync_s = 0;              // fixed cost per collective call (t_sync)
+  // Bytes per second a member packs its separate gradient (or weight)
+  // tensors into the collective's one buffer and unpacks the result back,
+  // both copies counted once per byte reduced. Optional in the file: 0 (the
+  // default) where the collective reads the tensors in place (NCCL on
+  // bucket views). The CPU probe measures the executor's own packing.
+  double pack_bytes_per_s = 0;
 };
 
 struct Cluster {

@@ -73,7 +73,7 @@ void run_measured(const ProfileOptions& o, CommandContext& ctx) {
   bar.finish();
   write_text_output(o.out, profile_to_json(profile).dump(2) + "\n", ctx.out, "--out");
   if (!o.cluster_out.empty()) {
-    const Cluster cluster = measure_cpu_cluster(threads);
+    const Cluster cluster = measure_cpu_cluster(threads, probe_options_for(profile));
     write_text_output(o.cluster_out, cluster_to_json(cluster).dump(2) + "\n", ctx.out, "--cluster-out");
   }
 }

@@ -24,7 +24,7 @@ struct ValidateCliOptions {
   std::string dataset;
   int64_t batch = 0;
   int32_t iterations = 40;
-  int64_t repeats = 20;
+  int64_t repeats = 100;
   uint64_t seed = 1;
   std::string json;
   std::string trace_dir;

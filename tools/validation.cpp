@@ -155,7 +155,7 @@ Validation validate(const Model& model, const Dataset& data, int64_t workers, co
   measure.seed = options.seed;
   v.profile = measure_profile(model, batch, measure);
   report("probing the channels", 1);
-  v.cluster = measure_cpu_cluster(workers);
+  v.cluster = measure_cpu_cluster(workers, probe_options_for(v.profile));
   for (size_t i = 0; i < strategies.size(); ++i) {
     report(strategies[i]->id, static_cast<int32_t>(i) + 2);
     v.results.push_back(validate_strategy(model, data, v, *strategies[i], options));

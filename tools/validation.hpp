@@ -23,7 +23,8 @@ namespace trainsim {
 struct ValidationOptions {
   int64_t batch_size = 0;          // per device; 0 = the model's default
   int32_t iterations = 40;         // trained per strategy; warm-up as the simulator's rule
-  int64_t profile_repeats = 20;    // timed runs per layer when profiling
+  int64_t profile_repeats = 100;   // timed runs per layer when profiling (long enough that a
+                                   // passing disturbance of a shared machine moves no median)
   uint64_t seed = 1;
   std::vector<std::string> strategies;  // empty: every registered strategy
   // Called before each step: (what, steps done, steps in all).

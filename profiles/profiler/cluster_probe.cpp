@@ -3,10 +3,12 @@
 #include "profiles/profiler/cluster_probe.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <numeric>
 #include <thread>
 
+#include "exec/optim/sgd.hpp"
 #include "exec/tensor/tensor.hpp"
 #include "exec/transport/in_process.hpp"
 #include "model/error.hpp"
@@ -97,11 +99,35 @@ double measure_barrier_s(int64_t workers, const ClusterProbeOptions& o) {
   return median_s(samples_s);
 }
 
+// The executor's packing around a collective (interpreter.cpp, all_reduce):
+// flatten, scale by the mean, unflatten; bytes of gradient per second.
+double measure_pack_bytes_per_s(int64_t workers, const ClusterProbeOptions& o) {
+  constexpr int64_t kTensors = 4;
+  const int64_t floats = std::max<int64_t>(kTensors, o.pack_bytes / 4) / kTensors;
+  std::vector<Gradients> sets(static_cast<size_t>(workers));
+  for (Gradients& g : sets) {
+    for (int64_t t = 0; t < kTensors; ++t) {
+      ParamGrad p;
+      p.dense = Tensor({floats});
+      std::fill(p.dense.data.begin(), p.dense.data.end(), 1.0f);
+      g.push_back({std::move(p)});
+    }
+  }
+  const float mean = 1.0f / static_cast<float>(workers);
+  const double seconds = concurrent_median_s(workers, o.warmups, o.pack_repeats, [&](int64_t t) {
+    Gradients& g = sets[static_cast<size_t>(t)];
+    std::vector<float> flat = flatten_gradients(g, 0, kTensors - 1);
+    for (float& v : flat) v *= mean;
+    unflatten_gradients(flat, g, 0, kTensors - 1);
+  });
+  return 4.0 * static_cast<double>(floats * kTensors) / seconds;
+}
+
 void check_probe_options(int64_t workers, const ClusterProbeOptions& o) {
   if (workers < 1) throw InputError("--concurrent", std::to_string(workers), "at least 1 worker");
   const bool ok = o.repeats >= 1 && o.warmups >= 0 && o.gemm_size >= 1 && o.copy_bytes >= 4 &&
                   o.min_message_bytes >= 4 && o.max_message_bytes >= o.min_message_bytes && o.reduce_bytes >= 4 &&
-                  o.barrier_repeats >= 1;
+                  o.barrier_repeats >= 1 && o.pack_bytes >= 4 && o.pack_repeats >= 1;
   TRAINSIM_CHECK(ok, "cluster probe options out of range");
 }
 
@@ -137,6 +163,21 @@ ChannelFit fit_channel(std::vector<ChannelSample> samples) {
   return fit;
 }
 
+// Each worker computes on one thread and communicates on another (the
+// executor's streams); while all of them communicate, the OS shares the
+// cores equally among the 2·workers busy threads.
+double cpu_compute_rate_while_communicating(int64_t workers, int64_t cores) {
+  TRAINSIM_CHECK(workers >= 1, "at least one worker");
+  const auto share = static_cast<double>(std::max<int64_t>(1, cores)) / static_cast<double>(2 * workers);
+  return std::min(1.0, share);
+}
+
+ClusterProbeOptions probe_options_for(const Profile& profile) {
+  ClusterProbeOptions o;
+  o.pack_bytes = std::max<int64_t>(4, std::llround(total_param_bytes(profile)));
+  return o;
+}
+
 Cluster measure_cpu_cluster(int64_t workers, const ClusterProbeOptions& options) {
   check_probe_options(workers, options);
   Cluster c;
@@ -148,6 +189,8 @@ Cluster measure_cpu_cluster(int64_t workers, const ClusterProbeOptions& options)
   c.device.memory_bytes = total_memory_bytes() / static_cast<double>(workers);
   c.device.peak_flops_per_s = measure_gemm_flops_per_s(workers, options);
   c.device.memory_bytes_per_s = measure_copy_bytes_per_s(workers, options);
+  c.device.compute_rate_while_communicating = cpu_compute_rate_while_communicating(
+      workers, static_cast<int64_t>(std::thread::hardware_concurrency()));
   const ChannelFit channel = fit_channel(measure_channel(options));
   c.intra_link = {channel.bandwidth_bytes_per_s, channel.latency_s};
   c.inter_link = c.intra_link;
@@ -158,11 +201,13 @@ Cluster measure_cpu_cluster(int64_t workers, const ClusterProbeOptions& options)
   c.host.stream_sync_s = 0;
   c.collective.reduce_bytes_per_s = c.host.reduce_bytes_per_s;
   c.collective.sync_s = measure_barrier_s(workers, options);
+  c.collective.pack_bytes_per_s = measure_pack_bytes_per_s(workers, options);
   c.description = "measured on " + c.device.name + " with " + std::to_string(workers) +
                   " worker threads: GEMM " + std::to_string(options.gemm_size) + "^3, copy of " +
                   std::to_string(options.copy_bytes >> 20) + " MiB, in-process ping-pong " +
                   std::to_string(options.min_message_bytes) + " B.." + std::to_string(options.max_message_bytes) +
-                  " B (latency: smallest message; bandwidth: least-squares slope of the large ones)";
+                  " B (latency: smallest message; bandwidth: least-squares slope of the large ones), packing of " +
+                  std::to_string(options.pack_bytes) + " B of gradients";
   validate_cluster(c, "measured cluster " + c.name);
   return c;
 }

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "profiles/cluster.hpp"
+#include "profiles/profile.hpp"
 
 namespace trainsim {
 
@@ -40,6 +41,8 @@ struct ClusterProbeOptions {
   int64_t max_message_bytes = 16 << 20;
   int64_t reduce_bytes = 16 << 20;         // buffers of the float sum
   int64_t barrier_repeats = 200;           // barriers timed for collective.sync_s
+  int64_t pack_bytes = 1 << 20;            // gradient bytes packed per collective (the model's, where known)
+  int64_t pack_repeats = 50;               // packings timed for collective.pack_bytes_per_s
 };
 
 // One machine, devices_per_machine = workers, device kind "cpu":
@@ -48,15 +51,32 @@ struct ClusterProbeOptions {
 //     worker, `workers` of them at once (each device's rate while all work);
 //   memory_bytes_per_s = 2·copy_bytes / median copy time (read + write, STREAM's
 //     convention), again `workers` copies at once;
+//   compute_rate_while_communicating = cpu_compute_rate_while_communicating
+//     (workers, hardware_concurrency);
 //   intra_link = inter_link = host link = fit_channel of a ping-pong between
 //     two threads over InProcessTransport (one-way = half the median round
 //     trip; the sender copies its buffer into the message, as workers do);
 //   host.reduce_bytes_per_s = collective.reduce_bytes_per_s = bytes of one
 //     buffer / median time of a += b (one thread); host.threads =
 //     hardware_concurrency; host.stream_sync_s = 0 (no streams on a CPU);
-//   collective.sync_s = median time of a barrier of `workers` threads.
+//   collective.sync_s = median time of a barrier of `workers` threads;
+//   collective.pack_bytes_per_s = pack_bytes / median time of what the
+//     executor does around an AllReduce: flatten four gradient tensors of
+//     pack_bytes in all into one buffer, scale it by 1/workers and unflatten
+//     it back, `workers` threads at once.
 // name "cpu<workers>-measured". InputError naming --concurrent (the flag the
 // worker count comes from) when workers < 1.
 Cluster measure_cpu_cluster(int64_t workers, const ClusterProbeOptions& options = {});
+
+// A worker's compute rate while the workers communicate, derived from the
+// executor's threads rather than timed (a timing on a shared 2-core machine
+// ranged from 0.1 to 1): each worker runs a compute thread and a
+// communication thread, and the OS shares `cores` equally among the
+// 2·workers of them: min(1, cores / (2·workers)); `cores` below 1 counts as 1.
+double cpu_compute_rate_while_communicating(int64_t workers, int64_t cores);
+
+// The default options with pack_bytes = the profile's gradient bytes (its
+// parameters': what a data-parallel worker packs per AllReduce), at least 4.
+ClusterProbeOptions probe_options_for(const Profile& profile);
 
 }  // namespace trainsim

@@ -41,6 +41,13 @@ double allreduce_tree_s(double bytes, int64_t p, const LinkParams& link);
 // EQUATIONS.md §2 (the measured cluster's sync_s is a barrier's time); 0 when p == 1.
 double barrier_s(int64_t p, double sync_s);
 
+// What one AllReduce or broadcast call of `bytes` over p > 1 members costs
+// beyond its algorithm's α-β-γ time: t_sync (EQUATIONS.md §2), plus, where
+// the cluster gives collective.pack_bytes_per_s, bytes / that rate for
+// packing the tensors into one buffer and unpacking the result (a fusion
+// buffer, as Horovod's and PyTorch DDP's buckets copy). t_sync alone when p == 1.
+double collective_call_overhead_s(const Cluster& cluster, double bytes, int64_t p);
+
 // Largest power of two <= p (p >= 1), and ⌈log2 p⌉ (0 for p == 1).
 int64_t floor_power_of_two(int64_t p);
 int64_t ceil_log2(int64_t p);

@@ -24,7 +24,8 @@ double overlap_backward_end_s(const Profile& profile, const Cluster& cluster, in
   std::vector<std::vector<double>> allreduce_s_each;
   for (const GradientGroup& b : group_gradients_by_bytes(profile, bucket_bytes)) {
     ready_s.push_back(b.ready_s);
-    allreduce_s_each.push_back({allreduce_s(algorithm, b.bytes, workers, link) + cluster.collective.sync_s});
+    allreduce_s_each.push_back(
+        {allreduce_s(algorithm, b.bytes, workers, link) + collective_call_overhead_s(cluster, b.bytes, workers)});
   }
   return std::max(backward_s, flow_shop_end_s(ready_s, allreduce_s_each));
 }

@@ -8,7 +8,7 @@
 namespace trainsim {
 
 // EQUATIONS.md §1 eq. (2) with the ring AllReduce of §2:
-// t = Σfw + Σbw + ringAllReduce(M) + t_sync + update, M = Σ param_bytes,
+// t = Σfw + Σbw + ringAllReduce(M) + t_sync (+ packing) + update, M = Σ param_bytes,
 // ringAllReduce = 2(N-1)α + 2((N-1)/N)Mβ + ((N-1)/N)Mγ; N = 1 communicates nothing.
 Prediction predict_dp_ring(const Profile& profile, const Cluster& cluster, StrategyConfig& config) {
   const int64_t workers = resolve_workers(config, cluster);
@@ -18,7 +18,7 @@ Prediction predict_dp_ring(const Profile& profile, const Cluster& cluster, Strat
   double comm_s = 0;
   if (workers > 1) {
     comm_s = allreduce_s(algorithm, t.param_bytes, workers, collective_link(cluster, workers)) +
-             cluster.collective.sync_s;
+             collective_call_overhead_s(cluster, t.param_bytes, workers);
   }
   Prediction p = data_parallel_prediction("dp-ring", profile, workers, compute_s, comm_s);
   p.staleness = 0;

@@ -76,9 +76,9 @@ double parameter_server_s(const Profile& profile, const Cluster& cluster, int64_
   return 2 * phase_s;
 }
 
-// A collective over all workers, with its t_sync; nothing when there is nothing to send.
-double collective_call_s(double collective_s, double bytes, const Cluster& cluster) {
-  return bytes > 0 ? collective_s + cluster.collective.sync_s : 0.0;
+// A collective over all `workers`, with its t_sync and packing; nothing when there is nothing to send.
+double collective_call_s(double collective_s, double bytes, const Cluster& cluster, int64_t workers) {
+  return bytes > 0 ? collective_s + collective_call_overhead_s(cluster, bytes, workers) : 0.0;
 }
 
 }  // namespace
@@ -103,13 +103,13 @@ Prediction predict_parallax(const Profile& profile, const Cluster& cluster, Stra
     if (mode == "ps") {
       comm_s = parameter_server_s(profile, cluster, workers, v.dense, v.sparse_touched, local_aggregation);
     } else {
-      comm_s = collective_call_s(allreduce_s(algorithm, v.dense, workers, link), v.dense, cluster);
+      comm_s = collective_call_s(allreduce_s(algorithm, v.dense, workers, link), v.dense, cluster, workers);
     }
     if (mode == "hybrid") {
       comm_s += parameter_server_s(profile, cluster, workers, 0.0, v.sparse_touched, local_aggregation);
     } else if (mode == "ar") {
       const double gathered = static_cast<double>(workers) * v.sparse_touched;
-      comm_s += collective_call_s(allgather_ring_s(gathered, workers, link), gathered, cluster);
+      comm_s += collective_call_s(allgather_ring_s(gathered, workers, link), gathered, cluster, workers);
     }
   }
   const double compute_s = t.forward_s + t.backward_s + update_s(v.dense + v.sparse_touched, cluster);

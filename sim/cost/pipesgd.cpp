@@ -33,13 +33,14 @@ PipeSgdComm communication(const Profile& profile, const Cluster& cluster, int64_
                           CollectiveAlgorithm algorithm, double gradient_bytes, double wire_bytes,
                           int64_t segments) {
   const LinkParams link = collective_link(cluster, workers);
-  const double sync_s = cluster.collective.sync_s;
   PipeSgdComm c;
-  c.sequential_s = allreduce_s(algorithm, wire_bytes, workers, link) + sync_s;
+  c.sequential_s =
+      allreduce_s(algorithm, wire_bytes, workers, link) + collective_call_overhead_s(cluster, wire_bytes, workers);
   const double s = static_cast<double>(segments);
   const std::vector<GradientGroup> groups = group_gradients_by_bytes(profile, gradient_bytes / s);
   const double first_segment_bw_s = groups.empty() ? 0.0 : groups.front().ready_s;
-  c.segmented_s = first_segment_bw_s + s * (allreduce_s(algorithm, wire_bytes / s, workers, link) + sync_s);
+  c.segmented_s = first_segment_bw_s + s * (allreduce_s(algorithm, wire_bytes / s, workers, link) +
+                                            collective_call_overhead_s(cluster, wire_bytes / s, workers));
   return c;
 }
 

@@ -336,11 +336,11 @@ void Engine::price_collectives() {
     // A barrier: one global synchronization, t_sync (EQUATIONS.md §2).
     double duration_s = barrier_s(c.members, cluster_.collective.sync_s);
     if (c.kind == OpKind::kAllReduce) {
-      // EQUATIONS.md §2: the algorithm's α-β-γ time, plus the per-call t_sync the cost models add.
-      duration_s = allreduce_s(c.algorithm, c.bytes, c.members, link) + cluster_.collective.sync_s;
+      // EQUATIONS.md §2: the algorithm's α-β-γ time, plus the per-call t_sync (and packing) the cost models add.
+      duration_s = allreduce_s(c.algorithm, c.bytes, c.members, link) + collective_call_overhead_s(cluster_, c.bytes, c.members);
     } else if (c.kind == OpKind::kBroadcast) {
       // EQUATIONS.md §2, broadcast/binomial tree: ⌈lg p⌉(α + nβ), plus t_sync.
-      duration_s = broadcast_tree_s(c.bytes, c.members, link) + cluster_.collective.sync_s;
+      duration_s = broadcast_tree_s(c.bytes, c.members, link) + collective_call_overhead_s(cluster_, c.bytes, c.members);
     }
     c.duration_ns = seconds_to_ns(duration_s);
   }

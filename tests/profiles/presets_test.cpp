@@ -44,6 +44,7 @@ void expect_same_cluster(const Cluster& a, const Cluster& b) {
   EXPECT_EQ(a.host.stream_sync_s, b.host.stream_sync_s);
   EXPECT_EQ(a.collective.reduce_bytes_per_s, b.collective.reduce_bytes_per_s);
   EXPECT_EQ(a.collective.sync_s, b.collective.sync_s);
+  EXPECT_EQ(a.collective.pack_bytes_per_s, b.collective.pack_bytes_per_s);
 }
 
 TEST(Presets, EveryPresetValidates) {
@@ -102,6 +103,25 @@ TEST(Presets, ComputeRateWhileCommunicatingIsOptionalAndAtMostOne) {
       FAIL() << bad << " was accepted";
     } catch (const InputError& e) {
       EXPECT_NE(std::string(e.what()).find("compute_rate_while_communicating"), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(Presets, PackBytesPerSecondIsOptionalAndPositive) {
+  nlohmann::json doc = cluster_to_json(cluster_presets().front());
+  EXPECT_FALSE(doc["collective"].contains("pack_bytes_per_s"));  // presets collect in place
+  EXPECT_EQ(cluster_from_json(doc, "f").collective.pack_bytes_per_s, 0.0);
+  doc["collective"]["pack_bytes_per_s"] = 8e9;
+  const Cluster c = cluster_from_json(doc, "f");
+  EXPECT_EQ(c.collective.pack_bytes_per_s, 8e9);
+  EXPECT_EQ(cluster_to_json(c)["collective"]["pack_bytes_per_s"], 8e9);
+  for (const double bad : {0.0, -1.0}) {
+    doc["collective"]["pack_bytes_per_s"] = bad;
+    try {
+      cluster_from_json(doc, "f");
+      FAIL() << bad << " was accepted";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("pack_bytes_per_s"), std::string::npos) << e.what();
     }
   }
 }

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <thread>
 
 #include "model/error.hpp"
 #include "model/zoo/builder.hpp"
@@ -215,9 +216,29 @@ TEST(MeasuredCluster, IsOneMachineOfCpuWorkersWithPositiveRatesThatValidates) {
   EXPECT_GE(c.host.threads, 1);
   EXPECT_EQ(c.host.stream_sync_s, 0);
   EXPECT_GE(c.collective.sync_s, 0);
+  EXPECT_GT(c.collective.pack_bytes_per_s, 0);
+  EXPECT_EQ(c.device.compute_rate_while_communicating,
+            cpu_compute_rate_while_communicating(2, static_cast<int64_t>(std::thread::hardware_concurrency())));
   const Cluster back = cluster_from_json(cluster_to_json(c), "round trip");
   EXPECT_EQ(back.name, c.name);
   EXPECT_DOUBLE_EQ(back.device.peak_flops_per_s, c.device.peak_flops_per_s);
+}
+
+TEST(MeasuredCluster, ComputeSharesTheCoresWithTheCommunicationThreads) {
+  // Two threads per worker over the cores: 2 cores, 2 workers: 2/4; 16
+  // cores, 2 workers: 1 (spare cores); 0 reported cores count as 1.
+  EXPECT_EQ(cpu_compute_rate_while_communicating(2, 2), 0.5);
+  EXPECT_EQ(cpu_compute_rate_while_communicating(4, 2), 0.25);
+  EXPECT_EQ(cpu_compute_rate_while_communicating(2, 16), 1.0);
+  EXPECT_EQ(cpu_compute_rate_while_communicating(1, 0), 0.5);
+}
+
+TEST(MeasuredCluster, ProbeOptionsPackTheProfilesGradientBytes) {
+  Profile profile;
+  LayerProfile l;
+  l.param_bytes = 940584;
+  profile.layers = {l, l};
+  EXPECT_EQ(probe_options_for(profile).pack_bytes, 2 * 940584);
 }
 
 TEST(MeasuredCluster, RejectsZeroWorkers) {

@@ -51,6 +51,12 @@ double allreduce_s(CollectiveAlgorithm algorithm, double bytes, int64_t p, const
 // EQUATIONS.md §2: t_sync, the global synchronization of p > 1 processes.
 double barrier_s(int64_t p, double sync_s) { return p > 1 ? sync_s : 0.0; }
 
+// EQUATIONS.md §2's t_sync per call, and the measured packing of the bytes.
+double collective_call_overhead_s(const Cluster& cluster, double bytes, int64_t p) {
+  const double rate = cluster.collective.pack_bytes_per_s;
+  return cluster.collective.sync_s + (p > 1 && rate > 0 ? bytes / rate : 0.0);
+}
+
 int64_t floor_power_of_two(int64_t p) {
   TRAINSIM_CHECK(p >= 1, "a process count must be >= 1");
   int64_t power = 1;

@@ -129,5 +129,21 @@ TEST(CollectiveLink, GroupAcrossMachinesTakesTheSlowerBandwidthAndLargerLatency)
   EXPECT_DOUBLE_EQ(slowest.beta_s_per_byte, 1 / 10e9);
 }
 
+TEST(Collectives, CallOverheadIsTsyncPlusMeasuredPacking) {
+  // t_sync 20 us; packing 3 MB at 10 GB/s = 300 us: 320 us on 4 members;
+  // t_sync alone on one member (nothing is reduced) and where the cluster
+  // gives no packing rate (collectives read the tensors in place).
+  Cluster cluster = testing_fixtures::simple_cluster(1, 4);
+  EXPECT_NEAR(collective_call_overhead_s(cluster, 3e6, 4), 20e-6, 1e-15);
+  cluster.collective.pack_bytes_per_s = 10e9;
+  EXPECT_NEAR(collective_call_overhead_s(cluster, 3e6, 4), 320e-6, 1e-15);
+  EXPECT_NEAR(collective_call_overhead_s(cluster, 3e6, 1), 20e-6, 1e-15);
+}
+
+TEST(Collectives, BarrierIsOneGlobalSynchronization) {
+  EXPECT_EQ(barrier_s(4, 20e-6), 20e-6);
+  EXPECT_EQ(barrier_s(1, 20e-6), 0.0);
+}
+
 }  // namespace
 }  // namespace trainsim

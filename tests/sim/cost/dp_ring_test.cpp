@@ -38,6 +38,16 @@ TEST(DpRing, AddsOneRingAllReduceAfterBackward) {
   EXPECT_EQ(p.config["algorithm"], "ring");
 }
 
+TEST(DpRing, PackingForTheAllReduceAddsBytesOverTheMeasuredRate) {
+  // As AddsOneRingAllReduceAfterBackward, on a cluster that packs at 10 GB/s:
+  // 3 MB / 1e10 = 0.3 ms more, 9.725 + 0.3 = 10.025 ms.
+  Cluster cluster = simple_cluster(1, 4);
+  cluster.collective.pack_bytes_per_s = 10e9;
+  const Prediction p = run(two_layer_profile(), cluster);
+  EXPECT_NEAR(p.iteration_s, 10.025e-3, 1e-12);
+  EXPECT_NEAR(p.breakdown.exposed_comm_s, 8.75e-4, 1e-12);
+}
+
 TEST(DpRing, GroupAcrossMachinesUsesTheSlowerLink) {
   // 2 machines × 2 devices, N = 4 crosses machines: α = 5e-5, β = 1e-9.
   // ring = 6·5e-5 + 1.5·3e6·1e-9 + 0.75·3e6·2e-11 = 3e-4 + 4.5e-3 + 4.5e-5 = 4.845e-3;

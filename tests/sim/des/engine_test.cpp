@@ -188,6 +188,19 @@ TEST(DesEngine, AllReduceStartsWithItsLastMemberAndLastsTheRingFormula) {
   }
 }
 
+TEST(DesEngine, AllReducePacksAtTheClustersMeasuredRate) {
+  // As AllReduceStartsWithItsLastMemberAndLastsTheRingFormula on a cluster
+  // that packs at 10 GB/s: 1 MB / 1e10 = 100 us more, 245 + 100 = 345 us.
+  PlanBuilder b("test", 4, 1, 1);
+  const int32_t g = b.group({0, 1, 2, 3});
+  std::vector<OpId> ar;
+  for (int32_t w = 0; w < 4; ++w) ar.push_back(b.add(collective_op(w, OpKind::kAllReduce, g, 1e6)));
+  Cluster cluster = simple_cluster(1, 4);
+  cluster.collective.pack_bytes_per_s = 10e9;
+  const SimResult r = run(b, cluster);
+  for (OpId id : ar) EXPECT_EQ(r.timings[id].end_ns, 345 * kUs);
+}
+
 TEST(DesEngine, AllReduceAcrossMachinesUsesTheSlowerLink) {
   PlanBuilder b("test", 4, 1, 1);
   const int32_t inside = b.group({0, 1});
