@@ -83,19 +83,36 @@ std::vector<ChannelSample> measure_channel(const ClusterProbeOptions& o) {
   return samples;
 }
 
-// Median time of one barrier across `workers` threads of InProcessTransport.
+// A barrier of `workers` threads of InProcessTransport as a pipeline meets
+// it: the last thread arrives `late_s` after the others, which wait asleep.
+// Each round's time runs from the last arrival to the last release; the
+// median over rounds.
 double measure_barrier_s(int64_t workers, const ClusterProbeOptions& o) {
   InProcessTransport transport(static_cast<int>(workers));
   std::vector<int> group(static_cast<size_t>(workers));
   std::iota(group.begin(), group.end(), 0);
-  std::vector<double> samples_s;
+  const int64_t rounds = o.warmups + o.barrier_repeats;
+  std::vector<double> arrival_s(static_cast<size_t>(rounds));
+  std::vector<std::vector<double>> release_s(static_cast<size_t>(workers), std::vector<double>(arrival_s.size()));
   run_workers(transport, static_cast<int>(workers), [&](int w) {
-    for (int64_t r = 0; r < o.warmups + o.barrier_repeats; ++r) {
-      const double start_s = now_s();
+    const bool last = w + 1 == static_cast<int>(workers);
+    for (int64_t r = 0; r < rounds; ++r) {
+      if (last) {
+        const double until_s = now_s() + o.barrier_late_s;
+        while (now_s() < until_s) {
+        }
+        arrival_s[static_cast<size_t>(r)] = now_s();
+      }
       transport.barrier(w, group, 0);
-      if (w == 0 && r >= o.warmups) samples_s.push_back(now_s() - start_s);
+      release_s[static_cast<size_t>(w)][static_cast<size_t>(r)] = now_s();
     }
   });
+  std::vector<double> samples_s;
+  for (int64_t r = o.warmups; r < rounds; ++r) {
+    double released_s = arrival_s[static_cast<size_t>(r)];
+    for (const auto& times : release_s) released_s = std::max(released_s, times[static_cast<size_t>(r)]);
+    samples_s.push_back(released_s - arrival_s[static_cast<size_t>(r)]);
+  }
   return median_s(samples_s);
 }
 
@@ -127,7 +144,7 @@ void check_probe_options(int64_t workers, const ClusterProbeOptions& o) {
   if (workers < 1) throw InputError("--concurrent", std::to_string(workers), "at least 1 worker");
   const bool ok = o.repeats >= 1 && o.warmups >= 0 && o.gemm_size >= 1 && o.copy_bytes >= 4 &&
                   o.min_message_bytes >= 4 && o.max_message_bytes >= o.min_message_bytes && o.reduce_bytes >= 4 &&
-                  o.barrier_repeats >= 1 && o.pack_bytes >= 4 && o.pack_repeats >= 1;
+                  o.barrier_repeats >= 1 && o.barrier_late_s >= 0 && o.pack_bytes >= 4 && o.pack_repeats >= 1;
   TRAINSIM_CHECK(ok, "cluster probe options out of range");
 }
 

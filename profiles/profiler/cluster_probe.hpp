@@ -41,6 +41,7 @@ struct ClusterProbeOptions {
   int64_t max_message_bytes = 16 << 20;
   int64_t reduce_bytes = 16 << 20;         // buffers of the float sum
   int64_t barrier_repeats = 200;           // barriers timed for collective.sync_s
+  double barrier_late_s = 200e-6;          // how late the last thread arrives at each
   int64_t pack_bytes = 1 << 20;            // gradient bytes packed per collective (the model's, where known)
   int64_t pack_repeats = 50;               // packings timed for collective.pack_bytes_per_s
 };
@@ -59,7 +60,10 @@ struct ClusterProbeOptions {
 //   host.reduce_bytes_per_s = collective.reduce_bytes_per_s = bytes of one
 //     buffer / median time of a += b (one thread); host.threads =
 //     hardware_concurrency; host.stream_sync_s = 0 (no streams on a CPU);
-//   collective.sync_s = median time of a barrier of `workers` threads;
+//   collective.sync_s = median time of a barrier of `workers` threads from the
+//     last arrival to the last release, the last thread arriving
+//     barrier_late_s after the others (asleep by then, as a pipeline stage
+//     waiting for its neighbour is);
 //   collective.pack_bytes_per_s = pack_bytes / median time of what the
 //     executor does around an AllReduce: flatten four gradient tensors of
 //     pack_bytes in all into one buffer, scale it by 1/workers and unflatten
