@@ -24,6 +24,7 @@ struct ValidateCliOptions {
   std::string dataset;
   int64_t batch = 0;
   int32_t iterations = 40;
+  int32_t rounds = 3;
   int64_t repeats = 100;
   uint64_t seed = 1;
   std::string json;
@@ -91,6 +92,7 @@ void run_validate(const ValidateCliOptions& o, CommandContext& ctx) {
   ValidationOptions options;
   options.batch_size = o.batch;
   options.iterations = o.iterations;
+  options.rounds = o.rounds;
   options.profile_repeats = o.repeats;
   options.seed = o.seed;
   if (o.strategies != "all") options.strategies = parse_strategy_list(o.strategies, "--strategies");
@@ -108,7 +110,8 @@ void run_validate(const ValidateCliOptions& o, CommandContext& ctx) {
   }
   if (o.quiet || o.json == "-") return;
   ctx.out << model.name << " on " << o.devices << ", batch " << v.profile.batch_size << " per device, "
-          << o.iterations << " iterations per strategy (error = (predicted - measured) / measured)\n";
+          << o.iterations << " iterations per strategy and round, median of " << o.rounds
+          << " rounds (error = (predicted - measured) / measured)\n";
   print_aligned(ctx.out, result_table(v));
   ctx.out << "median |error|: simulated " << percent(median_abs_error(v, true)).substr(1) << ", analytic "
           << percent(median_abs_error(v, false)).substr(1) << "\n";
@@ -133,8 +136,12 @@ void add_validate_command(CLI::App& app, CommandContext& ctx) {
   cmd->add_option("--strategies", o->strategies, "'all' or strategy ids separated by commas")->capture_default_str();
   cmd->add_option("--dataset", o->dataset, "fashion-mnist or synthetic (default: by the model's input)");
   cmd->add_option("--batch", o->batch, "Per-device batch size (default: the model's)")->check(CLI::PositiveNumber);
-  cmd->add_option("--iterations", o->iterations, "Iterations trained per strategy")
+  cmd->add_option("--iterations", o->iterations, "Iterations trained per strategy and round")
       ->check(CLI::Range(3, 1'000'000))
+      ->capture_default_str();
+  cmd->add_option("--rounds", o->rounds,
+                  "Runs per strategy, taken in turns with the other strategies; the measurement is their median")
+      ->check(CLI::Range(1, 1000))
       ->capture_default_str();
   cmd->add_option("--repeats", o->repeats, "Timed runs per layer when profiling")
       ->check(CLI::Range(1, 100'000))

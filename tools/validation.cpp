@@ -9,17 +9,11 @@
 #include "model/error.hpp"
 #include "profiles/profiler/cluster_probe.hpp"
 #include "profiles/profiler/profiler.hpp"
+#include "profiles/profiler/timing.hpp"
 #include "sim/cost/strategies.hpp"
 
 namespace trainsim {
 namespace {
-
-double median_of(std::vector<double> values) {
-  if (values.empty()) return 0;
-  std::sort(values.begin(), values.end());
-  const size_t n = values.size();
-  return n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
-}
 
 double relative_error(double predicted, double measured) {
   return measured > 0 ? (predicted - measured) / measured : 0.0;
@@ -50,37 +44,57 @@ std::vector<double> measured_durations_s(const Plan& plan, const std::vector<Exe
   return durations_s;
 }
 
-// One strategy: the plan train() executes, simulated and predicted on the
-// measured profile and cluster, then run.
-StrategyValidation validate_strategy(const Model& model, const Dataset& data, const Validation& v,
-                                     const StrategyInfo& strategy, const ValidationOptions& options) {
-  StrategyValidation out;
-  out.strategy = strategy.id;
+// One strategy's runs, one per round; `skipped` says why it did not run.
+struct StrategyRuns {
+  const StrategyInfo* strategy = nullptr;
+  std::string skipped;
+  std::vector<TrainingResult> runs;
+};
+
+// One run of a strategy: the plan train() executes on the measured profile and
+// cluster.
+void run_once(const Model& model, const Dataset& data, const Validation& v, const ValidationOptions& options,
+              StrategyRuns& s) {
   TrainingOptions training;
-  training.strategy = strategy.id;
+  training.strategy = s.strategy->id;
   training.batch_size = v.profile.batch_size;
   training.iterations = options.iterations;
   training.seed = options.seed;
-  TrainingResult run;
   try {
-    run = train(model, data, v.cluster, StrategyConfig{}, training, &v.profile);
+    s.runs.push_back(train(model, data, v.cluster, StrategyConfig{}, training, &v.profile));
   } catch (const InputError& e) {
-    out.skipped = e.what();  // a strategy the executor does not run, or that does not fit these workers
-    return out;
+    s.skipped = e.what();  // a strategy the executor does not run, or that does not fit these workers
   } catch (const std::exception& e) {
-    out.skipped = std::string("failed while running: ") + e.what();  // the other strategies still report
+    s.skipped = std::string("failed while running: ") + e.what();  // the other strategies still report
+  }
+}
+
+// A strategy's validation from its runs: the plan simulated and predicted,
+// the measurement the median over rounds, the op comparison from the
+// representative round.
+StrategyValidation compare_strategy(const Validation& v, const StrategyRuns& s) {
+  StrategyValidation out;
+  out.strategy = s.strategy->id;
+  if (!s.skipped.empty() || s.runs.empty()) {
+    out.skipped = s.skipped.empty() ? "not run" : s.skipped;
     return out;
   }
+  out.measured_min_s = s.runs.front().iteration.min_s;
+  out.measured_max_s = s.runs.front().iteration.max_s;
+  for (const TrainingResult& run : s.runs) {
+    out.measured_rounds_s.push_back(run.iteration.median_s);
+    out.measured_min_s = std::min(out.measured_min_s, run.iteration.min_s);
+    out.measured_max_s = std::max(out.measured_max_s, run.iteration.max_s);
+  }
+  out.measured_s = median_s(out.measured_rounds_s);
+  const TrainingResult& run = s.runs[representative_round(out.measured_rounds_s)];
   out.config = run.plan.config;
   // The defaults resolve the same from the same profile and cluster, so the
   // cost model prices the plan that ran.
   StrategyConfig config;
-  out.predicted_analytic_s = predict_strategy(strategy, v.profile, v.cluster, config).iteration_s;
+  out.predicted_analytic_s = predict_strategy(*s.strategy, v.profile, v.cluster, config).iteration_s;
   const SimResult sim = simulate_plan(run.plan, v.cluster, SimOptions{});
   out.predicted_simulated_s = sim.iteration_s;
-  out.measured_s = run.iteration.median_s;
-  out.measured_min_s = run.iteration.min_s;
-  out.measured_max_s = run.iteration.max_s;
   out.error_analytic = relative_error(out.predicted_analytic_s, out.measured_s);
   out.error_simulated = relative_error(out.predicted_simulated_s, out.measured_s);
   out.ops = compare_ops(run.plan, sim.timings, run.exec.timings, run.iteration.warmup);
@@ -124,29 +138,42 @@ std::vector<OpGroupComparison> compare_ops(const Plan& plan, const std::vector<O
   }
   for (size_t g = 0; g < groups.size(); ++g) {
     groups[g].count = static_cast<int64_t>(sim_s[g].size());
-    groups[g].simulated_s = median_of(sim_s[g]);
-    groups[g].measured_s = median_of(real_s[g]);
+    groups[g].simulated_s = median_s(sim_s[g]);
+    groups[g].measured_s = median_s(real_s[g]);
     groups[g].error = relative_error(groups[g].simulated_s, groups[g].measured_s);
   }
   return groups;
+}
+
+size_t representative_round(const std::vector<double>& rounds_s) {
+  TRAINSIM_CHECK(!rounds_s.empty(), "at least one round");
+  const double median = median_s(rounds_s);
+  size_t best = 0;
+  for (size_t i = 1; i < rounds_s.size(); ++i) {
+    if (std::abs(rounds_s[i] - median) < std::abs(rounds_s[best] - median)) best = i;
+  }
+  return best;
 }
 
 Validation validate(const Model& model, const Dataset& data, int64_t workers, const ValidationOptions& options) {
   if (options.iterations < 3) {
     throw InputError("--iterations", std::to_string(options.iterations), "at least 3 (warm-up is left out)");
   }
-  std::vector<const StrategyInfo*> strategies;
+  if (options.rounds < 1) throw InputError("--rounds", std::to_string(options.rounds), "at least 1");
+  std::vector<StrategyRuns> runs;
   if (options.strategies.empty()) {
-    for (const StrategyInfo& s : strategy_registry()) strategies.push_back(&s);
+    for (const StrategyInfo& s : strategy_registry()) runs.push_back({&s, {}, {}});
   } else {
-    for (const std::string& id : options.strategies) strategies.push_back(&find_strategy(id, "--strategies"));
+    for (const std::string& id : options.strategies) runs.push_back({&find_strategy(id, "--strategies"), {}, {}});
   }
-  const auto total = static_cast<int32_t>(strategies.size()) + 2;
+  const auto steps = static_cast<int32_t>(runs.size()) * options.rounds;
+  const int32_t total = steps + 2;
   const auto report = [&](const std::string& what, int32_t done) {
     if (options.progress) options.progress(what, done, total);
   };
   Validation v;
   v.workers = workers;
+  v.rounds = options.rounds;
   const int64_t batch = options.batch_size > 0 ? options.batch_size : model.default_batch;
   report("profiling " + model.name, 0);
   MeasureOptions measure;
@@ -156,10 +183,17 @@ Validation validate(const Model& model, const Dataset& data, int64_t workers, co
   v.profile = measure_profile(model, batch, measure);
   report("probing the channels", 1);
   v.cluster = measure_cpu_cluster(workers, probe_options_for(v.profile));
-  for (size_t i = 0; i < strategies.size(); ++i) {
-    report(strategies[i]->id, static_cast<int32_t>(i) + 2);
-    v.results.push_back(validate_strategy(model, data, v, *strategies[i], options));
+  // Round after round rather than strategy after strategy: a disturbance of
+  // the machine lasting a few seconds then falls on one run of several
+  // strategies, and each strategy's median over rounds leaves it out.
+  int32_t done = 2;
+  for (int32_t round = 0; round < options.rounds; ++round) {
+    for (StrategyRuns& s : runs) {
+      report(s.strategy->id + " (round " + std::to_string(round + 1) + ")", done++);
+      if (s.skipped.empty()) run_once(model, data, v, options, s);
+    }
   }
+  for (const StrategyRuns& s : runs) v.results.push_back(compare_strategy(v, s));
   report("done", total);
   return v;
 }
@@ -169,7 +203,7 @@ double median_abs_error(const Validation& v, bool simulated) {
   for (const StrategyValidation& r : v.results) {
     if (r.skipped.empty()) errors.push_back(std::abs(simulated ? r.error_simulated : r.error_analytic));
   }
-  return median_of(errors);
+  return median_s(errors);
 }
 
 nlohmann::json validation_to_json(const Validation& v, const std::string& model, const std::string& devices,
@@ -191,6 +225,7 @@ nlohmann::json validation_to_json(const Validation& v, const std::string& model,
                        {"measured_s", r.measured_s},
                        {"measured_min_s", r.measured_min_s},
                        {"measured_max_s", r.measured_max_s},
+                       {"measured_rounds_s", r.measured_rounds_s},
                        {"predicted_analytic_s", r.predicted_analytic_s},
                        {"predicted_simulated_s", r.predicted_simulated_s},
                        {"error_analytic", r.error_analytic},
@@ -203,6 +238,7 @@ nlohmann::json validation_to_json(const Validation& v, const std::string& model,
           {"workers", v.workers},
           {"batch_size", v.profile.batch_size},
           {"iterations", iterations},
+          {"rounds", v.rounds},
           {"cluster", v.cluster.name},
           {"median_abs_error_simulated", median_abs_error(v, true)},
           {"median_abs_error_analytic", median_abs_error(v, false)},

@@ -22,7 +22,9 @@ namespace trainsim {
 
 struct ValidationOptions {
   int64_t batch_size = 0;          // per device; 0 = the model's default
-  int32_t iterations = 40;         // trained per strategy; warm-up as the simulator's rule
+  int32_t iterations = 40;         // trained per strategy and round; warm-up as the simulator's rule
+  int32_t rounds = 3;              // each round runs every strategy once; a strategy's measurement is
+                                   // the median over rounds, so one disturbed run moves nothing
   int64_t profile_repeats = 100;   // timed runs per layer when profiling (long enough that a
                                    // passing disturbance of a shared machine moves no median)
   uint64_t seed = 1;
@@ -51,13 +53,14 @@ struct StrategyValidation {
   std::string skipped;               // why it was not run, or failed (empty when it ran)
   double predicted_analytic_s = 0;
   double predicted_simulated_s = 0;
-  double measured_s = 0;             // median iteration after warm-up
-  double measured_min_s = 0;
+  double measured_s = 0;             // median over rounds of each run's median iteration after warm-up
+  double measured_min_s = 0;         // over all rounds' iterations after warm-up
   double measured_max_s = 0;
+  std::vector<double> measured_rounds_s;  // each round's median iteration, in the order run
   double error_analytic = 0;         // (predicted - measured) / measured: positive = predicted slower
   double error_simulated = 0;
-  std::vector<OpGroupComparison> ops;
-  nlohmann::json simulated_trace;    // Chrome traces of the same plan
+  std::vector<OpGroupComparison> ops;  // of the round whose median is nearest measured_s
+  nlohmann::json simulated_trace;    // Chrome traces of the same plan (measured: that round)
   nlohmann::json measured_trace;
 };
 
@@ -65,6 +68,7 @@ struct Validation {
   Profile profile;
   Cluster cluster;
   int64_t workers = 0;
+  int32_t rounds = 0;
   std::vector<StrategyValidation> results;
 };
 
@@ -75,15 +79,21 @@ struct Validation {
 std::vector<OpGroupComparison> compare_ops(const Plan& plan, const std::vector<OpTiming>& simulated,
                                            const std::vector<ExecOpTiming>& measured, int32_t warmup);
 
-// The whole loop on `workers` CPU threads of this machine.
+// The round a strategy's op comparison and measured trace come from: the one
+// whose median iteration is nearest the median over rounds (the first of a
+// tie). `rounds_s` holds one median per round and is not empty.
+size_t representative_round(const std::vector<double>& rounds_s);
+
+// The whole loop on `workers` CPU threads of this machine: one profile, then
+// `options.rounds` rounds, each of which runs every strategy once.
 Validation validate(const Model& model, const Dataset& data, int64_t workers, const ValidationOptions& options);
 
 // Median |error_simulated| and |error_analytic| over the strategies run.
 double median_abs_error(const Validation& v, bool simulated);
 
 // trainsim.validation/1: model, devices, batch_size, iterations, cluster,
-// results (strategy, config, measured_s, predicted_*_s, error_*, ops or
-// skipped), and the medians.
+// rounds, results (strategy, config, measured_s, measured_rounds_s,
+// predicted_*_s, error_*, ops or skipped), and the medians.
 nlohmann::json validation_to_json(const Validation& v, const std::string& model, const std::string& devices,
                                   int32_t iterations);
 

@@ -72,9 +72,37 @@ TEST(CompareOps, CollectiveCountsFromItsLastMembersStart) {
   }
 }
 
+TEST(RepresentativeRound, IsTheRoundNearestTheMedian) {
+  EXPECT_EQ(representative_round({5e-3}), 0u);
+  EXPECT_EQ(representative_round({9e-3, 4e-3, 4.2e-3}), 2u);  // the median 4.2 ms itself
+  EXPECT_EQ(representative_round({2.0, 9.0, 1.0, 3.0}), 0u);  // median 2.5 s: 2 and 3 tie, the first wins
+  EXPECT_EQ(representative_round({8e-3, 4e-3, 4.3e-3, 4.4e-3}), 2u);  // median 4.35 ms
+}
+
+TEST(ValidateCli, MeasuresEachStrategyAsTheMedianOverRounds) {
+  const auto r = run_cli({"validate", "--model", "fmnist-mlp", "--devices", "cpu:2", "--strategies", "single,gpipe",
+                          "--iterations", "5", "--rounds", "3", "--repeats", "2", "--batch", "16", "--json", "-",
+                          "--quiet"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["rounds"], 3);
+  ASSERT_EQ(j["results"].size(), 2u);
+  for (const nlohmann::json& s : j["results"]) {
+    ASSERT_FALSE(s.contains("skipped")) << s.dump();
+    std::vector<double> rounds = s["measured_rounds_s"].get<std::vector<double>>();
+    ASSERT_EQ(rounds.size(), 3u) << s["strategy"];
+    for (double round_s : rounds) {
+      EXPECT_LE(s["measured_min_s"].get<double>(), round_s);
+      EXPECT_GE(s["measured_max_s"].get<double>(), round_s);
+    }
+    std::sort(rounds.begin(), rounds.end());
+    EXPECT_EQ(s["measured_s"].get<double>(), rounds[1]) << s["strategy"];
+  }
+}
+
 TEST(ValidateCli, PredictsRunsAndComparesEachStrategy) {
   const auto r = run_cli({"validate", "--model", "fmnist-mlp", "--devices", "cpu:2", "--strategies",
-                          "single,dp-ring", "--iterations", "6", "--repeats", "2", "--batch", "16", "--json", "-",
+                          "single,dp-ring", "--iterations", "6", "--rounds", "1", "--repeats", "2", "--batch", "16", "--json", "-",
                           "--quiet"});
   ASSERT_EQ(r.status, 0) << r.err;
   const nlohmann::json j = nlohmann::json::parse(r.out);
@@ -106,6 +134,9 @@ TEST(ValidateCli, BadInputIsAnInputError) {
   r = run_cli({"validate", "--model", "fmnist-mlp", "--strategies", "dp-nothing", "--quiet"});
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.err.find("--strategies"), std::string::npos) << r.err;
+  r = run_cli({"validate", "--model", "fmnist-mlp", "--rounds", "0", "--quiet"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("--rounds"), std::string::npos) << r.err;
   r = run_cli({"validate", "--quiet"});
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.err.find("--model"), std::string::npos) << r.err;
