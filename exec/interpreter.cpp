@@ -206,11 +206,15 @@ class Interpreter {
     }
     start_ = std::chrono::steady_clock::now();
     const auto threads = static_cast<int>(streams.size() + servers_.size());
+    const int64_t cores = usable_cores();
     run_workers(transport_, threads, [&](int i) {
       try {
         if (static_cast<size_t>(i) >= streams.size()) return serve(*servers_[static_cast<size_t>(i) - streams.size()]);
         const auto [w, k] = streams[static_cast<size_t>(i)];
-        if (options_.pin_workers && k == static_cast<int>(StreamKind::kCompute)) pin_current_thread(w);
+        if (options_.pin_workers) {
+          pin_current_thread(worker_thread_core(w, static_cast<int64_t>(plan_.streams.size()), cores,
+                                                k == static_cast<int>(StreamKind::kCompute)));
+        }
         for (OpId id : plan_.streams[w][k]) run_op(id);
       } catch (...) {
         release_waiters();
@@ -1000,6 +1004,20 @@ bool pin_current_thread(int core) {
     return pthread_setaffinity_np(pthread_self(), sizeof one, &one) == 0;
   }
   return false;
+}
+
+int64_t usable_cores() {
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) return 1;
+  return std::max(1, CPU_COUNT(&allowed));
+}
+
+bool communication_shares_compute_core(int64_t workers, int64_t cores) { return cores < 2 * workers; }
+
+int worker_thread_core(int32_t worker, int64_t workers, int64_t cores, bool compute) {
+  if (compute || communication_shares_compute_core(workers, cores)) return worker;
+  return static_cast<int>(workers) + worker;
 }
 
 BatchSource whole_batches(WholeBatchSource source) {

@@ -38,9 +38,8 @@ struct ExecOptions {
   SgdOptions sgd{0.05, 0.0, 0.0};
   int64_t batch_size = 0;  // per-device batch the plan was generated for (the profile's)
   double recv_timeout_s = 0;  // > 0: a stuck receive aborts the run instead of hanging
-  // Pins worker w's compute thread to core w mod cores (where the machine
-  // allows; its communication threads stay free), so workers do not share a
-  // core while another idles.
+  // Pins each worker's threads to cores as worker_thread_core says (where the
+  // machine allows), so workers do not share a core while another idles.
   bool pin_workers = true;
   // SpecTrain's decay factor γ (seed 000 eq. 1) for dualpipe with spectrain;
   // its η is sgd.learning_rate.
@@ -73,6 +72,22 @@ struct ExecResult {
 // Pins the calling thread to `core` (mod the cores this process may use);
 // false where the machine does not allow it.
 bool pin_current_thread(int core);
+
+// The cores this process may run on (its affinity mask; at least 1).
+int64_t usable_cores();
+
+// Whether a worker's communication threads share its compute thread's core:
+// yes unless every worker has a spare core (cores >= 2·workers). Beside the
+// compute thread, a thread woken by it starts at once on a core whose data
+// it shares; on another core a wake-up took 20-60 µs here, and the gradients
+// it packs crossed between the cores' caches.
+bool communication_shares_compute_core(int64_t workers, int64_t cores);
+
+// The core worker `worker` of `workers` runs a thread on: its compute thread
+// on core `worker`, its other threads on the same core or, when they do not
+// share it, on the spare core `workers + worker` (pin_current_thread takes it
+// mod the usable cores).
+int worker_thread_core(int32_t worker, int64_t workers, int64_t cores, bool compute);
 
 ExecResult execute_plan(const Plan& plan, const Network& network, const Weights& initial, const BatchSource& batches,
                         const ExecOptions& options);

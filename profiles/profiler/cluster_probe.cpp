@@ -8,6 +8,7 @@
 #include <numeric>
 #include <thread>
 
+#include "exec/interpreter.hpp"
 #include "exec/optim/sgd.hpp"
 #include "exec/tensor/tensor.hpp"
 #include "exec/transport/in_process.hpp"
@@ -181,12 +182,10 @@ ChannelFit fit_channel(std::vector<ChannelSample> samples) {
 }
 
 // Each worker computes on one thread and communicates on another (the
-// executor's streams); while all of them communicate, the OS shares the
-// cores equally among the 2·workers busy threads.
+// executor's streams); where they share the worker's core, each gets half.
 double cpu_compute_rate_while_communicating(int64_t workers, int64_t cores) {
   TRAINSIM_CHECK(workers >= 1, "at least one worker");
-  const auto share = static_cast<double>(std::max<int64_t>(1, cores)) / static_cast<double>(2 * workers);
-  return std::min(1.0, share);
+  return communication_shares_compute_core(workers, std::max<int64_t>(1, cores)) ? 0.5 : 1.0;
 }
 
 ClusterProbeOptions probe_options_for(const Profile& profile) {
@@ -206,8 +205,7 @@ Cluster measure_cpu_cluster(int64_t workers, const ClusterProbeOptions& options)
   c.device.memory_bytes = total_memory_bytes() / static_cast<double>(workers);
   c.device.peak_flops_per_s = measure_gemm_flops_per_s(workers, options);
   c.device.memory_bytes_per_s = measure_copy_bytes_per_s(workers, options);
-  c.device.compute_rate_while_communicating = cpu_compute_rate_while_communicating(
-      workers, static_cast<int64_t>(std::thread::hardware_concurrency()));
+  c.device.compute_rate_while_communicating = cpu_compute_rate_while_communicating(workers, usable_cores());
   const ChannelFit channel = fit_channel(measure_channel(options));
   c.intra_link = {channel.bandwidth_bytes_per_s, channel.latency_s};
   c.inter_link = c.intra_link;

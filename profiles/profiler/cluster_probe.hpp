@@ -53,7 +53,7 @@ struct ClusterProbeOptions {
 //   memory_bytes_per_s = 2·copy_bytes / median copy time (read + write, STREAM's
 //     convention), again `workers` copies at once;
 //   compute_rate_while_communicating = cpu_compute_rate_while_communicating
-//     (workers, hardware_concurrency);
+//     (workers, usable_cores());
 //   intra_link = inter_link = host link = fit_channel of a ping-pong between
 //     two threads over InProcessTransport (one-way = half the median round
 //     trip; the sender copies its buffer into the message, as workers do);
@@ -72,11 +72,12 @@ struct ClusterProbeOptions {
 // worker count comes from) when workers < 1.
 Cluster measure_cpu_cluster(int64_t workers, const ClusterProbeOptions& options = {});
 
-// A worker's compute rate while the workers communicate, derived from the
-// executor's threads rather than timed (a timing on a shared 2-core machine
-// ranged from 0.1 to 1): each worker runs a compute thread and a
-// communication thread, and the OS shares `cores` equally among the
-// 2·workers of them: min(1, cores / (2·workers)); `cores` below 1 counts as 1.
+// A worker's compute rate while it communicates, relative to its profiled
+// rate, derived from where the executor runs its threads rather than timed (a
+// timing on a shared 2-core machine ranged from 0.1 to 1): 1 when each worker
+// has a spare core for its communication thread, else 0.5, the compute and
+// the communication thread sharing the worker's core
+// (communication_shares_compute_core).
 double cpu_compute_rate_while_communicating(int64_t workers, int64_t cores);
 
 // The default options with pack_bytes = the profile's gradient bytes (its

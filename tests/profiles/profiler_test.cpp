@@ -11,6 +11,7 @@
 #include "model/error.hpp"
 #include "model/zoo/builder.hpp"
 #include "model/zoo/zoo.hpp"
+#include "exec/interpreter.hpp"
 #include "profiles/profiler/cluster_probe.hpp"
 
 namespace trainsim {
@@ -218,19 +219,33 @@ TEST(MeasuredCluster, IsOneMachineOfCpuWorkersWithPositiveRatesThatValidates) {
   EXPECT_GE(c.collective.sync_s, 0);
   EXPECT_GT(c.collective.pack_bytes_per_s, 0);
   EXPECT_EQ(c.device.compute_rate_while_communicating,
-            cpu_compute_rate_while_communicating(2, static_cast<int64_t>(std::thread::hardware_concurrency())));
+            cpu_compute_rate_while_communicating(2, usable_cores()));
   const Cluster back = cluster_from_json(cluster_to_json(c), "round trip");
   EXPECT_EQ(back.name, c.name);
   EXPECT_DOUBLE_EQ(back.device.peak_flops_per_s, c.device.peak_flops_per_s);
 }
 
 TEST(MeasuredCluster, ComputeSharesTheCoresWithTheCommunicationThreads) {
-  // Two threads per worker over the cores: 2 cores, 2 workers: 2/4; 16
-  // cores, 2 workers: 1 (spare cores); 0 reported cores count as 1.
+  // A worker's two threads share its core unless each worker has a spare
+  // one: 2 workers on 2 or 3 cores share (0.5), on 4 or 16 they do not (1);
+  // 4 workers on 2 cores share; 0 reported cores count as 1.
   EXPECT_EQ(cpu_compute_rate_while_communicating(2, 2), 0.5);
-  EXPECT_EQ(cpu_compute_rate_while_communicating(4, 2), 0.25);
+  EXPECT_EQ(cpu_compute_rate_while_communicating(2, 3), 0.5);
+  EXPECT_EQ(cpu_compute_rate_while_communicating(4, 2), 0.5);
+  EXPECT_EQ(cpu_compute_rate_while_communicating(2, 4), 1.0);
   EXPECT_EQ(cpu_compute_rate_while_communicating(2, 16), 1.0);
   EXPECT_EQ(cpu_compute_rate_while_communicating(1, 0), 0.5);
+}
+
+TEST(WorkerThreads, CommunicationRunsBesideComputeUnlessEachWorkerHasASpareCore) {
+  // 2 workers on 2 cores: every thread of worker w on core w.
+  EXPECT_EQ(worker_thread_core(0, 2, 2, true), 0);
+  EXPECT_EQ(worker_thread_core(1, 2, 2, false), 1);
+  // 2 workers on 4 cores: compute on 0 and 1, communication on 2 and 3.
+  EXPECT_EQ(worker_thread_core(1, 2, 4, true), 1);
+  EXPECT_EQ(worker_thread_core(0, 2, 4, false), 2);
+  EXPECT_EQ(worker_thread_core(1, 2, 4, false), 3);
+  EXPECT_GE(usable_cores(), 1);
 }
 
 TEST(MeasuredCluster, ProbeOptionsPackTheProfilesGradientBytes) {
