@@ -51,17 +51,25 @@ struct StrategyRuns {
   std::vector<TrainingResult> runs;
 };
 
-// One run of a strategy: the plan train() executes on the measured profile and
-// cluster.
-void run_once(const Model& model, const Dataset& data, const Validation& v, const ValidationOptions& options,
-              StrategyRuns& s) {
+// The settings of a strategy's first run (its defaults resolved from the
+// first round's profile), so every later run and the prediction price one
+// plan whatever the later profiles would choose.
+StrategyConfig first_run_settings(const StrategyRuns& s) {
+  if (s.runs.empty()) return {};
+  return StrategyConfig::from_resolved(s.runs.front().plan.config, s.strategy->id + "'s first run");
+}
+
+// One run of a strategy: the plan train() executes on this round's profile
+// and the measured cluster.
+void run_once(const Model& model, const Dataset& data, const Profile& profile, const Cluster& cluster,
+              const ValidationOptions& options, StrategyRuns& s) {
   TrainingOptions training;
   training.strategy = s.strategy->id;
-  training.batch_size = v.profile.batch_size;
+  training.batch_size = profile.batch_size;
   training.iterations = options.iterations;
   training.seed = options.seed;
   try {
-    s.runs.push_back(train(model, data, v.cluster, StrategyConfig{}, training, &v.profile));
+    s.runs.push_back(train(model, data, cluster, first_run_settings(s), training, &profile));
   } catch (const InputError& e) {
     s.skipped = e.what();  // a strategy the executor does not run, or that does not fit these workers
   } catch (const std::exception& e) {
@@ -89,16 +97,17 @@ StrategyValidation compare_strategy(const Validation& v, const StrategyRuns& s) 
   out.measured_s = median_s(out.measured_rounds_s);
   const TrainingResult& run = s.runs[representative_round(out.measured_rounds_s)];
   out.config = run.plan.config;
-  // The defaults resolve the same from the same profile and cluster, so the
-  // cost model prices the plan that ran.
-  StrategyConfig config;
+  // The plan that ran, timed from the median profile: same settings, same ops.
+  const StrategyConfig config = first_run_settings(s);
+  const Plan plan = generate_plan(*s.strategy, v.profile, v.cluster, config, run.plan.iterations);
+  TRAINSIM_CHECK(plan.ops.size() == run.plan.ops.size(), "the predicted plan is not the plan that ran");
   out.predicted_analytic_s = predict_strategy(*s.strategy, v.profile, v.cluster, config).iteration_s;
-  const SimResult sim = simulate_plan(run.plan, v.cluster, SimOptions{});
+  const SimResult sim = simulate_plan(plan, v.cluster, SimOptions{});
   out.predicted_simulated_s = sim.iteration_s;
   out.error_analytic = relative_error(out.predicted_analytic_s, out.measured_s);
   out.error_simulated = relative_error(out.predicted_simulated_s, out.measured_s);
-  out.ops = compare_ops(run.plan, sim.timings, run.exec.timings, run.iteration.warmup);
-  out.simulated_trace = chrome_trace(run.plan, sim);
+  out.ops = compare_ops(plan, sim.timings, run.exec.timings, run.iteration.warmup);
+  out.simulated_trace = chrome_trace(plan, sim);
   out.measured_trace = exec_chrome_trace(run.plan, run.exec);
   return out;
 }
@@ -166,35 +175,42 @@ Validation validate(const Model& model, const Dataset& data, int64_t workers, co
   } else {
     for (const std::string& id : options.strategies) runs.push_back({&find_strategy(id, "--strategies"), {}, {}});
   }
-  const auto steps = static_cast<int32_t>(runs.size()) * options.rounds;
-  const int32_t total = steps + 2;
-  const auto report = [&](const std::string& what, int32_t done) {
-    if (options.progress) options.progress(what, done, total);
+  const auto rounds = options.rounds;
+  const int32_t total = rounds * (static_cast<int32_t>(runs.size()) + 1) + 1;
+  int32_t done = 0;
+  const auto report = [&](const std::string& what) {
+    if (options.progress) options.progress(what, done++, total);
   };
   Validation v;
   v.workers = workers;
-  v.rounds = options.rounds;
+  v.rounds = rounds;
   const int64_t batch = options.batch_size > 0 ? options.batch_size : model.default_batch;
-  report("profiling " + model.name, 0);
   MeasureOptions measure;
   measure.repeats = options.profile_repeats;
   measure.concurrent = workers;
   measure.seed = options.seed;
-  v.profile = measure_profile(model, batch, measure);
-  report("probing the channels", 1);
-  v.cluster = measure_cpu_cluster(workers, probe_options_for(v.profile));
   // Round after round rather than strategy after strategy: a disturbance of
   // the machine lasting a few seconds then falls on one run of several
-  // strategies, and each strategy's median over rounds leaves it out.
-  int32_t done = 2;
-  for (int32_t round = 0; round < options.rounds; ++round) {
+  // strategies, and each strategy's median over rounds leaves it out. Each
+  // round profiles the layers first, and the prediction reads the median of
+  // these profiles, so one profile taken in a disturbance moves nothing either.
+  std::vector<Profile>& profiles = v.round_profiles;
+  for (int32_t round = 0; round < rounds; ++round) {
+    const std::string of_round = " (round " + std::to_string(round + 1) + ")";
+    report("profiling " + model.name + of_round);
+    profiles.push_back(measure_profile(model, batch, measure));
+    if (round == 0) {
+      report("probing the channels");
+      v.cluster = measure_cpu_cluster(workers, probe_options_for(profiles.front()));
+    }
     for (StrategyRuns& s : runs) {
-      report(s.strategy->id + " (round " + std::to_string(round + 1) + ")", done++);
-      if (s.skipped.empty()) run_once(model, data, v, options, s);
+      report(s.strategy->id + of_round);
+      if (s.skipped.empty()) run_once(model, data, profiles.back(), v.cluster, options, s);
     }
   }
+  v.profile = median_profile(profiles);
   for (const StrategyRuns& s : runs) v.results.push_back(compare_strategy(v, s));
-  report("done", total);
+  report("done");
   return v;
 }
 

@@ -65,8 +65,9 @@ struct StrategyValidation {
 };
 
 struct Validation {
-  Profile profile;
-  Cluster cluster;
+  Profile profile;   // each layer's median over the rounds' profiles: what the predictions read
+  std::vector<Profile> round_profiles;  // each round's, in order (round r's runs were planned from it)
+  Cluster cluster;   // probed once, after the first round's profile
   int64_t workers = 0;
   int32_t rounds = 0;
   std::vector<StrategyValidation> results;
@@ -84,8 +85,12 @@ std::vector<OpGroupComparison> compare_ops(const Plan& plan, const std::vector<O
 // tie). `rounds_s` holds one median per round and is not empty.
 size_t representative_round(const std::vector<double>& rounds_s);
 
-// The whole loop on `workers` CPU threads of this machine: one profile, then
-// `options.rounds` rounds, each of which runs every strategy once.
+// The whole loop on `workers` CPU threads of this machine: `options.rounds`
+// rounds, each of which profiles the layers and then runs every strategy once
+// (the channels are probed once, in the first). A strategy's later runs and
+// its predictions keep the settings its first run resolved (partition,
+// chunks, buckets), and the predictions time that plan from the median
+// profile.
 Validation validate(const Model& model, const Dataset& data, int64_t workers, const ValidationOptions& options);
 
 // Median |error_simulated| and |error_analytic| over the strategies run.

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <optional>
 #include <random>
 #include <set>
 #include <string>
@@ -258,6 +259,40 @@ Profile measure_profile(const Model& model, int64_t batch, const MeasureOptions&
   }
   validate_profile(profile, "measured profile of " + model.name);
   return profile;
+}
+
+Profile median_profile(const std::vector<Profile>& profiles) {
+  TRAINSIM_CHECK(!profiles.empty(), "at least one profile");
+  Profile out = profiles.front();
+  for (const Profile& p : profiles) {
+    TRAINSIM_CHECK(p.batch_size == out.batch_size && p.layers.size() == out.layers.size(),
+                   "profiles of one model at one batch");
+  }
+  const auto median_of = [&](size_t layer, auto field) {
+    std::vector<double> samples;
+    for (const Profile& p : profiles) samples.push_back(field(p.layers[layer]));
+    return median_s(samples);
+  };
+  // An optional time is folded only when every profile has it.
+  const auto median_optional = [&](size_t layer, std::optional<double> LayerProfile::*field) {
+    std::vector<double> samples;
+    for (const Profile& p : profiles) {
+      if (!(p.layers[layer].*field)) return std::optional<double>{};
+      samples.push_back(*(p.layers[layer].*field));
+    }
+    return std::optional<double>{median_s(samples)};
+  };
+  for (size_t i = 0; i < out.layers.size(); ++i) {
+    LayerProfile& l = out.layers[i];
+    for (const Profile& p : profiles) TRAINSIM_CHECK(p.layers[i].name == l.name, "profiles of one model");
+    l.forward_s = median_of(i, [](const LayerProfile& x) { return x.forward_s; });
+    l.backward_s = median_of(i, [](const LayerProfile& x) { return x.backward_s; });
+    for (auto field : {&LayerProfile::backward_input_s, &LayerProfile::backward_weight_s, &LayerProfile::update_s,
+                       &LayerProfile::forward_fixed_s, &LayerProfile::backward_fixed_s}) {
+      l.*field = median_optional(i, field);
+    }
+  }
+  return out;
 }
 
 }  // namespace trainsim

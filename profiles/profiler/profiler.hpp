@@ -41,4 +41,12 @@ struct MeasureOptions {
 // values < 1, and the model's own errors when exec cannot build it.
 Profile measure_profile(const Model& model, int64_t batch, const MeasureOptions& options = {});
 
+// Several measurements of one model and batch folded into one: each layer's
+// times (forward, backward, their splits and fixed parts, update) are the
+// medians over `profiles`, so one measurement taken while the machine was
+// disturbed moves no layer. Bytes and sparsity are the first profile's.
+// TRAINSIM_CHECK that the profiles are not empty and have the same layers and
+// batch.
+Profile median_profile(const std::vector<Profile>& profiles);
+
 }  // namespace trainsim

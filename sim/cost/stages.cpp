@@ -337,10 +337,13 @@ Pipeline resolve_pipeline(const Profile& profile, const Cluster& cluster, Strate
   if (read_replicas) {
     const bool given = config.has("replicate");
     const bool replicate = config.get_bool("replicate", defaults.replicate);
-    if (replicate && (config.has("stages") || !replicas.empty())) {
-      if (given) {
-        throw InputError("--set replicate", "true beside an explicit stages or replicas setting",
-                         "replicate=true only when the search chooses the partition");
+    // replicate=true beside both stages and replicas is what a search
+    // resolved (a run's config set again): the partition is taken as given.
+    const bool partition_given = config.has("stages") || !replicas.empty();
+    if (replicate && partition_given) {
+      if (given && !(config.has("stages") && !replicas.empty())) {
+        throw InputError("--set replicate", "true beside only one of stages and replicas",
+                         "replicate=true with no partition (the search chooses it) or with both");
       }
     } else if (replicate) {
       return searched_pipeline(profile, cluster, config, defaults.objective, notes);

@@ -44,6 +44,13 @@ void StrategyConfig::set_json(const std::string& key, const nlohmann::json& valu
   origins_[key] = where;
 }
 
+StrategyConfig StrategyConfig::from_resolved(const nlohmann::json& resolved, const std::string& where) {
+  if (!resolved.is_object()) throw InputError(where, "is not a JSON object", "the settings a plan resolved");
+  StrategyConfig config;
+  for (const auto& [key, value] : resolved.items()) config.set_json(key, value, where + ": " + key);
+  return config;
+}
+
 std::string StrategyConfig::where_of(const std::string& key) const {
   auto it = origins_.find(key);
   return it != origins_.end() ? it->second : "--set " + key;

@@ -25,6 +25,11 @@ class StrategyConfig {
  public:
   StrategyConfig() = default;
 
+  // The settings a plan resolved (Plan::config, Prediction::config) set
+  // again, so a plan generated from another profile keeps the same
+  // partition, chunks and queues. `where` names the origin in errors.
+  static StrategyConfig from_resolved(const nlohmann::json& resolved, const std::string& where);
+
   // Records a raw value. Text that parses as JSON (numbers, lists, true) is
   // stored as JSON, anything else as a string. `where` names its origin
   // ("--set workers", "cfg.json: workers").

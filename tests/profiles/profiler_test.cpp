@@ -165,6 +165,32 @@ TEST(MeasuredProfile, ModelWithAnOpExecCannotRunFailsNamingTheLayer) {
   }
 }
 
+TEST(MedianProfile, TakesEachLayersMedianTimeOverTheProfiles) {
+  Profile a;
+  a.batch_size = 8;
+  a.layers.resize(2);
+  a.layers[0].name = "fc";
+  a.layers[1].name = "relu";
+  a.layers[0].param_bytes = 400;
+  a.layers[0].update_s = 1e-6;
+  Profile b = a;
+  Profile c = a;
+  a.layers[0].forward_s = 1e-3, b.layers[0].forward_s = 5e-3, c.layers[0].forward_s = 2e-3;
+  a.layers[1].backward_s = 9e-3, b.layers[1].backward_s = 1e-3, c.layers[1].backward_s = 3e-3;
+  b.layers[0].update_s = 3e-6, c.layers[0].update_s = 2e-6;
+  c.layers[0].backward_input_s = 1e-3;  // only one profile split the backward
+  const Profile m = median_profile({a, b, c});
+  EXPECT_DOUBLE_EQ(m.layers[0].forward_s, 2e-3);
+  EXPECT_DOUBLE_EQ(m.layers[1].backward_s, 3e-3);
+  EXPECT_DOUBLE_EQ(*m.layers[0].update_s, 2e-6);
+  EXPECT_FALSE(m.layers[0].backward_input_s.has_value());
+  EXPECT_FALSE(m.layers[1].update_s.has_value());
+  EXPECT_EQ(m.layers[0].param_bytes, 400);
+  Profile other = a;
+  other.batch_size = 16;
+  EXPECT_ANY_THROW(median_profile({a, other}));
+}
+
 TEST(ChannelFit, LatencyIsTheSmallestMessageAndBandwidthTheLargeMessagesSlope) {
   // t(n) = 1e-5 s + n / 1e9 B/s. Smallest (4 B): 1e-5 + 4e-9 = 1.0004e-5 s.
   // Large messages are those >= 16e6/16 = 1e6 B: 1e6, 4e6, 16e6; on an exact

@@ -7,10 +7,13 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "exec/data/synthetic_text.hpp"
 #include "exec/training.hpp"
 #include "model/zoo/zoo.hpp"
 #include "profiles/analytic_profiler.hpp"
+#include "profiles/profiler/profiler.hpp"
 #include "sim/cost/strategies.hpp"
+#include "sim/des/engine.hpp"
 #include "tests/tools/cli_fixtures.hpp"
 
 namespace trainsim {
@@ -98,6 +101,26 @@ TEST(ValidateCli, MeasuresEachStrategyAsTheMedianOverRounds) {
     std::sort(rounds.begin(), rounds.end());
     EXPECT_EQ(s["measured_s"].get<double>(), rounds[1]) << s["strategy"];
   }
+}
+
+TEST(Validate, PredictsTheFirstRunsPlanFromTheMedianOfTheRoundsProfiles) {
+  const Model model = build_zoo_model("text-bag");
+  const Dataset data = make_synthetic_text(kTextVocabulary, kTextTokensPerSample, kTextClasses, 256, 16, 1);
+  ValidationOptions options;
+  options.batch_size = 16;
+  options.iterations = 4;
+  options.rounds = 3;
+  options.profile_repeats = 2;
+  options.strategies = {"gpipe"};
+  const Validation v = validate(model, data, 2, options);
+  ASSERT_EQ(v.round_profiles.size(), 3u);
+  EXPECT_EQ(profile_to_json(v.profile), profile_to_json(median_profile(v.round_profiles)));
+  ASSERT_EQ(v.results.size(), 1u);
+  const StrategyValidation& r = v.results.front();
+  ASSERT_TRUE(r.skipped.empty()) << r.skipped;
+  const Plan plan = generate_plan(find_strategy("gpipe", "test"), v.profile, v.cluster,
+                                  StrategyConfig::from_resolved(r.config, "test"), options.iterations);
+  EXPECT_DOUBLE_EQ(r.predicted_simulated_s, simulate_plan(plan, v.cluster, SimOptions{}).iteration_s);
 }
 
 TEST(ValidateCli, PredictsRunsAndComparesEachStrategy) {

@@ -107,7 +107,7 @@ TEST(Stages, ReplicatingDefaultReplicatesAComputeHeavyStage) {
             testing_fixtures::run_strategy("pipedream", profile, cluster, {{"replicate", "false"}}).iteration_s);
 }
 
-TEST(Stages, ReplicateBesideExplicitStagesIsAnInputError) {
+TEST(Stages, ReplicateBesideOnlyOneOfStagesAndReplicasIsAnInputError) {
   const Profile profile = chain_profile(8, 1e-3, 2e-3, 1e6, 1e6);
   StrategyConfig config;
   config.set("stages", "0-3,4-7", "--set stages");
@@ -123,6 +123,27 @@ TEST(Stages, ReplicateBesideExplicitStagesIsAnInputError) {
   StrategyConfig given;
   given.set("stages", "0-3,4-7", "--set stages");
   EXPECT_EQ(resolve_pipeline(profile, simple_cluster(1, 4), given, notes, kPipedreamPartition).stage_count(), 2);
+}
+
+TEST(Stages, ReplicateBesideAWholePartitionTakesItAsTheSearchResolvedIt) {
+  // A searched run's settings (replicate, stages and replicas) set again give
+  // the same pipeline, even from a profile the search would cut otherwise.
+  const Profile profile = chain_profile(8, 1e-3, 2e-3, 1e6, 1e6);
+  const Cluster cluster = simple_cluster(1, 4);
+  StrategyConfig searched;
+  std::vector<std::string> notes;
+  const Pipeline first = resolve_pipeline(profile, cluster, searched, notes, kPipedreamPartition);
+  StrategyConfig again = StrategyConfig::from_resolved(searched.resolved(), "run.json");
+  Profile slower_front = profile;
+  slower_front.layers[0].forward_s = 10e-3;
+  slower_front.layers[0].backward_s = 20e-3;
+  const Pipeline second = resolve_pipeline(slower_front, cluster, again, notes, kPipedreamPartition);
+  ASSERT_EQ(second.stage_count(), first.stage_count());
+  for (size_t k = 0; k < first.stages.size(); ++k) {
+    EXPECT_EQ(second.stages[k].layers, first.stages[k].layers);
+    EXPECT_EQ(second.stages[k].replicas, first.stages[k].replicas);
+  }
+  EXPECT_EQ(again.resolved(), searched.resolved());
 }
 
 TEST(Stages, DefaultIsOneStagePerDeviceFromThePartitionSearch) {
