@@ -46,6 +46,7 @@ struct WorkerState {
   Weights weights;                      // every layer (those the worker runs are the ones that move)
   std::unique_ptr<Sgd> optimizer;
   std::unique_ptr<SpecTrain> spectrain; // dualpipe with spectrain: the smoothed gradient v
+  Weights predicted;                    // SpecTrain: Ŵ of the compute op running, reused op after op
   int32_t version = 0;                  // updates applied so far
   std::map<int32_t, Weights> snapshots; // stashed versions still to be read
   std::map<int32_t, int64_t> readers;   // compute ops yet to read each version
@@ -428,21 +429,23 @@ class Interpreter {
   // --- weights by version ------------------------------------------------------
 
   // The weights compute op `op` of `w` reads: live, stashed, or (SpecTrain)
-  // predicted into `predicted` when the op names a version s ahead of the
-  // worker's: Ŵ = W − s·η·v (seed 000 eq. 4). Reported to on_weights_read.
-  const Weights& weights_for(WorkerState& w, OpId id, const Op& op, Weights& predicted) {
-    const Weights& weights = select_weights(w, op, predicted);
+  // predicted into the worker's buffer when the op names a version s ahead of
+  // the worker's: Ŵ = W − s·η·v (seed 000 eq. 4), the op's layers only (the
+  // worker's compute ops run one at a time, so one buffer serves them all).
+  // Reported to on_weights_read.
+  const Weights& weights_for(WorkerState& w, OpId id, const Op& op) {
+    const Weights& weights = select_weights(w, op);
     if (options_.on_weights_read) options_.on_weights_read(id, weights);
     return weights;
   }
 
-  const Weights& select_weights(WorkerState& w, const Op& op, Weights& predicted) {
+  const Weights& select_weights(WorkerState& w, const Op& op) {
     const int32_t version = op.weight_version;
     std::lock_guard lock(w.mu);
     if (version < 0 || version == w.version) return w.weights;
     if (version > w.version && w.spectrain) {
-      predicted = w.spectrain->predict(w.weights, version - w.version, op.first_layer, op.last_layer);
-      return predicted;
+      w.spectrain->predict_into(w.weights, version - w.version, op.first_layer, op.last_layer, w.predicted);
+      return w.predicted;
     }
     auto it = w.snapshots.find(version);
     if (it == w.snapshots.end()) {
@@ -512,8 +515,7 @@ class Interpreter {
       w.outputs.erase(it);
     }
     std::vector<LayerCache> caches;
-    Weights predicted;
-    Tensor y = forward_range(network_, weights_for(w, id, op, predicted), op.first_layer, op.last_layer, x, caches);
+    Tensor y = forward_range(network_, weights_for(w, id, op), op.first_layer, op.last_layer, x, caches);
     done_reading(w, op.weight_version);
     const auto last_layer = static_cast<int32_t>(network_.layers.size()) - 1;
     const bool recomputed = recomputed_.contains({op.worker, op.iteration, mb, op.first_layer});
@@ -617,8 +619,7 @@ class Interpreter {
       w.inputs.erase(it);
     }
     std::vector<LayerCache> caches;
-    Weights predicted;
-    Tensor y = forward_range(network_, weights_for(w, id, op, predicted), op.first_layer, op.last_layer, x, caches);
+    Tensor y = forward_range(network_, weights_for(w, id, op), op.first_layer, op.last_layer, x, caches);
     done_reading(w, op.weight_version);
     const auto last_layer = static_cast<int32_t>(network_.layers.size()) - 1;
     std::lock_guard lock(w.mu);
@@ -650,8 +651,7 @@ class Interpreter {
       }
       grads = &gradients_of(w, op.iteration);
     }
-    Weights predicted;
-    Tensor dx = backward_range(network_, weights_for(w, id, op, predicted), op.first_layer, op.last_layer, dy,
+    Tensor dx = backward_range(network_, weights_for(w, id, op), op.first_layer, op.last_layer, dy,
                                caches, *grads);
     done_reading(w, op.weight_version);
     if (op.first_layer > 0) {

@@ -34,7 +34,7 @@ void validate_cluster(const Cluster& c, const std::string& where) {
 }
 
 nlohmann::json cluster_to_json(const Cluster& c) {
-  return {{"format", "trainsim.cluster/1"},
+  nlohmann::json doc = {{"format", "trainsim.cluster/1"},
           {"name", c.name},
           {"description", c.description},
           {"machines", c.machines},
@@ -55,6 +55,8 @@ nlohmann::json cluster_to_json(const Cluster& c) {
             {"threads", c.host.threads},
             {"stream_sync_s", c.host.stream_sync_s}}},
           {"collective", collective_json(c.collective)}};
+  if (c.device.handoff_s != 0) doc["device"]["handoff_s"] = c.device.handoff_s;  // optional: absent means 0
+  return doc;
 }
 
 Cluster cluster_from_json(const nlohmann::json& doc, const std::string& where) {
@@ -79,6 +81,7 @@ Cluster cluster_from_json(const nlohmann::json& doc, const std::string& where) {
     if (rate > 1) throw InputError(at + ".compute_rate_while_communicating", "is " + std::to_string(rate), "a rate in (0, 1]");
     c.device.compute_rate_while_communicating = rate;
   }
+  if (d.contains("handoff_s")) c.device.handoff_s = require_nonnegative(d, "handoff_s", at);
   c.intra_link = read_link(doc, "intra_link", where);
   c.inter_link = read_link(doc, "inter_link", where);
   const nlohmann::json& h = require_field(doc, "host", where);

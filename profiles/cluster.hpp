@@ -22,6 +22,13 @@ struct DeviceSpec {
   // the file (default 1); the CPU probe derives it from the core count and
   // the executor's two threads per worker (docs/simulator.md).
   double compute_rate_while_communicating = 1;
+  // Time a worker's compute stream loses each time one of its compute ops
+  // hands work to another of its streams (a send, a collective, a copy the
+  // op releases): the stream's next op starts this long after the op ends,
+  // while the released op starts at once. On CPU threads sharing a core it is
+  // the switch to the communication thread and back; optional in the file
+  // (default 0, as for an asynchronous launch).
+  double handoff_s = 0;
 };
 
 struct LinkSpec {

@@ -2,6 +2,7 @@
 // prediction. Float32 arithmetic; γ, 1−γ and s·η are rounded to float once.
 #include "exec/optim/spectrain.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <utility>
@@ -58,24 +59,39 @@ void SpecTrain::observe(const Weights& weights, const Gradients& grads, int64_t 
 }
 
 Weights SpecTrain::predict(const Weights& weights, int64_t version_difference, int64_t first, int64_t last) const {
+  Weights predicted = weights;
+  predict_into(weights, version_difference, first, last, predicted);
+  return predicted;
+}
+
+void SpecTrain::predict_into(const Weights& weights, int64_t version_difference, int64_t first, int64_t last,
+                             Weights& out) const {
   TRAINSIM_CHECK(version_difference >= 0, "negative version difference");
   TRAINSIM_CHECK(first >= 0 && first <= last && last < static_cast<int64_t>(weights.size()),
                  "SpecTrain range outside the model");
-  Weights predicted = weights;
+  if (out.size() != weights.size()) out.resize(weights.size());
   const auto step = static_cast<float>(static_cast<double>(version_difference) * options_.learning_rate);
   for (int64_t layer = first; layer <= last; ++layer) {
+    const LayerParams& w = weights[layer];
+    LayerParams& predicted = out[layer];
     // Before the first observation v = 0 and the prediction is W_t itself.
-    if (version_difference == 0 || layer >= static_cast<int64_t>(smoothed_.size()) || smoothed_[layer].empty()) {
-      continue;
-    }
-    for (size_t p = 0; p < predicted[layer].size(); ++p) {
-      std::vector<float>& w = predicted[layer][p].data;
+    const bool moves =
+        version_difference != 0 && layer < static_cast<int64_t>(smoothed_.size()) && !smoothed_[layer].empty();
+    if (predicted.size() != w.size()) predicted.resize(w.size());
+    for (size_t p = 0; p < w.size(); ++p) {
+      Tensor& to = predicted[p];
+      if (to.shape != w[p].shape) to = Tensor(w[p].shape);
+      if (!moves) {
+        std::copy(w[p].data.begin(), w[p].data.end(), to.data.begin());
+        continue;
+      }
       const std::vector<float>& v = smoothed_[layer][p].data;
-      TRAINSIM_CHECK(w.size() == v.size(), "smoothed gradient shaped unlike the weights");
-      for (size_t i = 0; i < w.size(); ++i) w[i] -= step * v[i];
+      TRAINSIM_CHECK(w[p].data.size() == v.size(), "smoothed gradient shaped unlike the weights");
+      const float* from = w[p].data.data();
+      float* into = to.data.data();
+      for (size_t i = 0; i < v.size(); ++i) into[i] = from[i] - step * v[i];
     }
   }
-  return predicted;
 }
 
 int64_t SpecTrain::forward_version_difference(int64_t stages, int64_t stage) {

@@ -36,6 +36,13 @@ class SpecTrain {
   // the weights as they are.
   Weights predict(const Weights& weights, int64_t version_difference, int64_t first, int64_t last) const;
 
+  // Eq. 4 for layers [first, last] only, written into `out` in one pass over
+  // W and v (no copy of the other layers, whose entries in `out` are left as
+  // they were): a stage predicts its own layers into a buffer it reuses, so a
+  // prediction costs one read of W and v and one write of Ŵ for the stage.
+  void predict_into(const Weights& weights, int64_t version_difference, int64_t first, int64_t last,
+                    Weights& out) const;
+
   // Eq. 5: version difference of a forward on stage k (0-based) of N: 2N − k − 2.
   static int64_t forward_version_difference(int64_t stages, int64_t stage);
   // Eq. 6: of a backward on stage k: k.

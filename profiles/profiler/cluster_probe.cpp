@@ -3,8 +3,11 @@
 #include "profiles/profiler/cluster_probe.hpp"
 
 #include <algorithm>
+#include <atomic>
+#include <barrier>
 #include <cmath>
 #include <cstring>
+#include <memory>
 #include <numeric>
 #include <thread>
 
@@ -117,6 +120,50 @@ double measure_barrier_s(int64_t workers, const ClusterProbeOptions& o) {
   return median_s(samples_s);
 }
 
+// The executor's hand-off (interpreter.cpp, run_op): worker 0's compute
+// thread ends an op, sets its done flag, wakes the communication thread
+// waiting on it and yields; that thread runs its op, which wakes worker 1's
+// thread waiting on it (a send's receiver: nothing but done flags here), and
+// sleeps on its next wait. Each round's time runs from the compute thread's
+// op end to its return from the yield. The threads sit on the cores
+// worker_thread_core gives them, so where worker 0's two share a core the
+// compute thread waits out the communication thread's turn, its wake-up of
+// the other core included. The compute thread spins handoff_work_s between
+// rounds, so the others are asleep each time, as after an op.
+double measure_handoff_s(int64_t workers, const ClusterProbeOptions& o) {
+  const int64_t rounds = o.warmups + o.handoff_repeats;
+  const auto ready = std::make_unique<std::atomic<bool>[]>(static_cast<size_t>(rounds));
+  const auto done = std::make_unique<std::atomic<bool>[]>(static_cast<size_t>(rounds));
+  const int64_t cores = usable_cores();
+  const int64_t threads = workers > 1 ? 3 : 2;  // compute, its communication, the peer's
+  std::vector<double> samples_s;
+  run_threads(threads, [&](int64_t thread, std::barrier<>& sync) {
+    pin_current_thread(thread == 2 ? worker_thread_core(1, workers, cores, false)
+                                   : worker_thread_core(0, workers, cores, thread == 0));
+    sync.arrive_and_wait();
+    for (int64_t r = 0; r < rounds; ++r) {
+      const auto i = static_cast<size_t>(r);
+      if (thread == 2) {
+        done[i].wait(false);
+      } else if (thread == 1) {
+        ready[i].wait(false);
+        done[i].store(true);
+        done[i].notify_all();
+      } else {
+        const double until_s = now_s() + o.handoff_work_s;
+        while (now_s() < until_s) {
+        }
+        const double start_s = now_s();
+        ready[i].store(true);
+        ready[i].notify_all();
+        std::this_thread::yield();
+        if (r >= o.warmups) samples_s.push_back(now_s() - start_s);
+      }
+    }
+  });
+  return median_s(samples_s);
+}
+
 // The executor's packing around a collective (interpreter.cpp, all_reduce):
 // flatten, scale by the mean, unflatten; bytes of gradient per second.
 double measure_pack_bytes_per_s(int64_t workers, const ClusterProbeOptions& o) {
@@ -145,7 +192,8 @@ void check_probe_options(int64_t workers, const ClusterProbeOptions& o) {
   if (workers < 1) throw InputError("--concurrent", std::to_string(workers), "at least 1 worker");
   const bool ok = o.repeats >= 1 && o.warmups >= 0 && o.gemm_size >= 1 && o.copy_bytes >= 4 &&
                   o.min_message_bytes >= 4 && o.max_message_bytes >= o.min_message_bytes && o.reduce_bytes >= 4 &&
-                  o.barrier_repeats >= 1 && o.barrier_late_s >= 0 && o.pack_bytes >= 4 && o.pack_repeats >= 1;
+                  o.barrier_repeats >= 1 && o.barrier_late_s >= 0 && o.pack_bytes >= 4 && o.pack_repeats >= 1 &&
+                  o.handoff_repeats >= 1 && o.handoff_work_s >= 0;
   TRAINSIM_CHECK(ok, "cluster probe options out of range");
 }
 
@@ -206,6 +254,7 @@ Cluster measure_cpu_cluster(int64_t workers, const ClusterProbeOptions& options)
   c.device.peak_flops_per_s = measure_gemm_flops_per_s(workers, options);
   c.device.memory_bytes_per_s = measure_copy_bytes_per_s(workers, options);
   c.device.compute_rate_while_communicating = cpu_compute_rate_while_communicating(workers, usable_cores());
+  c.device.handoff_s = measure_handoff_s(workers, options);
   const ChannelFit channel = fit_channel(measure_channel(options));
   c.intra_link = {channel.bandwidth_bytes_per_s, channel.latency_s};
   c.inter_link = c.intra_link;
@@ -222,7 +271,7 @@ Cluster measure_cpu_cluster(int64_t workers, const ClusterProbeOptions& options)
                   std::to_string(options.copy_bytes >> 20) + " MiB, in-process ping-pong " +
                   std::to_string(options.min_message_bytes) + " B.." + std::to_string(options.max_message_bytes) +
                   " B (latency: smallest message; bandwidth: least-squares slope of the large ones), packing of " +
-                  std::to_string(options.pack_bytes) + " B of gradients";
+                  std::to_string(options.pack_bytes) + " B of gradients, hand-off to a communication thread";
   validate_cluster(c, "measured cluster " + c.name);
   return c;
 }

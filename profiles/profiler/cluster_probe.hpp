@@ -44,6 +44,8 @@ struct ClusterProbeOptions {
   double barrier_late_s = 200e-6;          // how late the last thread arrives at each
   int64_t pack_bytes = 1 << 20;            // gradient bytes packed per collective (the model's, where known)
   int64_t pack_repeats = 50;               // packings timed for collective.pack_bytes_per_s
+  int64_t handoff_repeats = 200;           // hand-offs timed for device.handoff_s
+  double handoff_work_s = 100e-6;          // compute between them (the other thread falls asleep)
 };
 
 // One machine, devices_per_machine = workers, device kind "cpu":
@@ -54,6 +56,10 @@ struct ClusterProbeOptions {
 //     convention), again `workers` copies at once;
 //   compute_rate_while_communicating = cpu_compute_rate_while_communicating
 //     (workers, usable_cores());
+//   handoff_s = median time worker 0's compute thread, on its core, takes
+//     from an op's end to its next op when the op wakes a communication
+//     thread on that thread's core (worker_thread_core): the executor's
+//     flag, wake-up and yield, the other thread's turn and its sleep;
 //   intra_link = inter_link = host link = fit_channel of a ping-pong between
 //     two threads over InProcessTransport (one-way = half the median round
 //     trip; the sender copies its buffer into the message, as workers do);

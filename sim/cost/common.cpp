@@ -37,6 +37,8 @@ double update_s(double param_bytes, const Cluster& cluster) {
   return kUpdatePassesPerParamByte * param_bytes / cluster.device.memory_bytes_per_s;
 }
 
+double spectrain_pass_s(double update_s) { return kSpecTrainPassesPerParamByte / kUpdatePassesPerParamByte * update_s; }
+
 double range_update_s(const Profile& profile, int64_t first, int64_t last, const Cluster& cluster) {
   TRAINSIM_CHECK(first >= 0 && last < static_cast<int64_t>(profile.layers.size()) && first <= last,
                  "layer range out of bounds");

@@ -37,6 +37,17 @@ inline constexpr double kUpdatePassesPerParamByte = 5.0;
 // Time of the optimizer update of `param_bytes` on one device of `cluster`.
 double update_s(double param_bytes, const Cluster& cluster);
 
+// SpecTrain's own work (seed 000 eqs. 1 and 4): a prediction Ŵ = W − s·η·v
+// reads W and v and writes Ŵ; the smoothing v = γ·v + (1 − γ)·g after each
+// update reads v and g and writes v: 3 passes over the parameters each.
+inline constexpr double kSpecTrainPassesPerParamByte = 3.0;
+
+// One such pass (a prediction, or the smoothing of v) of weights whose
+// optimizer update takes `update_s`: 3 of the update's 5 passes at the rate
+// the update runs, so a measured update of cache-resident weights prices it
+// at the cache's rate (3·bytes / memory bandwidth for an estimated update).
+double spectrain_pass_s(double update_s);
+
 // The update of layers [first, last]: Σ each layer's measured update_s where
 // the profile has one, else update_s(its param_bytes) — a measured step of a
 // cache-resident layer can be several times faster than the streaming rate.

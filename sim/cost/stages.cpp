@@ -328,6 +328,17 @@ Pipeline searched_pipeline(const Profile& profile, const Cluster& cluster, Strat
   return build_pipeline(profile, cluster, ranges, replicas);
 }
 
+SpecTrainWork spectrain_work(const Pipeline& pipe, int64_t k) {
+  const int64_t stages = pipe.stage_count();
+  TRAINSIM_CHECK(k >= 0 && k < stages, "stage outside the pipeline");
+  const double pass_s = spectrain_pass_s(pipe.stages[static_cast<size_t>(k)].update_s);
+  SpecTrainWork work;
+  work.forward_s = 2 * stages - k - 2 > 0 ? pass_s : 0.0;
+  work.backward_s = k > 0 ? pass_s : 0.0;
+  work.update_s = pass_s;
+  return work;
+}
+
 Pipeline resolve_pipeline(const Profile& profile, const Cluster& cluster, StrategyConfig& config,
                           std::vector<std::string>& notes, const PartitionDefaults& defaults, bool read_replicas) {
   std::vector<int64_t> replicas = read_replicas ? config.get_int_list("replicas") : std::vector<int64_t>{};

@@ -110,6 +110,17 @@ extern const PartitionDefaults kDualpipePartition;       // DualPipe's F+B unit,
 extern const PartitionDefaults kGpipePartition;          // GPipe with its bubble, straight
 extern const PartitionDefaults kDspPartition;            // DSP with recomputation, straight
 
+// SpecTrain's work on stage k of `pipe` (seed 000 eqs. 1, 4-6), per task of
+// one replica: the forward predicts s = 2S − k − 2 versions ahead and the
+// backward s = k, each a pass over the stage's weights when s > 0
+// (spectrain_pass_s of the stage's update_s); every update smooths v, one pass.
+struct SpecTrainWork {
+  double forward_s = 0;
+  double backward_s = 0;
+  double update_s = 0;
+};
+SpecTrainWork spectrain_work(const Pipeline& pipe, int64_t k);
+
 // Reads `stages` (ranges, or an integer stage count K) and, with
 // read_replicas, `replicas` (default 1 per stage) and `replicate`, checks them
 // against the profile and cluster (InputError naming --set stages / --set

@@ -28,6 +28,7 @@ enum EventKind : uint32_t {
   kOpEnd = 0,     // a compute op, recv or collective ends
   kFlowJoin = 1,  // a transfer's latency has passed: it starts moving bytes
   kFlowDone = 2,  // a transfer's predicted completion (stale if its version moved on)
+  kHandedOff = 3, // a compute stream is back from handing an op over: its next op may start
 };
 
 struct Event {
@@ -59,6 +60,8 @@ struct alignas(64) OpState {
   OpId released_by = -1;       // the one of those whose end made it ready
   OpKind kind = OpKind::kForward;
   bool has_memory = false;     // allocates or frees: see Engine::memory_bytes_
+  bool hands_off = false;      // a compute op another stream of its worker waits on, with a stream
+                               // successor: that successor is released DeviceSpec::handoff_s later
   uint32_t version = 0;        // compute ops: bumped when a rate change reschedules its end
 };
 
@@ -127,6 +130,7 @@ class Engine {
   void on_ready(OpId id);
   void start(OpId id);
   void finish(OpId id);
+  void release(OpId next, OpId by);
   SimTime compute_duration_ns(double work_s);
   void start_compute(OpId id);
   void set_communicating(int32_t worker, int32_t delta);
@@ -149,6 +153,8 @@ class Engine {
   std::vector<int32_t> machine_of_worker_;
   std::vector<int32_t> device_of_worker_;
   double shared_rate_ = 1;              // cluster's compute_rate_while_communicating
+  SimTime handoff_ns_ = 0;              // cluster's handoff_s
+  std::vector<OpId> handed_off_by_;     // per op released after a hand-off: its stream predecessor, else -1
   std::vector<CoreShare> core_shares_;  // per worker, used when shared_rate_ < 1
 
   std::vector<Collective> collectives_;
@@ -198,6 +204,7 @@ Engine::Engine(const Plan& plan, const Cluster& cluster, const SimOptions& optio
     machine_of_worker_.push_back(static_cast<int32_t>(device / cluster.devices_per_machine));
   }
   shared_rate_ = cluster.device.compute_rate_while_communicating;
+  handoff_ns_ = seconds_to_ns(cluster.device.handoff_s);
   core_shares_.assign(workers, CoreShare{});
   result_.warmup_iterations = resolve_warmup_iterations(options.warmup_iterations, plan.iterations);
   result_.seed = options.seed;
@@ -267,6 +274,20 @@ void Engine::read_ops() {
     }
   }
   fill_successors(stream_next, dep_of);
+  // A compute op that releases another stream of its own worker hands that
+  // op over (the executor's compute thread yields its core to it) and its
+  // stream resumes handoff_s later.
+  if (handoff_ns_ <= 0) return;
+  handed_off_by_.assign(op_count_, -1);
+  for (size_t i = 0; i < dep_of.size(); i += 2) {
+    const Op& dep = plan_.ops[dep_of[i]];
+    const Op& op = plan_.ops[dep_of[i + 1]];
+    if (dep.stream == StreamKind::kCompute && op.stream != StreamKind::kCompute && dep.worker == op.worker &&
+        stream_next[dep_of[i]] >= 0) {
+      states_[dep_of[i]].hands_off = true;
+      handed_off_by_[stream_next[dep_of[i]]] = dep_of[i];
+    }
+  }
 }
 
 // successor_offsets_[id + 1] holds op id's successor count: make the offsets
@@ -470,13 +491,16 @@ void Engine::finish(OpId id) {
   }
   if (op.has_memory) live_bytes_[op.worker] -= memory_bytes_[id][1];
   ++finished_;
-  for (int32_t s = successor_offsets_[id]; s < successor_offsets_[id + 1]; ++s) {
-    const OpId next = successors_[s];
-    OpState& successor = states_[next];
-    if (--successor.pending == 0) {
-      successor.released_by = id;
-      on_ready(next);
-    }
+  int32_t s = successor_offsets_[id];
+  if (op.hands_off) push(now_ns_ + handoff_ns_, successors_[s++], kHandedOff);  // its stream successor
+  for (; s < successor_offsets_[id + 1]; ++s) release(successors_[s], id);
+}
+
+void Engine::release(OpId next, OpId by) {
+  OpState& successor = states_[next];
+  if (--successor.pending == 0) {
+    successor.released_by = by;
+    on_ready(next);
   }
 }
 
@@ -507,6 +531,9 @@ SimResult Engine::run() {
         } else {
           finish(event.op);  // nothing to move
         }
+        break;
+      case kHandedOff:
+        release(event.op, handed_off_by_[event.op]);
         break;
       case kFlowDone: {
         const int32_t f = states_[event.op].index;

@@ -36,18 +36,20 @@ struct UnitState {
 // weights predicted s versions ahead of the stage's current ones, s = 2S − k − 2
 // for the forward and s = k for the backward (eqs. 5-6); vanilla: the current.
 // Returns the stages whose round of backwards completed.
+// The predictions add their passes (spectrain_work) to the tasks.
 std::vector<int32_t> run_tasks(PipelinePlanWriter& w, UnitState& st, int32_t unit, bool spectrain) {
   const int32_t stages = w.stage_count();
   std::vector<int32_t> rounds_done;
   for (int32_t k = 0; k < stages; ++k) {
+    const SpecTrainWork work = spectrain ? spectrain_work(w.pipeline(), k) : SpecTrainWork{};
     const int32_t f = unit - k;
     const int32_t b = unit - (2 * stages - 2 - k);
     if (f >= 0 && f < w.iterations()) {
-      w.forward(k, f, 0, st.version[k] + (spectrain ? 2 * stages - k - 2 : 0));
+      w.op(w.forward(k, f, 0, st.version[k] + (spectrain ? 2 * stages - k - 2 : 0))).work_s += work.forward_s;
       st.last_iteration[w.worker_of(k, f, 0)] = f;
     }
     if (b >= 0 && b < w.iterations()) {
-      w.backward(k, b, 0, st.version[k] + (spectrain ? k : 0));
+      w.op(w.backward(k, b, 0, st.version[k] + (spectrain ? k : 0))).work_s += work.backward_s;
       st.last_iteration[w.worker_of(k, b, 0)] = b;
       if (--st.left[k][b / w.replicas(k)] == 0) rounds_done.push_back(k);
     }
@@ -60,7 +62,7 @@ std::vector<int32_t> run_tasks(PipelinePlanWriter& w, UnitState& st, int32_t uni
 // Lines 10-13 after the tasks: a barrier that also waits for the unit's
 // transfers, the update phase (a replicated stage's replicas first AllReduce
 // the round's gradients, once each of them has run its backward of the round),
-// and a second barrier.
+// and a second barrier. SpecTrain's update also smooths v.
 Plan plan_dualpipe(const Profile& profile, const Cluster& cluster, StrategyConfig& config, int32_t iterations) {
   std::vector<std::string> notes;
   const Pipeline pipe = resolve_pipeline(profile, cluster, config, notes, kDualpipePartition);
@@ -81,7 +83,8 @@ Plan plan_dualpipe(const Profile& profile, const Cluster& cluster, StrategyConfi
     for (int32_t k : rounds_done) {
       for (int32_t j = 0; j < w.replicas(k); ++j) {
         const int32_t worker = w.replica_worker(k, j);
-        w.synchronised_update(worker, st.last_iteration[worker], st.version[k]);
+        const OpId update = w.synchronised_update(worker, st.last_iteration[worker], st.version[k]);
+        if (spectrain) w.op(update).work_s += spectrain_work(pipe, k).update_s;  // v's smoothing
       }
       ++st.version[k];
     }

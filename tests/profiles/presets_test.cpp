@@ -35,6 +35,7 @@ void expect_same_cluster(const Cluster& a, const Cluster& b) {
   EXPECT_EQ(a.device.peak_flops_per_s, b.device.peak_flops_per_s);
   EXPECT_EQ(a.device.memory_bytes_per_s, b.device.memory_bytes_per_s);
   EXPECT_EQ(a.device.compute_rate_while_communicating, b.device.compute_rate_while_communicating);
+  EXPECT_EQ(a.device.handoff_s, b.device.handoff_s);
   expect_same_link(a.intra_link, b.intra_link);
   expect_same_link(a.inter_link, b.inter_link);
   EXPECT_EQ(a.host.link_bandwidth_bytes_per_s, b.host.link_bandwidth_bytes_per_s);
@@ -104,6 +105,23 @@ TEST(Presets, ComputeRateWhileCommunicatingIsOptionalAndAtMostOne) {
     } catch (const InputError& e) {
       EXPECT_NE(std::string(e.what()).find("compute_rate_while_communicating"), std::string::npos) << e.what();
     }
+  }
+}
+
+TEST(Presets, HandoffIsOptionalAndNotNegative) {
+  Cluster c = cluster_presets().front();
+  EXPECT_FALSE(cluster_to_json(c)["device"].contains("handoff_s"));  // 0 is written as absent
+  c.device.handoff_s = 25e-6;
+  nlohmann::json doc = cluster_to_json(c);
+  EXPECT_EQ(cluster_from_json(doc, "f").device.handoff_s, 25e-6);
+  doc["device"].erase("handoff_s");
+  EXPECT_EQ(cluster_from_json(doc, "f").device.handoff_s, 0.0);
+  doc["device"]["handoff_s"] = -1e-6;
+  try {
+    cluster_from_json(doc, "f");
+    FAIL() << "a negative hand-off was accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("handoff_s"), std::string::npos) << e.what();
   }
 }
 

@@ -222,6 +222,7 @@ ClusterProbeOptions quick_probe() {
   o.max_message_bytes = 1 << 20;
   o.reduce_bytes = 1 << 20;
   o.barrier_repeats = 20;
+  o.handoff_repeats = 20;
   return o;
 }
 
@@ -246,6 +247,10 @@ TEST(MeasuredCluster, IsOneMachineOfCpuWorkersWithPositiveRatesThatValidates) {
   EXPECT_GT(c.collective.pack_bytes_per_s, 0);
   EXPECT_EQ(c.device.compute_rate_while_communicating,
             cpu_compute_rate_while_communicating(2, usable_cores()));
+  EXPECT_GT(c.device.handoff_s, 0);  // at least the wake-up call
+  EXPECT_LT(c.device.handoff_s, 0.1);
+  const Cluster one = measure_cpu_cluster(1, quick_probe());  // no peer thread to wake
+  EXPECT_GT(one.device.handoff_s, 0);
   const Cluster back = cluster_from_json(cluster_to_json(c), "round trip");
   EXPECT_EQ(back.name, c.name);
   EXPECT_DOUBLE_EQ(back.device.peak_flops_per_s, c.device.peak_flops_per_s);

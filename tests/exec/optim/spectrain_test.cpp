@@ -110,6 +110,25 @@ TEST(SpecTrain, PredictsOnlyTheStageLayers) {
   EXPECT_EQ(predicted[1][0].data[0], 4.0f);
 }
 
+TEST(SpecTrain, PredictsIntoAReusedBufferOnlyTheRangesLayers) {
+  // s = 2, η = 0.5, v = 1: layer 1 predicted 5 − 1 = 4 into the buffer; layer 0
+  // keeps what the buffer held; a later call reuses the buffer's storage.
+  Weights weights = {one_layer({5.0f})[0], one_layer({5.0f, 7.0f})[0]};
+  SpecTrain spectrain({.learning_rate = 0.5, .gamma = 0.5});
+  spectrain.set_smoothed_gradient({one_layer({1.0f})[0], one_layer({1.0f, -2.0f})[0]});
+  Weights buffer;
+  spectrain.predict_into(weights, 2, 1, 1, buffer);
+  ASSERT_EQ(buffer.size(), 2u);
+  EXPECT_TRUE(buffer[0].empty());
+  EXPECT_EQ(buffer[1][0].data, (std::vector<float>{4.0f, 9.0f}));
+  const float* storage = buffer[1][0].data.data();
+  weights[1][0].data = {1.0f, 1.0f};
+  spectrain.predict_into(weights, 0, 1, 1, buffer);  // s = 0: W itself
+  EXPECT_EQ(buffer[1][0].data, (std::vector<float>{1.0f, 1.0f}));
+  EXPECT_EQ(buffer[1][0].data.data(), storage);
+  EXPECT_EQ(spectrain.predict(weights, 2, 1, 1)[1][0].data, (std::vector<float>{0.0f, 3.0f}));
+}
+
 TEST(SpecTrain, RejectsGammaOutsideTheUnitInterval) {
   EXPECT_THROW(SpecTrain({.learning_rate = 0.1, .gamma = 0.0}), InputError);
   EXPECT_THROW(SpecTrain({.learning_rate = 0.1, .gamma = 1.5}), InputError);

@@ -14,17 +14,28 @@ using testing_fixtures::simple_cluster;
 
 TEST(Dualpipe, OneUnitOfForwardPlusBackwardThenTheUpdate) {
   // Two stages of F 2, B 4 ms, 2 MB weights (update 5 × 2 MB / 100 GB/s = 0.1 ms),
-  // 4 MB crossing: one message 4 MB / 10 GB/s + 10 us = 0.41 ms. Stage 0's
-  // activations leave after its forward and land at 2.41 ms, inside its 6 ms;
-  // stage 1's gradients leave after its backward: 6 + 0.41 = 6.41 ms. Then the
-  // update phase, 0.1 ms, and the unit's two barriers, t_sync = 20 us each:
-  // 6.55 ms.
-  const Prediction p = run_strategy("dualpipe", chain_profile(4, 1e-3, 2e-3, 1e6, 4e6), simple_cluster(1, 2));
-  EXPECT_NEAR(p.iteration_s, 6.55e-3, 1e-12);
-  EXPECT_NEAR(p.breakdown.compute_s, 6.1e-3, 1e-12);
-  EXPECT_NEAR(p.breakdown.exposed_comm_s, 0.04e-3, 1e-12);
+  // 4 MB crossing: one message 4 MB / 10 GB/s + 10 us = 0.41 ms. Vanilla:
+  // stage 0's activations leave after its forward and land at 2.41 ms, inside
+  // its 6 ms; stage 1's gradients leave after its backward: 6 + 0.41 = 6.41
+  // ms. Then the update phase, 0.1 ms, and the unit's two barriers, t_sync =
+  // 20 us each: 6.55 ms.
+  const Profile profile = chain_profile(4, 1e-3, 2e-3, 1e6, 4e6);
+  const Prediction vanilla = run_strategy("dualpipe", profile, simple_cluster(1, 2), {{"spectrain", "false"}});
+  EXPECT_NEAR(vanilla.iteration_s, 6.55e-3, 1e-12);
+  EXPECT_NEAR(vanilla.breakdown.compute_s, 6.1e-3, 1e-12);
+  EXPECT_NEAR(vanilla.breakdown.exposed_comm_s, 0.04e-3, 1e-12);
+  EXPECT_NEAR(vanilla.breakdown.idle_transfer_s, 0.41e-3, 1e-12);
+  EXPECT_NEAR(vanilla.breakdown.idle_imbalance_s, 0, 1e-12);
+  // SpecTrain: each prediction and each smoothing of v is 3 of the update's 5
+  // passes over the weights: 60 us. Stage 0's forward predicts (s = 2), its backward does not (s =
+  // 0): 6.06 ms; stage 1 predicts for both (s = 1): 6.12 + 0.41 = 6.53 ms.
+  // Updates 0.16 ms, barriers 0.04: 6.73 ms. Compute averages stage 0's 6.22
+  // and stage 1's 6.28 ms; stage 0 waits 0.06 ms more than stage 1.
+  const Prediction p = run_strategy("dualpipe", profile, simple_cluster(1, 2));
+  EXPECT_NEAR(p.iteration_s, 6.73e-3, 1e-12);
+  EXPECT_NEAR(p.breakdown.compute_s, 6.25e-3, 1e-12);
   EXPECT_NEAR(p.breakdown.idle_transfer_s, 0.41e-3, 1e-12);
-  EXPECT_NEAR(p.breakdown.idle_imbalance_s, 0, 1e-12);
+  EXPECT_NEAR(p.breakdown.idle_imbalance_s, 0.03e-3, 1e-12);
   // Version gap of the forward on stage 0: 2·2 - 0 - 2 = 2.
   EXPECT_EQ(p.staleness, 2);
   ASSERT_EQ(p.memory.size(), 2u);
@@ -38,15 +49,29 @@ TEST(Dualpipe, OneUnitOfForwardPlusBackwardThenTheUpdate) {
   EXPECT_DOUBLE_EQ(p.memory[1].activations_bytes, 12e6);
 }
 
-TEST(Dualpipe, VanillaKeepsNoExtraWeightsAndTakesTheSameTime) {
+TEST(Dualpipe, VanillaKeepsNoExtraWeightsAndSkipsThePredictions) {
   const Profile profile = chain_profile(4, 1e-3, 2e-3, 1e6, 4e6);
   const Cluster cluster = simple_cluster(1, 2);
   const Prediction spec = run_strategy("dualpipe", profile, cluster);
   const Prediction vanilla = run_strategy("dualpipe", profile, cluster, {{"spectrain", "false"}});
-  EXPECT_DOUBLE_EQ(vanilla.iteration_s, spec.iteration_s);
+  // Stage 1's two predictions (2 × 60 us) and the smoothing of v (60 us).
+  EXPECT_NEAR(spec.iteration_s - vanilla.iteration_s, 0.18e-3, 1e-12);
   EXPECT_DOUBLE_EQ(vanilla.memory[0].stashed_bytes, 0);
   EXPECT_EQ(vanilla.config.at("spectrain"), false);
   EXPECT_EQ(spec.config.at("spectrain"), true);
+}
+
+TEST(Dualpipe, SpecTrainPassesRunAtTheRateOfTheMeasuredUpdate) {
+  // Measured updates of 0.25 ms per layer: each stage's 0.5 ms, so each
+  // prediction or smoothing is 3/5 of it, 0.3 ms (not 60 us at the streaming
+  // rate). Stage 1's two predictions lengthen the unit by 0.6 ms (7.01 against
+  // 6.41), the smoothing the update phase by 0.3: 0.9 ms over vanilla.
+  Profile profile = chain_profile(4, 1e-3, 2e-3, 1e6, 4e6);
+  for (LayerProfile& l : profile.layers) l.update_s = 0.25e-3;
+  const Cluster cluster = simple_cluster(1, 2);
+  const Prediction spec = run_strategy("dualpipe", profile, cluster);
+  const Prediction vanilla = run_strategy("dualpipe", profile, cluster, {{"spectrain", "false"}});
+  EXPECT_NEAR(spec.iteration_s - vanilla.iteration_s, 0.9e-3, 1e-12);
 }
 
 TEST(Dualpipe, StalenessIsTheLargestSpecTrainVersionGap) {

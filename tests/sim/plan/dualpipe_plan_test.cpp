@@ -131,7 +131,13 @@ TEST(DualpipePlan, SimulatedUnitIsTheSlowestStagePairThenTheSlowestUpdate) {
   // Negligible activations; stages 0-0, 1-2, 3-3: F + B = 3, 6, 3 ms, U =
   // 0.05, 0.1, 0.05 ms: one mini-batch per 6 + 0.1 = 6.1 ms (EQUATIONS.md §5),
   // plus the unit's two barriers at t_sync = 20 us: 6.14 ms.
-  testing_fixtures::expect_negligible_transfer_iteration("dualpipe", 3, {{"stages", "0-0,1-2,3-3"}}, 30, 6.14e-3);
+  testing_fixtures::expect_negligible_transfer_iteration("dualpipe", 3, {{"stages", "0-0,1-2,3-3"}, {"spectrain", "false"}},
+                                                         30, 6.14e-3);
+  // SpecTrain (S = 3): a prediction or a smoothing of v is 3/5 of the stage's
+  // update (0.05, 0.1, 0.05 ms): 30, 60, 30 us. Stage 1 predicts for its
+  // forward (s = 3) and its backward (s = 1): F + B = 6.12 ms; stage 0 3.03,
+  // stage 2 3.06. Updates 0.08, 0.16, 0.08 ms: 6.12 + 0.16 + 0.04 = 6.32 ms.
+  testing_fixtures::expect_negligible_transfer_iteration("dualpipe", 3, {{"stages", "0-0,1-2,3-3"}}, 30, 6.32e-3);
 }
 
 }  // namespace
