@@ -17,16 +17,22 @@ namespace {
 // slowest (EQUATIONS.md §5's (M+K-1)·max_k t_k when all stages are equal).
 // Micro-batch times are the stage times / M (linear in the batch) plus, with
 // a measured profile, the layers' fixed parts (scaled_s); the r replicas of a
-// stage share its micro-batches, 1/r of those times each.
-double sweep_s(const Pipeline& pipe, int64_t microbatches, bool forward, bool with_transfers) {
+// stage share its micro-batches, 1/r of those times each. A stage that passes
+// each micro-batch on (forward: all but the last; backward: all but the
+// first) also loses the hand-off after it (DeviceSpec::handoff_s), which
+// paces the sweep but does not delay the micro-batch it sends.
+double sweep_s(const Pipeline& pipe, int64_t microbatches, bool forward, bool with_transfers, double handoff_s) {
   const double m = static_cast<double>(microbatches);
+  const int64_t stages = pipe.stage_count();
   double slowest_s = 0, path_s = 0;
-  for (const PipelineStage& s : pipe.stages) {
+  for (int64_t k = 0; k < stages; ++k) {
+    const PipelineStage& s = pipe.stages[static_cast<size_t>(k)];
     const double micro_s = forward ? scaled_s(s.forward_s, s.forward_fixed_s, 1.0 / m)
                                    : scaled_s(s.backward_s, s.backward_fixed_s, 1.0 / m);
-    const double step_s = micro_s / static_cast<double>(s.replicas);
-    slowest_s = std::max(slowest_s, step_s);
-    path_s += step_s;
+    const double r = static_cast<double>(s.replicas);
+    const bool sends = forward ? k + 1 < stages : k > 0;
+    slowest_s = std::max(slowest_s, (micro_s + (sends ? handoff_s : 0.0)) / r);
+    path_s += micro_s / r;
   }
   if (with_transfers) {
     for (const StageBoundary& b : pipe.boundaries) {
@@ -53,8 +59,9 @@ Prediction predict_gpipe(const Profile& profile, const Cluster& cluster, Strateg
   for (const PipelineStage& s : pipe.stages) flush_s = std::max(flush_s, s.weight_sync_s + s.update_s);
   // The barrier after the flush: t_sync (EQUATIONS.md §2).
   const double barrier = barrier_s(pipe.devices, cluster.collective.sync_s);
-  p.iteration_s = sweep_s(pipe, m, true, true) + sweep_s(pipe, m, false, true) + flush_s + barrier;
-  const double compute_only_s = sweep_s(pipe, m, true, false) + sweep_s(pipe, m, false, false) + flush_s;
+  const double h = cluster.device.handoff_s;
+  p.iteration_s = sweep_s(pipe, m, true, true, h) + sweep_s(pipe, m, false, true, h) + flush_s + barrier;
+  const double compute_only_s = sweep_s(pipe, m, true, false, 0) + sweep_s(pipe, m, false, false, 0) + flush_s;
 
   std::vector<Breakdown> per_stage;
   std::vector<DeviceMemory> memory;

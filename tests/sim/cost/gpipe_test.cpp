@@ -32,6 +32,21 @@ TEST(Gpipe, BubbleFractionMatchesClosedForm) {
   EXPECT_EQ(p.staleness, 0);
 }
 
+TEST(Gpipe, EachHandedOnMicroBatchPacesTheSweepByTheHandoff) {
+  // As BubbleFractionMatchesClosedForm with handoff_s = 10 us: the forward
+  // sweep's pace is 1/12 ms + 10 us on stages 0-2, the backward's 2/12 ms +
+  // 10 us on stages 1-3; the first micro-batch's path is unchanged. Each sweep
+  // takes 11 × 10 us longer: 3.75 + 0.22 = 3.97 ms (the plan test times the
+  // same case in the simulator).
+  Cluster cluster = simple_cluster(1, 4);
+  cluster.intra_link.latency_s = 0;
+  cluster.collective.sync_s = 0;
+  cluster.device.handoff_s = 10e-6;
+  const Prediction p = run(chain_profile(4, 1e-3, 2e-3, 0, 0), cluster, {{"microbatches", "12"}});
+  EXPECT_NEAR(p.iteration_s, 3.97e-3, 1e-12);
+  EXPECT_NEAR(p.breakdown.compute_s, 3e-3, 1e-12);
+}
+
 TEST(Gpipe, MeasuredFixedPartsDoNotShrinkWithTheMicroBatch) {
   // As BubbleFractionMatchesClosedForm, but each layer's forward has a fixed
   // 0.2 ms and its backward 0.4 ms: a micro-batch step is 0.2 + 0.8/12 and

@@ -146,5 +146,25 @@ TEST(GpipePlan, SimulatedIterationIsTwoSweepsAndTheUpdate) {
   testing_fixtures::expect_negligible_transfer_iteration("gpipe", 4, {{"microbatches", "4"}}, 8, 5.32e-3);
 }
 
+TEST(GpipePlan, AStageThatHandsEachMicroBatchOnLosesTheHandoffAfterIt) {
+  // The cost model's hand case (gpipe_test.cpp): K = 4, M = 12, F 1 and B 2 ms
+  // per stage, handoff_s = 10 us: each sweep 11 × 10 us longer, 3.97 ms; the
+  // first stage's forwards start 1/12 ms + 10 us apart.
+  Cluster cluster = simple_cluster(1, 4);
+  cluster.intra_link.latency_s = 0;
+  cluster.collective.sync_s = 0;
+  cluster.device.handoff_s = 10e-6;
+  const Plan plan = generate("gpipe", chain_profile(4, 1e-3, 2e-3, 0, 0), cluster, {{"microbatches", "12"}}, 20);
+  const SimResult r = simulate_plan(plan, cluster, SimOptions{});
+  EXPECT_NEAR(r.iteration_s, 3.97e-3, 1e-8);
+  std::vector<SimTime> starts;
+  for (size_t id = 0; id < plan.ops.size(); ++id) {
+    const Op& op = plan.ops[id];
+    if (op.worker == 0 && op.kind == OpKind::kForward && op.iteration == 5) starts.push_back(r.timings[id].start_ns);
+  }
+  ASSERT_EQ(starts.size(), 12u);
+  EXPECT_NEAR(static_cast<double>(starts[1] - starts[0]), 1e6 / 12 + 10e3, 1.0);
+}
+
 }  // namespace
 }  // namespace trainsim
