@@ -37,7 +37,10 @@ namespace {
 using Key = std::tuple<int32_t, int32_t, int32_t>;  // (iteration, micro-batch, layer)
 
 // What a send carries, from the op it sends the result of.
-enum class Payload { kActivation, kInputGradient, kParamGradient, kWeights };
+// What a send carries. kSparseRows: Parallax's `ar` mode (seed 004 §3.1)
+// gathers every worker's sparse rows around the ring; a worker's own rows
+// first, then, hop by hop, the block it received the step before.
+enum class Payload { kActivation, kInputGradient, kParamGradient, kWeights, kSparseRows };
 
 // Everything one worker holds. Its streams' threads share it under `mu`;
 // weights are written only by its compute stream (updates) and by installs of
@@ -153,6 +156,7 @@ class Interpreter {
               const ExecOptions& options)
       : plan_(plan), network_(network), batches_(batches), options_(options),
         spectrain_(plan.strategy == "dualpipe" && plan.config.value("spectrain", true)),
+        gathers_sparse_rows_(plan.strategy == "parallax" && plan.config.value("mode", std::string("hybrid")) == "ar"),
         codec_(plan.strategy == "pipesgd" ? parse_gradient_compression(plan.config.value("compression", std::string("none")), "--set compression")
                                           : GradientCompression::kNone),
         sparse_layers_(parallax_sparse_layers(plan, network)),
@@ -239,10 +243,10 @@ class Interpreter {
     }
     if (plan_.strategy != "parallax") return;
     const std::string mode = plan_.config.value("mode", std::string("hybrid"));
-    if (mode != "hybrid") {
-      throw InputError("--set mode", "is " + mode + " (parallax's " + mode + " exchange is not executed)", "hybrid");
+    if (mode == "ps") {
+      throw InputError("--set mode", "is ps (parallax's ps exchange is not executed)", "hybrid or ar");
     }
-    if (op.kind == OpKind::kSend || op.kind == OpKind::kRecv) {
+    if (mode == "hybrid" && (op.kind == OpKind::kSend || op.kind == OpKind::kRecv)) {
       throw InputError("--devices", "parallax across machines (remote servers) is not executed",
                        "the workers of one machine");
     }
@@ -687,6 +691,7 @@ class Interpreter {
       }
     }
     if (contributions > 1) scale_gradients(grads, 1.0f / static_cast<float>(contributions), op.first_layer, op.last_layer);
+    if (gathers_sparse_rows_) add_gathered_rows(w, op, grads);
     stash_before_change(w);
     // SpecTrain's eq. 1: v follows the gradients the worker applies.
     if (w.spectrain) w.spectrain->observe(w.weights, grads, op.first_layer, op.last_layer);
@@ -696,6 +701,80 @@ class Interpreter {
       w.weight_payloads[id] = {flatten_weights(w.weights, op.first_layer, op.last_layer), sends};
     }
     release_gradients(w, std::move(grads));
+  }
+
+  // --- parallax, mode=ar -------------------------------------------------------
+
+  // The block a send of the ring allgather carries: at its first step the
+  // worker's own sparse rows of every sparse layer, each as its row count (a
+  // float, exact below 2^24) then encode_sparse_rows; later, the block the
+  // worker received the step before (kept for its own update).
+  std::vector<float> sparse_rows_block(WorkerState& w, const Op& send) {
+    const OpId source = send.deps.front();
+    if (plan_.ops[static_cast<size_t>(source)].kind == OpKind::kRecv) {
+      auto it = w.received.find(source);
+      TRAINSIM_CHECK(it != w.received.end(), "parallax: relaying a block never received");
+      return it->second;
+    }
+    std::vector<float> block;
+    for (const LayerGrads& layer : gradients_of(w, send.iteration)) {
+      for (const ParamGrad& g : layer) {
+        if (!g.sparse) continue;
+        TRAINSIM_CHECK(g.rows.size() < (size_t{1} << 24), "parallax: too many sparse rows for one block");
+        block.push_back(static_cast<float>(g.rows.size()));
+        const std::vector<float> rows = encode_sparse_rows(g.rows, g.row_values.data);
+        block.insert(block.end(), rows.begin(), rows.end());
+      }
+    }
+    return block;
+  }
+
+  // Before the update: the other workers' rows, every block this worker
+  // received in the iteration, appended to its own sparse gradients (repeated
+  // rows add), and the sum scaled to the mean over the workers, as the
+  // AllReduce did for the dense ones.
+  void add_gathered_rows(WorkerState& w, const Op& update, Gradients& grads) {
+    std::vector<std::vector<float>> blocks;
+    {
+      std::lock_guard lock(w.mu);
+      for (auto it = w.received.begin(); it != w.received.end();) {
+        const Op& recv = plan_.ops[static_cast<size_t>(it->first)];
+        if (recv.iteration != update.iteration || payload_of(sender_of(it->first)) != Payload::kSparseRows) {
+          ++it;
+          continue;
+        }
+        blocks.push_back(std::move(it->second));
+        it = w.received.erase(it);
+      }
+    }
+    for (const std::vector<float>& block : blocks) {
+      size_t at = 0;
+      for (size_t l = 0; l < grads.size(); ++l) {
+        for (size_t p = 0; p < grads[l].size(); ++p) {
+          ParamGrad& g = grads[l][p];
+          if (!g.sparse) continue;
+          TRAINSIM_CHECK(at < block.size(), "parallax: a gathered block ends early");
+          const auto count = static_cast<size_t>(block[at++]);
+          const int64_t width = w.weights[l][p].row_size();
+          const size_t floats = count * static_cast<size_t>(2 + width);
+          TRAINSIM_CHECK(at + floats <= block.size(), "parallax: a gathered block ends early");
+          const SparseRows rows = decode_sparse_rows(std::span<const float>(block).subspan(at, floats), width);
+          at += floats;
+          g.rows.insert(g.rows.end(), rows.rows.begin(), rows.rows.end());
+          g.row_values.data.insert(g.row_values.data.end(), rows.values.begin(), rows.values.end());
+          g.row_values.shape = {static_cast<int64_t>(g.rows.size()), width};
+        }
+      }
+      TRAINSIM_CHECK(at == block.size(), "parallax: a gathered block longer than its rows");
+    }
+    const float mean = 1.0f / static_cast<float>(plan_.workers.size());
+    for (LayerGrads& layer : grads) {
+      for (ParamGrad& g : layer) {
+        if (g.sparse) {
+          for (float& v : g.row_values.data) v *= mean;
+        }
+      }
+    }
   }
 
   // Sends carrying the weights an update wrote.
@@ -742,6 +821,7 @@ class Interpreter {
   Payload payload_of(OpId send) const {
     const Op& s = plan_.ops[static_cast<size_t>(send)];
     TRAINSIM_CHECK(!s.deps.empty(), "a send without the op it sends the result of");
+    if (gathers_sparse_rows_) return Payload::kSparseRows;  // parallax's only sends in ar mode
     const Op& source = plan_.ops[static_cast<size_t>(s.deps.front())];
     switch (source.kind) {
       case OpKind::kForward:
@@ -788,6 +868,9 @@ class Interpreter {
           }
           break;
         }
+        case Payload::kSparseRows:
+          payload = sparse_rows_block(w, op);
+          break;
         case Payload::kWeights: {
           auto it = w.weight_payloads.find(op.deps.front());
           TRAINSIM_CHECK(it != w.weight_payloads.end(), plan_.strategy + ": sending weights never updated");
@@ -823,7 +906,8 @@ class Interpreter {
             as_layer_output(std::move(payload), source.first_layer - 1);
         break;
       case Payload::kParamGradient:
-      case Payload::kWeights: w.received[id] = std::move(payload); break;
+      case Payload::kWeights:
+      case Payload::kSparseRows: w.received[id] = std::move(payload); break;
     }
   }
 
@@ -847,8 +931,9 @@ class Interpreter {
     {
       std::lock_guard lock(w.mu);
       Gradients& grads = gradients_of(w, op.iteration);
-      // Parallax reduces the dense variables only; the sparse go to servers.
-      if (servers_.empty()) densify_range(grads, w.weights, op.first_layer, op.last_layer);
+      // Parallax reduces the dense variables only; the sparse go to servers
+      // (hybrid) or around the ring as rows (ar).
+      if (plan_.strategy != "parallax") densify_range(grads, w.weights, op.first_layer, op.last_layer);
       flat = flatten_gradients(grads, op.first_layer, op.last_layer);
     }
     const std::vector<int>& members = group(op);
@@ -962,6 +1047,7 @@ class Interpreter {
   const BatchSource& batches_;
   ExecOptions options_;
   bool spectrain_ = false;              // dualpipe with spectrain: predicted weights (seed 000)
+  bool gathers_sparse_rows_ = false;    // parallax, mode=ar: sparse rows by the ring allgather
   GradientCompression codec_;           // pipesgd's wire (seed 002 §3.2)
   std::vector<int32_t> sparse_layers_;  // parallax: layers whose variables live on servers
   std::vector<std::unique_ptr<SparseServer>> servers_;  // one per sparse layer

@@ -36,6 +36,23 @@ void check_rows(std::span<const int64_t> rows, const ShardShape& shape, const ch
 
 }  // namespace
 
+std::vector<float> encode_sparse_rows(std::span<const int64_t> rows, std::span<const float> values) {
+  std::vector<float> message = encode_rows(rows, static_cast<int64_t>(values.size()));
+  std::copy(values.begin(), values.end(), message.begin() + static_cast<int64_t>(rows.size()) * kFloatsPerRow);
+  return message;
+}
+
+SparseRows decode_sparse_rows(std::span<const float> message, int64_t width) {
+  const auto size = static_cast<int64_t>(message.size());
+  TRAINSIM_CHECK(width >= 1 && size % (kFloatsPerRow + width) == 0, "sparse rows with a partial row");
+  const int64_t count = size / (kFloatsPerRow + width);
+  SparseRows out;
+  out.rows.resize(static_cast<size_t>(count));
+  if (count > 0) std::memcpy(out.rows.data(), message.data(), out.rows.size() * sizeof(int64_t));
+  out.values.assign(message.begin() + count * kFloatsPerRow, message.end());
+  return out;
+}
+
 ParamServerShard::ParamServerShard(Transport& transport, int server, std::vector<int> workers, ShardShape shape,
                                    std::vector<float> weights, ShardUpdateFn update)
     : transport_(transport),
@@ -85,18 +102,13 @@ void ParamServerShard::update_sparse(int64_t tag) {
   const int64_t width = shape_.row_floats;
   std::map<int64_t, std::vector<float>> sums;  // row -> summed values; ordered, so rows come out ascending
   for (int worker : workers_) {
-    const std::vector<float> push = transport_.recv(server_, worker, tag);
-    const auto size = static_cast<int64_t>(push.size());
-    TRAINSIM_CHECK(size % (kFloatsPerRow + width) == 0,
-                   "ParamServerShard: worker " + std::to_string(worker) + "'s sparse push has a partial row");
-    const int64_t count = size / (kFloatsPerRow + width);
-    const std::vector<int64_t> rows = decode_rows(push, count);
-    check_rows(rows, shape_, "ParamServerShard");
-    const float* values = push.data() + count * kFloatsPerRow;
-    for (int64_t i = 0; i < count; ++i) {
-      std::vector<float>& sum = sums[rows[static_cast<size_t>(i)]];
+    const SparseRows push = decode_sparse_rows(transport_.recv(server_, worker, tag), width);
+    check_rows(push.rows, shape_, "ParamServerShard");
+    const float* values = push.values.data();
+    for (size_t i = 0; i < push.rows.size(); ++i) {
+      std::vector<float>& sum = sums[push.rows[i]];
       if (sum.empty()) sum.assign(static_cast<size_t>(width), 0.0f);
-      for (int64_t k = 0; k < width; ++k) sum[static_cast<size_t>(k)] += values[i * width + k];
+      for (int64_t k = 0; k < width; ++k) sum[static_cast<size_t>(k)] += values[static_cast<int64_t>(i) * width + k];
     }
   }
   std::vector<int64_t> rows;
@@ -150,9 +162,7 @@ void ParamServerClient::push_rows(int64_t tag, std::span<const int64_t> rows, st
                  "ParamServerClient: " + std::to_string(values.size()) + " values for " + std::to_string(rows.size()) +
                      " rows of " + std::to_string(shape_.row_floats));
   check_rows(rows, shape_, "ParamServerClient");
-  std::vector<float> message = encode_rows(rows, static_cast<int64_t>(values.size()));
-  std::copy(values.begin(), values.end(), message.begin() + static_cast<int64_t>(rows.size()) * kFloatsPerRow);
-  transport_.send(self_, server_, tag, std::move(message));
+  transport_.send(self_, server_, tag, encode_sparse_rows(rows, values));
 }
 
 std::vector<float> ParamServerClient::pull(int64_t tag) {

@@ -14,6 +14,17 @@
 
 namespace trainsim {
 
+// Sparse rows on the wire, as a push carries them: the row indices (each
+// int64 in two floats' bytes), then their values, rows.size() × width.
+std::vector<float> encode_sparse_rows(std::span<const int64_t> rows, std::span<const float> values);
+
+struct SparseRows {
+  std::vector<int64_t> rows;
+  std::vector<float> values;  // rows.size() × width
+};
+// The inverse, for rows of `width` floats; TRAINSIM_CHECK on a partial row.
+SparseRows decode_sparse_rows(std::span<const float> message, int64_t width);
+
 struct ShardShape {
   int64_t rows = 0;        // e.g. an embedding table's rows in this shard; 1 for a flat dense range
   int64_t row_floats = 0;  // values per row

@@ -123,21 +123,25 @@ std::vector<std::vector<OpId>> add_parameter_servers(PlanBuilder& b, const Paral
 
 // AllGatherv by the ring (allgather_ring_s): N-1 steps, in each of which
 // every worker sends `block_bytes` (one worker's rows) to the next, the block
-// it received in the step before. Returns each worker's last receive.
-std::vector<OpId> add_ring_allgather(PlanBuilder& b, const ParallaxSetup& s, double block_bytes,
-                                     std::vector<OpId> ready) {
+// it received in the step before. Returns what each worker's update waits
+// for: its last receive, and its own sends (which read the rows it updates).
+std::vector<std::vector<OpId>> add_ring_allgather(PlanBuilder& b, const ParallaxSetup& s, double block_bytes,
+                                                  std::vector<OpId> ready) {
   const auto workers = static_cast<int32_t>(s.workers);
+  std::vector<std::vector<OpId>> waits(static_cast<size_t>(workers));
   for (int32_t step = 0; step + 1 < workers; ++step) {
     std::vector<OpId> received(static_cast<size_t>(workers));
     for (int32_t w = 0; w < workers; ++w) {
       const int32_t next = (w + 1) % workers;
-      received[static_cast<size_t>(next)] =
-          add_transfer(b, w, next, s.iteration, block_bytes, all_layers(*s.profile), {ready[static_cast<size_t>(w)]})
-              .recv;
+      const Transfer t =
+          add_transfer(b, w, next, s.iteration, block_bytes, all_layers(*s.profile), {ready[static_cast<size_t>(w)]});
+      received[static_cast<size_t>(next)] = t.recv;
+      waits[static_cast<size_t>(w)].push_back(t.send);
     }
     ready = std::move(received);
   }
-  return ready;
+  for (int32_t w = 0; w < workers; ++w) waits[static_cast<size_t>(w)].push_back(ready[static_cast<size_t>(w)]);
+  return waits;
 }
 
 }  // namespace
@@ -176,8 +180,7 @@ Plan plan_parallax(const Profile& profile, const Cluster& cluster, StrategyConfi
     std::vector<std::vector<OpId>> waits(static_cast<size_t>(workers));
     for (int32_t w = 0; w < workers; ++w) waits[static_cast<size_t>(w)] = {ready[static_cast<size_t>(w)]};
     if (workers > 1 && mode == "ar" && v.sparse_touched > 0) {
-      const std::vector<OpId> gathered = add_ring_allgather(b, s, v.sparse_touched, ready);
-      for (int32_t w = 0; w < workers; ++w) waits[static_cast<size_t>(w)] = {gathered[static_cast<size_t>(w)]};
+      waits = add_ring_allgather(b, s, v.sparse_touched, ready);
     } else if (workers > 1 && mode != "ar" && served_dense_bytes + v.sparse_touched > 0) {
       waits = add_parameter_servers(b, s, served_dense_bytes, v.sparse_touched, ready);
     }

@@ -16,6 +16,7 @@
 #include "exec/optim/pipesgd.hpp"
 #include "exec/transport/codec_all_reduce.hpp"
 #include "exec/transport/in_process.hpp"
+#include "model/error.hpp"
 #include "model/zoo/zoo.hpp"
 #include "profiles/analytic_profiler.hpp"
 #include "sim/cost/strategies.hpp"
@@ -353,13 +354,15 @@ TEST(InterpreterPipeSgd, CompressedAllReduceMovesFewerBytesAndStillTrains) {
 
 // text-bag (a 50,000 x 64 sparse table, then dense 64 -> 64 -> 4) on the
 // synthetic text set: global batch i is rows i·n .. i·n + n − 1 (wrapping).
-StrategyRun run_text(const std::string& strategy, int64_t batch, int32_t iterations) {
+StrategyRun run_text(const std::string& strategy, int64_t batch, int32_t iterations,
+                     const std::vector<std::pair<std::string, std::string>>& settings = {}) {
   const Model model = build_zoo_model("text-bag");
   const Network network = build_network(model);
   const Weights initial = init_weights(network, kWeightSeed);
   const Cluster cluster = two_devices();
   const Profile profile = analytic_profile(model, batch, cluster);
   StrategyConfig config;
+  for (const auto& [key, value] : settings) config.set(key, value, "--set " + key);
   StrategyRun r;
   r.plan = generate_plan(find_strategy(strategy, "--strategy"), profile, cluster, config, iterations);
   const Dataset data = make_synthetic_text(kTextVocabulary, kTextTokensPerSample, kTextClasses, 256, 16, 5);
@@ -391,6 +394,41 @@ TEST(InterpreterParallax, TwoWorkersEqualSingleWithTwiceTheBatch) {
     EXPECT_NEAR(parallax.result.loss_per_iteration[i], single.result.loss_per_iteration[i], 1e-4) << i;
   }
   EXPECT_LT(largest_gap(parallax.result.weights, single.result.weights), 1e-4);
+}
+
+TEST(InterpreterParallax, AllGatherModeEqualsSingleWithTwiceTheBatch) {
+  // mode=ar (seed 004 §3.1): the dense variables by the AllReduce, the sparse
+  // rows gathered around the ring; every worker applies every worker's rows.
+  const StrategyRun single = run_text("single", 2 * kBatch, 6);
+  const StrategyRun gathered = run_text("parallax", kBatch, 6, {{"mode", "ar"}});
+  ASSERT_EQ(gathered.plan.workers.size(), 2u);
+  for (size_t i = 0; i < 6; ++i) {
+    EXPECT_NEAR(gathered.result.loss_per_iteration[i], single.result.loss_per_iteration[i], 1e-4) << i;
+  }
+  EXPECT_LT(largest_gap(gathered.result.weights, single.result.weights), 1e-4);
+}
+
+TEST(InterpreterParallax, AllGatherModeSendsRowsNotTheTable) {
+  constexpr int32_t kIterations = 4;
+  const StrategyRun r = run_text("parallax", kBatch, kIterations, {{"mode", "ar"}});
+  const TrafficStats& t = r.result.traffic;
+  ASSERT_EQ(t.pair_bytes.size(), 2u);  // no servers
+  for (int w = 0; w < 2; ++w) {
+    // The dense AllReduce's 17,680 bytes, then one block: a count, at most
+    // 256 rows of 2 + 64 floats: at most 1 + 256·66 floats per iteration.
+    const int64_t sent = t.pair_bytes[static_cast<size_t>(w)][static_cast<size_t>(1 - w)];
+    EXPECT_GT(sent, kIterations * 17'680);
+    EXPECT_LE(sent, kIterations * (17'680 + (1 + 256 * 66) * 4));
+  }
+}
+
+TEST(InterpreterParallax, ParameterServerModeIsNotExecuted) {
+  try {
+    run_text("parallax", kBatch, 2, {{"mode", "ps"}});
+    FAIL() << "mode=ps ran";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where(), "--set mode");
+  }
 }
 
 TEST(InterpreterParallax, SparseRowsGoToTheServerAndDenseOnesThroughTheRing) {

@@ -118,8 +118,11 @@ TEST(ParallaxPlan, ArModeGathersTheSparseRowsAroundTheRing) {
   const std::vector<OpId> from_1 = ids_of(plan, OpKind::kSend, 1);
   EXPECT_EQ(plan.ops[from_1[0]].deps, ids_of(plan, OpKind::kAllReduce, 1));
   EXPECT_EQ(plan.ops[from_1[1]].deps, std::vector<OpId>{ids_of(plan, OpKind::kRecv, 1).at(0)});
-  EXPECT_EQ(plan.ops[ids_of(plan, OpKind::kUpdate, 1).at(0)].deps,
-            std::vector<OpId>{ids_of(plan, OpKind::kRecv, 1).at(2)});
+  // The update waits for the last block and for the worker's own sends,
+  // which read the rows it is about to apply.
+  std::vector<OpId> waits = from_1;
+  waits.push_back(ids_of(plan, OpKind::kRecv, 1).at(2));
+  EXPECT_EQ(plan.ops[ids_of(plan, OpKind::kUpdate, 1).at(0)].deps, waits);
 }
 
 TEST(ParallaxPlan, SimulatedIterationOnOneMachine) {
