@@ -120,15 +120,21 @@ void densify_range(Gradients& grads, const Weights& weights, int64_t first, int6
 // Parallax (seed 004 §3): a sparse variable (an embedding table) lives on
 // a parameter-server shard; its server runs on its own thread of the
 // machine, transport worker `server`, and applies the optimizer to the rows
-// the round's pushes touched.
-struct SparseServer {
-  int32_t layer = 0;
+// the round's pushes touched. In ps mode one more server holds every dense
+// variable, layers [first, last], and steps them on the workers' mean.
+struct VariableServer {
+  int32_t first = 0;  // its layers: one sparse table, or (ps) the dense layers
+  int32_t last = 0;
   int server = 0;
   ShardShape shape;
-  std::unique_ptr<Sgd> optimizer;  // over `table`, the server's copy of the variable
-  Weights table;                   // layer `layer` only: {the table}
+  std::unique_ptr<Sgd> optimizer;  // over `table`, the server's copy of the variables
+  Weights table;                   // layers 0..last filled (its own are [first, last])
   std::unique_ptr<ParamServerShard> shard;
 };
+
+bool parallax_ps_mode(const Plan& plan) {
+  return plan.strategy == "parallax" && plan.config.value("mode", std::string("hybrid")) == "ps";
+}
 
 // Parallax plans on one machine exchange sparse gradients through its host
 // (CopyToHost, CopyToDevice); each layer with a sparse gradient gets a server.
@@ -160,7 +166,11 @@ class Interpreter {
         codec_(plan.strategy == "pipesgd" ? parse_gradient_compression(plan.config.value("compression", std::string("none")), "--set compression")
                                           : GradientCompression::kNone),
         sparse_layers_(parallax_sparse_layers(plan, network)),
-        transport_(static_cast<int>(plan.workers.size() + sparse_layers_.size()), options.recv_timeout_s),
+        serves_dense_(parallax_ps_mode(plan) && std::any_of(plan.ops.begin(), plan.ops.end(), [](const Op& op) {
+                        return op.kind == OpKind::kCopyToHost;
+                      })),
+        transport_(static_cast<int>(plan.workers.size() + sparse_layers_.size() + (serves_dense_ ? 1 : 0)),
+                   options.recv_timeout_s),
         done_(plan.ops.size()), timings_(plan.ops.size()) {
     TRAINSIM_CHECK(options.batch_size > 0, "the executor needs the plan's per-device batch size");
     workers_.resize(plan.workers.size());
@@ -197,7 +207,7 @@ class Interpreter {
       }
     }
     assign_collective_tags();
-    make_sparse_servers(initial);
+    make_servers(initial);
     loss_sum_.assign(static_cast<size_t>(plan.iterations), 0.0);
     loss_rows_.assign(static_cast<size_t>(plan.iterations), 0);
   }
@@ -243,20 +253,29 @@ class Interpreter {
     }
     if (plan_.strategy != "parallax") return;
     const std::string mode = plan_.config.value("mode", std::string("hybrid"));
-    if (mode == "ps") {
-      throw InputError("--set mode", "is ps (parallax's ps exchange is not executed)", "hybrid or ar");
-    }
-    if (mode == "hybrid" && (op.kind == OpKind::kSend || op.kind == OpKind::kRecv)) {
+    if (mode != "ar" && (op.kind == OpKind::kSend || op.kind == OpKind::kRecv)) {
       throw InputError("--devices", "parallax across machines (remote servers) is not executed",
                        "the workers of one machine");
     }
   }
 
-  // --- parallax's sparse servers -----------------------------------------------
+  // --- parallax's servers --------------------------------------------------------
 
-  void make_sparse_servers(const Weights& initial) {
+  void make_servers(const Weights& initial) {
     std::vector<int> members(plan_.workers.size());
     std::iota(members.begin(), members.end(), 0);
+    const auto workers = static_cast<float>(members.size());
+    const auto add = [&](std::unique_ptr<VariableServer> s, std::vector<float> values) {
+      s->server = static_cast<int>(plan_.workers.size() + servers_.size());
+      s->optimizer = std::make_unique<Sgd>(options_.sgd);
+      s->table.resize(static_cast<size_t>(s->last) + 1);
+      // Every layer up to its last (the zero gradients of a dense step need their shapes).
+      for (int32_t l = 0; l <= s->last; ++l) s->table[static_cast<size_t>(l)] = initial[static_cast<size_t>(l)];
+      VariableServer* raw = s.get();
+      s->shard = std::make_unique<ParamServerShard>(transport_, s->server, members, s->shape, std::move(values),
+                                                    [this, raw, workers](const ShardUpdate& u) { apply_on_server(*raw, u, workers); });
+      servers_.push_back(std::move(s));
+    };
     for (int32_t layer : sparse_layers_) {
       const LayerParams& params = initial[static_cast<size_t>(layer)];
       TRAINSIM_CHECK(params.size() == 1, "a sparse layer holds one table");
@@ -264,72 +283,94 @@ class Interpreter {
         throw InputError("--model", "parallax with a sparse layer (" + std::to_string(layer) + ") after the input",
                          "the embedding table as the first layer (its rows are the batch's token ids)");
       }
-      auto s = std::make_unique<SparseServer>();
-      s->layer = layer;
-      s->server = static_cast<int>(plan_.workers.size() + servers_.size());
+      auto s = std::make_unique<VariableServer>();
+      s->first = s->last = layer;
       s->shape = {params[0].rows(), params[0].row_size(), true};
-      s->optimizer = std::make_unique<Sgd>(options_.sgd);
-      s->table.resize(static_cast<size_t>(layer) + 1);
-      s->table[static_cast<size_t>(layer)] = params;
-      SparseServer* raw = s.get();
-      const auto workers = static_cast<float>(members.size());
-      s->shard = std::make_unique<ParamServerShard>(transport_, s->server, members, s->shape, params[0].data,
-                                                    [raw, workers](const ShardUpdate& u) { apply_on_server(*raw, u, workers); });
-      servers_.push_back(std::move(s));
+      add(std::move(s), params[0].data);
     }
+    if (!serves_dense_) return;
+    auto s = std::make_unique<VariableServer>();
+    s->first = sparse_layers_.empty() ? 0 : sparse_layers_.back() + 1;  // the sparse table is layer 0
+    s->last = static_cast<int32_t>(network_.layers.size()) - 1;
+    std::vector<float> values = flatten_weights(initial, s->first, s->last);
+    s->shape = {1, static_cast<int64_t>(values.size()), false};
+    add(std::move(s), std::move(values));
   }
 
-  // The server's step: the mean of the workers' pushed rows (their sum / N)
-  // through the same lazy sparse SGD a worker runs; the rows it moved are
-  // copied into the shard the pulls read.
-  static void apply_on_server(SparseServer& s, const ShardUpdate& u, float workers) {
+  // The server's step on the mean of the workers' pushes (their sum / N),
+  // through the same SGD a worker runs: lazy on a sparse table's touched
+  // rows, whose new values go into the shard the pulls read; on the dense
+  // variables, all of them.
+  void apply_on_server(VariableServer& s, const ShardUpdate& u, float workers) const {
     Gradients grads(s.table.size());
+    if (!s.shape.sparse) {
+      grads = zero_gradients(network_, s.table);
+      std::vector<float> mean(u.gradient.begin(), u.gradient.end());
+      for (float& v : mean) v /= workers;
+      unflatten_gradients(mean, grads, s.first, s.last);
+      s.optimizer->step(s.table, grads, s.first, s.last);
+      const std::vector<float> flat = flatten_weights(s.table, s.first, s.last);
+      std::copy(flat.begin(), flat.end(), u.weights.begin());
+      return;
+    }
     ParamGrad g;
     g.sparse = true;
     g.rows.assign(u.rows.begin(), u.rows.end());
     g.row_values = Tensor({static_cast<int64_t>(u.rows.size()), u.row_floats});
     for (size_t i = 0; i < u.gradient.size(); ++i) g.row_values.data[i] = u.gradient[i] / workers;
-    grads[static_cast<size_t>(s.layer)].push_back(std::move(g));
-    s.optimizer->step(s.table, grads, s.layer, s.layer);
-    const std::vector<float>& table = s.table[static_cast<size_t>(s.layer)][0].data;
+    grads[static_cast<size_t>(s.first)].push_back(std::move(g));
+    s.optimizer->step(s.table, grads, s.first, s.first);
+    const std::vector<float>& table = s.table[static_cast<size_t>(s.first)][0].data;
     for (int64_t row : u.rows) {
       std::copy_n(table.begin() + row * u.row_floats, u.row_floats, u.weights.begin() + row * u.row_floats);
     }
   }
 
-  void serve(SparseServer& s) {
+  void serve(VariableServer& s) {
     for (int32_t it = 0; it < plan_.iterations; ++it) s.shard->serve_round(server_tag(it, s));
   }
 
-  int64_t server_tag(int32_t iteration, const SparseServer& s) const {
+  int64_t server_tag(int32_t iteration, const VariableServer& s) const {
     return kServerTagBase - (static_cast<int64_t>(iteration) * 1024 + (s.server - static_cast<int64_t>(plan_.workers.size())));
   }
 
-  // CopyToHost of parallax: the worker's sparse rows to each server (push);
-  // its own copy of the gradient is then empty, so its update leaves the table.
-  void push_sparse(const Op& op) {
+  // CopyToHost of parallax: the worker's gradients to each server (push): a
+  // sparse table's rows, after which its own copy of that gradient is empty
+  // so its update leaves the table; in ps mode also every dense gradient,
+  // which its update then leaves alone (update() skips the step).
+  void push_to_servers(const Op& op) {
     WorkerState& w = *workers_[op.worker];
     for (const auto& s : servers_) {
+      ParamServerClient client(transport_, op.worker, s->server, s->shape);
+      if (!s->shape.sparse) {
+        std::vector<float> flat;
+        {
+          std::lock_guard lock(w.mu);
+          flat = flatten_gradients(gradients_of(w, op.iteration), s->first, s->last);
+        }
+        client.push(server_tag(op.iteration, *s), flat);
+        continue;
+      }
       ParamGrad g;
       {
         std::lock_guard lock(w.mu);
-        ParamGrad& mine = gradients_of(w, op.iteration)[static_cast<size_t>(s->layer)][0];
+        ParamGrad& mine = gradients_of(w, op.iteration)[static_cast<size_t>(s->first)][0];
         TRAINSIM_CHECK(mine.sparse, "parallax: a sparse layer's gradient arrived dense");
         g = std::move(mine);
         mine = ParamGrad{true, Tensor(), {}, Tensor({0, s->shape.row_floats})};
       }
-      ParamServerClient client(transport_, op.worker, s->server, s->shape);
       client.push_rows(server_tag(op.iteration, *s), g.rows, g.row_values.data);
     }
   }
 
   // CopyToDevice of parallax: pulls, after the servers' update, the rows the
   // worker's next forward looks up (its next batch's token ids), so its copy
-  // of the table is current where it is read.
-  void pull_sparse(const Op& op) {
+  // of the table is current where it is read, and in ps mode every dense
+  // variable.
+  void pull_from_servers(const Op& op) {
     WorkerState& w = *workers_[op.worker];
     std::vector<int64_t> rows;
-    if (op.iteration + 1 < plan_.iterations) {
+    if (op.iteration + 1 < plan_.iterations && !sparse_layers_.empty()) {
       Tensor x;
       batch_rows(plan_.ops[static_cast<size_t>(forward_of(op.worker, op.iteration + 1))], &x, nullptr);
       for (float id : x.data) rows.push_back(static_cast<int64_t>(id));
@@ -338,9 +379,15 @@ class Interpreter {
     }
     for (const auto& s : servers_) {
       ParamServerClient client(transport_, op.worker, s->server, s->shape);
+      if (!s->shape.sparse) {
+        const std::vector<float> values = client.pull(server_tag(op.iteration, *s));
+        std::lock_guard lock(w.mu);
+        unflatten_weights(values, w.weights, s->first, s->last);
+        continue;
+      }
       const std::vector<float> values = client.pull_rows(server_tag(op.iteration, *s), rows);
       std::lock_guard lock(w.mu);
-      std::vector<float>& table = w.weights[static_cast<size_t>(s->layer)][0].data;
+      std::vector<float>& table = w.weights[static_cast<size_t>(s->first)][0].data;
       const int64_t width = s->shape.row_floats;
       for (size_t i = 0; i < rows.size(); ++i) {
         std::copy_n(values.begin() + static_cast<std::ptrdiff_t>(i) * width, width, table.begin() + rows[i] * width);
@@ -695,7 +742,9 @@ class Interpreter {
     stash_before_change(w);
     // SpecTrain's eq. 1: v follows the gradients the worker applies.
     if (w.spectrain) w.spectrain->observe(w.weights, grads, op.first_layer, op.last_layer);
-    w.optimizer->step(w.weights, grads, op.first_layer, op.last_layer);
+    // In Parallax's ps mode the servers stepped every variable; the worker
+    // holds what it pulled.
+    if (!serves_dense_) w.optimizer->step(w.weights, grads, op.first_layer, op.last_layer);
     if (const int32_t sends = weight_sends_of(id); sends > 0) {
       std::lock_guard lock(w.mu);
       w.weight_payloads[id] = {flatten_weights(w.weights, op.first_layer, op.last_layer), sends};
@@ -964,7 +1013,7 @@ class Interpreter {
   // --- host (cgdp) -------------------------------------------------------------
 
   void copy_to_host(const Op& op) {
-    if (!servers_.empty()) return push_sparse(op);
+    if (!servers_.empty()) return push_to_servers(op);
     WorkerState& w = *workers_[op.worker];
     std::vector<float> flat;
     {
@@ -996,7 +1045,7 @@ class Interpreter {
   }
 
   void copy_to_device(const Op& op) {
-    if (!servers_.empty()) return pull_sparse(op);
+    if (!servers_.empty()) return pull_from_servers(op);
     std::vector<float> mean;
     {
       std::lock_guard lock(host_.mu);
@@ -1037,7 +1086,13 @@ class Interpreter {
         r.weights[static_cast<size_t>(l)] = workers_[static_cast<size_t>(op.worker)]->weights[static_cast<size_t>(l)];
       }
     }
-    for (const auto& s : servers_) r.weights[static_cast<size_t>(s->layer)][0].data = s->shard->weights();
+    for (const auto& s : servers_) {
+      if (s->shape.sparse) {
+        r.weights[static_cast<size_t>(s->first)][0].data = s->shard->weights();
+      } else {
+        unflatten_weights(s->shard->weights(), r.weights, s->first, s->last);
+      }
+    }
     r.traffic = transport_.traffic();
     return r;
   }
@@ -1050,7 +1105,8 @@ class Interpreter {
   bool gathers_sparse_rows_ = false;    // parallax, mode=ar: sparse rows by the ring allgather
   GradientCompression codec_;           // pipesgd's wire (seed 002 §3.2)
   std::vector<int32_t> sparse_layers_;  // parallax: layers whose variables live on servers
-  std::vector<std::unique_ptr<SparseServer>> servers_;  // one per sparse layer
+  bool serves_dense_ = false;           // parallax, mode=ps: the dense variables on a server too
+  std::vector<std::unique_ptr<VariableServer>> servers_;  // one per sparse layer, then (ps) the dense one
   std::set<std::tuple<int32_t, int32_t, int32_t, int32_t>> recomputed_;  // (worker, it, mb, first layer) of recomputes
   InProcessTransport transport_;
   std::vector<std::atomic<bool>> done_;

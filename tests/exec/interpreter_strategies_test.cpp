@@ -422,13 +422,34 @@ TEST(InterpreterParallax, AllGatherModeSendsRowsNotTheTable) {
   }
 }
 
-TEST(InterpreterParallax, ParameterServerModeIsNotExecuted) {
-  try {
-    run_text("parallax", kBatch, 2, {{"mode", "ps"}});
-    FAIL() << "mode=ps ran";
-  } catch (const InputError& e) {
-    EXPECT_EQ(e.where(), "--set mode");
+TEST(InterpreterParallax, ParameterServerModeEqualsSingleWithTwiceTheBatch) {
+  // mode=ps (seed 004's parameter-server baseline): the table's rows and every
+  // dense variable go to servers, which step them on the workers' mean.
+  const StrategyRun single = run_text("single", 2 * kBatch, 6);
+  const StrategyRun served = run_text("parallax", kBatch, 6, {{"mode", "ps"}});
+  for (size_t i = 0; i < 6; ++i) {
+    EXPECT_NEAR(served.result.loss_per_iteration[i], single.result.loss_per_iteration[i], 1e-4) << i;
   }
+  EXPECT_LT(largest_gap(served.result.weights, single.result.weights), 1e-4);
+  const TrafficStats& t = served.result.traffic;
+  ASSERT_EQ(t.pair_bytes.size(), 4u);  // two workers, the table's server, the dense server
+  for (int w = 0; w < 2; ++w) {
+    EXPECT_EQ(t.pair_bytes[static_cast<size_t>(w)][static_cast<size_t>(1 - w)], 0);  // no AllReduce
+    // 4,420 dense floats pushed and pulled each iteration.
+    EXPECT_EQ(t.pair_bytes[static_cast<size_t>(w)][3], 6 * 17'680);
+    EXPECT_EQ(t.pair_bytes[3][static_cast<size_t>(w)], 6 * 17'680);
+  }
+}
+
+TEST(InterpreterParallax, ParameterServerModeOnADenseModelEqualsDataParallel) {
+  // fmnist-mlp has no sparse layer: ps mode serves every variable.
+  const StrategyRun ring = run({.strategy = "dp-ring", .sgd = {0.1, 0.9, 0.0}});
+  const StrategyRun served = run({.strategy = "parallax", .settings = {{"mode", "ps"}}, .sgd = {0.1, 0.9, 0.0}});
+  ASSERT_EQ(ring.result.loss_per_iteration.size(), served.result.loss_per_iteration.size());
+  for (size_t i = 0; i < ring.result.loss_per_iteration.size(); ++i) {
+    EXPECT_NEAR(served.result.loss_per_iteration[i], ring.result.loss_per_iteration[i], 1e-4) << i;
+  }
+  EXPECT_LT(largest_gap(served.result.weights, ring.result.weights), 1e-4);
 }
 
 TEST(InterpreterParallax, SparseRowsGoToTheServerAndDenseOnesThroughTheRing) {
