@@ -332,26 +332,22 @@ TEST(DesCoreSharing, AnOpStartedDuringTheAllReduceSpeedsUpWhenItEnds) {
 // DeviceSpec::handoff_s: a compute op that releases another stream of its
 // own worker delays its stream's next op, not the op it releases.
 TEST(DesHandoff, TheComputeStreamResumesAfterTheHandoffAndTheSendStartsAtOnce) {
-  PlanBuilder b("test", 2, 1, 1);
-  const OpId f = b.add(compute_op(0, 1e-3));
-  const OpId s = b.add(send_op(0, 1, 1e6, {f}));
-  b.add(recv_op(1, 0, s));
-  const OpId next = b.add(compute_op(0, 1e-3));
-  const OpId alone = b.add(compute_op(0, 1e-3));  // hands nothing over: no gap after `next`
-  Cluster cluster = simple_cluster(1, 2);
-  cluster.device.handoff_s = 30e-6;
-  const SimResult r = run(b, cluster);
-  EXPECT_EQ(r.timings[s].start_ns, 1 * kMs);
-  EXPECT_EQ(r.timings[s].end_ns, 1110 * kUs);  // 10 us + 1e6 B / 10 B/ns, as without a hand-off
-  EXPECT_EQ(r.timings[next].start_ns, 1030 * kUs);
-  EXPECT_EQ(r.timings[alone].start_ns, 2030 * kUs);
-  cluster.device.handoff_s = 0;
-  PlanBuilder again("test", 2, 1, 1);
-  const OpId f2 = again.add(compute_op(0, 1e-3));
-  const OpId s2 = again.add(send_op(0, 1, 1e6, {f2}));
-  again.add(recv_op(1, 0, s2));
-  const OpId next2 = again.add(compute_op(0, 1e-3));
-  EXPECT_EQ(run(again, cluster).timings[next2].start_ns, 1 * kMs);
+  for (const double handoff_s : {30e-6, 0.0}) {
+    PlanBuilder b("test", 2, 1, 1);
+    const OpId f = b.add(compute_op(0, 1e-3));
+    const OpId s = b.add(send_op(0, 1, 1e6, {f}));
+    b.add(recv_op(1, 0, s));
+    const OpId next = b.add(compute_op(0, 1e-3));
+    const OpId alone = b.add(compute_op(0, 1e-3));  // hands nothing over: no gap after `next`
+    Cluster cluster = simple_cluster(1, 2);
+    cluster.device.handoff_s = handoff_s;
+    const SimResult r = run(b, cluster);
+    const auto gap = static_cast<SimTime>(std::llround(handoff_s * 1e9));
+    EXPECT_EQ(r.timings[s].start_ns, 1 * kMs);
+    EXPECT_EQ(r.timings[s].end_ns, 1110 * kUs);  // 10 us + 1e6 B / 10 B/ns, with or without a hand-off
+    EXPECT_EQ(r.timings[next].start_ns, 1 * kMs + gap);
+    EXPECT_EQ(r.timings[alone].start_ns, 2 * kMs + gap);
+  }
 }
 
 TEST(DesHandoff, AnOpOnAnotherWorkerIsNotAHandoff) {
