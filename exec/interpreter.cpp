@@ -36,10 +36,10 @@ namespace {
 
 using Key = std::tuple<int32_t, int32_t, int32_t>;  // (iteration, micro-batch, layer)
 
-// What a send carries, from the op it sends the result of.
-// What a send carries. kSparseRows: Parallax's `ar` mode (seed 004 §3.1)
-// gathers every worker's sparse rows around the ring; a worker's own rows
-// first, then, hop by hop, the block it received the step before.
+// What a send carries, from the op it sends the result of. kSparseRows:
+// Parallax's `ar` mode (seed 004 §3.1) gathers every worker's sparse rows
+// around the ring; a worker's own rows first, then, hop by hop, the block it
+// received the step before.
 enum class Payload { kActivation, kInputGradient, kParamGradient, kWeights, kSparseRows };
 
 // Everything one worker holds. Its streams' threads share it under `mu`;
@@ -132,8 +132,9 @@ struct VariableServer {
   std::unique_ptr<ParamServerShard> shard;
 };
 
-bool parallax_ps_mode(const Plan& plan) {
-  return plan.strategy == "parallax" && plan.config.value("mode", std::string("hybrid")) == "ps";
+// Parallax's exchange (hybrid, ps or ar); empty for other strategies.
+std::string parallax_mode(const Plan& plan) {
+  return plan.strategy == "parallax" ? plan.config.value("mode", std::string("hybrid")) : std::string();
 }
 
 // Parallax plans on one machine exchange sparse gradients through its host
@@ -162,11 +163,11 @@ class Interpreter {
               const ExecOptions& options)
       : plan_(plan), network_(network), batches_(batches), options_(options),
         spectrain_(plan.strategy == "dualpipe" && plan.config.value("spectrain", true)),
-        gathers_sparse_rows_(plan.strategy == "parallax" && plan.config.value("mode", std::string("hybrid")) == "ar"),
+        gathers_sparse_rows_(parallax_mode(plan) == "ar"),
         codec_(plan.strategy == "pipesgd" ? parse_gradient_compression(plan.config.value("compression", std::string("none")), "--set compression")
                                           : GradientCompression::kNone),
         sparse_layers_(parallax_sparse_layers(plan, network)),
-        serves_dense_(parallax_ps_mode(plan) && std::any_of(plan.ops.begin(), plan.ops.end(), [](const Op& op) {
+        serves_dense_(parallax_mode(plan) == "ps" && std::any_of(plan.ops.begin(), plan.ops.end(), [](const Op& op) {
                         return op.kind == OpKind::kCopyToHost;
                       })),
         transport_(static_cast<int>(plan.workers.size() + sparse_layers_.size() + (serves_dense_ ? 1 : 0)),
@@ -251,9 +252,8 @@ class Interpreter {
                                               " with compression " + gradient_compression_name(codec_),
                        "algorithm=ring (compressed gradients are reduced hop by hop around the ring)");
     }
-    if (plan_.strategy != "parallax") return;
-    const std::string mode = plan_.config.value("mode", std::string("hybrid"));
-    if (mode != "ar" && (op.kind == OpKind::kSend || op.kind == OpKind::kRecv)) {
+    const std::string mode = parallax_mode(plan_);
+    if (!mode.empty() && mode != "ar" && (op.kind == OpKind::kSend || op.kind == OpKind::kRecv)) {
       throw InputError("--devices", "parallax across machines (remote servers) is not executed",
                        "the workers of one machine");
     }
