@@ -189,6 +189,7 @@ Validation validate(const Model& model, const Dataset& data, int64_t workers, co
   measure.repeats = options.profile_repeats;
   measure.concurrent = workers;
   measure.seed = options.seed;
+  measure.source = &data.train_x;  // the batches the runs draw, so the gather and the touched rows match
   // Round after round rather than strategy after strategy: a disturbance of
   // the machine lasting a few seconds then falls on one run of several
   // strategies, and each strategy's median over rounds leaves it out. Each

@@ -31,7 +31,8 @@ struct LayerBench {
   int64_t batch = 0;                 // samples per pass
   std::vector<double> forward_s, backward_s, update_s;
   std::vector<double> sparsity;      // per layer, from its measured backward
-  Tensor source;                     // a dataset the first forward draws its batch from
+  Tensor own_source;                 // random rows, when no data set is given
+  const Tensor* source = nullptr;    // the data set the first forward draws its batch from
   std::vector<int32_t> source_labels;
   std::mt19937_64 draws;             // which rows each pass draws
   std::unique_ptr<Sgd> optimizer;    // momentum SGD, as `trainsim run` trains
@@ -71,13 +72,20 @@ Tensor random_input(const Model& model, int64_t batch, std::mt19937_64& rng) {
   return ids;
 }
 
-// The data set, the weights and zeroed gradients.
-void prepare(LayerBench& bench, const Model& model, int64_t batch, uint64_t seed) {
-  std::mt19937_64 rng(mix_seed(seed, 1));
-  const int64_t sample_bytes = static_cast<int64_t>(sizeof(float)) * element_count(model.input_shape);
-  const int64_t rows = std::clamp<int64_t>(kSourceBytes / std::max<int64_t>(1, sample_bytes), batch, kSourceMaxRows);
-  bench.source = random_input(model, rows, rng);
-  bench.source_labels.assign(static_cast<size_t>(rows), 0);
+// The data set (the one given, else random rows), the weights and zeroed
+// gradients.
+void prepare(LayerBench& bench, const Model& model, int64_t batch, const MeasureOptions& options) {
+  const uint64_t seed = options.seed;
+  if (options.source != nullptr) {
+    bench.source = options.source;
+  } else {
+    std::mt19937_64 rng(mix_seed(seed, 1));
+    const int64_t sample_bytes = static_cast<int64_t>(sizeof(float)) * element_count(model.input_shape);
+    const int64_t rows = std::clamp<int64_t>(kSourceBytes / std::max<int64_t>(1, sample_bytes), batch, kSourceMaxRows);
+    bench.own_source = random_input(model, rows, rng);
+    bench.source = &bench.own_source;
+  }
+  bench.source_labels.assign(static_cast<size_t>(bench.source->rows()), 0);
   bench.draws.seed(mix_seed(seed, 2));
   bench.weights = init_weights(bench.network, seed);
   bench.grads = zero_gradients(bench.network, bench.weights);
@@ -119,13 +127,13 @@ PassTimes time_pass(LayerBench& bench, bool last_pass) {
   // as the executor's first forward does.
   const int64_t batch = bench.batch;
   std::vector<int64_t> rows(static_cast<size_t>(batch));
-  for (int64_t& r : rows) r = static_cast<int64_t>(uniform_below(bench.draws, static_cast<uint64_t>(bench.source.rows())));
+  for (int64_t& r : rows) r = static_cast<int64_t>(uniform_below(bench.draws, static_cast<uint64_t>(bench.source->rows())));
   Tensor gathered, input, dy;
   std::vector<int32_t> labels;
   for (int64_t i = 0; i < count; ++i) {
     const double start_s = now_s();
     if (i == 0) {
-      gather_batch(bench.source, bench.source_labels, rows, gathered, labels);
+      gather_batch(*bench.source, bench.source_labels, rows, gathered, labels);
       input = slice_rows(gathered, {0, batch});
     }
     const Tensor& x = i == 0 ? input : outputs[static_cast<size_t>(i - 1)];
@@ -165,8 +173,13 @@ std::vector<double> layer_medians(const std::vector<double>& times, int64_t coun
   return medians;
 }
 
-void check_options(int64_t batch, const MeasureOptions& options) {
+void check_options(const Model& model, int64_t batch, const MeasureOptions& options) {
   if (batch < 1) throw InputError("--batch", std::to_string(batch), "a batch size >= 1");
+  if (options.source != nullptr && (options.source->rows() < 1 ||
+                                    options.source->row_size() != element_count(model.input_shape))) {
+    throw InputError("--dataset", "its samples do not fit " + model.name + "'s input",
+                     "a data set of samples shaped as the model's input");
+  }
   if (options.repeats < 1) throw InputError("--repeats", std::to_string(options.repeats), "at least 1 timed run");
   if (options.warmups < 0) throw InputError("--warmups", std::to_string(options.warmups), "0 or more warm-up runs");
   if (options.concurrent < 1) {
@@ -188,7 +201,7 @@ LayerBench measure_passes(const Model& model, int64_t batch, const MeasureOption
 
   run_threads(options.concurrent, [&](int64_t t_index, std::barrier<>& sync) {
     LayerBench& bench = benches[static_cast<size_t>(t_index)];
-    prepare(bench, model, batch, options.seed);
+    prepare(bench, model, batch, options);
     bench.optimizer = std::make_unique<Sgd>(kTimedSgd);
     bench.sparsity.assign(static_cast<size_t>(count), 1.0);
     PassTimes runs;  // per layer, the timed passes one after another
@@ -222,7 +235,7 @@ double fixed_part_s(double t, double t_small, int64_t batch, int64_t small) {
 }  // namespace
 
 Profile measure_profile(const Model& model, int64_t batch, const MeasureOptions& options) {
-  check_options(batch, options);
+  check_options(model, batch, options);
   validate_model(model, "model " + model.name);
   const int64_t passes = options.warmups + options.repeats;
   const int64_t small = batch / kSmallBatchDivisor;  // micro-batch size the fixed parts are fitted at

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 
+#include "exec/tensor/tensor.hpp"
 #include "model/layer.hpp"
 #include "profiles/profile.hpp"
 
@@ -17,6 +18,10 @@ struct MeasureOptions {
   int64_t warmups = 3;     // untimed passes first (caches, allocator, page faults)
   int64_t concurrent = 1;  // copies measuring at once, one thread each (N workers' contention)
   uint64_t seed = 1;       // weights and random inputs
+  // The data set the first forward gathers each batch from, rows of the
+  // model's input (validate passes the training set, so the gather and a
+  // sparse layer's touched rows are the run's); null: random rows.
+  const Tensor* source = nullptr;
   // Called by the measuring thread 0 after each pass: (passes done, passes in all).
   std::function<void(int64_t done, int64_t total)> progress;
 };
@@ -30,8 +35,9 @@ struct MeasureOptions {
 // step followed by zeroing its gradient (where the executor zeroes it). Each
 // layer is timed in place, so its caches are as a real step leaves them.
 // forward_s, backward_s and update_s (0 for layers without weights) are each
-// layer's medians over the timed passes, for the whole batch. The input is random of the model's input shape (token ids in
-// [0, rows) for an embedding-bag first layer). With `concurrent` = N, N
+// layer's medians over the timed passes, for the whole batch. The input is
+// gathered from `source` or from random rows of the model's input shape
+// (token ids in [0, rows) for an embedding-bag first layer). With `concurrent` = N, N
 // threads each run the passes on their own network copy, in step (a barrier
 // before each pass), and thread 0's medians are reported, so the times
 // include the contention of N workers. param_bytes = 4·params,

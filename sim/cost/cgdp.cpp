@@ -125,7 +125,7 @@ Prediction predict_cgdp(const Profile& profile, const Cluster& cluster, Strategy
   const std::vector<LayerRange>& chunks = resolved.ranges;
   const ModelTotals t = model_totals(profile);
   const double backward_s = workers > 1 ? cgdp_backward_s(profile, cluster, workers, chunks) : t.backward_s;
-  const double compute_s = t.forward_s + t.backward_s + model_update_s(profile, cluster);
+  const double compute_s = t.forward_s + t.backward_s + exchanged_update_s(profile, cluster, workers);
   Prediction p = data_parallel_prediction("cgdp", profile, workers, compute_s, backward_s - t.backward_s);
   if (resolved.source != "given") p.notes.push_back("chunks " + ranges_text(chunks) + " (" + resolved.source + ")");
   if (workers > cluster.devices_per_machine) {

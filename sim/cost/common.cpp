@@ -54,6 +54,15 @@ double model_update_s(const Profile& profile, const Cluster& cluster) {
   return range_update_s(profile, 0, static_cast<int64_t>(profile.layers.size()) - 1, cluster);
 }
 
+double exchanged_update_s(const Profile& profile, const Cluster& cluster, int64_t workers) {
+  double total_s = 0;
+  for (const LayerProfile& l : profile.layers) {
+    const bool densified = l.sparse && workers > 1;
+    total_s += l.update_s && !densified ? *l.update_s : update_s(l.param_bytes, cluster);
+  }
+  return total_s;
+}
+
 int64_t resolve_workers(StrategyConfig& config, const Cluster& cluster) {
   const int64_t devices = device_count(cluster);
   const int64_t workers = config.get_int("workers", devices, 1);

@@ -54,6 +54,13 @@ double spectrain_pass_s(double update_s);
 double range_update_s(const Profile& profile, int64_t first, int64_t last, const Cluster& cluster);
 double model_update_s(const Profile& profile, const Cluster& cluster);
 
+// The update of the whole model on one of `workers` replicas that exchange
+// their gradients as one dense vector (AllReduce, parameter server, host
+// sum): with more than one, a sparse layer's gradient was made dense for the
+// exchange, so its step passes over the whole table, update_s(param_bytes),
+// not its profiled sparse step; other layers as model_update_s.
+double exchanged_update_s(const Profile& profile, const Cluster& cluster, int64_t workers);
+
 // Key "workers": default every device of the cluster, at least 1 and at most
 // device_count(cluster); records the value.
 int64_t resolve_workers(StrategyConfig& config, const Cluster& cluster);

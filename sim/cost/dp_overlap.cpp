@@ -45,7 +45,7 @@ Prediction predict_dp_overlap(const Profile& profile, const Cluster& cluster, St
   const ModelTotals t = model_totals(profile);
   const std::vector<GradientGroup> buckets = group_gradients_by_bytes(profile, bucket_bytes);
   const double backward_end_s = overlap_backward_end_s(profile, cluster, workers, algorithm, bucket_bytes);
-  const double compute_s = t.forward_s + t.backward_s + model_update_s(profile, cluster);
+  const double compute_s = t.forward_s + t.backward_s + exchanged_update_s(profile, cluster, workers);
   Prediction p = data_parallel_prediction("dp-overlap", profile, workers, compute_s, backward_end_s - t.backward_s);
   // Gradients are copied into flat bucket buffers for the collective (PyTorch
   // DDP's default): one more copy of the gradients.

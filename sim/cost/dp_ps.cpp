@@ -41,7 +41,7 @@ Prediction predict_dp_ps(const Profile& profile, const Cluster& cluster, Strateg
   const int64_t workers = resolve_workers(config, cluster);
   const std::string server = config.get_choice("server", "device", {"device", "host"});
   const ModelTotals t = model_totals(profile);
-  const double compute_s = t.forward_s + t.backward_s + model_update_s(profile, cluster);
+  const double compute_s = t.forward_s + t.backward_s + exchanged_update_s(profile, cluster, workers);
   double comm_s = 0;
   if (workers > 1) {
     comm_s = server == "device" ? device_server_s(t.param_bytes, workers, cluster)

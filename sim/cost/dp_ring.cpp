@@ -14,7 +14,7 @@ Prediction predict_dp_ring(const Profile& profile, const Cluster& cluster, Strat
   const int64_t workers = resolve_workers(config, cluster);
   const CollectiveAlgorithm algorithm = read_collective_algorithm(config);
   const ModelTotals t = model_totals(profile);
-  const double compute_s = t.forward_s + t.backward_s + model_update_s(profile, cluster);
+  const double compute_s = t.forward_s + t.backward_s + exchanged_update_s(profile, cluster, workers);
   double comm_s = 0;
   if (workers > 1) {
     comm_s = allreduce_s(algorithm, t.param_bytes, workers, collective_link(cluster, workers)) +

@@ -55,8 +55,9 @@ PipeSgdComm communication(const Profile& profile, const Cluster& cluster, int64_
 PipeSgdTimes pipesgd_times(const Profile& profile, const Cluster& cluster, const PipeSgdSettings& settings) {
   const ModelTotals t = model_totals(profile);
   PipeSgdTimes times;
-  times.compute_s = t.forward_s + t.backward_s + model_update_s(profile, cluster);
-  if (settings.workers <= 1 || t.param_bytes <= 0) return times;
+  const bool exchanges = settings.workers > 1 && t.param_bytes > 0;
+  times.compute_s = t.forward_s + t.backward_s + exchanged_update_s(profile, cluster, exchanges ? settings.workers : 1);
+  if (!exchanges) return times;
   const double wire_bytes = t.param_bytes * wire_fraction(settings.compression);
   if (settings.compression != "none") {
     times.compute_s += kCompressionPassesPerGradientByte * t.param_bytes / cluster.device.memory_bytes_per_s;

@@ -86,7 +86,7 @@ Plan plan_cgdp(const Profile& profile, const Cluster& cluster, StrategyConfig& c
       if (synced) last_back = add_chunk_sync(b, layout, *chunk, bytes, i, backward, cluster);
     }
     for (int32_t w = 0; w < workers; ++w) {
-      Op update = update_op(model_update_s(profile, cluster), layers, w, i, i);
+      Op update = update_op(exchanged_update_s(profile, cluster, workers), layers, w, i, i);
       if (last_back[static_cast<size_t>(w)] >= 0) update.deps = {last_back[static_cast<size_t>(w)]};
       b.add(std::move(update));
     }

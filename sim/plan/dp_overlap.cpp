@@ -41,7 +41,7 @@ Plan plan_dp_overlap(const Profile& profile, const Cluster& cluster, StrategyCon
   for (int32_t i = 0; i < iterations; ++i) {
     for (int32_t w = 0; w < static_cast<int32_t>(workers); ++w) {
       b.add(replica_compute_op(OpKind::kForward, profile, layers, w, i, i));
-      Op update = update_op(model_update_s(profile, cluster), layers, w, i, i);
+      Op update = update_op(exchanged_update_s(profile, cluster, workers), layers, w, i, i);
       for (auto piece = pieces.rbegin(); piece != pieces.rend(); ++piece) {
         const OpId backward = b.add(replica_compute_op(OpKind::kBackward, profile, *piece, w, i, i));
         const auto closed = bucket_closed_at.find(piece->first);

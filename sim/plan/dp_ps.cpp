@@ -38,7 +38,7 @@ void add_device_server(PlanBuilder& b, const Profile& profile, const Cluster& cl
     previous_push = push.send;
     pushed.push_back(push.recv);
   }
-  Op update = update_op(model_update_s(profile, cluster), layers, 0, ex.iteration, ex.iteration);
+  Op update = update_op(exchanged_update_s(profile, cluster, workers), layers, 0, ex.iteration, ex.iteration);
   update.work_s += static_cast<double>(workers - 1) * bytes * collective_link(cluster, workers).gamma_s_per_byte;
   update.deps = pushed;
   const OpId server_update = b.add(std::move(update));
@@ -77,7 +77,7 @@ void add_host_server(PlanBuilder& b, const Profile& profile, const Cluster& clus
   for (int32_t w = 0; w < static_cast<int32_t>(workers); ++w) {
     OpId source = sum;
     if (machine_of(cluster, w) != 0) source = add_transfer(b, 0, w, i, bytes, layers, {sum}).recv;
-    Op update = update_op(model_update_s(profile, cluster), layers, w, i, i);
+    Op update = update_op(exchanged_update_s(profile, cluster, workers), layers, w, i, i);
     update.deps = {b.add(transfer_op(OpKind::kCopyToDevice, w, i, bytes, layers, {source}))};
     b.add(std::move(update));
   }

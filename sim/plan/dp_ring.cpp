@@ -22,7 +22,7 @@ Plan plan_dp_ring(const Profile& profile, const Cluster& cluster, StrategyConfig
     for (int32_t w = 0; w < static_cast<int32_t>(workers); ++w) {
       b.add(replica_compute_op(OpKind::kForward, profile, layers, w, i, i));
       const OpId backward = b.add(replica_compute_op(OpKind::kBackward, profile, layers, w, i, i));
-      Op update = update_op(model_update_s(profile, cluster), layers, w, i, i);
+      Op update = update_op(exchanged_update_s(profile, cluster, workers), layers, w, i, i);
       if (workers > 1) {
         update.deps = {b.add(transfer_op(OpKind::kAllReduce, w, i, param_bytes, layers, {backward}, group, algorithm))};
       }

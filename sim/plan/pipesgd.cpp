@@ -112,7 +112,7 @@ void add_update(PlanBuilder& b, const Profile& profile, const Cluster& cluster, 
       b.add(std::move(decompress));
     }
   }
-  Op update = update_op(model_update_s(profile, cluster), all_layers(profile), w, j, j);
+  Op update = update_op(exchanged_update_s(profile, cluster, set.communicates ? set.workers : 1), all_layers(profile), w, j, j);
   if (!allreduces.empty()) update.deps = {allreduces.back()};
   b.add(std::move(update));
 }

@@ -135,6 +135,23 @@ TEST(MeasuredProfile, SparsityIsTheFractionOfTableRowsTheBatchTouched) {
   EXPECT_DOUBLE_EQ(one.layers[1].sparsity, 1.0);  // fc1 is dense
 }
 
+TEST(MeasuredProfile, BatchesComeFromTheGivenDataSet) {
+  // text-bag's rows drawn from a data set whose token ids are all below 10:
+  // at most 10 of the 50,000 table rows are touched, where random ids touch
+  // hundreds.
+  Tensor few_ids({100, 32});
+  for (size_t i = 0; i < few_ids.data.size(); ++i) few_ids.data[i] = static_cast<float>(i % 10);
+  MeasureOptions o = quick();
+  o.source = &few_ids;
+  const Profile p = measure_profile(build_zoo_model("text-bag"), 16, o);
+  EXPECT_LE(p.layers[0].sparsity * 50000.0, 10.0 + 1e-9);
+  const Profile random = measure_profile(build_zoo_model("text-bag"), 16, quick());
+  EXPECT_GT(random.layers[0].sparsity * 50000.0, 100.0);
+  Tensor wrong({100, 7});
+  o.source = &wrong;
+  EXPECT_THROW(measure_profile(build_zoo_model("text-bag"), 16, o), InputError);
+}
+
 TEST(MeasuredProfile, RejectsOptionsBelowOneNamingTheFlag) {
   const Model model = build_zoo_model("fmnist-mlp");
   MeasureOptions no_repeats = quick();
