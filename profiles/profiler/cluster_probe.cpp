@@ -102,9 +102,7 @@ double measure_barrier_s(int64_t workers, const ClusterProbeOptions& o) {
     const bool last = w + 1 == static_cast<int>(workers);
     for (int64_t r = 0; r < rounds; ++r) {
       if (last) {
-        const double until_s = now_s() + o.barrier_late_s;
-        while (now_s() < until_s) {
-        }
+        spin_for_s(o.barrier_late_s);
         arrival_s[static_cast<size_t>(r)] = now_s();
       }
       transport.barrier(w, group, 0);
@@ -150,9 +148,7 @@ double measure_handoff_s(int64_t workers, const ClusterProbeOptions& o) {
         done[i].store(true);
         done[i].notify_all();
       } else {
-        const double until_s = now_s() + o.handoff_work_s;
-        while (now_s() < until_s) {
-        }
+        spin_for_s(o.handoff_work_s);
         const double start_s = now_s();
         ready[i].store(true);
         ready[i].notify_all();

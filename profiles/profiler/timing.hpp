@@ -21,6 +21,14 @@ inline double now_s() {
 // count); 0 for none.
 double median_s(std::vector<double> samples_s);
 
+// Keeps the calling thread busy for `seconds` (work the probes stand in for,
+// during which the other threads fall asleep).
+inline void spin_for_s(double seconds) {
+  const double until_s = now_s() + seconds;
+  while (now_s() < until_s) {
+  }
+}
+
 // The CPU's "model name" from /proc/cpuinfo, or the machine architecture
 // (uname) where that file has none.
 std::string cpu_model_name();

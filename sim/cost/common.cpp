@@ -39,13 +39,22 @@ double update_s(double param_bytes, const Cluster& cluster) {
 
 double spectrain_pass_s(double update_s) { return kSpecTrainPassesPerParamByte / kUpdatePassesPerParamByte * update_s; }
 
+namespace {
+
+// One layer's step: its measured update where the profile has one (and its
+// gradient stays as profiled), else update_s of its bytes.
+double layer_update_s(const LayerProfile& l, const Cluster& cluster, bool measured_applies) {
+  return l.update_s && measured_applies ? *l.update_s : update_s(l.param_bytes, cluster);
+}
+
+}  // namespace
+
 double range_update_s(const Profile& profile, int64_t first, int64_t last, const Cluster& cluster) {
   TRAINSIM_CHECK(first >= 0 && last < static_cast<int64_t>(profile.layers.size()) && first <= last,
                  "layer range out of bounds");
   double total_s = 0;
   for (int64_t i = first; i <= last; ++i) {
-    const LayerProfile& l = profile.layers[static_cast<size_t>(i)];
-    total_s += l.update_s ? *l.update_s : update_s(l.param_bytes, cluster);
+    total_s += layer_update_s(profile.layers[static_cast<size_t>(i)], cluster, true);
   }
   return total_s;
 }
@@ -58,7 +67,7 @@ double exchanged_update_s(const Profile& profile, const Cluster& cluster, int64_
   double total_s = 0;
   for (const LayerProfile& l : profile.layers) {
     const bool densified = l.sparse && workers > 1;
-    total_s += l.update_s && !densified ? *l.update_s : update_s(l.param_bytes, cluster);
+    total_s += layer_update_s(l, cluster, !densified);
   }
   return total_s;
 }
