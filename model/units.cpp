@@ -81,6 +81,8 @@ std::string format_count(double count) {
 
 std::string format_ratio(double ratio) { return printf_text("%.2f%s", ratio, "x"); }
 
+std::string format_percent(double fraction) { return printf_text("%.2g%s", 100 * fraction, "%"); }
+
 double parse_bytes(const std::string& text, const std::string& where) {
   double value = 0;
   std::string_view suffix;

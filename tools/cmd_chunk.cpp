@@ -3,6 +3,7 @@
 // or its runtime Algorithm 1 against simulated lapses; each prints the
 // chunking and its predicted backward_s, and writes trainsim.chunking/1 JSON.
 #include <memory>
+#include <optional>
 
 #include "analysis/table.hpp"
 #include "model/error.hpp"
@@ -19,7 +20,7 @@ struct ChunkOptions {
   std::string model;
   int64_t batch = 0;
   std::string cluster;
-  std::string method = "exact";
+  std::string method = "auto";
   HeuristicChunkOptions heuristic;
   std::string json;
   bool quiet = false;
@@ -98,9 +99,18 @@ void run_chunk(const ChunkOptions& o, CommandContext& ctx) {
     report = uniform_report(profile, cluster, workers);
   } else if (o.method == "heuristic") {
     report = heuristic_report(profile, cluster, workers, o.heuristic);
+  } else if (o.method == "exact") {
+    const std::optional<Chunking> exact = exact_cgdp_chunking(profile, cluster, workers, kChunkWorkBudget * 8);
+    if (!exact) {
+      throw InputError("--method exact", "the exact search passed its work budget on this profile",
+                       "--method auto, which bounds its distance from the optimum");
+    }
+    report.chosen = *exact;
   } else {
-    report.chosen = exact_cgdp_chunking(profile, cluster, workers);
+    report.chosen = bounded_cgdp_chunking(profile, cluster, workers);
   }
+  report.fields["optimal"] = report.chosen.optimal;
+  report.fields["lower_bound_s"] = report.chosen.lower_bound_s;
   const double compute_backward_s = model_totals(profile).backward_s;
   if (!o.json.empty()) {
     nlohmann::json doc = {{"format", "trainsim.chunking/1"}, {"model", profile.model},
@@ -123,6 +133,14 @@ void run_chunk(const ChunkOptions& o, CommandContext& ctx) {
   ctx.out << report.chosen.chunks.size() << " chunks: " << ranges_line(report.chosen.chunks) << "\n"
           << "backward " << format_seconds(report.chosen.backward_s) << " (compute alone "
           << format_seconds(compute_backward_s) << ")\n";
+  if (o.method == "exact" || o.method == "auto") {
+    if (report.chosen.optimal) {
+      ctx.out << "optimal\n";
+    } else {
+      ctx.out << "within " << format_percent(report.chosen.optimality_gap()) << " of the optimum (lower bound "
+              << format_seconds(report.chosen.lower_bound_s) << ")\n";
+    }
+  }
 }
 
 }  // namespace
@@ -135,16 +153,18 @@ void add_chunk_command(CLI::App& app, CommandContext& ctx) {
   cmd->add_option("--batch", o->batch, "Per-device batch size with --model (default: the model's)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--cluster", o->cluster, "Cluster preset or cluster JSON file")->required();
-  cmd->add_option("--method", o->method, "exact (optimal chunking), uniform (seed figure 2 sweep), heuristic "
-                                         "(seed Algorithm 1 on simulated lapses)")
-      ->check(CLI::IsMember({"exact", "uniform", "heuristic"}))
+  cmd->add_option("--method", o->method,
+                  "auto (the optimum where the exact search fits its work budget, else a bounded search and its "
+                  "distance from the optimum), exact (the optimum or an error), uniform (seed figure 2 sweep), "
+                  "heuristic (seed Algorithm 1 on simulated lapses)")
+      ->check(CLI::IsMember({"auto", "exact", "uniform", "heuristic"}))
       ->capture_default_str();
   cmd->add_option("--step", o->heuristic.step, "Algorithm 1's step")->check(CLI::PositiveNumber)->capture_default_str();
   cmd->add_option("--range", o->heuristic.range, "Algorithm 1's range")->check(CLI::PositiveNumber)->capture_default_str();
   cmd->add_option("--jitter", o->heuristic.jitter, "Relative standard deviation of simulated compute times")
       ->check(CLI::Range(0.0, 10.0))
       ->capture_default_str();
-  cmd->add_option("--seed", o->heuristic.seed, "Seed of the first simulated lapse")->capture_default_str();
+  cmd->add_option("--seed", o->heuristic.seed, "Seed of the first simulated lapse")->check(seed_check())->capture_default_str();
   cmd->add_option("--json", o->json, "Write the trainsim.chunking/1 result here ('-' for standard output)");
   cmd->add_flag("--quiet", o->quiet, "Print nothing");
   cmd->callback([&ctx, o, cmd] {

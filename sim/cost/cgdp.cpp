@@ -1,10 +1,11 @@
-// `cgdp`: CPU-GPU data parallel (seed 003, Le et al. ICPE 2018; EQUATIONS.md
+// `cgdp`: CPU-GPU data parallel (seed 003, Le et al. ICPE 2018; docs/equations.md
 // §7). During backward, each chunk of layers' gradients goes to host memory as
 // soon as backward has passed it, host threads sum the devices' copies, and
 // the sum goes back to every device, all overlapped with the rest of backward.
 #include <algorithm>
 
 #include "model/error.hpp"
+#include "model/units.hpp"
 #include "sim/cost/common.hpp"
 #include "sim/cost/data_parallel.hpp"
 #include "sim/cost/strategies.hpp"
@@ -110,14 +111,16 @@ CgdpChunks resolve_cgdp_chunks(const Profile& profile, const Cluster& cluster, i
     chunks.ranges = seed_chunk_layout(profile, size);
     chunks.source = "chunk_size " + std::to_string(size);
   } else {
-    chunks.ranges = exact_cgdp_chunking(profile, cluster, workers).chunks;
-    chunks.source = "exact optimum";
+    const Chunking best = bounded_cgdp_chunking(profile, cluster, workers);
+    chunks.ranges = best.chunks;
+    chunks.source = best.optimal ? "exact optimum"
+                                 : "bounded search, within " + format_percent(best.optimality_gap()) + " of the optimum";
   }
   config.record("chunks", ranges_to_json(chunks.ranges));
   return chunks;
 }
 
-// EQUATIONS.md §7: iteration = Σfw + T + update, T = max_i T_BP^i; one worker
+// docs/equations.md §7: iteration = Σfw + T + update, T = max_i T_BP^i; one worker
 // needs no synchronization (seed 003 Table 2: 1-GPU CGDP equals 1-GPU Caffe).
 Prediction predict_cgdp(const Profile& profile, const Cluster& cluster, StrategyConfig& config) {
   const int64_t workers = resolve_workers(config, cluster);

@@ -1,5 +1,6 @@
 // cgdp chunk searches; see chunk.hpp. The exact search is a dynamic program
-// over chunk boundaries keeping Pareto fronts of flow-shop states; the uniform
+// over chunk boundaries keeping Pareto fronts of flow-shop states, the bounded
+// one the same on fewer boundaries followed by a local search; the uniform
 // sweep and Algorithm 1 follow seed 003 §4.2.
 #include "sim/search/chunk.hpp"
 
@@ -13,18 +14,19 @@
 #include "sim/cost/strategies.hpp"
 #include "sim/des/engine.hpp"
 #include "sim/plan/plan.hpp"
+#include "sim/search/chunk_flow.hpp"
 
 namespace trainsim {
 namespace {
 
-// (backward clock, end of the latest job on each resource); at most 4 resources.
-constexpr size_t kMaxStateSize = 5;
-using FlowState = std::array<double, kMaxStateSize>;
+using chunk_detail::BackwardPrefix;
+using chunk_detail::ChunkFlow;
+using chunk_detail::FlowState;
 
 struct StateNode {
   FlowState state{};
-  int32_t parent = -1;    // node the last chunk extended, -1 at the start
-  int64_t boundary = 0;   // layers consumed from the top (backward order)
+  int32_t parent = -1;  // node the last chunk extended, -1 at the start
+  int32_t cut = -1;     // index into the candidate boundaries of the chunk's end, -1 at the start
 };
 
 bool dominates(const FlowState& a, const FlowState& b, size_t size) {
@@ -34,89 +36,165 @@ bool dominates(const FlowState& a, const FlowState& b, size_t size) {
   return true;
 }
 
-// Adds `candidate` to `front` (and to `pool`) unless a member is at least as
-// good in every coordinate; drops the members it dominates.
-void insert_pareto(std::vector<int32_t>& front, std::vector<StateNode>& pool, const StateNode& candidate,
-                   size_t size) {
-  for (int32_t member : front) {
-    if (dominates(pool[static_cast<size_t>(member)].state, candidate.state, size)) return;
-  }
-  std::erase_if(front, [&](int32_t member) {
-    return dominates(candidate.state, pool[static_cast<size_t>(member)].state, size);
-  });
-  front.push_back(static_cast<int32_t>(pool.size()));
-  pool.push_back(candidate);
-}
-
-// One chunk of `backward_s` backward and `bytes` gradients after `from`
-// (EQUATIONS.md §7, as cgdp_backward_s steps it): t_bp, then t_as and the
-// flow shop D2H → accumulate [→ AllReduce] → H2D when it has gradients.
-FlowState extend_state(const FlowState& from, double backward_s, double bytes, const Cluster& cluster,
-                       const std::vector<int64_t>& per_machine) {
-  FlowState to = from;
-  to[0] += backward_s;
-  if (bytes <= 0) return to;
-  to[0] += cluster.host.stream_sync_s;
-  const std::vector<double> stages = cgdp_chunk_stage_s(bytes, cluster, per_machine);
-  double end_s = to[0];
-  for (size_t k = 0; k < stages.size() && k + 1 < kMaxStateSize; ++k) {
-    end_s = std::max(end_s, to[k + 1]) + stages[k];
-    to[k + 1] = end_s;
-  }
-  return to;
-}
-
-std::vector<LayerRange> chunks_of(const std::vector<StateNode>& pool, int32_t last, int64_t layer_count) {
-  std::vector<LayerRange> chunks;  // built from the first layer up: the path runs from the end back
-  for (int32_t node = last; pool[static_cast<size_t>(node)].parent >= 0; node = pool[static_cast<size_t>(node)].parent) {
-    const int64_t upper = pool[static_cast<size_t>(pool[static_cast<size_t>(node)].parent)].boundary;
-    const int64_t lower = pool[static_cast<size_t>(node)].boundary;
-    chunks.push_back({layer_count - lower, layer_count - upper - 1});
-  }
-  return chunks;
-}
-
-}  // namespace
-
-// EQUATIONS.md §7 / seed 003 §4.1: min over contiguous chunkings of T.
-Chunking exact_cgdp_chunking(const Profile& profile, const Cluster& cluster, int64_t workers) {
-  const int64_t n = static_cast<int64_t>(profile.layers.size());
-  TRAINSIM_CHECK(n >= 1, "a profile has layers");
-  const std::vector<int64_t> per_machine = workers_per_machine(cluster, workers);
-  const size_t size = 1 + cgdp_chunk_stage_s(1.0, cluster, per_machine).size();
-  TRAINSIM_CHECK(size <= kMaxStateSize, "cgdp has at most four resources");
+// The Pareto dynamic program of exact_cgdp_chunking restricted to chunk ends
+// in `cuts` (ascending boundaries in layers consumed from the top, last = n):
+// the least T over those chunkings, or nullopt once the comparisons between
+// states, plus the states kept, pass `work_budget`.
+std::optional<std::vector<int64_t>> pareto_boundaries(const ChunkFlow& flow, const BackwardPrefix& prefix,
+                                                      const std::vector<int64_t>& cuts, int64_t work_budget) {
+  const size_t size = flow.state_size();
+  const size_t m = cuts.size();
   std::vector<StateNode> pool = {StateNode{}};
-  std::vector<std::vector<int32_t>> fronts(static_cast<size_t>(n + 1));
-  fronts[0] = {0};
-  for (int64_t b = 0; b < n; ++b) {
-    for (int32_t from : fronts[static_cast<size_t>(b)]) {
-      double backward_s = 0;
-      double bytes = 0;
-      for (int64_t next = b + 1; next <= n; ++next) {
-        const LayerProfile& layer = profile.layers[static_cast<size_t>(n - next)];
-        backward_s += layer.backward_s;
-        bytes += layer.param_bytes;
-        const StateNode candidate{
-            extend_state(pool[static_cast<size_t>(from)].state, backward_s, bytes, cluster, per_machine), from, next};
-        insert_pareto(fronts[static_cast<size_t>(next)], pool, candidate, size);
-      }
+  std::vector<std::vector<int32_t>> fronts(m);
+  int64_t work = 0;
+  // Extends every state ending at boundary `from_b` by each chunk up to a later cut.
+  auto extend_all = [&](int32_t from, int64_t from_b, size_t first_cut) {
+    for (size_t j = first_cut; j < m; ++j) {
+      const size_t a = static_cast<size_t>(from_b), b = static_cast<size_t>(cuts[j]);
+      const FlowState next = flow.extend(pool[static_cast<size_t>(from)].state,
+                                         prefix.backward_s[b] - prefix.backward_s[a], prefix.bytes[b] - prefix.bytes[a]);
+      std::vector<int32_t>& front = fronts[j];
+      work += static_cast<int64_t>(front.size()) + 1;
+      if (work > work_budget) return false;
+      const bool dominated = std::any_of(front.begin(), front.end(), [&](int32_t member) {
+        return dominates(pool[static_cast<size_t>(member)].state, next, size);
+      });
+      if (dominated) continue;
+      std::erase_if(front, [&](int32_t member) { return dominates(next, pool[static_cast<size_t>(member)].state, size); });
+      front.push_back(static_cast<int32_t>(pool.size()));
+      pool.push_back({next, from, static_cast<int32_t>(j)});
     }
-    fronts[static_cast<size_t>(b)].clear();
+    return true;
+  };
+  if (!extend_all(0, 0, 0)) return std::nullopt;
+  for (size_t i = 0; i + 1 < m; ++i) {
+    for (int32_t from : fronts[i]) {
+      if (!extend_all(from, cuts[i], i + 1)) return std::nullopt;
+    }
+    fronts[i].clear();
   }
   int32_t best = -1;
   double best_s = std::numeric_limits<double>::infinity();
-  for (int32_t node : fronts[static_cast<size_t>(n)]) {
-    const FlowState& s = pool[static_cast<size_t>(node)].state;
-    const double t_s = std::max(s[0], s[size - 1]);
+  for (int32_t node : fronts[m - 1]) {
+    const double t_s = flow.finish_s(pool[static_cast<size_t>(node)].state);
     if (t_s < best_s) {
       best_s = t_s;
       best = node;
     }
   }
+  std::vector<int64_t> boundaries;
+  for (int32_t node = best; node != 0; node = pool[static_cast<size_t>(node)].parent) {
+    boundaries.push_back(cuts[static_cast<size_t>(pool[static_cast<size_t>(node)].cut)]);
+  }
+  std::reverse(boundaries.begin(), boundaries.end());
+  return boundaries;
+}
+
+// At most groups + 1 of the candidate boundaries: the first in each of
+// `groups` equal slices of the backward time (of the positions where the
+// profile has no backward time), and n.
+std::vector<int64_t> coarse_cuts(const std::vector<int64_t>& cuts, const BackwardPrefix& prefix, int64_t groups) {
+  const double total_s = prefix.backward_s.back();
+  std::vector<int64_t> kept;
+  int64_t last_group = -1;
+  for (size_t i = 0; i < cuts.size(); ++i) {
+    const double progress = total_s > 0 ? prefix.backward_s[static_cast<size_t>(cuts[i])] / total_s
+                                        : static_cast<double>(i + 1) / static_cast<double>(cuts.size());
+    const int64_t group = std::min<int64_t>(groups - 1, static_cast<int64_t>(progress * static_cast<double>(groups)));
+    if (group > last_group) {
+      kept.push_back(cuts[i]);
+      last_group = group;
+    }
+  }
+  if (kept.back() != cuts.back()) kept.push_back(cuts.back());
+  return kept;
+}
+
+// Local search over the candidate boundaries from `boundaries`: move one chunk
+// end anywhere between its neighbours, drop it, or add one; the best change of
+// a sweep is kept while it lowers T, for at most `evaluation_budget` chunkings.
+std::vector<int64_t> refine_boundaries(const ChunkFlow& flow, const BackwardPrefix& prefix,
+                                       const std::vector<int64_t>& cuts, std::vector<int64_t> boundaries,
+                                       int64_t evaluation_budget) {
+  double best_s = chunk_detail::chunking_finish_s(flow, prefix, boundaries);
+  int64_t evaluations = 0;
+  bool improved = true;
+  while (improved && evaluations < evaluation_budget) {
+    improved = false;
+    std::vector<int64_t> best_change;
+    auto consider = [&](std::vector<int64_t> candidate) {
+      ++evaluations;
+      const double t_s = chunk_detail::chunking_finish_s(flow, prefix, candidate);
+      if (t_s < best_s * (1 - 1e-12)) {
+        best_s = t_s;
+        best_change = std::move(candidate);
+      }
+    };
+    for (size_t c = 0; c + 1 < boundaries.size() && evaluations < evaluation_budget; ++c) {
+      std::vector<int64_t> without = boundaries;
+      without.erase(without.begin() + static_cast<std::ptrdiff_t>(c));
+      consider(without);
+      const int64_t lower = c == 0 ? 0 : boundaries[c - 1];
+      for (int64_t cut : cuts) {
+        if (cut <= lower || cut >= boundaries[c + 1] || cut == boundaries[c]) continue;
+        std::vector<int64_t> moved = boundaries;
+        moved[c] = cut;
+        consider(moved);
+      }
+    }
+    for (int64_t cut : cuts) {
+      if (evaluations >= evaluation_budget) break;
+      if (std::binary_search(boundaries.begin(), boundaries.end(), cut)) continue;
+      std::vector<int64_t> added = boundaries;
+      added.insert(std::upper_bound(added.begin(), added.end(), cut), cut);
+      consider(added);
+    }
+    if (!best_change.empty()) {
+      boundaries = std::move(best_change);
+      improved = true;
+    }
+  }
+  return boundaries;
+}
+
+Chunking chunking_from(const Profile& profile, const Cluster& cluster, int64_t workers,
+                       const std::vector<int64_t>& boundaries, double lower_bound_s, bool optimal) {
   Chunking result;
-  result.chunks = chunks_of(pool, best, n);
+  result.chunks = chunk_detail::chunks_of_boundaries(boundaries, static_cast<int64_t>(profile.layers.size()));
   result.backward_s = cgdp_backward_s(profile, cluster, workers, result.chunks);
+  result.lower_bound_s = optimal ? result.backward_s : std::min(lower_bound_s, result.backward_s);
+  result.optimal = optimal;
   return result;
+}
+
+}  // namespace
+
+// docs/equations.md §7 / seed 003 §4.1: min over contiguous chunkings of T.
+std::optional<Chunking> exact_cgdp_chunking(const Profile& profile, const Cluster& cluster, int64_t workers,
+                                            int64_t work_budget) {
+  TRAINSIM_CHECK(!profile.layers.empty(), "a profile has layers");
+  const ChunkFlow flow(cluster, workers);
+  const BackwardPrefix prefix(profile);
+  const std::optional<std::vector<int64_t>> boundaries =
+      pareto_boundaries(flow, prefix, chunk_detail::candidate_boundaries(profile), work_budget);
+  if (!boundaries) return std::nullopt;
+  return chunking_from(profile, cluster, workers, *boundaries, 0, true);
+}
+
+Chunking bounded_cgdp_chunking(const Profile& profile, const Cluster& cluster, int64_t workers, int64_t work_budget) {
+  if (std::optional<Chunking> exact = exact_cgdp_chunking(profile, cluster, workers, work_budget)) return *exact;
+  const ChunkFlow flow(cluster, workers);
+  const BackwardPrefix prefix(profile);
+  const std::vector<int64_t> cuts = chunk_detail::candidate_boundaries(profile);
+  // Eight groups leave at most nine boundaries, 2^8 chunkings: the halving
+  // ends there with a chunking whatever the budget.
+  std::optional<std::vector<int64_t>> coarse;
+  for (int64_t groups = kCoarseChunkGroups; !coarse; groups /= 2) {
+    coarse = pareto_boundaries(flow, prefix, coarse_cuts(cuts, prefix, std::max<int64_t>(groups, 8)),
+                               groups <= 8 ? std::numeric_limits<int64_t>::max() : work_budget);
+  }
+  const std::vector<int64_t> refined = refine_boundaries(flow, prefix, cuts, *coarse, work_budget / 64);
+  return chunking_from(profile, cluster, workers, refined, chunk_detail::chunking_lower_bound_s(flow, profile), false);
 }
 
 std::vector<UniformChunkPoint> uniform_chunk_sweep(const Profile& profile, const Cluster& cluster, int64_t workers) {

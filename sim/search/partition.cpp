@@ -65,14 +65,14 @@ class Costs {
   // DSP's memory counts the bytes leaving a stage, not monotone in its end.
   bool memory_needs_every_end() const { return limited() && objective_ == PartitionObjective::kDsp; }
 
-  // EQUATIONS.md §4's ΣT_l with the update (C_k), plus DSP's recompute R_k.
+  // docs/equations.md §4's ΣT_l with the update (C_k), plus DSP's recompute R_k.
   double compute_s(int64_t i, int64_t j) const {
     double c = compute_[j] - compute_[i];
     if (objective_ == PartitionObjective::kDsp && j < n_) c += forward_[j] - forward_[i];
     return c;
   }
 
-  // EQUATIONS.md §4: T(i→j, m) = (1/m)·max(C, W^m).
+  // docs/equations.md §4: T(i→j, m) = (1/m)·max(C, W^m).
   double stage_s(int64_t i, int64_t j, int64_t replicas) const {
     const double sync = weight_sync_s(replicas, params_bytes(i, j), link_);
     return replicated_stage_s(compute_s(i, j), replicas, sync);
@@ -185,10 +185,22 @@ struct Level {
 
 // DSP with a memory limit (one replica per block): every end j of a stage
 // from i, stopping once the stage alone exceeds x (its time grows with j
-// before the last layer).
+// before the last layer). An end can beat the best so far only with fewer
+// workers after it, so the scan jumps from an end that cannot to the next end
+// whose suffix needs fewer (next_smaller, built right to left as the suffix
+// values become final, since prev may be cur itself): O(n · (distinct values
+// + ends that fail the memory or a cut)) rather than O(n · stage length).
 void relax_every_end(const Costs& costs, double x, int64_t workers, const std::vector<int64_t>& prev,
                      std::vector<int64_t>& cur, std::vector<Choice>& choice, Level level) {
   const int64_t n = costs.layers();
+  std::vector<int64_t> next_smaller(static_cast<size_t>(n + 1), n + 1);
+  std::vector<int64_t> stack;
+  auto push = [&](int64_t j) {
+    while (!stack.empty() && prev[stack.back()] >= prev[j]) stack.pop_back();
+    next_smaller[j] = stack.empty() ? n + 1 : stack.back();
+    stack.push_back(j);
+  };
+  push(n);
   for (int64_t i = n - 1; i >= 0; --i) {
     int64_t best = kNone;
     auto consider = [&](int64_t j) {
@@ -199,9 +211,17 @@ void relax_every_end(const Costs& costs, double x, int64_t workers, const std::v
         choice[i] = {j, 1};
       }
     };
-    for (int64_t j = i + 1; j < n && costs.stage_s(i, j, 1) <= x; ++j) consider(j);
+    for (int64_t j = i + 1; j < n && costs.stage_s(i, j, 1) <= x;) {
+      if (prev[j] >= kNone || prev[j] + 1 >= best) {
+        j = next_smaller[j];
+        continue;
+      }
+      consider(j);
+      ++j;
+    }
     if (costs.stage_s(i, n, 1) <= x) consider(n);
     cur[i] = best;
+    push(i);
   }
 }
 
@@ -375,7 +395,7 @@ double peak_memory_bytes(const std::vector<PartitionStage>& stages) {
                        "), or more workers");
 }
 
-// ---- PipeDream's hierarchical search (EQUATIONS.md §4, "Hierarchical") ----
+// ---- PipeDream's hierarchical search (docs/equations.md §4, "Hierarchical") ----
 // Level 1 splits a layer range over the devices of one machine on the intra
 // link; level 2 splits the model into ranges each run by whole machines,
 // T = (1/m)·max(A¹(range), W^m on the inter link), boundaries on the inter link.

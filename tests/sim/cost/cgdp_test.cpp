@@ -57,7 +57,7 @@ TEST(Cgdp, DefaultChunkingIsTheExactOptimum) {
   EXPECT_FALSE(p.config.contains("chunk_size"));
   ASSERT_FALSE(p.notes.empty());
   EXPECT_EQ(p.notes[0], "chunks 0-1,2-2 (exact optimum)");
-  const Chunking exact = exact_cgdp_chunking(three_layers(), cluster, 4);
+  const Chunking exact = exact_cgdp_chunking(three_layers(), cluster, 4).value();
   EXPECT_NEAR(exact.backward_s, 4.66e-3, 1e-12);
 }
 

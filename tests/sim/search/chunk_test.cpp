@@ -71,7 +71,7 @@ TEST(ExactChunking, EqualsBruteForceOnRandomProfiles) {
   for (int trial = 0; trial < 60; ++trial) {
     const Profile profile = random_profile(rng, 1 + trial % 12);
     const Cluster& cluster = clusters[static_cast<size_t>(trial) % clusters.size()];
-    const Chunking exact = exact_cgdp_chunking(profile, cluster, 4);
+    const Chunking exact = exact_cgdp_chunking(profile, cluster, 4).value();
     const double brute_s = brute_force_best_s(profile, cluster, 4);
     EXPECT_NEAR(exact.backward_s, brute_s, 1e-12 * brute_s) << "trial " << trial;
   }
@@ -84,7 +84,7 @@ TEST(ExactChunking, BackwardTimeIsTheCgdpCostModels) {
   Cluster cluster = simple_cluster(1, 4);
   cluster.host.stream_sync_s = 0.2e-3;
   const Profile profile = random_profile(rng, 10);
-  const Chunking exact = exact_cgdp_chunking(profile, cluster, 4);
+  const Chunking exact = exact_cgdp_chunking(profile, cluster, 4).value();
   const Prediction p = testing_fixtures::run_strategy("cgdp", profile, cluster, {{"chunks", ranges_text(exact.chunks)}});
   EXPECT_NEAR(p.breakdown.exposed_comm_s + model_totals(profile).backward_s, exact.backward_s, 1e-12);
 }
@@ -103,7 +103,7 @@ TEST(ExactChunking, MergesTheTopTwoLayersWhenSyncsAreCostly) {
   Profile p = testing_fixtures::chain_profile(3, 0.1e-3, 0.1e-3, 1e6, 1e6);
   Cluster cluster = simple_cluster(1, 4);
   cluster.host.stream_sync_s = 0.5e-3;
-  const Chunking exact = exact_cgdp_chunking(p, cluster, 4);
+  const Chunking exact = exact_cgdp_chunking(p, cluster, 4).value();
   EXPECT_EQ(exact.chunks, (std::vector<LayerRange>{{0, 0}, {1, 2}}));
   EXPECT_NEAR(exact.backward_s, 1.72e-3, 1e-12);
 }
@@ -111,9 +111,47 @@ TEST(ExactChunking, MergesTheTopTwoLayersWhenSyncsAreCostly) {
 TEST(ExactChunking, AModelWithoutParametersIsOneChunkOfPureBackward) {
   // No gradients: no sync, no copies, T = Σbw = 4 · 1 ms.
   const Profile p = testing_fixtures::chain_profile(4, 1e-3, 1e-3, 0, 1e6);
-  const Chunking exact = exact_cgdp_chunking(p, simple_cluster(1, 4), 4);
+  const Chunking exact = exact_cgdp_chunking(p, simple_cluster(1, 4), 4).value();
   EXPECT_NEAR(exact.backward_s, 4e-3, 1e-15);
   EXPECT_TRUE(uniform_chunk_sweep(p, simple_cluster(1, 4), 4).empty());
+}
+
+TEST(ExactChunking, GivesUpPastItsWorkBudget) {
+  std::mt19937 rng(5);
+  const Profile profile = random_profile(rng, 12);
+  EXPECT_FALSE(exact_cgdp_chunking(profile, simple_cluster(1, 4), 4, 10).has_value());
+  EXPECT_TRUE(exact_cgdp_chunking(profile, simple_cluster(1, 4), 4).has_value());
+}
+
+TEST(BoundedChunking, IsTheExactOptimumWithinTheBudget) {
+  std::mt19937 rng(9);
+  const Profile profile = random_profile(rng, 12);
+  const Cluster cluster = simple_cluster(2, 2);
+  const Chunking bounded = bounded_cgdp_chunking(profile, cluster, 4);
+  EXPECT_TRUE(bounded.optimal);
+  EXPECT_DOUBLE_EQ(bounded.backward_s, exact_cgdp_chunking(profile, cluster, 4).value().backward_s);
+  EXPECT_DOUBLE_EQ(bounded.lower_bound_s, bounded.backward_s);
+}
+
+TEST(BoundedChunking, PastTheBudgetBracketsTheOptimumBetweenItsBoundAndItsChunking) {
+  // A budget of 30 comparisons stops the exact search on 12 layers: the
+  // coarse search and the local search answer, and the optimum (brute force)
+  // lies between the proven lower bound and the chunking found.
+  std::mt19937 rng(2018);
+  Cluster slow_sync = simple_cluster(1, 4);
+  slow_sync.host.stream_sync_s = 0.5e-3;
+  const std::vector<Cluster> clusters = {simple_cluster(1, 4), slow_sync, simple_cluster(2, 2)};
+  for (int trial = 0; trial < 24; ++trial) {
+    const Profile profile = random_profile(rng, 12);
+    const Cluster& cluster = clusters[static_cast<size_t>(trial) % clusters.size()];
+    const Chunking bounded = bounded_cgdp_chunking(profile, cluster, 4, 30);
+    const double optimum_s = brute_force_best_s(profile, cluster, 4);
+    EXPECT_FALSE(bounded.optimal);
+    EXPECT_LE(bounded.lower_bound_s, optimum_s * (1 + 1e-12)) << "trial " << trial;
+    EXPECT_GE(bounded.backward_s, optimum_s * (1 - 1e-12)) << "trial " << trial;
+    EXPECT_NEAR(bounded.backward_s, cgdp_backward_s(profile, cluster, 4, bounded.chunks), 1e-15);
+    EXPECT_GE(bounded.optimality_gap(), 0);
+  }
 }
 
 TEST(UniformSweep, ChunkSizeOneIsTheCgdpDefault) {
@@ -157,7 +195,7 @@ TEST_F(Resnet152OnPower8, UniformSweepFallsThenRises) {
 }
 
 TEST_F(Resnet152OnPower8, ExactIsNeverSlowerThanUniformOrAlgorithmOne) {
-  const Chunking exact = exact_cgdp_chunking(*profile, *cluster, 4);
+  const Chunking exact = exact_cgdp_chunking(*profile, *cluster, 4).value();
   double best_uniform_s = std::numeric_limits<double>::infinity();
   for (const UniformChunkPoint& point : uniform_chunk_sweep(*profile, *cluster, 4)) {
     best_uniform_s = std::min(best_uniform_s, point.chunking.backward_s);
@@ -167,6 +205,17 @@ TEST_F(Resnet152OnPower8, ExactIsNeverSlowerThanUniformOrAlgorithmOne) {
   const HeuristicChunkResult heuristic = heuristic_cgdp_chunking(*profile, *cluster, 4, options);
   EXPECT_LE(exact.backward_s, best_uniform_s * (1 + 1e-12));
   EXPECT_LE(exact.backward_s, heuristic.chunking.backward_s * (1 + 1e-12));
+}
+
+TEST(BoundedChunking, Resnet1001OnEightH100sIsWithinOnePercentOfTheOptimum) {
+  // 3,338 layers: the exact search passes its budget; the bounded one states
+  // its distance from the optimum through the lower bound.
+  const Cluster cluster = load_cluster("h100x8-nvlink");
+  const Profile profile = analytic_profile(build_zoo_model("resnet1001"), 64, cluster);
+  const Chunking bounded = bounded_cgdp_chunking(profile, cluster, 8);
+  EXPECT_GE(bounded.backward_s, bounded.lower_bound_s);
+  EXPECT_LT(bounded.optimality_gap(), 0.01);
+  EXPECT_LE(bounded.backward_s, cgdp_backward_s(profile, cluster, 8, seed_chunk_layout(profile, 1)));
 }
 
 TEST(HeuristicChunking, FollowsAlgorithmOnesStepAndStopRules) {
