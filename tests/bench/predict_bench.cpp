@@ -2,6 +2,7 @@
 // start and printing. Checks the predictions first, then times them.
 #include <benchmark/benchmark.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <iostream>
 
@@ -40,6 +41,36 @@ void BM_PredictAllStrategies(benchmark::State& state, const std::string& model_n
   state.counters["strategies"] = static_cast<double>(strategy_registry().size());
 }
 
+// Every zoo model on one preset, every strategy at its defaults, profile
+// included (what `trainsim predict --model M --cluster C` does): the time per
+// pass over the zoo, and the slowest model's time as a counter (the goal is
+// each model under 1 s).
+void BM_PredictZoo(benchmark::State& state, const std::string& cluster_name) {
+  const Cluster cluster = load_cluster(cluster_name);
+  std::vector<Model> models;
+  for (const ZooEntry& entry : zoo_entries()) models.push_back(build_zoo_model(entry.name));
+  for (const Model& model : models) {
+    check_predictions(predict_analytic(analytic_profile(model, model.default_batch, cluster), cluster, {}, {}), state);
+  }
+  double slowest_s = 0;
+  std::string slowest;
+  for (auto _ : state) {
+    for (const Model& model : models) {
+      const auto start = std::chrono::steady_clock::now();
+      PredictionSet set = predict_analytic(analytic_profile(model, model.default_batch, cluster), cluster, {}, {});
+      benchmark::DoNotOptimize(set);
+      const double elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      if (elapsed_s > slowest_s) {
+        slowest_s = elapsed_s;
+        slowest = model.name;
+      }
+    }
+  }
+  state.counters["models"] = static_cast<double>(models.size());
+  state.counters["slowest_model_s"] = slowest_s;
+  state.SetLabel("slowest " + slowest);
+}
+
 void BM_AnalyticProfile(benchmark::State& state, const std::string& model_name) {
   const Cluster cluster = load_cluster("h100x8-nvlink");
   const Model model = build_zoo_model(model_name);
@@ -64,6 +95,12 @@ BENCHMARK_CAPTURE(BM_PredictAllStrategies, resnet1001_h100x4node, std::string("r
     ->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_PredictAllStrategies, vgg16_p40x4, std::string("vgg16"), std::string("p40x4-pcie3"))
     ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_PredictZoo, p40x4_pcie3, std::string("p40x4-pcie3"))->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK_CAPTURE(BM_PredictZoo, titanxp_4node_10gbe, std::string("titanxp-4node-10gbe"))->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK_CAPTURE(BM_PredictZoo, p100x4_nvlink_power8, std::string("p100x4-nvlink-power8"))->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK_CAPTURE(BM_PredictZoo, titanxp_8x6_ib100, std::string("titanxp-8x6-ib100"))->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK_CAPTURE(BM_PredictZoo, h100x8_nvlink, std::string("h100x8-nvlink"))->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK_CAPTURE(BM_PredictZoo, h100x4node_ib400, std::string("h100x4node-ib400"))->Unit(benchmark::kMillisecond)->Iterations(1);
 BENCHMARK_CAPTURE(BM_AnalyticProfile, resnet1001, std::string("resnet1001"))->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_BuildZooModel, resnet1001, std::string("resnet1001"))->Unit(benchmark::kMillisecond);
 
