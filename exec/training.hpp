@@ -67,7 +67,7 @@ double test_accuracy(const Network& network, const Weights& weights, const Datas
 // ends its iterations in groups).
 IterationStats iteration_stats(const std::vector<double>& iteration_end_s, int32_t period = 1);
 
-// trainsim.run/1 (INTERFACES.md).
+// trainsim.run/1 (docs/formats.md).
 nlohmann::json training_to_json(const TrainingResult& r, const std::string& model, const std::string& devices,
                                 const std::string& trace_path, uint64_t seed);
 

@@ -1,4 +1,4 @@
-// Clusters (`trainsim.cluster/1`, INTERFACES.md): identical devices on one or
+// Clusters (`trainsim.cluster/1`, docs/formats.md): identical devices on one or
 // more machines, the links between them and the host. Presets describe the
 // seeds' testbeds and modern machines (presets.cpp).
 #pragma once

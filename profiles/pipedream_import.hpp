@@ -1,6 +1,6 @@
 // Importer for PipeDream's per-layer profiles (`graph.txt`, written by its
 // profiler and read by its partitioner; format in
-// shared/peer-profiles/pipedream/README.md) into a trainsim profile.
+// tests/data/pipedream/README.md) into a trainsim profile.
 #pragma once
 
 #include <cstdint>

@@ -1,4 +1,4 @@
-// Per-layer profiles (`trainsim.profile/1`, INTERFACES.md): what one device
+// Per-layer profiles (`trainsim.profile/1`, docs/formats.md): what one device
 // measured, estimated or imported for each layer at one batch size. The cost
 // models and the simulator read only this, never the model graph.
 #pragma once

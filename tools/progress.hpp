@@ -1,5 +1,5 @@
 // A one-line progress bar on stderr for long commands: drawn only when stderr
-// is a terminal and the command was not given --quiet (INTERFACES.md).
+// is a terminal and the command was not given --quiet (docs/formats.md).
 #pragma once
 
 #include <cstdint>

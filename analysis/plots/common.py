@@ -1,7 +1,7 @@
 """Loaders for trainsim's outputs and the helpers every plot module shares.
 
 Each loader takes a path (or an already-parsed dict), checks the fields the
-plots read against ../shared/design/INTERFACES.md and returns plain Python data,
+plots read against docs/formats.md and returns plain Python data,
 so notebooks can inspect it. Bad input raises FormatError, whose message names
 the file and field, what is wrong and what was expected.
 """
@@ -19,7 +19,7 @@ if "MPLBACKEND" not in os.environ and "matplotlib.pyplot" not in sys.modules:
     matplotlib.use("Agg")  # files, not windows: the scripts run headless and in tests
 import matplotlib.pyplot as plt  # noqa: E402  (after the backend choice)
 
-# Keys of a breakdown, in the order the stacks draw them (INTERFACES.md, Prediction).
+# Keys of a breakdown, in the order the stacks draw them (docs/formats.md, Prediction).
 BREAKDOWN_PARTS = ("compute", "exposed_comm", "idle_transfer", "idle_imbalance")
 METHODS = ("analytic", "simulated")
 

@@ -1,5 +1,5 @@
 // DSP's forward and backward parameters (seed 001 §3.1-3.3, eq. 5;
-// EQUATIONS.md §8). Block k runs a batch's forward on its Forward Parameters
+// docs/equations.md §8). Block k runs a batch's forward on its Forward Parameters
 // x_k^{t_k} and, Δt_k updates later, its backward on its newer Backward
 // Parameters x_k^{t_{2K-1-k}}. The DSP gradient (eq. 5) differentiates
 // F(h_0; x_0^{t_0}; ...; x_{k-1}^{t_{k-1}}; x_k^{t_{2K-1-k}}): the lower

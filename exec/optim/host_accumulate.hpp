@@ -1,5 +1,5 @@
 // CGDP's host-side accumulation (seed 003 §3.1 steps B-4-2 / B-4-3, cost in
-// §3.2; EQUATIONS.md §7): the N workers' copies of a chunk's gradients are
+// §3.2; docs/equations.md §7): the N workers' copies of a chunk's gradients are
 // summed into one host buffer by T host threads, and the sum is broadcast
 // back to every worker. The sum does not depend on T: each element is summed
 // worker 0, 1, ..., N−1 in that order whichever thread owns it.

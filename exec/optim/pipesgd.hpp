@@ -1,4 +1,4 @@
-// Pipe-SGD (seed 002 §3; EQUATIONS.md §1): the gradient of iteration t is
+// Pipe-SGD (seed 002 §3; docs/equations.md §1): the gradient of iteration t is
 // applied at iteration t + K − 1 (a delay queue, K the pipeline width), and
 // the communicated gradients may be compressed by 16-bit truncation or 8-bit
 // scalar quantization (seed 002 §3.2), light enough to run inside AllReduce.

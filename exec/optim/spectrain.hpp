@@ -1,4 +1,4 @@
-// SpecTrain weight prediction (seed 000 §3.3, eqs. 1-6; EQUATIONS.md §6): a
+// SpecTrain weight prediction (seed 000 §3.3, eqs. 1-6; docs/equations.md §6): a
 // stage keeps the smoothed gradient v and runs each forward and backward on
 // the weights predicted for the time the mini-batch completes its round trip.
 // The weights themselves are updated by plain SGD (seed 000 eq. 2, Algorithm

@@ -1,6 +1,6 @@
 // Collective algorithms over a transport's point-to-point messages, one file
 // each, as Thakur, Rabenseifner and Gropp (2005) describe them and
-// sim/cost/collectives/ times them (EQUATIONS.md §2). Every element of a
+// sim/cost/collectives/ times them (docs/equations.md §2). Every element of a
 // result is summed on one member in one order and copied to the others, so
 // all members end with the same bits.
 #pragma once

@@ -1,5 +1,5 @@
 // A synchronous parameter-server shard over a Transport: the device server of
-// dp-ps (seed 003 §2.3) and Parallax's sparse servers (seed 004, EQUATIONS.md
+// dp-ps (seed 003 §2.3) and Parallax's sparse servers (seed 004, docs/equations.md
 // §3). Each round, every worker pushes its gradient for the shard; the server
 // sums the pushes in worker order, applies the update callback once, then
 // answers every worker's pull. The shard is one variable, or a key range of one.

@@ -1,5 +1,5 @@
 // Rabenseifner's AllReduce (Thakur, Rabenseifner, Gropp 2005 §4.4;
-// EQUATIONS.md §2, allreduce/Rabenseifner): a reduce-scatter by recursive
+// docs/equations.md §2, allreduce/Rabenseifner): a reduce-scatter by recursive
 // halving, then an allgather by recursive doubling, on p' = 2^⌊lg p⌋ ranks
 // after the fold-in of a non-power-of-two group.
 #include "exec/transport/collectives.hpp"
@@ -17,7 +17,7 @@ Chunk chunk_span(int64_t n, int parts, int first, int last) {
 
 }  // namespace
 
-// EQUATIONS.md §2: halving sends n/2 + n/4 + ... = (p'-1)/p'·n, and the
+// docs/equations.md §2: halving sends n/2 + n/4 + ... = (p'-1)/p'·n, and the
 // allgather as much again. In the halving round of distance d a rank keeps
 // the half of its chunk range on its side of bit d and adds the partner's
 // values for it; after lg p' rounds core rank q alone holds chunk q summed.

@@ -1,12 +1,12 @@
 // Recursive-doubling AllReduce (Thakur, Rabenseifner, Gropp 2005 §4.1;
-// EQUATIONS.md §2, allreduce/recursive doubling): lg p' rounds exchanging the
+// docs/equations.md §2, allreduce/recursive doubling): lg p' rounds exchanging the
 // whole vector with the partner at distance 2^k, after the fold-in of a
 // non-power-of-two group.
 #include "exec/transport/collectives.hpp"
 
 namespace trainsim {
 
-// EQUATIONS.md §2: lg p' messages of n per core member. Partners add each
+// docs/equations.md §2: lg p' messages of n per core member. Partners add each
 // other's vectors (a + b on one side, b + a on the other, which IEEE
 // addition makes the same bits), so after every round both hold one value.
 void all_reduce_recursive_doubling(CollectivePeers& peers, std::span<float> data) {

@@ -1,11 +1,11 @@
 // Ring AllReduce (Thakur, Rabenseifner, Gropp 2005 §4.2 — the bandwidth-
-// optimal ring; EQUATIONS.md §2, allreduce/ring): a reduce-scatter and an
+// optimal ring; docs/equations.md §2, allreduce/ring): a reduce-scatter and an
 // allgather around the ring, p-1 steps each, one chunk per step.
 #include "exec/transport/collectives.hpp"
 
 namespace trainsim {
 
-// EQUATIONS.md §2, allreduce/ring: 2(p-1) messages of n/p per member. In
+// docs/equations.md §2, allreduce/ring: 2(p-1) messages of n/p per member. In
 // reduce-scatter step s rank r sends chunk r-s to r+1 and adds chunk r-s-1
 // from r-1, so chunk c is summed along c, c+1, ..., c-1 and finished on rank
 // c-1 alone; the allgather then copies finished chunks around unchanged.

@@ -1,11 +1,11 @@
 // Binomial-tree reduce and broadcast (Thakur, Rabenseifner, Gropp 2005 §3-4;
-// EQUATIONS.md §2, reduce/binomial tree and broadcast/binomial tree), and
+// docs/equations.md §2, reduce/binomial tree and broadcast/binomial tree), and
 // the tree AllReduce built from them.
 #include "exec/transport/collectives.hpp"
 
 namespace trainsim {
 
-// EQUATIONS.md §2, reduce/binomial tree: ⌈lg p⌉ rounds. Relative rank v
+// docs/equations.md §2, reduce/binomial tree: ⌈lg p⌉ rounds. Relative rank v
 // receives from v + 2^k while bit k of v is clear, then sends its partial
 // sum to v - 2^k and stops; the root ends with everything.
 void reduce_tree(CollectivePeers& peers, int root_rank, std::span<float> data) {
@@ -22,7 +22,7 @@ void reduce_tree(CollectivePeers& peers, int root_rank, std::span<float> data) {
   }
 }
 
-// EQUATIONS.md §2, broadcast/binomial tree: ⌈lg p⌉(α + nβ). Relative rank v
+// docs/equations.md §2, broadcast/binomial tree: ⌈lg p⌉(α + nβ). Relative rank v
 // receives from v minus its lowest set bit, then sends to v + 2^k for every
 // 2^k below that bit.
 void broadcast_tree(CollectivePeers& peers, int root_rank, std::span<float> data) {

@@ -195,7 +195,7 @@ void check_probe_options(int64_t workers, const ClusterProbeOptions& o) {
 
 }  // namespace
 
-// Alpha-beta link model (EQUATIONS.md §2): t(n) = latency + n / bandwidth.
+// Alpha-beta link model (docs/equations.md §2): t(n) = latency + n / bandwidth.
 ChannelFit fit_channel(std::vector<ChannelSample> samples) {
   TRAINSIM_CHECK(!samples.empty(), "fit_channel needs at least one sample");
   std::sort(samples.begin(), samples.end(), [](const auto& a, const auto& b) { return a.bytes < b.bytes; });

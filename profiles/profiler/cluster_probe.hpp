@@ -18,7 +18,7 @@ struct ChannelSample {
 };
 
 // The fitted channel: time(n) = latency_s + n / bandwidth_bytes_per_s (the
-// alpha-beta model, EQUATIONS.md §2: α + nβ with β = 1/bandwidth).
+// alpha-beta model, docs/equations.md §2: α + nβ with β = 1/bandwidth).
 struct ChannelFit {
   double latency_s = 0;
   double bandwidth_bytes_per_s = 0;

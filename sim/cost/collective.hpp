@@ -1,4 +1,4 @@
-// Collective communication costs (EQUATIONS.md §2, after Thakur, Rabenseifner
+// Collective communication costs (docs/equations.md §2, after Thakur, Rabenseifner
 // and Gropp 2005): the α-β-γ model of MPICH's algorithms. One file per
 // algorithm under collectives/; this header is the narrow interface.
 #pragma once
@@ -38,11 +38,11 @@ double allreduce_rabenseifner_s(double bytes, int64_t p, const LinkParams& link)
 double allreduce_tree_s(double bytes, int64_t p, const LinkParams& link);
 
 // A barrier of p processes: one global synchronization, t_sync of
-// EQUATIONS.md §2 (the measured cluster's sync_s is a barrier's time); 0 when p == 1.
+// docs/equations.md §2 (the measured cluster's sync_s is a barrier's time); 0 when p == 1.
 double barrier_s(int64_t p, double sync_s);
 
 // What one AllReduce or broadcast call of `bytes` over p > 1 members costs
-// beyond its algorithm's α-β-γ time: t_sync (EQUATIONS.md §2), plus, where
+// beyond its algorithm's α-β-γ time: t_sync (docs/equations.md §2), plus, where
 // the cluster gives collective.pack_bytes_per_s, bytes / that rate for
 // packing the tensors into one buffer and unpacking the result (a fusion
 // buffer, as Horovod's and PyTorch DDP's buckets copy). t_sync alone when p == 1.

@@ -24,7 +24,7 @@ struct ModelTotals {
 };
 
 // A micro-batch of `fraction` of the batch: the fixed part of the time plus
-// its share of the rest (EQUATIONS.md §5's t/M when fixed_s = 0).
+// its share of the rest (docs/equations.md §5's t/M when fixed_s = 0).
 double scaled_s(double total_s, double fixed_s, double fraction);
 
 ModelTotals model_totals(const Profile& profile);

@@ -79,7 +79,7 @@ struct PipeSgdSettings {
 };
 
 // pipesgd: the per-iteration compute (t_up + t_fw + t_bw + compression) and
-// the communication left exposed beyond it, EQUATIONS.md §1 eqs. (2), (5), (6).
+// the communication left exposed beyond it, docs/equations.md §1 eqs. (2), (5), (6).
 struct PipeSgdTimes {
   double compute_s = 0;
   double exposed_s = 0;
@@ -125,7 +125,7 @@ struct CgdpChunks {
 CgdpChunks resolve_cgdp_chunks(const Profile& profile, const Cluster& cluster, int64_t workers,
                                StrategyConfig& config);
 
-// cgdp, EQUATIONS.md §7: backward time T with `chunks` (ascending, covering
+// cgdp, docs/equations.md §7: backward time T with `chunks` (ascending, covering
 // every layer) on `workers` devices: each chunk's backward, then t_as if it has
 // gradients, its copies passing the in-order resources of cgdp_chunk_stage_s;
 // T = max(backward with syncs, last copy back). Layer ranges are not checked.

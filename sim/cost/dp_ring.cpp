@@ -7,7 +7,7 @@
 
 namespace trainsim {
 
-// EQUATIONS.md §1 eq. (2) with the ring AllReduce of §2:
+// docs/equations.md §1 eq. (2) with the ring AllReduce of §2:
 // t = Σfw + Σbw + ringAllReduce(M) + t_sync (+ packing) + update, M = Σ param_bytes,
 // ringAllReduce = 2(N-1)α + 2((N-1)/N)Mβ + ((N-1)/N)Mγ; N = 1 communicates nothing.
 Prediction predict_dp_ring(const Profile& profile, const Cluster& cluster, StrategyConfig& config) {

@@ -1,4 +1,4 @@
-// `dsp`: Diversely Stale Parameters (seed 001 §3; EQUATIONS.md §8). K blocks
+// `dsp`: Diversely Stale Parameters (seed 001 §3; docs/equations.md §8). K blocks
 // on K devices, decoupled by FIFO queues: block k keeps the inputs of 1+m_k
 // batches (M_k), outputs of 1+p_k (P_k) and error gradients of 1+q_k (Q_k),
 // and every step runs a forward, a recomputation and a backward of different
@@ -60,7 +60,7 @@ Prediction predict_dsp(const Profile& profile, const Cluster& cluster, StrategyC
   p.workers = pipe.devices;
   p.samples_per_iteration = static_cast<double>(profile.batch_size);
   p.memory = per_device_memory(pipe, memory);
-  // Layer-wise staleness Δt_k = m_k (EQUATIONS.md §8); the largest is block 0's.
+  // Layer-wise staleness Δt_k = m_k (docs/equations.md §8); the largest is block 0's.
   p.staleness = *std::max_element(queues.m.begin(), queues.m.end());
   finish_prediction(p, config);
   return p;

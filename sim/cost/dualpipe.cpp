@@ -1,7 +1,7 @@
 // `dualpipe` (seed 000 §3): every pipeline time unit each stage issues one
 // forward and one backward together, then all stages synchronise, apply the
 // buffered gradients and synchronise again (Algorithm 1). `spectrain` runs
-// the forward and backward on predicted weights (§3.3, EQUATIONS.md §6).
+// the forward and backward on predicted weights (§3.3, docs/equations.md §6).
 #include <algorithm>
 
 #include "sim/cost/collective.hpp"
@@ -40,7 +40,7 @@ double update_phase_s(const PipelineStage& s) {
 
 }  // namespace
 
-// EQUATIONS.md §5: one mini-batch per unit of max_k(F_k + B_k), plus the
+// docs/equations.md §5: one mini-batch per unit of max_k(F_k + B_k), plus the
 // transfers the barrier waits for and the update phase max_k U_k.
 Prediction predict_dualpipe(const Profile& profile, const Cluster& cluster, StrategyConfig& config) {
   Prediction p;
@@ -66,7 +66,7 @@ Prediction predict_dualpipe(const Profile& profile, const Cluster& cluster, Stra
     compute_tasks_s = std::max(compute_tasks_s, tasks_phase_s(pipe, k, false));
     update_s = std::max(update_s, update_phase_s(pipe.stages[k]));
   }
-  // Two barriers per unit (Algorithm 1 lines 10 and 13), t_sync each (EQUATIONS.md §2).
+  // Two barriers per unit (Algorithm 1 lines 10 and 13), t_sync each (docs/equations.md §2).
   const double barriers_s = 2.0 * barrier_s(pipe.devices, cluster.collective.sync_s);
   p.iteration_s = tasks_s + update_s + barriers_s;
 
@@ -79,7 +79,7 @@ Prediction predict_dualpipe(const Profile& profile, const Cluster& cluster, Stra
     per_stage.push_back(
         device_breakdown(p.iteration_s, s.compute_s() / r, exposed_sync_s + barriers_s, tasks_s - compute_tasks_s));
     // A mini-batch returns to stage k 2(S-1-k) units after its forward there
-    // (s = 2S-k-2 minus s = k, EQUATIONS.md §6), one entering per unit.
+    // (s = 2S-k-2 minus s = k, docs/equations.md §6), one entering per unit.
     const double in_flight = static_cast<double>((2 * (stages - 1 - k) + 1 + s.replicas - 1) / s.replicas);
     DeviceMemory m = stage_memory(profile, s, in_flight);
     // SpecTrain keeps the smoothed gradient v (eq. 1, Algorithm 1 line 1) and
@@ -92,7 +92,7 @@ Prediction predict_dualpipe(const Profile& profile, const Cluster& cluster, Stra
   p.samples_per_iteration = static_cast<double>(profile.batch_size);
   p.memory = per_device_memory(pipe, memory);
   // The forward on stage 0 runs 2S-2 versions before its mini-batch completes
-  // (EQUATIONS.md §6, s = 2N-k-2 at k = 0): the largest gap.
+  // (docs/equations.md §6, s = 2N-k-2 at k = 0): the largest gap.
   p.staleness = 2 * (stages - 1);
   if (spectrain) {
     p.notes.push_back(

@@ -14,7 +14,7 @@ namespace {
 // One sweep (forward or backward) of M identical micro-batches through the
 // stages and the links between them, a flow shop: the first micro-batch
 // crosses every stage and link, the other M-1 follow at the pace of the
-// slowest (EQUATIONS.md §5's (M+K-1)·max_k t_k when all stages are equal).
+// slowest (docs/equations.md §5's (M+K-1)·max_k t_k when all stages are equal).
 // Micro-batch times are the stage times / M (linear in the batch) plus, with
 // a measured profile, the layers' fixed parts (scaled_s); the r replicas of a
 // stage share its micro-batches, 1/r of those times each. A stage that passes
@@ -48,7 +48,7 @@ double sweep_s(const Pipeline& pipe, int64_t microbatches, bool forward, bool wi
 
 // Iteration = forward sweep + backward sweep + the update after the flush,
 // stages in parallel: max_k (W^r_k + U_k), replicas summing their gradients
-// (EQUATIONS.md §4's W^m) before updating.
+// (docs/equations.md §4's W^m) before updating.
 Prediction predict_gpipe(const Profile& profile, const Cluster& cluster, StrategyConfig& config) {
   Prediction p;
   p.strategy = "gpipe";
@@ -57,7 +57,7 @@ Prediction predict_gpipe(const Profile& profile, const Cluster& cluster, Strateg
 
   double flush_s = 0;
   for (const PipelineStage& s : pipe.stages) flush_s = std::max(flush_s, s.weight_sync_s + s.update_s);
-  // The barrier after the flush: t_sync (EQUATIONS.md §2).
+  // The barrier after the flush: t_sync (docs/equations.md §2).
   const double barrier = barrier_s(pipe.devices, cluster.collective.sync_s);
   const double h = cluster.device.handoff_s;
   p.iteration_s = sweep_s(pipe, m, true, true, h) + sweep_s(pipe, m, false, true, h) + flush_s + barrier;

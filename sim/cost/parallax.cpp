@@ -1,4 +1,4 @@
-// `parallax` (seed 004, Kim et al. EuroSys 2019; EQUATIONS.md §3): dense
+// `parallax` (seed 004, Kim et al. EuroSys 2019; docs/equations.md §3): dense
 // variables by AllReduce, sparse ones (embeddings) by parameter servers, one
 // server per machine, with local aggregation of a machine's sparse gradients;
 // `ps` and `ar` are the pure variants. Communication runs after backward, as
@@ -83,7 +83,7 @@ double collective_call_s(double collective_s, double bytes, const Cluster& clust
 
 }  // namespace
 
-// Communication per mode (EQUATIONS.md §3, Table 3 of seed 004):
+// Communication per mode (docs/equations.md §3, Table 3 of seed 004):
 //   ar:     AllReduce(dense) + AllGatherv(sparse): ring allgather of N·αw;
 //   ps:     parameter servers for dense and sparse;
 //   hybrid: AllReduce(dense) + parameter servers for sparse.

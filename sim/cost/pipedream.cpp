@@ -10,7 +10,7 @@
 
 namespace trainsim {
 
-// Steady state, EQUATIONS.md §4-5 (PipeDream's A(N, M) for a given partition):
+// Steady state, docs/equations.md §4-5 (PipeDream's A(N, M) for a given partition):
 // one mini-batch per max(max_k T(stage k, r_k), max_b 2·a_b/B), with
 // T = (1/r)·max(F + B + U, W^r) the replicated stage time, update included.
 Prediction predict_pipedream(const Profile& profile, const Cluster& cluster, StrategyConfig& config) {

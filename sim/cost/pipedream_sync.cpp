@@ -21,7 +21,7 @@ struct UnitPair {
 
 // Task times of one stage for one mini-batch. A replicated stage's replicas
 // take mini-batches in turn, so per mini-batch it costs 1/r of each task
-// (EQUATIONS.md §4); the backward carries the update and the part of W^r its
+// (docs/equations.md §4); the backward carries the update and the part of W^r its
 // compute cannot hide. A task's outgoing transfer must land before the
 // barrier, since the neighbour consumes it in the next unit.
 struct StageTasks {
@@ -54,8 +54,8 @@ UnitPair unit_times(const Pipeline& pipe, bool with_transfers) {
 
 }  // namespace
 
-// EQUATIONS.md §5: a mini-batch costs two units. Each unit lasts the slowest
-// task issued in it; EQUATIONS' 2·max_k max(F_k, B_k) is this sum's upper
+// docs/equations.md §5: a mini-batch costs two units. Each unit lasts the slowest
+// task issued in it; docs/equations.md's 2·max_k max(F_k, B_k) is this sum's upper
 // bound, reached when the slowest forward and backward sit on stages of the
 // same phase (always, with equal stages).
 Prediction predict_pipedream_sync(const Profile& profile, const Cluster& cluster, StrategyConfig& config) {
@@ -64,7 +64,7 @@ Prediction predict_pipedream_sync(const Profile& profile, const Cluster& cluster
   const Pipeline pipe = resolve_pipeline(profile, cluster, config, p.notes, kPipedreamSyncPartition);
   const UnitPair units = unit_times(pipe, true);
   const UnitPair compute_units = unit_times(pipe, false);
-  // A barrier ends each of the two units, t_sync each (EQUATIONS.md §2).
+  // A barrier ends each of the two units, t_sync each (docs/equations.md §2).
   const double barriers_s = 2.0 * barrier_s(pipe.devices, cluster.collective.sync_s);
   p.iteration_s = units.first_s + units.second_s + barriers_s;
   // What the transfers add to the units is every device's wait for a peer.

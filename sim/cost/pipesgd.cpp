@@ -1,4 +1,4 @@
-// `pipesgd` (seed 002, Li et al. NeurIPS 2018; EQUATIONS.md §1): iterations
+// `pipesgd` (seed 002, Li et al. NeurIPS 2018; docs/equations.md §1): iterations
 // pipelined K wide, so iteration i's gradient AllReduce overlaps iteration
 // i+1's compute and updates use gradients K-1 iterations old; optional
 // lossy compression on the wire; gradients sent whole after backward
@@ -46,7 +46,7 @@ PipeSgdComm communication(const Profile& profile, const Cluster& cluster, int64_
 
 }  // namespace
 
-// EQUATIONS.md §1. K = 1: eq. (2), t = t_up + t_fw + t_bw + t_compress + t_comm
+// docs/equations.md §1. K = 1: eq. (2), t = t_up + t_fw + t_bw + t_compress + t_comm
 // (S > 1 overlaps t_comm with backward: t_up + t_fw + t_compress +
 // max(t_bw, eq. (6)'s communication term)). K >= 2: eq. (5)
 // max(t_up + t_fw + t_bw + t_compress, AllReduce(M') + t_sync) for S = 1,

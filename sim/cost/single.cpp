@@ -5,7 +5,7 @@
 
 namespace trainsim {
 
-// t = Σ forward_s + Σ backward_s + update (EQUATIONS.md §1, one worker, no communication).
+// t = Σ forward_s + Σ backward_s + update (docs/equations.md §1, one worker, no communication).
 Prediction predict_single(const Profile& profile, const Cluster& cluster, StrategyConfig& config) {
   const ModelTotals t = model_totals(profile);
   Prediction p;

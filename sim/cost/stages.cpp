@@ -245,15 +245,15 @@ std::vector<double> boundary_bytes(const Profile& profile, const std::vector<Lay
 
 double transfer_s(double bytes, const LinkSpec& link) { return bytes / link.bandwidth_bytes_per_s + link.latency_s; }
 
-// EQUATIONS.md §4: 2·a/B, plus a latency for each of the two messages.
+// docs/equations.md §4: 2·a/B, plus a latency for each of the two messages.
 double boundary_comm_s(double bytes, const LinkSpec& link) { return 2.0 * transfer_s(bytes, link); }
 
-// EQUATIONS.md §4: W^m = 2(m-1)·Σw / B.
+// docs/equations.md §4: W^m = 2(m-1)·Σw / B.
 double weight_sync_s(int64_t replicas, double param_bytes, const LinkSpec& link) {
   return 2.0 * static_cast<double>(replicas - 1) * param_bytes / link.bandwidth_bytes_per_s;
 }
 
-// EQUATIONS.md §4: T(i→j, m) = (1/m)·max(Σ T_l, W^m).
+// docs/equations.md §4: T(i→j, m) = (1/m)·max(Σ T_l, W^m).
 double replicated_stage_s(double compute_s, int64_t replicas, double sync_s) {
   return std::max(compute_s, sync_s) / static_cast<double>(replicas);
 }

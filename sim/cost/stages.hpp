@@ -33,7 +33,7 @@ struct PipelineStage {
   double input_bytes = 0;       // activations received from earlier stages (boundary k-1); 0 for stage 0
   double output_bytes = 0;      // activations sent to later stages (boundary k); 0 for the last stage
   LinkSpec replica_link;        // the link among the replicas (intra_link unless they span machines)
-  double weight_sync_s = 0;     // W^m of EQUATIONS.md §4; 0 with one replica
+  double weight_sync_s = 0;     // W^m of docs/equations.md §4; 0 with one replica
 
   // F_k + B_k + U_k: what one replica computes for one mini-batch.
   double compute_s() const { return forward_s + backward_s + update_s; }
@@ -41,7 +41,7 @@ struct PipelineStage {
 
 // The boundary between stage k and stage k+1.
 struct StageBoundary {
-  double bytes = 0;   // activation bytes crossing it per mini-batch (INTERFACES.md, Profile)
+  double bytes = 0;   // activation bytes crossing it per mini-batch (docs/formats.md, Profile)
   LinkSpec link;      // inter_link when the two stages' devices span machines, else intra_link
   double comm_s = 0;  // 2·(bytes/B + latency): activations forward plus their gradients back
 };
@@ -68,16 +68,16 @@ std::vector<double> boundary_bytes(const Profile& profile, const std::vector<Lay
 // One point-to-point message: bytes / bandwidth + latency.
 double transfer_s(double bytes, const LinkSpec& link);
 
-// Per-mini-batch traffic of a boundary, EQUATIONS.md §4's 2·a/B (activations
+// Per-mini-batch traffic of a boundary, docs/equations.md §4's 2·a/B (activations
 // forward, their gradients back) plus one latency per message.
 double boundary_comm_s(double bytes, const LinkSpec& link);
 
 // W^m = 2(m-1)·w / B, the data-parallel weight synchronisation of a stage
-// replicated m times (EQUATIONS.md §4, PipeDream); 0 for m = 1.
+// replicated m times (docs/equations.md §4, PipeDream); 0 for m = 1.
 double weight_sync_s(int64_t replicas, double param_bytes, const LinkSpec& link);
 
 // T(i→j, m) = (1/m)·max(compute_s, W^m): a replicated stage's time per
-// mini-batch with its weight synchronisation overlapped (EQUATIONS.md §4).
+// mini-batch with its weight synchronisation overlapped (docs/equations.md §4).
 double replicated_stage_s(double compute_s, int64_t replicas, double sync_s);
 
 // Machine of a 0-based device index; devices fill machines in order.
@@ -148,10 +148,10 @@ DeviceMemory stage_memory(const Profile& profile, const PipelineStage& stage, do
 
 // Mini-batches in flight on one device of stage k under 1F1B:
 // ⌈Σ_{j>=k} r_j / r_k⌉, i.e. S-k without replication and PipeDream's NOAM =
-// ⌈workers / r_0⌉ at the input stage (EQUATIONS.md §4).
+// ⌈workers / r_0⌉ at the input stage (docs/equations.md §4).
 int64_t one_f_one_b_in_flight(const Pipeline& pipeline, int64_t stage);
 
-// Per-device memory of 1F1B with weight stashing (EQUATIONS.md §4, last
+// Per-device memory of 1F1B with weight stashing (docs/equations.md §4, last
 // line): n_k mini-batches' activations and n_k - 1 stashed weight versions,
 // n_k = one_f_one_b_in_flight(pipeline, k).
 std::vector<DeviceMemory> weight_stashing_memory(const Profile& profile, const Pipeline& pipeline);

@@ -208,7 +208,7 @@ std::vector<LayerRange> StrategyConfig::get_ranges(const std::string& key, int64
 void StrategyConfig::check_all_used(const std::string& strategy) const {
   for (const auto& [key, value] : values_.items()) {
     if (!used_.count(key)) {
-      throw InputError(where_of(key), "is not a setting of " + strategy, "a key listed in INTERFACES.md");
+      throw InputError(where_of(key), "is not a setting of " + strategy, "a key listed in docs/formats.md");
     }
   }
 }

@@ -1,4 +1,4 @@
-// Chrome trace event JSON of a simulated run (INTERFACES.md "Trace"): one
+// Chrome trace event JSON of a simulated run (docs/formats.md "Trace"): one
 // process per worker, one thread per stream it uses, one complete ("X") event
 // per op, in microseconds. Opens in Perfetto and chrome://tracing; the
 // executor writes the same shape.

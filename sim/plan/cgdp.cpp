@@ -54,7 +54,7 @@ std::vector<OpId> add_chunk_sync(PlanBuilder& b, const CgdpLayout& layout, Layer
 
 }  // namespace
 
-// EQUATIONS.md §7 with chunks (predict_cgdp): per worker, forward, then each
+// docs/equations.md §7 with chunks (predict_cgdp): per worker, forward, then each
 // chunk's backward (+ t_as when it has gradients and there is more than one
 // worker) followed by its transfers through D2H, host accumulation, (the
 // hosts' ring AllReduce,) H2D, each an in-order stream: the flow shop of

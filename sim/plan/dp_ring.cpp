@@ -8,7 +8,7 @@
 
 namespace trainsim {
 
-// EQUATIONS.md §1 eq. (2) with §2's AllReduce: per worker forward, backward,
+// docs/equations.md §1 eq. (2) with §2's AllReduce: per worker forward, backward,
 // AllReduce(M) (+ t_sync, which the simulator adds per collective), update;
 // one worker communicates nothing.
 Plan plan_dp_ring(const Profile& profile, const Cluster& cluster, StrategyConfig& config, int32_t iterations) {

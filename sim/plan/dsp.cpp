@@ -1,4 +1,4 @@
-// `dsp` plan: Diversely Stale Parameters (seed 001 §3; EQUATIONS.md §8).
+// `dsp` plan: Diversely Stale Parameters (seed 001 §3; docs/equations.md §8).
 // Block k runs steps; in each it takes one batch from each of its FIFO
 // queues: a forward of a new batch, then (m_k > 0) the recomputation and the
 // backward of the batch it forwarded m_k steps before, then its update. The

@@ -13,7 +13,7 @@
 
 namespace trainsim {
 
-// The iteration the cost model times (EQUATIONS.md §5): a forward sweep, a
+// The iteration the cost model times (docs/equations.md §5): a forward sweep, a
 // backward sweep (each a flow shop of M micro-batches through the stages and
 // links), then max_k (W^r_k + U_k). The barrier after the updates makes the
 // next mini-batch start only once every stage has updated, as that sum

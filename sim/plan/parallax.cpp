@@ -1,4 +1,4 @@
-// `parallax` plan (seed 004, EQUATIONS.md §3): after backward, dense
+// `parallax` plan (seed 004, docs/equations.md §3): after backward, dense
 // gradients by an AllReduce and sparse ones by parameter servers, one per
 // machine on its first worker, each owning 1/m of every variable; `ps` sends
 // dense gradients to the servers too, `ar` gathers the sparse rows with a
@@ -146,7 +146,7 @@ std::vector<std::vector<OpId>> add_ring_allgather(PlanBuilder& b, const Parallax
 
 }  // namespace
 
-// EQUATIONS.md §3 per mode (predict_parallax): ar = AllReduce(dense) then the
+// docs/equations.md §3 per mode (predict_parallax): ar = AllReduce(dense) then the
 // sparse allgather; ps = the servers for both; hybrid = AllReduce(dense) then
 // the servers for sparse; each worker then updates dense + αw bytes.
 Plan plan_parallax(const Profile& profile, const Cluster& cluster, StrategyConfig& config, int32_t iterations) {

@@ -43,7 +43,7 @@ Plan plan_pipedream(const Profile& profile, const Cluster& cluster, StrategyConf
   const Pipeline pipe = resolve_pipeline(profile, cluster, config, notes, kPipedreamPartition);
   PipelinePlanWriter w("pipedream", profile, pipe, iterations);
   // Weights, gradients, momentum and the n_k − 1 stashed versions
-  // (EQUATIONS.md §4), as the cost model counts them.
+  // (docs/equations.md §4), as the cost model counts them.
   const std::vector<DeviceMemory> memory = weight_stashing_memory(profile, pipe);
   for (int32_t k = 0; k < w.stage_count(); ++k) {
     for (int32_t j = 0; j < w.replicas(k); ++j) {

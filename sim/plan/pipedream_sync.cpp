@@ -3,7 +3,7 @@
 // units closed by a barrier of all workers: in each unit a worker runs at most
 // one task, one whose input arrived in an earlier unit, and the barrier waits
 // for the unit's transfers to land. In steady state a mini-batch costs two
-// units (EQUATIONS.md §5).
+// units (docs/equations.md §5).
 #include <climits>
 #include <numeric>
 #include <vector>

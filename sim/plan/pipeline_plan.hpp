@@ -63,7 +63,7 @@ class PipelinePlanWriter {
   // `weight_version` and producing the next.
   OpId update(int32_t worker, int32_t iteration, int32_t weight_version, std::vector<OpId> deps = {});
   // The worker's share of its stage's data-parallel weight synchronisation
-  // (EQUATIONS.md §4's W^m): one AllReduce op per replica of the stage, of the
+  // (docs/equations.md §4's W^m): one AllReduce op per replica of the stage, of the
   // stage's param_bytes, ring algorithm (the pipeline models read no choice).
   OpId allreduce(int32_t worker, int32_t iteration, std::vector<OpId> deps = {});
   // The update of a worker's stage once its gradients are complete: on a

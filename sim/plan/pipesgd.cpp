@@ -1,4 +1,4 @@
-// `pipesgd` plan (seed 002, EQUATIONS.md §1): iterations pipelined K wide.
+// `pipesgd` plan (seed 002, docs/equations.md §1): iterations pipelined K wide.
 // Iteration t computes its gradients, compresses them, and AllReduces them
 // while iteration t+1 computes; the update with iteration j's gradients runs
 // after iteration j+K-1's backward, so iteration t reads weight version
@@ -119,7 +119,7 @@ void add_update(PlanBuilder& b, const Profile& profile, const Cluster& cluster, 
 
 }  // namespace
 
-// EQUATIONS.md §1: per worker, iteration t runs forward and backward on
+// docs/equations.md §1: per worker, iteration t runs forward and backward on
 // version max(0, t-K+1) with its segments' compression and AllReduces (+
 // t_sync, added by the simulator), then decompresses and applies iteration
 // t-K+1's gradients; after the last iteration the K-1 pending updates drain.

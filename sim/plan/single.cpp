@@ -21,7 +21,7 @@ std::vector<LayerRange> groups_closed_by_parameters(const Profile& profile) {
 
 }  // namespace
 
-// t = Σ forward_s + Σ backward_s + update (EQUATIONS.md §1, one worker, no
+// t = Σ forward_s + Σ backward_s + update (docs/equations.md §1, one worker, no
 // communication): every op waits only for the one before it on the stream.
 Plan plan_single(const Profile& profile, const Cluster& cluster, StrategyConfig& config, int32_t iterations) {
   PlanBuilder b = data_parallel_builder(&predict_single, profile, cluster, config, iterations);

@@ -1,4 +1,4 @@
-// Partition search: PipeDream's dynamic program (EQUATIONS.md §4) choosing
+// Partition search: PipeDream's dynamic program (docs/equations.md §4) choosing
 // contiguous layer ranges and their replication so that the slowest stage or
 // boundary of the chosen schedule is as fast as possible, optionally with a
 // fixed stage count and no replication ("straight").
@@ -27,7 +27,7 @@ namespace trainsim {
 // A partition is feasible only when every stage's per-device memory, as the
 // schedule's cost model computes it (sim/cost/stages.hpp), is within the limit:
 //   one_f_one_b: 3w_k + n_k·(a_k + i_k) + ws_k + (n_k - 1)·w_k, n_k = ⌈(r_k + later workers)/r_k⌉
-//                (weight_stashing_memory, EQUATIONS.md §4)
+//                (weight_stashing_memory, docs/equations.md §4)
 //   dualpipe:    3w_k + n_k·(a_k + i_k) + ws_k + 3w_k (SpecTrain, on by default),
 //                n_k = ⌈(2·later stages + 1)/r_k⌉ (sim/cost/dualpipe.cpp)
 //   gpipe:       3w_k + (a_k + i_k)/r_k + ws_k (each replica keeps its share of the
@@ -78,7 +78,7 @@ double resolve_memory_limit_bytes(double memory_limit_bytes, const Cluster& clus
 // intra-machine link on one machine, else the (slower) inter-machine link.
 const LinkSpec& partition_link(const Cluster& cluster);
 
-// Hierarchical (EQUATIONS.md §4 "Hierarchical", PipeDream SOSP'19 §3.1): with
+// Hierarchical (docs/equations.md §4 "Hierarchical", PipeDream SOSP'19 §3.1): with
 // D devices per machine and S machines, level 1 gives A¹(i→j), the optimal
 // bottleneck of layers i..j on one machine's D devices over the intra link;
 // level 2 splits the model into groups, group g run by m_g whole machines:

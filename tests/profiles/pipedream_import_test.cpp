@@ -18,7 +18,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-fs::path peer_dir() { return fs::path(TRAINSIM_SHARED_DIR) / "peer-profiles" / "pipedream"; }
+fs::path peer_dir() { return fs::path(TRAINSIM_TEST_DATA_DIR) / "pipedream"; }
 
 std::string peer_graph(const std::string& relative) { return (peer_dir() / relative).string(); }
 

@@ -149,8 +149,8 @@ TEST(Cli, ProfileAnalyticWritesAValidProfileFile) {
 TEST(Cli, ImportedPipedreamProfilePredictsWithItsOwnBatch) {
   TempDir dir;
   const std::string out = dir.file("vgg16-pd.json");
-  const Result r = run({"profile", "--import-pipedream", std::string(TRAINSIM_SHARED_DIR) +
-                        "/peer-profiles/pipedream/vgg16/graph.txt", "--out", out});
+  const Result r = run({"profile", "--import-pipedream", std::string(TRAINSIM_TEST_DATA_DIR) +
+                        "/pipedream/vgg16/graph.txt", "--out", out});
   ASSERT_EQ(r.status, 0) << r.err;
   const Result predict = run({"predict", "--profile", out, "--cluster", "p40x4-pcie3", "--json", "-"});
   ASSERT_EQ(predict.status, 0) << predict.err;

@@ -1,5 +1,5 @@
 // Collective algorithm names and parsing, the AllReduce dispatch, and the
-// α-β-γ link of a group of devices on a cluster (EQUATIONS.md §2). The
+// α-β-γ link of a group of devices on a cluster (docs/equations.md §2). The
 // algorithms themselves live one per file beside this one.
 #include <algorithm>
 
@@ -48,10 +48,10 @@ double allreduce_s(CollectiveAlgorithm algorithm, double bytes, int64_t p, const
   return 0;
 }
 
-// EQUATIONS.md §2: t_sync, the global synchronization of p > 1 processes.
+// docs/equations.md §2: t_sync, the global synchronization of p > 1 processes.
 double barrier_s(int64_t p, double sync_s) { return p > 1 ? sync_s : 0.0; }
 
-// EQUATIONS.md §2's t_sync per call, and the measured packing of the bytes.
+// docs/equations.md §2's t_sync per call, and the measured packing of the bytes.
 double collective_call_overhead_s(const Cluster& cluster, double bytes, int64_t p) {
   const double rate = cluster.collective.pack_bytes_per_s;
   return cluster.collective.sync_s + (p > 1 && rate > 0 ? bytes / rate : 0.0);

@@ -1,4 +1,4 @@
-// The scatter/gather family (Thakur, Rabenseifner, Gropp 2005; EQUATIONS.md
+// The scatter/gather family (Thakur, Rabenseifner, Gropp 2005; docs/equations.md
 // §2): ring allgather, pairwise reduce-scatter, and the long-message
 // broadcast built from a binomial scatter and a ring allgather.
 #include "model/error.hpp"
@@ -6,7 +6,7 @@
 
 namespace trainsim {
 
-// EQUATIONS.md §2, allgather/ring (n = total gathered): (p-1)α + ((p-1)/p)nβ.
+// docs/equations.md §2, allgather/ring (n = total gathered): (p-1)α + ((p-1)/p)nβ.
 double allgather_ring_s(double bytes, int64_t p, const LinkParams& link) {
   TRAINSIM_CHECK(p >= 1 && bytes >= 0, "allgather_ring_s: needs p >= 1 and bytes >= 0");
   if (p == 1) return 0;
@@ -14,7 +14,7 @@ double allgather_ring_s(double bytes, int64_t p, const LinkParams& link) {
   return steps * link.alpha_s + steps / static_cast<double>(p) * bytes * link.beta_s_per_byte;
 }
 
-// EQUATIONS.md §2, reduce-scatter/pairwise: (p-1)α + ((p-1)/p)nβ + ((p-1)/p)nγ.
+// docs/equations.md §2, reduce-scatter/pairwise: (p-1)α + ((p-1)/p)nβ + ((p-1)/p)nγ.
 double reduce_scatter_pairwise_s(double bytes, int64_t p, const LinkParams& link) {
   TRAINSIM_CHECK(p >= 1 && bytes >= 0, "reduce_scatter_pairwise_s: needs p >= 1 and bytes >= 0");
   if (p == 1) return 0;
@@ -23,7 +23,7 @@ double reduce_scatter_pairwise_s(double bytes, int64_t p, const LinkParams& link
   return steps * link.alpha_s + share * bytes * link.beta_s_per_byte + share * bytes * link.gamma_s_per_byte;
 }
 
-// EQUATIONS.md §2, broadcast/scatter + ring allgather: (lg p + p - 1)α +
+// docs/equations.md §2, broadcast/scatter + ring allgather: (lg p + p - 1)α +
 // 2((p-1)/p)nβ, with ⌈lg p⌉ scatter rounds when p is not a power of two.
 double broadcast_scatter_allgather_s(double bytes, int64_t p, const LinkParams& link) {
   TRAINSIM_CHECK(p >= 1 && bytes >= 0, "broadcast_scatter_allgather_s: needs p >= 1 and bytes >= 0");

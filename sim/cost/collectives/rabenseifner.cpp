@@ -1,12 +1,12 @@
 // Rabenseifner's AllReduce (Thakur, Rabenseifner, Gropp 2005 §4.4;
-// EQUATIONS.md §2): a recursive-halving reduce-scatter then a
+// docs/equations.md §2): a recursive-halving reduce-scatter then a
 // recursive-doubling allgather. Ring's bandwidth term with lg p latency.
 #include "model/error.hpp"
 #include "sim/cost/collective.hpp"
 
 namespace trainsim {
 
-// EQUATIONS.md §2, allreduce/Rabenseifner: 2 lg p·α + 2((p-1)/p)nβ +
+// docs/equations.md §2, allreduce/Rabenseifner: 2 lg p·α + 2((p-1)/p)nβ +
 // ((p-1)/p)nγ for p a power of two. Otherwise (Thakur et al. 2005 §4) the
 // extra processes fold onto p' = 2^⌊lg p⌋ partners first (α + nβ + nγ) and
 // get the result back after (α + nβ); the core runs with p'.

@@ -1,12 +1,12 @@
 // Recursive-doubling AllReduce (Thakur, Rabenseifner, Gropp 2005 §4.1;
-// EQUATIONS.md §2): lg p rounds, each exchanging and reducing the whole
+// docs/equations.md §2): lg p rounds, each exchanging and reducing the whole
 // vector with a partner at distance 2^k. Latency-optimal, bandwidth-poor.
 #include "model/error.hpp"
 #include "sim/cost/collective.hpp"
 
 namespace trainsim {
 
-// EQUATIONS.md §2, allreduce/recursive doubling: lg p·α + n lg p·β + n lg p·γ,
+// docs/equations.md §2, allreduce/recursive doubling: lg p·α + n lg p·β + n lg p·γ,
 // for p a power of two. Otherwise (Thakur et al. 2005 §4) the r = p - p'
 // extra processes first hand their vector to a partner, who reduces it
 // (α + nβ + nγ), the p' = 2^⌊lg p⌋ others run the algorithm, and the partners

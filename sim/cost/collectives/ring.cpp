@@ -1,4 +1,4 @@
-// Ring AllReduce (Thakur, Rabenseifner, Gropp 2005; EQUATIONS.md §2): a
+// Ring AllReduce (Thakur, Rabenseifner, Gropp 2005; docs/equations.md §2): a
 // reduce-scatter then an allgather around the ring, p-1 steps each, every
 // step moving n/p bytes per process. Bandwidth-optimal, latency linear in p.
 #include "model/error.hpp"
@@ -6,7 +6,7 @@
 
 namespace trainsim {
 
-// EQUATIONS.md §2, allreduce/ring: 2(p-1)α + 2((p-1)/p)nβ + ((p-1)/p)nγ.
+// docs/equations.md §2, allreduce/ring: 2(p-1)α + 2((p-1)/p)nβ + ((p-1)/p)nγ.
 double allreduce_ring_s(double bytes, int64_t p, const LinkParams& link) {
   TRAINSIM_CHECK(p >= 1 && bytes >= 0, "allreduce_ring_s: needs p >= 1 and bytes >= 0");
   if (p == 1) return 0;

@@ -1,7 +1,7 @@
 // The collectives run over InProcessTransport with 1..6 worker threads: exact
 // sums of small integers, identical bits on every member and closeness to a
 // serial sum on random data of odd sizes, several tags in flight at once,
-// broadcast, barrier, and the bytes each algorithm sends (EQUATIONS.md §2).
+// broadcast, barrier, and the bytes each algorithm sends (docs/equations.md §2).
 #include "exec/transport/collectives.hpp"
 
 #include <gtest/gtest.h>
@@ -191,7 +191,7 @@ TEST(CollectiveTraffic, RingSendsTwoTimesNMinusOneOverNOfTheVectorPerWorker) {
       std::vector<std::vector<float>> data(static_cast<size_t>(p), std::vector<float>(static_cast<size_t>(m), 1.0f));
       TrafficStats traffic;
       run_all_reduce(data, CollectiveAlgorithm::kRing, &traffic);
-      // EQUATIONS.md §2, allreduce/ring: 2(p-1)/p·M floats per worker. Each
+      // docs/equations.md §2, allreduce/ring: 2(p-1)/p·M floats per worker. Each
       // worker skips two chunks of ⌊M/p⌋ or ⌈M/p⌉, so it is off by < 2 floats.
       const double expected_floats = 2.0 * (p - 1) / p * static_cast<double>(m);
       for (int w = 0; w < p; ++w) {
@@ -208,7 +208,7 @@ TEST(CollectiveTraffic, RingSendsTwoTimesNMinusOneOverNOfTheVectorPerWorker) {
 
 TEST(CollectiveTraffic, RabenseifnerSendsTheRingsVolumeInTwoLgPMessages) {
   // p = 4, M = 1000: halving sends 500 + 250, the allgather 250 + 500, so
-  // 1500 floats = 2·(3/4)·1000 (EQUATIONS.md §2) in 2·lg 4 = 4 messages.
+  // 1500 floats = 2·(3/4)·1000 (docs/equations.md §2) in 2·lg 4 = 4 messages.
   std::vector<std::vector<float>> data(4, std::vector<float>(1000, 1.0f));
   TrafficStats traffic;
   run_all_reduce(data, CollectiveAlgorithm::kRabenseifner, &traffic);

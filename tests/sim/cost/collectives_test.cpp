@@ -1,4 +1,4 @@
-// The α-β-γ collective costs of EQUATIONS.md §2, each against a hand-computed
+// The α-β-γ collective costs of docs/equations.md §2, each against a hand-computed
 // case, and the link a group of devices gets on a cluster.
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // `dsp`: FIFO-decoupled blocks, one forward, recompute and backward per step,
-// queue memory and layer-wise staleness (seed 001 §3, EQUATIONS.md §8).
+// queue memory and layer-wise staleness (seed 001 §3, docs/equations.md §8).
 #include <gtest/gtest.h>
 
 #include "model/error.hpp"

@@ -1,5 +1,5 @@
 // `dualpipe`: one unit of forward + backward per mini-batch, then the update;
-// SpecTrain's memory and version gaps (seed 000 §3, EQUATIONS.md §5-6).
+// SpecTrain's memory and version gaps (seed 000 §3, docs/equations.md §5-6).
 #include <gtest/gtest.h>
 
 #include "sim/cost/strategies.hpp"

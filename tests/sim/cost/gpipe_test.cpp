@@ -1,5 +1,5 @@
 // `gpipe`: forward and backward sweeps of M micro-batches, a flush and one
-// update; the bubble matches (K-1)/(M+K-1) (EQUATIONS.md §5).
+// update; the bubble matches (K-1)/(M+K-1) (docs/equations.md §5).
 #include <gtest/gtest.h>
 
 #include "model/error.hpp"

@@ -1,5 +1,5 @@
 // parallax: dense variables by AllReduce, sparse ones by parameter servers
-// (seed 004 §5, EQUATIONS.md §3).
+// (seed 004 §5, docs/equations.md §3).
 #include <gtest/gtest.h>
 
 #include <limits>

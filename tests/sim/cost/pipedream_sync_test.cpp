@@ -26,7 +26,7 @@ Cluster latency_free_cluster(int64_t devices) {
 
 TEST(PipedreamSync, MinibatchCostsTwoUnitsOfTheSlowestTask) {
   // Four equal stages of F 1 ms, B 2 ms, no weights, no activations: every unit
-  // holds a 2 ms backward, so a mini-batch costs 2 × 2 = 4 ms (EQUATIONS.md §5),
+  // holds a 2 ms backward, so a mini-batch costs 2 × 2 = 4 ms (docs/equations.md §5),
   // of which each device computes 3 ms and idles 1 ms.
   const Prediction p = run(chain_profile(4, 1e-3, 2e-3, 0, 0), latency_free_cluster(4));
   EXPECT_NEAR(p.iteration_s, 4e-3, 1e-12);
@@ -38,7 +38,7 @@ TEST(PipedreamSync, MinibatchCostsTwoUnitsOfTheSlowestTask) {
 TEST(PipedreamSync, NeighbouringStagesAlternateForwardAndBackward) {
   // Stage 0: F 1, B 1 ms; stage 1 (last): F 1, B 4 ms. The last stage runs F
   // in the unit where stage 0 runs B (1 ms), and B where stage 0 runs F (4 ms):
-  // 5 ms, below EQUATIONS' bound 2·max(F, B) = 8 ms.
+  // 5 ms, below docs/equations.md's bound 2·max(F, B) = 8 ms.
   Profile profile = chain_profile(0, 0, 0, 0, 0);
   profile.layers.push_back(layer("a", {"input"}, 1e-3, 1e-3, 0, 0));
   profile.layers.push_back(layer("b", {"a"}, 1e-3, 4e-3, 0, 0));

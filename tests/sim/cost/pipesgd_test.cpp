@@ -1,4 +1,4 @@
-// pipesgd: EQUATIONS.md §1, eqs. (2), (5), (6), (7) and compression.
+// pipesgd: docs/equations.md §1, eqs. (2), (5), (6), (7) and compression.
 #include <gtest/gtest.h>
 
 #include "model/error.hpp"

@@ -1,6 +1,6 @@
 // Stage partitions: resolution from the settings, the exact balanced default
 // (against brute force), placement on machines, boundary bytes on a DAG and
-// the replicated-stage formula of EQUATIONS.md §4.
+// the replicated-stage formula of docs/equations.md §4.
 #include "sim/cost/stages.hpp"
 #include "sim/search/partition.hpp"
 

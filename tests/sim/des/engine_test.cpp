@@ -179,7 +179,7 @@ TEST(DesEngine, AllReduceStartsWithItsLastMemberAndLastsTheRingFormula) {
     ar.push_back(b.add(collective_op(w, OpKind::kAllReduce, g, 1e6, {work})));
   }
   const SimResult r = run(b, simple_cluster(1, 4));
-  // The last member is ready at 4 ms. Ring, p = 4, intra link (EQUATIONS.md §2):
+  // The last member is ready at 4 ms. Ring, p = 4, intra link (docs/equations.md §2):
   // 2(p-1)α = 6 x 10 us = 60 us; 2(p-1)/p nβ = 1.5 x 1e6 x 0.1 ns = 150 us;
   // (p-1)/p nγ = 0.75 x 1e6 x 0.02 ns = 15 us; + t_sync 20 us = 245 us.
   for (OpId id : ar) {
@@ -240,7 +240,7 @@ TEST(DesEngine, BarrierReleasesEveryMemberWhenTheLastArrives) {
     next.push_back(b.add(compute_op(w, 1e-3)));
   }
   const SimResult r = run(b, simple_cluster(1, 3));
-  // Arrivals at 1, 2, 3 ms; the barrier takes t_sync = 20 us (EQUATIONS.md
+  // Arrivals at 1, 2, 3 ms; the barrier takes t_sync = 20 us (docs/equations.md
   // §2): all continue at 3.02 ms.
   for (OpId id : next) {
     EXPECT_EQ(r.timings[id].start_ns, 3 * kMs + 20 * kUs);
@@ -288,7 +288,7 @@ std::vector<SimTime> ends(const SimResult& r) {
 
 // DeviceSpec::compute_rate_while_communicating: a compute op progresses at
 // the shared rate while its worker's collective is in flight. The AllReduce
-// of 1e6 B over 2 members (ring, EQUATIONS.md §2): 2α = 20 us, nβ = 100 us,
+// of 1e6 B over 2 members (ring, docs/equations.md §2): 2α = 20 us, nβ = 100 us,
 // nγ/2 = 10 us, + t_sync 20 us = 150 us.
 TEST(DesCoreSharing, ComputeBesideAnAllReduceLosesTheSharedPartOfItsTime) {
   for (const double rate : {1.0, 0.5, 0.25}) {

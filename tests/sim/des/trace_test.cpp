@@ -1,4 +1,4 @@
-// The Chrome trace of a run has the shape INTERFACES.md "Trace" promises and
+// The Chrome trace of a run has the shape docs/formats.md "Trace" promises and
 // Perfetto reads: one process per worker, one named thread per used stream,
 // one complete event per op with its arguments, in microseconds.
 #include <gtest/gtest.h>

@@ -129,7 +129,7 @@ TEST(DualpipePlan, ValidatesOnZooModelsForEveryPreset) {
 
 TEST(DualpipePlan, SimulatedUnitIsTheSlowestStagePairThenTheSlowestUpdate) {
   // Negligible activations; stages 0-0, 1-2, 3-3: F + B = 3, 6, 3 ms, U =
-  // 0.05, 0.1, 0.05 ms: one mini-batch per 6 + 0.1 = 6.1 ms (EQUATIONS.md §5),
+  // 0.05, 0.1, 0.05 ms: one mini-batch per 6 + 0.1 = 6.1 ms (docs/equations.md §5),
   // plus the unit's two barriers at t_sync = 20 us: 6.14 ms.
   testing_fixtures::expect_negligible_transfer_iteration("dualpipe", 3, {{"stages", "0-0,1-2,3-3"}, {"spectrain", "false"}},
                                                          30, 6.14e-3);

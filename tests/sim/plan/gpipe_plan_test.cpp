@@ -57,7 +57,7 @@ TEST(GpipePlan, MicroBatchesRunForwardThenBackwardInReverseThenTheFlush) {
 TEST(GpipePlan, EachSweepIsAChainOfMPlusKMinusOneSteps) {
   // K = 4 stages, M = 3: micro-batch m reaches stage k after m steps on stage
   // 0 and k on the others, so the longest chain of forwards holds M + K − 1 =
-  // 6 of them (EQUATIONS.md §5), and the backward sweep mirrors it.
+  // 6 of them (docs/equations.md §5), and the backward sweep mirrors it.
   const Plan plan = four_stage_plan(3, 2);
   EXPECT_EQ(longest_chain(plan, OpKind::kForward), 6);
   EXPECT_EQ(longest_chain(plan, OpKind::kBackward), 6);

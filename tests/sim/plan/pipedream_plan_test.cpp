@@ -23,7 +23,7 @@ Plan four_stage_plan(int32_t iterations) {
 
 TEST(PipedreamPlan, EachStageAdmitsOneMiniBatchPerStageFromItThenAlternates) {
   // Stage s of S = 4 runs S − s forwards before its first backward (NOAM,
-  // EQUATIONS.md §4), then one backward (and its update), one forward, until
+  // docs/equations.md §4), then one backward (and its update), one forward, until
   // the forwards run out and the backwards drain.
   const Plan plan = four_stage_plan(8);
   EXPECT_EQ(schedule_text(plan, 0), "F0 F1 F2 F3 B0 U F4 B1 U F5 B2 U F6 B3 U F7 B4 U B5 U B6 U B7 U");
@@ -142,7 +142,7 @@ TEST(PipedreamPlan, ValidatesOnZooModelsForEveryPreset) {
 
 TEST(PipedreamPlan, SimulatedOneFOneBMatchesTheClosedForm) {
   // Negligible activations: one mini-batch per slowest stage, here stage 1-2
-  // of F 2 + B 4 + U 5 × 2 MB / 100 GB/s = 6.1 ms (EQUATIONS.md §5).
+  // of F 2 + B 4 + U 5 × 2 MB / 100 GB/s = 6.1 ms (docs/equations.md §5).
   testing_fixtures::expect_negligible_transfer_iteration("pipedream", 3, {{"stages", "0-0,1-2,3-3"}}, 30, 6.1e-3);
 }
 

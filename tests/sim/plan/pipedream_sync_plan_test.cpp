@@ -149,7 +149,7 @@ TEST(PipedreamSyncPlan, SimulatedMiniBatchCostsTwoUnitsOfTheSlowestTasks) {
   // Negligible activations; stages 0-0, 1-2, 3-3 (F 1, 2, 1 ms; B 2, 4, 2 ms;
   // U = 5 × weights / 100 GB/s = 0.05, 0.1, 0.05 ms). Stages 0 and 2 forward
   // while stage 1 runs B + U = 4.1 ms; then they run B + U = 2.05 ms while
-  // stage 1 forwards 2 ms: 6.15 ms per mini-batch (EQUATIONS.md §5), and a
+  // stage 1 forwards 2 ms: 6.15 ms per mini-batch (docs/equations.md §5), and a
   // barrier at t_sync = 20 us after each unit: 6.19 ms.
   testing_fixtures::expect_negligible_transfer_iteration("pipedream-sync", 3, {{"stages", "0-0,1-2,3-3"}}, 30, 6.19e-3);
 }

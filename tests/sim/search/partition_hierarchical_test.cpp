@@ -34,7 +34,7 @@ Profile random_profile(std::mt19937& rng, int n) {
   return p;
 }
 
-// EQUATIONS.md §4 written out: a stage's C (Σ F + B plus the update) and T.
+// docs/equations.md §4 written out: a stage's C (Σ F + B plus the update) and T.
 struct Model {
   const Profile& profile;
   const Cluster& cluster;

@@ -1,6 +1,6 @@
 // Our partition search against the partitions PipeDream's own optimizer wrote
-// (`stage_id` per node in its test graphs, shared/peer-profiles/pipedream):
-// both costed under the same 1F1B objective (EQUATIONS.md §4) on one machine
+// (`stage_id` per node in its test graphs, tests/data/pipedream):
+// both costed under the same 1F1B objective (docs/equations.md §4) on one machine
 // of Tesla P40s on PCIe 3.0 x16, PipeDream's stages with their best replicas.
 #include <gtest/gtest.h>
 
@@ -18,7 +18,7 @@
 namespace trainsim {
 namespace {
 
-const std::string kPeerDir = std::string(TRAINSIM_SHARED_DIR) + "/peer-profiles/pipedream/";
+const std::string kPeerDir = std::string(TRAINSIM_TEST_DATA_DIR) + "/pipedream/";
 
 // node id -> stage_id, from the optimizer's output lines
 // `nodeK -- description -- costs -- stage_id=S` (edges start with a TAB).

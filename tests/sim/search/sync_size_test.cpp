@@ -80,7 +80,7 @@ TEST(SyncSize, SynchronousPipeSgdSegmentsWhenBackwardCanHideTheAllReduce) {
 TEST(SyncSize, PipelinedPipeSgdKeepsSequentialCommunicationWhenComputeHidesIt) {
   // Width 2: compute 20 + 40 ms + update 5·80 MB/100 GB/s = 64 ms hides the
   // 8.84 ms AllReduce already at S = 1; more segments only add latency
-  // (EQUATIONS.md §1, (6) − (5) > 0), so S = 1 is kept.
+  // (docs/equations.md §1, (6) − (5) > 0), so S = 1 is kept.
   const Profile profile = chain_profile(4, 5e-3, 10e-3, 20e6, 1e6);
   const Prediction p = run_strategy("pipesgd", profile, simple_cluster(1, 2));
   EXPECT_EQ(p.config["segments"], 1);
