@@ -6,6 +6,7 @@
 #include "model/units.hpp"
 #include "sim/search/choose.hpp"
 #include "tools/commands.hpp"
+#include "tools/progress.hpp"
 
 namespace trainsim {
 namespace {
@@ -67,7 +68,10 @@ void add_choose_command(CLI::App& app, CommandContext& ctx) {
       const Cluster cluster = load_cluster(o->cluster, "--cluster");
       const Profile profile = resolve_profile_input(o->profile, o->model, o->batch, cluster);
       const std::vector<std::string> ids = parse_strategy_list(o->strategies, "--strategies");
-      const std::vector<StrategyChoice> ranked = choose_strategies(profile, cluster, ids);
+      ProgressBar bar(ctx.err, "choosing", !o->quiet);
+      const std::vector<StrategyChoice> ranked =
+          choose_strategies(profile, cluster, ids, [&bar](int64_t done, int64_t total) { bar.update(done, total); });
+      bar.finish();
       if (!o->json.empty()) {
         write_text_output(o->json, choice_to_json(ranked, profile, cluster).dump(2) + "\n", ctx.out, "--json");
       }

@@ -2,6 +2,7 @@
 #include "sim/search/choose.hpp"
 
 #include <algorithm>
+#include <functional>
 
 #include "model/error.hpp"
 #include "model/units.hpp"
@@ -34,11 +35,13 @@ double breakdown_part_s(const Breakdown& b, const std::string& part) {
   return b.compute_s;
 }
 
+// `tried` counts every combination priced (for the progress callback).
 StrategyChoice choose_one(const StrategyInfo& strategy, const Profile& profile, const Cluster& cluster,
-                          double single_samples_per_s) {
+                          double single_samples_per_s, const std::function<void()>& tried) {
   StrategyChoice choice;
   bool have_feasible = false;
   for (const std::vector<Setting>& settings : combinations(strategy)) {
+    tried();
     StrategyConfig config;
     for (const Setting& s : settings) config.set(s.key, s.value, s.where);
     Prediction p;
@@ -71,18 +74,27 @@ StrategyChoice choose_one(const StrategyInfo& strategy, const Profile& profile, 
 }  // namespace
 
 std::vector<StrategyChoice> choose_strategies(const Profile& profile, const Cluster& cluster,
-                                              const std::vector<std::string>& strategy_ids) {
+                                              const std::vector<std::string>& strategy_ids,
+                                              const std::function<void(int64_t, int64_t)>& progress) {
   // Checks the profile and the ids, and gives the single-device baseline.
   const PredictionSet baseline = predict_analytic(profile, cluster, {"single"}, {});
   const double single_samples_per_s = baseline.results.front().samples_per_s;
-  std::vector<StrategyChoice> ranked;
+  std::vector<const StrategyInfo*> chosen;
+  int64_t total = 0, done = 0;
   for (const StrategyInfo& strategy : strategy_registry()) {
-    if (!strategy_ids.empty() &&
-        std::find(strategy_ids.begin(), strategy_ids.end(), strategy.id) == strategy_ids.end()) {
-      continue;
+    if (strategy_ids.empty() || std::find(strategy_ids.begin(), strategy_ids.end(), strategy.id) != strategy_ids.end()) {
+      chosen.push_back(&strategy);
+      total += static_cast<int64_t>(combinations(strategy).size());
     }
-    ranked.push_back(choose_one(strategy, profile, cluster, single_samples_per_s));
   }
+  const std::function<void()> tried = [&] {
+    if (progress) progress(done++, total);
+  };
+  std::vector<StrategyChoice> ranked;
+  for (const StrategyInfo* strategy : chosen) {
+    ranked.push_back(choose_one(*strategy, profile, cluster, single_samples_per_s, tried));
+  }
+  if (progress) progress(total, total);
   std::stable_sort(ranked.begin(), ranked.end(), [](const StrategyChoice& a, const StrategyChoice& b) {
     if (a.feasible != b.feasible) return a.feasible;
     if (a.feasible) return a.best.samples_per_s > b.best.samples_per_s;

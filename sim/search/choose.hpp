@@ -5,6 +5,7 @@
 // does not fit a device is excluded with the reason.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -25,8 +26,11 @@ struct StrategyChoice {
 
 // One entry per strategy of `strategy_ids` (all when empty): the feasible
 // ones first, fastest first, then the excluded ones, smallest memory first.
+// `progress`, when given, hears (settings priced, settings in all) before each
+// and once at the end.
 std::vector<StrategyChoice> choose_strategies(const Profile& profile, const Cluster& cluster,
-                                              const std::vector<std::string>& strategy_ids);
+                                              const std::vector<std::string>& strategy_ids,
+                                              const std::function<void(int64_t, int64_t)>& progress = {});
 
 // One line on why the first choice beats the second: each one's dominant
 // cost and how long it takes per iteration.

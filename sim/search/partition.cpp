@@ -632,8 +632,18 @@ Partition search_partition(const Profile& profile, const Cluster& cluster, const
   }
   // GPipe: the bubble grows with K, so take the best of "at most K stages"
   // for every K, each partition charged the factor of its own stage count.
+  // The most stages allowed give the least bottleneck b_min, so no K with
+  // b_min · factor(K) at or above the best so far can win, nor can any larger
+  // K (the factor grows with K): the loop stops there.
   result.bottleneck_s = std::numeric_limits<double>::infinity();
-  for (int64_t k = options.stages > 0 ? options.stages : 1; k <= count_limit; ++k) {
+  const int64_t first_k = options.stages > 0 ? options.stages : 1;
+  double least_bottleneck_s = 0;
+  if (count_limit > first_k) {
+    const Fitter fits_most = fitter(count, count_limit);
+    least_bottleneck_s = bottleneck_of(costs, bisect(lo, fits_most(hi).empty() ? x_any : hi, fits_most));
+  }
+  for (int64_t k = first_k; k <= count_limit; ++k) {
+    if (least_bottleneck_s * gpipe_factor(k, options.microbatches, profile.batch_size) >= result.bottleneck_s) break;
     const Fitter fits_k = fitter(count, k);
     if (fits_k(x_any).empty()) continue;
     std::vector<PartitionStage> stages = bisect(lo, fits_k(hi).empty() ? x_any : hi, fits_k);

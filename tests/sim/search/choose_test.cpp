@@ -25,6 +25,16 @@ TEST(Choose, RanksEveryStrategyFastestFirst) {
   EXPECT_NE(explain_winner(ranked).find(ranked[0].best.strategy + " wins"), std::string::npos);
 }
 
+TEST(Choose, ReportsProgressOverEverySettingItPrices) {
+  // dp-ring: the defaults and four algorithms, five settings; the callback
+  // hears 0..4 before each and 5 of 5 at the end.
+  std::vector<std::pair<int64_t, int64_t>> heard;
+  choose_strategies(chain_profile(4, 1e-3, 2e-3, 8e6, 1e6), simple_cluster(1, 4), {"dp-ring"},
+                    [&heard](int64_t done, int64_t total) { heard.emplace_back(done, total); });
+  ASSERT_EQ(heard.size(), 6u);
+  for (size_t i = 0; i < heard.size(); ++i) EXPECT_EQ(heard[i], std::make_pair(static_cast<int64_t>(i), int64_t{5}));
+}
+
 TEST(Choose, PicksTheFastestAlgorithmOfDpRing) {
   // Each algorithm predicted on its own; choose must keep the fastest of them.
   const Profile profile = chain_profile(4, 1e-3, 2e-3, 8e6, 1e6);
