@@ -100,7 +100,7 @@ void run_chunk(const ChunkOptions& o, CommandContext& ctx) {
   } else if (o.method == "heuristic") {
     report = heuristic_report(profile, cluster, workers, o.heuristic);
   } else if (o.method == "exact") {
-    const std::optional<Chunking> exact = exact_cgdp_chunking(profile, cluster, workers, kChunkWorkBudget * 8);
+    const std::optional<Chunking> exact = exact_cgdp_chunking(profile, cluster, workers, kExactChunkWorkBudget);
     if (!exact) {
       throw InputError("--method exact", "the exact search passed its work budget on this profile",
                        "--method auto, which bounds its distance from the optimum");
@@ -164,7 +164,9 @@ void add_chunk_command(CLI::App& app, CommandContext& ctx) {
   cmd->add_option("--jitter", o->heuristic.jitter, "Relative standard deviation of simulated compute times")
       ->check(CLI::Range(0.0, 10.0))
       ->capture_default_str();
-  cmd->add_option("--seed", o->heuristic.seed, "Seed of the first simulated lapse")->check(seed_check())->capture_default_str();
+  cmd->add_option("--seed", o->heuristic.seed, "Seed of the first simulated lapse")
+      ->check(seed_check())
+      ->capture_default_str();
   cmd->add_option("--json", o->json, "Write the trainsim.chunking/1 result here ('-' for standard output)");
   cmd->add_flag("--quiet", o->quiet, "Print nothing");
   cmd->callback([&ctx, o, cmd] {

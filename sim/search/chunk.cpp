@@ -39,7 +39,8 @@ bool dominates(const FlowState& a, const FlowState& b, size_t size) {
 // The Pareto dynamic program of exact_cgdp_chunking restricted to chunk ends
 // in `cuts` (ascending boundaries in layers consumed from the top, last = n):
 // the least T over those chunkings, or nullopt once the comparisons between
-// states, plus the states kept, pass `work_budget`.
+// states, plus the states kept, pass `work_budget`, or the states kept pass
+// kMaxChunkStates.
 std::optional<std::vector<int64_t>> pareto_boundaries(const ChunkFlow& flow, const BackwardPrefix& prefix,
                                                       const std::vector<int64_t>& cuts, int64_t work_budget) {
   const size_t size = flow.state_size();
@@ -55,7 +56,7 @@ std::optional<std::vector<int64_t>> pareto_boundaries(const ChunkFlow& flow, con
                                          prefix.backward_s[b] - prefix.backward_s[a], prefix.bytes[b] - prefix.bytes[a]);
       std::vector<int32_t>& front = fronts[j];
       work += static_cast<int64_t>(front.size()) + 1;
-      if (work > work_budget) return false;
+      if (work > work_budget || pool.size() >= kMaxChunkStates) return false;
       const bool dominated = std::any_of(front.begin(), front.end(), [&](int32_t member) {
         return dominates(pool[static_cast<size_t>(member)].state, next, size);
       });

@@ -29,8 +29,14 @@ struct Chunking {
 };
 
 // The work the searches may spend: comparisons between flow-shop states plus
-// states kept (about 10 ns each; the states kept are at most this many).
+// states kept (a few ns each). The default is what `auto` (and cgdp's default
+// chunking) gives the exact search before it coarsens; `--method exact` gets
+// the larger one (resnet152 needs more than 32 M and takes 0.2 s).
 inline constexpr int64_t kChunkWorkBudget = 4'000'000;
+inline constexpr int64_t kExactChunkWorkBudget = 1'000'000'000;
+// Flow-shop states a search may keep (48 bytes each, about 200 MB): past them
+// it gives up as past its work budget.
+inline constexpr size_t kMaxChunkStates = 4'000'000;
 // The bounded search's first coarsening: at most this many chunk ends, halved
 // until the exact search on them fits the budget.
 inline constexpr int64_t kCoarseChunkGroups = 256;

@@ -195,7 +195,7 @@ TEST_F(Resnet152OnPower8, UniformSweepFallsThenRises) {
 }
 
 TEST_F(Resnet152OnPower8, ExactIsNeverSlowerThanUniformOrAlgorithmOne) {
-  const Chunking exact = exact_cgdp_chunking(*profile, *cluster, 4).value();
+  const Chunking exact = exact_cgdp_chunking(*profile, *cluster, 4, kExactChunkWorkBudget).value();
   double best_uniform_s = std::numeric_limits<double>::infinity();
   for (const UniformChunkPoint& point : uniform_chunk_sweep(*profile, *cluster, 4)) {
     best_uniform_s = std::min(best_uniform_s, point.chunking.backward_s);
