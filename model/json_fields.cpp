@@ -2,35 +2,63 @@
 #include "model/json_fields.hpp"
 
 #include <cmath>
-#include <filesystem>
-#include <fstream>
+#include <iostream>
 
 #include "model/error.hpp"
+#include "model/output_file.hpp"
+#include "model/strings.hpp"
+#include "model/text_file.hpp"
 #include "model/units.hpp"
 
 namespace trainsim {
 
 nlohmann::json read_json_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw InputError(path, "cannot be opened", "a readable JSON file");
+  const std::string text = read_text_file(path, "a trainsim JSON file", kMaxJsonFileBytes);
+  check_json_depth(text, path);
   try {
-    return nlohmann::json::parse(in);
+    return nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {  // syntax errors and numbers out of range
     throw InputError(path, std::string("is not valid JSON: ") + e.what(), "a trainsim JSON file");
   }
 }
 
-void write_json_file(const std::string& path, const nlohmann::json& value) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp);
-    if (!out) throw InputError(path, "cannot be written", "a writable path");
-    out << value.dump(2) << "\n";
-    if (!out) throw InputError(path, "could not be fully written", "a writable path with free space");
+void check_json_depth(std::string_view text, const std::string& where) {
+  int depth = 0;
+  bool in_string = false;
+  int64_t line = 1;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '\n') ++line;
+    if (in_string) {
+      if (c == '\\') {
+        ++i;  // the escaped character, whatever it is
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > kMaxJsonDepth) {
+        throw InputError(where, "nests arrays and objects more than " + std::to_string(kMaxJsonDepth) +
+                                    " levels deep (line " + std::to_string(line) + ")",
+                         "at most " + std::to_string(kMaxJsonDepth) + " levels");
+      }
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
   }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) throw InputError(path, "cannot be replaced: " + ec.message(), "a writable path");
+}
+
+void write_json_file(const std::string& path, const nlohmann::json& value) {
+  write_output_file(path, value.dump(2) + "\n", std::cout, "output file");
+}
+
+std::string echo_json(const nlohmann::json& value) {
+  constexpr size_t kEchoBytes = 80;
+  if (value.is_string()) {  // shortened without dumping, so a 50 MB string is not copied whole
+    return "\"" + shorten(value.get_ref<const std::string&>(), kEchoBytes) + "\"";
+  }
+  return shorten(value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), kEchoBytes);
 }
 
 void require_format(const nlohmann::json& doc, const std::string& kind, const std::string& where) {
@@ -55,7 +83,7 @@ const nlohmann::json& require_field(const nlohmann::json& object, const std::str
 
 double require_number(const nlohmann::json& object, const std::string& key, const std::string& where) {
   const nlohmann::json& value = require_field(object, key, where);
-  if (!value.is_number()) throw InputError(where + "." + key, "is " + value.dump(), "a number");
+  if (!value.is_number()) throw InputError(where + "." + key, "is " + echo_json(value), "a number");
   const double x = value.get<double>();
   if (!std::isfinite(x)) throw InputError(where + "." + key, "is not finite", "a finite number");
   return x;
@@ -76,7 +104,7 @@ double require_positive(const nlohmann::json& object, const std::string& key, co
 int64_t require_integer(const nlohmann::json& object, const std::string& key, const std::string& where,
                         int64_t min_value) {
   const nlohmann::json& value = require_field(object, key, where);
-  if (!value.is_number_integer()) throw InputError(where + "." + key, "is " + value.dump(), "an integer");
+  if (!value.is_number_integer()) throw InputError(where + "." + key, "is " + echo_json(value), "an integer");
   const int64_t x = value.get<int64_t>();
   if (x < min_value) {
     throw InputError(where + "." + key, "is " + std::to_string(x), "an integer >= " + std::to_string(min_value));
@@ -86,17 +114,17 @@ int64_t require_integer(const nlohmann::json& object, const std::string& key, co
 
 std::string require_string(const nlohmann::json& object, const std::string& key, const std::string& where) {
   const nlohmann::json& value = require_field(object, key, where);
-  if (!value.is_string()) throw InputError(where + "." + key, "is " + value.dump(), "a string");
+  if (!value.is_string()) throw InputError(where + "." + key, "is " + echo_json(value), "a string");
   return value.get<std::string>();
 }
 
 std::vector<std::string> require_string_list(const nlohmann::json& object, const std::string& key,
                                              const std::string& where) {
   const nlohmann::json& value = require_field(object, key, where);
-  if (!value.is_array()) throw InputError(where + "." + key, "is " + value.dump(), "a list of strings");
+  if (!value.is_array()) throw InputError(where + "." + key, "is " + echo_json(value), "a list of strings");
   std::vector<std::string> list;
   for (const auto& item : value) {
-    if (!item.is_string()) throw InputError(where + "." + key, "has " + item.dump(), "strings only");
+    if (!item.is_string()) throw InputError(where + "." + key, "has " + echo_json(item), "strings only");
     list.push_back(item.get<std::string>());
   }
   return list;
@@ -106,7 +134,7 @@ bool optional_bool(const nlohmann::json& object, const std::string& key, const s
                    bool fallback) {
   auto it = object.find(key);
   if (it == object.end()) return fallback;
-  if (!it->is_boolean()) throw InputError(where + "." + key, "is " + it->dump(), "true or false");
+  if (!it->is_boolean()) throw InputError(where + "." + key, "is " + echo_json(*it), "true or false");
   return it->get<bool>();
 }
 

@@ -6,15 +6,30 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace trainsim {
 
-// Parses `path` as JSON; InputError if it is missing or not JSON.
+// Limits on what read_json_file accepts; real files stay far below them
+// (a 100,000-layer profile is about 25 MB and 4 levels deep).
+inline constexpr int64_t kMaxJsonFileBytes = int64_t{256} << 20;  // 256 MiB
+inline constexpr int kMaxJsonDepth = 64;                         // nested arrays and objects
+
+// Parses `path` as JSON; InputError if it is missing, a directory, larger
+// than kMaxJsonFileBytes, nested deeper than kMaxJsonDepth, or not JSON.
 nlohmann::json read_json_file(const std::string& path);
 
-// Writes `value` (indented) to `path`, replacing it only once fully written.
+// InputError naming `where` if `text` nests arrays and objects deeper than
+// kMaxJsonDepth; checked before parsing, so nothing recurses on such input.
+void check_json_depth(std::string_view text, const std::string& where);
+
+// Writes `value` (indented) to `path` as write_output_file does ("-" is
+// standard output; files are replaced only once fully written).
 void write_json_file(const std::string& path, const nlohmann::json& value);
+
+// A JSON value as an error message echoes it: compact and shortened.
+std::string echo_json(const nlohmann::json& value);
 
 // Checks `"format": "trainsim.<kind>/1"`.
 void require_format(const nlohmann::json& doc, const std::string& kind, const std::string& where);

@@ -60,8 +60,16 @@ std::optional<size_t> find_layer(const Model& model, const std::string& name);
 // Output elements per sample of `name` (the model input or a layer).
 int64_t output_elements(const Model& model, const std::string& name);
 
-// Checks names are unique, inputs name earlier layers or the input, counts are
-// non-negative and finite; throws InputError naming `where` otherwise.
+// The ops a model may use (those the zoo's ModelBuilder writes), sorted.
+const std::vector<std::string>& known_ops();
+
+// The one model validation every command relies on: names unique, ops known,
+// every layer reading at least one earlier layer or the input, counts
+// non-negative and finite, output shapes that fit the op and its inputs'
+// shapes, and parameter counts that fit where the shapes fix them (none for
+// relu, pooling, add, ...; in·out or in·out + out for linear). Throws
+// InputError naming `where` and the field otherwise. What the CPU executor
+// can run is narrower (chains of the ops it has kernels for); it says so itself.
 void validate_model(const Model& model, const std::string& where);
 
 // Expected fraction of a sparse layer's rows touched by one batch, assuming

@@ -57,7 +57,7 @@ Model model_from_json(const nlohmann::json& doc, const std::string& where) {
   require_format(doc, "model", where);
   Model model;
   model.name = require_string(doc, "model", where);
-  model.description = doc.value("description", "");
+  model.description = doc.contains("description") ? require_string(doc, "description", where) : "";
   model.input_shape = read_shape(doc, "input_shape", where);
   model.default_batch = require_integer(doc, "default_batch", where, 1);
   const nlohmann::json& layers = require_field(doc, "layers", where);

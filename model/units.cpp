@@ -43,6 +43,13 @@ double metric_factor(std::string_view prefix, bool binary, bool& ok) {
   }
 }
 
+// What a table shows for a quantity that is not a number: an overflow is
+// "unbounded", NaN "unknown", never "inf TiB".
+std::string non_finite_text(double value) {
+  if (std::isnan(value)) return "unknown";
+  return value > 0 ? "unbounded" : "-unbounded";
+}
+
 }  // namespace
 
 std::string format_number(double value) {
@@ -52,6 +59,7 @@ std::string format_number(double value) {
 }
 
 std::string format_seconds(double seconds) {
+  if (!std::isfinite(seconds)) return non_finite_text(seconds);
   const double a = std::fabs(seconds);
   if (a >= 1.0) return printf_text("%.3g %s", seconds, "s");
   if (a >= 1e-3) return printf_text("%.4g %s", seconds * 1e3, "ms");
@@ -60,16 +68,20 @@ std::string format_seconds(double seconds) {
 }
 
 std::string format_bytes(double bytes) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  if (!std::isfinite(bytes)) return non_finite_text(bytes);
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  constexpr int kLastUnit = 6;
   int unit = 0;
-  while (std::fabs(bytes) >= 1024.0 && unit < 4) {
+  while (std::fabs(bytes) >= 1024.0 && unit < kLastUnit) {
     bytes /= 1024.0;
     ++unit;
   }
+  if (std::fabs(bytes) >= 1e4) return printf_text("%.3g %s", bytes, units[unit]);  // beyond ten thousand EiB
   return printf_text(unit == 0 ? "%.0f %s" : "%.1f %s", bytes, units[unit]);
 }
 
 std::string format_count(double count) {
+  if (!std::isfinite(count)) return non_finite_text(count);
   const double a = std::fabs(count);
   if (a >= 1e15) return printf_text("%.3g%s", count / 1e15, "P");
   if (a >= 1e12) return printf_text("%.3g%s", count / 1e12, "T");
@@ -94,7 +106,7 @@ double parse_bytes(const std::string& text, const std::string& where) {
   if (binary) rest.remove_suffix(1);
   bool ok = rest.size() <= 1;
   const double factor = ok ? metric_factor(rest, binary, ok) : 1.0;
-  if (!ok) throw InputError(where, "'" + text + "'", expected);
+  if (!ok || !std::isfinite(value * factor)) throw InputError(where, "'" + text + "'", expected);
   return value * factor;
 }
 
@@ -105,7 +117,7 @@ double parse_number(const std::string& text, const std::string& where) {
   if (!split_number(text, value, suffix)) throw InputError(where, "'" + text + "'", expected);
   bool ok = suffix.size() <= 1;
   const double factor = ok ? metric_factor(suffix, false, ok) : 1.0;
-  if (!ok) throw InputError(where, "'" + text + "'", expected);
+  if (!ok || !std::isfinite(value * factor)) throw InputError(where, "'" + text + "'", expected);
   return value * factor;
 }
 

@@ -54,7 +54,10 @@ double roofline_s(const DeviceSpec& device, const std::string& op, double flops,
 }
 
 Profile analytic_profile(const Model& model, int64_t batch, const Cluster& cluster) {
-  if (batch < 1) throw InputError("--batch", std::to_string(batch), "a batch size >= 1");
+  if (batch < 1 || batch > kMaxAnalyticBatch) {
+    throw InputError("--batch", "is " + std::to_string(batch),
+                     "a batch size from 1 to " + std::to_string(kMaxAnalyticBatch) + " samples per device");
+  }
   validate_model(model, "model " + model.name);
   validate_cluster(cluster, "cluster " + cluster.name);
 

@@ -37,6 +37,10 @@ inline constexpr double kAttentionEfficiency = 0.5;
 // ~1 FLOP per 8 bytes these are memory-bound, so this value rarely decides.
 inline constexpr double kMemoryBoundOpEfficiency = 0.25;
 
+// Largest per-device batch an analytic profile is taken at: past it, a
+// layer's bytes leave what any device holds (and profile validation's bounds).
+inline constexpr int64_t kMaxAnalyticBatch = 1'000'000'000;
+
 // The fraction of fp32 peak that layers of kind `op` reach (constants above).
 double compute_efficiency(const std::string& op);
 
@@ -53,7 +57,7 @@ double roofline_s(const DeviceSpec& device, const std::string& op, double flops,
 //     when no input carries a gradient (e.g. the first layer, fed by "input");
 //   backward, parameter-free layers: one pass moving 2× the forward bytes,
 //     skipped likewise when no input carries a gradient.
-// InputError naming `--batch` if batch < 1.
+// InputError naming `--batch` if batch < 1 or > kMaxAnalyticBatch.
 Profile analytic_profile(const Model& model, int64_t batch, const Cluster& cluster);
 
 }  // namespace trainsim

@@ -63,7 +63,7 @@ Cluster cluster_from_json(const nlohmann::json& doc, const std::string& where) {
   require_format(doc, "cluster", where);
   Cluster c;
   c.name = require_string(doc, "name", where);
-  c.description = doc.value("description", "");
+  c.description = doc.contains("description") ? require_string(doc, "description", where) : "";
   c.machines = require_integer(doc, "machines", where, 1);
   c.devices_per_machine = require_integer(doc, "devices_per_machine", where, 1);
   const nlohmann::json& d = require_field(doc, "device", where);
@@ -106,7 +106,8 @@ Cluster load_cluster(const std::string& name_or_path, const std::string& where) 
     if (preset.name == name_or_path) return preset;
     names.push_back(preset.name);
   }
-  if (std::filesystem::exists(name_or_path)) return cluster_from_json(read_json_file(name_or_path), name_or_path);
+  std::error_code error;  // a name too long for a path is no file, not a failure
+  if (std::filesystem::exists(name_or_path, error)) return cluster_from_json(read_json_file(name_or_path), name_or_path);
   throw InputError(where, "'" + name_or_path + "' is neither a preset nor a file",
                    "a cluster JSON file or one of " + join(names, ", "));
 }

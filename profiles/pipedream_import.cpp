@@ -6,7 +6,6 @@
 #include <charconv>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <functional>
 #include <queue>
 #include <string_view>
@@ -15,12 +14,17 @@
 
 #include "model/error.hpp"
 #include "model/layer.hpp"
+#include "model/text_file.hpp"
 #include "model/units.hpp"
 
 namespace trainsim {
 namespace {
 
 constexpr std::string_view kFieldSeparator = " -- ";
+// Limits of what is read: PipeDream's graphs of the largest models are a few
+// hundred kB, lines under 1 kB.
+constexpr int64_t kMaxGraphBytes = int64_t{64} << 20;  // 64 MiB
+constexpr int64_t kMaxLineBytes = int64_t{1} << 20;    // 1 MiB
 constexpr const char* kNodeForm =
     "'ID -- DESCRIPTION -- forward_compute_time=F, backward_compute_time=B, activation_size=A, "
     "parameter_size=P[ -- stage_id=S]' or a TAB then 'FROM -- TO'";
@@ -129,15 +133,20 @@ std::string at_line(const std::string& path, int64_t line) { return path + ":lin
 
 // Reads every line; nodes keep their line order.
 void read_graph(const std::string& path, std::vector<Node>& nodes, std::vector<Edge>& edges) {
-  std::ifstream in(path);
-  if (!in) throw InputError(path, "cannot be opened", "a readable PipeDream graph.txt");
-  std::string text;
-  for (int64_t line = 1; std::getline(in, text); ++line) {
-    if (!text.empty() && text.back() == '\r') text.pop_back();
-    if (trim(text).empty()) continue;
+  const std::string contents = read_text_file(path, "a PipeDream graph.txt", kMaxGraphBytes);
+  std::string_view rest = contents;
+  for (int64_t line = 1; !rest.empty(); ++line) {
+    const size_t end = std::min(rest.find('\n'), rest.size());
+    std::string_view text = rest.substr(0, end);
+    rest.remove_prefix(std::min(end + 1, rest.size()));
     const std::string where = at_line(path, line);
+    if (static_cast<int64_t>(text.size()) > kMaxLineBytes) {
+      throw InputError(where, "is longer than 1 MiB", "node and edge lines of a PipeDream graph.txt");
+    }
+    if (!text.empty() && text.back() == '\r') text.remove_suffix(1);
+    if (trim(text).empty()) continue;
     if (text.front() == '\t') {
-      edges.push_back(parse_edge(std::string_view(text).substr(1), line, where));
+      edges.push_back(parse_edge(text.substr(1), line, where));
     } else {
       nodes.push_back(parse_node(text, line, where));
     }
@@ -242,7 +251,9 @@ Profile import_pipedream_graph(const std::string& path, std::optional<int64_t> b
   if (order.empty()) throw InputError(path, "has no layers", "node lines besides Input nodes");
 
   Profile profile;
-  profile.model = std::filesystem::absolute(path).parent_path().filename().string();
+  std::error_code error;
+  profile.model = std::filesystem::absolute(path, error).parent_path().filename().string();
+  if (profile.model.empty()) profile.model = "imported";
   profile.device = {"unknown (PipeDream profile)", "gpu"};
   profile.batch_size = batch_size ? *batch_size : infer_batch(path, nodes);
   profile.dtype = "fp32";

@@ -1,22 +1,37 @@
 // trainsim.profile/1 reader, writer and validation.
 #include "profiles/profile.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <unordered_set>
 
 #include "model/error.hpp"
 #include "model/json_fields.hpp"
 #include "model/layer.hpp"
+#include "model/strings.hpp"
 #include "model/units.hpp"
 
 namespace trainsim {
 namespace {
 
-void check_nonnegative(double value, const std::string& where, const char* unit) {
-  if (!std::isfinite(value) || value < 0) {
-    throw InputError(where, "is " + format_number(value), std::string("finite ") + unit + " >= 0");
+// Largest value a field may hold: far beyond any real layer, small enough that
+// sums over millions of layers and batches stay finite.
+constexpr double kMaxLayerSeconds = 1e6;  // 11.6 days for one pass of one layer
+constexpr double kMaxLayerBytes = 1e18;   // an exabyte
+constexpr double kMaxLayerFlops = 1e24;
+
+void check_nonnegative(double value, const std::string& where, const char* unit, double max_value) {
+  if (!std::isfinite(value) || value < 0 || value > max_value) {
+    throw InputError(where, "is " + format_number(value),
+                     std::string("finite ") + unit + " >= 0 and <= " + format_number(max_value));
   }
 }
+
+void check_seconds(double value, const std::string& where) {
+  check_nonnegative(value, where, "seconds", kMaxLayerSeconds);
+}
+void check_bytes(double value, const std::string& where) { check_nonnegative(value, where, "bytes", kMaxLayerBytes); }
+void check_flops(double value, const std::string& where) { check_nonnegative(value, where, "FLOPs", kMaxLayerFlops); }
 
 }  // namespace
 
@@ -24,6 +39,9 @@ void validate_profile(const Profile& profile, const std::string& where) {
   if (profile.layers.empty()) throw InputError(where + ": layers", "is empty", "at least one layer");
   if (profile.batch_size < 1) {
     throw InputError(where + ": batch_size", std::to_string(profile.batch_size), "a batch size >= 1");
+  }
+  if (std::find(kKnownDtypes.begin(), kKnownDtypes.end(), profile.dtype) == kKnownDtypes.end()) {
+    throw InputError(where + ": dtype", "is '" + profile.dtype + "'", "one of " + join(kKnownDtypes, ", "));
   }
   std::unordered_set<std::string> seen{kModelInput};
   for (size_t i = 0; i < profile.layers.size(); ++i) {
@@ -37,23 +55,23 @@ void validate_profile(const Profile& profile, const std::string& where) {
                          "names of earlier layers or 'input', in topological order");
       }
     }
-    check_nonnegative(l.forward_s, at + ".forward_s", "seconds");
-    check_nonnegative(l.backward_s, at + ".backward_s", "seconds");
-    check_nonnegative(l.param_bytes, at + ".param_bytes", "bytes");
-    check_nonnegative(l.activation_bytes, at + ".activation_bytes", "bytes");
+    check_seconds(l.forward_s, at + ".forward_s");
+    check_seconds(l.backward_s, at + ".backward_s");
+    check_bytes(l.param_bytes, at + ".param_bytes");
+    check_bytes(l.activation_bytes, at + ".activation_bytes");
     if (!(l.sparsity > 0 && l.sparsity <= 1)) {
       throw InputError(at + ".sparsity", "is " + format_number(l.sparsity), "a fraction in (0, 1]");
     }
-    if (l.backward_input_s) check_nonnegative(*l.backward_input_s, at + ".backward_input_s", "seconds");
-    if (l.backward_weight_s) check_nonnegative(*l.backward_weight_s, at + ".backward_weight_s", "seconds");
-    if (l.workspace_bytes) check_nonnegative(*l.workspace_bytes, at + ".workspace_bytes", "bytes");
-    if (l.update_s) check_nonnegative(*l.update_s, at + ".update_s", "seconds");
-    if (l.forward_fixed_s) check_nonnegative(*l.forward_fixed_s, at + ".forward_fixed_s", "seconds");
-    if (l.backward_fixed_s) check_nonnegative(*l.backward_fixed_s, at + ".backward_fixed_s", "seconds");
+    if (l.backward_input_s) check_seconds(*l.backward_input_s, at + ".backward_input_s");
+    if (l.backward_weight_s) check_seconds(*l.backward_weight_s, at + ".backward_weight_s");
+    if (l.workspace_bytes) check_bytes(*l.workspace_bytes, at + ".workspace_bytes");
+    if (l.update_s) check_seconds(*l.update_s, at + ".update_s");
+    if (l.forward_fixed_s) check_seconds(*l.forward_fixed_s, at + ".forward_fixed_s");
+    if (l.backward_fixed_s) check_seconds(*l.backward_fixed_s, at + ".backward_fixed_s");
     if (l.forward_fixed_s.value_or(0.0) > l.forward_s || l.backward_fixed_s.value_or(0.0) > l.backward_s) {
       throw InputError(at, "a fixed part exceeds its whole time", "forward_fixed_s <= forward_s and backward_fixed_s <= backward_s");
     }
-    if (l.flops) check_nonnegative(*l.flops, at + ".flops", "FLOPs");
+    if (l.flops) check_flops(*l.flops, at + ".flops");
     seen.insert(l.name);
   }
 }

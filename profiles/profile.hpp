@@ -44,7 +44,10 @@ struct Profile {
   std::vector<LayerProfile> layers;  // topological order
 };
 
-// Checks every field: names unique, inputs earlier, times and bytes finite
+// The number formats a profile may be measured in (its `dtype`).
+inline const std::vector<std::string> kKnownDtypes = {"fp32", "fp16", "bf16", "tf32", "fp64", "fp8", "int8"};
+
+// Checks every field: dtype known, names unique, inputs earlier, times and bytes finite
 // and >= 0, sparsity in (0, 1]; InputError naming `where` otherwise.
 void validate_profile(const Profile& profile, const std::string& where);
 

@@ -3,25 +3,38 @@
 #include "tools/cli.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
-#include <fstream>
+#include <limits>
+#include <new>
 
 #include "exec/data/fashion_mnist.hpp"
 #include "exec/data/synthetic_text.hpp"
 #include "model/error.hpp"
+#include "model/json_fields.hpp"
 #include "model/model_json.hpp"
+#include "model/output_file.hpp"
 #include "model/strings.hpp"
 #include "model/units.hpp"
 #include "model/zoo/zoo.hpp"
 #include "profiles/analytic_profiler.hpp"
+#include "profiles/profiler/timing.hpp"
 #include "tools/commands.hpp"
 
 namespace trainsim {
+namespace {
+
+// Longest error line printed, before it is shortened (strings.hpp).
+constexpr size_t kMaxErrorLineBytes = 700;
+
+}  // namespace
 
 Model load_model(const std::string& name_or_path, const std::string& where) {
   const bool looks_like_file = name_or_path.find('/') != std::string::npos ||
                                name_or_path.ends_with(".json");
-  if (looks_like_file || (std::filesystem::exists(name_or_path) && !std::filesystem::is_directory(name_or_path))) {
+  std::error_code error;  // a name too long for a path is no file, not a failure
+  if (looks_like_file || (std::filesystem::exists(name_or_path, error) &&
+                          !std::filesystem::is_directory(name_or_path, error))) {
     return read_model_file(name_or_path);
   }
   return build_zoo_model(name_or_path, where);
@@ -47,11 +60,13 @@ SimOptions parse_sim_options(const std::string& straggler, double jitter, uint64
   options.jitter = jitter;
   if (!straggler.empty()) {
     const auto colon = straggler.find(':');
-    const char* expected = "PROB:SLOWDOWN with 0 <= PROB <= 1 and SLOWDOWN >= 1, e.g. 0.33:1.5";
+    const std::string expected = "PROB:SLOWDOWN with 0 <= PROB <= 1 and 1 <= SLOWDOWN <= " +
+                                 format_number(kMaxStragglerSlowdown) + ", e.g. 0.33:1.5";
     if (colon == std::string::npos) throw InputError("--straggler", "'" + straggler + "'", expected);
     options.straggler_probability = parse_number(straggler.substr(0, colon), "--straggler");
     options.straggler_slowdown = parse_number(straggler.substr(colon + 1), "--straggler");
-    if (options.straggler_probability < 0 || options.straggler_probability > 1 || options.straggler_slowdown < 1) {
+    if (!(options.straggler_probability >= 0 && options.straggler_probability <= 1 &&
+          options.straggler_slowdown >= 1 && options.straggler_slowdown <= kMaxStragglerSlowdown)) {
       throw InputError("--straggler", "'" + straggler + "'", expected);
     }
   }
@@ -64,6 +79,11 @@ int64_t parse_cpu_devices(const std::string& text) {
   if (text == "cpu") return 1;
   if (text.rfind(prefix, 0) == 0) {
     const double n = parse_number(text.substr(prefix.size()), "--devices");
+    if (n > static_cast<double>(max_worker_threads())) {
+      throw InputError("--devices", "'" + text + "' asks for more threads than this machine runs well",
+                       "at most cpu:" + std::to_string(max_worker_threads()) + ", 4 threads per core and never over " +
+                           std::to_string(kMaxWorkerThreads));
+    }
     if (n >= 1 && n == static_cast<double>(static_cast<int64_t>(n))) return static_cast<int64_t>(n);
   }
   if (text.rfind("cuda", 0) == 0) {
@@ -72,10 +92,14 @@ int64_t parse_cpu_devices(const std::string& text) {
   throw InputError("--devices", "'" + text + "'", "cpu:N with N >= 1 worker threads");
 }
 
-Dataset load_dataset(const std::string& name, const Model& model) {
+Dataset load_dataset(const std::string& name, const Model& model, const std::string& data_dir) {
   const bool text_model = model.input_shape.size() == 1;
   const std::string chosen = name.empty() ? (text_model ? "synthetic" : "fashion-mnist") : name;
-  if (chosen == "fashion-mnist") return load_fashion_mnist();
+  if (chosen == "fashion-mnist") return load_fashion_mnist(data_dir.empty() ? kFashionMnistDir : data_dir);
+  if (!data_dir.empty()) {
+    throw InputError("--data-dir", "given for the " + chosen + " data set, which is generated",
+                     "--data-dir only with --dataset fashion-mnist");
+  }
   if (chosen == "synthetic") {
     return make_synthetic_text(kTextVocabulary, kTextTokensPerSample, kTextClasses, kTextTrainSamples,
                                kTextTestSamples, 1);
@@ -85,21 +109,54 @@ Dataset load_dataset(const std::string& name, const Model& model) {
 
 void write_text_output(const std::string& path, const std::string& text, std::ostream& out,
                        const std::string& where) {
-  if (path == "-") {
-    out << text;
-    return;
-  }
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream file(tmp);
-    if (!file) throw InputError(where, "cannot write '" + path + "'", "a writable path");
-    file << text;
-    if (!file) throw InputError(where, "could not finish writing '" + path + "'", "a path with free space");
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) throw InputError(where, "cannot replace '" + path + "': " + ec.message(), "a writable path");
+  write_output_file(path, text, out, where);
 }
+
+const CLI::Validator& seed_check() {
+  static const CLI::Validator check(
+      [](std::string& text) -> std::string {
+        const bool digits = !text.empty() && text.find_first_not_of("0123456789") == std::string::npos;
+        return digits ? std::string() : "'" + shorten(text, 40) + "' is not a seed (an integer >= 0)";
+      },
+      "INTEGER >= 0");
+  return check;
+}
+
+namespace {
+
+// CLI11's range check prints its bounds with std::to_string, the largest
+// double as 310 digits: "Value 0 not in range 0.000000 to 1797...". Rewritten
+// with short bounds ("Value 0 is not > 0", "Value 0 is not in [1, 1000000]").
+std::string readable_parse_error(const std::string& text) {
+  const std::string marker = " not in range ";
+  const size_t at = text.find(marker);
+  const size_t to = at == std::string::npos ? at : text.find(" to ", at + marker.size());
+  if (to == std::string::npos) return text;
+  const double low = std::strtod(text.c_str() + at + marker.size(), nullptr);
+  const double high = std::strtod(text.c_str() + to + 4, nullptr);
+  const std::string head = text.substr(0, at) + " is not ";
+  if (high >= std::numeric_limits<double>::max()) return head + (low == 0 ? "> 0" : ">= " + format_number(low));
+  return head + "in [" + format_number(low) + ", " + format_number(high) + "]";
+}
+
+// An option given with an empty value ("--memory-limit ''") is an error, not
+// the option left out.
+void reject_empty_values(const CLI::App& app) {
+  for (const CLI::App* sub = &app; sub != nullptr;) {
+    for (const CLI::Option* option : sub->get_options()) {
+      if (option->get_type_size_min() == 0 || option->count() == 0) continue;  // a flag, or not given
+      for (const std::string& value : option->results()) {
+        if (value.empty()) {
+          throw InputError(option->get_name(), "is given an empty value", "a value, or the option left out");
+        }
+      }
+    }
+    const auto chosen = sub->get_subcommands();
+    sub = chosen.empty() ? nullptr : chosen.front();
+  }
+}
+
+}  // namespace
 
 int run_trainsim(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   CLI::App app{"trainsim: predict, choose and run parallel DNN training strategies"};
@@ -120,11 +177,19 @@ int run_trainsim(const std::vector<std::string>& args, std::ostream& out, std::o
   add_report_command(app, ctx);
   add_devices_command(app, ctx);
 
+  // One line, at most a few hundred characters, whatever it echoes.
+  const auto error_line = [&err](const std::string& prefix, const std::string& text) {
+    err << prefix << shorten(text, kMaxErrorLineBytes) << "\n";
+  };
   try {
+    for (const std::string& arg : args) check_json_depth(arg, "command line");
     if (!args.empty() && !args.front().starts_with("-")) {
       std::vector<std::string> names;
       for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
         names.push_back(sub->get_name());
+      }
+      if (args.front().empty()) {
+        throw InputError("command line", "the command name is empty", "one of " + join(names, ", "));
       }
       if (std::find(names.begin(), names.end(), args.front()) == names.end()) {
         throw InputError(args.front(), "is not a trainsim command", "one of " + join(names, ", "));
@@ -132,6 +197,7 @@ int run_trainsim(const std::vector<std::string>& args, std::ostream& out, std::o
     }
     std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 pops from the back
     app.parse(reversed);
+    reject_empty_values(app);
     if (ctx.action) ctx.action();
     return 0;
   } catch (const CLI::CallForHelp&) {
@@ -147,13 +213,20 @@ int run_trainsim(const std::vector<std::string>& args, std::ostream& out, std::o
     out << e.what() << "\n";
     return 0;
   } catch (const CLI::ParseError& e) {
-    err << "trainsim: error: command line: " << e.what() << " (see trainsim --help)\n";
+    error_line("trainsim: error: command line: ", readable_parse_error(e.what()) + " (see trainsim --help)");
     return 2;
   } catch (const InputError& e) {
-    err << "trainsim: error: " << e.what() << "\n";
+    error_line("trainsim: error: ", e.what());
     return 2;
+  } catch (const std::logic_error& e) {
+    // A broken invariant (InternalError): the message, never the source location.
+    error_line("trainsim: internal error: ", std::string(e.what()) + " (a bug in trainsim; please report it)");
+    return 1;
+  } catch (const std::bad_alloc&) {
+    error_line("trainsim: failed: ", "out of memory");
+    return 1;
   } catch (const std::exception& e) {
-    err << "trainsim: failed: " << e.what() << "\n";
+    error_line("trainsim: failed: ", e.what());
     return 1;
   }
 }

@@ -175,6 +175,9 @@ double parse_memory_limit(const std::string& text) {
 }
 
 void run_partition(const PartitionCommandOptions& o, CommandContext& ctx) {
+  if (!o.evaluate.empty() && o.stages > 0) {
+    throw InputError("--stages", "given with --evaluate", "one of them: --evaluate's ranges are the stages");
+  }
   const Cluster cluster = load_cluster(o.cluster, "--cluster");
   const Profile profile = resolve_profile_input(o.profile, o.model, o.batch, cluster);
   PartitionOptions options;

@@ -111,12 +111,12 @@ void add_predict_command(CLI::App& app, CommandContext& ctx) {
       ->check(CLI::IsMember({"analytic", "simulated", "both"}))
       ->capture_default_str();
   cmd->add_option("--iterations", o->iterations, "Mini-batches each simulated plan trains")
-      ->check(CLI::Range(1, 1000000))
+      ->check(CLI::Range(1, 100000))  // as simulate's kMaxIterations
       ->capture_default_str();
   cmd->add_option("--straggler", o->straggler, "Simulated stragglers PROB:SLOWDOWN, e.g. 0.33:1.5");
   cmd->add_option("--jitter", o->jitter, "Simulated relative standard deviation of compute times")
       ->check(CLI::Range(0.0, 10.0));
-  cmd->add_option("--seed", o->seed, "Seed of the simulated slowdowns")->capture_default_str();
+  cmd->add_option("--seed", o->seed, "Seed of the simulated slowdowns")->check(seed_check())->capture_default_str();
   cmd->add_option("--set", o->settings, "Strategy setting key=value (repeatable; id.key for one strategy)");
   cmd->add_option("--config", o->config, "JSON object of settings, keys as for --set");
   cmd->add_option("--json", o->json, "Write the trainsim.prediction/1 JSON here ('-' for standard output)");

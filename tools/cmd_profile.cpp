@@ -13,6 +13,7 @@
 #include "profiles/profile.hpp"
 #include "profiles/profiler/cluster_probe.hpp"
 #include "profiles/profiler/profiler.hpp"
+#include "profiles/profiler/timing.hpp"
 #include "tools/commands.hpp"
 #include "tools/progress.hpp"
 
@@ -49,6 +50,11 @@ int64_t parse_cpu_device(const std::string& device, int64_t concurrent) {
   const auto [end, error] = std::from_chars(count.data(), count.data() + count.size(), n);
   if (error != std::errc{} || end != count.data() + count.size() || n < 1) {
     throw InputError("--device", "'" + device + "' does not name a thread count >= 1", expected);
+  }
+  if (n > max_worker_threads()) {
+    throw InputError("--device", "'" + device + "' asks for more threads than this machine runs well",
+                     "at most cpu:" + std::to_string(max_worker_threads()) + ", 4 threads per core and never over " +
+                         std::to_string(kMaxWorkerThreads));
   }
   if (concurrent > 0 && concurrent != n) {
     throw InputError("--concurrent", std::to_string(concurrent) + " disagrees with --device " + device,

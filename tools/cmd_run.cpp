@@ -1,10 +1,12 @@
 // `trainsim run`: trains a model with one strategy for real on this machine's
 // CPU threads (the plan interpreter), and reports the iteration time, the
 // losses and the test accuracy (trainsim.run/1).
-#include <fstream>
-#include <iostream>
+#include <cmath>
 #include <memory>
+#include <sstream>
+#include <stdexcept>
 
+#include "exec/data/fashion_mnist.hpp"
 #include "exec/training.hpp"
 #include "model/error.hpp"
 #include "model/units.hpp"
@@ -22,6 +24,7 @@ struct RunOptions {
   std::vector<std::string> settings;
   std::string devices = "cpu:1";
   std::string dataset;
+  std::string data_dir;  // empty: kFashionMnistDir
   int64_t batch = 0;
   int32_t iterations = 0;
   int32_t epochs = 1;
@@ -34,19 +37,37 @@ struct RunOptions {
   bool quiet = false;
 };
 
-void write_metrics(const std::string& path, const TrainingResult& r) {
-  std::ofstream out(path);
-  if (!out) throw InputError("--metrics", "cannot write " + path, "a writable file");
-  out << "iteration,epoch,loss,end_s\n";
+void write_metrics(const std::string& path, const TrainingResult& r, std::ostream& standard_output) {
+  std::ostringstream csv;
+  csv << "iteration,epoch,loss,end_s\n";
   for (size_t i = 0; i < r.exec.loss_per_iteration.size(); ++i) {
-    out << i << ',' << static_cast<int64_t>(i) / std::max(1, r.iterations_per_epoch) << ','
+    csv << i << ',' << static_cast<int64_t>(i) / std::max(1, r.iterations_per_epoch) << ','
         << r.exec.loss_per_iteration[i] << ',' << r.exec.iteration_end_s[i] << '\n';
+  }
+  write_text_output(path, csv.str(), standard_output, "--metrics");
+}
+
+// A run whose loss became NaN or infinite has diverged: its weights, losses
+// and accuracy mean nothing, so nothing is written and the run fails (exit 1).
+void check_loss_finite(const TrainingResult& r, double learning_rate) {
+  const std::vector<double>& losses = r.exec.loss_per_iteration;
+  for (size_t i = 0; i < losses.size(); ++i) {
+    if (std::isfinite(losses[i])) continue;
+    throw std::runtime_error("the training loss diverged at iteration " + std::to_string(i) + " (it is " +
+                             (std::isnan(losses[i]) ? "NaN" : "infinite") + " with --learning-rate " +
+                             format_number(learning_rate) + "); try a smaller --learning-rate");
   }
 }
 
 void run_training(const RunOptions& o, CommandContext& ctx) {
   if (o.model.empty()) throw InputError("--model", "is missing", "a zoo model to train");
   if (o.strategy.empty()) throw InputError("--strategy", "is missing", "a strategy id");
+  if (!std::isfinite(o.learning_rate) || o.learning_rate <= 0) {
+    throw InputError("--learning-rate", "is " + format_number(o.learning_rate), "a finite number > 0");
+  }
+  if (!(o.momentum >= 0 && o.momentum < 1)) {
+    throw InputError("--momentum", "is " + format_number(o.momentum), "a number in [0, 1)");
+  }
   const Model model = load_model(o.model, "--model");
   const int64_t workers = parse_cpu_devices(o.devices);
   const Cluster cluster = nominal_cpu_cluster(workers);
@@ -55,7 +76,7 @@ void run_training(const RunOptions& o, CommandContext& ctx) {
     const Setting s = parse_setting(text, "--set");
     config.set(s.key, s.value, s.where);
   }
-  const Dataset data = load_dataset(o.dataset, model);
+  const Dataset data = load_dataset(o.dataset, model, o.data_dir);
   TrainingOptions options;
   options.strategy = o.strategy;
   options.batch_size = o.batch;
@@ -65,11 +86,17 @@ void run_training(const RunOptions& o, CommandContext& ctx) {
   options.sgd = {o.learning_rate, o.momentum, 0.0};
   ProgressBar bar(ctx.err, "training", !o.quiet);
   options.on_iteration = [&bar](int32_t i, int32_t n) { bar.update(i + 1, n); };
+  // Stale gradients with momentum: one line before training when unstable (docs/results.md).
+  options.on_stale_gradients = [&](const StaleMomentumCheck& check) {
+    const std::string warning = stale_momentum_warning(check, o.strategy);
+    if (!warning.empty()) ctx.err << warning << "\n" << std::flush;
+  };
   const TrainingResult r = train(model, data, cluster, config, options);
   bar.finish();
+  check_loss_finite(r, o.learning_rate);
 
   if (!o.trace.empty()) write_text_output(o.trace, exec_chrome_trace(r.plan, r.exec).dump() + "\n", ctx.out, "--trace");
-  if (!o.metrics.empty()) write_metrics(o.metrics, r);
+  if (!o.metrics.empty()) write_metrics(o.metrics, r, ctx.out);
   if (!o.json.empty()) {
     write_text_output(o.json, training_to_json(r, model.name, o.devices, o.trace, o.seed).dump(2) + "\n", ctx.out,
                       "--json");
@@ -94,6 +121,8 @@ void add_run_command(CLI::App& app, CommandContext& ctx) {
   cmd->add_option("--set", o->settings, "Strategy setting key=value (repeatable)");
   cmd->add_option("--devices", o->devices, "cpu:N, N worker threads")->capture_default_str();
   cmd->add_option("--dataset", o->dataset, "fashion-mnist or synthetic (default: by the model's input)");
+  cmd->add_option("--data-dir", o->data_dir,
+                  "Folder holding Fashion-MNIST's IDX files (default: " + std::string(kFashionMnistDir) + ")");
   cmd->add_option("--batch", o->batch, "Per-device batch size (default: the model's)")->check(CLI::PositiveNumber);
   auto* iterations = cmd->add_option("--iterations", o->iterations, "Mini-batches to train")
                          ->check(CLI::Range(1, 10'000'000));
@@ -101,7 +130,9 @@ void add_run_command(CLI::App& app, CommandContext& ctx) {
       ->check(CLI::Range(1, 1000))
       ->capture_default_str()
       ->excludes(iterations);
-  cmd->add_option("--seed", o->seed, "Seed of the weights and the shuffling")->capture_default_str();
+  cmd->add_option("--seed", o->seed, "Seed of the weights and the shuffling")
+      ->check(seed_check())
+      ->capture_default_str();
   cmd->add_option("--learning-rate", o->learning_rate, "SGD learning rate")->capture_default_str();
   cmd->add_option("--momentum", o->momentum, "SGD momentum")->capture_default_str();
   cmd->add_option("--trace", o->trace, "Write the Chrome trace of the run here");

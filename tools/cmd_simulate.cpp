@@ -15,6 +15,15 @@
 namespace trainsim {
 namespace {
 
+// The most ops --trace and --dump-plan write: each op becomes a JSON object
+// held whole before it is written, about 2 kB an op (480,000 ops peak at
+// 1 GB; docs/simulator.md "Limits").
+constexpr size_t kMaxWrittenOps = 500'000;
+
+// The most iterations a plan trains (docs/simulator.md "Limits"); the plan's
+// ops are held to kMaxPlanOps besides.
+constexpr int32_t kMaxIterations = 100'000;
+
 struct SimulateOptions {
   std::string profile;
   std::string model;
@@ -91,6 +100,12 @@ void run_simulate(const SimulateOptions& o, CommandContext& ctx) {
   }
   const SimOptions options = parse_sim_options(o.straggler, o.jitter, o.seed);
   const Plan plan = generate_plan(strategy, profile, cluster, config, o.iterations);
+  for (const auto& [flag, path] : {std::pair{"--trace", &o.trace}, std::pair{"--dump-plan", &o.dump_plan}}) {
+    if (!path->empty() && plan.ops.size() > kMaxWrittenOps) {
+      throw InputError(flag, "the plan holds " + std::to_string(plan.ops.size()) + " ops",
+                       "at most " + std::to_string(kMaxWrittenOps) + " ops to write: fewer --iterations");
+    }
+  }
   if (!o.dump_plan.empty()) write_text_output(o.dump_plan, plan_to_json(plan).dump(1) + "\n", ctx.out, "--dump-plan");
   const SimResult result = simulate_plan(plan, cluster, options);
   const Prediction analytic = predict_strategy(strategy, profile, cluster, config);
@@ -123,12 +138,12 @@ void add_simulate_command(CLI::App& app, CommandContext& ctx) {
   cmd->add_option("--strategy", o->strategy, "Strategy id (see trainsim predict --help)")->required();
   cmd->add_option("--set", o->settings, "Strategy setting key=value (repeatable)");
   cmd->add_option("--iterations", o->iterations, "Mini-batches the plan trains")
-      ->check(CLI::Range(1, 1000000))
+      ->check(CLI::Range(1, kMaxIterations))
       ->capture_default_str();
   cmd->add_option("--straggler", o->straggler, "PROB:SLOWDOWN: each compute op slowed by SLOWDOWN with PROB");
   cmd->add_option("--jitter", o->jitter, "Relative standard deviation of compute times")
       ->check(CLI::Range(0.0, 10.0));
-  cmd->add_option("--seed", o->seed, "Seed of every random draw")->capture_default_str();
+  cmd->add_option("--seed", o->seed, "Seed of every random draw")->check(seed_check())->capture_default_str();
   cmd->add_option("--trace", o->trace, "Write a Chrome trace (Perfetto, chrome://tracing) here");
   cmd->add_option("--json", o->json, "Write the trainsim.simulation/1 summary here ('-' for standard output)");
   cmd->add_option("--dump-plan", o->dump_plan, "Write the plan (trainsim.plan/1 JSON) here");

@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "analysis/table.hpp"
+#include "exec/data/fashion_mnist.hpp"
 #include "model/error.hpp"
 #include "model/units.hpp"
 #include "sim/cost/driver.hpp"
@@ -22,6 +23,7 @@ struct ValidateCliOptions {
   std::string devices = "cpu:2";
   std::string strategies = "all";
   std::string dataset;
+  std::string data_dir;  // empty: kFashionMnistDir
   int64_t batch = 0;
   int32_t iterations = 40;
   int32_t rounds = 3;
@@ -88,7 +90,7 @@ void run_validate(const ValidateCliOptions& o, CommandContext& ctx) {
   if (o.model.empty()) throw InputError("--model", "is missing", "a zoo model to validate on");
   const Model model = load_model(o.model, "--model");
   const int64_t workers = parse_cpu_devices(o.devices);
-  const Dataset data = load_dataset(o.dataset, model);
+  const Dataset data = load_dataset(o.dataset, model, o.data_dir);
   ValidationOptions options;
   options.batch_size = o.batch;
   options.iterations = o.iterations;
@@ -135,6 +137,8 @@ void add_validate_command(CLI::App& app, CommandContext& ctx) {
   cmd->add_option("--devices", o->devices, "cpu:N, N worker threads")->capture_default_str();
   cmd->add_option("--strategies", o->strategies, "'all' or strategy ids separated by commas")->capture_default_str();
   cmd->add_option("--dataset", o->dataset, "fashion-mnist or synthetic (default: by the model's input)");
+  cmd->add_option("--data-dir", o->data_dir,
+                  "Folder holding Fashion-MNIST's IDX files (default: " + std::string(kFashionMnistDir) + ")");
   cmd->add_option("--batch", o->batch, "Per-device batch size (default: the model's)")->check(CLI::PositiveNumber);
   cmd->add_option("--iterations", o->iterations, "Iterations trained per strategy and round")
       ->check(CLI::Range(3, 1'000'000))
@@ -146,7 +150,9 @@ void add_validate_command(CLI::App& app, CommandContext& ctx) {
   cmd->add_option("--repeats", o->repeats, "Timed runs per layer when profiling")
       ->check(CLI::Range(1, 100'000))
       ->capture_default_str();
-  cmd->add_option("--seed", o->seed, "Seed of the weights, the inputs and the shuffling")->capture_default_str();
+  cmd->add_option("--seed", o->seed, "Seed of the weights, the inputs and the shuffling")
+      ->check(seed_check())
+      ->capture_default_str();
   cmd->add_option("--json", o->json, "Write trainsim.validation/1 here ('-' for standard output)");
   cmd->add_option("--trace-dir", o->trace_dir, "Write each strategy's simulated and measured Chrome traces here");
   cmd->add_option("--profile-out", o->profile_out, "Write the measured profile here");

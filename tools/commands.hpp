@@ -52,10 +52,16 @@ SimOptions parse_sim_options(const std::string& straggler, double jitter, uint64
 int64_t parse_cpu_devices(const std::string& text);
 
 // `--dataset` for a model: fashion-mnist or synthetic (text), by default the
-// one the model's input shape takes.
-Dataset load_dataset(const std::string& name, const Model& model);
+// one the model's input shape takes. `data_dir` (`--data-dir`) is where
+// Fashion-MNIST's files are; empty: Debian's dataset-fashion-mnist folder.
+Dataset load_dataset(const std::string& name, const Model& model, const std::string& data_dir);
 
-// Writes `text` to `path`, or to `out` when path is "-".
+// For every `--seed`: digits only. CLI11 alone reads "-1" into a uint64_t as
+// 2^64 - 1.
+const CLI::Validator& seed_check();
+
+// Writes `text` to `path`, or to `out` when path is "-" (write_output_file:
+// special files written through, links kept, regular files replaced atomically).
 void write_text_output(const std::string& path, const std::string& text, std::ostream& out,
                        const std::string& where);
 

@@ -14,7 +14,8 @@
 namespace trainsim {
 namespace {
 
-constexpr const char* kInstallHint = "install the Debian package dataset-fashion-mnist";
+constexpr const char* kInstallHint =
+    "install the Debian package dataset-fashion-mnist, or name the folder holding the files with --data-dir";
 
 // `dir`/`stem`.gz, else `dir`/`stem` uncompressed; InputError if neither.
 std::string find_idx_file(const std::string& dir, const std::string& stem) {
@@ -23,12 +24,13 @@ std::string find_idx_file(const std::string& dir, const std::string& stem) {
     std::error_code error;
     if (std::filesystem::is_regular_file(candidate, error)) return candidate;
   }
-  throw InputError(base.string() + ".gz", "is missing", std::string(kInstallHint) + ", which provides it");
+  throw InputError(base.string() + ".gz", "is missing (nor is it there uncompressed)", kInstallHint);
 }
 
 IdxImageSet read_part(const std::string& dir, const std::string& prefix) {
-  return read_idx_image_set(find_idx_file(dir, prefix + "-images-idx3-ubyte"),
-                            find_idx_file(dir, prefix + "-labels-idx1-ubyte"), kFashionMnistClasses);
+  const std::string images = find_idx_file(dir, prefix + "-images-idx3-ubyte");  // looked for first
+  const std::string labels = find_idx_file(dir, prefix + "-labels-idx1-ubyte");
+  return read_idx_image_set(images, labels, kFashionMnistClasses);
 }
 
 // {count, 1, rows, cols} floats (pixel / 255 - mean) / std.

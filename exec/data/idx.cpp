@@ -84,11 +84,11 @@ IdxArray read_idx(const std::string& path, uint32_t magic) {
   array.dims = read_dims(file.get(), path, static_cast<int>(magic & 0xff));
   int64_t total = 1;
   for (int64_t d : array.dims) {
-    total *= d;
-    if (total > kMaxIdxValues) {
+    if (d > 0 && total > kMaxIdxValues / d) {  // total·d > the limit, checked before it can overflow
       throw InputError(path, "announces more than " + std::to_string(kMaxIdxValues) + " values",
                        "an IDX file of a data set that fits in memory");
     }
+    total *= d;
   }
 
   while (static_cast<int64_t>(array.values.size()) < total) {

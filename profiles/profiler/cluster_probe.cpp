@@ -185,7 +185,11 @@ double measure_pack_bytes_per_s(int64_t workers, const ClusterProbeOptions& o) {
 }
 
 void check_probe_options(int64_t workers, const ClusterProbeOptions& o) {
-  if (workers < 1) throw InputError("--concurrent", std::to_string(workers), "at least 1 worker");
+  if (workers < 1 || workers > max_worker_threads()) {
+    throw InputError("--concurrent", "is " + std::to_string(workers),
+                     "1 to " + std::to_string(max_worker_threads()) + " workers: 4 per core, never over " +
+                         std::to_string(kMaxWorkerThreads));
+  }
   const bool ok = o.repeats >= 1 && o.warmups >= 0 && o.gemm_size >= 1 && o.copy_bytes >= 4 &&
                   o.min_message_bytes >= 4 && o.max_message_bytes >= o.min_message_bytes && o.reduce_bytes >= 4 &&
                   o.barrier_repeats >= 1 && o.barrier_late_s >= 0 && o.pack_bytes >= 4 && o.pack_repeats >= 1 &&

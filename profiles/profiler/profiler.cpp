@@ -182,8 +182,10 @@ void check_options(const Model& model, int64_t batch, const MeasureOptions& opti
   }
   if (options.repeats < 1) throw InputError("--repeats", std::to_string(options.repeats), "at least 1 timed run");
   if (options.warmups < 0) throw InputError("--warmups", std::to_string(options.warmups), "0 or more warm-up runs");
-  if (options.concurrent < 1) {
-    throw InputError("--concurrent", std::to_string(options.concurrent), "at least 1 measuring thread");
+  if (options.concurrent < 1 || options.concurrent > max_worker_threads()) {
+    throw InputError("--concurrent", "is " + std::to_string(options.concurrent),
+                     "1 to " + std::to_string(max_worker_threads()) + " measuring threads: 4 per core, never over " +
+                         std::to_string(kMaxWorkerThreads));
   }
 }
 

@@ -6,7 +6,10 @@
 #include <sys/utsname.h>
 
 #include <algorithm>
+#include <atomic>
 #include <exception>
+#include <stdexcept>
+#include <system_error>
 #include <fstream>
 #include <mutex>
 #include <sstream>
@@ -50,27 +53,47 @@ double total_memory_bytes() {
   return 0;
 }
 
+int64_t max_worker_threads() {
+  const int64_t cores = std::max<int64_t>(1, std::thread::hardware_concurrency());
+  return std::min<int64_t>(4 * cores, kMaxWorkerThreads);
+}
+
 void run_threads(int64_t threads, const std::function<void(int64_t, std::barrier<>&)>& body) {
   TRAINSIM_CHECK(threads >= 1, "run_threads needs at least one thread");
   std::barrier<> sync(threads);
   std::mutex failure_mutex;
   std::exception_ptr failure;
+  enum Start : int { kWait, kGo, kGiveUp };
+  std::atomic<int> start{kWait};  // the gate every thread waits at before its body
   std::vector<std::thread> pool;
   pool.reserve(static_cast<size_t>(threads));
+  const auto open_gate = [&](Start state) {
+    start.store(state);
+    start.notify_all();
+    for (std::thread& thread : pool) thread.join();
+  };
   for (int64_t t = 0; t < threads; ++t) {
-    pool.emplace_back([&, t] {
-      try {
-        body(t, sync);
-      } catch (...) {
-        {
-          const std::lock_guard lock(failure_mutex);
-          if (!failure) failure = std::current_exception();
+    try {
+      pool.emplace_back([&, t] {
+        start.wait(kWait);
+        if (start.load() == kGiveUp) return;
+        try {
+          body(t, sync);
+        } catch (...) {
+          {
+            const std::lock_guard lock(failure_mutex);
+            if (!failure) failure = std::current_exception();
+          }
+          sync.arrive_and_drop();  // the others' later phases no longer wait for this thread
         }
-        sync.arrive_and_drop();  // the others' later phases no longer wait for this thread
-      }
-    });
+      });
+    } catch (const std::system_error& error) {  // the system has no thread left for us
+      open_gate(kGiveUp);
+      throw std::runtime_error("cannot start thread " + std::to_string(t + 1) + " of " + std::to_string(threads) +
+                               ": " + error.what());
+    }
   }
-  for (std::thread& thread : pool) thread.join();
+  open_gate(kGo);
   if (failure) std::rethrow_exception(failure);
 }
 

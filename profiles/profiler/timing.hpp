@@ -44,9 +44,18 @@ double total_memory_bytes();
 double concurrent_median_s(int64_t threads, int64_t warmups, int64_t repeats,
                            const std::function<void(int64_t thread)>& body);
 
+// The most threads one measurement or run may start: 4 per core of this
+// machine, and never more than kMaxWorkerThreads (past that, threads only
+// cost memory: each holds its own copy of the network and its buffers).
+inline constexpr int64_t kMaxWorkerThreads = 1024;
+int64_t max_worker_threads();
+
 // Runs body(thread, sync) on `threads` threads and joins them; `sync` is a
 // barrier over all of them. A thread that throws drops out of the barrier so
 // the others do not wait for it; the first exception is rethrown after join.
+// The bodies start only once every thread exists: if the system refuses a
+// thread, none runs, the started ones are joined, and a std::runtime_error
+// says so.
 void run_threads(int64_t threads, const std::function<void(int64_t thread, std::barrier<>& sync)>& body);
 
 }  // namespace trainsim

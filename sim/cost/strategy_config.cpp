@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "model/error.hpp"
+#include "model/json_fields.hpp"
 #include "model/strings.hpp"
 #include "model/units.hpp"
 
@@ -66,7 +67,7 @@ int64_t StrategyConfig::get_int(const std::string& key, int64_t fallback, int64_
   int64_t value = fallback;
   if (const nlohmann::json* j = find(key)) {
     const std::string expected = "an integer >= " + std::to_string(min_value);
-    if (!j->is_number_integer()) throw InputError(where_of(key), "is " + j->dump(), expected);
+    if (!j->is_number_integer()) throw InputError(where_of(key), "is " + echo_json(*j), expected);
     value = j->get<int64_t>();
     if (value < min_value) throw InputError(where_of(key), "is " + std::to_string(value), expected);
   }
@@ -78,7 +79,7 @@ double StrategyConfig::get_number(const std::string& key, double fallback, doubl
   double value = fallback;
   if (const nlohmann::json* j = find(key)) {
     const std::string expected = "a number >= " + format_number(min_value);
-    if (!j->is_number()) throw InputError(where_of(key), "is " + j->dump(), expected);
+    if (!j->is_number()) throw InputError(where_of(key), "is " + echo_json(*j), expected);
     value = j->get<double>();
     if (!std::isfinite(value) || value < min_value) {
       throw InputError(where_of(key), "is " + format_number(value), expected);
@@ -91,7 +92,7 @@ double StrategyConfig::get_number(const std::string& key, double fallback, doubl
 bool StrategyConfig::get_bool(const std::string& key, bool fallback) {
   bool value = fallback;
   if (const nlohmann::json* j = find(key)) {
-    if (!j->is_boolean()) throw InputError(where_of(key), "is " + j->dump(), "true or false");
+    if (!j->is_boolean()) throw InputError(where_of(key), "is " + echo_json(*j), "true or false");
     value = j->get<bool>();
   }
   resolved_[key] = value;
@@ -103,7 +104,7 @@ std::string StrategyConfig::get_choice(const std::string& key, const std::string
   std::string value = fallback;
   if (const nlohmann::json* j = find(key)) {
     const std::string names = join(choices, ", ");
-    if (!j->is_string()) throw InputError(where_of(key), "is " + j->dump(), "one of " + names);
+    if (!j->is_string()) throw InputError(where_of(key), "is " + echo_json(*j), "one of " + names);
     value = j->get<std::string>();
     if (std::find(choices.begin(), choices.end(), value) == choices.end()) {
       throw InputError(where_of(key), "is '" + value + "'", "one of " + names);
@@ -118,12 +119,12 @@ double StrategyConfig::get_bytes(const std::string& key, double fallback) {
   if (const nlohmann::json* j = find(key)) {
     if (j->is_number()) {
       value = j->get<double>();
-      if (!std::isfinite(value) || value <= 0) throw InputError(where_of(key), "is " + j->dump(), "bytes > 0");
+      if (!std::isfinite(value) || value <= 0) throw InputError(where_of(key), "is " + echo_json(*j), "bytes > 0");
     } else if (j->is_string()) {
       value = parse_bytes(j->get<std::string>(), where_of(key));
-      if (value <= 0) throw InputError(where_of(key), "is " + j->dump(), "bytes > 0");
+      if (value <= 0) throw InputError(where_of(key), "is " + echo_json(*j), "bytes > 0");
     } else {
-      throw InputError(where_of(key), "is " + j->dump(), "a byte count such as 25MB");
+      throw InputError(where_of(key), "is " + echo_json(*j), "a byte count such as 25MB");
     }
   }
   resolved_[key] = value;
@@ -146,7 +147,7 @@ std::vector<int64_t> StrategyConfig::get_int_list(const std::string& key) {
     list.push_back(j->get<int64_t>());
   } else if (j->is_array()) {
     for (const auto& x : *j) {
-      if (!x.is_number_integer()) throw InputError(where_of(key), "has " + x.dump(), expected);
+      if (!x.is_number_integer()) throw InputError(where_of(key), "has " + echo_json(x), expected);
       list.push_back(x.get<int64_t>());
     }
   } else if (j->is_string()) {
@@ -154,7 +155,7 @@ std::vector<int64_t> StrategyConfig::get_int_list(const std::string& key) {
       list.push_back(parse_index(part, where_of(key), expected));
     }
   } else {
-    throw InputError(where_of(key), "is " + j->dump(), expected);
+    throw InputError(where_of(key), "is " + echo_json(*j), expected);
   }
   resolved_[key] = list;
   return list;
@@ -169,7 +170,7 @@ std::vector<LayerRange> StrategyConfig::get_ranges(const std::string& key, int64
   if (j->is_array()) {
     for (const auto& r : *j) {
       if (!r.is_array() || r.size() != 2 || !r[0].is_number_integer() || !r[1].is_number_integer()) {
-        throw InputError(where, "has " + r.dump(), expected);
+        throw InputError(where, "has " + echo_json(r), expected);
       }
       ranges.push_back({r[0].get<int64_t>(), r[1].get<int64_t>()});
     }
@@ -185,7 +186,7 @@ std::vector<LayerRange> StrategyConfig::get_ranges(const std::string& key, int64
       }
     }
   } else {
-    throw InputError(where, "is " + j->dump(), expected);
+    throw InputError(where, "is " + echo_json(*j), expected);
   }
   int64_t next = 0;
   for (const LayerRange& r : ranges) {

@@ -40,6 +40,65 @@ TEST(Model, DuplicateNamesAreRejected) {
   EXPECT_THROW(validate_model(m, "m"), InputError);
 }
 
+// The field an invalid model is rejected at.
+std::string rejected_field(const Model& m) {
+  try {
+    validate_model(m, "m");
+  } catch (const InputError& e) {
+    return e.where();
+  }
+  return "accepted";
+}
+
+TEST(Model, AnUnknownOpIsRejected) {
+  Model m = tiny_model();
+  m.layers[1].op = "teleport";
+  EXPECT_EQ(rejected_field(m), "m: layers[1].op");
+}
+
+TEST(Model, ALayerReadingNothingIsRejected) {
+  Model m = tiny_model();
+  m.layers[1].inputs.clear();
+  EXPECT_EQ(rejected_field(m), "m: layers[1].inputs");
+}
+
+TEST(Model, AnOutputShapeTheOpCannotGiveIsRejected) {
+  Model m = tiny_model();
+  m.layers.push_back({"relu", "relu", {"fc2"}, {5}});  // relu of {2} gives {2}
+  EXPECT_EQ(rejected_field(m), "m: layers[2].output_shape");
+  m.layers.back() = {"sum", "add", {"fc1", "fc2"}, {3}};  // {3} + {2}
+  EXPECT_EQ(rejected_field(m), "m: layers[2].output_shape");
+  m.layers.back() = {"flat", "flatten", {"fc1"}, {4}};  // 3 elements
+  EXPECT_EQ(rejected_field(m), "m: layers[2].output_shape");
+  m.layers.back() = {"conv", "conv2d", {"fc1"}, {1, 3, 3}};  // a {3} input
+  EXPECT_EQ(rejected_field(m), "m: layers[2].output_shape");
+}
+
+TEST(Model, ParameterCountsTheShapesFixAreChecked) {
+  Model m = tiny_model();
+  m.layers[0].param_count = 16;  // linear 4 -> 3 holds 12, or 15 with a bias
+  EXPECT_EQ(rejected_field(m), "m: layers[0].param_count");
+  m.layers[0].param_count = 12;
+  EXPECT_EQ(rejected_field(m), "accepted");
+  m.layers.push_back({"relu", "relu", {"fc2"}, {2}, 7});  // relu holds none
+  EXPECT_EQ(rejected_field(m), "m: layers[2].param_count");
+}
+
+TEST(Model, ModelJsonIsValidatedAsFullyAsAZooModel) {
+  nlohmann::json doc = model_to_json(tiny_model(), 1);
+  doc["layers"][1]["op"] = "teleport";
+  EXPECT_THROW(model_from_json(doc, "doc.json"), InputError);
+}
+
+// Found by fuzzing (tests/fuzz/corpus/model_json/description-number.json).
+TEST(Model, ADescriptionThatIsNoStringIsAnInputError) {
+  nlohmann::json doc = model_to_json(tiny_model(), 1);
+  doc["description"] = 5;
+  EXPECT_THROW(model_from_json(doc, "doc.json"), InputError);
+  doc.erase("description");
+  EXPECT_EQ(model_from_json(doc, "doc.json").description, "");
+}
+
 TEST(Model, JsonRoundTripKeepsEveryField) {
   Model m = tiny_model();
   m.layers[1].sparse = true;

@@ -3,6 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
+
 #include "model/error.hpp"
 
 namespace trainsim {
@@ -32,6 +35,20 @@ TEST(Units, PrintsWithTheRightPrefix) {
   EXPECT_EQ(format_count(8.1e3), "8100");
   EXPECT_EQ(format_count(35.7e3), "35.7k");
   EXPECT_EQ(parse_number("12G", "x"), 12e9);
+}
+
+TEST(Units, PrintsHugeAndNonFiniteQuantitiesReadably) {
+  EXPECT_EQ(format_bytes(3.0 * 1024 * 1024 * 1024 * 1024 * 1024), "3.0 PiB");
+  EXPECT_EQ(format_bytes(1e30), "8.67e+11 EiB");
+  EXPECT_EQ(format_bytes(std::numeric_limits<double>::infinity()), "unbounded");
+  EXPECT_EQ(format_bytes(std::nan("")), "unknown");
+  EXPECT_EQ(format_seconds(std::numeric_limits<double>::infinity()), "unbounded");
+  EXPECT_EQ(format_count(std::nan("")), "unknown");
+}
+
+TEST(Units, RejectsByteCountsThatOverflow) {
+  EXPECT_THROW(parse_bytes("1e308GiB", "--memory-limit"), InputError);
+  EXPECT_THROW(parse_number("1e308T", "x"), InputError);
 }
 
 }  // namespace

@@ -221,6 +221,38 @@ TEST(PipedreamImport, MissingFileIsAnInputError) {
   EXPECT_THROW(import_pipedream_graph(peer_graph("no-such-model/graph.txt"), 1), InputError);
 }
 
+TEST(PipedreamImport, ADirectoryIsNamedAsOne) {
+  try {
+    import_pipedream_graph(peer_dir().string(), 1);
+    ADD_FAILURE() << "a directory was imported";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.problem(), "is a directory");
+  }
+}
+
+TEST(PipedreamImport, AnEndlessInputStopsAtTheFileLimit) {
+  try {
+    import_pipedream_graph("/dev/zero", 1);
+    ADD_FAILURE() << "/dev/zero was imported";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.problem(), "is larger than 64 MiB");
+  }
+}
+
+TEST(PipedreamImport, ALineOverOneMebibyteIsRejectedWithItsNumber) {
+  TempGraphs temp;
+  const std::string path = temp.write(
+      "n0 -- Input -- forward_compute_time=0, backward_compute_time=0, activation_size=0, parameter_size=0\n" +
+      std::string((1 << 20) + 1, 'x') + "\n");
+  try {
+    import_pipedream_graph(path, 1);
+    ADD_FAILURE() << "accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where(), path + ":line 2");
+    EXPECT_EQ(e.problem(), "is longer than 1 MiB");
+  }
+}
+
 TEST(PipedreamImport, BatchBelowOneIsRejected) {
   EXPECT_THROW(import_pipedream_graph(peer_graph("vgg16/graph.txt"), 0), InputError);
 }

@@ -108,6 +108,15 @@ TEST(Presets, ComputeRateWhileCommunicatingIsOptionalAndAtMostOne) {
   }
 }
 
+// Found by fuzzing (tests/fuzz/corpus/cluster_json/description-list.json).
+TEST(Presets, ADescriptionThatIsNoStringIsAnInputError) {
+  nlohmann::json doc = cluster_to_json(cluster_presets().front());
+  doc["description"] = nlohmann::json::array({1});
+  EXPECT_THROW(cluster_from_json(doc, "f"), InputError);
+  doc.erase("description");
+  EXPECT_EQ(cluster_from_json(doc, "f").description, "");
+}
+
 TEST(Presets, HandoffIsOptionalAndNotNegative) {
   Cluster c = cluster_presets().front();
   EXPECT_FALSE(cluster_to_json(c)["device"].contains("handoff_s"));  // 0 is written as absent

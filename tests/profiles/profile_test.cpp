@@ -58,6 +58,45 @@ TEST(Profile, NanTimeIsRejected) {
   EXPECT_THROW(validate_profile(p, "p"), InputError);
 }
 
+// The field a bad profile document is rejected at.
+std::string rejected_field(const nlohmann::json& doc) {
+  try {
+    profile_from_json(doc, "p.json");
+  } catch (const InputError& e) {
+    return e.where();
+  }
+  return "accepted";
+}
+
+TEST(Profile, AnUnknownDtypeIsRejected) {
+  auto doc = profile_to_json(small_profile());
+  doc["dtype"] = "fp8-imaginary";
+  EXPECT_EQ(rejected_field(doc), "p.json: dtype");
+  doc["dtype"] = "bf16";
+  EXPECT_EQ(rejected_field(doc), "accepted");
+}
+
+TEST(Profile, ValuesBeyondAnyRealLayerAreRejectedWithTheFieldPath) {
+  auto doc = profile_to_json(small_profile());
+  doc["layers"][1]["activation_bytes"] = 1e308;  // would sum to infinity
+  EXPECT_EQ(rejected_field(doc), "p.json: layers[1].activation_bytes");
+  doc = profile_to_json(small_profile());
+  doc["layers"][0]["update_s"] = 1e300;
+  EXPECT_EQ(rejected_field(doc), "p.json: layers[0].update_s");
+  doc = profile_to_json(small_profile());
+  doc["layers"][0]["flops"] = -1;
+  EXPECT_EQ(rejected_field(doc), "p.json: layers[0].flops");
+}
+
+TEST(Profile, InfiniteOptionalFieldsAreRejected) {
+  Profile p = small_profile();
+  p.layers[1].workspace_bytes = std::numeric_limits<double>::infinity();
+  EXPECT_THROW(validate_profile(p, "p"), InputError);
+  p = small_profile();
+  p.layers[1].sparsity = std::numeric_limits<double>::quiet_NaN();
+  EXPECT_THROW(validate_profile(p, "p"), InputError);
+}
+
 TEST(Profile, WrongFormatIsRejected) {
   auto doc = profile_to_json(small_profile());
   doc["format"] = "trainsim.cluster/1";

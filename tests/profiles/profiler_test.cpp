@@ -5,7 +5,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <stdexcept>
 #include <thread>
 
 #include "model/error.hpp"
@@ -13,6 +16,7 @@
 #include "model/zoo/zoo.hpp"
 #include "exec/interpreter.hpp"
 #include "profiles/profiler/cluster_probe.hpp"
+#include "profiles/profiler/timing.hpp"
 
 namespace trainsim {
 namespace {
@@ -169,6 +173,28 @@ TEST(MeasuredProfile, RejectsOptionsBelowOneNamingTheFlag) {
   EXPECT_EQ(where_of(0, quick()), "--batch");
   EXPECT_EQ(where_of(8, no_repeats), "--repeats");
   EXPECT_EQ(where_of(8, no_threads), "--concurrent");
+  MeasureOptions too_many_threads = quick();
+  too_many_threads.concurrent = 100'000;  // past max_worker_threads(): refused before any thread or network
+  EXPECT_EQ(where_of(8, too_many_threads), "--concurrent");
+}
+
+TEST(WorkerThreads, TheLimitIsFourPerCoreAndAtMost1024) {
+  const int64_t cores = std::max<int64_t>(1, std::thread::hardware_concurrency());
+  EXPECT_EQ(max_worker_threads(), std::min<int64_t>(4 * cores, 1024));
+}
+
+TEST(WorkerThreads, RunThreadsRunsEveryBodyOnceAndRethrowsTheFirstFailure) {
+  std::atomic<int64_t> ran{0};
+  run_threads(4, [&](int64_t, std::barrier<>& sync) {
+    sync.arrive_and_wait();
+    ++ran;
+  });
+  EXPECT_EQ(ran.load(), 4);
+  EXPECT_THROW(run_threads(3, [](int64_t t, std::barrier<>& sync) {
+                 if (t == 1) throw std::runtime_error("thread 1 failed");
+                 sync.arrive_and_wait();
+               }),
+               std::runtime_error);
 }
 
 TEST(MeasuredProfile, ModelWithAnOpExecCannotRunFailsNamingTheLayer) {
@@ -304,12 +330,14 @@ TEST(MeasuredCluster, ProbeOptionsPackTheProfilesGradientBytes) {
   EXPECT_EQ(probe_options_for(profile).pack_bytes, 2 * 940584);
 }
 
-TEST(MeasuredCluster, RejectsZeroWorkers) {
-  try {
-    measure_cpu_cluster(0, quick_probe());
-    FAIL() << "no error";
-  } catch (const InputError& e) {
-    EXPECT_EQ(e.where(), "--concurrent");
+TEST(MeasuredCluster, RejectsZeroWorkersAndMoreThanTheLimit) {
+  for (int64_t workers : {int64_t{0}, max_worker_threads() + 1}) {
+    try {
+      measure_cpu_cluster(workers, quick_probe());
+      FAIL() << "no error for " << workers;
+    } catch (const InputError& e) {
+      EXPECT_EQ(e.where(), "--concurrent");
+    }
   }
 }
 

@@ -9,6 +9,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "model/model_json.hpp"
+#include "model/zoo/zoo.hpp"
 #include "profiles/cluster.hpp"
 #include "sim/cost/strategies.hpp"
 
@@ -57,6 +59,25 @@ std::string cluster_text(const std::string& kind = "gpu", const std::string& ban
   c["device"]["kind"] = kind;
   c["intra_link"]["bandwidth_bytes_per_s"] = nlohmann::json::parse(bandwidth);
   return c.dump();
+}
+
+// profile_text() with the value at `pointer` (a JSON pointer) replaced.
+std::string profile_with(const std::string& pointer, const nlohmann::json& value) {
+  nlohmann::json doc = nlohmann::json::parse(profile_text());
+  doc[nlohmann::json::json_pointer(pointer)] = value;
+  return doc.dump();
+}
+
+// fmnist-mlp as a model file, with the value at `pointer` replaced.
+std::string model_with(const std::string& pointer, const nlohmann::json& value) {
+  nlohmann::json doc = model_to_json(build_zoo_model("fmnist-mlp"), 1);
+  doc[nlohmann::json::json_pointer(pointer)] = value;
+  return doc.dump();
+}
+
+std::string deeply_nested_profile_text() {
+  return "{\"format\": \"trainsim.profile/1\", \"model\": " + std::string(100'000, '[') +
+         std::string(100'000, ']') + "}";
 }
 
 TEST(Cli, PredictPrintsEveryStrategyOnABuiltInModel) {
@@ -155,7 +176,7 @@ TEST(Cli, ImportedPipedreamProfilePredictsWithItsOwnBatch) {
   const Result predict = run({"predict", "--profile", out, "--cluster", "p40x4-pcie3", "--json", "-"});
   ASSERT_EQ(predict.status, 0) << predict.err;
   const auto doc = nlohmann::json::parse(predict.out);
-  // README of the peer profiles: the Input node's 77,070,336 bytes are 128 images of 3x224x224 floats.
+  // tests/data/pipedream/README.md: the Input node's 77,070,336 bytes are 128 images of 3x224x224 floats.
   EXPECT_EQ(doc["batch_size"], 128);
   EXPECT_EQ(doc["model"], "vgg16");
   // single: forward + backward sum to 672.5 ms in that README, plus an update of 553.4 MB (5 passes at 346 GB/s, 8 ms).
@@ -205,10 +226,57 @@ TEST(Cli, SimulateWithTheSameSeedRepeatsExactly) {
   EXPECT_EQ(nlohmann::json::parse(a.out)["seed"], 9);
 }
 
+TEST(Cli, JsonToDevNullLeavesItACharacterDevice) {
+  const Result r = run({"predict", "--model", "vgg16", "--cluster", "p40x4-pcie3", "--json", "/dev/null"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(std::filesystem::is_character_file("/dev/null"));
+}
+
+TEST(Cli, JsonToDevStdoutPrintsTheDocument) {
+  const Result r = run({"predict", "--model", "vgg16", "--cluster", "p40x4-pcie3", "--strategies", "single",
+                        "--json", "/dev/stdout", "--quiet"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["format"], "trainsim.prediction/1");
+}
+
+TEST(Cli, JsonThroughASymlinkKeepsTheLinkAndFillsItsTarget) {
+  TempDir dir;
+  std::filesystem::create_symlink(dir.file("target.json"), dir.file("link.json"));
+  const Result r = run({"predict", "--model", "vgg16", "--cluster", "p40x4-pcie3", "--strategies", "single",
+                        "--json", dir.file("link.json"), "--quiet"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(std::filesystem::is_symlink(dir.file("link.json")));
+  std::ifstream target(dir.file("target.json"));
+  EXPECT_EQ(nlohmann::json::parse(target)["format"], "trainsim.prediction/1");
+}
+
+TEST(Cli, AnErrorEchoingAHugeValueIsOneShortLine) {
+  const Result r = run({"predict", "--model", std::string(1 << 20, 'x'), "--cluster", "p40x4-pcie3"});
+  EXPECT_EQ(r.status, 2) << r.err.substr(0, 300);
+  EXPECT_LT(r.err.size(), 700u) << r.err.substr(0, 300);
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1);
+  EXPECT_NE(r.err.find("xxxx... (10485"), std::string::npos) << r.err;  // its start and its length
+}
+
+TEST(Cli, PositiveNumberChecksPrintTheBoundNotTheLargestDouble) {
+  const Result r = run({"predict", "--model", "vgg16", "--batch", "0", "--cluster", "p40x4-pcie3"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(r.err, "trainsim: error: command line: --batch: Value 0 is not > 0 (see trainsim --help)\n");
+}
+
+TEST(Cli, HugeProfileValuesNeverReachTheOutputAsInfinity) {
+  TempDir dir;
+  const std::string profile = dir.write("p.json", profile_with("/layers/1/activation_bytes", 1e308));
+  const Result r = run({"predict", "--profile", profile, "--cluster", "p40x4-pcie3", "--json", "-"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("layers[1].activation_bytes"), std::string::npos) << r.err;
+  EXPECT_EQ(r.out, "");
+}
+
 // Bad input: exit 2 and exactly one line "trainsim: error: <where>: <what> (<expected>)".
 struct BadInput {
   std::string name;
-  std::vector<std::string> args;  // "{profile}" and "{cluster}" are replaced by files
+  std::vector<std::string> args;  // "{profile}" and "{cluster}" are replaced by files, "{dir}" by a folder
   std::string profile;            // profile file contents ("" = none)
   std::string cluster;            // cluster file contents ("" = none)
   std::string where;              // must appear in the error line
@@ -223,6 +291,7 @@ TEST_P(CliBadInput, ExitsTwoWithOneErrorLine) {
   for (std::string a : c.args) {
     if (a == "{profile}") a = c.profile.empty() ? dir.file("missing.json") : dir.write("profile.json", c.profile);
     if (a == "{cluster}") a = dir.write("cluster.json", c.cluster);
+    if (a == "{dir}") a = dir.file(".");
     args.push_back(a);
   }
   const Result r = run(args);
@@ -294,7 +363,29 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"SimulateUnknownSetting",
                  {"simulate", "--model", "vgg16", "--cluster", "p40x4-pcie3", "--strategy", "gpipe", "--set",
                   "widht=2"},
-                 "", "", "--set widht"}),
+                 "", "", "--set widht"},
+        BadInput{"EmptyCommandName", {""}, "", "", "command line: the command name is empty"},
+        BadInput{"DeeplyNestedProfile", kPredictProfile, deeply_nested_profile_text(), "", "64 levels"},
+        BadInput{"DirectoryAsProfile", {"predict", "--profile", "{dir}", "--cluster", "p40x4-pcie3"}, "", "",
+                 "is a directory"},
+        BadInput{"DirectoryAsCluster", {"predict", "--model", "vgg16", "--cluster", "{dir}"}, "", "",
+                 "is a directory"},
+        BadInput{"DirectoryAsModel", {"predict", "--model", "{dir}", "--cluster", "p40x4-pcie3"}, "", "",
+                 "is a directory"},
+        BadInput{"DirectoryAsConfig", {"predict", "--model", "vgg16", "--cluster", "p40x4-pcie3", "--config", "{dir}"},
+                 "", "", "is a directory"},
+        BadInput{"DirectoryAsPipedreamGraph", {"profile", "--import-pipedream", "{dir}"}, "", "", "is a directory"},
+        BadInput{"NegativeSeed", with(kPredictProfile, {"--seed", "-1"}), profile_text(), "", "--seed"},
+        BadInput{"EmptyJsonPath", with(kPredictProfile, {"--json", ""}), profile_text(), "", "--json"},
+        BadInput{"UnknownDtype", kPredictProfile, profile_with("/dtype", "fp8-imaginary"), "", "dtype"},
+        BadInput{"HugeActivationBytes", kPredictProfile, profile_with("/layers/1/activation_bytes", 1e308), "",
+                 "layers[1].activation_bytes"},
+        BadInput{"ModelFileUnknownOp", {"predict", "--model", "{profile}", "--cluster", "p40x4-pcie3"},
+                 model_with("/layers/1/op", "teleport"), "", "layers[1].op"},
+        BadInput{"ModelFileShapeThatDoesNotFit", {"predict", "--model", "{profile}", "--cluster", "p40x4-pcie3"},
+                 model_with("/layers/2/output_shape", {7}), "", "layers[2].output_shape"},
+        BadInput{"ModelFileLayerReadingNothing", {"predict", "--model", "{profile}", "--cluster", "p40x4-pcie3"},
+                 model_with("/layers/2/inputs", nlohmann::json::array()), "", "layers[2].inputs"}),
     [](const ::testing::TestParamInfo<BadInput>& param_info) { return param_info.param.name; });
 
 }  // namespace

@@ -176,5 +176,33 @@ TEST(PartitionCli, EvaluatesGivenStagesWithTheirBestReplicas) {
   EXPECT_NE(bad.err.find("--evaluate"), std::string::npos) << bad.err;
 }
 
+TEST(PartitionCli, EvaluateWithStagesIsRejectedRatherThanOneDropped) {
+  const Inputs in;
+  const Result r = run({"partition", "--profile", in.profile(), "--cluster", in.cluster(), "--schedule",
+                        "pipedream", "--evaluate", "0-2,3-3", "--stages", "3"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(r.err.rfind("trainsim: error: --stages: given with --evaluate", 0), 0u) << r.err;
+}
+
+TEST(PartitionCli, AnEmptyLimitOrEvaluateIsAnErrorNotTheDefault) {
+  const Inputs in;
+  for (const char* flag : {"--memory-limit", "--evaluate"}) {
+    const Result r = run({"partition", "--profile", in.profile(), "--cluster", in.cluster(), "--schedule",
+                          "pipedream", flag, ""});
+    EXPECT_EQ(r.status, 2) << flag;
+    EXPECT_EQ(r.err, "trainsim: error: " + std::string(flag) +
+                         ": is given an empty value (a value, or the option left out)\n");
+  }
+}
+
+TEST(PartitionCli, ZeroStagesShowsAReadableBound) {
+  const Inputs in;
+  const Result r = run({"partition", "--profile", in.profile(), "--cluster", in.cluster(), "--schedule",
+                        "pipedream", "--stages", "0"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("--stages: Value 0 is not > 0"), std::string::npos) << r.err;
+  EXPECT_LT(r.err.size(), 120u) << r.err;
+}
+
 }  // namespace
 }  // namespace trainsim

@@ -72,5 +72,20 @@ TEST(ProfileDeviceCli, ClusterOutNeedsAMeasuredDevice) {
   EXPECT_NE(r.err.find("--cluster-out"), std::string::npos) << r.err;
 }
 
+TEST(ProfileDeviceCli, ThreadCountsPastTheLimitAreRejectedBeforeAnyThreadStarts) {
+  // Once an abort after 2 GB of per-thread networks; now one line, at once.
+  const std::vector<std::vector<std::string>> cases = {{"--device", "cpu:100000"},
+                                                       {"--device", "cpu", "--concurrent", "100000"}};
+  for (const std::vector<std::string>& flags : cases) {
+    std::vector<std::string> args = {"profile", "--model", "fmnist-mlp", "--out", "-"};
+    args.insert(args.end(), flags.begin(), flags.end());
+    const auto r = run_cli(args);
+    EXPECT_EQ(r.status, 2) << r.err;
+    EXPECT_NE(r.err.find(flags.size() == 2 ? "--device" : "--concurrent"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("per core"), std::string::npos) << r.err;  // the limit, stated
+    EXPECT_TRUE(r.out.empty());
+  }
+}
+
 }  // namespace
 }  // namespace trainsim

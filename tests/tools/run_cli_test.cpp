@@ -1,9 +1,15 @@
 // `trainsim run`: trains for real and reports trainsim.run/1.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "exec/data/idx.hpp"
+#include "tests/exec/data/idx_files.hpp"
 #include "tests/tools/cli_fixtures.hpp"
 
 namespace trainsim {
@@ -65,6 +71,31 @@ TEST(RunCli, RunsTheStaleWeightStrategies) {
     const nlohmann::json j = nlohmann::json::parse(r.out);
     ASSERT_EQ(j["loss_per_iteration"].size(), 3u) << extra[1];
     for (const auto& loss : j["loss_per_iteration"]) EXPECT_TRUE(std::isfinite(loss.get<double>())) << extra[1];
+  }
+}
+
+TEST(RunCli, WarnsOnceBeforeTrainingWhenStaleGradientsMeetMomentum) {
+  // pipesgd's defaults (width 2: gradients 1 iteration stale) with run's
+  // momentum 0.9: 0.9 + the delay's 0.5 is not below 1.
+  const std::vector<std::string> common = {"run", "--model", "fmnist-mlp", "--devices", "cpu:2",
+                                           "--iterations", "2", "--quiet"};
+  std::vector<std::string> args = common;
+  args.insert(args.end(), {"--strategy", "pipesgd"});
+  auto r = run_cli(args);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.err.rfind("trainsim: warning: pipesgd's gradients are 1 iteration stale, which adds momentum of "
+                        "about 0.5; with --momentum 0.9 the total, 1.4, is not below 1", 0), 0u) << r.err;
+  EXPECT_NE(r.err.find("set --momentum 0.4 ("), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  // Not without staleness, nor at the momentum it suggests.
+  for (const std::vector<std::string>& extra : {std::vector<std::string>{"--strategy", "single"},
+                                                std::vector<std::string>{"--strategy", "dp-ring"},
+                                                std::vector<std::string>{"--strategy", "pipesgd", "--momentum", "0.4"}}) {
+    args = common;
+    args.insert(args.end(), extra.begin(), extra.end());
+    r = run_cli(args);
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_EQ(r.err, "") << extra[1];
   }
 }
 

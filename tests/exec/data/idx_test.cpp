@@ -115,6 +115,14 @@ TEST(Idx, RejectsACutGzipStream) {
   }
 }
 
+// Found by fuzzing (tests/fuzz/corpus/idx/overflow-dims): two dimensions of
+// 3,789,677,025 each, whose product overflows 64 bits.
+TEST(Idx, RejectsDimensionsWhoseProductOverflows) {
+  TempDir dir("idx");
+  const std::string path = dir.write_plain("images", idx_bytes(kIdxImagesMagic, {0xe1e1e1e1, 0xe1e1e1e1, 2}, {}));
+  expect_input_error([&] { read_idx(path, kIdxImagesMagic); }, path, "announces more than 4294967296 values");
+}
+
 TEST(Idx, RejectsAMissingFile) {
   TempDir dir("idx");
   const std::string path = dir.file("absent");
