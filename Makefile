@@ -15,12 +15,22 @@ PACKAGES = build-essential cmake ninja-build pkg-config \
 CUDA_FLAG = $(if $(wildcard /usr/local/cuda/bin/nvcc),ON,OFF)
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=Release -DTRAINSIM_WITH_CUDA=$(CUDA_FLAG) -DTRAINSIM_WARNINGS_AS_ERRORS=ON
 
-.PHONY: all deps configure build run test bench clean
+# Sanitizer builds and fuzzing (make test-asan, test-tsan, fuzz): clang with
+# its sanitizer and libFuzzer runtimes and llvm-symbolizer, each in its own
+# build folder, without CUDA and MPI.
+SANITIZE_PACKAGES = clang libclang-rt-dev llvm
+SANITIZE_FLAGS = -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=clang++ -DTRAINSIM_WITH_CUDA=OFF -DTRAINSIM_WITH_MPI=OFF
+FUZZ_SECONDS ?= 20
+# make test-tsan builds only exec_tests (the executor, its transport and
+# interpreter, the data and kernels they run); TSAN_TESTS narrows it (ctest -R).
+TSAN_TESTS ?= .
+
+.PHONY: all deps configure build run test bench fuzz test-asan test-tsan clean
 
 all: build
 
 deps:
-	@missing=$$(for p in $(PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	@missing=$$(for p in $(PACKAGES) $(EXTRA_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
 	  echo "installing:" $$missing; \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
@@ -45,6 +55,28 @@ bench: build
 	$(BUILD)/tests/bench/predict_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
 	$(BUILD)/tests/bench/des_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
 	$(BUILD)/tests/bench/partition_bench --benchmark_repetitions=3 --benchmark_report_aggregates_only=true
+
+# Every libFuzzer harness (tests/fuzz) for FUZZ_SECONDS each; fails on a finding.
+fuzz:
+	@$(MAKE) --no-print-directory deps EXTRA_PACKAGES="$(SANITIZE_PACKAGES)"
+	@[ -f build-fuzz/build.ninja ] || cmake -S . -B build-fuzz -G Ninja $(SANITIZE_FLAGS) -DTRAINSIM_FUZZ=ON -DTRAINSIM_BUILD_TESTS=OFF
+	cmake --build build-fuzz -j $(JOBS) --target fuzzers
+	tests/fuzz/run.sh build-fuzz $(FUZZ_SECONDS)
+
+# The whole CPU suite under AddressSanitizer and UndefinedBehaviorSanitizer.
+test-asan:
+	@$(MAKE) --no-print-directory deps EXTRA_PACKAGES="$(SANITIZE_PACKAGES)"
+	@[ -f build-asan/build.ninja ] || cmake -S . -B build-asan -G Ninja $(SANITIZE_FLAGS) -DTRAINSIM_SANITIZE=address
+	cmake --build build-asan -j $(JOBS)
+	UBSAN_OPTIONS=print_stacktrace=1 ctest --test-dir build-asan -LE "gpu|notebook" --output-on-failure -j $(JOBS)
+
+# The executor's tests (exec_tests) under ThreadSanitizer; the other suites are
+# not built here, so their placeholders (*_NOT_BUILT) are left out.
+test-tsan:
+	@$(MAKE) --no-print-directory deps EXTRA_PACKAGES="$(SANITIZE_PACKAGES)"
+	@[ -f build-tsan/build.ninja ] || cmake -S . -B build-tsan -G Ninja $(SANITIZE_FLAGS) -DTRAINSIM_SANITIZE=thread
+	cmake --build build-tsan -j $(JOBS) --target exec_tests
+	TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" ctest --test-dir build-tsan -R "$(TSAN_TESTS)" -E _NOT_BUILT -LE gpu --output-on-failure -j $(JOBS)
 
 clean:
 	rm -rf $(BUILD)

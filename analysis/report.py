@@ -56,9 +56,10 @@ TIMELINE_ITERATIONS = 2
 
 def load_choice(source):
     """trainsim.choice/1 (trainsim choose --json): model, cluster, batch_size,
-    why and `ranked`, each with strategy, feasible, reason, settings and a
-    prediction (iteration_s, samples_per_s, speedup_vs_single,
-    memory_bytes_per_device)."""
+    why, tie_rule and `ranked`, each with strategy, rank and tied (the order
+    and ranks are trainsim's, sim/search/rank.hpp), feasible, reason, settings
+    and a prediction (iteration_s, samples_per_iteration, samples_per_s,
+    speedup_vs_single, memory_bytes_per_device)."""
     data, where = common.read_json(source)
     common.check_format(data, where, "choice")
     for key in ("model", "cluster"):
@@ -69,6 +70,10 @@ def load_choice(source):
         common.text(entry, "strategy", at)
         if not isinstance(entry.get("feasible"), bool):
             raise common.FormatError(f"{at}: feasible", f"is {entry.get('feasible')!r}", "true or false")
+        if "rank" in entry:
+            common.number(entry, "rank", at, minimum=0)
+        if not isinstance(entry.get("tied", False), bool):
+            raise common.FormatError(f"{at}: tied", f"is {entry.get('tied')!r}", "true or false")
         if not isinstance(entry.get("settings", {}), dict):
             raise common.FormatError(f"{at}: settings", "is not an object", "{key: value}")
         prediction = entry.get("prediction")
@@ -142,26 +147,43 @@ def table(header, rows, numeric, row_classes=None):
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
 
 
+def rank_text(entry, position):
+    """A rank as trainsim prints it: "3", "3=" in a tie, "-" when excluded;
+    a file without ranks counts the feasible entries before it."""
+    if not entry["feasible"]:
+        return "-"
+    rank = int(entry.get("rank", position))
+    return f"{rank}=" if entry.get("tied") else str(rank)
+
+
 def ranking_table(choice):
-    """choose's ranking: feasible strategies numbered, excluded ones with the reason."""
-    rows, classes, rank = [], [], 0
+    """choose's ranking, in trainsim's order: feasible strategies with their
+    rank ("1=" for a tie), excluded ones with the reason. An iteration's
+    samples are shown beside its time: a data-parallel step and a pipeline's
+    mini-batch are different amounts of work."""
+    rows, classes, position = [], [], 0
     for entry in choice["ranked"]:
         p = entry["prediction"]
         settings = " ".join(f"{k}={v}" for k, v in entry.get("settings", {}).items()) or "defaults"
-        rank += entry["feasible"]
-        rows.append([rank if entry["feasible"] else "-", entry["strategy"], settings,
-                     format_count(p["samples_per_s"]), format_seconds(p["iteration_s"]),
-                     f"{p['speedup_vs_single']:.2f}x", p.get("dominant", ""), format_bytes(peak_memory_bytes(p)),
-                     "" if entry["feasible"] else f"excluded: {entry.get('reason', '')}"])
+        position += entry["feasible"]
+        samples = p.get("samples_per_iteration")
+        rows.append([rank_text(entry, position), entry["strategy"], settings, format_count(p["samples_per_s"]),
+                     f"{p['speedup_vs_single']:.2f}x", format_count(samples) if samples is not None else "",
+                     format_seconds(p["iteration_s"]), p.get("dominant", ""), format_bytes(peak_memory_bytes(p)),
+                     p.get("staleness", ""), "" if entry["feasible"] else f"excluded: {entry.get('reason', '')}"])
         classes.append("" if entry["feasible"] else "excluded")
-    header = ["#", "strategy", "settings", "samples/s", "iteration", "speedup", "dominant cost", "memory/device",
-              "note"]
-    return table(header, rows, [True, False, False, True, True, True, False, True, False], classes)
+    header = ["#", "strategy", "settings", "samples/s", "speedup", "samples/iter", "time/iter", "dominant cost",
+              "memory/device", "staleness", "note"]
+    html_table = table(header, rows, [True, False, False, True, True, True, True, False, True, True, False], classes)
+    if any(entry.get("tied") for entry in choice["ranked"]) and choice.get("tie_rule"):
+        html_table += f'<p class="meta">{html.escape(choice["tie_rule"])}</p>'
+    return html_table
 
 
 def prediction_table(prediction):
-    """Analytic and simulated iteration time and samples/s per strategy, and
-    the peak memory of a device, flagged when it exceeds the device's."""
+    """Analytic and simulated samples/s and time per iteration per strategy,
+    with the samples an iteration trains, and the peak memory of a device,
+    flagged when it exceeds the device's."""
     analytic = common.prediction_results(prediction, "analytic")
     simulated = common.prediction_results(prediction, "simulated")
     rows = []
@@ -174,13 +196,15 @@ def prediction_table(prediction):
         memory = format_bytes(peak_memory_bytes(a or s))
         if not (a or s).get("fits_memory", True):
             memory += " (does not fit)"
-        rows.append([strategy,
+        samples = (a or s).get("samples_per_iteration")
+        rows.append([strategy, format_count(a["samples_per_s"]) if a else "",
+                     format_count(s["samples_per_s"]) if s else "",
+                     format_count(samples) if samples is not None else "",
                      format_seconds(a["iteration_s"]) if a else "", format_seconds(s["iteration_s"]) if s else "",
-                     gap, format_count(a["samples_per_s"]) if a else "",
-                     format_count(s["samples_per_s"]) if s else "", memory])
-    header = ["strategy", "analytic iteration", "simulated iteration", "simulated vs analytic",
-              "analytic samples/s", "simulated samples/s", "memory/device"]
-    return table(header, rows, [False, True, True, True, True, True, True])
+                     gap, memory])
+    header = ["strategy", "analytic samples/s", "simulated samples/s", "samples/iter", "analytic time/iter",
+              "simulated time/iter", "simulated vs analytic", "memory/device"]
+    return table(header, rows, [False, True, True, True, True, True, True, True])
 
 
 def figure_html(fig, fig_id, alt, caption):

@@ -66,9 +66,11 @@ TextTable prediction_table(const PredictionSet& set) {
   const bool mixed = std::any_of(set.results.begin(), set.results.end(),
                                  [](const Prediction& p) { return p.method != "analytic"; });
   TextTable t;
-  t.header = {"strategy", "workers", "iteration", "samples/s", "speedup", "dominant cost", "memory/device",
-              "staleness"};
-  t.right_aligned = {false, true, true, true, true, false, true, true};
+  // An iteration is a global step for data parallelism but one mini-batch per
+  // replica for pipelines: its samples are shown beside its time.
+  t.header = {"strategy", "workers", "samples/s", "speedup", "samples/iter", "time/iter", "dominant cost",
+              "memory/device", "staleness"};
+  t.right_aligned = {false, true, true, true, true, true, false, true, true};
   if (mixed) {
     t.header.insert(t.header.begin() + 1, "method");
     t.right_aligned.insert(t.right_aligned.begin() + 1, false);
@@ -76,9 +78,9 @@ TextTable prediction_table(const PredictionSet& set) {
   for (const Prediction& p : set.results) {
     const double peak = peak_memory_bytes(p);
     const bool fits = peak <= set.device_memory_bytes;
-    std::vector<std::string> row = {p.strategy, std::to_string(p.workers), format_seconds(p.iteration_s),
-                                    format_count(p.samples_per_s), format_ratio(p.speedup_vs_single),
-                                    dominant_label(dominant_cost(p.breakdown)),
+    std::vector<std::string> row = {p.strategy, std::to_string(p.workers), format_count(p.samples_per_s),
+                                    format_ratio(p.speedup_vs_single), format_count(p.samples_per_iteration),
+                                    format_seconds(p.iteration_s), dominant_label(dominant_cost(p.breakdown)),
                                     format_bytes(peak) + (fits ? "" : " (OOM)"), std::to_string(p.staleness)};
     if (mixed) row.insert(row.begin() + 1, p.method);
     t.rows.push_back(std::move(row));
@@ -88,13 +90,15 @@ TextTable prediction_table(const PredictionSet& set) {
 
 TextTable prediction_csv_table(const PredictionSet& set) {
   TextTable t;
-  t.header = {"model", "cluster", "batch_size", "strategy", "method", "workers", "iteration_s", "samples_per_s",
+  t.header = {"model", "cluster", "batch_size", "strategy", "method", "workers", "samples_per_iteration",
+              "iteration_s", "samples_per_s",
               "speedup_vs_single", "compute_s", "exposed_comm_s", "idle_transfer_s", "idle_imbalance_s",
               "dominant", "peak_memory_bytes", "fits_memory", "staleness", "config"};
   for (const Prediction& p : set.results) {
     const double peak = peak_memory_bytes(p);
     t.rows.push_back({set.model, set.cluster, std::to_string(set.batch_size), p.strategy, p.method,
-                      std::to_string(p.workers), format_number(p.iteration_s), format_number(p.samples_per_s),
+                      std::to_string(p.workers), format_number(p.samples_per_iteration),
+                      format_number(p.iteration_s), format_number(p.samples_per_s),
                       format_number(p.speedup_vs_single), format_number(p.breakdown.compute_s),
                       format_number(p.breakdown.exposed_comm_s), format_number(p.breakdown.idle_transfer_s),
                       format_number(p.breakdown.idle_imbalance_s), dominant_cost(p.breakdown),

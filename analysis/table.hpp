@@ -22,7 +22,8 @@ void print_aligned(std::ostream& out, const TextTable& table);
 // RFC 4180 CSV: cells with commas, quotes or newlines are quoted.
 void print_csv(std::ostream& out, const TextTable& table);
 
-// strategy, workers, iteration, samples/s, speedup, dominant cost, peak memory, staleness.
+// strategy, workers, samples/s, speedup, samples and time per iteration,
+// dominant cost, peak memory, staleness.
 TextTable prediction_table(const PredictionSet& set);
 
 // Every number at full precision, in base units, for scripts.

@@ -107,6 +107,10 @@ TrainingResult train(const Model& model, const Dataset& data, const Cluster& clu
       for (int64_t i : picked) y->push_back(data.train_y[static_cast<size_t>(i)]);
     }
   };
+  if (options.on_stale_gradients) {
+    const int64_t staleness = predict_strategy(strategy, r.profile, cluster, config).staleness;
+    if (staleness > 0) options.on_stale_gradients(check_stale_momentum(options.sgd.momentum, staleness));
+  }
   ExecOptions exec;
   exec.sgd = options.sgd;
   exec.batch_size = batch;

@@ -11,6 +11,7 @@
 
 #include "exec/data/dataset.hpp"
 #include "exec/interpreter.hpp"
+#include "exec/optim/stale_momentum.hpp"
 #include "model/layer.hpp"
 #include "profiles/cluster.hpp"
 #include "profiles/profile.hpp"
@@ -27,6 +28,10 @@ struct TrainingOptions {
   SgdOptions sgd{0.05, 0.9, 0.0};
   // Called with each iteration as its batch is drawn (progress).
   std::function<void(int32_t iteration, int32_t iterations)> on_iteration;
+  // When set and the strategy's gradients are stale (its prediction's
+  // staleness > 0), called before training with the check of sgd.momentum
+  // against that staleness (stale_momentum.hpp).
+  std::function<void(const StaleMomentumCheck&)> on_stale_gradients;
 };
 
 struct IterationStats {

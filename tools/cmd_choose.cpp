@@ -5,6 +5,7 @@
 #include "analysis/table.hpp"
 #include "model/units.hpp"
 #include "sim/search/choose.hpp"
+#include "sim/search/rank.hpp"
 #include "tools/commands.hpp"
 #include "tools/progress.hpp"
 
@@ -31,19 +32,23 @@ void print_choices(std::ostream& out, const std::vector<StrategyChoice>& ranked,
                    const Cluster& cluster) {
   out << profile.model << ", batch " << profile.batch_size << " per device, on " << cluster.name
       << ": every strategy at its best settings\n\n";
+  // An iteration is a global step for data parallelism but one mini-batch per
+  // replica for pipelines: its samples are shown beside its time.
   TextTable t;
-  t.header = {"#", "strategy", "settings", "iteration", "samples/s", "speedup", "dominant cost", "memory/device",
-              "staleness"};
-  t.right_aligned = {true, false, false, true, true, true, false, true, true};
-  int rank = 0;
+  t.header = {"#", "strategy", "settings", "samples/s", "speedup", "samples/iter", "time/iter", "dominant cost",
+              "memory/device", "staleness"};
+  t.right_aligned = {true, false, false, true, true, true, true, false, true, true};
+  bool any_tie = false;
   for (const StrategyChoice& c : ranked) {
     const Prediction& p = c.best;
-    t.rows.push_back({c.feasible ? std::to_string(++rank) : "-", p.strategy, settings_text(c),
-                      format_seconds(p.iteration_s), format_count(p.samples_per_s),
-                      format_ratio(p.speedup_vs_single), dominant_cost(p.breakdown),
+    any_tie = any_tie || c.tied;
+    t.rows.push_back({rank_text(c.rank, c.tied), p.strategy, settings_text(c), format_count(p.samples_per_s),
+                      format_ratio(p.speedup_vs_single), format_count(p.samples_per_iteration),
+                      format_seconds(p.iteration_s), dominant_cost(p.breakdown),
                       format_bytes(peak_memory_bytes(p)) + (c.feasible ? "" : " (OOM)"), std::to_string(p.staleness)});
   }
   print_aligned(out, t);
+  if (any_tie) out << tie_rule_text() << "\n";
   for (const StrategyChoice& c : ranked) {
     if (!c.feasible) out << "excluded: " << c.best.strategy << ": " << c.reason << "\n";
   }

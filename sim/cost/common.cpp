@@ -2,6 +2,7 @@
 #include "sim/cost/common.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include "model/error.hpp"
 
@@ -72,6 +73,16 @@ double exchanged_update_s(const Profile& profile, const Cluster& cluster, int64_
   return total_s;
 }
 
+void check_cluster_devices(const Cluster& cluster) {
+  const double devices = static_cast<double>(cluster.machines) * static_cast<double>(cluster.devices_per_machine);
+  if (devices > static_cast<double>(kMaxClusterDevices)) {
+    throw InputError("cluster " + cluster.name,
+                     "has " + std::to_string(cluster.machines) + " machines x " +
+                         std::to_string(cluster.devices_per_machine) + " devices",
+                     "at most " + std::to_string(kMaxClusterDevices) + " devices in all for a prediction or a plan");
+  }
+}
+
 int64_t resolve_workers(StrategyConfig& config, const Cluster& cluster) {
   const int64_t devices = device_count(cluster);
   const int64_t workers = config.get_int("workers", devices, 1);
@@ -93,6 +104,10 @@ DeviceMemory replica_memory(const Profile& profile, int64_t first, int64_t last,
 }
 
 void finish_prediction(Prediction& p, const StrategyConfig& config) {
+  if (std::isinf(p.iteration_s)) {
+    throw InputError(p.strategy, "the predicted iteration time overflows a double",
+                     "profile times, sizes and batch small enough to add up below 1e308");
+  }
   TRAINSIM_CHECK(p.iteration_s > 0, p.strategy + ": iteration time must be positive");
   p.samples_per_s = p.samples_per_iteration / p.iteration_s;
   p.config = config.resolved();

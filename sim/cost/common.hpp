@@ -61,6 +61,15 @@ double model_update_s(const Profile& profile, const Cluster& cluster);
 // not its profiled sparse step; other layers as model_update_s.
 double exchanged_update_s(const Profile& profile, const Cluster& cluster, int64_t workers);
 
+// The most devices a cluster may have for a prediction or a plan
+// (docs/simulator.md "Limits"): the cost models keep a memory figure per
+// device and the simulator ports per device, so 10^6 devices hold tens of MB.
+inline constexpr int64_t kMaxClusterDevices = 1'000'000;
+
+// InputError naming the cluster when machines x devices_per_machine passes
+// kMaxClusterDevices (computed without overflow).
+void check_cluster_devices(const Cluster& cluster);
+
 // Key "workers": default every device of the cluster, at least 1 and at most
 // device_count(cluster); records the value.
 int64_t resolve_workers(StrategyConfig& config, const Cluster& cluster);

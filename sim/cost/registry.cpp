@@ -2,6 +2,7 @@
 #include "model/error.hpp"
 #include "sim/plan/plan.hpp"
 #include "model/strings.hpp"
+#include "sim/cost/common.hpp"
 #include "sim/cost/strategies.hpp"
 
 namespace trainsim {
@@ -55,6 +56,7 @@ const StrategyInfo& find_strategy(const std::string& id, const std::string& wher
 
 Plan generate_plan(const StrategyInfo& strategy, const Profile& profile, const Cluster& cluster,
                    StrategyConfig config, int32_t iterations) {
+  check_cluster_devices(cluster);
   Plan plan = strategy.plan(profile, cluster, config, iterations);
   config.check_all_used(strategy.id);
   plan.strategy = strategy.id;
@@ -64,6 +66,7 @@ Plan generate_plan(const StrategyInfo& strategy, const Profile& profile, const C
 
 Prediction predict_strategy(const StrategyInfo& strategy, const Profile& profile, const Cluster& cluster,
                             StrategyConfig config) {
+  check_cluster_devices(cluster);
   Prediction p = strategy.predict(profile, cluster, config);
   config.check_all_used(strategy.id);
   p.strategy = strategy.id;

@@ -8,7 +8,9 @@
 #include <unordered_map>
 
 #include "model/error.hpp"
+#include "model/json_fields.hpp"
 #include "model/strings.hpp"
+#include "model/units.hpp"
 #include "sim/cost/common.hpp"
 #include "sim/search/partition.hpp"
 
@@ -43,8 +45,11 @@ void check_replicas(const std::vector<int64_t>& replicas, int64_t stages, const 
                      "one replica count per stage");
   }
   const int64_t devices = device_count(cluster);
-  if (sum_of(replicas) > devices) {
-    throw InputError("--set replicas", "needs " + std::to_string(sum_of(replicas)) + " devices",
+  // Summed as doubles: counts near 2^63 must not wrap around to a small sum.
+  const double needed = std::accumulate(replicas.begin(), replicas.end(), 0.0,
+                                        [](double sum, int64_t r) { return sum + static_cast<double>(r); });
+  if (needed > static_cast<double>(devices)) {
+    throw InputError("--set replicas", "needs " + format_count(needed) + " devices",
                      "at most the " + std::to_string(devices) + " devices of " + cluster.name);
   }
 }
@@ -57,6 +62,17 @@ void check_stage_count(int64_t stages, const Profile& profile, const Cluster& cl
   if (stages > device_count(cluster)) {
     throw InputError(where, std::to_string(stages) + " stages",
                      "at most one stage per device: " + std::to_string(device_count(cluster)) + " on " + cluster.name);
+  }
+}
+
+// A stage count whose ranges the partition search chooses: K·n within kMaxPartitionCells.
+void check_partition_work(int64_t stages, const Profile& profile, const std::string& where) {
+  const int64_t most = std::max<int64_t>(1, kMaxPartitionCells / std::max<int64_t>(1, layer_count(profile)));
+  if (stages > most) {
+    throw InputError(where, std::to_string(stages) + " stages to place over " + std::to_string(layer_count(profile)) +
+                                " layers",
+                     "at most " + std::to_string(most) + " stages (stages x layers <= " +
+                         std::to_string(kMaxPartitionCells) + ", the partition search's bound), or the ranges in full");
   }
 }
 
@@ -100,14 +116,23 @@ std::vector<LayerRange> resolve_ranges(const Profile& profile, const Cluster& cl
     }
     stages = raw.get<int64_t>();
     check_stage_count(stages, profile, cluster, "--set stages");
+    check_partition_work(stages, profile, "--set stages");
   } else if (!replicas.empty()) {
     stages = static_cast<int64_t>(replicas.size());
     check_stage_count(stages, profile, cluster, "--set replicas");
+    check_partition_work(stages, profile, "--set replicas");
   } else {
     stages = std::min(device_count(cluster), layers);
     if (stages < device_count(cluster)) {
       notes.push_back("stages: " + std::to_string(device_count(cluster)) + " devices but only " +
                       std::to_string(layers) + " layers, so " + std::to_string(stages) + " stages");
+    }
+    const int64_t most = std::max<int64_t>(1, kMaxPartitionCells / std::max<int64_t>(1, layers));
+    if (stages > most) {
+      notes.push_back("stages: " + std::to_string(most) + " of " + std::to_string(stages) +
+                      " possible, the most the partition search places over " + std::to_string(layers) +
+                      " layers (stages x layers <= " + std::to_string(kMaxPartitionCells) + "); set stages to the ranges in full for more");
+      stages = most;
     }
   }
   const bool replicas_fit = static_cast<int64_t>(replicas.size()) == stages;
@@ -454,7 +479,7 @@ int64_t resolve_microbatches(StrategyConfig& config, int64_t stages, int64_t bat
 DspQueues resolve_dsp_queues(StrategyConfig& config, int64_t blocks, std::vector<std::string>& notes) {
   DspQueues queues;
   if (std::optional<nlohmann::json> raw = config.get_json("queues")) {
-    if (!raw->is_object()) throw InputError("--set queues", "is " + raw->dump(), "{\"p\": [...], \"m\": [...]}");
+    if (!raw->is_object()) throw InputError("--set queues", "is " + echo_json(*raw), "{\"p\": [...], \"m\": [...]}");
     for (const auto& [key, value] : raw->items()) {
       if (key != "p" && key != "m") throw InputError("--set queues", "has key '" + key + "'", "only p and m");
     }

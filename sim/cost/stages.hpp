@@ -121,15 +121,21 @@ struct SpecTrainWork {
 };
 SpecTrainWork spectrain_work(const Pipeline& pipe, int64_t k);
 
+// The partition search for K stages over n layers works in time and memory
+// growing with K·n; a stage count that the search chooses ranges for is held
+// to K·n <= kMaxPartitionCells (about a second; docs/simulator.md "Limits").
+// Stage ranges given in full need no search and are not held to it.
+inline constexpr int64_t kMaxPartitionCells = 1'000'000;
+
 // Reads `stages` (ranges, or an integer stage count K) and, with
 // read_replicas, `replicas` (default 1 per stage) and `replicate`, checks them
 // against the profile and cluster (InputError naming --set stages / --set
 // replicas) and builds the pipeline. Without `stages` and `replicas`: with
 // `replicate` the partition search (sim/search/partition.hpp) places stages
 // and replicas over every device; otherwise K = the cluster's devices capped
-// at the layer count, searched straight (K = len(replicas) balanced when only
-// replicas are given). The chosen partition is recorded into the config and
-// explained in `notes`.
+// at the layer count and at kMaxPartitionCells / layers, searched straight
+// (K = len(replicas) balanced when only replicas are given). The chosen
+// partition is recorded into the config and explained in `notes`.
 Pipeline resolve_pipeline(const Profile& profile, const Cluster& cluster, StrategyConfig& config,
                           std::vector<std::string>& notes, const PartitionDefaults& defaults,
                           bool read_replicas = true);

@@ -1,8 +1,9 @@
 // The discrete-event engine: the event loop, collectives, and transfers as
 // flows over shared ports. Time is integer nanoseconds; events are small PODs
 // in a binary heap ordered by (time, sequence), so ties run in push order and
-// a run repeats exactly. Buffers are sized before the loop, so an event
-// allocates nothing (only the heap may grow, past one event per op).
+// a run repeats exactly. Per-op buffers are sized before the loop; in it
+// only the event heap, the flow slots and the ports' lists grow, to what is
+// in flight at once.
 #include "sim/des/engine.hpp"
 
 #include <algorithm>
@@ -13,16 +14,14 @@
 #include <string>
 
 #include "model/error.hpp"
+#include "model/units.hpp"
 #include "sim/cost/collective.hpp"
+#include "sim/des/clock.hpp"
 #include "sim/des/flows.hpp"
 #include "sim/des/summary.hpp"
 
 namespace trainsim {
 namespace {
-
-constexpr double kNsPerS = 1e9;
-
-SimTime seconds_to_ns(double seconds) { return static_cast<SimTime>(std::llround(seconds * kNsPerS)); }
 
 enum EventKind : uint32_t {
   kOpEnd = 0,     // a compute op, recv or collective ends
@@ -46,23 +45,29 @@ struct Later {
   }
 };
 
-// Everything the event loop reads and writes of one op, in one cache line:
-// the loop visits ops in time order, not id order, so an op costs one miss
-// instead of one per array.
-struct alignas(64) OpState {
-  SimTime ready_ns = 0;        // its deps and stream predecessor have all ended
-  SimTime start_ns = 0;
-  SimTime end_ns = 0;
+// What the event loop reads and writes of one op, in half a cache line (the
+// loop visits ops in time order, not id order, so size is misses). Its times
+// go straight into the result and the run record, written once each.
+struct OpState {
   double work_s = 0;
   int32_t worker = 0;
-  int32_t index = -1;          // its flow (transfers) or collective, else -1
+  int32_t index = -1;          // transfers: their TransferSpec, then their flow while they run;
+                               // collectives: their Collective; else -1
   int32_t pending = 0;         // deps + stream predecessor not yet ended
-  OpId released_by = -1;       // the one of those whose end made it ready
+  int32_t memory = -1;         // allocates or frees: its entry in Engine::memory_bytes_, else -1
+  uint32_t version = 0;        // compute ops: bumped when a rate change reschedules its end
   OpKind kind = OpKind::kForward;
-  bool has_memory = false;     // allocates or frees: see Engine::memory_bytes_
   bool hands_off = false;      // a compute op another stream of its worker waits on, with a stream
                                // successor: that successor is released DeviceSpec::handoff_s later
-  uint32_t version = 0;        // compute ops: bumped when a rate change reschedules its end
+};
+static_assert(sizeof(OpState) == 32, "two op states per cache line");
+
+// What a transfer op's flow needs of the plan, packed so opening it does
+// not read the plan's op (a cache miss in time order).
+struct TransferSpec {
+  double bytes = 0;
+  int32_t target = 0;  // kSend: the peer's device; kCopyToHost: 1, kCopyToDevice: 0; kHostAccumulate: unused
+  OpKind kind = OpKind::kSend;
 };
 
 // A worker's compute op while its communication shares the cores
@@ -101,12 +106,13 @@ struct Collective {
 };
 
 void check_options(const SimOptions& o) {
-  const char* expected = "PROB:SLOWDOWN with 0 <= PROB <= 1 and SLOWDOWN >= 1";
+  const std::string expected =
+      "PROB:SLOWDOWN with 0 <= PROB <= 1 and 1 <= SLOWDOWN <= " + format_number(kMaxStragglerSlowdown);
   if (!(o.straggler_probability >= 0 && o.straggler_probability <= 1)) {
-    throw InputError("--straggler", "probability " + std::to_string(o.straggler_probability), expected);
+    throw InputError("--straggler", "probability " + format_number(o.straggler_probability), expected);
   }
-  if (!(o.straggler_slowdown >= 1) || !std::isfinite(o.straggler_slowdown)) {
-    throw InputError("--straggler", "slowdown " + std::to_string(o.straggler_slowdown), expected);
+  if (!(o.straggler_slowdown >= 1 && o.straggler_slowdown <= kMaxStragglerSlowdown)) {
+    throw InputError("--straggler", "slowdown " + format_number(o.straggler_slowdown), expected);
   }
   if (!(o.jitter >= 0) || !std::isfinite(o.jitter)) {
     throw InputError("--jitter", "is " + std::to_string(o.jitter), "a relative standard deviation >= 0");
@@ -121,17 +127,16 @@ class Engine {
  private:
   void read_ops();
   void fill_successors(const std::vector<OpId>& stream_next, const std::vector<OpId>& dep_of);
-  OpId find_send_of_recv(const Op& recv) const;
   void add_collective_member(OpId id, const Op& op);
   void price_collectives();
-  void add_flow(OpId id, const Op& op);
+  int32_t open_flow(OpId id);
 
   void push(SimTime time_ns, OpId op, uint32_t tag);
   void on_ready(OpId id);
   void start(OpId id);
   void finish(OpId id);
   void release(OpId next, OpId by);
-  SimTime compute_duration_ns(double work_s);
+  SimTime compute_duration_ns(OpId id);
   void start_compute(OpId id);
   void set_communicating(int32_t worker, int32_t delta);
   void reschedule_compute(CoreShare& share);
@@ -147,7 +152,9 @@ class Engine {
   double jitter_sigma_ = 0;
 
   std::vector<OpState> states_;
-  std::vector<std::array<double, 2>> memory_bytes_;  // per op: alloc at start, free at end
+  std::vector<std::array<double, 2>> memory_bytes_;  // per op that has any: alloc at start, free at end
+  std::vector<TransferSpec> transfers_;              // per transfer op
+  std::vector<OpId> initially_ready_;                // ops with no deps and no stream predecessor
   std::vector<int32_t> successor_offsets_;  // op i's successors: successors_[offsets[i], offsets[i + 1])
   std::vector<OpId> successors_;            // stream successors and reverse deps, grouped by op
   std::vector<int32_t> machine_of_worker_;
@@ -170,6 +177,7 @@ class Engine {
   uint64_t sequence_ = 0;
   SimTime now_ns_ = 0;
   int64_t finished_ = 0;
+  bool has_work_ = false;                   // some op computes or moves bytes
   std::vector<double> live_bytes_;          // per worker: allocations not yet freed
   std::vector<double> peak_live_bytes_;
   RunRecord record_;
@@ -184,6 +192,13 @@ Engine::Engine(const Plan& plan, const Cluster& cluster, const SimOptions& optio
       rng_(options.seed),
       flows_(cluster, plan.strategy + " plan") {
   check_options(options);
+  if (plan.drain_iterations > 0 && plan.iterations - plan.drain_iterations < 2) {
+    throw InputError("--iterations",
+                     "is " + std::to_string(plan.iterations) + ": the " + plan.strategy + " plan's drain holds its last " +
+                         std::to_string(plan.drain_iterations) + ", leaving no steady state",
+                     "at least " + std::to_string(plan.drain_iterations + 2) +
+                         " iterations, or a smaller width");
+  }
   if (options.jitter > 0) {
     // ln X ~ N(mu, sigma²) has mean exp(mu + sigma²/2) = 1 and relative sd
     // sqrt(exp(sigma²) - 1) = jitter.
@@ -204,7 +219,7 @@ Engine::Engine(const Plan& plan, const Cluster& cluster, const SimOptions& optio
     machine_of_worker_.push_back(static_cast<int32_t>(device / cluster.devices_per_machine));
   }
   shared_rate_ = cluster.device.compute_rate_while_communicating;
-  handoff_ns_ = seconds_to_ns(cluster.device.handoff_s);
+  handoff_ns_ = duration_ns(cluster.device.handoff_s, -1);
   core_shares_.assign(workers, CoreShare{});
   result_.warmup_iterations = resolve_warmup_iterations(options.warmup_iterations, plan.iterations);
   result_.seed = options.seed;
@@ -217,10 +232,12 @@ Engine::Engine(const Plan& plan, const Cluster& cluster, const SimOptions& optio
   instances_.assign(3 * static_cast<size_t>(groups), {});
   read_ops();
   price_collectives();
-  flows_.reserve_ports();
   live_bytes_.assign(workers, 0.0);
   peak_live_bytes_.assign(workers, 0.0);
-  heap_.reserve(static_cast<size_t>(op_count_) + 16);
+  // Written as ops start, become ready and end (after read_ops, so its scratch is gone).
+  result_.timings.resize(op_count_);
+  record_.ready_ns.resize(op_count_);
+  record_.released_by.assign(op_count_, -1);
 }
 
 // One pass over the plan's ops (the only one that reads every Op): their
@@ -240,10 +257,8 @@ void Engine::read_ops() {
     }
   }
   states_.reserve(op_count_);
-  memory_bytes_.resize(op_count_);
   record_.kinds.resize(op_count_);
   record_.iterations.resize(op_count_);
-  record_.send_of_recv.assign(op_count_, -1);
   successor_offsets_.assign(op_count_ + 1, 0);
   std::vector<OpId> dep_of;  // (dep, op) pairs, flattened, so the fill does not reread the plan
   dep_of.reserve(2 * static_cast<size_t>(op_count_));
@@ -255,7 +270,11 @@ void Engine::read_ops() {
     state.work_s = op.work_s;
     state.worker = op.worker;
     state.kind = op.kind;
-    state.has_memory = op.alloc_bytes != 0 || op.free_bytes != 0;
+    if (op.alloc_bytes != 0 || op.free_bytes != 0) {
+      state.memory = static_cast<int32_t>(memory_bytes_.size());
+      memory_bytes_.push_back({op.alloc_bytes, op.free_bytes});
+    }
+    has_work_ |= op.work_s > 0 || op.bytes > 0;
     state.pending = static_cast<int32_t>(op.deps.size()) + has_stream_predecessor[id];
     if (stream_next[id] >= 0) ++successor_offsets_[id + 1];
     for (OpId dep : op.deps) {
@@ -263,14 +282,15 @@ void Engine::read_ops() {
       dep_of.push_back(dep);
       dep_of.push_back(id);
     }
-    memory_bytes_[id] = {op.alloc_bytes, op.free_bytes};
     record_.kinds[id] = op.kind;
     record_.iterations[id] = op.iteration;
-    if (op.kind == OpKind::kRecv) record_.send_of_recv[id] = find_send_of_recv(op);
+    if (state.pending == 0) initially_ready_.push_back(id);
     if (is_collective(op.kind)) add_collective_member(id, op);
     if (op.kind == OpKind::kSend || op.kind == OpKind::kCopyToHost || op.kind == OpKind::kCopyToDevice ||
         op.kind == OpKind::kHostAccumulate) {
-      add_flow(id, op);
+      state.index = static_cast<int32_t>(transfers_.size());
+      const int32_t target = op.kind == OpKind::kSend ? device_of_worker_[op.peer] : op.kind == OpKind::kCopyToHost;
+      transfers_.push_back({op.bytes, target, op.kind});
     }
   }
   fill_successors(stream_next, dep_of);
@@ -300,15 +320,6 @@ void Engine::fill_successors(const std::vector<OpId>& stream_next, const std::ve
     if (stream_next[id] >= 0) successors_[fill[id]++] = stream_next[id];
   }
   for (size_t i = 0; i < dep_of.size(); i += 2) successors_[fill[dep_of[i]]++] = dep_of[i + 1];
-}
-
-// The Send a Recv depends on (validate_plan guarantees one).
-OpId Engine::find_send_of_recv(const Op& recv) const {
-  for (OpId dep : recv.deps) {
-    const Op& send = plan_.ops[dep];
-    if (send.kind == OpKind::kSend && send.worker == recv.peer && send.peer == recv.worker) return dep;
-  }
-  return -1;
 }
 
 // Matches the k-th collective of a kind that worker w issues on group g with
@@ -354,31 +365,31 @@ void Engine::price_collectives() {
                                 std::to_string(plan_.ops[listed].group));
     }
     const LinkParams link = collective_link_for(cluster_, c.crosses_machines);
-    // A barrier: one global synchronization, t_sync (EQUATIONS.md §2).
+    // A barrier: one global synchronization, t_sync (docs/equations.md §2).
     double duration_s = barrier_s(c.members, cluster_.collective.sync_s);
     if (c.kind == OpKind::kAllReduce) {
-      // EQUATIONS.md §2: the algorithm's α-β-γ time, plus the per-call t_sync (and packing) the cost models add.
+      // docs/equations.md §2: the algorithm's α-β-γ time, plus the per-call t_sync (and packing) the cost models add.
       duration_s = allreduce_s(c.algorithm, c.bytes, c.members, link) + collective_call_overhead_s(cluster_, c.bytes, c.members);
     } else if (c.kind == OpKind::kBroadcast) {
-      // EQUATIONS.md §2, broadcast/binomial tree: ⌈lg p⌉(α + nβ), plus t_sync.
+      // docs/equations.md §2, broadcast/binomial tree: ⌈lg p⌉(α + nβ), plus t_sync.
       duration_s = broadcast_tree_s(c.bytes, c.members, link) + collective_call_overhead_s(cluster_, c.bytes, c.members);
     }
-    c.duration_ns = seconds_to_ns(duration_s);
+    c.duration_ns = duration_ns(duration_s, collective_ops_[c.first_slot]);
   }
 }
 
-// One flow per transfer op, on the ports of its path (flows.hpp).
-void Engine::add_flow(OpId id, const Op& op) {
-  const int32_t device = device_of_worker_[op.worker];
-  if (op.kind == OpKind::kSend) {
-    states_[id].index = flows_.add_send(id, device, device_of_worker_[op.peer], op.bytes);
-  } else if (op.kind == OpKind::kHostAccumulate) {
-    states_[id].index = flows_.add_host_accumulate(id, machine_of_worker_[op.worker], op.bytes);
-  } else {
-    states_[id].index = flows_.add_copy(id, device, op.kind == OpKind::kCopyToHost, op.bytes);
-  }
+// A transfer op starting: its flow, on the ports of its path (flows.hpp),
+// held while it runs.
+int32_t Engine::open_flow(OpId id) {
+  const TransferSpec& t = transfers_[states_[id].index];
+  const int32_t worker = states_[id].worker;
+  const int32_t device = device_of_worker_[worker];
+  if (t.kind == OpKind::kSend) return flows_.add_send(id, device, t.target, t.bytes);
+  if (t.kind == OpKind::kHostAccumulate) return flows_.add_host_accumulate(id, machine_of_worker_[worker], t.bytes);
+  return flows_.add_copy(id, device, t.target == 1, t.bytes);
 }
 
+// Events at or after now: `time_ns` comes from later_ns, so it is on the clock.
 void Engine::push(SimTime time_ns, OpId op, uint32_t tag) {
   heap_.push_back({time_ns, sequence_++, op, tag});
   std::push_heap(heap_.begin(), heap_.end(), Later{});
@@ -389,7 +400,7 @@ double Engine::draw_uniform() { return static_cast<double>(rng_() >> 11) * 0x1.0
 // A compute op's duration: work_s, times the slowdown with probability p,
 // times a mean-1 lognormal factor of relative sd `jitter`. Draws happen in
 // event order, so one seed gives one run.
-SimTime Engine::compute_duration_ns(double work_s) {
+SimTime Engine::compute_duration_ns(OpId id) {
   double factor = 1;
   if (options_.straggler_probability > 0 && draw_uniform() < options_.straggler_probability) {
     factor *= options_.straggler_slowdown;
@@ -401,14 +412,14 @@ SimTime Engine::compute_duration_ns(double work_s) {
     const double z = std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2);
     factor *= std::exp(jitter_mu_ + jitter_sigma_ * z);
   }
-  return seconds_to_ns(work_s * factor);
+  return duration_ns(states_[id].work_s * factor, id);
 }
 
 // Every dep and the stream predecessor of `id` have ended: start it (or, for
 // a collective, count it ready and start all members once the last is).
 void Engine::on_ready(OpId id) {
   OpState& op = states_[id];
-  op.ready_ns = now_ns_;
+  record_.ready_ns[id] = now_ns_;
   if (is_compute(op.kind)) {
     start_compute(id);
   } else if (op.kind == OpKind::kRecv) {
@@ -420,11 +431,12 @@ void Engine::on_ready(OpId id) {
     for (int32_t m = 0; m < c.members; ++m) {
       const OpId member = collective_ops_[c.first_slot + m];
       start(member);
-      push(now_ns_ + c.duration_ns, member, kOpEnd);
+      push(later_ns(now_ns_, c.duration_ns, member), member, kOpEnd);
     }
   } else {
+    op.index = open_flow(id);
     start(id);
-    push(now_ns_ + flows_.latency_ns(op.index), id, kFlowJoin);
+    push(later_ns(now_ns_, flows_.latency_ns(op.index), id), id, kFlowJoin);
   }
 }
 
@@ -433,14 +445,14 @@ void Engine::on_ready(OpId id) {
 // whenever that changes (reschedule_compute).
 void Engine::start_compute(OpId id) {
   start(id);
-  const SimTime duration_ns = compute_duration_ns(states_[id].work_s);
+  const SimTime duration = compute_duration_ns(id);
   if (shared_rate_ >= 1) {
-    push(now_ns_ + duration_ns, id, kOpEnd);
+    push(later_ns(now_ns_, duration, id), id, kOpEnd);
     return;
   }
   CoreShare& share = core_shares_[states_[id].worker];
   share.running = id;
-  share.remaining_ns = static_cast<double>(duration_ns);
+  share.remaining_ns = static_cast<double>(duration);
   share.since_ns = now_ns_;
   reschedule_compute(share);
 }
@@ -449,8 +461,8 @@ void Engine::reschedule_compute(CoreShare& share) {
   OpState& op = states_[share.running];
   const double rate = share.communicating > 0 ? shared_rate_ : 1.0;
   ++op.version;
-  push(share.since_ns + static_cast<SimTime>(std::ceil(share.remaining_ns / rate)), share.running,
-       kOpEnd | (op.version << 2));
+  const SimTime left_ns = to_clock_ns(std::ceil(share.remaining_ns / rate), share.running);
+  push(later_ns(share.since_ns, left_ns, share.running), share.running, kOpEnd | (op.version << 2));
 }
 
 // A communication op of `worker` starts (+1) or ends (−1); when that turns
@@ -468,38 +480,38 @@ void Engine::set_communicating(int32_t worker, int32_t delta) {
 }
 
 void Engine::start(OpId id) {
-  OpState& op = states_[id];
-  op.start_ns = now_ns_;
+  const OpState& op = states_[id];
+  result_.timings[id].start_ns = now_ns_;
   if (shared_rate_ < 1 && uses_worker_cores(op.kind)) set_communicating(op.worker, +1);
   // Its successors are touched when it ends, after other events: fetch their
   // states now so that end does not wait on memory.
   for (int32_t s = successor_offsets_[id]; s < successor_offsets_[id + 1]; ++s) {
     __builtin_prefetch(&states_[successors_[s]], 1);
   }
-  if (!op.has_memory) return;
+  if (op.memory < 0) return;
   double& live = live_bytes_[op.worker];
-  live += memory_bytes_[id][0];
+  live += memory_bytes_[op.memory][0];
   peak_live_bytes_[op.worker] = std::max(peak_live_bytes_[op.worker], live);
 }
 
 void Engine::finish(OpId id) {
-  OpState& op = states_[id];
-  op.end_ns = now_ns_;
+  const OpState& op = states_[id];
+  result_.timings[id].end_ns = now_ns_;
   if (shared_rate_ < 1) {
     if (uses_worker_cores(op.kind)) set_communicating(op.worker, -1);
     if (core_shares_[op.worker].running == id) core_shares_[op.worker].running = -1;
   }
-  if (op.has_memory) live_bytes_[op.worker] -= memory_bytes_[id][1];
+  if (op.memory >= 0) live_bytes_[op.worker] -= memory_bytes_[op.memory][1];
   ++finished_;
   int32_t s = successor_offsets_[id];
-  if (op.hands_off) push(now_ns_ + handoff_ns_, successors_[s++], kHandedOff);  // its stream successor
+  if (op.hands_off) push(later_ns(now_ns_, handoff_ns_, id), successors_[s++], kHandedOff);  // its stream successor
   for (; s < successor_offsets_[id + 1]; ++s) release(successors_[s], id);
 }
 
 void Engine::release(OpId next, OpId by) {
   OpState& successor = states_[next];
   if (--successor.pending == 0) {
-    successor.released_by = by;
+    record_.released_by[next] = by;
     on_ready(next);
   }
 }
@@ -510,9 +522,7 @@ void Engine::push_completions() {
 }
 
 SimResult Engine::run() {
-  for (OpId id = 0; id < op_count_; ++id) {
-    if (states_[id].pending == 0) on_ready(id);
-  }
+  for (OpId id : initially_ready_) on_ready(id);
   int64_t events = 0;
   while (!heap_.empty()) {
     std::pop_heap(heap_.begin(), heap_.end(), Later{});
@@ -557,27 +567,36 @@ SimResult Engine::run() {
                               op_kind_name(plan_.ops[id].kind) + ") never gathers all members");
   }
   result_.events = events;
-  result_.timings.resize(op_count_);
-  record_.ready_ns.resize(op_count_);
-  record_.released_by.resize(op_count_);
-  for (OpId id = 0; id < op_count_; ++id) {
-    const OpState& state = states_[id];
-    result_.timings[id] = {state.start_ns, state.end_ns};
-    record_.ready_ns[id] = state.ready_ns;
-    record_.released_by[id] = state.released_by;
-  }
+  states_ = {};  // the summary reads the result and the record only
   result_.workers.assign(plan_.workers.size(), WorkerResult{});
   for (size_t w = 0; w < plan_.workers.size(); ++w) {
     result_.workers[w].peak_memory_bytes = plan_.workers[w].static_bytes + peak_live_bytes_[w];
   }
   summarize_simulation(plan_, record_, result_);
+  if (has_work_ && plan_.iterations > 0 && !(result_.iteration_s > 0)) {
+    throw InputError(plan_.strategy + " simulation", "an iteration takes under 1 ns, the resolution of its clock",
+                     "a profile whose layers take nanoseconds or more");
+  }
   return std::move(result_);
 }
 
 }  // namespace
 
 SimResult simulate_plan(const Plan& plan, const Cluster& cluster, const SimOptions& options) {
-  return Engine(plan, cluster, options).run();
+  try {
+    return Engine(plan, cluster, options).run();
+  } catch (const ClockOverflow& overflow) {
+    std::string op = "the run";
+    if (overflow.op >= 0 && overflow.op < static_cast<OpId>(plan.ops.size())) {
+      const Op& o = plan.ops[overflow.op];
+      op = "op " + std::to_string(overflow.op) + " (" + op_kind_name(o.kind) + ", worker " +
+           std::to_string(o.worker) + ", iteration " + std::to_string(o.iteration) + ")";
+    }
+    throw InputError(plan.strategy + " simulation",
+                     op + " ends after " + format_seconds(overflow.seconds) +
+                         ", past the simulator's clock (2^63 ns, about 292 years)",
+                     "a shorter run: fewer --iterations, a smaller batch or --straggler slowdown, or a faster cluster");
+  }
 }
 
 }  // namespace trainsim

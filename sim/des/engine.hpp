@@ -15,11 +15,15 @@
 
 namespace trainsim {
 
-using SimTime = int64_t;  // nanoseconds since the start of the run
+using SimTime = int64_t;  // nanoseconds since the start of the run (at most 2^63 - 1: about 292 years)
+
+// The largest straggler slowdown: a millionfold slower op is already a
+// stopped device, and larger factors only carry the clock out of its range.
+inline constexpr double kMaxStragglerSlowdown = 1e6;
 
 struct SimOptions {
   double straggler_probability = 0;  // each compute op of a worker is slowed with this probability
-  double straggler_slowdown = 1;     // by this factor (1.5 = takes 50% longer)
+  double straggler_slowdown = 1;     // by this factor (1.5 = takes 50% longer), at most kMaxStragglerSlowdown
   double jitter = 0;                 // relative standard deviation of compute durations (0 = exact)
   uint64_t seed = 1;                 // every random draw comes from this
   int32_t warmup_iterations = -1;    // iterations left out of the steady state; -1 = automatic
@@ -55,6 +59,8 @@ struct SimResult {
 // `warmup` iterations, leaving out as many at the end (the drain) and taking
 // intervals over whole `period`s (plan.iteration_period); with too few
 // iterations it keeps the drain (and the warm-up, for periods over one).
+// The last `drain` iterations (plan.drain_iterations: they end in the plan's
+// own drain, as pipesgd's pending updates do) are left out before all that.
 // window_first/window_last: the iterations whose ends bound the measured
 // window (-1 = the start). The simulator and the executor both use it.
 struct SteadyState {
@@ -65,7 +71,7 @@ struct SteadyState {
   int32_t window_first = -1;
   int32_t window_last = -1;
 };
-SteadyState steady_state(const std::vector<double>& end_s, int32_t warmup, int32_t period);
+SteadyState steady_state(const std::vector<double>& end_s, int32_t warmup, int32_t period, int32_t drain = 0);
 
 // Runs `plan` on `cluster`. Links: a worker's device has one egress and one
 // ingress port on the intra-machine link, each machine one egress and one
@@ -74,9 +80,10 @@ SteadyState steady_state(const std::vector<double>& end_s, int32_t warmup, int32
 // transfers share a port's bandwidth equally. Collectives start when every
 // member is ready and last the α-β-γ time of their algorithm. Host
 // accumulation shares the machine's host reduction throughput equally.
+// Throws InputError when the run passes the clock's 2^63 ns (about 292 years).
 SimResult simulate_plan(const Plan& plan, const Cluster& cluster, const SimOptions& options);
 
-// Chrome trace (INTERFACES.md "Trace"): one process per worker, one thread per
+// Chrome trace (docs/formats.md "Trace"): one process per worker, one thread per
 // stream, a complete ("X") event per op with args op, stage, microbatch,
 // iteration, bytes; microseconds.
 nlohmann::json chrome_trace(const Plan& plan, const SimResult& result);

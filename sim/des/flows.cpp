@@ -7,14 +7,12 @@
 #include <cmath>
 
 #include "model/error.hpp"
+#include "sim/des/clock.hpp"
 
 namespace trainsim {
 namespace {
 
-constexpr double kNsPerS = 1e9;
 constexpr uint32_t kVersionMask = 0x3fffffffu;  // versions count modulo 2^30: the engine packs them in 30 bits
-
-SimTime seconds_to_ns(double seconds) { return static_cast<SimTime>(std::llround(seconds * kNsPerS)); }
 
 // Port index ranges, in this order: per device intra egress, intra ingress,
 // host egress (device to host), host ingress; per machine NIC egress, NIC
@@ -43,13 +41,28 @@ int32_t FlowNetwork::machine_port(int range, int32_t machine) const {
   return 4 * devices_ + (range - kNicEgress) * machines_ + machine;
 }
 
+// A finished flow's slot keeps its version (bumped), so a completion still
+// queued for it never matches the next flow in the slot.
 int32_t FlowNetwork::add_flow(OpId op, double bytes, SimTime latency_ns) {
   Flow flow;
   flow.op = op;
   flow.bytes = bytes;
   flow.latency_ns = latency_ns;
-  flows_.push_back(flow);
-  return static_cast<int32_t>(flows_.size() - 1);
+  if (free_slots_.empty()) {
+    flows_.push_back(flow);
+    stamp_of_flow_.push_back(0);
+    return static_cast<int32_t>(flows_.size() - 1);
+  }
+  const int32_t f = free_slots_.back();
+  free_slots_.pop_back();
+  flow.version = flows_[f].version;
+  flows_[f] = flow;
+  return f;
+}
+
+void FlowNetwork::free_slot(int32_t f) {
+  flows_[f].version = (flows_[f].version + 1) & kVersionMask;
+  free_slots_.push_back(f);
 }
 
 void FlowNetwork::add_port(int32_t f, int32_t port) {
@@ -66,7 +79,7 @@ int32_t FlowNetwork::add_send(OpId op, int32_t from_device, int32_t to_device, d
   const auto to_machine = static_cast<int32_t>(to_device / cluster_.devices_per_machine);
   const bool crosses = from_machine != to_machine;
   const int32_t f =
-      add_flow(op, bytes, seconds_to_ns(crosses ? cluster_.inter_link.latency_s : cluster_.intra_link.latency_s));
+      add_flow(op, bytes, duration_ns(crosses ? cluster_.inter_link.latency_s : cluster_.intra_link.latency_s, op));
   add_port(f, device_port(kIntraEgress, from_device));
   add_port(f, device_port(kIntraIngress, to_device));
   if (crosses) {
@@ -77,7 +90,7 @@ int32_t FlowNetwork::add_send(OpId op, int32_t from_device, int32_t to_device, d
 }
 
 int32_t FlowNetwork::add_copy(OpId op, int32_t device, bool to_host, double bytes) {
-  const int32_t f = add_flow(op, bytes, seconds_to_ns(cluster_.host.link_latency_s));
+  const int32_t f = add_flow(op, bytes, duration_ns(cluster_.host.link_latency_s, op));
   add_port(f, device_port(to_host ? kHostEgress : kHostIngress, device));
   return f;
 }
@@ -88,18 +101,12 @@ int32_t FlowNetwork::add_host_accumulate(OpId op, int32_t machine, double bytes)
   return f;
 }
 
-void FlowNetwork::reserve_ports() {
-  std::vector<size_t> users(active_.size(), 0);
-  for (const Flow& flow : flows_) {
-    for (int32_t p = 0; p < flow.port_count; ++p) ++users[flow.ports[p]];
-  }
-  for (size_t p = 0; p < active_.size(); ++p) active_[p].reserve(users[p]);
-  stamp_of_flow_.assign(flows_.size(), 0);
-}
-
 bool FlowNetwork::join(int32_t f, SimTime now_ns, std::vector<FlowCompletion>& schedule) {
   Flow& flow = flows_[f];
-  if (!(flow.bytes > 0)) return false;
+  if (!(flow.bytes > 0)) {
+    free_slot(f);
+    return false;
+  }
   flow.remaining_bytes = flow.bytes;
   flow.updated_ns = now_ns;
   flow.rate_bytes_per_ns = 0;
@@ -118,6 +125,7 @@ void FlowNetwork::leave(int32_t f, SimTime now_ns, std::vector<FlowCompletion>& 
     on_port.pop_back();
   }
   reshare(f, now_ns, schedule);
+  free_slot(f);
 }
 
 double FlowNetwork::share_bytes_per_ns(int32_t port) const {
@@ -143,7 +151,8 @@ void FlowNetwork::reshare(int32_t f, SimTime now_ns, std::vector<FlowCompletion>
       flow.updated_ns = now_ns;
       flow.rate_bytes_per_ns = rate;
       flow.version = (flow.version + 1) & kVersionMask;
-      schedule.push_back({g, now_ns + static_cast<SimTime>(std::llround(flow.remaining_bytes / rate)), flow.version});
+      const SimTime left_ns = to_clock_ns(std::round(flow.remaining_bytes / rate), flow.op);
+      schedule.push_back({g, later_ns(now_ns, left_ns, flow.op), flow.version});
     }
   }
 }

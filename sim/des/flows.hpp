@@ -31,24 +31,25 @@ class FlowNetwork {
   // reduction (host.reduce_bytes_per_s). `where` names the plan in errors.
   FlowNetwork(const Cluster& cluster, std::string where);
 
-  // Setup, one flow per transfer op; each returns the flow's index. A send
-  // crossing machines also uses both machines' NICs and waits the inter-link
-  // latency; copies wait the host-link latency; host accumulation none.
+  // A flow for a transfer op as it starts (its latency begins); each returns
+  // the flow's index, a slot that is reused once the flow has finished, so
+  // the network holds the flows in flight, not one per transfer of the run.
+  // A send crossing machines also uses both machines' NICs and waits the
+  // inter-link latency; copies wait the host-link latency; host accumulation none.
   int32_t add_send(OpId op, int32_t from_device, int32_t to_device, double bytes);
   int32_t add_copy(OpId op, int32_t device, bool to_host, double bytes);
   int32_t add_host_accumulate(OpId op, int32_t machine, double bytes);
-  // After the last add: sizes each port's list so the loop never allocates.
-  void reserve_ports();
 
   SimTime latency_ns(int32_t f) const { return flows_[f].latency_ns; }
   OpId op(int32_t f) const { return flows_[f].op; }
   bool is_current(int32_t f, uint32_t version) const { return flows_[f].version == version; }
 
   // Flow f's latency has passed at now_ns: it joins its ports. Returns false
-  // when it has no bytes to move (it is done now); else appends to `schedule`
-  // the completions of every flow whose rate changed, f included.
+  // when it has no bytes to move (it is done now, and its slot free); else
+  // appends to `schedule` the completions of every flow whose rate changed,
+  // f included.
   bool join(int32_t f, SimTime now_ns, std::vector<FlowCompletion>& schedule);
-  // Flow f has finished: it leaves its ports and the others speed up.
+  // Flow f has finished: it leaves its ports, the others speed up, and its slot is free.
   void leave(int32_t f, SimTime now_ns, std::vector<FlowCompletion>& schedule);
 
  private:
@@ -68,6 +69,7 @@ class FlowNetwork {
   int32_t machine_port(int range, int32_t machine) const;
   int32_t add_flow(OpId op, double bytes, SimTime latency_ns);
   void add_port(int32_t f, int32_t port);
+  void free_slot(int32_t f);
   double share_bytes_per_ns(int32_t port) const;  // a port's capacity over its active flows
   void reshare(int32_t f, SimTime now_ns, std::vector<FlowCompletion>& schedule);
 
@@ -80,6 +82,7 @@ class FlowNetwork {
   std::vector<std::vector<int32_t>> active_;   // per port: the flows moving bytes through it
   std::vector<uint32_t> stamp_of_flow_;        // marks flows already reshared in one pass
   uint32_t stamp_ = 0;
+  std::vector<int32_t> free_slots_;            // flows_ entries whose flow has finished
 };
 
 }  // namespace trainsim

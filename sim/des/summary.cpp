@@ -16,6 +16,16 @@ constexpr double kSPerNs = 1e-9;
 // the rest is called imbalance; deeper chains do not occur in the strategies.
 constexpr int kMaxTraceDepth = 256;
 
+// The Send a Recv depends on (validate_plan guarantees one), else -1.
+OpId send_of_recv(const Plan& plan, OpId recv_id) {
+  const Op& recv = plan.ops[recv_id];
+  for (OpId dep : recv.deps) {
+    const Op& send = plan.ops[dep];
+    if (send.kind == OpKind::kSend && send.worker == recv.peer && send.peer == recv.worker) return dep;
+  }
+  return -1;
+}
+
 // One worker's wall time over the window, by cause, in nanoseconds (integers,
 // so the four parts add up to the window exactly).
 struct Tally {
@@ -77,7 +87,7 @@ class GapAttribution {
       if (waited < 0 || depth == kMaxTraceDepth || is_compute(record_.kinds[waited])) break;
       const OpKind kind = record_.kinds[waited];
       if (kind == OpKind::kRecv) {
-        const OpId send = record_.send_of_recv[waited];
+        const OpId send = send_of_recv(plan_, waited);
         const SimTime sent_ns = std::clamp(send >= 0 ? timings_[send].start_ns : timings_[waited].start_ns, from, to);
         add(t.idle_imbalance_ns, from, sent_ns);
         add(t.idle_transfer_ns, sent_ns, to);
@@ -129,7 +139,9 @@ std::pair<SimTime, SimTime> summarize_iterations(const Plan& plan, const RunReco
     if (end_ns[i] < 0) end_ns[i] = i > 0 ? end_ns[i - 1] : 0;
     r.iteration_end_s.push_back(static_cast<double>(end_ns[i]) * kSPerNs);
   }
-  const SteadyState steady = steady_state(r.iteration_end_s, r.warmup_iterations, plan.iteration_period);
+  const SteadyState steady =
+      steady_state(r.iteration_end_s, r.warmup_iterations, plan.iteration_period,
+                   static_cast<int32_t>(std::min<int64_t>(plan.drain_iterations, n)));
   r.warmup_iterations = steady.warmup;
   r.iteration_s = steady.iteration_s;
   r.iteration_min_s = steady.min_s;
@@ -141,9 +153,10 @@ std::pair<SimTime, SimTime> summarize_iterations(const Plan& plan, const RunReco
 
 }  // namespace
 
-SteadyState steady_state(const std::vector<double>& end_s, int32_t warmup, int32_t period) {
+SteadyState steady_state(const std::vector<double>& end_s, int32_t warmup, int32_t period, int32_t drain) {
   SteadyState s;
-  const auto n = static_cast<int32_t>(end_s.size());
+  // The iterations that end in the plan's drain are not there at all (one is always kept).
+  const auto n = static_cast<int32_t>(end_s.size()) - std::clamp(drain, 0, std::max(0, static_cast<int32_t>(end_s.size()) - 1));
   if (n == 0) return s;
   // Leave out the warm-up and, as many again, the drain at the end (a
   // pipeline's last iterations end faster as it empties), then take intervals
@@ -198,16 +211,21 @@ void summarize_simulation(const Plan& plan, const RunRecord& record, SimResult& 
   // Scaled from the window to one iteration, so the average sums to iteration_s.
   const double scale = result.window_s > 0 ? result.iteration_s / result.window_s : 0.0;
   const auto workers = static_cast<int32_t>(plan.workers.size());
-  Tally total;
+  // Summed over workers in seconds: workers × window can pass the clock's range.
+  Breakdown total;
   for (int32_t w = 0; w < workers; ++w) {
-    const Tally t = attribution.tally_worker(w);
-    result.workers[w].breakdown = to_breakdown(t, 1.0);
-    total.compute_ns += t.compute_ns;
-    total.exposed_comm_ns += t.exposed_comm_ns;
-    total.idle_transfer_ns += t.idle_transfer_ns;
-    total.idle_imbalance_ns += t.idle_imbalance_ns;
+    const Breakdown b = to_breakdown(attribution.tally_worker(w), 1.0);
+    result.workers[w].breakdown = b;
+    total.compute_s += b.compute_s;
+    total.exposed_comm_s += b.exposed_comm_s;
+    total.idle_transfer_s += b.idle_transfer_s;
+    total.idle_imbalance_s += b.idle_imbalance_s;
   }
-  if (workers > 0) result.breakdown = to_breakdown(total, scale / workers);
+  if (workers > 0) {
+    const double per_worker = scale / workers;
+    result.breakdown = {total.compute_s * per_worker, total.exposed_comm_s * per_worker,
+                        total.idle_transfer_s * per_worker, total.idle_imbalance_s * per_worker};
+  }
 }
 
 Prediction prediction_from_simulation(const Plan& plan, const SimResult& result) {

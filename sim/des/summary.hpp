@@ -20,10 +20,9 @@ int32_t resolve_warmup_iterations(int32_t requested, int32_t iterations);
 struct RunRecord {
   std::vector<SimTime> ready_ns;  // when its deps and stream predecessor had all ended
   std::vector<OpId> released_by;  // the one of those whose end made it ready (the latest to end), -1 if none
-  // Compact copies of what the summary reads of the plan, so it walks small arrays.
+  // Compact copies of what the summary reads of every op, so it walks small arrays, not the plan.
   std::vector<OpKind> kinds;
   std::vector<int32_t> iterations;
-  std::vector<OpId> send_of_recv;  // a Recv's Send, else -1
 };
 
 // Fills result's iteration_end_s, iteration_s (min, max), window_s,

@@ -70,23 +70,27 @@ Plan plan_cgdp(const Profile& profile, const Cluster& cluster, StrategyConfig& c
   if (layout.hosts.size() > 1) layout.hosts_group = b.group(layout.hosts);
   const auto workers = static_cast<int32_t>(layout.workers);
   const LayerRange layers = all_layers(profile);
+  std::vector<double> chunk_bytes;  // summed once, not per iteration
+  for (const LayerRange& chunk : layout.chunks) chunk_bytes.push_back(range_totals(profile, chunk.first, chunk.last).param_bytes);
+  const double update_s = exchanged_update_s(profile, cluster, workers);
+  ReplicaCompute compute(profile);
 
   for (int32_t i = 0; i < iterations; ++i) {
     std::vector<OpId> last_back(static_cast<size_t>(workers), -1);
-    for (int32_t w = 0; w < workers; ++w) b.add(replica_compute_op(OpKind::kForward, profile, layers, w, i, i));
+    for (int32_t w = 0; w < workers; ++w) b.add(compute.op(OpKind::kForward, layers, w, i, i));
     for (auto chunk = layout.chunks.rbegin(); chunk != layout.chunks.rend(); ++chunk) {
-      const double bytes = range_totals(profile, chunk->first, chunk->last).param_bytes;
+      const double bytes = chunk_bytes[static_cast<size_t>(layout.chunks.rend() - chunk - 1)];
       const bool synced = workers > 1 && bytes > 0;
       std::vector<OpId> backward;
       for (int32_t w = 0; w < workers; ++w) {
-        Op op = replica_compute_op(OpKind::kBackward, profile, *chunk, w, i, i);
+        Op op = compute.op(OpKind::kBackward, *chunk, w, i, i);
         if (synced) op.work_s += cluster.host.stream_sync_s;
         backward.push_back(b.add(std::move(op)));
       }
       if (synced) last_back = add_chunk_sync(b, layout, *chunk, bytes, i, backward, cluster);
     }
     for (int32_t w = 0; w < workers; ++w) {
-      Op update = update_op(exchanged_update_s(profile, cluster, workers), layers, w, i, i);
+      Op update = update_op(update_s, layers, w, i, i);
       if (last_back[static_cast<size_t>(w)] >= 0) update.deps = {last_back[static_cast<size_t>(w)]};
       b.add(std::move(update));
     }

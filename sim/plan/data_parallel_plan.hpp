@@ -6,7 +6,9 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
+#include <map>
 #include <utility>
 #include <vector>
 
@@ -29,6 +31,10 @@ inline PlanBuilder data_parallel_builder(CostModel predict, const Profile& profi
   StrategyConfig model_config = config;
   const Prediction prediction = predict(profile, cluster, model_config);
   TRAINSIM_CHECK(iterations >= 1, prediction.strategy + ": a plan trains at least one iteration");
+  // Every replica runs at least a forward, a backward and an update per iteration.
+  check_plan_ops(prediction.strategy, 3.0 * static_cast<double>(prediction.workers) * iterations,
+                 std::to_string(prediction.workers) + " workers x " + std::to_string(iterations) + " iterations x 3",
+                 "fewer --iterations or workers");
   TRAINSIM_CHECK(prediction.memory.size() == static_cast<size_t>(prediction.workers),
                  prediction.strategy + ": one memory entry per worker");
   PlanBuilder builder(prediction.strategy, static_cast<int32_t>(prediction.workers), iterations,
@@ -85,6 +91,32 @@ inline Op replica_compute_op(OpKind kind, const Profile& profile, LayerRange ran
   (kind == OpKind::kForward ? op.alloc_bytes : op.free_bytes) = activation_bytes_of(profile, range);
   return op;
 }
+
+// replica_compute_op with each range's sums taken from the profile once:
+// generators write a compute op per worker, iteration and range, and summing
+// the layers for every one made a plan cost ops × layers.
+class ReplicaCompute {
+ public:
+  explicit ReplicaCompute(const Profile& profile) : profile_(profile) {}
+  Op op(OpKind kind, LayerRange range, int32_t worker, int32_t iteration, int32_t version) {
+    auto [it, added] = memo_.try_emplace({range.first, range.last});
+    if (added) {
+      it->second = {replica_compute_op(OpKind::kForward, profile_, range, 0, 0, 0),
+                    replica_compute_op(OpKind::kBackward, profile_, range, 0, 0, 0)};
+    }
+    TRAINSIM_CHECK(kind == OpKind::kForward || kind == OpKind::kBackward, "replica compute is forward or backward");
+    Op op = it->second[kind == OpKind::kBackward ? 1 : 0];
+    op.worker = worker;
+    op.stage = worker;
+    op.iteration = iteration;
+    op.weight_version = version;
+    return op;
+  }
+
+ private:
+  const Profile& profile_;
+  std::map<std::pair<int64_t, int64_t>, std::array<Op, 2>> memo_;
+};
 
 // The optimizer step of the replica's layers taking `work_s` (the cost
 // models' range_update_s), reading version `version` (it writes version + 1).

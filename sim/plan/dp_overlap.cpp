@@ -38,12 +38,14 @@ Plan plan_dp_overlap(const Profile& profile, const Cluster& cluster, StrategyCon
 
   const LayerRange layers = all_layers(profile);
   const int32_t group = workers > 1 ? b.group(all_workers(workers)) : -1;
+  const double update_s = exchanged_update_s(profile, cluster, workers);
+  ReplicaCompute compute(profile);
   for (int32_t i = 0; i < iterations; ++i) {
     for (int32_t w = 0; w < static_cast<int32_t>(workers); ++w) {
-      b.add(replica_compute_op(OpKind::kForward, profile, layers, w, i, i));
-      Op update = update_op(exchanged_update_s(profile, cluster, workers), layers, w, i, i);
+      b.add(compute.op(OpKind::kForward, layers, w, i, i));
+      Op update = update_op(update_s, layers, w, i, i);
       for (auto piece = pieces.rbegin(); piece != pieces.rend(); ++piece) {
-        const OpId backward = b.add(replica_compute_op(OpKind::kBackward, profile, *piece, w, i, i));
+        const OpId backward = b.add(compute.op(OpKind::kBackward, *piece, w, i, i));
         const auto closed = bucket_closed_at.find(piece->first);
         if (workers == 1 || closed == bucket_closed_at.end()) continue;
         const GradientGroup& bucket = *closed->second;

@@ -16,10 +16,14 @@ namespace {
 // One iteration's exchange: `backward[w]` is worker w's backward op; the
 // exchange fills `weights_ready[w]` with the op worker w's next forward must
 // wait for when that is not its own update (the device server's weights).
+// The model's gradient bytes and a worker's update time, summed over the
+// layers once per plan.
 struct Exchange {
   int32_t iteration = 0;
   std::vector<OpId> backward;
   std::vector<OpId> weights_ready;
+  double bytes = 0;
+  double update_s = 0;
 };
 
 // server=device: 2(N-1)(α + Mβ) + (N-1)Mγ (sim/cost/dp_ps.cpp's device_server_s):
@@ -28,7 +32,7 @@ struct Exchange {
 // weights back, in order on device 0's send stream.
 void add_device_server(PlanBuilder& b, const Profile& profile, const Cluster& cluster, int64_t workers, Exchange& ex) {
   const LayerRange layers = all_layers(profile);
-  const double bytes = model_totals(profile).param_bytes;
+  const double bytes = ex.bytes;
   std::vector<OpId> pushed;
   OpId previous_push = -1;
   for (int32_t w = 1; w < static_cast<int32_t>(workers); ++w) {
@@ -38,7 +42,7 @@ void add_device_server(PlanBuilder& b, const Profile& profile, const Cluster& cl
     previous_push = push.send;
     pushed.push_back(push.recv);
   }
-  Op update = update_op(exchanged_update_s(profile, cluster, workers), layers, 0, ex.iteration, ex.iteration);
+  Op update = update_op(ex.update_s, layers, 0, ex.iteration, ex.iteration);
   update.work_s += static_cast<double>(workers - 1) * bytes * collective_link(cluster, workers).gamma_s_per_byte;
   update.deps = pushed;
   const OpId server_update = b.add(std::move(update));
@@ -55,7 +59,7 @@ void add_device_server(PlanBuilder& b, const Profile& profile, const Cluster& cl
 void add_host_server(PlanBuilder& b, const Profile& profile, const Cluster& cluster, int64_t workers,
                      const Exchange& ex) {
   const LayerRange layers = all_layers(profile);
-  const double bytes = model_totals(profile).param_bytes;
+  const double bytes = ex.bytes;
   const int32_t i = ex.iteration;
   std::vector<OpId> arrived;  // at machine 0's host
   OpId previous_relay = -1;
@@ -77,7 +81,7 @@ void add_host_server(PlanBuilder& b, const Profile& profile, const Cluster& clus
   for (int32_t w = 0; w < static_cast<int32_t>(workers); ++w) {
     OpId source = sum;
     if (machine_of(cluster, w) != 0) source = add_transfer(b, 0, w, i, bytes, layers, {sum}).recv;
-    Op update = update_op(exchanged_update_s(profile, cluster, workers), layers, w, i, i);
+    Op update = update_op(ex.update_s, layers, w, i, i);
     update.deps = {b.add(transfer_op(OpKind::kCopyToDevice, w, i, bytes, layers, {source}))};
     b.add(std::move(update));
   }
@@ -94,16 +98,20 @@ Plan plan_dp_ps(const Profile& profile, const Cluster& cluster, StrategyConfig& 
   const std::string server = config.get_choice("server", "device", {"device", "host"});
   const LayerRange layers = all_layers(profile);
   std::vector<OpId> weights_ready(static_cast<size_t>(workers), -1);
+  const double param_bytes = model_totals(profile).param_bytes;
+  const double update_s = exchanged_update_s(profile, cluster, workers);
+  const double single_update_s = model_update_s(profile, cluster);
+  ReplicaCompute compute(profile);
   for (int32_t i = 0; i < iterations; ++i) {
-    Exchange ex{i, {}, std::vector<OpId>(static_cast<size_t>(workers), -1)};
+    Exchange ex{i, {}, std::vector<OpId>(static_cast<size_t>(workers), -1), param_bytes, update_s};
     for (int32_t w = 0; w < static_cast<int32_t>(workers); ++w) {
-      Op forward = replica_compute_op(OpKind::kForward, profile, layers, w, i, i);
+      Op forward = compute.op(OpKind::kForward, layers, w, i, i);
       if (weights_ready[static_cast<size_t>(w)] >= 0) forward.deps = {weights_ready[static_cast<size_t>(w)]};
       b.add(std::move(forward));
-      ex.backward.push_back(b.add(replica_compute_op(OpKind::kBackward, profile, layers, w, i, i)));
+      ex.backward.push_back(b.add(compute.op(OpKind::kBackward, layers, w, i, i)));
     }
     if (workers == 1) {
-      b.add(update_op(model_update_s(profile, cluster), layers, 0, i, i));
+      b.add(update_op(single_update_s, layers, 0, i, i));
     } else if (server == "device") {
       add_device_server(b, profile, cluster, workers, ex);
     } else {

@@ -18,11 +18,13 @@ Plan plan_dp_ring(const Profile& profile, const Cluster& cluster, StrategyConfig
   const LayerRange layers = all_layers(profile);
   const double param_bytes = model_totals(profile).param_bytes;
   const int32_t group = workers > 1 ? b.group(all_workers(workers)) : -1;
+  const double update_s = exchanged_update_s(profile, cluster, workers);
+  ReplicaCompute compute(profile);
   for (int32_t i = 0; i < iterations; ++i) {
     for (int32_t w = 0; w < static_cast<int32_t>(workers); ++w) {
-      b.add(replica_compute_op(OpKind::kForward, profile, layers, w, i, i));
-      const OpId backward = b.add(replica_compute_op(OpKind::kBackward, profile, layers, w, i, i));
-      Op update = update_op(exchanged_update_s(profile, cluster, workers), layers, w, i, i);
+      b.add(compute.op(OpKind::kForward, layers, w, i, i));
+      const OpId backward = b.add(compute.op(OpKind::kBackward, layers, w, i, i));
+      Op update = update_op(update_s, layers, w, i, i);
       if (workers > 1) {
         update.deps = {b.add(transfer_op(OpKind::kAllReduce, w, i, param_bytes, layers, {backward}, group, algorithm))};
       }

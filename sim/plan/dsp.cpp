@@ -4,6 +4,7 @@
 // backward of the batch it forwarded m_k steps before, then its update. The
 // queue lengths fix which batch each op takes; the Recvs carry the batch
 // index, so a block waits only when a queue runs dry.
+#include <algorithm>
 #include <vector>
 
 #include "sim/cost/common.hpp"
@@ -35,20 +36,23 @@ double block_static_bytes(const Profile& profile, const PipelineStage& s, const 
 // backward: the forward of f reads max(0, f − m_k) (x_k^{t_k}); the
 // recomputation and the backward of b read b, the backward parameters
 // x_k^{t_{2K−1−k}} of eq. (5), m_k versions newer than its forward's.
-void write_block(PipelinePlanWriter& w, int32_t k, int32_t staleness) {
+void write_block(PipelinePlanWriter& w, int32_t k, int64_t staleness) {
   const int32_t n = w.iterations();
   const int32_t worker = w.replica_worker(k, 0);
   const double kept_bytes = w.activation_bytes(k) + w.workspace_bytes(k);
   int32_t version = 0;
-  for (int32_t f = 0; f < n + staleness; ++f) {
-    const int32_t b = f - staleness;
+  for (int64_t step = 0; step < n + std::min<int64_t>(staleness, n); ++step) {
+    // Steps n .. staleness - 1 (a queue longer than the run) hold no op: skip them.
+    const int64_t f = step < n ? step : step - n + std::max<int64_t>(staleness, n);
+    const int64_t backward_of = f - staleness;
     if (f < n) {
-      Op& forward = w.op(w.forward(k, f, 0, version));
+      Op& forward = w.op(w.forward(k, static_cast<int32_t>(f), 0, version));
       // Inputs live in M_k (static); with recomputation the forward keeps nothing.
       forward.alloc_bytes = kept_bytes;
       if (staleness > 0) forward.free_bytes = kept_bytes;
     }
-    if (b >= 0) {
+    if (backward_of >= 0) {
+      const auto b = static_cast<int32_t>(backward_of);
       if (staleness > 0) w.recompute(k, b, version);
       w.op(w.backward(k, b, 0, version)).free_bytes = kept_bytes;
       w.update(worker, b, version);
@@ -66,7 +70,7 @@ Plan plan_dsp(const Profile& profile, const Cluster& cluster, StrategyConfig& co
   PipelinePlanWriter w("dsp", profile, pipe, iterations);
   for (int32_t k = 0; k < w.stage_count(); ++k) {
     w.worker(w.replica_worker(k, 0)).static_bytes = block_static_bytes(profile, pipe.stages[k], queues, k);
-    write_block(w, k, static_cast<int32_t>(queues.m[k]));
+    write_block(w, k, queues.m[k]);
   }
   return std::move(w).build();
 }

@@ -21,8 +21,9 @@ namespace trainsim {
 Plan plan_gpipe(const Profile& profile, const Cluster& cluster, StrategyConfig& config, int32_t iterations) {
   std::vector<std::string> notes;
   const Pipeline pipe = resolve_pipeline(profile, cluster, config, notes, kGpipePartition);
-  const auto m = static_cast<int32_t>(resolve_microbatches(config, pipe.stage_count(), profile.batch_size, notes));
-  PipelinePlanWriter w("gpipe", profile, pipe, iterations, m);
+  const int64_t microbatches = resolve_microbatches(config, pipe.stage_count(), profile.batch_size, notes);
+  PipelinePlanWriter w("gpipe", profile, pipe, iterations, microbatches);  // checks the plan's size first
+  const auto m = static_cast<int32_t>(microbatches);
   const int32_t stages = w.stage_count();
   for (int32_t k = 0; k < stages; ++k) {
     const PipelineStage& s = pipe.stages[k];

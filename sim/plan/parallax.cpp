@@ -167,12 +167,13 @@ Plan plan_parallax(const Profile& profile, const Cluster& cluster, StrategyConfi
   const int32_t group = dense_allreduce ? b.group(all_workers(s.workers)) : -1;
   const double served_dense_bytes = mode == "ps" ? v.dense : 0.0;  // dense bytes through the servers
 
+  ReplicaCompute compute(profile);
   for (int32_t i = 0; i < iterations; ++i) {
     s.iteration = i;
     std::vector<OpId> ready;
     for (int32_t w = 0; w < workers; ++w) {
-      b.add(replica_compute_op(OpKind::kForward, profile, layers, w, i, i));
-      ready.push_back(b.add(replica_compute_op(OpKind::kBackward, profile, layers, w, i, i)));
+      b.add(compute.op(OpKind::kForward, layers, w, i, i));
+      ready.push_back(b.add(compute.op(OpKind::kBackward, layers, w, i, i)));
       if (dense_allreduce) {
         ready.back() = b.add(transfer_op(OpKind::kAllReduce, w, i, v.dense, layers, {ready.back()}, group, algorithm));
       }

@@ -9,25 +9,43 @@
 
 namespace trainsim {
 
+namespace {
+
+// The strategy's name, once the plan's size is known to be within kMaxPlanOps.
+std::string checked_plan_size(std::string strategy, const Pipeline& pipeline, int32_t iterations,
+                              int64_t microbatches) {
+  const double stages = static_cast<double>(pipeline.stages.size());
+  const double per_iteration = static_cast<double>(std::max<int64_t>(1, microbatches)) * (6 * stages - 4) +
+                               static_cast<double>(pipeline.devices);
+  std::string why = std::to_string(iterations) + " iterations";
+  if (microbatches > 0) why += " x " + std::to_string(microbatches) + " micro-batches";
+  why += " x " + std::to_string(pipeline.stages.size()) + " stages";
+  check_plan_ops(strategy, std::max(1, iterations) * per_iteration, why,
+                 microbatches > 0 ? "fewer --iterations, micro-batches or stages" : "fewer --iterations or stages");
+  return strategy;
+}
+
+}  // namespace
+
 double static_bytes(const DeviceMemory& memory) {
   return memory.weights_bytes + memory.gradients_bytes + memory.optimizer_bytes + memory.stashed_bytes;
 }
 
 PipelinePlanWriter::PipelinePlanWriter(std::string strategy, const Profile& profile, const Pipeline& pipeline,
-                                       int32_t iterations, int32_t microbatches)
-    : builder_(std::move(strategy), static_cast<int32_t>(pipeline.devices), std::max(iterations, 1),
-               static_cast<double>(profile.batch_size)),
+                                       int32_t iterations, int64_t microbatches)
+    : builder_(checked_plan_size(std::move(strategy), pipeline, iterations, microbatches),
+               static_cast<int32_t>(pipeline.devices), std::max(iterations, 1), static_cast<double>(profile.batch_size)),
       pipeline_(pipeline),
       iterations_(iterations),
-      microbatches_(microbatches),
+      microbatches_(static_cast<int32_t>(microbatches)),
       split_(std::max(1.0, static_cast<double>(microbatches))) {
   if (iterations < 1) throw InputError("--iterations", "is " + std::to_string(iterations), "at least 1 mini-batch");
-  TRAINSIM_CHECK(microbatches >= 0, "micro-batches per mini-batch");
+  TRAINSIM_CHECK(microbatches >= 0 && microbatches <= kMaxPlanOps, "micro-batches per mini-batch");
   for (const PipelineStage& s : pipeline.stages) {
     workspace_bytes_.push_back(range_totals(profile, s.layers.first, s.layers.last).workspace_bytes);
   }
   const size_t per_direction =
-      pipeline.boundaries.size() * static_cast<size_t>(iterations) * static_cast<size_t>(std::max(1, microbatches));
+      pipeline.boundaries.size() * static_cast<size_t>(iterations) * static_cast<size_t>(std::max<int64_t>(1, microbatches));
   transfers_.resize(2 * per_direction);
   unsettled_sends_.resize(static_cast<size_t>(pipeline.devices));
   compute_tail_.assign(static_cast<size_t>(pipeline.devices), -1);

@@ -36,8 +36,11 @@ double static_bytes(const DeviceMemory& memory);
 class PipelinePlanWriter {
  public:
   // `microbatches` = 0: ops carry no micro-batch (one per mini-batch and stage).
+  // Throws InputError first when the plan would pass kMaxPlanOps: per
+  // iteration, each micro-batch's forward and backward on every stage and a
+  // Send and Recv each way across every boundary, and an update per worker.
   PipelinePlanWriter(std::string strategy, const Profile& profile, const Pipeline& pipeline, int32_t iterations,
-                     int32_t microbatches = 0);
+                     int64_t microbatches = 0);
 
   const Pipeline& pipeline() const { return pipeline_; }
   int32_t stage_count() const { return static_cast<int32_t>(pipeline_.stages.size()); }

@@ -51,6 +51,8 @@ Segmentation segment_gradients(const Profile& profile, int64_t segments, double 
 
 struct PipeSgdPlanSettings : PipeSgdSettings {
   bool communicates = false;  // workers > 1 and there are gradients
+  double gradient_bytes = 0;  // the model's, summed once per plan
+  double update_s = 0;        // a worker's update (exchanged_update_s)
 };
 
 // Half of kCompressionPassesPerGradientByte each way: compression reads fp32
@@ -75,17 +77,16 @@ Op codec_op(OpKind kind, int32_t worker, int32_t iteration, double gradient_byte
 
 // Iteration t's forward and backward on worker w, compressing and
 // all-reducing each segment as backward completes it; returns the AllReduces.
-std::vector<OpId> add_iteration(PlanBuilder& b, const Profile& profile, const Cluster& cluster,
+std::vector<OpId> add_iteration(PlanBuilder& b, const Profile& profile, ReplicaCompute& compute, const Cluster& cluster,
                                 const PipeSgdPlanSettings& set, const Segmentation& seg, int32_t group, int32_t w,
                                 int32_t t, int32_t version) {
-  const double gradient_bytes = model_totals(profile).param_bytes;
-  const double segment_bytes = gradient_bytes / static_cast<double>(set.segments);
+  const double segment_bytes = set.gradient_bytes / static_cast<double>(set.segments);
   const double wire_bytes = segment_bytes * wire_fraction(set.compression);
-  b.add(replica_compute_op(OpKind::kForward, profile, all_layers(profile), w, t, version));
+  b.add(compute.op(OpKind::kForward, all_layers(profile), w, t, version));
   std::vector<OpId> allreduces;
   size_t next_segment = 0;
   for (auto piece = seg.pieces.rbegin(); piece != seg.pieces.rend(); ++piece) {
-    OpId ready = b.add(replica_compute_op(OpKind::kBackward, profile, *piece, w, t, version));
+    OpId ready = b.add(compute.op(OpKind::kBackward, *piece, w, t, version));
     while (set.communicates && next_segment < seg.closing_layers.size() &&
            seg.closing_layers[next_segment] == piece->first) {
       if (set.compression != "none") {
@@ -103,8 +104,7 @@ std::vector<OpId> add_iteration(PlanBuilder& b, const Profile& profile, const Cl
 // them: the update reading version j (it writes j + 1).
 void add_update(PlanBuilder& b, const Profile& profile, const Cluster& cluster, const PipeSgdPlanSettings& set, int32_t w,
                 int32_t j, const std::vector<OpId>& allreduces) {
-  const double gradient_bytes = model_totals(profile).param_bytes;
-  const double segment_bytes = gradient_bytes / static_cast<double>(set.segments);
+  const double segment_bytes = set.gradient_bytes / static_cast<double>(set.segments);
   if (set.compression != "none") {
     for (OpId allreduce : allreduces) {
       Op decompress = codec_op(OpKind::kDecompress, w, j, segment_bytes, all_layers(profile), cluster);
@@ -112,7 +112,7 @@ void add_update(PlanBuilder& b, const Profile& profile, const Cluster& cluster, 
       b.add(std::move(decompress));
     }
   }
-  Op update = update_op(exchanged_update_s(profile, cluster, set.communicates ? set.workers : 1), all_layers(profile), w, j, j);
+  Op update = update_op(set.update_s, all_layers(profile), w, j, j);
   if (!allreduces.empty()) update.deps = {allreduces.back()};
   b.add(std::move(update));
 }
@@ -137,9 +137,16 @@ Plan plan_pipesgd(const Profile& profile, const Cluster& cluster, StrategyConfig
   }
   const ModelTotals totals = model_totals(profile);
   set.communicates = set.workers > 1 && totals.param_bytes > 0;
+  set.gradient_bytes = totals.param_bytes;
+  set.update_s = exchanged_update_s(profile, cluster, set.communicates ? set.workers : 1);
+  ReplicaCompute compute(profile);
   const Segmentation seg = segment_gradients(profile, set.segments, totals.param_bytes);
   const int32_t group = set.communicates ? b.group(all_workers(set.workers)) : -1;
   const auto width = static_cast<int32_t>(std::min<int64_t>(set.width, iterations));  // at most T pending
+  // Iteration j ends with the update applying its gradients, after iteration
+  // j+K-1's backward; the last K-1 updates (once past the warm-up) run back
+  // to back after the last backward, so those iterations end in the drain.
+  b.set_drain_iterations(set.warmup < iterations ? set.width - 1 : 0);
 
   // in_flight[j % width][w]: iteration j's AllReduces on worker w, until applied.
   std::vector<std::vector<std::vector<OpId>>> in_flight(
@@ -153,7 +160,7 @@ Plan plan_pipesgd(const Profile& profile, const Cluster& cluster, StrategyConfig
     const int64_t j = t < warmup ? t : t - set.width + 1;
     const auto version = static_cast<int32_t>(t < warmup ? t : std::max<int64_t>(warmup, t - set.width + 1));
     for (int32_t w = 0; w < static_cast<int32_t>(set.workers); ++w) {
-      pending(t, w) = add_iteration(b, profile, cluster, set, seg, group, w, t, version);
+      pending(t, w) = add_iteration(b, profile, compute, cluster, set, seg, group, w, t, version);
       if (j >= 0 && (t < warmup || j >= warmup)) {
         add_update(b, profile, cluster, set, w, static_cast<int32_t>(j), pending(static_cast<int32_t>(j), w));
       }

@@ -4,6 +4,9 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "model/error.hpp"
+#include "model/units.hpp"
+
 namespace trainsim {
 namespace {
 
@@ -13,23 +16,30 @@ namespace {
 }
 
 // Kahn's algorithm over deps and stream order: every op must become ready.
+// The edges are held flat (offsets into one array), not a vector per op.
 void check_acyclic(const Plan& plan) {
   const size_t n = plan.ops.size();
   std::vector<int32_t> waiting(n, 0);
-  std::vector<std::vector<OpId>> after(n);
-  for (OpId id = 0; id < static_cast<OpId>(n); ++id) {
-    for (OpId dep : plan.ops[id].deps) {
-      after[dep].push_back(id);
-      ++waiting[id];
+  std::vector<int64_t> offsets(n + 1, 0);  // op i's successors: after[offsets[i], offsets[i + 1])
+  auto for_each_edge = [&](auto&& edge) {
+    for (OpId id = 0; id < static_cast<OpId>(n); ++id) {
+      for (OpId dep : plan.ops[id].deps) edge(dep, id);
     }
-  }
-  for (const auto& worker : plan.streams) {
-    for (const auto& stream : worker) {
-      for (size_t i = 1; i < stream.size(); ++i) {
-        after[stream[i - 1]].push_back(stream[i]);
-        ++waiting[stream[i]];
+    for (const auto& worker : plan.streams) {
+      for (const auto& stream : worker) {
+        for (size_t i = 1; i < stream.size(); ++i) edge(stream[i - 1], stream[i]);
       }
     }
+  };
+  for_each_edge([&](OpId from, OpId to) {
+    ++offsets[static_cast<size_t>(from) + 1];
+    ++waiting[static_cast<size_t>(to)];
+  });
+  for (size_t i = 0; i < n; ++i) offsets[i + 1] += offsets[i];
+  std::vector<OpId> after(static_cast<size_t>(offsets[n]));
+  {
+    std::vector<int64_t> fill(offsets.begin(), offsets.end() - 1);
+    for_each_edge([&](OpId from, OpId to) { after[static_cast<size_t>(fill[static_cast<size_t>(from)]++)] = to; });
   }
   std::vector<OpId> ready;
   for (OpId id = 0; id < static_cast<OpId>(n); ++id) {
@@ -40,7 +50,8 @@ void check_acyclic(const Plan& plan) {
     const OpId id = ready.back();
     ready.pop_back();
     ++done;
-    for (OpId next : after[id]) {
+    for (int64_t e = offsets[static_cast<size_t>(id)]; e < offsets[static_cast<size_t>(id) + 1]; ++e) {
+      const OpId next = after[static_cast<size_t>(e)];
       if (--waiting[next] == 0) ready.push_back(next);
     }
   }
@@ -102,8 +113,21 @@ PlanBuilder::PlanBuilder(std::string strategy, int32_t workers, int32_t iteratio
   plan_.streams.assign(workers, std::vector<std::vector<OpId>>(kStreamKinds));
 }
 
+void check_plan_ops(const std::string& strategy, double ops, const std::string& why, const std::string& reduce) {
+  if (ops <= static_cast<double>(kMaxPlanOps)) return;
+  throw InputError(strategy + " plan", "would hold at least " + format_count(ops) + " ops (" + why + ")",
+                   "at most " + format_count(static_cast<double>(kMaxPlanOps)) + " ops: " + reduce);
+}
+
 OpId PlanBuilder::add(Op op) {
   const OpId id = static_cast<OpId>(plan_.ops.size());
+  if (id >= kMaxPlanOps) {
+    throw InputError(plan_.strategy + " plan", "would hold more than " + format_count(static_cast<double>(kMaxPlanOps)) +
+                                                   " ops (the limit), " + std::to_string(id) + " by iteration " +
+                                                   std::to_string(op.iteration + 1) + " of " +
+                                                   std::to_string(plan_.iterations),
+                     "fewer --iterations, or fewer workers, stages, micro-batches, buckets, chunks or layers");
+  }
   if (op.worker < 0 || op.worker >= static_cast<int32_t>(plan_.workers.size())) {
     throw std::logic_error(plan_.strategy + " plan: op on worker " + std::to_string(op.worker) +
                            " of " + std::to_string(plan_.workers.size()));
@@ -156,6 +180,7 @@ void validate_plan(const Plan& plan) {
     }
   }
   if (plan.iteration_period < 1) throw std::logic_error(plan.strategy + " plan: iteration period below 1");
+  if (plan.drain_iterations < 0) throw std::logic_error(plan.strategy + " plan: negative drain iterations");
   size_t listed = 0;
   for (const auto& worker : plan.streams) {
     for (const auto& stream : worker) listed += stream.size();
@@ -190,7 +215,7 @@ nlohmann::json plan_to_json(const Plan& plan) {
   nlohmann::json workers = nlohmann::json::array();
   for (const PlanWorker& w : plan.workers) workers.push_back({{"device", w.device}, {"static_bytes", w.static_bytes}});
   return {{"format", "trainsim.plan/1"},     {"strategy", plan.strategy}, {"config", plan.config},
-          {"iterations", plan.iterations},   {"samples_per_iteration", plan.samples_per_iteration}, {"iteration_period", plan.iteration_period},
+          {"iterations", plan.iterations},   {"samples_per_iteration", plan.samples_per_iteration}, {"iteration_period", plan.iteration_period}, {"drain_iterations", plan.drain_iterations},
           {"workers", std::move(workers)},   {"groups", plan.groups},     {"ops", std::move(ops)}};
 }
 

@@ -75,6 +75,9 @@ struct Plan {
   double samples_per_iteration = 0;          // samples the whole job trains per iteration
   int32_t iteration_period = 1;              // iterations end in groups of this many in steady state
                                              // (a replicated input stage finishes r mini-batches a round)
+  int64_t drain_iterations = 0;              // this many last iterations end in the plan's drain, not in
+                                             // steady state: pipesgd's K-1 pending updates run back to back
+                                             // (may exceed `iterations`: then all of them do)
   std::vector<PlanWorker> workers;
   std::vector<std::vector<int32_t>> groups;  // collective/barrier groups: member workers, ascending
   std::vector<Op> ops;                       // every op; ids are indices
@@ -87,7 +90,19 @@ const char* stream_kind_name(StreamKind kind);
 bool is_compute(OpKind kind);
 bool is_collective(OpKind kind);  // kAllReduce, kBroadcast, kBarrier
 
+// The most ops a plan may hold (docs/simulator.md "Limits"): the simulator
+// times that many in about a second, and the plan and the run hold them in
+// under 1 GB (about 200 bytes an op).
+inline constexpr int64_t kMaxPlanOps = 4'000'000;
+
+// Generators call it before writing a plan of at least `ops` ops (as a double,
+// so absurd settings do not overflow): InputError "<strategy> plan: would
+// hold at least N ops (<why>)" with `reduce` (what to lower) when over the limit.
+void check_plan_ops(const std::string& strategy, double ops, const std::string& why, const std::string& reduce);
+
 // Appends ops and keeps `streams` in step; generators build plans with it.
+// Past kMaxPlanOps ops it throws InputError (the estimates before a plan is
+// written catch the common cases with a better message).
 class PlanBuilder {
  public:
   PlanBuilder(std::string strategy, int32_t workers, int32_t iterations, double samples_per_iteration);
@@ -100,6 +115,7 @@ class PlanBuilder {
   Op& op(OpId id) { return plan_.ops[id]; }
   void set_config(nlohmann::json config) { plan_.config = std::move(config); }
   void set_iteration_period(int32_t period) { plan_.iteration_period = period; }
+  void set_drain_iterations(int64_t drain) { plan_.drain_iterations = drain; }
 
   // Validates (see validate_plan) and returns the plan.
   Plan build() &&;

@@ -26,12 +26,12 @@ std::vector<LayerRange> groups_closed_by_parameters(const Profile& profile) {
 Plan plan_single(const Profile& profile, const Cluster& cluster, StrategyConfig& config, int32_t iterations) {
   PlanBuilder b = data_parallel_builder(&predict_single, profile, cluster, config, iterations);
   const std::vector<LayerRange> groups = groups_closed_by_parameters(profile);
+  const double update_s = model_update_s(profile, cluster);
+  ReplicaCompute compute(profile);
   for (int32_t i = 0; i < iterations; ++i) {
-    for (const LayerRange& g : groups) b.add(replica_compute_op(OpKind::kForward, profile, g, 0, i, i));
-    for (auto g = groups.rbegin(); g != groups.rend(); ++g) {
-      b.add(replica_compute_op(OpKind::kBackward, profile, *g, 0, i, i));
-    }
-    b.add(update_op(model_update_s(profile, cluster), all_layers(profile), 0, i, i));
+    for (const LayerRange& g : groups) b.add(compute.op(OpKind::kForward, g, 0, i, i));
+    for (auto g = groups.rbegin(); g != groups.rend(); ++g) b.add(compute.op(OpKind::kBackward, *g, 0, i, i));
+    b.add(update_op(update_s, all_layers(profile), 0, i, i));
   }
   return std::move(b).build();
 }

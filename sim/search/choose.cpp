@@ -1,4 +1,5 @@
-// Strategy choice: each strategy's best settings, ranked; see choose.hpp.
+// Strategy choice: each strategy's best settings, ranked by rank.hpp's rule;
+// see choose.hpp.
 #include "sim/search/choose.hpp"
 
 #include <algorithm>
@@ -7,6 +8,7 @@
 #include "model/error.hpp"
 #include "model/units.hpp"
 #include "sim/cost/strategies.hpp"
+#include "sim/search/rank.hpp"
 
 namespace trainsim {
 namespace {
@@ -26,13 +28,6 @@ std::vector<std::vector<Setting>> combinations(const StrategyInfo& strategy) {
     all.insert(all.end(), next.begin(), next.end());
   }
   return all;
-}
-
-double breakdown_part_s(const Breakdown& b, const std::string& part) {
-  if (part == "exposed_comm") return b.exposed_comm_s;
-  if (part == "idle_transfer") return b.idle_transfer_s;
-  if (part == "idle_imbalance") return b.idle_imbalance_s;
-  return b.compute_s;
 }
 
 // `tried` counts every combination priced (for the progress callback).
@@ -95,29 +90,29 @@ std::vector<StrategyChoice> choose_strategies(const Profile& profile, const Clus
     ranked.push_back(choose_one(*strategy, profile, cluster, single_samples_per_s, tried));
   }
   if (progress) progress(total, total);
-  std::stable_sort(ranked.begin(), ranked.end(), [](const StrategyChoice& a, const StrategyChoice& b) {
-    if (a.feasible != b.feasible) return a.feasible;
-    if (a.feasible) return a.best.samples_per_s > b.best.samples_per_s;
-    return peak_memory_bytes(a.best) < peak_memory_bytes(b.best);
-  });
-  return ranked;
+  std::vector<Prediction> predictions;
+  std::vector<bool> feasible;
+  for (const StrategyChoice& c : ranked) {
+    predictions.push_back(c.best);
+    feasible.push_back(c.feasible);
+  }
+  std::vector<StrategyChoice> ordered;
+  for (const RankEntry& entry : rank_predictions(predictions, feasible)) {
+    ordered.push_back(std::move(ranked[entry.index]));
+    ordered.back().rank = entry.rank;
+    ordered.back().tied = entry.tied;
+  }
+  return ordered;
 }
 
 std::string explain_winner(const std::vector<StrategyChoice>& ranked) {
-  if (ranked.empty() || !ranked.front().feasible) return "no strategy fits the device memory";
-  const Prediction& w = ranked.front().best;
-  const std::string w_part = dominant_cost(w.breakdown);
-  std::string line = w.strategy + " wins at " + format_count(w.samples_per_s) + " samples/s: its largest cost is " +
-                     w_part + " (" + format_seconds(breakdown_part_s(w.breakdown, w_part)) + " of " +
-                     format_seconds(w.iteration_s) + " per iteration)";
-  if (ranked.size() < 2 || !ranked[1].feasible) return line + "; nothing else fits";
-  const Prediction& r = ranked[1].best;
-  // The runner-up's largest cost that is not compute says what holds it back.
-  Breakdown overhead = r.breakdown;
-  overhead.compute_s = 0;
-  const std::string r_part = overhead.total_s() > 0 ? dominant_cost(overhead) : "compute";
-  return line + "; the runner-up " + r.strategy + " (" + format_count(r.samples_per_s) + " samples/s) loses " +
-         format_seconds(breakdown_part_s(r.breakdown, r_part)) + " per iteration to " + r_part;
+  std::vector<Prediction> predictions;
+  std::vector<RankEntry> entries;
+  for (const StrategyChoice& c : ranked) {
+    entries.push_back({predictions.size(), c.rank, c.tied, c.feasible});
+    predictions.push_back(c.best);
+  }
+  return explain_ranking(predictions, entries);
 }
 
 nlohmann::json choice_to_json(const std::vector<StrategyChoice>& ranked, const Profile& profile,
@@ -127,14 +122,22 @@ nlohmann::json choice_to_json(const std::vector<StrategyChoice>& ranked, const P
     nlohmann::json settings = nlohmann::json::object();
     for (const Setting& s : c.settings) settings[s.key] = s.value;
     entries.push_back({{"strategy", c.best.strategy},
+                       {"rank", c.rank},
+                       {"tied", c.tied},
                        {"feasible", c.feasible},
                        {"reason", c.reason},
                        {"settings", settings},
                        {"candidates", c.candidates},
                        {"prediction", prediction_to_json(c.best)}});
   }
-  return {{"format", "trainsim.choice/1"}, {"model", profile.model},     {"cluster", cluster.name},
-          {"batch_size", profile.batch_size}, {"ranked", std::move(entries)}, {"why", explain_winner(ranked)}};
+  return {{"format", "trainsim.choice/1"},
+          {"model", profile.model},
+          {"cluster", cluster.name},
+          {"batch_size", profile.batch_size},
+          {"tie_relative", kTieRelative},
+          {"tie_rule", tie_rule_text()},
+          {"ranked", std::move(entries)},
+          {"why", explain_winner(ranked)}};
 }
 
 }  // namespace trainsim

@@ -1,13 +1,70 @@
 // The discrete-event simulator's speed: ops simulated per second on a
 // synthetic data-parallel plan with transfers, copies and AllReduces over many
 // workers (goal: >= 5 million/s), and a 64-stage 1F1B pipeline over 1000
-// mini-batches (goal: well under a second). Each plan is checked before it is
+// mini-batches (goal: >= 10 million/s). Each plan is checked before it is
 // timed. Plans are built here so the numbers do not move with the generators.
+// Memory, counted by replacing the global operator new: sim_bytes_per_op is
+// the heap the simulator holds at its peak (result included) per op of the
+// plan (goal: <= 100), plan_bytes_per_op what the plan itself holds.
 #include <benchmark/benchmark.h>
+#include <malloc.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <cstdlib>
+#include <new>
 #include <string>
 #include <vector>
+
+namespace {
+
+std::atomic<int64_t> g_live_bytes{0};
+std::atomic<int64_t> g_peak_bytes{0};
+
+void* counted(void* p) {
+  if (p == nullptr) throw std::bad_alloc();
+  const int64_t live = g_live_bytes += static_cast<int64_t>(malloc_usable_size(p));
+  int64_t peak = g_peak_bytes.load();
+  while (live > peak && !g_peak_bytes.compare_exchange_weak(peak, live)) {
+  }
+  return p;
+}
+
+void uncounted(void* p) {
+  if (p == nullptr) return;
+  g_live_bytes -= static_cast<int64_t>(malloc_usable_size(p));
+  std::free(p);
+}
+
+void* aligned(size_t n, std::align_val_t alignment) {
+  const auto a = static_cast<size_t>(alignment);
+  return counted(std::aligned_alloc(a, (std::max<size_t>(n, 1) + a - 1) / a * a));
+}
+
+// The heap's peak while `f` ran, beyond what it held before.
+template <typename F>
+int64_t peak_bytes_during(F&& f) {
+  const int64_t before = g_live_bytes;
+  g_peak_bytes = before;
+  f();
+  return g_peak_bytes - before;
+}
+
+}  // namespace
+
+void* operator new(size_t n) { return counted(std::malloc(std::max<size_t>(n, 1))); }
+void* operator new[](size_t n) { return counted(std::malloc(std::max<size_t>(n, 1))); }
+void* operator new(size_t n, std::align_val_t a) { return aligned(n, a); }
+void* operator new[](size_t n, std::align_val_t a) { return aligned(n, a); }
+void operator delete(void* p) noexcept { uncounted(p); }
+void operator delete[](void* p) noexcept { uncounted(p); }
+void operator delete(void* p, size_t) noexcept { uncounted(p); }
+void operator delete[](void* p, size_t) noexcept { uncounted(p); }
+void operator delete(void* p, std::align_val_t) noexcept { uncounted(p); }
+void operator delete[](void* p, std::align_val_t) noexcept { uncounted(p); }
+void operator delete(void* p, size_t, std::align_val_t) noexcept { uncounted(p); }
+void operator delete[](void* p, size_t, std::align_val_t) noexcept { uncounted(p); }
 
 #include "sim/des/engine.hpp"
 #include "tests/fixtures/profiles.hpp"
@@ -135,9 +192,19 @@ bool all_ops_timed(const SimResult& r) {
   return r.events >= static_cast<int64_t>(r.timings.size());
 }
 
+// Bytes per op: what building the plan left held, and the simulator's peak.
+void count_bytes(benchmark::State& state, const Plan& plan, int64_t plan_bytes, const Cluster& cluster) {
+  const auto ops = static_cast<double>(plan.ops.size());
+  const int64_t sim_bytes = peak_bytes_during([&] { benchmark::DoNotOptimize(simulate_plan(plan, cluster, {})); });
+  state.counters["plan_bytes_per_op"] = static_cast<double>(plan_bytes) / ops;
+  state.counters["sim_bytes_per_op"] = static_cast<double>(sim_bytes) / ops;
+}
+
 void BM_SimulateDataParallel(benchmark::State& state) {
   const auto workers = static_cast<int32_t>(state.range(0));
+  const int64_t before = g_live_bytes;
   const Plan plan = data_parallel_plan(workers, 500);
+  const int64_t plan_bytes = g_live_bytes - before;
   const Cluster cluster = simple_cluster(workers / 8, 8);
   const SimResult check = simulate_plan(plan, cluster, {});
   // Every iteration holds forward + backward + update, 3.1 ms, plus a transfer and an AllReduce.
@@ -149,12 +216,15 @@ void BM_SimulateDataParallel(benchmark::State& state) {
   state.SetItemsProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(plan.ops.size()));
   state.counters["ops"] = static_cast<double>(plan.ops.size());
   state.counters["events"] = static_cast<double>(check.events);
+  count_bytes(state, plan, plan_bytes, cluster);
 }
 
 void BM_Simulate1F1B(benchmark::State& state) {
   const auto stages = static_cast<int32_t>(state.range(0));
   const auto minibatches = static_cast<int32_t>(state.range(1));
+  const int64_t before = g_live_bytes;
   const Plan plan = one_f_one_b_plan(stages, minibatches);
+  const int64_t plan_bytes = g_live_bytes - before;
   const Cluster cluster = simple_cluster(stages / 8, 8);
   const SimResult check = simulate_plan(plan, cluster, {});
   // Equal stages, negligible transfers: the steady state is one stage's
@@ -169,6 +239,7 @@ void BM_Simulate1F1B(benchmark::State& state) {
   state.SetItemsProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(plan.ops.size()));
   state.counters["ops"] = static_cast<double>(plan.ops.size());
   state.counters["iteration_ms"] = check.iteration_s * 1e3;
+  count_bytes(state, plan, plan_bytes, cluster);
 }
 
 BENCHMARK(BM_SimulateDataParallel)->Arg(64)->Unit(benchmark::kMillisecond);
