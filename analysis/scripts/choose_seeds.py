@@ -2,8 +2,9 @@
 """What `trainsim choose` picks for each seed paper's setting (docs/results.md).
 
 Runs `trainsim choose --json -` per setting and prints the Markdown rows: the
-top three feasible strategies with their settings and samples/s, and how many
-were excluded for memory. Usage:
+top three feasible strategies in trainsim's order with their rank ("1=" for a
+tie within 1% of samples/s), settings and samples/s, and how many were
+excluded for memory. Usage:
     python3 analysis/scripts/choose_seeds.py [--trainsim build/tools/trainsim]
 """
 import argparse
@@ -29,7 +30,8 @@ def count(value):
 def describe(entry):
     settings = " ".join(f"{key}={value}" for key, value in entry.get("settings", {}).items())
     name = entry["strategy"]
-    return f"{name}{' (' + settings + ')' if settings else ''} {count(entry['prediction']['samples_per_s'])}"
+    rank = f"{entry['rank']}{'=' if entry.get('tied') else ''} " if "rank" in entry else ""
+    return f"{rank}{name}{' (' + settings + ')' if settings else ''} {count(entry['prediction']['samples_per_s'])}"
 
 
 def main():

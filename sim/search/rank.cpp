@@ -66,8 +66,8 @@ std::string explain_tie(const std::vector<Prediction>& predictions, const std::v
                      ", the predictions' resolution); " + first.strategy + " ranks first for " +
                      tie_break_reason(first, second);
   if (!stale.empty() && second.staleness == 0) {
-    line += "; " + names_text(stale) + (stale.size() == 1 ? " ranks" : " rank") +
-            " last among them for stale gradients";
+    line +=
+        "; " + names_text(stale) + (stale.size() == 1 ? " ranks" : " rank") + " last among them for stale gradients";
   }
   return line;
 }
@@ -97,9 +97,9 @@ std::string explain_lead(const Prediction& w, const Prediction& r) {
 }  // namespace
 
 const std::vector<std::string>& simplicity_order() {
-  static const std::vector<std::string> order = {"single",   "dp-ring", "dp-overlap", "dp-ps",   "gpipe",
-                                                 "pipedream-sync", "pipedream", "dualpipe", "dsp", "cgdp",
-                                                 "pipesgd",  "parallax"};
+  static const std::vector<std::string> order = {"single", "dp-ring",        "dp-overlap", "dp-ps",
+                                                 "gpipe",  "pipedream-sync", "pipedream",  "dualpipe",
+                                                 "dsp",    "cgdp",           "pipesgd",    "parallax"};
   return order;
 }
 
@@ -118,7 +118,8 @@ std::string tie_rule_text() {
   for (const std::string& id : simplicity_order()) order += (order.empty() ? "" : " < ") + id;
   return "=: a tie, samples/s within " + format_percent(kTieRelative) +
          " (the predictions' resolution), ordered by no stale gradients, then less memory per device, then the "
-         "simpler strategy (" + order + ")";
+         "simpler strategy (" +
+         order + ")";
 }
 
 std::string rank_text(int32_t rank, bool tied) {
@@ -126,14 +127,12 @@ std::string rank_text(int32_t rank, bool tied) {
   return std::to_string(rank) + (tied ? "=" : "");
 }
 
-std::vector<RankEntry> rank_predictions(const std::vector<Prediction>& predictions,
-                                        const std::vector<bool>& feasible) {
+std::vector<RankEntry> rank_predictions(const std::vector<Prediction>& predictions, const std::vector<bool>& feasible) {
   std::vector<size_t> fits;
   std::vector<size_t> excluded;
   for (size_t i = 0; i < predictions.size(); ++i) (i < feasible.size() && !feasible[i] ? excluded : fits).push_back(i);
-  std::stable_sort(fits.begin(), fits.end(), [&](size_t a, size_t b) {
-    return predictions[a].samples_per_s > predictions[b].samples_per_s;
-  });
+  std::stable_sort(fits.begin(), fits.end(),
+                   [&](size_t a, size_t b) { return predictions[a].samples_per_s > predictions[b].samples_per_s; });
   std::vector<RankEntry> ranked;
   for (size_t start = 0; start < fits.size();) {
     size_t end = start + 1;
@@ -155,10 +154,9 @@ std::vector<RankEntry> rank_predictions(const std::vector<Prediction>& predictio
 
 std::string tie_break_reason(const Prediction& first, const Prediction& second) {
   if ((first.staleness > 0) != (second.staleness > 0)) {
-    return first.staleness == 0 ? "no stale gradients (" + second.strategy + "'s are " +
-                                      stale_text(second.staleness) + ")"
-                                : "stale gradients (" + first.strategy + "'s are " + stale_text(first.staleness) +
-                                      ")";
+    return first.staleness == 0
+               ? "no stale gradients (" + second.strategy + "'s are " + stale_text(second.staleness) + ")"
+               : "stale gradients (" + first.strategy + "'s are " + stale_text(first.staleness) + ")";
   }
   const double memory_first = peak_memory_bytes(first);
   const double memory_second = peak_memory_bytes(second);

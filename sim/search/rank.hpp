@@ -36,9 +36,9 @@ std::string tie_rule_text();
 std::string rank_text(int32_t rank, bool tied);
 
 struct RankEntry {
-  size_t index = 0;    // into the predictions ranked
-  int32_t rank = 0;    // 1-based, shared by the entries of a tie; 0 when excluded
-  bool tied = false;   // shares its rank with another entry
+  size_t index = 0;   // into the predictions ranked
+  int32_t rank = 0;   // 1-based, shared by the entries of a tie; 0 when excluded
+  bool tied = false;  // shares its rank with another entry
   bool feasible = true;
 };
 

@@ -217,3 +217,29 @@ class ReportInBrowser(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class RankingTable(unittest.TestCase):
+    """The page's ranking shows trainsim's ranks and ties; it re-ranks nothing."""
+
+    @staticmethod
+    def entry(strategy, rank, tied, samples_per_s, feasible=True):
+        prediction = {"iteration_s": 0.25, "samples_per_iteration": 64, "samples_per_s": samples_per_s,
+                      "speedup_vs_single": 4.0, "staleness": 1 if strategy == "pipesgd" else 0,
+                      "memory_bytes_per_device": [8e9]}
+        return {"strategy": strategy, "rank": rank, "tied": tied, "feasible": feasible, "reason": "",
+                "settings": {}, "prediction": prediction}
+
+    def test_a_tie_shows_its_shared_rank_and_the_rule_in_the_given_order(self):
+        from analysis import report
+        choice = {"tie_rule": "=: a tie, samples/s within 1%", "ranked": [
+            self.entry("dp-overlap", 1, True, 270.0), self.entry("pipesgd", 1, True, 270.1),
+            self.entry("dp-ring", 3, False, 250.8), self.entry("single", 0, False, 67.5, feasible=False)]}
+        page = report.ranking_table(choice)
+        cells = re.findall(r"<td[^>]*>(.*?)</td>", page)
+        self.assertEqual([cells[i] for i in range(0, len(cells), 11)], ["1=", "1=", "3", "-"])
+        self.assertLess(page.index("<td>dp-overlap</td>"), page.index("<td>pipesgd</td>"))
+        self.assertIn("<th>samples/iter</th><th>time/iter</th>", page)
+        self.assertIn(html.escape(choice["tie_rule"]), page)
+        without_tie = {"tie_rule": choice["tie_rule"], "ranked": [self.entry("dp-ring", 1, False, 250.8)]}
+        self.assertNotIn("a tie", report.ranking_table(without_tie))

@@ -88,9 +88,9 @@ TEST(RunCli, WarnsOnceBeforeTrainingWhenStaleGradientsMeetMomentum) {
   EXPECT_NE(r.err.find("set --momentum 0.4 ("), std::string::npos) << r.err;
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
   // Not without staleness, nor at the momentum it suggests.
-  for (const std::vector<std::string>& extra : {std::vector<std::string>{"--strategy", "single"},
-                                                std::vector<std::string>{"--strategy", "dp-ring"},
-                                                std::vector<std::string>{"--strategy", "pipesgd", "--momentum", "0.4"}}) {
+  for (const std::vector<std::string>& extra :
+       {std::vector<std::string>{"--strategy", "single"}, std::vector<std::string>{"--strategy", "dp-ring"},
+        std::vector<std::string>{"--strategy", "pipesgd", "--momentum", "0.4"}}) {
     args = common;
     args.insert(args.end(), extra.begin(), extra.end());
     r = run_cli(args);

@@ -12,13 +12,13 @@ namespace trainsim {
 namespace {
 
 TEST(RootsInsideUnitCircle, AgreesWithPolynomialsWhoseRootsAreKnown) {
-  EXPECT_TRUE(roots_inside_unit_circle({-0.5, 1}));          // z − 0.5
-  EXPECT_FALSE(roots_inside_unit_circle({-2, 1}));           // z − 2
-  EXPECT_TRUE(roots_inside_unit_circle({0.25, 0, 1}));       // z² + 0.25: ±0.5i
-  EXPECT_TRUE(roots_inside_unit_circle({0.5, -1, 1}));       // 0.5 ± 0.5i, |z| = 0.707
-  EXPECT_FALSE(roots_inside_unit_circle({-0.75, 1, 1}));     // (z − 0.5)(z + 1.5)
-  EXPECT_FALSE(roots_inside_unit_circle({1, 0, 1}));         // ±i: on the circle is not inside
-  EXPECT_TRUE(roots_inside_unit_circle({0, 0, -0.25, 0, 1}));   // z²(z − 0.5)(z + 0.5)
+  EXPECT_TRUE(roots_inside_unit_circle({-0.5, 1}));              // z − 0.5
+  EXPECT_FALSE(roots_inside_unit_circle({-2, 1}));               // z − 2
+  EXPECT_TRUE(roots_inside_unit_circle({0.25, 0, 1}));           // z² + 0.25: ±0.5i
+  EXPECT_TRUE(roots_inside_unit_circle({0.5, -1, 1}));           // 0.5 ± 0.5i, |z| = 0.707
+  EXPECT_FALSE(roots_inside_unit_circle({-0.75, 1, 1}));         // (z − 0.5)(z + 1.5)
+  EXPECT_FALSE(roots_inside_unit_circle({1, 0, 1}));             // ±i: on the circle is not inside
+  EXPECT_TRUE(roots_inside_unit_circle({0, 0, -0.25, 0, 1}));    // z²(z − 0.5)(z + 0.5)
   EXPECT_FALSE(roots_inside_unit_circle({0, 0, 0.5, -1.5, 1}));  // z²(z − 0.5)(z − 1)
 }
 
@@ -93,10 +93,14 @@ TEST(StaleMomentumCheck, LongDelaysLeaveNoRoomForMomentum) {
   EXPECT_EQ(c.suggested_momentum, 0);
   const std::string line = stale_momentum_warning(c, "dualpipe");
   EXPECT_NE(line.find("dualpipe's gradients are 2 iterations stale, which adds momentum of about 0.667;"),
-            std::string::npos) << line;
+            std::string::npos)
+      << line;
   EXPECT_NE(line.find("set --momentum 0 ("), std::string::npos) << line;
   // The boundary: 0.5 + 0.5 is not below 1.
   EXPECT_FALSE(check_stale_momentum(0.5, 1).stable);
+  // A very long delay: the warning stays cheap and leaves out the quadratic's bounds.
+  const std::string long_line = stale_momentum_warning(check_stale_momentum(0.9, 100000), "dsp");
+  EXPECT_NE(long_line.find("does not settle: set --momentum 0 ("), std::string::npos) << long_line;
 }
 
 }  // namespace

@@ -104,17 +104,19 @@ TEST(Rank, Vgg16OnFourP40sIsATieNamedAsOneAndWonBySynchronousTraining) {
   EXPECT_EQ(ranked[0].best.staleness, 0);
   const std::string why = explain_winner(ranked);
   EXPECT_NE(why.find(" tie at "), std::string::npos) << why;
-  EXPECT_NE(why.find(" samples/s (within 1%, the predictions' resolution); " + ranked[0].best.strategy +
-                     " ranks first for "),
-            std::string::npos)
+  EXPECT_NE(
+      why.find(" samples/s (within 1%, the predictions' resolution); " + ranked[0].best.strategy + " ranks first for "),
+      std::string::npos)
       << why;
   EXPECT_EQ(why.find("per iteration"), std::string::npos) << why;
   // Every stale strategy of the tie ranks after every synchronous one.
   bool stale_seen = false;
   for (const StrategyChoice& c : ranked) {
     if (c.rank != 1) break;
-    if (c.best.staleness > 0) stale_seen = true;
-    else EXPECT_FALSE(stale_seen) << c.best.strategy;
+    if (c.best.staleness > 0)
+      stale_seen = true;
+    else
+      EXPECT_FALSE(stale_seen) << c.best.strategy;
   }
 }
 
