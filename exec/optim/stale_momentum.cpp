@@ -12,6 +12,9 @@ namespace trainsim {
 namespace {
 
 constexpr int kBisections = 80;  // halves [0, 4] far below the 1e-9 asked
+// The warning quotes the quadratic's bounds up to this staleness (each test
+// costs O(τ²), times kBisections).
+constexpr int64_t kQuotedStaleness = 64;
 
 std::string short_number(double value) {
   char buffer[32];
@@ -81,14 +84,17 @@ std::string stale_momentum_warning(const StaleMomentumCheck& c, const std::strin
   if (c.stable) return "";
   // The suggestion rounded down to two decimals, so it passes the check.
   const double suggested = std::floor(c.suggested_momentum * 100 + 1e-9) / 100;
-  return "trainsim: warning: " + strategy + "'s gradients are " + std::to_string(c.staleness) +
-         (c.staleness == 1 ? " iteration" : " iterations") + " stale, which adds momentum of about " +
-         short_number(implicit_momentum(c.staleness)) + "; with --momentum " + short_number(c.momentum) +
-         " the total, " + short_number(c.total_momentum) +
-         ", is not below 1 and SGD does not settle (the stable learning rate x curvature shrinks from " +
-         short_number(max_stable_step_curvature(c.momentum, 0)) + " to " +
-         short_number(max_stable_step_curvature(c.momentum, c.staleness)) + "): set --momentum " +
-         short_number(suggested) + " (docs/results.md: momentum on stale gradients)";
+  std::string line = "trainsim: warning: " + strategy + "'s gradients are " + std::to_string(c.staleness) +
+                     (c.staleness == 1 ? " iteration" : " iterations") + " stale, which adds momentum of about " +
+                     short_number(implicit_momentum(c.staleness)) + "; with --momentum " +
+                     short_number(c.momentum) + " the total, " + short_number(c.total_momentum) +
+                     ", is not below 1 and SGD does not settle";
+  if (c.staleness <= kQuotedStaleness) {
+    line += " (the stable learning rate x curvature shrinks from " +
+            short_number(max_stable_step_curvature(c.momentum, 0)) + " to " +
+            short_number(max_stable_step_curvature(c.momentum, c.staleness)) + ")";
+  }
+  return line + ": set --momentum " + short_number(suggested) + " (docs/results.md: momentum on stale gradients)";
 }
 
 }  // namespace trainsim
