@@ -110,8 +110,8 @@ void add_predict_command(CLI::App& app, CommandContext& ctx) {
   cmd->add_option("--method", o->method, "analytic (closed forms), simulated (discrete-event) or both")
       ->check(CLI::IsMember({"analytic", "simulated", "both"}))
       ->capture_default_str();
-  cmd->add_option("--iterations", o->iterations, "Mini-batches each simulated plan trains")
-      ->check(CLI::Range(1, 100000))  // as simulate's kMaxIterations
+  cmd->add_option("--iterations", o->iterations, "Mini-batches each simulated plan trains (at most 100000)")
+      ->check(CLI::PositiveNumber)  // at most kMaxPlanIterations: generate_plan says so
       ->capture_default_str();
   cmd->add_option("--straggler", o->straggler, "Simulated stragglers PROB:SLOWDOWN, e.g. 0.33:1.5");
   cmd->add_option("--jitter", o->jitter, "Simulated relative standard deviation of compute times")

@@ -20,10 +20,6 @@ namespace {
 // 1 GB; docs/simulator.md "Limits").
 constexpr size_t kMaxWrittenOps = 500'000;
 
-// The most iterations a plan trains (docs/simulator.md "Limits"); the plan's
-// ops are held to kMaxPlanOps besides.
-constexpr int32_t kMaxIterations = 100'000;
-
 struct SimulateOptions {
   std::string profile;
   std::string model;
@@ -137,8 +133,8 @@ void add_simulate_command(CLI::App& app, CommandContext& ctx) {
   cmd->add_option("--cluster", o->cluster, "Cluster preset or cluster JSON file")->required();
   cmd->add_option("--strategy", o->strategy, "Strategy id (see trainsim predict --help)")->required();
   cmd->add_option("--set", o->settings, "Strategy setting key=value (repeatable)");
-  cmd->add_option("--iterations", o->iterations, "Mini-batches the plan trains")
-      ->check(CLI::Range(1, kMaxIterations))
+  cmd->add_option("--iterations", o->iterations, "Mini-batches the plan trains (at most 100000)")
+      ->check(CLI::PositiveNumber)  // at most kMaxPlanIterations: generate_plan says so
       ->capture_default_str();
   cmd->add_option("--straggler", o->straggler, "PROB:SLOWDOWN: each compute op slowed by SLOWDOWN with PROB");
   cmd->add_option("--jitter", o->jitter, "Relative standard deviation of compute times")

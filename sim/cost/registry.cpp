@@ -57,6 +57,10 @@ const StrategyInfo& find_strategy(const std::string& id, const std::string& wher
 Plan generate_plan(const StrategyInfo& strategy, const Profile& profile, const Cluster& cluster,
                    StrategyConfig config, int32_t iterations) {
   check_cluster_devices(cluster);
+  if (iterations > kMaxPlanIterations) {
+    throw InputError("--iterations", "is " + std::to_string(iterations),
+                     "at most " + std::to_string(kMaxPlanIterations) + " iterations a plan trains");
+  }
   Plan plan = strategy.plan(profile, cluster, config, iterations);
   config.check_all_used(strategy.id);
   plan.strategy = strategy.id;

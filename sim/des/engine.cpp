@@ -196,7 +196,7 @@ Engine::Engine(const Plan& plan, const Cluster& cluster, const SimOptions& optio
     throw InputError("--iterations",
                      "is " + std::to_string(plan.iterations) + ": the " + plan.strategy + " plan's drain holds its last " +
                          std::to_string(plan.drain_iterations) + ", leaving no steady state",
-                     "at least " + std::to_string(plan.drain_iterations + 2) +
+                     "at least " + std::to_string(std::min<int64_t>(plan.drain_iterations, INT64_MAX - 2) + 2) +
                          " iterations, or a smaller width");
   }
   if (options.jitter > 0) {

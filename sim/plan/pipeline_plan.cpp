@@ -15,8 +15,8 @@ namespace {
 std::string checked_plan_size(std::string strategy, const Pipeline& pipeline, int32_t iterations,
                               int64_t microbatches) {
   const double stages = static_cast<double>(pipeline.stages.size());
-  const double per_iteration = static_cast<double>(std::max<int64_t>(1, microbatches)) * (6 * stages - 4) +
-                               static_cast<double>(pipeline.devices);
+  // A lower bound: updates, AllReduces and barriers come on top.
+  const double per_iteration = static_cast<double>(std::max<int64_t>(1, microbatches)) * (6 * stages - 4);
   std::string why = std::to_string(iterations) + " iterations";
   if (microbatches > 0) why += " x " + std::to_string(microbatches) + " micro-batches";
   why += " x " + std::to_string(pipeline.stages.size()) + " stages";

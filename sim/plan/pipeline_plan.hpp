@@ -38,7 +38,7 @@ class PipelinePlanWriter {
   // `microbatches` = 0: ops carry no micro-batch (one per mini-batch and stage).
   // Throws InputError first when the plan would pass kMaxPlanOps: per
   // iteration, each micro-batch's forward and backward on every stage and a
-  // Send and Recv each way across every boundary, and an update per worker.
+  // Send and Recv each way across every boundary (updates come on top).
   PipelinePlanWriter(std::string strategy, const Profile& profile, const Pipeline& pipeline, int32_t iterations,
                      int64_t microbatches = 0);
 

@@ -91,9 +91,12 @@ bool is_compute(OpKind kind);
 bool is_collective(OpKind kind);  // kAllReduce, kBroadcast, kBarrier
 
 // The most ops a plan may hold (docs/simulator.md "Limits"): the simulator
-// times that many in about a second, and the plan and the run hold them in
-// under 1 GB (about 200 bytes an op).
+// times that many in a few seconds, and the plan and the run hold them in
+// under 1 GB (about 150 and 85 bytes an op).
 inline constexpr int64_t kMaxPlanOps = 4'000'000;
+// The most iterations a plan trains: beyond it all but the smallest plans
+// pass kMaxPlanOps anyway (generate_plan rejects more, naming --iterations).
+inline constexpr int32_t kMaxPlanIterations = 100'000;
 
 // Generators call it before writing a plan of at least `ops` ops (as a double,
 // so absurd settings do not overflow): InputError "<strategy> plan: would

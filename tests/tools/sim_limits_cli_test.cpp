@@ -114,10 +114,11 @@ TEST(SimLimits, PipesgdOfWidth100IsNoFasterThanFourDevicesAllow) {
 }
 
 TEST(SimLimits, IterationsPastTheAdvertisedMaximumAreRejected) {
-  expect_one_error_line(run(with(kSimulate, {"dp-ring", "--iterations", "1000000"})), "--iterations");
+  expect_one_error_line(run(with(kSimulate, {"dp-ring", "--iterations", "1000000"})),
+                        "--iterations: is 1000000 (at most 100000 iterations");
   expect_one_error_line(run({"predict", "--model", "vgg16", "--cluster", "p40x4-pcie3", "--method", "simulated",
                              "--iterations", "1000000000"}),
-                        "--iterations");
+                        "--iterations: is 1000000000");
 }
 
 TEST(SimLimits, APlanOverTheOpLimitFailsBeforeItIsWrittenAndSaysWhatToReduce) {

@@ -50,10 +50,14 @@ TEST(PlanLimits, DataParallelWorkersTimesIterationsPastTheLimitAreRejected) {
   EXPECT_NE(message.find("fewer --iterations or workers"), std::string::npos) << message;
 }
 
-TEST(PlanLimits, APlanOfTheMostIterationsTheCommandsAllowIsWritten) {
+TEST(PlanLimits, APlanOfTheMostIterationsAllowedIsWrittenAndOneMoreIsRejected) {
   // single: a forward, a backward and an update per iteration; the CLI's most iterations.
   const Plan plan = generate("single", chain_profile(1, 1e-3, 2e-3, 1e6, 4e6), simple_cluster(1, 1), {}, 100'000);
   EXPECT_EQ(plan.ops.size(), 300'000u);
+  const std::string message = error_of([] {
+    generate("single", chain_profile(1, 1e-3, 2e-3, 1e6, 4e6), simple_cluster(1, 1), {}, kMaxPlanIterations + 1);
+  });
+  EXPECT_NE(message.find("at most 100000 iterations"), std::string::npos) << message;
 }
 
 TEST(PlanLimits, AClusterOfMoreThanAMillionDevicesIsRejectedForPredictionsAndPlans) {
