@@ -282,6 +282,9 @@ struct BadInput {
   std::string where;              // must appear in the error line
 };
 
+// ctest's listing names a case by this rather than by its raw bytes.
+void PrintTo(const BadInput& input, std::ostream* os) { *os << input.name; }
+
 class CliBadInput : public ::testing::TestWithParam<BadInput> {};
 
 TEST_P(CliBadInput, ExitsTwoWithOneErrorLine) {
