@@ -108,7 +108,8 @@ TEST(SimLimits, PipesgdOfWidth100IsNoFasterThanFourDevicesAllow) {
   const Result r = run({"predict", "--model", "vgg16", "--cluster", "p40x4-pcie3", "--strategies", "single,pipesgd",
                         "--set", "pipesgd.width=100", "--method", "both", "--iterations", "110", "--json", "-"});
   ASSERT_EQ(r.status, 0) << r.err;
-  for (const nlohmann::json& p : nlohmann::json::parse(r.out)["results"]) {
+  const nlohmann::json doc = nlohmann::json::parse(r.out);  // a range-for over a temporary's member would dangle
+  for (const nlohmann::json& p : doc.at("results")) {
     EXPECT_LE(p["speedup_vs_single"].get<double>(), 4.0 * (1 + 1e-9)) << p["strategy"] << " " << p["method"];
   }
 }
