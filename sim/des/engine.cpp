@@ -132,6 +132,7 @@ class Engine {
   int32_t open_flow(OpId id);
 
   void push(SimTime time_ns, OpId op, uint32_t tag);
+  Event pop();
   void on_ready(OpId id);
   void start(OpId id);
   void finish(OpId id);
@@ -174,6 +175,12 @@ class Engine {
   std::vector<FlowCompletion> completions_;  // reused buffer of the flows' reschedules
 
   std::vector<Event> heap_;
+  // Events due at the current time (a receive ending with its send, a
+  // collective of no duration): in push order, which is their (time,
+  // sequence) order, so they skip the heap and are taken before its top
+  // whenever they come first.
+  std::vector<Event> due_now_;
+  size_t due_now_next_ = 0;
   uint64_t sequence_ = 0;
   SimTime now_ns_ = 0;
   int64_t finished_ = 0;
@@ -391,8 +398,29 @@ int32_t Engine::open_flow(OpId id) {
 
 // Events at or after now: `time_ns` comes from later_ns, so it is on the clock.
 void Engine::push(SimTime time_ns, OpId op, uint32_t tag) {
+  if (time_ns == now_ns_) {
+    due_now_.push_back({time_ns, sequence_++, op, tag});
+    return;
+  }
   heap_.push_back({time_ns, sequence_++, op, tag});
   std::push_heap(heap_.begin(), heap_.end(), Later{});
+}
+
+// The earliest event by (time, sequence): the oldest one due now, or the
+// heap's top when that comes first. The caller checks that one is left.
+Event Engine::pop() {
+  if (due_now_next_ < due_now_.size() && (heap_.empty() || Later{}(heap_.front(), due_now_[due_now_next_]))) {
+    const Event event = due_now_[due_now_next_++];
+    if (due_now_next_ == due_now_.size()) {
+      due_now_.clear();
+      due_now_next_ = 0;
+    }
+    return event;
+  }
+  std::pop_heap(heap_.begin(), heap_.end(), Later{});
+  const Event event = heap_.back();
+  heap_.pop_back();
+  return event;
 }
 
 double Engine::draw_uniform() { return static_cast<double>(rng_() >> 11) * 0x1.0p-53; }  // [0, 1), 53 bits
@@ -524,10 +552,8 @@ void Engine::push_completions() {
 SimResult Engine::run() {
   for (OpId id : initially_ready_) on_ready(id);
   int64_t events = 0;
-  while (!heap_.empty()) {
-    std::pop_heap(heap_.begin(), heap_.end(), Later{});
-    const Event event = heap_.back();
-    heap_.pop_back();
+  while (!heap_.empty() || due_now_next_ < due_now_.size()) {
+    const Event event = pop();
     ++events;
     now_ns_ = event.time_ns;
     switch (event.tag & 3u) {

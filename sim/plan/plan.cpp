@@ -95,15 +95,6 @@ const char* stream_kind_name(StreamKind kind) {
   return "?";
 }
 
-bool is_compute(OpKind kind) {
-  return kind == OpKind::kForward || kind == OpKind::kBackward || kind == OpKind::kRecompute ||
-         kind == OpKind::kUpdate || kind == OpKind::kCompress || kind == OpKind::kDecompress;
-}
-
-bool is_collective(OpKind kind) {
-  return kind == OpKind::kAllReduce || kind == OpKind::kBroadcast || kind == OpKind::kBarrier;
-}
-
 PlanBuilder::PlanBuilder(std::string strategy, int32_t workers, int32_t iterations, double samples_per_iteration) {
   plan_.strategy = std::move(strategy);
   plan_.iterations = iterations;

@@ -87,8 +87,13 @@ struct Plan {
 
 const char* op_kind_name(OpKind kind);
 const char* stream_kind_name(StreamKind kind);
-bool is_compute(OpKind kind);
-bool is_collective(OpKind kind);  // kAllReduce, kBroadcast, kBarrier
+constexpr bool is_compute(OpKind kind) {
+  return kind == OpKind::kForward || kind == OpKind::kBackward || kind == OpKind::kRecompute ||
+         kind == OpKind::kUpdate || kind == OpKind::kCompress || kind == OpKind::kDecompress;
+}
+constexpr bool is_collective(OpKind kind) {  // kAllReduce, kBroadcast, kBarrier
+  return kind == OpKind::kAllReduce || kind == OpKind::kBroadcast || kind == OpKind::kBarrier;
+}
 
 // The most ops a plan may hold (docs/simulator.md "Limits"): the simulator
 // times that many in a few seconds, and the plan and the run hold them in

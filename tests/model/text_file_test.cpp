@@ -30,6 +30,19 @@ TEST(TextFile, ReadsAWholeFile) {
   std::filesystem::remove(path);
 }
 
+TEST(TextFile, AFileOfManyChunksIsReadWholeUpToExactlyTheLimit) {
+  const auto path = std::filesystem::temp_directory_path() / ("trainsim_text_big_" + std::to_string(::getpid()));
+  std::string text;
+  for (int i = 0; static_cast<int64_t>(text.size()) < 300'000; ++i) text += std::to_string(i) + ' ';
+  std::ofstream(path, std::ios::binary) << text;
+  const int64_t size = static_cast<int64_t>(text.size());
+  EXPECT_EQ(read_text_file(path.string(), "a test file", size), text);
+  EXPECT_EQ(error_of_read(path.string(), size - 1), path.string() + ": is larger than " + std::to_string(size - 1) +
+                                                        " bytes (a test file of at most " + std::to_string(size - 1) +
+                                                        " bytes)");
+  std::filesystem::remove(path);
+}
+
 TEST(TextFile, ADirectoryIsNamedAsOne) {
   const std::string dir = std::filesystem::temp_directory_path().string();
   EXPECT_EQ(error_of_read(dir, 1 << 20), dir + ": is a directory (a test file)");
