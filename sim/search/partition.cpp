@@ -339,20 +339,38 @@ double bottleneck_of(const Costs& costs, const std::vector<PartitionStage>& stag
 }
 
 using Fitter = std::function<std::vector<PartitionStage>(double)>;
+using Reached = std::function<double(const std::vector<PartitionStage>&)>;
 
-// Smallest x in [lo, hi] that `fits`, hi known to fit; returns the partition
-// found at the final hi.
-std::vector<PartitionStage> bisect(double lo, double hi, const Fitter& fits) {
+// Smallest x in [lo, hi] that `fits`, hi known to fit, to a relative
+// tolerance; returns the partition found at the final hi. With `reached`
+// (the bottleneck a partition attains, the x it needs): a partition found
+// within x lowers hi to what it attains, and, since the optimum is some
+// partition's attained value, hi is optimal once nothing fits just below
+// it, which ends the search after one more fit rather than after the
+// bisection has closed the whole gap below.
+std::vector<PartitionStage> bisect(double lo, double hi, const Fitter& fits, const Reached& reached = {}) {
   std::vector<PartitionStage> best = fits(hi);
   TRAINSIM_CHECK(!best.empty(), "the bisection's upper bound must be feasible");
+  const auto lower_hi = [&](double x, std::vector<PartitionStage>&& found) {
+    hi = reached ? std::min(x, reached(found)) : x;
+    best = std::move(found);
+  };
+  if (reached) hi = std::min(hi, reached(best));
   for (int iteration = 0; iteration < 200 && hi - lo > kRelativeTolerance * hi; ++iteration) {
     const double mid = 0.5 * (lo + hi);
     std::vector<PartitionStage> found = fits(mid);
     if (found.empty()) {
       lo = mid;
+      continue;
+    }
+    lower_hi(mid, std::move(found));
+    if (!reached || hi - lo <= kRelativeTolerance * hi) continue;
+    const double below = hi * (1 - kRelativeTolerance);
+    found = fits(below);
+    if (found.empty()) {
+      lo = below;
     } else {
-      hi = mid;
-      best = std::move(found);
+      lower_hi(below, std::move(found));
     }
   }
   return best;
@@ -494,7 +512,7 @@ std::vector<PartitionStage> machine_partition(const Costs& intra, int64_t i, int
     return follow(intra, levels, 0, i, j);
   };
   const double lo = intra.compute_s(i, j) / static_cast<double>(devices) * (1 - 1e-9);
-  return bisect(lo, intra.stage_s(i, j, 1), fits);
+  return bisect(lo, intra.stage_s(i, j, 1), fits, [&](const auto& stages) { return bottleneck_of(intra, stages); });
 }
 
 // Expands level-2 groups into their level-1 stages (replicas multiplied by
@@ -619,6 +637,7 @@ Partition search_partition(const Profile& profile, const Cluster& cluster, const
   auto fitter = [&](StageCount c, int64_t k) -> Fitter {
     return [&costs, workers, max_replicas, c, k](double x) { return fit(costs, x, workers, max_replicas, c, k); };
   };
+  const Reached reached = [&costs](const std::vector<PartitionStage>& stages) { return bottleneck_of(costs, stages); };
   const Fitter fits = fitter(count, count_limit);
   if (fits(x_any).empty()) throw_no_fit(costs, x_any, fits);
   // The one-stage (or straight) bound is tighter when it fits.
@@ -626,7 +645,7 @@ Partition search_partition(const Profile& profile, const Cluster& cluster, const
 
   Partition result;
   if (options.objective != PartitionObjective::kGPipe) {
-    result.stages = bisect(lo, options.stages > 0 ? x_any : hi, fits);
+    result.stages = bisect(lo, options.stages > 0 ? x_any : hi, fits, reached);
     result.bottleneck_s = bottleneck_of(costs, result.stages);
     return result;
   }
@@ -640,13 +659,13 @@ Partition search_partition(const Profile& profile, const Cluster& cluster, const
   double least_bottleneck_s = 0;
   if (count_limit > first_k) {
     const Fitter fits_most = fitter(count, count_limit);
-    least_bottleneck_s = bottleneck_of(costs, bisect(lo, fits_most(hi).empty() ? x_any : hi, fits_most));
+    least_bottleneck_s = bottleneck_of(costs, bisect(lo, fits_most(hi).empty() ? x_any : hi, fits_most, reached));
   }
   for (int64_t k = first_k; k <= count_limit; ++k) {
     if (least_bottleneck_s * gpipe_factor(k, options.microbatches, profile.batch_size) >= result.bottleneck_s) break;
     const Fitter fits_k = fitter(count, k);
     if (fits_k(x_any).empty()) continue;
-    std::vector<PartitionStage> stages = bisect(lo, fits_k(hi).empty() ? x_any : hi, fits_k);
+    std::vector<PartitionStage> stages = bisect(lo, fits_k(hi).empty() ? x_any : hi, fits_k, reached);
     const int64_t used = static_cast<int64_t>(stages.size());
     const double value = bottleneck_of(costs, stages) * gpipe_factor(used, options.microbatches, profile.batch_size);
     if (value < result.bottleneck_s) {
@@ -685,7 +704,8 @@ Partition evaluate_partition(const Profile& profile, const Cluster& cluster, con
   for (int64_t c = 1; c < n; ++c) x_any = std::max(x_any, costs.cut_s(c));
   if (fits(x_any).empty()) throw_no_fit(costs, x_any, fits);
   Partition result;
-  result.stages = bisect(costs.compute_s(0, n) / static_cast<double>(workers) * (1 - 1e-9), x_any, fits);
+  result.stages = bisect(costs.compute_s(0, n) / static_cast<double>(workers) * (1 - 1e-9), x_any, fits,
+                         [&costs](const std::vector<PartitionStage>& stages) { return bottleneck_of(costs, stages); });
   result.bottleneck_s = bottleneck_of(costs, result.stages);
   if (options.objective == PartitionObjective::kGPipe) {
     result.bottleneck_s *= gpipe_factor(k_count, options.microbatches, profile.batch_size);
