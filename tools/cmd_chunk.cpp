@@ -10,6 +10,7 @@
 #include "model/units.hpp"
 #include "sim/cost/common.hpp"
 #include "sim/search/chunk.hpp"
+#include "sim/search/chunk_heuristic.hpp"
 #include "tools/commands.hpp"
 
 namespace trainsim {

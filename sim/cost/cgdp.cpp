@@ -8,34 +8,11 @@
 #include "model/units.hpp"
 #include "sim/cost/common.hpp"
 #include "sim/cost/data_parallel.hpp"
-#include "sim/cost/strategies.hpp"
+#include "sim/cost/data_parallel_settings.hpp"
+#include "sim/cost/models.hpp"
 #include "sim/search/chunk.hpp"
 
 namespace trainsim {
-
-std::vector<LayerRange> seed_chunk_layout(const Profile& profile, int64_t chunk_size) {
-  const int64_t layer_count = static_cast<int64_t>(profile.layers.size());
-  std::vector<int64_t> with_params;
-  for (int64_t i = 0; i < layer_count; ++i) {
-    if (profile.layers[static_cast<size_t>(i)].param_bytes > 0) with_params.push_back(i);
-  }
-  const int64_t l = static_cast<int64_t>(with_params.size());
-  if (l == 0) return {{0, layer_count - 1}};
-  if (chunk_size > l) {
-    throw InputError("--set chunk_size", "is " + std::to_string(chunk_size),
-                     "at most the " + std::to_string(l) + " layers with parameters");
-  }
-  const int64_t big = l % chunk_size == 0 ? l / chunk_size - 1 : l / chunk_size;
-  std::vector<int64_t> lowest;  // lowest parameter layer of each chunk, in backward order
-  for (int64_t c = 0; c < big; ++c) lowest.push_back(with_params[static_cast<size_t>(l - (c + 1) * chunk_size)]);
-  for (int64_t i = l - big * chunk_size - 1; i >= 0; --i) lowest.push_back(with_params[static_cast<size_t>(i)]);
-  std::vector<LayerRange> ranges;  // ascending, as get_ranges returns them
-  if (lowest.back() > 0) ranges.push_back({0, lowest.back() - 1});
-  for (size_t c = lowest.size(); c-- > 0;) {
-    ranges.push_back({lowest[c], c == 0 ? layer_count - 1 : lowest[c - 1] - 1});
-  }
-  return ranges;
-}
 
 namespace {
 
@@ -51,50 +28,6 @@ std::string ranges_text(const std::vector<LayerRange>& ranges) {
 }
 
 }  // namespace
-
-// The chunk's three (four across machines) in-order resources, as described
-// at cgdp_backward_s: D2H, host accumulation, [hosts' ring AllReduce], H2D.
-std::vector<double> cgdp_chunk_stage_s(double bytes, const Cluster& cluster,
-                                       const std::vector<int64_t>& per_machine) {
-  const int64_t machines = static_cast<int64_t>(per_machine.size());
-  const double copy_s = cluster.host.link_latency_s + bytes / cluster.host.link_bandwidth_bytes_per_s;
-  std::vector<double> stages = {copy_s,
-                                static_cast<double>(per_machine.front()) * bytes / cluster.host.reduce_bytes_per_s};
-  if (machines > 1) {
-    const LinkParams hosts{cluster.inter_link.latency_s, 1.0 / cluster.inter_link.bandwidth_bytes_per_s,
-                           1.0 / cluster.host.reduce_bytes_per_s};
-    stages.push_back(allreduce_ring_s(bytes, machines, hosts));
-  }
-  stages.push_back(copy_s);
-  return stages;
-}
-
-// Seed 003 §3.2, Definitions 3.2-3.3 with chunks (§4.1): backward walks the
-// chunks from the last; after a chunk with gradients, the default stream
-// synchronizes with the host (t_as, Step B-4-1), which holds back the next
-// chunk's backward, as T_BP^i = Σ_{j>=i}(t_bp^j + t_as^j) + t_aa^i + t_bc^i
-// has it. The chunk then passes three in-order resources: D2H (latency +
-// bytes / host link, every device over its own link at once), host
-// accumulation (devices on the machine × bytes / host.reduce_bytes_per_s),
-// H2D back (latency + bytes / host link). Across machines (beyond the seed,
-// which has one) the hosts then ring-AllReduce the chunk over the network
-// before the H2D. Returns T = max(backward with syncs, last H2D end).
-double cgdp_backward_s(const Profile& profile, const Cluster& cluster, int64_t workers,
-                       const std::vector<LayerRange>& chunks) {
-  const std::vector<int64_t> per_machine = workers_per_machine(cluster, workers);
-  double clock_s = 0;
-  std::vector<double> ready_s;
-  std::vector<std::vector<double>> stage_s;
-  for (size_t c = chunks.size(); c-- > 0;) {
-    const ModelTotals chunk = range_totals(profile, chunks[c].first, chunks[c].last);
-    clock_s += chunk.backward_s;
-    if (chunk.param_bytes <= 0) continue;  // nothing to send, nothing to wait for
-    clock_s += cluster.host.stream_sync_s;
-    ready_s.push_back(clock_s);
-    stage_s.push_back(cgdp_chunk_stage_s(chunk.param_bytes, cluster, per_machine));
-  }
-  return std::max(clock_s, flow_shop_end_s(ready_s, stage_s));
-}
 
 CgdpChunks resolve_cgdp_chunks(const Profile& profile, const Cluster& cluster, int64_t workers,
                                StrategyConfig& config) {

@@ -1,8 +1,10 @@
 // Pieces the data-parallel cost models share (dp-ps, dp-ring, dp-overlap,
 // pipesgd, cgdp, parallax): the common prediction skeleton, the `algorithm`
 // key, gradient buckets in backward order, the in-order pipeline of transfer
-// stages, where workers sit on the machines, and the per-strategy defaults,
-// chunks and byte counts that the plans (sim/plan) read as well.
+// stages, where workers sit on the machines, the per-strategy times that the
+// searches of sim/search price (dp-overlap's buckets, pipesgd's segments,
+// cgdp's chunks), and the defaults and byte counts that the plans (sim/plan)
+// read as well. The settings those searches choose: data_parallel_settings.hpp.
 #pragma once
 
 #include <cstdint>
@@ -63,11 +65,6 @@ inline constexpr double kDefaultBucketBytes = 25e6;
 double overlap_backward_end_s(const Profile& profile, const Cluster& cluster, int64_t workers,
                               CollectiveAlgorithm algorithm, double bucket_bytes);
 
-// dp-overlap's key `bucket_bytes`: as given, else the bucket size with the
-// least overlap_backward_end_s (sim/search/sync_size.hpp), recorded.
-double resolve_bucket_bytes(const Profile& profile, const Cluster& cluster, int64_t workers,
-                            CollectiveAlgorithm algorithm, StrategyConfig& config);
-
 // pipesgd's settings and the communication its iteration exposes.
 struct PipeSgdSettings {
   int64_t workers = 1;
@@ -85,11 +82,6 @@ struct PipeSgdTimes {
   double exposed_s = 0;
 };
 PipeSgdTimes pipesgd_times(const Profile& profile, const Cluster& cluster, const PipeSgdSettings& settings);
-
-// pipesgd's keys width, compression, algorithm, warmup and `segments`: segments as
-// given, else the S with the least iteration time (sim/search/sync_size.hpp),
-// recorded.
-PipeSgdSettings resolve_pipesgd_settings(const Profile& profile, const Cluster& cluster, StrategyConfig& config);
 
 // A plan holds every segment's ops: at most this many segments.
 inline constexpr int64_t kMaxPlanSegments = 4096;
@@ -113,17 +105,6 @@ double wire_fraction(const std::string& compression);
 // parameter-free layers below the first parameter layer form a chunk of their
 // own that transfers nothing. InputError naming chunk_size if k > l.
 std::vector<LayerRange> seed_chunk_layout(const Profile& profile, int64_t chunk_size);
-
-// cgdp's chunks: keys "chunks" (explicit ranges) or "chunk_size"
-// (seed_chunk_layout), not both. With neither, the exact optimal chunking of
-// the cgdp model on `workers` devices (sim/search/chunk.hpp), recorded as
-// "chunks"; one worker synchronizes nothing and keeps chunk size 1.
-struct CgdpChunks {
-  std::vector<LayerRange> ranges;  // ascending, covering every layer
-  std::string source;              // "given", "chunk_size K" or "exact optimum"
-};
-CgdpChunks resolve_cgdp_chunks(const Profile& profile, const Cluster& cluster, int64_t workers,
-                               StrategyConfig& config);
 
 // cgdp, docs/equations.md §7: backward time T with `chunks` (ascending, covering
 // every layer) on `workers` devices: each chunk's backward, then t_as if it has

@@ -6,29 +6,11 @@
 #include "model/units.hpp"
 #include "sim/cost/common.hpp"
 #include "sim/cost/data_parallel.hpp"
-#include "sim/cost/strategies.hpp"
+#include "sim/cost/data_parallel_settings.hpp"
+#include "sim/cost/models.hpp"
 #include "sim/search/sync_size.hpp"
 
 namespace trainsim {
-
-// Buckets fill in reverse layer order and close when a layer brings them to
-// bucket_bytes; bucket b's AllReduce (+ t_sync) starts at max(its last layer's
-// backward end, the end of bucket b-1's AllReduce);
-// t = Σfw + max(Σbw, end of the last AllReduce) + update.
-double overlap_backward_end_s(const Profile& profile, const Cluster& cluster, int64_t workers,
-                              CollectiveAlgorithm algorithm, double bucket_bytes) {
-  const double backward_s = model_totals(profile).backward_s;
-  if (workers <= 1) return backward_s;
-  const LinkParams link = collective_link(cluster, workers);
-  std::vector<double> ready_s;
-  std::vector<std::vector<double>> allreduce_s_each;
-  for (const GradientGroup& b : group_gradients_by_bytes(profile, bucket_bytes)) {
-    ready_s.push_back(b.ready_s);
-    allreduce_s_each.push_back(
-        {allreduce_s(algorithm, b.bytes, workers, link) + collective_call_overhead_s(cluster, b.bytes, workers)});
-  }
-  return std::max(backward_s, flow_shop_end_s(ready_s, allreduce_s_each));
-}
 
 double resolve_bucket_bytes(const Profile& profile, const Cluster& cluster, int64_t workers,
                             CollectiveAlgorithm algorithm, StrategyConfig& config) {

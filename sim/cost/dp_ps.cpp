@@ -4,7 +4,7 @@
 // parallel training". The server is device 0 or the host's CPU memory.
 #include "sim/cost/common.hpp"
 #include "sim/cost/data_parallel.hpp"
-#include "sim/cost/strategies.hpp"
+#include "sim/cost/models.hpp"
 
 namespace trainsim {
 namespace {

@@ -3,7 +3,7 @@
 // then the update. Nothing overlaps the communication (seeds 002 and 004).
 #include "sim/cost/common.hpp"
 #include "sim/cost/data_parallel.hpp"
-#include "sim/cost/strategies.hpp"
+#include "sim/cost/models.hpp"
 
 namespace trainsim {
 

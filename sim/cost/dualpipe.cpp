@@ -6,8 +6,9 @@
 
 #include "sim/cost/collective.hpp"
 #include "sim/cost/common.hpp"
+#include "sim/cost/models.hpp"
+#include "sim/cost/pipeline_settings.hpp"
 #include "sim/cost/stages.hpp"
-#include "sim/cost/strategies.hpp"
 
 namespace trainsim {
 namespace {

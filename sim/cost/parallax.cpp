@@ -8,30 +8,9 @@
 
 #include "sim/cost/common.hpp"
 #include "sim/cost/data_parallel.hpp"
-#include "sim/cost/strategies.hpp"
+#include "sim/cost/models.hpp"
 
 namespace trainsim {
-
-VariableBytes variable_bytes(const Profile& profile) {
-  VariableBytes v;
-  for (const LayerProfile& l : profile.layers) {
-    if (l.sparse) {
-      v.sparse += l.param_bytes;
-      v.sparse_touched += l.sparsity * l.param_bytes;
-    } else {
-      v.dense += l.param_bytes;
-    }
-  }
-  return v;
-}
-
-double sparse_union_bytes(const Profile& profile, int64_t d) {
-  double bytes = 0;
-  for (const LayerProfile& l : profile.layers) {
-    if (l.sparse) bytes += l.param_bytes * (1.0 - std::pow(1.0 - l.sparsity, static_cast<double>(d)));
-  }
-  return bytes;
-}
 
 namespace {
 

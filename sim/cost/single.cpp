@@ -1,7 +1,7 @@
 // `single`: one device runs forward, backward and the optimizer update
 // back to back; the baseline of every speedup.
 #include "sim/cost/common.hpp"
-#include "sim/cost/strategies.hpp"
+#include "sim/cost/models.hpp"
 
 namespace trainsim {
 

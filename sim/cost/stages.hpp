@@ -1,8 +1,8 @@
 // Pipeline stages, shared by the pipeline cost models (pipedream,
 // pipedream-sync, dualpipe, gpipe, dsp), their plan generators and the
-// partition search: resolving a partition and its replication (and GPipe's
-// micro-batches, DSP's queues) from the settings, placing stages on devices,
-// and the per-stage sums and boundary traffic every schedule runs on.
+// partition search: placing stages on devices, the per-stage sums and
+// boundary traffic every schedule runs on, and the memory of a stage. Choosing
+// the partition from the settings is pipeline_settings.hpp.
 #pragma once
 
 #include <cstdint>
@@ -92,24 +92,6 @@ const LinkSpec& link_spanning(int64_t first_device, int64_t last_device, const C
 Pipeline build_pipeline(const Profile& profile, const Cluster& cluster, const std::vector<LayerRange>& ranges,
                         const std::vector<int64_t>& replicas);
 
-// How a pipeline strategy chooses the partition the user did not give: the
-// partition search's objective for its schedule, and whether it replicates
-// stages by default (key `replicate`; PipeDream's optimizer does, the straight
-// pipelines of DualPipe, GPipe and DSP do not).
-enum class PartitionObjective;  // sim/search/partition.hpp
-
-struct PartitionDefaults {
-  PartitionObjective objective{};  // value 0: 1F1B
-  bool replicate = false;
-};
-
-// Each pipeline strategy's defaults, shared by its cost model and its plan.
-extern const PartitionDefaults kPipedreamPartition;      // 1F1B, replicated
-extern const PartitionDefaults kPipedreamSyncPartition;  // 1F1B, straight (seed 000 runs it so)
-extern const PartitionDefaults kDualpipePartition;       // DualPipe's F+B unit, straight
-extern const PartitionDefaults kGpipePartition;          // GPipe with its bubble, straight
-extern const PartitionDefaults kDspPartition;            // DSP with recomputation, straight
-
 // SpecTrain's work on stage k of `pipe` (seed 000 eqs. 1, 4-6), per task of
 // one replica: the forward predicts s = 2S − k − 2 versions ahead and the
 // backward s = k, each a pass over the stage's weights when s > 0
@@ -120,25 +102,6 @@ struct SpecTrainWork {
   double update_s = 0;
 };
 SpecTrainWork spectrain_work(const Pipeline& pipe, int64_t k);
-
-// The partition search for K stages over n layers works in time and memory
-// growing with K·n; a stage count that the search chooses ranges for is held
-// to K·n <= kMaxPartitionCells (about a second; docs/simulator.md "Limits").
-// Stage ranges given in full need no search and are not held to it.
-inline constexpr int64_t kMaxPartitionCells = 1'000'000;
-
-// Reads `stages` (ranges, or an integer stage count K) and, with
-// read_replicas, `replicas` (default 1 per stage) and `replicate`, checks them
-// against the profile and cluster (InputError naming --set stages / --set
-// replicas) and builds the pipeline. Without `stages` and `replicas`: with
-// `replicate` the partition search (sim/search/partition.hpp) places stages
-// and replicas over every device; otherwise K = the cluster's devices capped
-// at the layer count and at kMaxPartitionCells / layers, searched straight
-// (K = len(replicas) balanced when only replicas are given). The chosen
-// partition is recorded into the config and explained in `notes`.
-Pipeline resolve_pipeline(const Profile& profile, const Cluster& cluster, StrategyConfig& config,
-                          std::vector<std::string>& notes, const PartitionDefaults& defaults,
-                          bool read_replicas = true);
 
 // One device's breakdown of an iteration: compute, exposed communication and
 // transfer waits as given, the rest of iteration_s is idle from imbalance.
@@ -164,24 +127,5 @@ std::vector<DeviceMemory> weight_stashing_memory(const Profile& profile, const P
 
 // One entry per device used: each stage's memory repeated for its replicas.
 std::vector<DeviceMemory> per_device_memory(const Pipeline& pipeline, const std::vector<DeviceMemory>& per_stage);
-
-// GPipe's micro-batches per mini-batch, key `microbatches`: default 4·stages
-// (GPipe's advice that M >= 4K makes the bubble negligible) but no more than
-// the batch_size samples; InputError naming --set microbatches above that.
-int64_t resolve_microbatches(StrategyConfig& config, int64_t stages, int64_t batch_size,
-                             std::vector<std::string>& notes);
-
-// DSP's FIFO queue lengths (seed 001 §3.3), one entry per block.
-struct DspQueues {
-  std::vector<int64_t> p;  // output queue P_k holds 1 + p_k batches
-  std::vector<int64_t> m;  // input queue M_k holds 1 + m_k; m_k is block k's staleness Δt_k (§3.3)
-  std::vector<int64_t> q;  // gradient queue Q_k holds 1 + q_k; follows from p and m
-};
-
-// Key `queues`: {"p": [...], "m": [...]}, checked against §3.2's ordering
-// (InputError naming --set queues), q derived as m_k - m_{k+1} - p_k - 1;
-// default the paper's smallest setting DSP(1,...,1,0; 2(K-1),...,2,0).
-// Records the resolved lengths.
-DspQueues resolve_dsp_queues(StrategyConfig& config, int64_t blocks, std::vector<std::string>& notes);
 
 }  // namespace trainsim

@@ -1,5 +1,6 @@
-// The strategies' closed-form cost models, one file each, behind one
-// signature; the registry (registry.cpp) is the only place that names them.
+// The strategy registry: each strategy's cost model (models.hpp) and plan
+// generator (sim/plan/generators.hpp) with its settings; registry.cpp is the
+// only place that names them all.
 #pragma once
 
 #include <string>
@@ -8,21 +9,12 @@
 
 #include "profiles/cluster.hpp"
 #include "profiles/profile.hpp"
+#include "sim/cost/models.hpp"
 #include "sim/cost/prediction.hpp"
 #include "sim/cost/strategy_config.hpp"
+#include "sim/plan/generators.hpp"
 
 namespace trainsim {
-
-// A cost model reads its settings through `config` (so unknown keys are caught
-// and defaults are echoed) and returns a prediction with every field but
-// speedup_vs_single, which the driver fills against `single`.
-using CostModel = Prediction (*)(const Profile& profile, const Cluster& cluster, StrategyConfig& config);
-
-struct Plan;
-// A plan generator reads the same settings as the cost model (and resolves
-// the same defaults), and writes the ops of `iterations` training iterations.
-using PlanGenerator = Plan (*)(const Profile& profile, const Cluster& cluster, StrategyConfig& config,
-                               int32_t iterations);
 
 struct StrategyInfo {
   std::string id;                 // "dp-ring"
@@ -48,31 +40,5 @@ Prediction predict_strategy(const StrategyInfo& strategy, const Profile& profile
 // Generates one strategy's plan on its own settings, checking every key was used.
 Plan generate_plan(const StrategyInfo& strategy, const Profile& profile, const Cluster& cluster,
                    StrategyConfig config, int32_t iterations);
-
-Prediction predict_single(const Profile&, const Cluster&, StrategyConfig&);
-Prediction predict_dp_ps(const Profile&, const Cluster&, StrategyConfig&);
-Prediction predict_dp_ring(const Profile&, const Cluster&, StrategyConfig&);
-Prediction predict_dp_overlap(const Profile&, const Cluster&, StrategyConfig&);
-Prediction predict_pipesgd(const Profile&, const Cluster&, StrategyConfig&);
-Prediction predict_cgdp(const Profile&, const Cluster&, StrategyConfig&);
-Prediction predict_pipedream(const Profile&, const Cluster&, StrategyConfig&);
-Prediction predict_pipedream_sync(const Profile&, const Cluster&, StrategyConfig&);
-Prediction predict_dualpipe(const Profile&, const Cluster&, StrategyConfig&);
-Prediction predict_gpipe(const Profile&, const Cluster&, StrategyConfig&);
-Prediction predict_dsp(const Profile&, const Cluster&, StrategyConfig&);
-Prediction predict_parallax(const Profile&, const Cluster&, StrategyConfig&);
-
-Plan plan_single(const Profile&, const Cluster&, StrategyConfig&, int32_t iterations);
-Plan plan_dp_ps(const Profile&, const Cluster&, StrategyConfig&, int32_t iterations);
-Plan plan_dp_ring(const Profile&, const Cluster&, StrategyConfig&, int32_t iterations);
-Plan plan_dp_overlap(const Profile&, const Cluster&, StrategyConfig&, int32_t iterations);
-Plan plan_pipesgd(const Profile&, const Cluster&, StrategyConfig&, int32_t iterations);
-Plan plan_cgdp(const Profile&, const Cluster&, StrategyConfig&, int32_t iterations);
-Plan plan_pipedream(const Profile&, const Cluster&, StrategyConfig&, int32_t iterations);
-Plan plan_pipedream_sync(const Profile&, const Cluster&, StrategyConfig&, int32_t iterations);
-Plan plan_dualpipe(const Profile&, const Cluster&, StrategyConfig&, int32_t iterations);
-Plan plan_gpipe(const Profile&, const Cluster&, StrategyConfig&, int32_t iterations);
-Plan plan_dsp(const Profile&, const Cluster&, StrategyConfig&, int32_t iterations);
-Plan plan_parallax(const Profile&, const Cluster&, StrategyConfig&, int32_t iterations);
 
 }  // namespace trainsim

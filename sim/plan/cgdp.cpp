@@ -5,8 +5,10 @@
 // of the machine sum the devices' copies (B-5-1), and the sum is copied back
 // on the host-to-device stream (B-5-2), all while backward goes on. Across
 // machines, the hosts all-reduce each chunk before copying it back.
-#include "sim/cost/strategies.hpp"
+#include "sim/cost/data_parallel_settings.hpp"
+#include "sim/cost/models.hpp"
 #include "sim/plan/data_parallel_plan.hpp"
+#include "sim/plan/generators.hpp"
 #include "sim/plan/plan.hpp"
 
 namespace trainsim {

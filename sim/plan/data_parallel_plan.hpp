@@ -15,7 +15,7 @@
 #include "model/error.hpp"
 #include "sim/cost/common.hpp"
 #include "sim/cost/data_parallel.hpp"
-#include "sim/cost/strategies.hpp"
+#include "sim/cost/models.hpp"
 #include "sim/cost/strategy_config.hpp"
 #include "sim/plan/plan.hpp"
 

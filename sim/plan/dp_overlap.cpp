@@ -5,8 +5,10 @@
 // waits for the last bucket.
 #include <map>
 
-#include "sim/cost/strategies.hpp"
+#include "sim/cost/data_parallel_settings.hpp"
+#include "sim/cost/models.hpp"
 #include "sim/plan/data_parallel_plan.hpp"
+#include "sim/plan/generators.hpp"
 #include "sim/plan/plan.hpp"
 
 namespace trainsim {

@@ -6,8 +6,9 @@
 // gradients to host memory, host threads sum them, the sum goes back and
 // every device updates; devices of other machines relay through the network.
 #include "sim/cost/collective.hpp"
-#include "sim/cost/strategies.hpp"
+#include "sim/cost/models.hpp"
 #include "sim/plan/data_parallel_plan.hpp"
+#include "sim/plan/generators.hpp"
 #include "sim/plan/plan.hpp"
 
 namespace trainsim {

@@ -2,8 +2,9 @@
 // then all workers AllReduce every gradient at once (algorithm from the
 // `algorithm` setting, ring by default), then each updates. Nothing overlaps
 // the collective, so the simulated iteration equals predict_dp_ring's.
-#include "sim/cost/strategies.hpp"
+#include "sim/cost/models.hpp"
 #include "sim/plan/data_parallel_plan.hpp"
+#include "sim/plan/generators.hpp"
 #include "sim/plan/plan.hpp"
 
 namespace trainsim {

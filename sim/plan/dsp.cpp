@@ -8,8 +8,9 @@
 #include <vector>
 
 #include "sim/cost/common.hpp"
+#include "sim/cost/pipeline_settings.hpp"
 #include "sim/cost/stages.hpp"
-#include "sim/cost/strategies.hpp"
+#include "sim/plan/generators.hpp"
 #include "sim/plan/pipeline_plan.hpp"
 
 namespace trainsim {
@@ -26,7 +27,7 @@ double block_static_bytes(const Profile& profile, const PipelineStage& s, const 
 }
 
 // Block k's steps (seed 001 §3.3). In the cost model's derivation
-// (stages.hpp, resolve_dsp_queues) block k+1 forwards a batch p_k + 1 steps
+// (pipeline_settings.hpp, resolve_dsp_queues) block k+1 forwards a batch p_k + 1 steps
 // after block k, and block k runs its backward m_k = p_k + 1 + m_{k+1} + q_k
 // steps after its forward: at step t it forwards batch t − D_k,
 // D_k = Σ_{j<k} (p_j + 1), and runs the backward of batch t − D_k − m_k. A

@@ -7,8 +7,9 @@
 #include <vector>
 
 #include "sim/cost/common.hpp"
+#include "sim/cost/pipeline_settings.hpp"
 #include "sim/cost/stages.hpp"
-#include "sim/cost/strategies.hpp"
+#include "sim/plan/generators.hpp"
 #include "sim/plan/pipeline_plan.hpp"
 
 namespace trainsim {

@@ -7,8 +7,9 @@
 // one after another, as predict_parallax adds them.
 #include <string>
 
-#include "sim/cost/strategies.hpp"
+#include "sim/cost/models.hpp"
 #include "sim/plan/data_parallel_plan.hpp"
+#include "sim/plan/generators.hpp"
 #include "sim/plan/plan.hpp"
 
 namespace trainsim {

@@ -5,8 +5,9 @@
 // replicated); a backward reads the weight version its forward read.
 #include <vector>
 
+#include "sim/cost/pipeline_settings.hpp"
 #include "sim/cost/stages.hpp"
-#include "sim/cost/strategies.hpp"
+#include "sim/plan/generators.hpp"
 #include "sim/plan/pipeline_plan.hpp"
 
 namespace trainsim {

@@ -9,8 +9,9 @@
 #include <vector>
 
 #include "model/error.hpp"
+#include "sim/cost/pipeline_settings.hpp"
 #include "sim/cost/stages.hpp"
-#include "sim/cost/strategies.hpp"
+#include "sim/plan/generators.hpp"
 #include "sim/plan/pipeline_plan.hpp"
 
 namespace trainsim {

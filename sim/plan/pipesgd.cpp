@@ -8,8 +8,10 @@
 #include <string>
 
 #include "model/error.hpp"
-#include "sim/cost/strategies.hpp"
+#include "sim/cost/data_parallel_settings.hpp"
+#include "sim/cost/models.hpp"
 #include "sim/plan/data_parallel_plan.hpp"
+#include "sim/plan/generators.hpp"
 #include "sim/plan/plan.hpp"
 
 namespace trainsim {

@@ -2,8 +2,9 @@
 // layer group, the backward in reverse, then the optimizer update, back to
 // back (predict_single). Parameter-free layers join the next layer's op, so a
 // deep network's trace stays readable and its plan small.
-#include "sim/cost/strategies.hpp"
+#include "sim/cost/models.hpp"
 #include "sim/plan/data_parallel_plan.hpp"
+#include "sim/plan/generators.hpp"
 #include "sim/plan/plan.hpp"
 
 namespace trainsim {

@@ -5,7 +5,6 @@
 
 #include "model/error.hpp"
 #include "sim/cost/data_parallel.hpp"
-#include "sim/cost/strategies.hpp"
 
 namespace trainsim::chunk_detail {
 

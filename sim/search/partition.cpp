@@ -1,5 +1,6 @@
 // Partition search: bisection on the bottleneck over a suffix recursion of
 // fewest workers (see partition.hpp for the objective and the complexity).
+// PipeDream's hierarchical form is partition_hierarchical.cpp.
 #include "sim/search/partition.hpp"
 
 #include <algorithm>
@@ -11,177 +12,13 @@
 #include "model/units.hpp"
 #include "sim/cost/common.hpp"
 #include "sim/cost/stages.hpp"
+#include "sim/search/partition_costs.hpp"
 
 namespace trainsim {
+namespace partition_detail {
 namespace {
 
-constexpr int64_t kNone = std::numeric_limits<int64_t>::max() / 4;
 constexpr double kRelativeTolerance = 1e-12;
-
-// Prefix sums of one profile under one objective: every stage and boundary
-// cost and every stage's memory in O(1). Ranges are half-open [i, j) over
-// 0-based layers.
-class Costs {
- public:
-  Costs(const Profile& profile, const Cluster& cluster, PartitionObjective objective, double memory_limit_bytes,
-        const LinkSpec& link)
-      : objective_(objective), link_(link), limit_bytes_(memory_limit_bytes) {
-    n_ = static_cast<int64_t>(profile.layers.size());
-    compute_.assign(n_ + 1, 0.0);
-    forward_.assign(n_ + 1, 0.0);
-    params_.assign(n_ + 1, 0.0);
-    activations_.assign(n_ + 1, 0.0);
-    std::vector<double> workspace;
-    for (int64_t l = 0; l < n_; ++l) {
-      const LayerProfile& layer = profile.layers[l];
-      // With the layer's update (measured, or from its bytes): C_k's U_k.
-      compute_[l + 1] = compute_[l] + layer.forward_s + layer.backward_s + range_update_s(profile, l, l, cluster);
-      forward_[l + 1] = forward_[l] + layer.forward_s;
-      params_[l + 1] = params_[l] + layer.param_bytes;
-      activations_[l + 1] = activations_[l] + layer.activation_bytes;
-      workspace.push_back(layer.workspace_bytes.value_or(0.0));
-    }
-    build_workspace_table(workspace);
-    // cut_s_[c]: the boundary after layer c-1; the bytes a cut carries depend
-    // only on where it lies (every layer before it read by a layer after it).
-    std::vector<LayerRange> ranges;
-    for (int64_t l = 0; l < n_; ++l) ranges.push_back({l, l});
-    const std::vector<double> bytes = boundary_bytes(profile, ranges);
-    cut_s_.assign(n_ + 1, 0.0);
-    cut_bytes_.assign(n_ + 1, 0.0);
-    for (int64_t c = 1; c < n_; ++c) {
-      cut_bytes_[c] = bytes[c - 1];
-      cut_s_[c] = boundary_s(bytes[c - 1]);
-    }
-  }
-
-  int64_t layers() const { return n_; }
-  const LinkSpec& link() const { return link_; }
-  double cut_s(int64_t c) const { return cut_s_[c]; }
-  double params_bytes(int64_t i, int64_t j) const { return params_[j] - params_[i]; }
-  double limit_bytes() const { return limit_bytes_; }
-  void set_limit_bytes(double limit_bytes) { limit_bytes_ = limit_bytes; }
-  bool limited() const { return std::isfinite(limit_bytes_); }
-  // DSP's memory counts the bytes leaving a stage, not monotone in its end.
-  bool memory_needs_every_end() const { return limited() && objective_ == PartitionObjective::kDsp; }
-
-  // docs/equations.md §4's ΣT_l with the update (C_k), plus DSP's recompute R_k.
-  double compute_s(int64_t i, int64_t j) const {
-    double c = compute_[j] - compute_[i];
-    if (objective_ == PartitionObjective::kDsp && j < n_) c += forward_[j] - forward_[i];
-    return c;
-  }
-
-  // docs/equations.md §4: T(i→j, m) = (1/m)·max(C, W^m).
-  double stage_s(int64_t i, int64_t j, int64_t replicas) const {
-    const double sync = weight_sync_s(replicas, params_bytes(i, j), link_);
-    return replicated_stage_s(compute_s(i, j), replicas, sync);
-  }
-
-  // One device's memory of stage [i, j) with `replicas`, followed by stages
-  // holding `later_workers` devices in `later_stages` stages; the formulas of
-  // partition.hpp, i.e. what stage_memory and the schedule's cost model add.
-  double memory_bytes(int64_t i, int64_t j, int64_t replicas, int64_t later_workers, int64_t later_stages) const {
-    const double w = params_bytes(i, j);
-    const double kept = activations_[j] - activations_[i] + cut_bytes_[i];  // a_k + i_k
-    const double base = 3.0 * w + workspace_max(i, j);                    // weights, gradients, momentum
-    switch (objective_) {
-      case PartitionObjective::kOneFOneB: {  // weight_stashing_memory
-        const int64_t in_flight = (later_workers + 2 * replicas - 1) / replicas;
-        return base + static_cast<double>(in_flight) * kept + static_cast<double>(in_flight - 1) * w;
-      }
-      case PartitionObjective::kDualPipe: {  // predict_dualpipe, SpecTrain's three extra copies
-        const int64_t in_flight = (2 * later_stages + replicas) / replicas;
-        return base + static_cast<double>(in_flight) * kept + 3.0 * w;
-      }
-      case PartitionObjective::kGPipe:  // predict_gpipe: the replica's share of the micro-batches
-        return base + kept / static_cast<double>(replicas);
-      case PartitionObjective::kDsp:  // predict_dsp: m_k = 2·later, p_k = 1, q_k = 0 but on the last block
-        return base + kept +
-               (later_stages > 0 ? 2.0 * static_cast<double>(later_stages) * cut_bytes_[i] + 3.0 * cut_bytes_[j] : 0.0);
-    }
-    return base;
-  }
-
-  bool memory_ok(int64_t i, int64_t j, int64_t replicas, int64_t later_workers, int64_t later_stages) const {
-    return !limited() || memory_bytes(i, j, replicas, later_workers, later_stages) <= limit_bytes_;
-  }
-
-  // Fewest replicas (at most max_replicas) keeping stage [i, j) within x and
-  // the memory limit, or kNone. Time: C/r falls with r while W^r/r =
-  // 2w/B·(r-1)/r rises, so the replicas within x form an interval; memory
-  // never grows with r (fewer batches in flight per replica), so the answer
-  // is the smallest r of the interval that fits, found by bisection.
-  int64_t replicas_within(int64_t i, int64_t j, double x, int64_t max_replicas, int64_t later_workers,
-                          int64_t later_stages) const {
-    const int64_t r = fastest_replicas_within(i, j, x, max_replicas);
-    if (r == kNone || memory_ok(i, j, r, later_workers, later_stages)) return r;
-    if (!memory_ok(i, j, max_replicas, later_workers, later_stages)) return kNone;
-    int64_t bad = r, good = max_replicas;
-    while (good - bad > 1) {
-      const int64_t mid = bad + (good - bad) / 2;
-      (memory_ok(i, j, mid, later_workers, later_stages) ? good : bad) = mid;
-    }
-    return stage_s(i, j, good) <= x ? good : kNone;
-  }
-
- private:
-  // The smallest r (at most max_replicas) with stage_s(i, j, r) <= x, or kNone.
-  int64_t fastest_replicas_within(int64_t i, int64_t j, double x, int64_t max_replicas) const {
-    if (max_replicas < 1 || x <= 0) return kNone;
-    const double want = std::ceil(compute_s(i, j) / x);
-    if (want > static_cast<double>(max_replicas) + 1) return kNone;
-    int64_t r = std::max<int64_t>(1, static_cast<int64_t>(want));
-    if (r > 1 && stage_s(i, j, r - 1) <= x) --r;  // ceil may overshoot by rounding
-    if (r <= max_replicas && stage_s(i, j, r) <= x) return r;
-    if (r + 1 <= max_replicas && stage_s(i, j, r + 1) <= x) return r + 1;
-    return kNone;
-  }
-
-  double boundary_s(double bytes) const {
-    return objective_ == PartitionObjective::kDualPipe ? transfer_s(bytes, link_) : boundary_comm_s(bytes, link_);
-  }
-
-  // Sparse table: workspace_[p][l] = max workspace of layers [l, l + 2^p).
-  void build_workspace_table(const std::vector<double>& workspace) {
-    workspace_.push_back(workspace);
-    for (int64_t p = 1; (int64_t{1} << p) <= n_; ++p) {
-      const std::vector<double>& below = workspace_.back();
-      std::vector<double> row(static_cast<size_t>(n_ - (int64_t{1} << p) + 1));
-      for (size_t l = 0; l < row.size(); ++l) row[l] = std::max(below[l], below[l + (size_t{1} << (p - 1))]);
-      workspace_.push_back(std::move(row));
-    }
-  }
-
-  double workspace_max(int64_t i, int64_t j) const {
-    int p = 0;
-    while ((int64_t{2} << p) <= j - i) ++p;
-    return std::max(workspace_[p][i], workspace_[p][j - (int64_t{1} << p)]);
-  }
-
-  PartitionObjective objective_;
-  LinkSpec link_;
-  double limit_bytes_ = 0;
-  int64_t n_ = 0;
-  std::vector<double> compute_, forward_, params_, activations_, cut_s_, cut_bytes_;
-  std::vector<std::vector<double>> workspace_;
-};
-
-struct Choice {
-  int64_t next = 0;  // the stage starting at i ends before layer `next`
-  int64_t replicas = 1;
-};
-
-// What one level of the suffix recursion knows of the stages after its first:
-// later_stages is exact only when levels count stages exactly (else -1), and
-// terminal is the value of the empty suffix (0, or kNone when exactly k >= 1
-// more stages must follow).
-struct Level {
-  int64_t later_stages = -1;
-  int64_t terminal = 0;
-  int64_t begin = 0;   // the layers [begin, end) to cover; end < 0 = every layer
-  int64_t end = -1;
-};
 
 // DSP with a memory limit (one replica per block): every end j of a stage
 // from i, stopping once the stage alone exceeds x (its time grows with j
@@ -224,6 +61,8 @@ void relax_every_end(const Costs& costs, double x, int64_t workers, const std::v
     push(i);
   }
 }
+
+}  // namespace
 
 // One level of the suffix recursion: cur[i] = fewest workers for layers
 // [i, n) given prev (the suffixes after the first stage; prev == cur for an
@@ -277,7 +116,7 @@ void fill_memory(const Costs& costs, std::vector<PartitionStage>& stages) {
 }
 
 std::vector<PartitionStage> follow(const Costs& costs, const std::vector<std::vector<Choice>>& levels,
-                                   int64_t top_level, int64_t begin = 0, int64_t end = -1) {
+                                   int64_t top_level, int64_t begin, int64_t end) {
   std::vector<PartitionStage> stages;
   int64_t i = begin;
   for (int64_t k = top_level; i < (end < 0 ? costs.layers() : end); k = std::max<int64_t>(0, k - 1)) {
@@ -288,6 +127,68 @@ std::vector<PartitionStage> follow(const Costs& costs, const std::vector<std::ve
   fill_memory(costs, stages);
   return stages;
 }
+
+// The objective's bottleneck of a partition, before GPipe's bubble factor.
+double bottleneck_of(const Costs& costs, const std::vector<PartitionStage>& stages) {
+  double worst = 0;
+  for (size_t k = 0; k < stages.size(); ++k) {
+    worst = std::max(worst, stages[k].time_s);
+    if (k > 0) worst = std::max(worst, costs.cut_s(stages[k].layers.first));
+  }
+  return worst;
+}
+
+// Smallest x in [lo, hi] that `fits`, hi known to fit, to a relative
+// tolerance; returns the partition found at the final hi. With `reached`
+// (the bottleneck a partition attains, the x it needs): a partition found
+// within x lowers hi to what it attains, and, since the optimum is some
+// partition's attained value, hi is optimal once nothing fits just below
+// it, which ends the search after one more fit rather than after the
+// bisection has closed the whole gap below.
+std::vector<PartitionStage> bisect(double lo, double hi, const Fitter& fits, const Reached& reached) {
+  std::vector<PartitionStage> best = fits(hi);
+  TRAINSIM_CHECK(!best.empty(), "the bisection's upper bound must be feasible");
+  const auto lower_hi = [&](double x, std::vector<PartitionStage>&& found) {
+    hi = reached ? std::min(x, reached(found)) : x;
+    best = std::move(found);
+  };
+  if (reached) hi = std::min(hi, reached(best));
+  for (int iteration = 0; iteration < 200 && hi - lo > kRelativeTolerance * hi; ++iteration) {
+    const double mid = 0.5 * (lo + hi);
+    std::vector<PartitionStage> found = fits(mid);
+    if (found.empty()) {
+      lo = mid;
+      continue;
+    }
+    lower_hi(mid, std::move(found));
+    if (!reached || hi - lo <= kRelativeTolerance * hi) continue;
+    const double below = hi * (1 - kRelativeTolerance);
+    found = fits(below);
+    if (found.empty()) {
+      lo = below;
+    } else {
+      lower_hi(below, std::move(found));
+    }
+  }
+  return best;
+}
+
+}  // namespace partition_detail
+
+namespace {
+
+using partition_detail::bisect;
+using partition_detail::bottleneck_of;
+using partition_detail::Choice;
+using partition_detail::Costs;
+using partition_detail::fill_memory;
+using partition_detail::Fitter;
+using partition_detail::follow;
+using partition_detail::hierarchical_partition;
+using partition_detail::kNone;
+using partition_detail::Level;
+using partition_detail::Reached;
+using partition_detail::relax;
 
 // How the stage count is bounded: free (one unlimited level), at most K
 // (level k: at most k+1 stages), exactly K (level k: exactly k+1 stages), or
@@ -328,54 +229,6 @@ std::vector<PartitionStage> fit(const Costs& costs, double x, int64_t workers, i
   return follow(costs, levels, best_level);
 }
 
-// The objective's bottleneck of a partition, before GPipe's bubble factor.
-double bottleneck_of(const Costs& costs, const std::vector<PartitionStage>& stages) {
-  double worst = 0;
-  for (size_t k = 0; k < stages.size(); ++k) {
-    worst = std::max(worst, stages[k].time_s);
-    if (k > 0) worst = std::max(worst, costs.cut_s(stages[k].layers.first));
-  }
-  return worst;
-}
-
-using Fitter = std::function<std::vector<PartitionStage>(double)>;
-using Reached = std::function<double(const std::vector<PartitionStage>&)>;
-
-// Smallest x in [lo, hi] that `fits`, hi known to fit, to a relative
-// tolerance; returns the partition found at the final hi. With `reached`
-// (the bottleneck a partition attains, the x it needs): a partition found
-// within x lowers hi to what it attains, and, since the optimum is some
-// partition's attained value, hi is optimal once nothing fits just below
-// it, which ends the search after one more fit rather than after the
-// bisection has closed the whole gap below.
-std::vector<PartitionStage> bisect(double lo, double hi, const Fitter& fits, const Reached& reached = {}) {
-  std::vector<PartitionStage> best = fits(hi);
-  TRAINSIM_CHECK(!best.empty(), "the bisection's upper bound must be feasible");
-  const auto lower_hi = [&](double x, std::vector<PartitionStage>&& found) {
-    hi = reached ? std::min(x, reached(found)) : x;
-    best = std::move(found);
-  };
-  if (reached) hi = std::min(hi, reached(best));
-  for (int iteration = 0; iteration < 200 && hi - lo > kRelativeTolerance * hi; ++iteration) {
-    const double mid = 0.5 * (lo + hi);
-    std::vector<PartitionStage> found = fits(mid);
-    if (found.empty()) {
-      lo = mid;
-      continue;
-    }
-    lower_hi(mid, std::move(found));
-    if (!reached || hi - lo <= kRelativeTolerance * hi) continue;
-    const double below = hi * (1 - kRelativeTolerance);
-    found = fits(below);
-    if (found.empty()) {
-      lo = below;
-    } else {
-      lower_hi(below, std::move(found));
-    }
-  }
-  return best;
-}
-
 double peak_memory_bytes(const std::vector<PartitionStage>& stages) {
   double peak = 0;
   for (const PartitionStage& s : stages) peak = std::max(peak, s.memory_bytes);
@@ -411,133 +264,6 @@ double peak_memory_bytes(const std::vector<PartitionStage>& stages) {
                        " (the smallest peak, on stage " + std::to_string(worst) + ", layers " +
                        std::to_string(best[worst].layers.first) + "-" + std::to_string(best[worst].layers.last) +
                        "), or more workers");
-}
-
-// ---- PipeDream's hierarchical search (docs/equations.md §4, "Hierarchical") ----
-// Level 1 splits a layer range over the devices of one machine on the intra
-// link; level 2 splits the model into ranges each run by whole machines,
-// T = (1/m)·max(A¹(range), W^m on the inter link), boundaries on the inter link.
-
-// Level 1 for one bottleneck y: reach[i] = the largest j such that layers
-// [i, j) split over at most `devices` devices of one machine keep every stage
-// and intra boundary within y (i when none). Feasible ranges shrink to
-// feasible ranges, so reach and each h_d below never decrease in i, and the
-// best first stage from i with r replicas ends at the last allowed cut before
-// E_r(i), its furthest end within y: O(D·N) two pointers plus O(D²·N).
-std::vector<int64_t> machine_reach(const Costs& intra, double y, int64_t devices, int64_t max_replicas) {
-  const int64_t n = intra.layers();
-  std::vector<std::vector<int64_t>> stage_end(static_cast<size_t>(max_replicas + 1), std::vector<int64_t>(n, 0));
-  for (int64_t r = 1; r <= max_replicas; ++r) {
-    int64_t e = 0;
-    for (int64_t i = 0; i < n; ++i) {
-      e = std::max(e, i);
-      while (e < n && intra.stage_s(i, e + 1, r) <= y) ++e;
-      stage_end[r][i] = e;
-    }
-  }
-  std::vector<int64_t> last_cut(n, -1);  // largest c <= e, c >= 1, whose intra boundary is within y
-  for (int64_t e = 1; e < n; ++e) last_cut[e] = intra.cut_s(e) <= y ? e : last_cut[e - 1];
-  std::vector<std::vector<int64_t>> h(static_cast<size_t>(devices + 1), std::vector<int64_t>(n));
-  for (int64_t i = 0; i < n; ++i) h[0][i] = i;
-  for (int64_t d = 1; d <= devices; ++d) {
-    for (int64_t i = 0; i < n; ++i) {
-      int64_t best = h[d - 1][i];
-      for (int64_t r = 1; r <= std::min(d, max_replicas); ++r) {
-        const int64_t e = stage_end[r][i];
-        if (e <= i) continue;
-        best = std::max(best, e);
-        const int64_t cut = e < n ? last_cut[e] : last_cut[n - 1];
-        if (d > r && e < n && cut > i) best = std::max(best, h[d - r][cut]);
-      }
-      h[d][i] = best;
-    }
-  }
-  return h[devices];
-}
-
-// Level 2 for one bottleneck x: fewest machines covering the model with
-// groups [i, j) on m machines, A¹(i, j) <= m·x (reach at y = m·x) and
-// W^m <= m·x; as relax, the smallest end of each run of equal suffix values
-// is best, and W^m/m grows with m so the smallest m reaching j is the only
-// candidate. Groups returned as stages (replicas = machines); empty when none.
-std::vector<PartitionStage> fit_machines(const Costs& inter, const Costs& intra, double x, int64_t machines,
-                                         int64_t devices, bool replicate) {
-  const int64_t n = inter.layers();
-  const int64_t max_machines = replicate ? machines : 1;
-  std::vector<std::vector<int64_t>> reach;
-  for (int64_t m = 1; m <= max_machines; ++m) {
-    reach.push_back(machine_reach(intra, static_cast<double>(m) * x, devices, replicate ? devices : 1));
-  }
-  std::vector<int64_t> g(n + 1, kNone);
-  std::vector<Choice> choice(n);
-  g[n] = 0;
-  std::vector<std::pair<int64_t, int64_t>> ends;
-  for (int64_t i = n - 1; i >= 0; --i) {
-    const int64_t j = i + 1;
-    if ((j == n || inter.cut_s(j) <= x) && g[j] < kNone) {
-      if (!ends.empty() && ends.back().first == g[j]) {
-        ends.back().second = j;
-      } else {
-        ends.emplace_back(g[j], j);
-      }
-    }
-    for (const auto& [v, end] : ends) {
-      if (v + 1 >= g[i]) continue;
-      for (int64_t m = 1; m <= std::min(max_machines, machines - v); ++m) {
-        if (reach[m - 1][i] < end) continue;
-        const double sync_s = weight_sync_s(m, inter.params_bytes(i, end), inter.link());
-        if (sync_s <= static_cast<double>(m) * x && v + m < g[i]) {
-          g[i] = v + m;
-          choice[i] = {end, m};
-        }
-        break;
-      }
-    }
-  }
-  if (g[0] > machines) return {};
-  std::vector<PartitionStage> groups;
-  for (int64_t i = 0; i < n; i = choice[i].next) groups.push_back({{i, choice[i].next - 1}, choice[i].replicas, 0, 0});
-  return groups;
-}
-
-// The level-1 optimum of layers [i, j) on one machine: its stages and A¹.
-std::vector<PartitionStage> machine_partition(const Costs& intra, int64_t i, int64_t j, int64_t devices,
-                                              bool replicate) {
-  const int64_t max_replicas = replicate ? devices : 1;
-  const Fitter fits = [&](double y) -> std::vector<PartitionStage> {
-    std::vector<int64_t> g(static_cast<size_t>(intra.layers() + 1), kNone);
-    std::vector<std::vector<Choice>> levels(1, std::vector<Choice>(intra.layers()));
-    relax(intra, y, devices, max_replicas, g, g, levels[0], {-1, 0, i, j});
-    if (g[i] > devices) return {};
-    return follow(intra, levels, 0, i, j);
-  };
-  const double lo = intra.compute_s(i, j) / static_cast<double>(devices) * (1 - 1e-9);
-  return bisect(lo, intra.stage_s(i, j, 1), fits, [&](const auto& stages) { return bottleneck_of(intra, stages); });
-}
-
-// Expands level-2 groups into their level-1 stages (replicas multiplied by
-// the group's machines) and charges the hierarchical objective.
-Partition expand_groups(const Costs& inter, const Costs& intra, const std::vector<PartitionStage>& groups,
-                        int64_t devices, bool replicate) {
-  Partition result;
-  result.hierarchical = true;
-  for (size_t g = 0; g < groups.size(); ++g) {
-    const int64_t i = groups[g].layers.first, j = groups[g].layers.last + 1, m = groups[g].replicas;
-    const std::vector<PartitionStage> inner = machine_partition(intra, i, j, devices, replicate);
-    const double sync_s = weight_sync_s(m, inter.params_bytes(i, j), inter.link());
-    const double group_s = std::max(bottleneck_of(intra, inner), sync_s) / static_cast<double>(m);
-    result.bottleneck_s = std::max(result.bottleneck_s, group_s);
-    if (g > 0) result.bottleneck_s = std::max(result.bottleneck_s, inter.cut_s(i));
-    for (PartitionStage s : inner) {
-      s.replicas *= m;
-      s.time_s /= static_cast<double>(m);
-      s.group = static_cast<int64_t>(g);
-      s.machines = m;
-      result.stages.push_back(s);
-    }
-  }
-  fill_memory(inter, result.stages);  // 1F1B over the flattened pipeline
-  return result;
 }
 
 // Fixed stages within x: each stage's fewest replicas from the last stage
@@ -618,10 +344,7 @@ Partition search_partition(const Profile& profile, const Cluster& cluster, const
     const Costs intra(profile, cluster, options.objective, std::numeric_limits<double>::infinity(),
                       cluster.intra_link);
     const int64_t machines = workers / per_machine;
-    const Fitter fits = [&](double x) {
-      return fit_machines(costs, intra, x, machines, per_machine, options.replicate);
-    };
-    Partition h = expand_groups(costs, intra, bisect(lo, x_any, fits), per_machine, options.replicate);
+    Partition h = hierarchical_partition(costs, intra, lo, x_any, machines, per_machine, options.replicate);
     if (!costs.limited() || peak_memory_bytes(h.stages) <= costs.limit_bytes()) return h;
   }
 

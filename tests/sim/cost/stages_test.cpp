@@ -11,6 +11,7 @@
 #include <limits>
 
 #include "model/error.hpp"
+#include "sim/cost/pipeline_settings.hpp"
 #include "tests/sim/cost/fixtures.hpp"
 
 namespace trainsim {

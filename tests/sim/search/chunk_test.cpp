@@ -13,6 +13,7 @@
 #include "profiles/analytic_profiler.hpp"
 #include "sim/cost/common.hpp"
 #include "sim/cost/data_parallel.hpp"
+#include "sim/search/chunk_heuristic.hpp"
 #include "tests/sim/cost/fixtures.hpp"
 
 namespace trainsim {
