@@ -36,11 +36,11 @@ Cluster nominal_cpu_cluster(int64_t workers) {
   return c;
 }
 
-IterationStats iteration_stats(const std::vector<double>& iteration_end_s, int32_t period) {
+IterationStats iteration_stats(const std::vector<double>& iteration_end_s, int32_t period, int32_t drain) {
   IterationStats s;
   const auto n = static_cast<int32_t>(iteration_end_s.size());
   if (n == 0) return s;
-  const SteadyState steady = steady_state(iteration_end_s, resolve_warmup_iterations(-1, n), period);
+  const SteadyState steady = steady_state(iteration_end_s, resolve_warmup_iterations(-1, n), period, drain);
   s.median_s = steady.iteration_s;
   s.min_s = steady.min_s;
   s.max_s = steady.max_s;
@@ -117,7 +117,8 @@ TrainingResult train(const Model& model, const Dataset& data, const Cluster& clu
   const Weights initial = init_weights(network, options.seed);
   r.exec = execute_plan(r.plan, network, initial, batches, exec);
 
-  r.iteration = iteration_stats(r.exec.iteration_end_s, r.plan.iteration_period);
+  r.iteration = iteration_stats(r.exec.iteration_end_s, r.plan.iteration_period,
+                                static_cast<int32_t>(std::min<int64_t>(r.plan.drain_iterations, INT32_MAX)));
   r.samples_per_s = r.iteration.median_s > 0 ? r.plan.samples_per_iteration / r.iteration.median_s : 0;
   for (int32_t first = 0; first < iterations; first += r.iterations_per_epoch) {
     const int32_t end = std::min(iterations, first + r.iterations_per_epoch);

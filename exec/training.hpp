@@ -69,8 +69,9 @@ double test_accuracy(const Network& network, const Weights& weights, const Datas
 // simulator's rule (steady_state): max(1, n/5) warm-up iterations left out at
 // the start and as many at the end when there are enough, intervals over whole
 // periods of `period` iterations (plan.iteration_period: a replicated stage
-// ends its iterations in groups).
-IterationStats iteration_stats(const std::vector<double>& iteration_end_s, int32_t period = 1);
+// ends its iterations in groups), after leaving out the last `drain`
+// iterations (plan.drain_iterations: those that end in the plan's own drain).
+IterationStats iteration_stats(const std::vector<double>& iteration_end_s, int32_t period = 1, int32_t drain = 0);
 
 // trainsim.run/1 (docs/formats.md).
 nlohmann::json training_to_json(const TrainingResult& r, const std::string& model, const std::string& devices,

@@ -2,6 +2,7 @@
 // profile (analytic and simulated), trains each for real on CPU threads, and
 // prints how far the predictions were from the measurements, with the op
 // groups the simulator got most wrong (trainsim.validation/1).
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <memory>
@@ -26,7 +27,10 @@ struct ValidateCliOptions {
   std::string data_dir;  // empty: kFashionMnistDir
   int64_t batch = 0;
   int32_t iterations = 40;
-  int32_t rounds = 3;
+  int32_t rounds = 5;
+  int32_t max_rounds = 0;  // 0: the larger of 15 and --rounds
+  double target_percent = 3;
+  double budget_s = 600;
   int64_t repeats = 100;
   uint64_t seed = 1;
   std::string json;
@@ -43,14 +47,31 @@ std::string percent(double fraction) {
   return text;
 }
 
+// The interval's half-width as a percentage of the median, and its coverage
+// when below the 90% asked by default.
+std::string uncertainty_text(const MedianInterval& m) {
+  if (!std::isfinite(m.relative_half_width)) return "?";
+  char text[48];
+  std::snprintf(text, sizeof text, "%.1f%%", 100.0 * m.relative_half_width);
+  std::string out = text;
+  if (m.coverage < 0.9) {
+    std::snprintf(text, sizeof text, " (at %.0f%%)", 100.0 * m.coverage);
+    out += text;
+  }
+  return out;
+}
+
 TextTable result_table(const Validation& v) {
   TextTable t;
-  t.header = {"strategy", "analytic", "simulated", "measured", "error analytic", "error simulated"};
-  t.right_aligned = {false, true, true, true, true, true};
+  t.header = {"strategy", "analytic", "simulated", "measured", "±", "rounds", "error analytic", "error simulated",
+              "verdict"};
+  t.right_aligned = {false, true, true, true, true, true, true, true, false};
   for (const StrategyValidation& r : v.results) {
     if (!r.skipped.empty()) continue;
     t.rows.push_back({r.strategy, format_seconds(r.predicted_analytic_s), format_seconds(r.predicted_simulated_s),
-                      format_seconds(r.measured_s), percent(r.error_analytic), percent(r.error_simulated)});
+                      format_seconds(r.measured_s), uncertainty_text(r.interval),
+                      std::to_string(r.measured_rounds_s.size()), percent(r.error_analytic),
+                      percent(r.error_simulated), r.verdict});
   }
   return t;
 }
@@ -71,6 +92,26 @@ void print_worst_ops(std::ostream& out, const StrategyValidation& r, int32_t cou
     if (g.first_layer >= 0) out << " layers " << g.first_layer << "-" << g.last_layer;
     out << ": simulated " << format_seconds(g.simulated_s) << ", measured " << format_seconds(g.measured_s) << " ("
         << percent(g.error) << ", " << g.count << " ops)\n";
+  }
+}
+
+// The capacity probe's spread over the run, and a plain statement when the
+// machine moved more than the target or left strategies unjudged.
+void print_machine_noise(std::ostream& out, const Validation& v, double target) {
+  int64_t run = 0, unjudged = 0;
+  for (const StrategyValidation& r : v.results) {
+    if (!r.skipped.empty()) continue;
+    ++run;
+    unjudged += r.verdict == "too noisy to judge";
+  }
+  out << "machine: capacity probe " << format_seconds(v.probe.median) << " (" << v.probe_s.size() << " probes, ± "
+      << uncertainty_text(v.probe) << ", range " << format_seconds(v.probe.samples > 0 ? *std::min_element(v.probe_s.begin(), v.probe_s.end()) : 0)
+      << " to " << format_seconds(v.probe.samples > 0 ? *std::max_element(v.probe_s.begin(), v.probe_s.end()) : 0)
+      << ")\n";
+  if (unjudged > 0) {
+    out << "the machine was too disturbed to judge " << unjudged << " of " << run
+        << " strategies: their rounds spread more than ±" << percent(target).substr(1)
+        << "; run again on a quieter machine, or with more --max-rounds or --budget\n";
   }
 }
 
@@ -95,6 +136,13 @@ void run_validate(const ValidateCliOptions& o, CommandContext& ctx) {
   options.batch_size = o.batch;
   options.iterations = o.iterations;
   options.rounds = o.rounds;
+  options.max_rounds = o.max_rounds > 0 ? o.max_rounds : std::max(15, o.rounds);
+  if (options.max_rounds < o.rounds) {
+    throw InputError("--max-rounds", std::to_string(o.max_rounds) + " is below --rounds " + std::to_string(o.rounds),
+                     "at least as many rounds as --rounds");
+  }
+  options.target_uncertainty = o.target_percent / 100;
+  options.budget_s = o.budget_s;
   options.profile_repeats = o.repeats;
   options.seed = o.seed;
   if (o.strategies != "all") options.strategies = parse_strategy_list(o.strategies, "--strategies");
@@ -112,11 +160,15 @@ void run_validate(const ValidateCliOptions& o, CommandContext& ctx) {
   }
   if (o.quiet || o.json == "-") return;
   ctx.out << model.name << " on " << o.devices << ", batch " << v.profile.batch_size << " per device, "
-          << o.iterations << " iterations per strategy and round, median of " << o.rounds
-          << " rounds (error = (predicted - measured) / measured)\n";
+          << o.iterations << " iterations per strategy and round; " << v.rounds << " rounds (" << v.stopped << ") in "
+          << format_seconds(v.elapsed_s) << "\n"
+          << "measured: median over a strategy's rounds, ± the half-width of its 90% interval (order statistics); "
+             "error = (predicted - measured) / measured\n";
   print_aligned(ctx.out, result_table(v));
   ctx.out << "median |error|: simulated " << percent(median_abs_error(v, true)).substr(1) << ", analytic "
-          << percent(median_abs_error(v, false)).substr(1) << "\n";
+          << percent(median_abs_error(v, false)).substr(1) << "; simulated over the strategies judged "
+          << percent(median_abs_error(v, true, true)).substr(1) << "\n";
+  print_machine_noise(ctx.out, v, o.target_percent / 100);
   for (const StrategyValidation& r : v.results) {
     if (!r.skipped.empty()) {
       ctx.out << r.strategy << ": not run: " << r.skipped << "\n";
@@ -144,8 +196,20 @@ void add_validate_command(CLI::App& app, CommandContext& ctx) {
       ->check(CLI::Range(3, 1'000'000))
       ->capture_default_str();
   cmd->add_option("--rounds", o->rounds,
-                  "Runs per strategy, taken in turns with the other strategies; the measurement is their median")
+                  "Rounds at least: each profiles the layers and runs every strategy once, in turns; a "
+                  "strategy's measurement is the median over its rounds")
       ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
+  cmd->add_option("--max-rounds", o->max_rounds,
+                  "More rounds, of the strategies whose 90% interval is still wider than the target, up to this many "
+                  "(default: 15, or --rounds if more)")
+      ->check(CLI::Range(1, 1000));
+  cmd->add_option("--target-uncertainty", o->target_percent,
+                  "Percent: a strategy is settled once its interval's half-width is within this much of its median")
+      ->check(CLI::Range(0.01, 100.0))
+      ->capture_default_str();
+  cmd->add_option("--budget", o->budget_s, "Seconds after which no further round starts (0: no limit)")
+      ->check(CLI::Range(0.0, 1e6))
       ->capture_default_str();
   cmd->add_option("--repeats", o->repeats, "Timed runs per layer when profiling")
       ->check(CLI::Range(1, 100'000))

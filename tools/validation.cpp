@@ -7,13 +7,17 @@
 #include <tuple>
 
 #include "model/error.hpp"
+#include "model/units.hpp"
 #include "profiles/profiler/cluster_probe.hpp"
 #include "profiles/profiler/profiler.hpp"
+#include "profiles/profiler/spread.hpp"
 #include "profiles/profiler/timing.hpp"
 #include "sim/cost/strategies.hpp"
 
 namespace trainsim {
 namespace {
+
+nlohmann::json finite_or_null(double x) { return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(); }
 
 double relative_error(double predicted, double measured) {
   return measured > 0 ? (predicted - measured) / measured : 0.0;
@@ -49,7 +53,27 @@ struct StrategyRuns {
   const StrategyInfo* strategy = nullptr;
   std::string skipped;
   std::vector<TrainingResult> runs;
+  std::vector<double> probes_s;  // the capacity probe before each run
 };
+
+std::vector<double> rounds_s(const StrategyRuns& s) {
+  std::vector<double> out;
+  for (const TrainingResult& run : s.runs) out.push_back(run.iteration.median_s);
+  return out;
+}
+
+// Whether a strategy's measurement is as sure as asked: its interval within
+// the target at the confidence asked.
+bool settled(const StrategyRuns& s, const ValidationOptions& o) {
+  const MedianInterval m = median_interval(rounds_s(s), o.confidence);
+  return m.coverage >= o.confidence && m.relative_half_width <= o.target_uncertainty;
+}
+
+std::string percent_text(double fraction) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3g%%", 100 * fraction);
+  return text;
+}
 
 // The settings of a strategy's first run (its defaults resolved from the
 // first round's profile), so every later run and the prediction price one
@@ -80,7 +104,7 @@ void run_once(const Model& model, const Dataset& data, const Profile& profile, c
 // A strategy's validation from its runs: the plan simulated and predicted,
 // the measurement the median over rounds, the op comparison from the
 // representative round.
-StrategyValidation compare_strategy(const Validation& v, const StrategyRuns& s) {
+StrategyValidation compare_strategy(const Validation& v, const StrategyRuns& s, const ValidationOptions& o) {
   StrategyValidation out;
   out.strategy = s.strategy->id;
   if (!s.skipped.empty() || s.runs.empty()) {
@@ -95,6 +119,8 @@ StrategyValidation compare_strategy(const Validation& v, const StrategyRuns& s) 
     out.measured_max_s = std::max(out.measured_max_s, run.iteration.max_s);
   }
   out.measured_s = median_s(out.measured_rounds_s);
+  out.probe_rounds_s = s.probes_s;
+  out.interval = median_interval(out.measured_rounds_s, o.confidence);
   const TrainingResult& run = s.runs[representative_round(out.measured_rounds_s)];
   out.config = run.plan.config;
   // The plan that ran, timed from the median profile: same settings, same ops.
@@ -106,6 +132,7 @@ StrategyValidation compare_strategy(const Validation& v, const StrategyRuns& s) 
   out.predicted_simulated_s = sim.iteration_s;
   out.error_analytic = relative_error(out.predicted_analytic_s, out.measured_s);
   out.error_simulated = relative_error(out.predicted_simulated_s, out.measured_s);
+  out.verdict = judge_error(out.predicted_simulated_s, out.interval, o.target_uncertainty, o.confidence);
   out.ops = compare_ops(plan, sim.timings, run.exec.timings, run.iteration.warmup);
   out.simulated_trace = chrome_trace(plan, sim);
   out.measured_trace = exec_chrome_trace(run.plan, run.exec);
@@ -171,19 +198,20 @@ Validation validate(const Model& model, const Dataset& data, int64_t workers, co
   if (options.rounds < 1) throw InputError("--rounds", std::to_string(options.rounds), "at least 1");
   std::vector<StrategyRuns> runs;
   if (options.strategies.empty()) {
-    for (const StrategyInfo& s : strategy_registry()) runs.push_back({&s, {}, {}});
+    for (const StrategyInfo& s : strategy_registry()) runs.push_back({&s, {}, {}, {}});
   } else {
-    for (const std::string& id : options.strategies) runs.push_back({&find_strategy(id, "--strategies"), {}, {}});
+    for (const std::string& id : options.strategies) runs.push_back({&find_strategy(id, "--strategies"), {}, {}, {}});
   }
-  const auto rounds = options.rounds;
-  const int32_t total = rounds * (static_cast<int32_t>(runs.size()) + 1) + 1;
+  const int32_t rounds = options.rounds;
+  const int32_t max_rounds = std::max(rounds, options.max_rounds);
+  int32_t total = rounds * (static_cast<int32_t>(runs.size()) + 1) + 1;
   int32_t done = 0;
   const auto report = [&](const std::string& what) {
     if (options.progress) options.progress(what, done++, total);
   };
   Validation v;
   v.workers = workers;
-  v.rounds = rounds;
+  const double start_s = now_s();
   const int64_t batch = options.batch_size > 0 ? options.batch_size : model.default_batch;
   MeasureOptions measure;
   measure.repeats = options.profile_repeats;
@@ -192,33 +220,72 @@ Validation validate(const Model& model, const Dataset& data, int64_t workers, co
   measure.source = &data.train_x;  // the batches the runs draw, so the gather and the touched rows match
   // Round after round rather than strategy after strategy: a disturbance of
   // the machine lasting a few seconds then falls on one run of several
-  // strategies, and each strategy's median over rounds leaves it out. Each
-  // round profiles the layers first, and the prediction reads the median of
-  // these profiles, so one profile taken in a disturbance moves nothing either.
+  // strategies, and each strategy's median over rounds leaves it out. Each of
+  // the first `rounds` rounds profiles the layers first, and the prediction
+  // reads the median of these profiles, so one profile taken in a disturbance
+  // moves nothing either. Later rounds run only the strategies whose
+  // measurement is not yet as sure as asked. A capacity probe before every
+  // run records how much of the machine it had.
   std::vector<Profile>& profiles = v.round_profiles;
-  for (int32_t round = 0; round < rounds; ++round) {
+  for (int32_t round = 0; round < max_rounds; ++round) {
+    std::vector<StrategyRuns*> todo;
+    for (StrategyRuns& s : runs) {
+      if (s.skipped.empty() && (round < rounds || !settled(s, options))) todo.push_back(&s);
+    }
+    if (round >= rounds) {
+      if (todo.empty()) {
+        v.stopped = "every strategy within " + percent_text(options.target_uncertainty) + " after " +
+                    std::to_string(round) + " rounds";
+        break;
+      }
+      if (options.budget_s > 0 && now_s() - start_s >= options.budget_s) {
+        v.stopped = "the time budget of " + format_seconds(options.budget_s) + " was spent after " +
+                    std::to_string(round) + " rounds";
+        break;
+      }
+      total += static_cast<int32_t>(todo.size());
+    }
     const std::string of_round = " (round " + std::to_string(round + 1) + ")";
-    report("profiling " + model.name + of_round);
-    profiles.push_back(measure_profile(model, batch, measure));
+    if (round < rounds) {
+      report("profiling " + model.name + of_round);
+      profiles.push_back(measure_profile(model, batch, measure));
+    }
     if (round == 0) {
       report("probing the channels");
       v.cluster = measure_cpu_cluster(workers, probe_options_for(profiles.front()));
     }
-    for (StrategyRuns& s : runs) {
-      report(s.strategy->id + of_round);
-      if (s.skipped.empty()) run_once(model, data, profiles.back(), v.cluster, options, s);
+    for (StrategyRuns* s : todo) {
+      report(s->strategy->id + of_round);
+      const double probe_s = capacity_probe_s(workers);
+      v.probe_s.push_back(probe_s);
+      const size_t before = s->runs.size();
+      run_once(model, data, profiles.back(), v.cluster, options, *s);
+      if (s->runs.size() > before) s->probes_s.push_back(probe_s);
     }
+    v.rounds = round + 1;
+  }
+  if (v.stopped.empty()) {
+    v.stopped = max_rounds > rounds ? "the most rounds asked (" + std::to_string(max_rounds) + ") ran"
+                                    : std::to_string(rounds) + " rounds, as asked";
   }
   v.profile = median_profile(profiles);
-  for (const StrategyRuns& s : runs) v.results.push_back(compare_strategy(v, s));
+  v.probe = median_interval(v.probe_s, options.confidence);
+  for (const StrategyRuns& s : runs) v.results.push_back(compare_strategy(v, s, options));
+  v.elapsed_s = now_s() - start_s;
   report("done");
   return v;
 }
 
-double median_abs_error(const Validation& v, bool simulated) {
+std::string judge_error(double predicted_s, const MedianInterval& measured, double target, double confidence) {
+  if (measured.coverage < confidence || !(measured.relative_half_width <= target)) return "too noisy to judge";
+  return predicted_s >= measured.low && predicted_s <= measured.high ? "within noise" : "beyond noise";
+}
+
+double median_abs_error(const Validation& v, bool simulated, bool judged_only) {
   std::vector<double> errors;
   for (const StrategyValidation& r : v.results) {
-    if (r.skipped.empty()) errors.push_back(std::abs(simulated ? r.error_simulated : r.error_analytic));
+    if (!r.skipped.empty() || (judged_only && r.verdict == "too noisy to judge")) continue;
+    errors.push_back(std::abs(simulated ? r.error_simulated : r.error_analytic));
   }
   return median_s(errors);
 }
@@ -243,6 +310,12 @@ nlohmann::json validation_to_json(const Validation& v, const std::string& model,
                        {"measured_min_s", r.measured_min_s},
                        {"measured_max_s", r.measured_max_s},
                        {"measured_rounds_s", r.measured_rounds_s},
+                       {"probe_rounds_s", r.probe_rounds_s},
+                       {"measured_low_s", r.interval.low},
+                       {"measured_high_s", r.interval.high},
+                       {"coverage", r.interval.coverage},
+                       {"uncertainty", finite_or_null(r.interval.relative_half_width)},
+                       {"verdict", r.verdict},
                        {"predicted_analytic_s", r.predicted_analytic_s},
                        {"predicted_simulated_s", r.predicted_simulated_s},
                        {"error_analytic", r.error_analytic},
@@ -257,7 +330,12 @@ nlohmann::json validation_to_json(const Validation& v, const std::string& model,
           {"iterations", iterations},
           {"rounds", v.rounds},
           {"cluster", v.cluster.name},
+          {"elapsed_s", v.elapsed_s},
+          {"stopped", v.stopped},
+          {"probe_s", v.probe_s},
+          {"machine_variability", finite_or_null(v.probe.relative_half_width)},
           {"median_abs_error_simulated", median_abs_error(v, true)},
+          {"median_abs_error_simulated_judged", median_abs_error(v, true, true)},
           {"median_abs_error_analytic", median_abs_error(v, false)},
           {"results", std::move(results)}};
 }

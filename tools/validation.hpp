@@ -16,6 +16,7 @@
 #include "model/layer.hpp"
 #include "profiles/cluster.hpp"
 #include "profiles/profile.hpp"
+#include "profiles/profiler/spread.hpp"
 #include "sim/des/engine.hpp"
 
 namespace trainsim {
@@ -23,8 +24,15 @@ namespace trainsim {
 struct ValidationOptions {
   int64_t batch_size = 0;          // per device; 0 = the model's default
   int32_t iterations = 40;         // trained per strategy and round; warm-up as the simulator's rule
-  int32_t rounds = 3;              // each round runs every strategy once; a strategy's measurement is
-                                   // the median over rounds, so one disturbed run moves nothing
+  int32_t rounds = 5;              // at least this many rounds, each running every strategy once and
+                                   // profiling the layers; a strategy's measurement is the median over
+                                   // its rounds, so one disturbed run moves nothing
+  int32_t max_rounds = 0;          // more rounds, of the strategies still too uncertain, up to this
+                                   // many (0 = rounds: no more)
+  double target_uncertainty = 0.03;  // a strategy is settled once its interval's half-width is within
+                                     // this fraction of its median
+  double confidence = 0.9;         // of the intervals (order statistics of the rounds)
+  double budget_s = 0;             // no further round starts after this many seconds (0 = no limit)
   int64_t profile_repeats = 100;   // timed runs per layer when profiling (long enough that a
                                    // passing disturbance of a shared machine moves no median)
   uint64_t seed = 1;
@@ -57,6 +65,12 @@ struct StrategyValidation {
   double measured_min_s = 0;         // over all rounds' iterations after warm-up
   double measured_max_s = 0;
   std::vector<double> measured_rounds_s;  // each round's median iteration, in the order run
+  std::vector<double> probe_rounds_s;     // the capacity probe just before each of those runs
+  MedianInterval interval;           // of measured_s, from measured_rounds_s
+  // "beyond noise": the error is larger than the measurement's uncertainty;
+  // "within noise": it is not; "too noisy to judge": the uncertainty stayed
+  // above the target (or the interval's coverage below the confidence asked).
+  std::string verdict;
   double error_analytic = 0;         // (predicted - measured) / measured: positive = predicted slower
   double error_simulated = 0;
   std::vector<OpGroupComparison> ops;  // of the round whose median is nearest measured_s
@@ -65,6 +79,10 @@ struct StrategyValidation {
 };
 
 struct Validation {
+  double elapsed_s = 0;
+  std::string stopped;  // why no more rounds ran
+  std::vector<double> probe_s;  // every capacity probe, in order (one before each run)
+  MedianInterval probe;         // their median's interval: the machine's variability while it ran
   Profile profile;   // each layer's median over the rounds' profiles: what the predictions read
   std::vector<Profile> round_profiles;  // each round's, in order (round r's runs were planned from it)
   Cluster cluster;   // probed once, after the first round's profile
@@ -93,8 +111,15 @@ size_t representative_round(const std::vector<double>& rounds_s);
 // profile.
 Validation validate(const Model& model, const Dataset& data, int64_t workers, const ValidationOptions& options);
 
-// Median |error_simulated| and |error_analytic| over the strategies run.
-double median_abs_error(const Validation& v, bool simulated);
+// Median |error_simulated| and |error_analytic| over the strategies run
+// (only those judged, not "too noisy to judge", with `judged_only`).
+double median_abs_error(const Validation& v, bool simulated, bool judged_only = false);
+
+// The verdict on an error given the measurement's interval: "too noisy to
+// judge" when its half-width is above `target` or its coverage below
+// `confidence`, else "within noise" when the prediction falls inside the
+// interval, else "beyond noise".
+std::string judge_error(double predicted_s, const MedianInterval& measured, double target, double confidence);
 
 // trainsim.validation/1: model, devices, batch_size, iterations, cluster,
 // rounds, results (strategy, config, measured_s, measured_rounds_s,

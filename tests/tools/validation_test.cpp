@@ -84,7 +84,7 @@ TEST(RepresentativeRound, IsTheRoundNearestTheMedian) {
 
 TEST(ValidateCli, MeasuresEachStrategyAsTheMedianOverRounds) {
   const auto r = run_cli({"validate", "--model", "fmnist-mlp", "--devices", "cpu:2", "--strategies", "single,gpipe",
-                          "--iterations", "5", "--rounds", "3", "--repeats", "2", "--batch", "16", "--json", "-",
+                          "--iterations", "5", "--rounds", "3", "--max-rounds", "3", "--repeats", "2", "--batch", "16", "--json", "-",
                           "--quiet"});
   ASSERT_EQ(r.status, 0) << r.err;
   const nlohmann::json j = nlohmann::json::parse(r.out);
@@ -125,7 +125,7 @@ TEST(Validate, PredictsTheFirstRunsPlanFromTheMedianOfTheRoundsProfiles) {
 
 TEST(ValidateCli, PredictsRunsAndComparesEachStrategy) {
   const auto r = run_cli({"validate", "--model", "fmnist-mlp", "--devices", "cpu:2", "--strategies",
-                          "single,dp-ring", "--iterations", "6", "--rounds", "1", "--repeats", "2", "--batch", "16", "--json", "-",
+                          "single,dp-ring", "--iterations", "6", "--rounds", "1", "--max-rounds", "1", "--repeats", "2", "--batch", "16", "--json", "-",
                           "--quiet"});
   ASSERT_EQ(r.status, 0) << r.err;
   const nlohmann::json j = nlohmann::json::parse(r.out);
@@ -150,6 +150,88 @@ TEST(ValidateCli, PredictsRunsAndComparesEachStrategy) {
   EXPECT_NEAR(j["median_abs_error_simulated"].get<double>(), 0.5 * (abs_errors[0] + abs_errors[1]), 1e-12);
 }
 
+TEST(JudgeError, SaysWithinNoiseBeyondNoiseOrTooNoisy) {
+  MedianInterval m;
+  m.median = 1.0, m.low = 0.98, m.high = 1.02, m.coverage = 0.9375, m.relative_half_width = 0.02;
+  EXPECT_EQ(judge_error(1.01, m, 0.03, 0.9), "within noise");
+  EXPECT_EQ(judge_error(0.98, m, 0.03, 0.9), "within noise");
+  EXPECT_EQ(judge_error(1.05, m, 0.03, 0.9), "beyond noise");
+  EXPECT_EQ(judge_error(0.90, m, 0.03, 0.9), "beyond noise");
+  EXPECT_EQ(judge_error(1.01, m, 0.01, 0.9), "too noisy to judge");  // wider than the target
+  m.coverage = 0.75;                                                 // three rounds only
+  EXPECT_EQ(judge_error(1.01, m, 0.03, 0.9), "too noisy to judge");
+}
+
+TEST(Validate, RunsMoreRoundsOnlyOfStrategiesNotYetSettled) {
+  const Model model = build_zoo_model("text-bag");
+  const Dataset data = make_synthetic_text(kTextVocabulary, kTextTokensPerSample, kTextClasses, 256, 16, 1);
+  ValidationOptions options;
+  options.batch_size = 16;
+  options.iterations = 4;
+  options.profile_repeats = 2;
+  options.strategies = {"single", "dp-ring"};
+  options.rounds = 2;
+  options.max_rounds = 4;
+  // No target can be met: every strategy runs every round up to the most.
+  options.target_uncertainty = 1e-12;
+  Validation v = validate(model, data, 2, options);
+  EXPECT_EQ(v.rounds, 4);
+  EXPECT_EQ(v.round_profiles.size(), 2u);  // extra rounds do not profile
+  EXPECT_EQ(v.stopped, "the most rounds asked (4) ran");
+  EXPECT_EQ(v.probe_s.size(), 8u);
+  for (const StrategyValidation& r : v.results) {
+    ASSERT_TRUE(r.skipped.empty()) << r.skipped;
+    EXPECT_EQ(r.measured_rounds_s.size(), 4u);
+    EXPECT_EQ(r.probe_rounds_s.size(), 4u);
+    EXPECT_EQ(r.interval.samples, 4);
+    EXPECT_EQ(r.verdict, "too noisy to judge");
+  }
+  // Any spread is within a 100% target once [min, max] covers 90%: five
+  // rounds (2^-4 = 6.25% outside), so no round runs past the fifth.
+  options.rounds = 1;
+  options.max_rounds = 8;
+  options.target_uncertainty = 1.0;
+  v = validate(model, data, 2, options);
+  EXPECT_EQ(v.rounds, 5);
+  EXPECT_EQ(v.stopped, "every strategy within 100% after 5 rounds");
+  // A spent budget stops it after the rounds asked.
+  options.rounds = 1;
+  options.max_rounds = 8;
+  options.target_uncertainty = 1e-12;
+  options.budget_s = 1e-9;
+  v = validate(model, data, 2, options);
+  EXPECT_EQ(v.rounds, 1);
+  EXPECT_NE(v.stopped.find("time budget"), std::string::npos) << v.stopped;
+}
+
+TEST(ValidateCli, ReportsEachStrategysUncertaintyAndVerdict) {
+  const auto r = run_cli({"validate", "--model", "fmnist-mlp", "--devices", "cpu:2", "--strategies", "single",
+                          "--iterations", "4", "--rounds", "5", "--max-rounds", "5", "--repeats", "2", "--batch",
+                          "16", "--json", "-", "--quiet"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["probe_s"].size(), 5u);
+  ASSERT_FALSE(j["machine_variability"].is_null());
+  const nlohmann::json& s = j["results"][0];
+  EXPECT_NEAR(s["coverage"].get<double>(), 30.0 / 32, 1e-12);
+  std::vector<double> rounds = s["measured_rounds_s"].get<std::vector<double>>();
+  std::sort(rounds.begin(), rounds.end());
+  EXPECT_EQ(s["measured_low_s"].get<double>(), rounds.front());
+  EXPECT_EQ(s["measured_high_s"].get<double>(), rounds.back());
+  EXPECT_NEAR(s["uncertainty"].get<double>(),
+              std::max(rounds[2] - rounds[0], rounds[4] - rounds[2]) / rounds[2], 1e-12);
+  const std::string verdict = s["verdict"];
+  EXPECT_TRUE(verdict == "within noise" || verdict == "beyond noise" || verdict == "too noisy to judge") << verdict;
+  const auto table = run_cli({"validate", "--model", "fmnist-mlp", "--devices", "cpu:2", "--strategies", "single",
+                              "--iterations", "4", "--rounds", "1", "--max-rounds", "1", "--repeats", "2", "--batch",
+                              "16", "--worst-ops", "0"});
+  ASSERT_EQ(table.status, 0) << table.err;
+  // One round has no interval: the strategy is not judged, and it says so.
+  EXPECT_NE(table.out.find("too noisy to judge"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("the machine was too disturbed to judge 1 of 1 strategies"), std::string::npos)
+      << table.out;
+}
+
 TEST(ValidateCli, BadInputIsAnInputError) {
   auto r = run_cli({"validate", "--model", "fmnist-mlp", "--devices", "gpu:2", "--quiet"});
   EXPECT_EQ(r.status, 2);
@@ -160,6 +242,9 @@ TEST(ValidateCli, BadInputIsAnInputError) {
   r = run_cli({"validate", "--model", "fmnist-mlp", "--rounds", "0", "--quiet"});
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.err.find("--rounds"), std::string::npos) << r.err;
+  r = run_cli({"validate", "--model", "fmnist-mlp", "--rounds", "6", "--max-rounds", "5", "--quiet"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("--max-rounds"), std::string::npos) << r.err;
   r = run_cli({"validate", "--quiet"});
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.err.find("--model"), std::string::npos) << r.err;
