@@ -1,0 +1,173 @@
+// The discrete-event engine's state, shared by its two files: engine.cpp
+// (the event loop, compute, transfers and collectives as they run) and
+// engine_setup.cpp (reading the plan once: packed op states, successors,
+// collectives matched and priced). Internal to sim/des.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "sim/des/engine.hpp"
+#include "sim/des/flows.hpp"
+#include "sim/des/summary.hpp"
+
+namespace trainsim::des_detail {
+
+enum EventKind : uint32_t {
+  kOpEnd = 0,     // a compute op, recv or collective ends
+  kFlowJoin = 1,  // a transfer's latency has passed: it starts moving bytes
+  kFlowDone = 2,  // a transfer's predicted completion (stale if its version moved on)
+  kHandedOff = 3, // a compute stream is back from handing an op over: its next op may start
+};
+
+struct Event {
+  SimTime time_ns;
+  uint64_t sequence;
+  OpId op;
+  uint32_t tag;  // EventKind in the low 2 bits, the flow's version above
+};
+
+// std heap functions build a max-heap: "less" means later, so the earliest
+// (time, sequence) is on top.
+struct Later {
+  bool operator()(const Event& a, const Event& b) const {
+    return a.time_ns != b.time_ns ? a.time_ns > b.time_ns : a.sequence > b.sequence;
+  }
+};
+
+// What the event loop reads and writes of one op, in half a cache line (the
+// loop visits ops in time order, not id order, so size is misses). Its times
+// go straight into the result and the run record, written once each.
+struct OpState {
+  double work_s = 0;
+  int32_t worker = 0;
+  int32_t index = -1;          // transfers: their TransferSpec, then their flow while they run;
+                               // collectives: their Collective; else -1
+  int32_t pending = 0;         // deps + stream predecessor not yet ended
+  int32_t memory = -1;         // allocates or frees: its entry in Engine::memory_bytes_, else -1
+  uint32_t version = 0;        // compute ops: bumped when a rate change reschedules its end
+  OpKind kind = OpKind::kForward;
+  bool hands_off = false;      // a compute op another stream of its worker waits on, with a stream
+                               // successor: that successor is released DeviceSpec::handoff_s later
+};
+static_assert(sizeof(OpState) == 32, "two op states per cache line");
+
+// What a transfer op's flow needs of the plan, packed so opening it does
+// not read the plan's op (a cache miss in time order).
+struct TransferSpec {
+  double bytes = 0;
+  int32_t target = 0;  // kSend: the peer's device; kCopyToHost: 1, kCopyToDevice: 0; kHostAccumulate: unused
+  OpKind kind = OpKind::kSend;
+};
+
+// A worker's compute op while its communication shares the cores
+// (DeviceSpec::compute_rate_while_communicating < 1): the op's work left at
+// `since_ns`, in nanoseconds at full rate, and how many of the worker's
+// communication ops are in flight.
+struct CoreShare {
+  OpId running = -1;
+  double remaining_ns = 0;
+  SimTime since_ns = 0;
+  int32_t communicating = 0;
+};
+
+// Communication that runs on the worker's own cores when the device has no
+// copy engines: collectives (reductions and copies into messages), copies to
+// and from the host, and host accumulation. Point-to-point sends hand their
+// buffer over and are left out.
+inline bool uses_worker_cores(OpKind kind) {
+  return kind == OpKind::kAllReduce || kind == OpKind::kBroadcast || kind == OpKind::kCopyToHost ||
+         kind == OpKind::kCopyToDevice || kind == OpKind::kHostAccumulate;
+}
+
+// Ops that run jointly: one per member of a group, matched by the order in
+// which each member issues collectives of that kind on that group.
+struct Collective {
+  int32_t first_slot = 0;  // into Engine::collective_ops_, one slot per member
+  int32_t members = 0;
+  int32_t issued = 0;      // members whose op the plan lists
+  int32_t ready = 0;       // members whose op is ready
+  OpKind kind = OpKind::kAllReduce;
+  CollectiveAlgorithm algorithm = CollectiveAlgorithm::kRing;
+  double bytes = 0;
+  int32_t machine = 0;     // of the first member listed
+  bool crosses_machines = false;
+  SimTime duration_ns = 0;
+};
+
+
+class Engine {
+ public:
+  Engine(const Plan& plan, const Cluster& cluster, const SimOptions& options);
+  SimResult run();
+
+ private:
+  void read_ops();
+  void fill_successors(const std::vector<OpId>& stream_next, const std::vector<OpId>& dep_of);
+  void add_collective_member(OpId id, const Op& op);
+  void price_collectives();
+  int32_t open_flow(OpId id);
+
+  void push(SimTime time_ns, OpId op, uint32_t tag);
+  Event pop();
+  void on_ready(OpId id);
+  void start(OpId id);
+  void finish(OpId id);
+  void release(OpId next, OpId by);
+  SimTime compute_duration_ns(OpId id);
+  void start_compute(OpId id);
+  void set_communicating(int32_t worker, int32_t delta);
+  void reschedule_compute(CoreShare& share);
+  double draw_uniform();
+  void push_completions();
+
+  const Plan& plan_;
+  const Cluster& cluster_;
+  const SimOptions options_;
+  const int32_t op_count_;
+  std::mt19937_64 rng_;
+  double jitter_mu_ = 0;     // lognormal parameters of a mean-1 factor with relative sd `jitter`
+  double jitter_sigma_ = 0;
+
+  std::vector<OpState> states_;
+  std::vector<std::array<double, 2>> memory_bytes_;  // per op that has any: alloc at start, free at end
+  std::vector<TransferSpec> transfers_;              // per transfer op
+  std::vector<OpId> initially_ready_;                // ops with no deps and no stream predecessor
+  std::vector<int32_t> successor_offsets_;  // op i's successors: successors_[offsets[i], offsets[i + 1])
+  std::vector<OpId> successors_;            // stream successors and reverse deps, grouped by op
+  std::vector<int32_t> machine_of_worker_;
+  std::vector<int32_t> device_of_worker_;
+  double shared_rate_ = 1;              // cluster's compute_rate_while_communicating
+  SimTime handoff_ns_ = 0;              // cluster's handoff_s
+  std::vector<OpId> handed_off_by_;     // per op released after a hand-off: its stream predecessor, else -1
+  std::vector<CoreShare> core_shares_;  // per worker, used when shared_rate_ < 1
+
+  std::vector<Collective> collectives_;
+  std::vector<OpId> collective_ops_;
+  std::vector<int32_t> issued_offsets_;             // per group: where its (member, kind) counters start
+  std::vector<int32_t> issued_;                     // collectives each (group, member, kind) issued so far
+  std::vector<std::vector<int32_t>> instances_;     // (group, kind) -> k -> collective
+
+  FlowNetwork flows_;
+  std::vector<FlowCompletion> completions_;  // reused buffer of the flows' reschedules
+
+  std::vector<Event> heap_;
+  // Events due at the current time (a receive ending with its send, a
+  // collective of no duration): in push order, which is their (time,
+  // sequence) order, so they skip the heap and are taken before its top
+  // whenever they come first.
+  std::vector<Event> due_now_;
+  size_t due_now_next_ = 0;
+  uint64_t sequence_ = 0;
+  SimTime now_ns_ = 0;
+  int64_t finished_ = 0;
+  bool has_work_ = false;                   // some op computes or moves bytes
+  std::vector<double> live_bytes_;          // per worker: allocations not yet freed
+  std::vector<double> peak_live_bytes_;
+  RunRecord record_;
+  SimResult result_;
+};
+
+}  // namespace trainsim::des_detail
