@@ -1,10 +1,10 @@
 // The plan interpreter; see interpreter.hpp. Data moves by key: a worker
 // keeps the output of layer l for (iteration, micro-batch) until the op that
 // consumes it (its next forward, or a send) takes it, and likewise the
-// gradient arriving at layer l's output. What a send carries follows from the
-// op it depends on: a forward's output, a backward's input gradient (pipeline
-// sends, no layers) or parameter gradients (sends that name layers), an
-// update's new weights.
+// gradient arriving at layer l's output. It reads only what the plan's ops
+// carry (sim/plan/plan.hpp), never the strategy's name or settings: what a
+// send carries (its payload, taken from the op it depends on), the weights a
+// compute op reads (its policy), an AllReduce's codec, the plan's servers.
 #include "exec/interpreter.hpp"
 
 #include <pthread.h>
@@ -35,12 +35,6 @@ namespace trainsim {
 namespace {
 
 using Key = std::tuple<int32_t, int32_t, int32_t>;  // (iteration, micro-batch, layer)
-
-// What a send carries, from the op it sends the result of. kSparseRows:
-// Parallax's `ar` mode (seed 004 §3.1) gathers every worker's sparse rows
-// around the ring; a worker's own rows first, then, hop by hop, the block it
-// received the step before.
-enum class Payload { kActivation, kInputGradient, kParamGradient, kWeights, kSparseRows };
 
 // Everything one worker holds. Its streams' threads share it under `mu`;
 // weights are written only by its compute stream (updates) and by installs of
@@ -117,11 +111,12 @@ void densify_range(Gradients& grads, const Weights& weights, int64_t first, int6
   }
 }
 
-// Parallax (seed 004 §3): a sparse variable (an embedding table) lives on
-// a parameter-server shard; its server runs on its own thread of the
-// machine, transport worker `server`, and applies the optimizer to the rows
-// the round's pushes touched. In ps mode one more server holds every dense
-// variable, layers [first, last], and steps them on the workers' mean.
+// A server of the plan (Parallax, seed 004 §3): a sparse variable (an
+// embedding table) lives on a parameter-server shard; its server runs on its
+// own thread of the machine, transport worker `server`, and applies the
+// optimizer to the rows the round's pushes touched. A dense server (Parallax's
+// ps mode) holds the dense variables, layers [first, last], and steps them on
+// the workers' mean.
 struct VariableServer {
   int32_t first = 0;  // its layers: one sparse table, or (ps) the dense layers
   int32_t last = 0;
@@ -132,22 +127,14 @@ struct VariableServer {
   std::unique_ptr<ParamServerShard> shard;
 };
 
-// Parallax's exchange (hybrid, ps or ar); empty for other strategies.
-std::string parallax_mode(const Plan& plan) {
-  return plan.strategy == "parallax" ? plan.config.value("mode", std::string("hybrid")) : std::string();
-}
-
-// Parallax plans on one machine exchange sparse gradients through its host
-// (CopyToHost, CopyToDevice); each layer with a sparse gradient gets a server.
-std::vector<int32_t> parallax_sparse_layers(const Plan& plan, const Network& network) {
-  std::vector<int32_t> layers;
-  if (plan.strategy != "parallax") return layers;
-  const bool exchanges = std::any_of(plan.ops.begin(), plan.ops.end(),
-                                     [](const Op& op) { return op.kind == OpKind::kCopyToHost; });
-  for (size_t l = 0; l < network.layers.size() && exchanges; ++l) {
-    if (network.layers[l]->sparse()) layers.push_back(static_cast<int32_t>(l));
+// pipesgd's wire (seed 002 §3.2) for an AllReduce's codec.
+GradientCompression compression_of(Codec codec) {
+  switch (codec) {
+    case Codec::kNone: return GradientCompression::kNone;
+    case Codec::kTrunc16: return GradientCompression::kTrunc16;
+    case Codec::kQuant8: return GradientCompression::kQuant8;
   }
-  return layers;
+  return GradientCompression::kNone;
 }
 
 // Tags of the servers' rounds: below every collective's (interpreter tags
@@ -162,16 +149,12 @@ class Interpreter {
   Interpreter(const Plan& plan, const Network& network, const Weights& initial, const BatchSource& batches,
               const ExecOptions& options)
       : plan_(plan), network_(network), batches_(batches), options_(options),
-        spectrain_(plan.strategy == "dualpipe" && plan.config.value("spectrain", true)),
-        gathers_sparse_rows_(parallax_mode(plan) == "ar"),
-        codec_(plan.strategy == "pipesgd" ? parse_gradient_compression(plan.config.value("compression", std::string("none")), "--set compression")
-                                          : GradientCompression::kNone),
-        sparse_layers_(parallax_sparse_layers(plan, network)),
-        serves_dense_(parallax_mode(plan) == "ps" && std::any_of(plan.ops.begin(), plan.ops.end(), [](const Op& op) {
-                        return op.kind == OpKind::kCopyToHost;
-                      })),
-        transport_(static_cast<int>(plan.workers.size() + sparse_layers_.size() + (serves_dense_ ? 1 : 0)),
-                   options.recv_timeout_s),
+        spectrain_(std::any_of(plan.ops.begin(), plan.ops.end(),
+                               [](const Op& op) { return op.weights == WeightPolicy::kPredicted; })),
+        gathers_sparse_rows_(plan.gathers_sparse_rows),
+        serves_dense_(std::any_of(plan.servers.begin(), plan.servers.end(),
+                                  [](const PlanServer& s) { return s.rule == ServerRule::kDense; })),
+        transport_(static_cast<int>(plan.workers.size() + plan.servers.size()), options.recv_timeout_s),
         done_(plan.ops.size()), timings_(plan.ops.size()) {
     TRAINSIM_CHECK(options.batch_size > 0, "the executor needs the plan's per-device batch size");
     workers_.resize(plan.workers.size());
@@ -246,20 +229,19 @@ class Interpreter {
   }
 
   void check_supported(const Op& op) const {
-    if (op.kind == OpKind::kAllReduce && codec_ != GradientCompression::kNone &&
-        op.algorithm != CollectiveAlgorithm::kRing) {
+    if (op.kind == OpKind::kAllReduce && op.codec != Codec::kNone && op.algorithm != CollectiveAlgorithm::kRing) {
       throw InputError("--set algorithm", "is " + std::string(collective_algorithm_name(op.algorithm)) +
-                                              " with compression " + gradient_compression_name(codec_),
+                                              " with compression " + codec_name(op.codec),
                        "algorithm=ring (compressed gradients are reduced hop by hop around the ring)");
     }
-    const std::string mode = parallax_mode(plan_);
-    if (!mode.empty() && mode != "ar" && (op.kind == OpKind::kSend || op.kind == OpKind::kRecv)) {
+    if (!plan_.servers.empty() && (op.kind == OpKind::kSend || op.kind == OpKind::kRecv)) {
       throw InputError("--devices", "parallax across machines (remote servers) is not executed",
                        "the workers of one machine");
     }
+    TRAINSIM_CHECK(op.kind != OpKind::kSend || op.payload != Payload::kNone, "plan: a send without its payload");
   }
 
-  // --- parallax's servers --------------------------------------------------------
+  // --- the plan's servers (parallax) ----------------------------------------------
 
   void make_servers(const Weights& initial) {
     std::vector<int> members(plan_.workers.size());
@@ -276,7 +258,10 @@ class Interpreter {
                                                     [this, raw, workers](const ShardUpdate& u) { apply_on_server(*raw, u, workers); });
       servers_.push_back(std::move(s));
     };
-    for (int32_t layer : sparse_layers_) {
+    for (const PlanServer& server : plan_.servers) {
+      if (server.rule != ServerRule::kSparseRows) continue;
+      const int32_t layer = server.first_layer;
+      TRAINSIM_CHECK(server.last_layer == layer, "a sparse server holds one layer's table");
       const LayerParams& params = initial[static_cast<size_t>(layer)];
       TRAINSIM_CHECK(params.size() == 1, "a sparse layer holds one table");
       if (layer != 0) {
@@ -288,13 +273,15 @@ class Interpreter {
       s->shape = {params[0].rows(), params[0].row_size(), true};
       add(std::move(s), params[0].data);
     }
-    if (!serves_dense_) return;
-    auto s = std::make_unique<VariableServer>();
-    s->first = sparse_layers_.empty() ? 0 : sparse_layers_.back() + 1;  // the sparse table is layer 0
-    s->last = static_cast<int32_t>(network_.layers.size()) - 1;
-    std::vector<float> values = flatten_weights(initial, s->first, s->last);
-    s->shape = {1, static_cast<int64_t>(values.size()), false};
-    add(std::move(s), std::move(values));
+    for (const PlanServer& server : plan_.servers) {
+      if (server.rule != ServerRule::kDense) continue;
+      auto s = std::make_unique<VariableServer>();
+      s->first = server.first_layer;
+      s->last = server.last_layer;
+      std::vector<float> values = flatten_weights(initial, s->first, s->last);
+      s->shape = {1, static_cast<int64_t>(values.size()), false};
+      add(std::move(s), std::move(values));
+    }
   }
 
   // The server's step on the mean of the workers' pushes (their sum / N),
@@ -370,7 +357,9 @@ class Interpreter {
   void pull_from_servers(const Op& op) {
     WorkerState& w = *workers_[op.worker];
     std::vector<int64_t> rows;
-    if (op.iteration + 1 < plan_.iterations && !sparse_layers_.empty()) {
+    const bool serves_sparse =
+        std::any_of(servers_.begin(), servers_.end(), [](const auto& s) { return s->shape.sparse; });
+    if (op.iteration + 1 < plan_.iterations && serves_sparse) {
       Tensor x;
       batch_rows(plan_.ops[static_cast<size_t>(forward_of(op.worker, op.iteration + 1))], &x, nullptr);
       for (float id : x.data) rows.push_back(static_cast<int64_t>(id));
@@ -400,7 +389,7 @@ class Interpreter {
       const Op& op = plan_.ops[static_cast<size_t>(id)];
       if (op.kind == OpKind::kForward && op.iteration == iteration) return id;
     }
-    throw std::logic_error(plan_.strategy + ": no forward of iteration " + std::to_string(iteration));
+    throw std::logic_error("plan: no forward of iteration " + std::to_string(iteration));
   }
 
   // Collectives match as in the simulator: the k-th of a kind a member issues
@@ -479,10 +468,11 @@ class Interpreter {
 
   // --- weights by version ------------------------------------------------------
 
-  // The weights compute op `op` of `w` reads: live, stashed, or (SpecTrain)
-  // predicted into the worker's buffer when the op names a version s ahead of
-  // the worker's: Ŵ = W − s·η·v (seed 000 eq. 4), the op's layers only (the
-  // worker's compute ops run one at a time, so one buffer serves them all).
+  // The weights compute op `op` of `w` reads, as its policy says: live,
+  // stashed, or (SpecTrain) predicted into the worker's buffer s =
+  // weight_ahead versions ahead of the worker's: Ŵ = W − s·η·v (seed 000 eq.
+  // 4), the op's layers only (the worker's compute ops run one at a time, so
+  // one buffer serves them all).
   // Reported to on_weights_read.
   const Weights& weights_for(WorkerState& w, OpId id, const Op& op) {
     const Weights& weights = select_weights(w, op);
@@ -493,15 +483,21 @@ class Interpreter {
   const Weights& select_weights(WorkerState& w, const Op& op) {
     const int32_t version = op.weight_version;
     std::lock_guard lock(w.mu);
-    if (version < 0 || version == w.version) return w.weights;
-    if (version > w.version && w.spectrain) {
-      w.spectrain->predict_into(w.weights, version - w.version, op.first_layer, op.last_layer, w.predicted);
+    if (op.weights == WeightPolicy::kPredicted) {
+      if (version - op.weight_ahead != w.version) {
+        throw std::logic_error("plan: an op predicts weight version " + std::to_string(version) + " from " +
+                               std::to_string(version - op.weight_ahead) + " but the worker holds " +
+                               std::to_string(w.version));
+      }
+      w.spectrain->predict_into(w.weights, op.weight_ahead, op.first_layer, op.last_layer, w.predicted);
       return w.predicted;
     }
+    if (version < 0 || version == w.version) return w.weights;
     auto it = w.snapshots.find(version);
-    if (it == w.snapshots.end()) {
-      throw std::logic_error(plan_.strategy + ": an op reads weight version " + std::to_string(version) +
-                             " but the worker holds " + std::to_string(w.version));
+    if (op.weights == WeightPolicy::kLatest || it == w.snapshots.end()) {
+      throw std::logic_error("plan: an op reads " + std::string(weight_policy_name(op.weights)) +
+                             " weight version " + std::to_string(version) + " but the worker holds " +
+                             std::to_string(w.version));
     }
     return it->second;
   }
@@ -561,7 +557,7 @@ class Interpreter {
     } else {
       std::lock_guard lock(w.mu);
       auto it = w.outputs.find({op.iteration, mb, op.first_layer - 1});
-      TRAINSIM_CHECK(it != w.outputs.end(), plan_.strategy + ": a forward's input never arrived");
+      TRAINSIM_CHECK(it != w.outputs.end(), "plan: a forward's input never arrived");
       x = std::move(it->second);
       w.outputs.erase(it);
     }
@@ -665,7 +661,7 @@ class Interpreter {
     {
       std::lock_guard lock(w.mu);
       auto it = w.inputs.find({op.iteration, mb, op.first_layer});
-      TRAINSIM_CHECK(it != w.inputs.end(), plan_.strategy + ": a recompute without its forward's input");
+      TRAINSIM_CHECK(it != w.inputs.end(), "plan: a recompute without its forward's input");
       x = std::move(it->second);
       w.inputs.erase(it);
     }
@@ -691,12 +687,12 @@ class Interpreter {
     {
       std::lock_guard lock(w.mu);
       auto it = w.output_grads.find({op.iteration, mb, op.last_layer});
-      TRAINSIM_CHECK(it != w.output_grads.end(), plan_.strategy + ": a backward's gradient never arrived");
+      TRAINSIM_CHECK(it != w.output_grads.end(), "plan: a backward's gradient never arrived");
       dy = std::move(it->second);
       w.output_grads.erase(it);
       for (int32_t l = op.first_layer; l <= op.last_layer; ++l) {
         auto c = w.caches.find({op.iteration, mb, l});
-        TRAINSIM_CHECK(c != w.caches.end(), plan_.strategy + ": a backward without its forward");
+        TRAINSIM_CHECK(c != w.caches.end(), "plan: a backward without its forward");
         caches.push_back(std::move(c->second));
         w.caches.erase(c);
       }
@@ -851,8 +847,7 @@ class Interpreter {
 
   // The codec of Pipe-SGD's AllReduce: a message is the packed compressed
   // gradient (exec/optim/pipesgd.hpp), so the wire carries its bytes.
-  HopCodec hop_codec() const {
-    const GradientCompression kind = codec_;
+  static HopCodec hop_codec(GradientCompression kind) {
     return {[kind](std::span<const float> values) { return pack_compressed(compress_gradient(values, kind)); },
             [kind](std::span<const float> message, std::span<float> out) {
               decompress_gradient(unpack_compressed(message, static_cast<int64_t>(out.size()), kind), out);
@@ -867,18 +862,14 @@ class Interpreter {
     return r.deps.front();
   }
 
+  // What a send carries, of the op it depends on. kSparseRows: Parallax's
+  // `ar` mode (seed 004 §3.1) gathers every worker's sparse rows around the
+  // ring; a worker's own rows first, then, hop by hop, the block it received
+  // the step before.
   Payload payload_of(OpId send) const {
     const Op& s = plan_.ops[static_cast<size_t>(send)];
     TRAINSIM_CHECK(!s.deps.empty(), "a send without the op it sends the result of");
-    if (gathers_sparse_rows_) return Payload::kSparseRows;  // parallax's only sends in ar mode
-    const Op& source = plan_.ops[static_cast<size_t>(s.deps.front())];
-    switch (source.kind) {
-      case OpKind::kForward:
-      case OpKind::kRecompute: return Payload::kActivation;
-      case OpKind::kBackward: return s.first_layer >= 0 ? Payload::kParamGradient : Payload::kInputGradient;
-      case OpKind::kUpdate: return Payload::kWeights;
-      default: return Payload::kParamGradient;
-    }
+    return s.payload;
   }
 
   void send(OpId id, const Op& op) {
@@ -892,14 +883,14 @@ class Interpreter {
       switch (payload_of(id)) {
         case Payload::kActivation: {
           auto it = w.outputs.find({source.iteration, mb, source.last_layer});
-          TRAINSIM_CHECK(it != w.outputs.end(), plan_.strategy + ": sending an activation the worker lacks");
+          TRAINSIM_CHECK(it != w.outputs.end(), "plan: sending an activation the worker lacks");
           payload = std::move(it->second.data);
           w.outputs.erase(it);
           break;
         }
         case Payload::kInputGradient: {
           auto it = w.output_grads.find({source.iteration, mb, source.first_layer - 1});
-          TRAINSIM_CHECK(it != w.output_grads.end(), plan_.strategy + ": sending a gradient the worker lacks");
+          TRAINSIM_CHECK(it != w.output_grads.end(), "plan: sending a gradient the worker lacks");
           payload = std::move(it->second.data);
           w.output_grads.erase(it);
           break;
@@ -920,9 +911,10 @@ class Interpreter {
         case Payload::kSparseRows:
           payload = sparse_rows_block(w, op);
           break;
+        case Payload::kNone: throw std::logic_error("plan: a send without its payload");
         case Payload::kWeights: {
           auto it = w.weight_payloads.find(op.deps.front());
-          TRAINSIM_CHECK(it != w.weight_payloads.end(), plan_.strategy + ": sending weights never updated");
+          TRAINSIM_CHECK(it != w.weight_payloads.end(), "plan: sending weights never updated");
           // Several sends may carry one update's weights: the last one takes them.
           if (--it->second.second == 0) {
             payload = std::move(it->second.first);
@@ -957,6 +949,7 @@ class Interpreter {
       case Payload::kParamGradient:
       case Payload::kWeights:
       case Payload::kSparseRows: w.received[id] = std::move(payload); break;
+      case Payload::kNone: throw std::logic_error("plan: a recv of a send without its payload");
     }
   }
 
@@ -980,17 +973,17 @@ class Interpreter {
     {
       std::lock_guard lock(w.mu);
       Gradients& grads = gradients_of(w, op.iteration);
-      // Parallax reduces the dense variables only; the sparse go to servers
-      // (hybrid) or around the ring as rows (ar).
-      if (plan_.strategy != "parallax") densify_range(grads, w.weights, op.first_layer, op.last_layer);
+      // Parallax reduces the dense variables only (dense_only); the sparse go
+      // to servers (hybrid) or around the ring as rows (ar).
+      if (!op.dense_only) densify_range(grads, w.weights, op.first_layer, op.last_layer);
       flat = flatten_gradients(grads, op.first_layer, op.last_layer);
     }
     const std::vector<int>& members = group(op);
-    if (codec_ == GradientCompression::kNone) {
+    if (op.codec == Codec::kNone) {
       transport_.all_reduce(op.worker, members, tags_[static_cast<size_t>(id)], flat, op.algorithm);
     } else {
       CollectivePeers peers(transport_, op.worker, members, tags_[static_cast<size_t>(id)]);
-      all_reduce_ring_codec(peers, flat, hop_codec());
+      all_reduce_ring_codec(peers, flat, hop_codec(compression_of(op.codec)));
     }
     const float mean = 1.0f / static_cast<float>(members.size());
     for (float& v : flat) v *= mean;
@@ -1033,7 +1026,7 @@ class Interpreter {
       copies = std::move(host_.copies[{op.iteration, op.first_layer}]);
       host_.copies.erase({op.iteration, op.first_layer});
     }
-    TRAINSIM_CHECK(!copies.empty(), plan_.strategy + ": host accumulation without copies");
+    TRAINSIM_CHECK(!copies.empty(), "plan: host accumulation without copies");
     std::vector<std::span<const float>> chunks;
     for (const auto& [worker, flat] : copies) chunks.emplace_back(flat);
     std::vector<float> mean(copies.begin()->second.size());
@@ -1050,7 +1043,7 @@ class Interpreter {
     {
       std::lock_guard lock(host_.mu);
       auto it = host_.means.find({op.iteration, op.first_layer});
-      TRAINSIM_CHECK(it != host_.means.end(), plan_.strategy + ": copying back a chunk never accumulated");
+      TRAINSIM_CHECK(it != host_.means.end(), "plan: copying back a chunk never accumulated");
       if (--it->second.second == 0) {  // the last worker takes the buffer
         mean = std::move(it->second.first);
         host_.means.erase(it);
@@ -1101,12 +1094,10 @@ class Interpreter {
   const Network& network_;
   const BatchSource& batches_;
   ExecOptions options_;
-  bool spectrain_ = false;              // dualpipe with spectrain: predicted weights (seed 000)
-  bool gathers_sparse_rows_ = false;    // parallax, mode=ar: sparse rows by the ring allgather
-  GradientCompression codec_;           // pipesgd's wire (seed 002 §3.2)
-  std::vector<int32_t> sparse_layers_;  // parallax: layers whose variables live on servers
-  bool serves_dense_ = false;           // parallax, mode=ps: the dense variables on a server too
-  std::vector<std::unique_ptr<VariableServer>> servers_;  // one per sparse layer, then (ps) the dense one
+  bool spectrain_ = false;              // ops read predicted weights (SpecTrain, seed 000)
+  bool gathers_sparse_rows_ = false;    // updates add the rows the ring gathered (parallax, mode=ar)
+  bool serves_dense_ = false;           // a server steps the dense variables (parallax, mode=ps)
+  std::vector<std::unique_ptr<VariableServer>> servers_;  // the plan's: sparse tables, then dense
   std::set<std::tuple<int32_t, int32_t, int32_t, int32_t>> recomputed_;  // (worker, it, mb, first layer) of recomputes
   InProcessTransport transport_;
   std::vector<std::atomic<bool>> done_;

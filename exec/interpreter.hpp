@@ -64,9 +64,11 @@ struct ExecResult {
 
 // Runs `plan` with `network` from `initial` weights on batches from `batches`.
 // Every op kind runs: a recompute rebuilds, from the input its forward kept,
-// the caches its backward uses (DSP); dualpipe with spectrain runs ops that
-// read a version ahead of the worker's on SpecTrain's predicted weights;
-// pipesgd's compressed AllReduce applies the codec at every hop. InputError
+// the caches its backward uses (DSP); an op whose weight policy is predicted
+// (dualpipe with spectrain) reads SpecTrain's weights `weight_ahead` versions
+// ahead; an AllReduce with a codec (pipesgd's compression) applies it at
+// every hop. It reads what the ops and the plan's servers carry, never
+// plan.strategy or plan.config. InputError
 // naming the setting if a plan needs what the executor does not do. A failure
 // in any worker stops all of them and is rethrown.
 // Pins the calling thread to `core` (mod the cores this process may use);

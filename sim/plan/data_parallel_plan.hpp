@@ -171,11 +171,12 @@ struct Transfer {
   OpId recv = -1;  // on the receiver's kRecv stream; consumers depend on it
 };
 
-// `bytes` from worker `from` to worker `to` once `deps` have ended.
-inline Transfer add_transfer(PlanBuilder& builder, int32_t from, int32_t to, int32_t iteration, double bytes,
-                             LayerRange layers, std::vector<OpId> deps) {
+// `bytes` of `payload` from worker `from` to worker `to` once `deps` have ended.
+inline Transfer add_transfer(PlanBuilder& builder, Payload payload, int32_t from, int32_t to, int32_t iteration,
+                             double bytes, LayerRange layers, std::vector<OpId> deps) {
   Op send;
   send.kind = OpKind::kSend;
+  send.payload = payload;
   send.stream = StreamKind::kSend;
   send.worker = from;
   send.peer = to;

@@ -39,7 +39,7 @@ void add_device_server(PlanBuilder& b, const Profile& profile, const Cluster& cl
   for (int32_t w = 1; w < static_cast<int32_t>(workers); ++w) {
     std::vector<OpId> deps = {ex.backward[static_cast<size_t>(w)]};
     if (previous_push >= 0) deps.push_back(previous_push);
-    const Transfer push = add_transfer(b, w, 0, ex.iteration, bytes, layers, std::move(deps));
+    const Transfer push = add_transfer(b, Payload::kParamGradient, w, 0, ex.iteration, bytes, layers, std::move(deps));
     previous_push = push.send;
     pushed.push_back(push.recv);
   }
@@ -48,7 +48,8 @@ void add_device_server(PlanBuilder& b, const Profile& profile, const Cluster& cl
   update.deps = pushed;
   const OpId server_update = b.add(std::move(update));
   for (int32_t w = 1; w < static_cast<int32_t>(workers); ++w) {
-    ex.weights_ready[static_cast<size_t>(w)] = add_transfer(b, 0, w, ex.iteration, bytes, layers, {server_update}).recv;
+    ex.weights_ready[static_cast<size_t>(w)] =
+        add_transfer(b, Payload::kWeights, 0, w, ex.iteration, bytes, layers, {server_update}).recv;
   }
 }
 
@@ -73,7 +74,7 @@ void add_host_server(PlanBuilder& b, const Profile& profile, const Cluster& clus
     }
     std::vector<OpId> deps = {copy};
     if (previous_relay >= 0) deps.push_back(previous_relay);
-    const Transfer relay = add_transfer(b, w, 0, i, bytes, layers, std::move(deps));
+    const Transfer relay = add_transfer(b, Payload::kParamGradient, w, 0, i, bytes, layers, std::move(deps));
     previous_relay = relay.send;
     arrived.push_back(relay.recv);
   }
@@ -81,7 +82,9 @@ void add_host_server(PlanBuilder& b, const Profile& profile, const Cluster& clus
   const OpId sum = b.add(transfer_op(OpKind::kHostAccumulate, 0, i, summed_bytes, layers, arrived));
   for (int32_t w = 0; w < static_cast<int32_t>(workers); ++w) {
     OpId source = sum;
-    if (machine_of(cluster, w) != 0) source = add_transfer(b, 0, w, i, bytes, layers, {sum}).recv;
+    if (machine_of(cluster, w) != 0) {
+      source = add_transfer(b, Payload::kParamGradient, 0, w, i, bytes, layers, {sum}).recv;
+    }
     Op update = update_op(ex.update_s, layers, w, i, i);
     update.deps = {b.add(transfer_op(OpKind::kCopyToDevice, w, i, bytes, layers, {source}))};
     b.add(std::move(update));

@@ -4,8 +4,10 @@
 // and all synchronise again. Mini-batch i runs forward on stage k in unit
 // i + k and backward in unit i + 2S − 2 − k (Figure 6b): the last stage runs
 // both in one unit, stage 0 completes the round trip 2S − 2 units after.
+#include <cstdint>
 #include <vector>
 
+#include "model/error.hpp"
 #include "sim/cost/common.hpp"
 #include "sim/cost/pipeline_settings.hpp"
 #include "sim/cost/stages.hpp"
@@ -32,6 +34,17 @@ struct UnitState {
   std::vector<std::vector<int32_t>> left;  // [stage][round]: backwards still to run before the round's update
 };
 
+// A task reading the weights predicted `ahead` versions past the stage's
+// current ones (none: the current ones).
+Op& predict(Op& op, int32_t ahead) {
+  if (ahead > 0) {
+    TRAINSIM_CHECK(ahead <= INT16_MAX, "dualpipe: a prediction too many versions ahead");
+    op.weights = WeightPolicy::kPredicted;
+    op.weight_ahead = static_cast<int16_t>(ahead);
+  }
+  return op;
+}
+
 // Phase 1 of unit u (lines 8-10): F(u − k) then B(u − 2S + 2 + k) on stage k,
 // each on the replica taking that mini-batch. SpecTrain: each reads the
 // weights predicted s versions ahead of the stage's current ones, s = 2S − k − 2
@@ -46,11 +59,13 @@ std::vector<int32_t> run_tasks(PipelinePlanWriter& w, UnitState& st, int32_t uni
     const int32_t f = unit - k;
     const int32_t b = unit - (2 * stages - 2 - k);
     if (f >= 0 && f < w.iterations()) {
-      w.op(w.forward(k, f, 0, st.version[k] + (spectrain ? 2 * stages - k - 2 : 0))).work_s += work.forward_s;
+      const int32_t ahead = spectrain ? 2 * stages - k - 2 : 0;
+      predict(w.op(w.forward(k, f, 0, st.version[k] + ahead)), ahead).work_s += work.forward_s;
       st.last_iteration[w.worker_of(k, f, 0)] = f;
     }
     if (b >= 0 && b < w.iterations()) {
-      w.op(w.backward(k, b, 0, st.version[k] + (spectrain ? k : 0))).work_s += work.backward_s;
+      const int32_t ahead = spectrain ? k : 0;
+      predict(w.op(w.backward(k, b, 0, st.version[k] + ahead)), ahead).work_s += work.backward_s;
       st.last_iteration[w.worker_of(k, b, 0)] = b;
       if (--st.left[k][b / w.replicas(k)] == 0) rounds_done.push_back(k);
     }

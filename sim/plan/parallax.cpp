@@ -62,14 +62,15 @@ ServerPhase push_to_servers(PlanBuilder& b, const ParallaxSetup& s, double dense
     phase.copies[static_cast<size_t>(k)].push_back(copy);
     for (int32_t step = 1; step < machines && share_bytes > 0; ++step) {
       const auto j = static_cast<size_t>((k + step) % machines);
-      phase.held[j].push_back(add_transfer(b, w, s.servers[j], s.iteration, share_bytes, layers, {after}).recv);
+      phase.held[j].push_back(
+          add_transfer(b, Payload::kParamGradient, w, s.servers[j], s.iteration, share_bytes, layers, {after}).recv);
     }
   }
   for (int32_t k = 0; k < machines && aggregated; ++k) {
     for (int32_t step = 1; step < machines; ++step) {
       const auto j = static_cast<size_t>((k + step) % machines);
-      phase.held[j].push_back(add_transfer(b, s.servers[static_cast<size_t>(k)], s.servers[j], s.iteration,
-                                           union_share_bytes(s, static_cast<size_t>(k)), layers,
+      phase.held[j].push_back(add_transfer(b, Payload::kParamGradient, s.servers[static_cast<size_t>(k)], s.servers[j],
+                                           s.iteration, union_share_bytes(s, static_cast<size_t>(k)), layers,
                                            phase.copies[static_cast<size_t>(k)])
                                   .recv);
     }
@@ -97,11 +98,12 @@ std::vector<std::vector<OpId>> pull_from_servers(PlanBuilder& b, const ParallaxS
       for (int32_t w = 0; w < static_cast<int32_t>(s.workers) && share_bytes > 0; ++w) {
         if (static_cast<size_t>(machine_of(*s.cluster, w)) != k) continue;
         waits[static_cast<size_t>(w)].push_back(
-            add_transfer(b, server, w, s.iteration, share_bytes, layers, held).recv);
+            add_transfer(b, Payload::kWeights, server, w, s.iteration, share_bytes, layers, held).recv);
       }
       if (aggregated) {
         at_host[k].push_back(
-            add_transfer(b, server, s.servers[k], s.iteration, union_share_bytes(s, k), layers, held).recv);
+            add_transfer(b, Payload::kWeights, server, s.servers[k], s.iteration, union_share_bytes(s, k), layers, held)
+                .recv);
       }
     }
   }
@@ -135,7 +137,8 @@ std::vector<std::vector<OpId>> add_ring_allgather(PlanBuilder& b, const Parallax
     for (int32_t w = 0; w < workers; ++w) {
       const int32_t next = (w + 1) % workers;
       const Transfer t =
-          add_transfer(b, w, next, s.iteration, block_bytes, all_layers(*s.profile), {ready[static_cast<size_t>(w)]});
+          add_transfer(b, Payload::kSparseRows, w, next, s.iteration, block_bytes, all_layers(*s.profile),
+                       {ready[static_cast<size_t>(w)]});
       received[static_cast<size_t>(next)] = t.recv;
       waits[static_cast<size_t>(w)].push_back(t.send);
     }
@@ -143,6 +146,20 @@ std::vector<std::vector<OpId>> add_ring_allgather(PlanBuilder& b, const Parallax
   }
   for (int32_t w = 0; w < workers; ++w) waits[static_cast<size_t>(w)].push_back(ready[static_cast<size_t>(w)]);
   return waits;
+}
+
+// The servers the executor runs when the workers exchange through the host:
+// one per sparse layer (its table, stepped on the touched rows), and in ps
+// mode one for the dense layers after the last sparse one.
+void add_servers(PlanBuilder& b, const Profile& profile, bool serves_dense) {
+  int32_t dense_first = 0;
+  for (size_t l = 0; l < profile.layers.size(); ++l) {
+    if (!profile.layers[l].sparse) continue;
+    b.add_server({static_cast<int32_t>(l), static_cast<int32_t>(l), ServerRule::kSparseRows});
+    dense_first = static_cast<int32_t>(l) + 1;
+  }
+  const auto last = static_cast<int32_t>(profile.layers.size()) - 1;
+  if (serves_dense && dense_first <= last) b.add_server({dense_first, last, ServerRule::kDense});
 }
 
 }  // namespace
@@ -168,6 +185,10 @@ Plan plan_parallax(const Profile& profile, const Cluster& cluster, StrategyConfi
   const int32_t group = dense_allreduce ? b.group(all_workers(s.workers)) : -1;
   const double served_dense_bytes = mode == "ps" ? v.dense : 0.0;  // dense bytes through the servers
 
+  const bool through_servers = workers > 1 && mode != "ar" && served_dense_bytes + v.sparse_touched > 0;
+  if (through_servers) add_servers(b, profile, mode == "ps");
+  b.set_gathers_sparse_rows(mode == "ar");
+
   ReplicaCompute compute(profile);
   for (int32_t i = 0; i < iterations; ++i) {
     s.iteration = i;
@@ -176,14 +197,16 @@ Plan plan_parallax(const Profile& profile, const Cluster& cluster, StrategyConfi
       b.add(compute.op(OpKind::kForward, layers, w, i, i));
       ready.push_back(b.add(compute.op(OpKind::kBackward, layers, w, i, i)));
       if (dense_allreduce) {
-        ready.back() = b.add(transfer_op(OpKind::kAllReduce, w, i, v.dense, layers, {ready.back()}, group, algorithm));
+        Op allreduce = transfer_op(OpKind::kAllReduce, w, i, v.dense, layers, {ready.back()}, group, algorithm);
+        allreduce.dense_only = true;  // the sparse gradients go to the servers or around the ring
+        ready.back() = b.add(std::move(allreduce));
       }
     }
     std::vector<std::vector<OpId>> waits(static_cast<size_t>(workers));
     for (int32_t w = 0; w < workers; ++w) waits[static_cast<size_t>(w)] = {ready[static_cast<size_t>(w)]};
     if (workers > 1 && mode == "ar" && v.sparse_touched > 0) {
       waits = add_ring_allgather(b, s, v.sparse_touched, ready);
-    } else if (workers > 1 && mode != "ar" && served_dense_bytes + v.sparse_touched > 0) {
+    } else if (through_servers) {
       waits = add_parameter_servers(b, s, served_dense_bytes, v.sparse_touched, ready);
     }
     for (int32_t w = 0; w < workers; ++w) {

@@ -29,7 +29,7 @@ void write_worker(PipelinePlanWriter& w, int32_t stage, int32_t replica) {
       w.forward(stage, task.iteration, 0, version);
       stashed[task.iteration] = version;
     } else {
-      w.backward(stage, task.iteration, 0, stashed[task.iteration]);
+      w.op(w.backward(stage, task.iteration, 0, stashed[task.iteration])).weights = WeightPolicy::kStashed;
       finish_round(task.iteration);
     }
   }

@@ -72,7 +72,7 @@ std::vector<int32_t> run_tasks(Schedule& s, PipelinePlanWriter& w, int32_t unit)
       s.forward_unit[k][task.iteration] = unit;
       s.stashed[k][task.iteration] = s.version[k];
     } else {
-      w.backward(k, task.iteration, 0, s.stashed[k][task.iteration]);
+      w.op(w.backward(k, task.iteration, 0, s.stashed[k][task.iteration])).weights = WeightPolicy::kStashed;
       s.backward_unit[k][task.iteration] = unit;
       if (--s.round_left[k][task.iteration / w.replicas(k)] == 0) rounds_done.push_back(k);
     }

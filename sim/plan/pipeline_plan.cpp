@@ -99,6 +99,7 @@ OpId PipelinePlanWriter::receive(Direction direction, int32_t boundary, int32_t 
   Op recv;
   recv.kind = OpKind::kRecv;
   recv.stream = StreamKind::kRecv;
+  recv.payload = direction == kActivations ? Payload::kActivation : Payload::kInputGradient;
   recv.worker = worker;
   recv.peer = peer;
   recv.stage = consumer.stage;
@@ -116,6 +117,7 @@ void PipelinePlanWriter::send(Direction direction, int32_t boundary, int32_t wor
   Op send;
   send.kind = OpKind::kSend;
   send.stream = StreamKind::kSend;
+  send.payload = direction == kActivations ? Payload::kActivation : Payload::kInputGradient;
   send.worker = worker;
   send.peer = peer;
   send.stage = from.stage;

@@ -77,6 +77,14 @@ Op codec_op(OpKind kind, int32_t worker, int32_t iteration, double gradient_byte
   return op;
 }
 
+// The AllReduce's encoding for a `compression` setting (none, trunc16, quant8).
+Codec codec_of(const std::string& compression) {
+  if (compression == "trunc16") return Codec::kTrunc16;
+  if (compression == "quant8") return Codec::kQuant8;
+  TRAINSIM_CHECK(compression == "none", "pipesgd: compression " + compression);
+  return Codec::kNone;
+}
+
 // Iteration t's forward and backward on worker w, compressing and
 // all-reducing each segment as backward completes it; returns the AllReduces.
 std::vector<OpId> add_iteration(PlanBuilder& b, const Profile& profile, ReplicaCompute& compute, const Cluster& cluster,
@@ -94,8 +102,9 @@ std::vector<OpId> add_iteration(PlanBuilder& b, const Profile& profile, ReplicaC
       if (set.compression != "none") {
         ready = b.add(codec_op(OpKind::kCompress, w, t, segment_bytes, *piece, cluster));
       }
-      allreduces.push_back(
-          b.add(transfer_op(OpKind::kAllReduce, w, t, wire_bytes, *piece, {ready}, group, set.algorithm)));
+      Op allreduce = transfer_op(OpKind::kAllReduce, w, t, wire_bytes, *piece, {ready}, group, set.algorithm);
+      allreduce.codec = codec_of(set.compression);
+      allreduces.push_back(b.add(std::move(allreduce)));
       ++next_segment;
     }
   }

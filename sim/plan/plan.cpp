@@ -95,6 +95,44 @@ const char* stream_kind_name(StreamKind kind) {
   return "?";
 }
 
+const char* payload_name(Payload payload) {
+  switch (payload) {
+    case Payload::kNone: return "none";
+    case Payload::kActivation: return "activation";
+    case Payload::kInputGradient: return "input_gradient";
+    case Payload::kParamGradient: return "param_gradient";
+    case Payload::kWeights: return "weights";
+    case Payload::kSparseRows: return "sparse_rows";
+  }
+  return "?";
+}
+
+const char* weight_policy_name(WeightPolicy policy) {
+  switch (policy) {
+    case WeightPolicy::kLatest: return "latest";
+    case WeightPolicy::kStashed: return "stashed";
+    case WeightPolicy::kPredicted: return "predicted";
+  }
+  return "?";
+}
+
+const char* codec_name(Codec codec) {
+  switch (codec) {
+    case Codec::kNone: return "none";
+    case Codec::kTrunc16: return "trunc16";
+    case Codec::kQuant8: return "quant8";
+  }
+  return "?";
+}
+
+const char* server_rule_name(ServerRule rule) {
+  switch (rule) {
+    case ServerRule::kSparseRows: return "sparse_rows";
+    case ServerRule::kDense: return "dense";
+  }
+  return "?";
+}
+
 PlanBuilder::PlanBuilder(std::string strategy, int32_t workers, int32_t iterations, double samples_per_iteration) {
   plan_.strategy = std::move(strategy);
   plan_.iterations = iterations;
@@ -169,6 +207,14 @@ void validate_plan(const Plan& plan) {
       });
       if (!paired) broken(plan, id, "a recv must depend on its peer's send");
     }
+    if (op.weights == WeightPolicy::kPredicted && (op.weight_ahead < 1 || op.weight_version < op.weight_ahead)) {
+      broken(plan, id, "predicted weights need 1 <= weight_ahead <= weight_version");
+    }
+  }
+  for (const PlanServer& s : plan.servers) {
+    if (s.first_layer < 0 || s.last_layer < s.first_layer) {
+      throw std::logic_error(plan.strategy + " plan: a server without layers");
+    }
   }
   if (plan.iteration_period < 1) throw std::logic_error(plan.strategy + " plan: iteration period below 1");
   if (plan.drain_iterations < 0) throw std::logic_error(plan.strategy + " plan: negative drain iterations");
@@ -192,12 +238,19 @@ nlohmann::json plan_to_json(const Plan& plan) {
     if (op.stage >= 0) j["stage"] = op.stage;
     if (op.microbatch >= 0) j["microbatch"] = op.microbatch;
     if (op.weight_version >= 0) j["weight_version"] = op.weight_version;
+    if (op.weights != WeightPolicy::kLatest) j["weights"] = weight_policy_name(op.weights);
+    if (op.weights == WeightPolicy::kPredicted) j["weight_ahead"] = op.weight_ahead;
     if (op.first_layer >= 0) j["layers"] = {op.first_layer, op.last_layer};
     if (op.work_s > 0) j["work_s"] = op.work_s;
     if (op.bytes > 0) j["bytes"] = op.bytes;
     if (op.peer >= 0) j["peer"] = op.peer;
+    if (op.payload != Payload::kNone) j["payload"] = payload_name(op.payload);
     if (op.group >= 0) j["group"] = op.group;
-    if (op.kind == OpKind::kAllReduce) j["algorithm"] = collective_algorithm_name(op.algorithm);
+    if (op.kind == OpKind::kAllReduce) {
+      j["algorithm"] = collective_algorithm_name(op.algorithm);
+      if (op.codec != Codec::kNone) j["codec"] = codec_name(op.codec);
+      if (op.dense_only) j["dense_only"] = true;
+    }
     if (op.alloc_bytes > 0) j["alloc_bytes"] = op.alloc_bytes;
     if (op.free_bytes > 0) j["free_bytes"] = op.free_bytes;
     if (!op.deps.empty()) j["deps"] = op.deps;
@@ -205,9 +258,15 @@ nlohmann::json plan_to_json(const Plan& plan) {
   }
   nlohmann::json workers = nlohmann::json::array();
   for (const PlanWorker& w : plan.workers) workers.push_back({{"device", w.device}, {"static_bytes", w.static_bytes}});
+  nlohmann::json servers = nlohmann::json::array();
+  for (const PlanServer& s : plan.servers) {
+    servers.push_back({{"layers", {s.first_layer, s.last_layer}}, {"rule", server_rule_name(s.rule)}});
+  }
   return {{"format", "trainsim.plan/1"},     {"strategy", plan.strategy}, {"config", plan.config},
           {"iterations", plan.iterations},   {"samples_per_iteration", plan.samples_per_iteration}, {"iteration_period", plan.iteration_period}, {"drain_iterations", plan.drain_iterations},
-          {"workers", std::move(workers)},   {"groups", plan.groups},     {"ops", std::move(ops)}};
+          {"workers", std::move(workers)},   {"servers", std::move(servers)},
+          {"gathers_sparse_rows", plan.gathers_sparse_rows},
+          {"groups", plan.groups},           {"ops", std::move(ops)}};
 }
 
 }  // namespace trainsim

@@ -43,9 +43,32 @@ enum class OpKind : uint8_t {
   kBarrier,         // any stream: zero-time join of every member of `group`
 };
 
+// What a kSend carries (the executor moves it; the simulator times `bytes`).
+enum class Payload : uint8_t {
+  kNone,           // not a send
+  kActivation,     // a forward's (or recompute's) output, to the next stage
+  kInputGradient,  // a backward's gradient w.r.t. its input, to the previous stage
+  kParamGradient,  // parameter gradients of `first_layer`..`last_layer` (a push)
+  kWeights,        // an update's new weights of those layers (a pull)
+  kSparseRows,     // sparse gradient rows, relayed around the ring (Parallax ar)
+};
+
+// Which weights a compute op (forward, backward, recompute) reads.
+enum class WeightPolicy : uint8_t {
+  kLatest,     // those the worker holds when the op runs (version `weight_version`)
+  kStashed,    // version `weight_version`, kept from before later updates (weight stashing)
+  kPredicted,  // SpecTrain: predicted `weight_ahead` versions past the worker's current ones,
+               // which are version weight_version − weight_ahead
+};
+
+// How an AllReduce encodes what it sends at every hop (Pipe-SGD's compression).
+enum class Codec : uint8_t { kNone, kTrunc16, kQuant8 };
+
 struct Op {
   OpKind kind = OpKind::kForward;
   StreamKind stream = StreamKind::kCompute;
+  Payload payload = Payload::kNone;               // kSend (and its kRecv): what it carries
+  WeightPolicy weights = WeightPolicy::kLatest;   // compute ops reading weights
   int32_t worker = 0;          // device index, 0..Plan::workers-1
   int32_t stage = -1;          // pipeline stage (or data-parallel replica), -1 if none
   int32_t microbatch = -1;     // micro-batch within the mini-batch, -1 if none
@@ -58,6 +81,9 @@ struct Op {
   int32_t peer = -1;           // kSend: destination worker; kRecv: source worker
   int32_t group = -1;          // collectives and barriers: index into Plan::groups
   CollectiveAlgorithm algorithm = CollectiveAlgorithm::kRing;  // kAllReduce
+  Codec codec = Codec::kNone;  // kAllReduce: the hops' encoding
+  bool dense_only = false;     // kAllReduce: reduces the dense variables only, sparse ones stay (Parallax)
+  int16_t weight_ahead = 0;    // WeightPolicy::kPredicted: versions predicted ahead (SpecTrain's s < 2·stages)
   double alloc_bytes = 0;      // memory the op allocates when it starts (activations, buffers)
   double free_bytes = 0;       // memory it releases when it ends
   std::vector<OpId> deps;      // ops (of any worker or stream) that must end before it starts
@@ -68,7 +94,24 @@ struct PlanWorker {
   double static_bytes = 0;   // memory held throughout: weights, gradients, optimizer state, stashes
 };
 
+// How a parameter server updates its variables (Parallax): the optimizer on
+// the touched rows of a sparse table, or on dense variables, each time on the
+// mean of the workers' pushes.
+enum class ServerRule : uint8_t { kSparseRows, kDense };
+
+// A parameter server the executor runs beside the workers (on its own
+// thread): it owns layers [first_layer, last_layer]; the workers' kCopyToHost
+// pushes their gradients to every server and kCopyToDevice pulls the new
+// values back (a worker's update then leaves served dense layers alone).
+struct PlanServer {
+  int32_t first_layer = 0;
+  int32_t last_layer = 0;
+  ServerRule rule = ServerRule::kSparseRows;
+};
+
 struct Plan {
+  // What the tools print and validate re-reads; no interpreter reads either:
+  // every op carries what it needs.
   std::string strategy;                      // strategy id
   nlohmann::json config = nlohmann::json::object();  // resolved settings
   int32_t iterations = 0;                    // mini-batches the plan trains
@@ -79,6 +122,8 @@ struct Plan {
                                              // steady state: pipesgd's K-1 pending updates run back to back
                                              // (may exceed `iterations`: then all of them do)
   std::vector<PlanWorker> workers;
+  std::vector<PlanServer> servers;           // parameter servers, in order (sparse ones first)
+  bool gathers_sparse_rows = false;          // updates add the sparse rows the ring gathered (Parallax ar)
   std::vector<std::vector<int32_t>> groups;  // collective/barrier groups: member workers, ascending
   std::vector<Op> ops;                       // every op; ids are indices
   // streams[w][k]: op ids of worker w's stream k (StreamKind k) in program order.
@@ -87,6 +132,10 @@ struct Plan {
 
 const char* op_kind_name(OpKind kind);
 const char* stream_kind_name(StreamKind kind);
+const char* payload_name(Payload payload);
+const char* weight_policy_name(WeightPolicy policy);
+const char* codec_name(Codec codec);
+const char* server_rule_name(ServerRule rule);
 constexpr bool is_compute(OpKind kind) {
   return kind == OpKind::kForward || kind == OpKind::kBackward || kind == OpKind::kRecompute ||
          kind == OpKind::kUpdate || kind == OpKind::kCompress || kind == OpKind::kDecompress;
@@ -124,6 +173,8 @@ class PlanBuilder {
   void set_config(nlohmann::json config) { plan_.config = std::move(config); }
   void set_iteration_period(int32_t period) { plan_.iteration_period = period; }
   void set_drain_iterations(int64_t drain) { plan_.drain_iterations = drain; }
+  void add_server(PlanServer server) { plan_.servers.push_back(server); }
+  void set_gathers_sparse_rows(bool gathers) { plan_.gathers_sparse_rows = gathers; }
 
   // Validates (see validate_plan) and returns the plan.
   Plan build() &&;

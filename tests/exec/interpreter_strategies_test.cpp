@@ -10,7 +10,6 @@
 #include <map>
 #include <mutex>
 
-#include "exec/data/synthetic_text.hpp"
 #include "exec/interpreter.hpp"
 #include "exec/optim/dsp.hpp"
 #include "exec/optim/pipesgd.hpp"
@@ -20,78 +19,18 @@
 #include "model/zoo/zoo.hpp"
 #include "profiles/analytic_profiler.hpp"
 #include "sim/cost/strategies.hpp"
+#include "tests/exec/strategy_runs.hpp"
 
 namespace trainsim {
 namespace {
 
-constexpr int64_t kBatch = 8;  // per device
-constexpr uint64_t kWeightSeed = 7;
-
-// A deterministic learnable global batch: label (3·iteration + row) mod 10;
-// pixels a hash of (iteration, row, element) plus a bright band of 78
-// pixels chosen by the label, so a classifier can learn the label.
-void synthetic_batch(int32_t iteration, int64_t rows, Tensor& x, std::vector<int32_t>& y) {
-  x = Tensor({rows, 1, 28, 28});
-  y.resize(static_cast<size_t>(rows));
-  for (int64_t r = 0; r < rows; ++r) {
-    const int32_t label = static_cast<int32_t>((3 * iteration + r) % 10);
-    y[static_cast<size_t>(r)] = label;
-    for (int64_t e = 0; e < 784; ++e) {
-      const uint64_t h =
-          (static_cast<uint64_t>(iteration) * 1000003u + static_cast<uint64_t>(r) * 7919u + static_cast<uint64_t>(e) * 104729u) %
-          1000u;
-      const float band = e / 78 == label ? 1.0f : 0.0f;
-      x.data[static_cast<size_t>(r * 784 + e)] = static_cast<float>(h) / 2000.0f - 0.25f + band;
-    }
-  }
-}
-
-Cluster two_devices() {
-  Cluster c = load_cluster("p40x4-pcie3");
-  c.devices_per_machine = 2;
-  return c;
-}
-
-struct StrategyRun {
-  Plan plan;
-  ExecResult result;
-  std::map<OpId, Weights> read;  // weights each compute op read, when recorded
-};
-
-struct RunSpec {
-  std::string strategy{};
-  int64_t batch = kBatch;
-  std::vector<std::pair<std::string, std::string>> settings{};
-  int32_t iterations = 5;
-  SgdOptions sgd{0.1, 0.0, 0.0};
-  bool record_weights = false;
-};
-
-StrategyRun run(const RunSpec& spec) {
-  const Model model = build_zoo_model("fmnist-mlp");
-  const Network network = build_network(model);
-  const Weights initial = init_weights(network, kWeightSeed);
-  const Cluster cluster = two_devices();
-  const Profile profile = analytic_profile(model, spec.batch, cluster);
-  StrategyConfig config;
-  for (const auto& [key, value] : spec.settings) config.set(key, value, "--set " + key);
-  StrategyRun r;
-  r.plan = generate_plan(find_strategy(spec.strategy, "--strategy"), profile, cluster, config, spec.iterations);
-  ExecOptions options;
-  options.batch_size = spec.batch;
-  options.sgd = spec.sgd;
-  options.recv_timeout_s = 30;
-  std::mutex mu;
-  if (spec.record_weights) {
-    options.on_weights_read = [&](OpId id, const Weights& w) {
-      std::lock_guard lock(mu);
-      r.read[id] = w;
-    };
-  }
-  const BatchSource batches = whole_batches(synthetic_batch);
-  r.result = execute_plan(r.plan, network, initial, batches, options);
-  return r;
-}
+using strategy_runs::kBatch;
+using strategy_runs::kWeightSeed;
+using strategy_runs::run;
+using strategy_runs::run_text;
+using strategy_runs::RunSpec;
+using strategy_runs::StrategyRun;
+using strategy_runs::synthetic_batch;
 
 double largest_gap(const Weights& a, const Weights& b, int64_t first, int64_t last) {
   double gap = 0;
@@ -351,38 +290,6 @@ TEST(InterpreterPipeSgd, CompressedAllReduceMovesFewerBytesAndStillTrains) {
 }
 
 // --- Parallax --------------------------------------------------------------------
-
-// text-bag (a 50,000 x 64 sparse table, then dense 64 -> 64 -> 4) on the
-// synthetic text set: global batch i is rows i·n .. i·n + n − 1 (wrapping).
-StrategyRun run_text(const std::string& strategy, int64_t batch, int32_t iterations,
-                     const std::vector<std::pair<std::string, std::string>>& settings = {}) {
-  const Model model = build_zoo_model("text-bag");
-  const Network network = build_network(model);
-  const Weights initial = init_weights(network, kWeightSeed);
-  const Cluster cluster = two_devices();
-  const Profile profile = analytic_profile(model, batch, cluster);
-  StrategyConfig config;
-  for (const auto& [key, value] : settings) config.set(key, value, "--set " + key);
-  StrategyRun r;
-  r.plan = generate_plan(find_strategy(strategy, "--strategy"), profile, cluster, config, iterations);
-  const Dataset data = make_synthetic_text(kTextVocabulary, kTextTokensPerSample, kTextClasses, 256, 16, 5);
-  const BatchSource batches = whole_batches([&](int32_t iteration, int64_t rows, Tensor& x, std::vector<int32_t>& y) {
-    x = Tensor({rows, kTextTokensPerSample});
-    y.resize(static_cast<size_t>(rows));
-    for (int64_t i = 0; i < rows; ++i) {
-      const int64_t src = (iteration * rows + i) % data.train_x.rows();
-      std::copy_n(data.train_x.data.begin() + src * kTextTokensPerSample, kTextTokensPerSample,
-                  x.data.begin() + i * kTextTokensPerSample);
-      y[static_cast<size_t>(i)] = data.train_y[static_cast<size_t>(src)];
-    }
-  });
-  ExecOptions options;
-  options.batch_size = batch;
-  options.sgd = {0.1, 0.9, 0.0};
-  options.recv_timeout_s = 30;
-  r.result = execute_plan(r.plan, network, initial, batches, options);
-  return r;
-}
 
 TEST(InterpreterParallax, TwoWorkersEqualSingleWithTwiceTheBatch) {
   const StrategyRun single = run_text("single", 2 * kBatch, 6);

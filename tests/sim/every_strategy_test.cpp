@@ -21,6 +21,11 @@ TEST(EveryStrategy, SimulatesOnZooModelsOnEveryPreset) {
       for (const StrategyInfo& strategy : strategy_registry()) {
         SCOPED_TRACE(std::string(model_name) + " on " + cluster.name + ": " + strategy.id);
         const Plan plan = generate_plan(strategy, profile, cluster, {}, 8);
+        for (const Op& op : plan.ops) {
+          if (op.kind == OpKind::kSend) {
+            EXPECT_NE(op.payload, Payload::kNone) << "a send without its payload";
+          }
+        }
         const SimResult r = simulate_plan(plan, cluster, SimOptions{});
         EXPECT_GT(r.iteration_s, 0);
         EXPECT_GE(r.iteration_max_s, r.iteration_s);
@@ -44,7 +49,9 @@ void expect_same_structure(const Plan& a, const Plan& b) {
     const Op& y = b.ops[id];
     EXPECT_TRUE(x.kind == y.kind && x.worker == y.worker && x.stage == y.stage && x.microbatch == y.microbatch &&
                 x.iteration == y.iteration && x.first_layer == y.first_layer && x.last_layer == y.last_layer &&
-                x.peer == y.peer && x.group == y.group && x.deps == y.deps)
+                x.peer == y.peer && x.group == y.group && x.deps == y.deps && x.payload == y.payload &&
+                x.weights == y.weights && x.weight_ahead == y.weight_ahead && x.codec == y.codec &&
+                x.dense_only == y.dense_only)
         << "op " << id;
   }
 }
@@ -70,7 +77,9 @@ TEST(EveryStrategy, ResolvedSettingsRegenerateThePlanFromAnotherProfile) {
     const Plan again = generate_plan(strategy, profile, cluster, resolved, 6);
     EXPECT_EQ(again.config, plan.config);
     expect_same_structure(plan, again);
-    for (size_t id = 0; id < plan.ops.size(); ++id) EXPECT_EQ(again.ops[id].work_s, plan.ops[id].work_s);
+    for (size_t id = 0; id < plan.ops.size(); ++id) {
+      EXPECT_EQ(again.ops[id].work_s, plan.ops[id].work_s);
+    }
     const Plan moved = generate_plan(strategy, other, cluster, resolved, 6);
     EXPECT_EQ(moved.config, plan.config);
     expect_same_structure(plan, moved);

@@ -1,0 +1,124 @@
+// What the executor's strategy tests share: a strategy's plan for a small
+// model on two devices of one machine, and its run on deterministic data.
+// fmnist-mlp trains on a learnable synthetic image batch; text-bag (a 50,000
+// x 64 sparse table, then dense 64 -> 64 -> 4) on the synthetic text set.
+#pragma once
+
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "exec/data/synthetic_text.hpp"
+#include "exec/interpreter.hpp"
+#include "model/zoo/zoo.hpp"
+#include "profiles/analytic_profiler.hpp"
+#include "sim/cost/strategies.hpp"
+
+namespace trainsim::strategy_runs {
+
+inline constexpr int64_t kBatch = 8;  // per device
+inline constexpr uint64_t kWeightSeed = 7;
+
+// A deterministic learnable global batch: label (3·iteration + row) mod 10;
+// pixels a hash of (iteration, row, element) plus a bright band of 78
+// pixels chosen by the label, so a classifier can learn the label.
+inline void synthetic_batch(int32_t iteration, int64_t rows, Tensor& x, std::vector<int32_t>& y) {
+  x = Tensor({rows, 1, 28, 28});
+  y.resize(static_cast<size_t>(rows));
+  for (int64_t r = 0; r < rows; ++r) {
+    const int32_t label = static_cast<int32_t>((3 * iteration + r) % 10);
+    y[static_cast<size_t>(r)] = label;
+    for (int64_t e = 0; e < 784; ++e) {
+      const uint64_t h = (static_cast<uint64_t>(iteration) * 1000003u + static_cast<uint64_t>(r) * 7919u +
+                          static_cast<uint64_t>(e) * 104729u) %
+                         1000u;
+      const float band = e / 78 == label ? 1.0f : 0.0f;
+      x.data[static_cast<size_t>(r * 784 + e)] = static_cast<float>(h) / 2000.0f - 0.25f + band;
+    }
+  }
+}
+
+// Global batch i of the synthetic text set: rows i·n .. i·n + n − 1 (wrapping).
+inline BatchSource text_batches() {
+  auto data =
+      std::make_shared<Dataset>(make_synthetic_text(kTextVocabulary, kTextTokensPerSample, kTextClasses, 256, 16, 5));
+  return whole_batches([data](int32_t iteration, int64_t rows, Tensor& x, std::vector<int32_t>& y) {
+    x = Tensor({rows, kTextTokensPerSample});
+    y.resize(static_cast<size_t>(rows));
+    for (int64_t i = 0; i < rows; ++i) {
+      const int64_t src = (iteration * rows + i) % data->train_x.rows();
+      std::copy_n(data->train_x.data.begin() + src * kTextTokensPerSample, kTextTokensPerSample,
+                  x.data.begin() + i * kTextTokensPerSample);
+      y[static_cast<size_t>(i)] = data->train_y[static_cast<size_t>(src)];
+    }
+  });
+}
+
+inline Cluster two_devices() {
+  Cluster c = load_cluster("p40x4-pcie3");
+  c.devices_per_machine = 2;
+  return c;
+}
+
+struct StrategyRun {
+  Plan plan;
+  ExecResult result;
+  std::map<OpId, Weights> read;  // weights each compute op read, when recorded
+};
+
+struct RunSpec {
+  std::string strategy{};
+  int64_t batch = kBatch;
+  std::vector<std::pair<std::string, std::string>> settings{};
+  int32_t iterations = 5;
+  SgdOptions sgd{0.1, 0.0, 0.0};
+  bool record_weights = false;
+  bool text = false;  // text-bag on the synthetic text set, not fmnist-mlp on synthetic images
+};
+
+inline Model model_of(const RunSpec& spec) { return build_zoo_model(spec.text ? "text-bag" : "fmnist-mlp"); }
+
+// The strategy's plan for the spec's model, batch, settings and iterations.
+inline Plan plan_of(const RunSpec& spec) {
+  const Model model = model_of(spec);
+  const Profile profile = analytic_profile(model, spec.batch, two_devices());
+  StrategyConfig config;
+  for (const auto& [key, value] : spec.settings) config.set(key, value, "--set " + key);
+  return generate_plan(find_strategy(spec.strategy, "--strategy"), profile, two_devices(), config, spec.iterations);
+}
+
+// Runs `plan` (the spec's, or one changed from it) from the spec's seed on its data.
+inline StrategyRun execute(const RunSpec& spec, Plan plan) {
+  const Network network = build_network(model_of(spec));
+  const Weights initial = init_weights(network, kWeightSeed);
+  StrategyRun r;
+  r.plan = std::move(plan);
+  ExecOptions options;
+  options.batch_size = spec.batch;
+  options.sgd = spec.sgd;
+  options.recv_timeout_s = 30;
+  std::mutex mu;
+  if (spec.record_weights) {
+    options.on_weights_read = [&](OpId id, const Weights& w) {
+      std::lock_guard lock(mu);
+      r.read[id] = w;
+    };
+  }
+  const BatchSource batches = spec.text ? text_batches() : whole_batches(synthetic_batch);
+  r.result = execute_plan(r.plan, network, initial, batches, options);
+  return r;
+}
+
+inline StrategyRun run(const RunSpec& spec) { return execute(spec, plan_of(spec)); }
+
+inline StrategyRun run_text(const std::string& strategy, int64_t batch, int32_t iterations,
+                            const std::vector<std::pair<std::string, std::string>>& settings = {}) {
+  return run({.strategy = strategy, .batch = batch, .settings = settings, .iterations = iterations,
+              .sgd = {0.1, 0.9, 0.0}, .text = true});
+}
+
+}  // namespace trainsim::strategy_runs
