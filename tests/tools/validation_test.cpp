@@ -186,14 +186,15 @@ TEST(Validate, RunsMoreRoundsOnlyOfStrategiesNotYetSettled) {
     EXPECT_EQ(r.interval.samples, 4);
     EXPECT_EQ(r.verdict, "too noisy to judge");
   }
-  // Any spread is within a 100% target once [min, max] covers 90%: five
-  // rounds (2^-4 = 6.25% outside), so no round runs past the fifth.
+  // Any spread is within a target of a million percent once [min, max]
+  // covers 90%: five rounds (2^-4 = 6.25% outside), so no round runs past
+  // the fifth.
   options.rounds = 1;
   options.max_rounds = 8;
-  options.target_uncertainty = 1.0;
+  options.target_uncertainty = 1e4;
   v = validate(model, data, 2, options);
   EXPECT_EQ(v.rounds, 5);
-  EXPECT_EQ(v.stopped, "every strategy within 100% after 5 rounds");
+  EXPECT_EQ(v.stopped, "every strategy within 1e+06% after 5 rounds");
   // A spent budget stops it after the rounds asked.
   options.rounds = 1;
   options.max_rounds = 8;
