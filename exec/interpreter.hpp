@@ -2,17 +2,20 @@
 // simulator times. Each (worker, stream) of the plan is a thread running its
 // ops in program order; an op starts once its deps have ended, as in the
 // simulator. Activations, gradients and weights move through a Transport
-// (in-process here; MPI and NCCL later), and every op's start and end are
-// recorded in the simulator's trace shape.
+// passed in (in-process by default; MPI and NCCL later), and every op's start
+// and end are recorded in the simulator's trace shape. Its parts live in
+// exec/interpreter/ (scheduler, op handlers by kind, weight versions).
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <vector>
 
 #include "exec/data/batching.hpp"
 #include "exec/optim/sgd.hpp"
+#include "exec/tensor/device.hpp"
 #include "exec/tensor/layers.hpp"
 #include "exec/transport/transport.hpp"
 #include "sim/plan/plan.hpp"
@@ -47,6 +50,16 @@ struct ExecOptions {
   // Called, when set, with each compute op and the weights it reads (after
   // SpecTrain's prediction), from the worker's thread: a window for tests.
   std::function<void(OpId, const Weights&)> on_weights_read;
+  // Makes the transport the run moves data through, joining `endpoints`
+  // workers: the plan's workers, then one per server of the plan. Unset: an
+  // InProcessTransport (the workers are threads of this process) with
+  // recv_timeout_s. Where an MPI or NCCL backend plugs in; the run aborts it
+  // when a worker fails and reads its traffic() for ExecResult::traffic.
+  std::function<std::unique_ptr<Transport>(int endpoints)> make_transport;
+  // Makes the device worker `worker` computes on (its layer kernels, loss
+  // and gradient buffers). Unset: an EigenCpuDevice. Where a CUDA backend
+  // plugs in.
+  std::function<std::unique_ptr<Device>(int32_t worker)> make_device;
 };
 
 struct ExecOpTiming {

@@ -118,7 +118,7 @@ double measure_barrier_s(int64_t workers, const ClusterProbeOptions& o) {
   return median_s(samples_s);
 }
 
-// The executor's hand-off (interpreter.cpp, run_op): worker 0's compute
+// The executor's hand-off (exec/interpreter/scheduler.cpp, run_op): worker 0's compute
 // thread ends an op, sets its done flag, wakes the communication thread
 // waiting on it and yields; that thread runs its op, which wakes worker 1's
 // thread waiting on it (a send's receiver: nothing but done flags here), and
@@ -160,7 +160,7 @@ double measure_handoff_s(int64_t workers, const ClusterProbeOptions& o) {
   return median_s(samples_s);
 }
 
-// The executor's packing around a collective (interpreter.cpp, all_reduce):
+// The executor's packing around a collective (exec/interpreter/collective_ops.cpp, all_reduce):
 // flatten, scale by the mean, unflatten; bytes of gradient per second.
 double measure_pack_bytes_per_s(int64_t workers, const ClusterProbeOptions& o) {
   constexpr int64_t kTensors = 4;

@@ -11,7 +11,7 @@
 #include <mutex>
 
 #include "exec/interpreter.hpp"
-#include "exec/optim/dsp.hpp"
+#include "tests/exec/optim/dsp_reference.hpp"
 #include "exec/optim/pipesgd.hpp"
 #include "exec/transport/codec_all_reduce.hpp"
 #include "exec/transport/in_process.hpp"
@@ -161,11 +161,11 @@ TEST(InterpreterDsp, BackwardUsesCachesRecomputedOnTheBackwardParameters) {
   for (const Op& op : r.plan.ops) recomputes += op.kind == OpKind::kRecompute && op.worker == 0;
   EXPECT_EQ(recomputes, kIterations);
 
-  // Emulation with DspStage (exec/optim/dsp.hpp, eq. 5): in step t block 0
-  // forwards batch t on its current weights (version t − 2), block 1 runs
-  // batch t's forward, loss and backward on its current weights and updates,
-  // then block 0 runs batch t − 2's backward on its current weights, version
-  // t − 2, recomputing from the kept input, and updates. Had the interpreter
+  // Emulation with DspStage (tests/exec/optim/dsp_reference.hpp, eq. 5): in
+  // step t block 0 forwards batch t on its current weights (version t − 2),
+  // block 1 runs batch t's forward, loss and backward on its current weights
+  // and updates, then block 0 runs batch t − 2's backward on its current
+  // weights, version t − 2, recomputing from the kept input, and updates. Had the interpreter
   // used the forward's caches (computed on older weights), block 0's hidden
   // activations, hence its gradient, would differ.
   const Network network = build_network(build_zoo_model("fmnist-mlp"));

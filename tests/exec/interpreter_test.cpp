@@ -7,7 +7,13 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
+#include <memory>
+#include <span>
+#include <vector>
 
+#include "exec/tensor/device.hpp"
+#include "exec/transport/in_process.hpp"
 #include "model/zoo/zoo.hpp"
 #include "profiles/analytic_profiler.hpp"
 #include "sim/cost/strategies.hpp"
@@ -45,7 +51,8 @@ struct TrainingRun {
   ExecResult result;
 };
 
-TrainingRun run(const std::string& strategy, int64_t batch, std::vector<std::pair<std::string, std::string>> settings) {
+TrainingRun run(const std::string& strategy, int64_t batch, std::vector<std::pair<std::string, std::string>> settings,
+                const std::function<void(ExecOptions&)>& adjust = {}) {
   const Model model = build_zoo_model("fmnist-mlp");
   const Network network = build_network(model);
   const Weights initial = init_weights(network, 7);
@@ -59,6 +66,7 @@ TrainingRun run(const std::string& strategy, int64_t batch, std::vector<std::pai
   options.batch_size = batch;
   options.sgd = {0.1, 0.9, 0.0};
   options.recv_timeout_s = 30;
+  if (adjust) adjust(options);
   const BatchSource batches = whole_batches(synthetic_batch);
   r.result = execute_plan(r.plan, network, initial, batches, options);
   return r;
@@ -132,6 +140,71 @@ TEST(Interpreter, RecordsEveryOpAndMovesTheActivationsBetweenStages) {
   EXPECT_EQ(moved_bytes, planned_bytes);
   const nlohmann::json trace = exec_chrome_trace(gpipe.plan, gpipe.result);
   EXPECT_TRUE(trace.contains("traceEvents"));
+}
+
+TEST(Interpreter, RunsOnTheTransportItIsGiven) {
+  // A backend plugs in through ExecOptions::make_transport: the run moves
+  // its data through the transport made there, and trains bit for bit as on
+  // the default in-process one.
+  const TrainingRun reference = run("gpipe", kBatch, {{"microbatches", "2"}});
+  std::vector<int> made;  // endpoints of each transport made
+  const TrainingRun given = run("gpipe", kBatch, {{"microbatches", "2"}}, [&made](ExecOptions& options) {
+    options.make_transport = [&made](int endpoints) -> std::unique_ptr<Transport> {
+      made.push_back(endpoints);
+      return std::make_unique<InProcessTransport>(endpoints, 30.0);
+    };
+  });
+  ASSERT_EQ(made.size(), 1u);
+  EXPECT_EQ(made[0], static_cast<int>(given.plan.workers.size() + given.plan.servers.size()));
+  EXPECT_EQ(given.result.loss_per_iteration, reference.result.loss_per_iteration);
+  EXPECT_EQ(largest_weight_gap(given.result.weights, reference.result.weights), 0.0);
+  EXPECT_EQ(given.result.traffic.pair_bytes, reference.result.traffic.pair_bytes);
+  EXPECT_GT(given.result.traffic.sent_bytes(0), 0);
+}
+
+// Counts the kernels it runs, then runs them on the CPU.
+class CountingDevice final : public Device {
+ public:
+  explicit CountingDevice(int64_t& forwards) : forwards_(forwards) {}
+  Gradients zero_gradients(const Network& network, const Weights& weights) override {
+    return cpu_.zero_gradients(network, weights);
+  }
+  Tensor forward(const Network& network, const Weights& weights, int64_t first, int64_t last, const Tensor& x,
+                 std::vector<LayerCache>& caches) override {
+    ++forwards_;
+    return cpu_.forward(network, weights, first, last, x, caches);
+  }
+  Tensor backward(const Network& network, const Weights& weights, int64_t first, int64_t last, const Tensor& dy,
+                  const std::vector<LayerCache>& caches, Gradients& grads) override {
+    return cpu_.backward(network, weights, first, last, dy, caches, grads);
+  }
+  double loss(const Tensor& logits, std::span<const int32_t> labels, Tensor* dlogits) override {
+    return cpu_.loss(logits, labels, dlogits);
+  }
+
+ private:
+  int64_t& forwards_;  // touched by its worker's compute thread only
+  EigenCpuDevice cpu_;
+};
+
+TEST(Interpreter, ComputesOnTheDevicesItIsGiven) {
+  const TrainingRun reference = run("gpipe", kBatch, {{"microbatches", "2"}});
+  std::vector<int32_t> made;         // the worker of each device made
+  std::vector<int64_t> forwards(2);  // per worker
+  const TrainingRun given = run("gpipe", kBatch, {{"microbatches", "2"}}, [&](ExecOptions& options) {
+    options.make_device = [&](int32_t worker) -> std::unique_ptr<Device> {
+      made.push_back(worker);
+      return std::make_unique<CountingDevice>(forwards.at(static_cast<size_t>(worker)));
+    };
+  });
+  EXPECT_EQ(made, (std::vector<int32_t>{0, 1}));
+  std::vector<int64_t> planned(2);
+  for (const Op& op : given.plan.ops) {
+    if (op.kind == OpKind::kForward || op.kind == OpKind::kRecompute) ++planned[static_cast<size_t>(op.worker)];
+  }
+  EXPECT_EQ(forwards, planned);
+  EXPECT_EQ(given.result.loss_per_iteration, reference.result.loss_per_iteration);
+  EXPECT_EQ(largest_weight_gap(given.result.weights, reference.result.weights), 0.0);
 }
 
 }  // namespace

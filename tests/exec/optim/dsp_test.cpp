@@ -1,6 +1,6 @@
 // DSP's forward and backward parameters (seed 001 eq. 5) on a chain of
 // scalar linear layers y = w·x, against the formula computed by hand.
-#include "exec/optim/dsp.hpp"
+#include "tests/exec/optim/dsp_reference.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,0 +1,112 @@
+// Collective ops: AllReduce (plain, or with Pipe-SGD's codec at every hop of
+// the ring), broadcast, barrier; Pipe-SGD's compress; the tags that match a
+// collective's members.
+#include <map>
+#include <tuple>
+
+#include "exec/interpreter/flat_weights.hpp"
+#include "exec/interpreter/handlers.hpp"
+#include "exec/interpreter/weight_versions.hpp"
+#include "exec/optim/pipesgd.hpp"
+#include "exec/transport/codec_all_reduce.hpp"
+#include "exec/transport/collectives.hpp"
+
+namespace trainsim::interp {
+namespace {
+
+// pipesgd's wire (seed 002 §3.2) for an AllReduce's codec.
+GradientCompression compression_of(Codec codec) {
+  switch (codec) {
+    case Codec::kNone: return GradientCompression::kNone;
+    case Codec::kTrunc16: return GradientCompression::kTrunc16;
+    case Codec::kQuant8: return GradientCompression::kQuant8;
+  }
+  return GradientCompression::kNone;
+}
+
+// The codec of Pipe-SGD's AllReduce: a message is the packed compressed
+// gradient (exec/optim/pipesgd.hpp), so the wire carries its bytes.
+HopCodec hop_codec(GradientCompression kind) {
+  return {[kind](std::span<const float> values) { return pack_compressed(compress_gradient(values, kind)); },
+          [kind](std::span<const float> message, std::span<float> out) {
+            decompress_gradient(unpack_compressed(message, static_cast<int64_t>(out.size()), kind), out);
+          }};
+}
+
+}  // namespace
+
+// Collectives match as in the simulator: the k-th of a kind a member issues
+// on a group (in op order) joins the other members' k-th.
+void Interpreter::assign_collective_tags() {
+  std::map<std::tuple<int32_t, int, int32_t>, int64_t> issued;  // (group, kind, worker) -> count
+  tags_.assign(plan_.ops.size(), 0);
+  for (size_t id = 0; id < plan_.ops.size(); ++id) {
+    const Op& op = plan_.ops[id];
+    if (!is_collective(op.kind)) continue;
+    const int64_t k = issued[{op.group, static_cast<int>(op.kind), op.worker}]++;
+    tags_[id] = -(((k * 64 + static_cast<int64_t>(op.kind)) * 65536 + op.group) + 1);  // negative: never a send id
+  }
+}
+
+const std::vector<int>& Interpreter::group(const Op& op) {
+  std::lock_guard lock(groups_mu_);
+  auto& g = groups_[op.group];
+  if (g.empty()) {
+    const auto& planned = plan_.groups[static_cast<size_t>(op.group)];
+    g.assign(planned.begin(), planned.end());
+  }
+  return g;
+}
+
+// Pipe-SGD's compress op readies the gradients for the lossy wire: sparse
+// ones made dense. The codec itself runs at every hop of the AllReduce
+// (seed 002 §3.2, Fig. 3b; all_reduce below).
+void Interpreter::compress(const Op& op) {
+  WorkerState& w = *workers_[op.worker];
+  std::lock_guard lock(w.mu);
+  const int64_t first = op.first_layer >= 0 ? op.first_layer : 0;
+  const int64_t last = op.last_layer >= 0 ? op.last_layer : static_cast<int64_t>(network_.layers.size()) - 1;
+  densify_range(gradients_of(w, op.iteration), w.weights, first, last);
+}
+
+void Interpreter::all_reduce(OpId id, const Op& op) {
+  WorkerState& w = *workers_[op.worker];
+  std::vector<float> flat;
+  {
+    std::lock_guard lock(w.mu);
+    Gradients& grads = gradients_of(w, op.iteration);
+    // Parallax reduces the dense variables only (dense_only); the sparse go
+    // to servers (hybrid) or around the ring as rows (ar).
+    if (!op.dense_only) densify_range(grads, w.weights, op.first_layer, op.last_layer);
+    flat = flatten_gradients(grads, op.first_layer, op.last_layer);
+  }
+  const std::vector<int>& members = group(op);
+  if (op.codec == Codec::kNone) {
+    transport_.all_reduce(op.worker, members, tags_[static_cast<size_t>(id)], flat, op.algorithm);
+  } else {
+    CollectivePeers peers(transport_, op.worker, members, tags_[static_cast<size_t>(id)]);
+    all_reduce_ring_codec(peers, flat, hop_codec(compression_of(op.codec)));
+  }
+  const float mean = 1.0f / static_cast<float>(members.size());
+  for (float& v : flat) v *= mean;
+  std::lock_guard lock(w.mu);
+  unflatten_gradients(flat, gradients_of(w, op.iteration), op.first_layer, op.last_layer);
+}
+
+// The group's first member's weights of the op's layers to every member.
+void Interpreter::broadcast(OpId id, const Op& op) {
+  WorkerState& w = *workers_[op.worker];
+  const std::vector<int>& members = group(op);
+  std::vector<float> flat = flatten_weights(w.weights, op.first_layer, op.last_layer);
+  transport_.broadcast(op.worker, members, members.front(), tags_[static_cast<size_t>(id)], flat);
+  if (op.worker != members.front()) {
+    stash_before_change(w);
+    unflatten_weights(flat, w.weights, op.first_layer, op.last_layer);
+  }
+}
+
+void Interpreter::barrier(OpId id, const Op& op) {
+  transport_.barrier(op.worker, group(op), tags_[static_cast<size_t>(id)]);
+}
+
+}  // namespace trainsim::interp

@@ -1,0 +1,246 @@
+// Compute ops: forward, recompute (DSP), backward, update; the rows of the
+// batch each reads and the gradient sets they write.
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+#include "exec/interpreter/flat_weights.hpp"
+#include "exec/interpreter/handlers.hpp"
+#include "exec/interpreter/weight_versions.hpp"
+#include "model/error.hpp"
+
+namespace trainsim::interp {
+namespace {
+
+// Applied gradient sets a worker keeps for the next iterations (pipelines
+// hold a few iterations' gradients at once).
+constexpr size_t kSpareGradientSets = 2;
+
+}  // namespace
+
+// The weights the op reads (weight_versions.hpp), reported to on_weights_read.
+const Weights& Interpreter::weights_for(WorkerState& w, OpId id, const Op& op) {
+  const Weights& weights = select_weights(w, op);
+  if (options_.on_weights_read) options_.on_weights_read(id, weights);
+  return weights;
+}
+
+// Weights a recv this op depends on brought (parameter-server pulls).
+void Interpreter::install_received_weights(WorkerState& w, const Op& op) {
+  for (OpId dep : op.deps) {
+    const Op& d = plan_.ops[static_cast<size_t>(dep)];
+    if (d.kind != OpKind::kRecv || payload_of(sender_of(dep)) != Payload::kWeights) continue;
+    std::vector<float> flat;
+    {
+      std::lock_guard lock(w.mu);
+      auto it = w.received.find(dep);
+      if (it == w.received.end()) continue;  // installed by an earlier op
+      flat = std::move(it->second);
+      w.received.erase(it);
+    }
+    stash_before_change(w);
+    unflatten_weights(flat, w.weights, d.first_layer, d.last_layer);
+  }
+}
+
+RowRange Interpreter::rows_of(const Op& op) const {
+  const int64_t shard = shards_ > 1 ? std::max(0, op.stage) : 0;
+  const RowRange micro = split_rows(options_.batch_size, std::max(1, microbatches_))[std::max(0, op.microbatch)];
+  return {shard * options_.batch_size + micro.first, micro.count};
+}
+
+// The op's own rows of its iteration's batch, fetched by its worker.
+void Interpreter::batch_rows(const Op& op, Tensor* x, std::vector<int32_t>* y) {
+  batches_(op.iteration, static_cast<int64_t>(std::llround(plan_.samples_per_iteration)), rows_of(op), x, y);
+}
+
+void Interpreter::forward(OpId id, const Op& op) {
+  WorkerState& w = *workers_[op.worker];
+  install_received_weights(w, op);
+  const int32_t mb = std::max(0, op.microbatch);
+  Tensor x;
+  if (op.first_layer == 0) {
+    batch_rows(op, &x, nullptr);
+  } else {
+    std::lock_guard lock(w.mu);
+    auto it = w.outputs.find({op.iteration, mb, op.first_layer - 1});
+    TRAINSIM_CHECK(it != w.outputs.end(), "plan: a forward's input never arrived");
+    x = std::move(it->second);
+    w.outputs.erase(it);
+  }
+  std::vector<LayerCache> caches;
+  Tensor y = w.device->forward(network_, weights_for(w, id, op), op.first_layer, op.last_layer, x, caches);
+  done_reading(w, op.weight_version);
+  const auto last_layer = static_cast<int32_t>(network_.layers.size()) - 1;
+  const bool recomputed = recomputed_.contains({op.worker, op.iteration, mb, op.first_layer});
+  std::lock_guard lock(w.mu);
+  if (recomputed) {
+    // DSP (seed 001 §3.3): keep the input, drop the caches; the recompute rebuilds them.
+    w.inputs[{op.iteration, mb, op.first_layer}] = std::move(x);
+  } else {
+    for (int32_t l = op.first_layer; l <= op.last_layer; ++l) {
+      w.caches[{op.iteration, mb, l}] = std::move(caches[static_cast<size_t>(l - op.first_layer)]);
+    }
+  }
+  if (op.last_layer == last_layer) {
+    w.output_grads[{op.iteration, mb, last_layer}] = loss_gradient(op, y, /*count_loss=*/true);
+  } else {
+    w.outputs[{op.iteration, mb, op.last_layer}] = std::move(y);
+  }
+}
+
+// dL/dlogits of the micro-batch, weighted by its share of the shard's rows
+// so the micro-batches' gradients add up to the shard's mean-loss gradient.
+Tensor Interpreter::loss_gradient(const Op& op, const Tensor& logits, bool count_loss) {
+  std::vector<int32_t> labels;
+  batch_rows(op, nullptr, &labels);
+  Tensor dlogits;
+  const double loss = workers_[static_cast<size_t>(op.worker)]->device->loss(logits, labels, &dlogits);
+  const auto rows = static_cast<int64_t>(labels.size());
+  const auto share = static_cast<float>(static_cast<double>(rows) / static_cast<double>(options_.batch_size));
+  for (float& v : dlogits.data) v *= share;
+  if (!count_loss) return dlogits;
+  std::lock_guard lock(loss_mu_);
+  loss_sum_[static_cast<size_t>(op.iteration)] += loss * static_cast<double>(rows);
+  loss_rows_[static_cast<size_t>(op.iteration)] += rows;
+  return dlogits;
+}
+
+// DSP's recomputation (seed 001 eq. 5): the forward of the op's layers
+// again, from the input the forward kept, on the weight version the op
+// names (the backward's parameters), rebuilding the caches the backward
+// uses. On the last layer the loss gradient is that of the recomputed
+// logits; the loss was counted by the forward.
+void Interpreter::recompute(OpId id, const Op& op) {
+  WorkerState& w = *workers_[op.worker];
+  const int32_t mb = std::max(0, op.microbatch);
+  Tensor x;
+  {
+    std::lock_guard lock(w.mu);
+    auto it = w.inputs.find({op.iteration, mb, op.first_layer});
+    TRAINSIM_CHECK(it != w.inputs.end(), "plan: a recompute without its forward's input");
+    x = std::move(it->second);
+    w.inputs.erase(it);
+  }
+  std::vector<LayerCache> caches;
+  Tensor y = w.device->forward(network_, weights_for(w, id, op), op.first_layer, op.last_layer, x, caches);
+  done_reading(w, op.weight_version);
+  const auto last_layer = static_cast<int32_t>(network_.layers.size()) - 1;
+  std::lock_guard lock(w.mu);
+  for (int32_t l = op.first_layer; l <= op.last_layer; ++l) {
+    w.caches[{op.iteration, mb, l}] = std::move(caches[static_cast<size_t>(l - op.first_layer)]);
+  }
+  if (op.last_layer == last_layer) {
+    w.output_grads[{op.iteration, mb, last_layer}] = loss_gradient(op, y, /*count_loss=*/false);
+  }
+}
+
+void Interpreter::backward(OpId id, const Op& op) {
+  WorkerState& w = *workers_[op.worker];
+  const int32_t mb = std::max(0, op.microbatch);
+  Tensor dy;
+  std::vector<LayerCache> caches;
+  Gradients* grads = nullptr;
+  {
+    std::lock_guard lock(w.mu);
+    auto it = w.output_grads.find({op.iteration, mb, op.last_layer});
+    TRAINSIM_CHECK(it != w.output_grads.end(), "plan: a backward's gradient never arrived");
+    dy = std::move(it->second);
+    w.output_grads.erase(it);
+    for (int32_t l = op.first_layer; l <= op.last_layer; ++l) {
+      auto c = w.caches.find({op.iteration, mb, l});
+      TRAINSIM_CHECK(c != w.caches.end(), "plan: a backward without its forward");
+      caches.push_back(std::move(c->second));
+      w.caches.erase(c);
+    }
+    grads = &gradients_of(w, op.iteration);
+  }
+  Tensor dx = w.device->backward(network_, weights_for(w, id, op), op.first_layer, op.last_layer, dy,
+                             caches, *grads);
+  done_reading(w, op.weight_version);
+  if (op.first_layer > 0) {
+    std::lock_guard lock(w.mu);
+    w.output_grads[{op.iteration, mb, op.first_layer - 1}] = std::move(dx);
+  }
+}
+
+void Interpreter::update(OpId id, const Op& op) {
+  WorkerState& w = *workers_[op.worker];
+  Gradients grads;
+  int64_t contributions = 0;
+  {
+    std::lock_guard lock(w.mu);
+    auto it = w.grads.find(op.iteration);
+    if (it != w.grads.end()) {
+      grads = std::move(it->second);
+      w.grads.erase(it);
+      contributions = 1;
+    } else {
+      grads = fresh_gradients(w);
+    }
+    // Gradients pushed by other workers (a parameter server's update).
+    for (OpId dep : op.deps) {
+      if (plan_.ops[static_cast<size_t>(dep)].kind != OpKind::kRecv) continue;
+      auto r = w.received.find(dep);
+      if (r == w.received.end() || payload_of(sender_of(dep)) != Payload::kParamGradient) continue;
+      const Op& d = plan_.ops[static_cast<size_t>(dep)];
+      densify_range(grads, w.weights, d.first_layer, d.last_layer);
+      add_flat_gradients(r->second, grads, d.first_layer, d.last_layer);
+      w.received.erase(r);
+      ++contributions;
+    }
+  }
+  if (contributions > 1) {
+    scale_gradients(grads, 1.0f / static_cast<float>(contributions), op.first_layer, op.last_layer);
+  }
+  if (gathers_sparse_rows_) add_gathered_rows(w, op, grads);
+  stash_before_change(w);
+  // SpecTrain's eq. 1: v follows the gradients the worker applies.
+  if (w.spectrain) w.spectrain->observe(w.weights, grads, op.first_layer, op.last_layer);
+  // In Parallax's ps mode the servers stepped every variable; the worker
+  // holds what it pulled.
+  if (!serves_dense_) w.optimizer->step(w.weights, grads, op.first_layer, op.last_layer);
+  if (const int32_t sends = weight_sends_of(id); sends > 0) {
+    std::lock_guard lock(w.mu);
+    w.weight_payloads[id] = {flatten_weights(w.weights, op.first_layer, op.last_layer), sends};
+  }
+  release_gradients(w, std::move(grads));
+}
+
+Gradients& Interpreter::gradients_of(WorkerState& w, int32_t iteration) {
+  // Callers hold w.mu.
+  auto it = w.grads.find(iteration);
+  if (it == w.grads.end()) it = w.grads.emplace(iteration, fresh_gradients(w)).first;
+  return it->second;
+}
+
+// Zero gradients for a new iteration: a set an update released (zeroed
+// there), else a new one. Callers hold w.mu.
+Gradients Interpreter::fresh_gradients(WorkerState& w) {
+  if (w.spare_grads.empty()) return w.device->zero_gradients(network_, w.weights);
+  Gradients g = std::move(w.spare_grads.back());
+  w.spare_grads.pop_back();
+  return g;
+}
+
+// Keeps an applied gradient set for reuse unless densifying changed its
+// layout. It is zeroed here, on the layers the worker writes, as a
+// framework's optimizer step is followed by zero_grad: the measuring
+// profiler times the same clearing in each layer's update_s.
+void Interpreter::release_gradients(WorkerState& w, Gradients grads) {
+  for (size_t l = 0; l < grads.size(); ++l) {
+    for (size_t p = 0; p < grads[l].size(); ++p) {
+      if (grads[l][p].sparse != gradient_layout_[l][p]) return;
+    }
+  }
+  {
+    std::lock_guard lock(w.mu);
+    if (w.spare_grads.size() >= kSpareGradientSets) return;
+  }
+  if (w.grad_first >= 0) clear_gradients(grads, w.grad_first, w.grad_last);
+  std::lock_guard lock(w.mu);
+  if (w.spare_grads.size() < kSpareGradientSets) w.spare_grads.push_back(std::move(grads));
+}
+
+}  // namespace trainsim::interp

@@ -1,0 +1,141 @@
+// The interpreter's constructor (what it learns from the plan before the
+// run), its dispatch of an op to its handler, and the run's result.
+#include "exec/interpreter/handlers.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <string>
+#include <utility>
+
+#include "exec/interpreter/flat_weights.hpp"
+#include "exec/interpreter/weight_versions.hpp"
+#include "model/error.hpp"
+
+namespace trainsim::interp {
+
+Interpreter::Interpreter(const Plan& plan, const Network& network, const Weights& initial,
+                         const BatchSource& batches, const ExecOptions& options,
+                         std::unique_ptr<Transport> transport)
+    : plan_(plan), network_(network), batches_(batches), options_(options),
+      spectrain_(std::any_of(plan.ops.begin(), plan.ops.end(),
+                             [](const Op& op) { return op.weights == WeightPolicy::kPredicted; })),
+      gathers_sparse_rows_(plan.gathers_sparse_rows),
+      serves_dense_(std::any_of(plan.servers.begin(), plan.servers.end(),
+                                [](const PlanServer& s) { return s.rule == ServerRule::kDense; })),
+      owned_transport_(std::move(transport)), transport_(*owned_transport_),
+      scheduler_(plan, transport_, options.pin_workers) {
+  TRAINSIM_CHECK(options.batch_size > 0, "the executor needs the plan's per-device batch size");
+  TRAINSIM_CHECK(transport_.workers() == static_cast<int>(plan.workers.size() + plan.servers.size()),
+                 "the transport must join the plan's workers and servers");
+  workers_.resize(plan.workers.size());
+  for (size_t i = 0; i < workers_.size(); ++i) {
+    auto& w = workers_[i];
+    w = std::make_unique<WorkerState>();
+    w->device = options.make_device ? options.make_device(static_cast<int32_t>(i))
+                                    : std::make_unique<EigenCpuDevice>();
+    TRAINSIM_CHECK(w->device != nullptr, "ExecOptions::make_device returned no device");
+    w->weights = initial;
+    w->optimizer = std::make_unique<Sgd>(options.sgd);
+    if (spectrain_) {
+      w->spectrain = std::make_unique<SpecTrain>(SpecTrainOptions{options.sgd.learning_rate, options.spectrain_gamma});
+    }
+  }
+  for (const Op& op : plan.ops) {
+    check_supported(op);
+    if (op.kind == OpKind::kRecompute) {
+      recomputed_.insert({op.worker, op.iteration, std::max(0, op.microbatch), op.first_layer});
+    }
+    count_reader(*workers_[op.worker], op);
+    if (op.kind == OpKind::kForward) microbatches_ = std::max(microbatches_, op.microbatch + 1);
+    if ((op.kind == OpKind::kBackward || op.kind == OpKind::kUpdate) && op.first_layer >= 0) {
+      WorkerState& w = *workers_[op.worker];
+      w.grad_first = w.grad_first < 0 ? op.first_layer : std::min(w.grad_first, op.first_layer);
+      w.grad_last = std::max(w.grad_last, op.last_layer);
+    }
+  }
+  count_gradient_sends_without_update();
+  shards_ = std::max<int64_t>(1, std::llround(plan.samples_per_iteration / static_cast<double>(options.batch_size)));
+  for (const LayerGrads& layer : zero_gradients(network_, initial)) {
+    gradient_layout_.emplace_back();
+    for (const ParamGrad& g : layer) gradient_layout_.back().push_back(g.sparse);
+  }
+  assign_collective_tags();
+  make_servers(initial);
+  loss_sum_.assign(static_cast<size_t>(plan.iterations), 0.0);
+  loss_rows_.assign(static_cast<size_t>(plan.iterations), 0);
+}
+
+ExecResult Interpreter::run() {
+  std::vector<std::function<void()>> side_threads;  // one per server
+  for (const auto& s : servers_) side_threads.emplace_back([this, server = s.get()] { serve(*server); });
+  scheduler_.run(*this, side_threads);
+  return result();
+}
+
+void Interpreter::check_supported(const Op& op) const {
+  if (op.kind == OpKind::kAllReduce && op.codec != Codec::kNone && op.algorithm != CollectiveAlgorithm::kRing) {
+    throw InputError("--set algorithm", "is " + std::string(collective_algorithm_name(op.algorithm)) +
+                                            " with compression " + codec_name(op.codec),
+                     "algorithm=ring (compressed gradients are reduced hop by hop around the ring)");
+  }
+  if (!plan_.servers.empty() && (op.kind == OpKind::kSend || op.kind == OpKind::kRecv)) {
+    throw InputError("--devices", "parallax across machines (remote servers) is not executed",
+                     "the workers of one machine");
+  }
+  TRAINSIM_CHECK(op.kind != OpKind::kSend || op.payload != Payload::kNone, "plan: a send without its payload");
+}
+
+void Interpreter::execute(OpId id, const Op& op) {
+  switch (op.kind) {
+    case OpKind::kForward: forward(id, op); break;
+    case OpKind::kBackward: backward(id, op); break;
+    case OpKind::kUpdate: update(id, op); break;
+    case OpKind::kCompress: compress(op); break;
+    case OpKind::kDecompress: break;  // the AllReduce's hops decode what they receive
+    case OpKind::kSend: send(id, op); break;
+    case OpKind::kRecv: recv(id, op); break;
+    case OpKind::kAllReduce: all_reduce(id, op); break;
+    case OpKind::kBroadcast: broadcast(id, op); break;
+    case OpKind::kBarrier: barrier(id, op); break;
+    case OpKind::kCopyToHost: copy_to_host(op); break;
+    case OpKind::kHostAccumulate: host_accumulate_op(op); break;
+    case OpKind::kCopyToDevice: copy_to_device(op); break;
+    case OpKind::kRecompute: recompute(id, op); break;
+  }
+}
+
+ExecResult Interpreter::result() {
+  ExecResult r;
+  const std::vector<ExecOpTiming>& timings = scheduler_.timings();
+  r.timings = timings;
+  r.iteration_end_s.assign(static_cast<size_t>(plan_.iterations), 0.0);
+  for (size_t id = 0; id < plan_.ops.size(); ++id) {
+    double& end = r.iteration_end_s[static_cast<size_t>(plan_.ops[id].iteration)];
+    end = std::max(end, timings[id].end_s);
+  }
+  for (size_t i = 0; i < loss_sum_.size(); ++i) {
+    r.loss_per_iteration.push_back(loss_rows_[i] > 0 ? loss_sum_[i] / static_cast<double>(loss_rows_[i]) : 0.0);
+  }
+  r.weights = workers_.front()->weights;
+  std::vector<bool> taken(network_.layers.size(), false);
+  for (const Op& op : plan_.ops) {
+    if (op.kind != OpKind::kUpdate) continue;
+    for (int32_t l = op.first_layer; l <= op.last_layer; ++l) {
+      if (taken[static_cast<size_t>(l)]) continue;
+      taken[static_cast<size_t>(l)] = true;
+      r.weights[static_cast<size_t>(l)] = workers_[static_cast<size_t>(op.worker)]->weights[static_cast<size_t>(l)];
+    }
+  }
+  for (const auto& s : servers_) {
+    if (s->shape.sparse) {
+      r.weights[static_cast<size_t>(s->first)][0].data = s->shard->weights();
+    } else {
+      unflatten_weights(s->shard->weights(), r.weights, s->first, s->last);
+    }
+  }
+  r.traffic = transport_.traffic();
+  return r;
+}
+
+}  // namespace trainsim::interp

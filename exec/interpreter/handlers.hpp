@@ -1,0 +1,134 @@
+// The interpreter's op handlers: one class whose methods are spread over this
+// folder by op kind (compute_ops.cpp, p2p_ops.cpp, collective_ops.cpp,
+// host_ops.cpp; the constructor, the dispatch and the result in
+// handlers.cpp). It runs each op the Scheduler hands it on the op's stream's
+// thread. It reads only what the plan's ops carry (sim/plan/plan.hpp), never
+// the strategy's name or settings: what a send carries (its payload, taken
+// from the op it depends on), the weights a compute op reads (its policy), an
+// AllReduce's codec, the plan's servers. Private to exec/.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <tuple>
+#include <vector>
+
+#include "exec/interpreter.hpp"
+#include "exec/interpreter/scheduler.hpp"
+#include "exec/interpreter/worker_state.hpp"
+#include "exec/transport/param_server.hpp"
+#include "exec/transport/transport.hpp"
+
+namespace trainsim::interp {
+
+// A server of the plan (Parallax, seed 004 §3): a sparse variable (an
+// embedding table) lives on a parameter-server shard; its server runs on its
+// own thread of the machine, transport worker `server`, and applies the
+// optimizer to the rows the round's pushes touched. A dense server (Parallax's
+// ps mode) holds the dense variables, layers [first, last], and steps them on
+// the workers' mean.
+struct VariableServer {
+  int32_t first = 0;  // its layers: one sparse table, or (ps) the dense layers
+  int32_t last = 0;
+  int server = 0;
+  ShardShape shape;
+  std::unique_ptr<Sgd> optimizer;  // over `table`, the server's copy of the variables
+  Weights table;                   // layers 0..last filled (its own are [first, last])
+  std::unique_ptr<ParamServerShard> shard;
+};
+
+class Interpreter final : public OpHandler {
+ public:
+  // `transport` joins the plan's workers then its servers
+  // (plan.workers.size() + plan.servers.size() endpoints).
+  Interpreter(const Plan& plan, const Network& network, const Weights& initial, const BatchSource& batches,
+              const ExecOptions& options, std::unique_ptr<Transport> transport);
+
+  ExecResult run();
+
+  // The op's handler, by its kind.
+  void execute(OpId id, const Op& op) override;
+
+ private:
+  // handlers.cpp
+  void check_supported(const Op& op) const;
+  ExecResult result();
+
+  // compute_ops.cpp: forward, recompute, backward, update, their batches and gradients
+  RowRange rows_of(const Op& op) const;
+  void batch_rows(const Op& op, Tensor* x, std::vector<int32_t>* y);
+  const Weights& weights_for(WorkerState& w, OpId id, const Op& op);
+  void install_received_weights(WorkerState& w, const Op& op);
+  void forward(OpId id, const Op& op);
+  Tensor loss_gradient(const Op& op, const Tensor& logits, bool count_loss);
+  void recompute(OpId id, const Op& op);
+  void backward(OpId id, const Op& op);
+  void update(OpId id, const Op& op);
+  Gradients& gradients_of(WorkerState& w, int32_t iteration);
+  Gradients fresh_gradients(WorkerState& w);
+  void release_gradients(WorkerState& w, Gradients grads);
+
+  // p2p_ops.cpp: send, recv, their payloads; Parallax's gathered sparse rows
+  OpId sender_of(OpId recv) const;
+  Payload payload_of(OpId send) const;
+  void send(OpId id, const Op& op);
+  void recv(OpId id, const Op& op);
+  Tensor as_layer_output(std::vector<float> data, int32_t layer) const;
+  const std::vector<int64_t>& output_shape(int32_t layer) const;
+  void count_gradient_sends_without_update();
+  int32_t weight_sends_of(OpId update_id);
+  std::vector<float> sparse_rows_block(WorkerState& w, const Op& send);
+  void add_gathered_rows(WorkerState& w, const Op& update, Gradients& grads);
+
+  // collective_ops.cpp: AllReduce (with codecs), broadcast, barrier, compress
+  void assign_collective_tags();
+  const std::vector<int>& group(const Op& op);
+  void compress(const Op& op);
+  void all_reduce(OpId id, const Op& op);
+  void broadcast(OpId id, const Op& op);
+  void barrier(OpId id, const Op& op);
+
+  // host_ops.cpp: copies to and from the host, host accumulation, the plan's servers
+  void copy_to_host(const Op& op);
+  void host_accumulate_op(const Op& op);
+  void copy_to_device(const Op& op);
+  void make_servers(const Weights& initial);
+  void apply_on_server(VariableServer& s, const ShardUpdate& u, float workers) const;
+  void serve(VariableServer& s);
+  int64_t server_tag(int32_t iteration, const VariableServer& s) const;
+  void push_to_servers(const Op& op);
+  void pull_from_servers(const Op& op);
+  OpId forward_of(int32_t worker, int32_t iteration) const;
+
+  const Plan& plan_;
+  const Network& network_;
+  const BatchSource& batches_;
+  ExecOptions options_;
+  bool spectrain_ = false;              // ops read predicted weights (SpecTrain, seed 000)
+  bool gathers_sparse_rows_ = false;    // updates add the rows the ring gathered (parallax, mode=ar)
+  bool serves_dense_ = false;           // a server steps the dense variables (parallax, mode=ps)
+  std::vector<std::unique_ptr<VariableServer>> servers_;  // the plan's: sparse tables, then dense
+  std::set<std::tuple<int32_t, int32_t, int32_t, int32_t>> recomputed_;  // (worker, it, mb, first layer) of recomputes
+  std::unique_ptr<Transport> owned_transport_;
+  Transport& transport_;
+  Scheduler scheduler_;
+  std::vector<std::unique_ptr<WorkerState>> workers_;
+  HostState host_;
+  std::vector<int64_t> tags_;
+  std::vector<std::vector<bool>> gradient_layout_;  // per layer and parameter: sparse
+  int32_t microbatches_ = 1;
+  int64_t shards_ = 1;
+
+  std::mutex groups_mu_;
+  std::map<int32_t, std::vector<int>> groups_;
+  std::mutex sends_mu_;
+  std::vector<int32_t> weight_senders_;  // per update op: sends of its weights
+  std::mutex loss_mu_;
+  std::vector<double> loss_sum_;
+  std::vector<int64_t> loss_rows_;
+};
+
+}  // namespace trainsim::interp

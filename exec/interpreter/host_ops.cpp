@@ -1,0 +1,229 @@
+// Host ops: CGDP's copies to the host, their accumulation there and the
+// copies back; and the plan's parameter servers (Parallax), which the same
+// copy ops push to and pull from.
+#include <algorithm>
+#include <numeric>
+#include <span>
+#include <stdexcept>
+#include <string>
+
+#include "exec/interpreter/flat_weights.hpp"
+#include "exec/interpreter/handlers.hpp"
+#include "exec/optim/host_accumulate.hpp"
+#include "model/error.hpp"
+
+namespace trainsim::interp {
+namespace {
+
+// Tags of the servers' rounds: below every collective's (interpreter tags
+// are op ids, >= 0, and collectives' small negatives).
+constexpr int64_t kServerTagBase = -(int64_t{1} << 52);
+
+}  // namespace
+
+void Interpreter::copy_to_host(const Op& op) {
+  if (!servers_.empty()) return push_to_servers(op);
+  WorkerState& w = *workers_[op.worker];
+  std::vector<float> flat;
+  {
+    std::lock_guard lock(w.mu);
+    Gradients& grads = gradients_of(w, op.iteration);
+    densify_range(grads, w.weights, op.first_layer, op.last_layer);
+    flat = flatten_gradients(grads, op.first_layer, op.last_layer);
+  }
+  std::lock_guard lock(host_.mu);
+  host_.copies[{op.iteration, op.first_layer}][op.worker] = std::move(flat);
+}
+
+void Interpreter::host_accumulate_op(const Op& op) {
+  std::map<int32_t, std::vector<float>> copies;
+  {
+    std::lock_guard lock(host_.mu);
+    copies = std::move(host_.copies[{op.iteration, op.first_layer}]);
+    host_.copies.erase({op.iteration, op.first_layer});
+  }
+  TRAINSIM_CHECK(!copies.empty(), "plan: host accumulation without copies");
+  std::vector<std::span<const float>> chunks;
+  for (const auto& [worker, flat] : copies) chunks.emplace_back(flat);
+  std::vector<float> mean(copies.begin()->second.size());
+  host_accumulate(chunks, mean, 1);
+  const float scale = 1.0f / static_cast<float>(copies.size());
+  for (float& v : mean) v *= scale;
+  std::lock_guard lock(host_.mu);
+  host_.means[{op.iteration, op.first_layer}] = {std::move(mean), static_cast<int64_t>(copies.size())};
+}
+
+void Interpreter::copy_to_device(const Op& op) {
+  if (!servers_.empty()) return pull_from_servers(op);
+  std::vector<float> mean;
+  {
+    std::lock_guard lock(host_.mu);
+    auto it = host_.means.find({op.iteration, op.first_layer});
+    TRAINSIM_CHECK(it != host_.means.end(), "plan: copying back a chunk never accumulated");
+    if (--it->second.second == 0) {  // the last worker takes the buffer
+      mean = std::move(it->second.first);
+      host_.means.erase(it);
+    } else {
+      mean = it->second.first;
+    }
+  }
+  WorkerState& w = *workers_[op.worker];
+  std::lock_guard lock(w.mu);
+  unflatten_gradients(mean, gradients_of(w, op.iteration), op.first_layer, op.last_layer);
+}
+
+// --- the plan's servers (parallax) ----------------------------------------------
+
+void Interpreter::make_servers(const Weights& initial) {
+  std::vector<int> members(plan_.workers.size());
+  std::iota(members.begin(), members.end(), 0);
+  const auto workers = static_cast<float>(members.size());
+  const auto add = [&](std::unique_ptr<VariableServer> s, std::vector<float> values) {
+    s->server = static_cast<int>(plan_.workers.size() + servers_.size());
+    s->optimizer = std::make_unique<Sgd>(options_.sgd);
+    s->table.resize(static_cast<size_t>(s->last) + 1);
+    // Every layer up to its last (the zero gradients of a dense step need their shapes).
+    for (int32_t l = 0; l <= s->last; ++l) s->table[static_cast<size_t>(l)] = initial[static_cast<size_t>(l)];
+    VariableServer* raw = s.get();
+    s->shard = std::make_unique<ParamServerShard>(transport_, s->server, members, s->shape, std::move(values),
+                                                  [this, raw, workers](const ShardUpdate& u) {
+                                                    apply_on_server(*raw, u, workers);
+                                                  });
+    servers_.push_back(std::move(s));
+  };
+  for (const PlanServer& server : plan_.servers) {
+    if (server.rule != ServerRule::kSparseRows) continue;
+    const int32_t layer = server.first_layer;
+    TRAINSIM_CHECK(server.last_layer == layer, "a sparse server holds one layer's table");
+    const LayerParams& params = initial[static_cast<size_t>(layer)];
+    TRAINSIM_CHECK(params.size() == 1, "a sparse layer holds one table");
+    if (layer != 0) {
+      throw InputError("--model", "parallax with a sparse layer (" + std::to_string(layer) + ") after the input",
+                       "the embedding table as the first layer (its rows are the batch's token ids)");
+    }
+    auto s = std::make_unique<VariableServer>();
+    s->first = s->last = layer;
+    s->shape = {params[0].rows(), params[0].row_size(), true};
+    add(std::move(s), params[0].data);
+  }
+  for (const PlanServer& server : plan_.servers) {
+    if (server.rule != ServerRule::kDense) continue;
+    auto s = std::make_unique<VariableServer>();
+    s->first = server.first_layer;
+    s->last = server.last_layer;
+    std::vector<float> values = flatten_weights(initial, s->first, s->last);
+    s->shape = {1, static_cast<int64_t>(values.size()), false};
+    add(std::move(s), std::move(values));
+  }
+}
+
+// The server's step on the mean of the workers' pushes (their sum / N),
+// through the same SGD a worker runs: lazy on a sparse table's touched
+// rows, whose new values go into the shard the pulls read; on the dense
+// variables, all of them.
+void Interpreter::apply_on_server(VariableServer& s, const ShardUpdate& u, float workers) const {
+  Gradients grads(s.table.size());
+  if (!s.shape.sparse) {
+    grads = zero_gradients(network_, s.table);
+    std::vector<float> mean(u.gradient.begin(), u.gradient.end());
+    for (float& v : mean) v /= workers;
+    unflatten_gradients(mean, grads, s.first, s.last);
+    s.optimizer->step(s.table, grads, s.first, s.last);
+    const std::vector<float> flat = flatten_weights(s.table, s.first, s.last);
+    std::copy(flat.begin(), flat.end(), u.weights.begin());
+    return;
+  }
+  ParamGrad g;
+  g.sparse = true;
+  g.rows.assign(u.rows.begin(), u.rows.end());
+  g.row_values = Tensor({static_cast<int64_t>(u.rows.size()), u.row_floats});
+  for (size_t i = 0; i < u.gradient.size(); ++i) g.row_values.data[i] = u.gradient[i] / workers;
+  grads[static_cast<size_t>(s.first)].push_back(std::move(g));
+  s.optimizer->step(s.table, grads, s.first, s.first);
+  const std::vector<float>& table = s.table[static_cast<size_t>(s.first)][0].data;
+  for (int64_t row : u.rows) {
+    std::copy_n(table.begin() + row * u.row_floats, u.row_floats, u.weights.begin() + row * u.row_floats);
+  }
+}
+
+void Interpreter::serve(VariableServer& s) {
+  for (int32_t it = 0; it < plan_.iterations; ++it) s.shard->serve_round(server_tag(it, s));
+}
+
+int64_t Interpreter::server_tag(int32_t iteration, const VariableServer& s) const {
+  const int64_t shard = s.server - static_cast<int64_t>(plan_.workers.size());
+  return kServerTagBase - (static_cast<int64_t>(iteration) * 1024 + shard);
+}
+
+// CopyToHost of parallax: the worker's gradients to each server (push): a
+// sparse table's rows, after which its own copy of that gradient is empty
+// so its update leaves the table; in ps mode also every dense gradient,
+// which its update then leaves alone (update() skips the step).
+void Interpreter::push_to_servers(const Op& op) {
+  WorkerState& w = *workers_[op.worker];
+  for (const auto& s : servers_) {
+    ParamServerClient client(transport_, op.worker, s->server, s->shape);
+    if (!s->shape.sparse) {
+      std::vector<float> flat;
+      {
+        std::lock_guard lock(w.mu);
+        flat = flatten_gradients(gradients_of(w, op.iteration), s->first, s->last);
+      }
+      client.push(server_tag(op.iteration, *s), flat);
+      continue;
+    }
+    ParamGrad g;
+    {
+      std::lock_guard lock(w.mu);
+      ParamGrad& mine = gradients_of(w, op.iteration)[static_cast<size_t>(s->first)][0];
+      TRAINSIM_CHECK(mine.sparse, "parallax: a sparse layer's gradient arrived dense");
+      g = std::move(mine);
+      mine = ParamGrad{true, Tensor(), {}, Tensor({0, s->shape.row_floats})};
+    }
+    client.push_rows(server_tag(op.iteration, *s), g.rows, g.row_values.data);
+  }
+}
+
+// CopyToDevice of parallax: pulls, after the servers' update, the rows the
+// worker's next forward looks up (its next batch's token ids), so its copy
+// of the table is current where it is read, and in ps mode every dense
+// variable.
+void Interpreter::pull_from_servers(const Op& op) {
+  WorkerState& w = *workers_[op.worker];
+  std::vector<int64_t> rows;
+  const bool serves_sparse =
+      std::any_of(servers_.begin(), servers_.end(), [](const auto& s) { return s->shape.sparse; });
+  if (op.iteration + 1 < plan_.iterations && serves_sparse) {
+    Tensor x;
+    batch_rows(plan_.ops[static_cast<size_t>(forward_of(op.worker, op.iteration + 1))], &x, nullptr);
+    for (float id : x.data) rows.push_back(static_cast<int64_t>(id));
+    std::sort(rows.begin(), rows.end());
+    rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
+  }
+  for (const auto& s : servers_) {
+    ParamServerClient client(transport_, op.worker, s->server, s->shape);
+    if (!s->shape.sparse) {
+      const std::vector<float> values = client.pull(server_tag(op.iteration, *s));
+      std::lock_guard lock(w.mu);
+      unflatten_weights(values, w.weights, s->first, s->last);
+      continue;
+    }
+    const std::vector<float> values = client.pull_rows(server_tag(op.iteration, *s), rows);
+    std::lock_guard lock(w.mu);
+    std::vector<float>& table = w.weights[static_cast<size_t>(s->first)][0].data;
+    const int64_t width = s->shape.row_floats;
+    for (size_t i = 0; i < rows.size(); ++i) {
+      std::copy_n(values.begin() + static_cast<std::ptrdiff_t>(i) * width, width, table.begin() + rows[i] * width);
+    }
+  }
+}
+
+OpId Interpreter::forward_of(int32_t worker, int32_t iteration) const {
+  for (OpId id : plan_.streams[static_cast<size_t>(worker)][static_cast<int>(StreamKind::kCompute)]) {
+    const Op& op = plan_.ops[static_cast<size_t>(id)];
+    if (op.kind == OpKind::kForward && op.iteration == iteration) return id;
+  }
+  throw std::logic_error("plan: no forward of iteration " + std::to_string(iteration));
+}
+
+}  // namespace trainsim::interp

@@ -1,0 +1,125 @@
+// The scheduler: threads per stream, dependency waits, hand-offs between a
+// worker's streams, timings; and the pinning of threads to cores.
+#include "exec/interpreter/scheduler.hpp"
+
+#include <pthread.h>
+#include <sched.h>
+
+#include <algorithm>
+#include <thread>
+#include <utility>
+
+#include "exec/transport/in_process.hpp"
+
+namespace trainsim::interp {
+
+Scheduler::Scheduler(const Plan& plan, Transport& transport, bool pin_workers)
+    : plan_(plan), transport_(transport), pin_workers_(pin_workers), done_(plan.ops.size()),
+      timings_(plan.ops.size()) {
+  releases_own_stream_.assign(plan.ops.size(), 0);
+  for (const Op& op : plan.ops) {
+    for (OpId dep : op.deps) {
+      const Op& d = plan.ops[static_cast<size_t>(dep)];
+      if (d.stream == StreamKind::kCompute && d.worker == op.worker && op.stream != StreamKind::kCompute) {
+        releases_own_stream_[static_cast<size_t>(dep)] = 1;
+      }
+    }
+  }
+}
+
+void Scheduler::run(OpHandler& handler, const std::vector<std::function<void()>>& side_threads) {
+  std::vector<std::pair<int32_t, int32_t>> streams;  // (worker, stream kind) with ops
+  for (size_t w = 0; w < plan_.streams.size(); ++w) {
+    for (int k = 0; k < kStreamKinds; ++k) {
+      if (!plan_.streams[w][k].empty()) streams.emplace_back(static_cast<int32_t>(w), k);
+    }
+  }
+  start_ = std::chrono::steady_clock::now();
+  const auto threads = static_cast<int>(streams.size() + side_threads.size());
+  const int64_t cores = usable_cores();
+  run_workers(transport_, threads, [&](int i) {
+    try {
+      if (static_cast<size_t>(i) >= streams.size()) return side_threads[static_cast<size_t>(i) - streams.size()]();
+      const auto [w, k] = streams[static_cast<size_t>(i)];
+      if (pin_workers_) {
+        pin_current_thread(worker_thread_core(w, static_cast<int64_t>(plan_.streams.size()), cores,
+                                              k == static_cast<int>(StreamKind::kCompute)));
+      }
+      for (OpId id : plan_.streams[w][k]) run_op(handler, id);
+    } catch (...) {
+      release_waiters();
+      throw;
+    }
+  });
+}
+
+double Scheduler::now_s() const {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+}
+
+void Scheduler::wait_for_deps(const Op& op) {
+  for (OpId dep : op.deps) done_[static_cast<size_t>(dep)].wait(false);
+  if (failed_.load()) throw TransportAborted("another worker failed");
+}
+
+// A failing worker wakes every thread waiting on an op, so the run stops
+// with that worker's error instead of hanging.
+void Scheduler::release_waiters() {
+  failed_.store(true);
+  transport_.abort("a worker failed");
+  for (auto& flag : done_) {
+    flag.store(true);
+    flag.notify_all();
+  }
+}
+
+void Scheduler::run_op(OpHandler& handler, OpId id) {
+  const Op& op = plan_.ops[static_cast<size_t>(id)];
+  wait_for_deps(op);
+  timings_[static_cast<size_t>(id)].start_s = now_s();
+  handler.execute(id, op);
+  timings_[static_cast<size_t>(id)].end_s = now_s();
+  done_[static_cast<size_t>(id)].store(true);
+  done_[static_cast<size_t>(id)].notify_all();
+  // A compute op that released another thread of its worker (a send, a
+  // collective, a copy) lets it take the core now, as a DMA engine would
+  // start at once: the scheduler otherwise leaves it waiting for the rest
+  // of the compute thread's time slice (hundreds of µs here).
+  if (releases_own_stream_[static_cast<size_t>(id)]) std::this_thread::yield();
+}
+
+}  // namespace trainsim::interp
+
+namespace trainsim {
+
+bool pin_current_thread(int core) {
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0 || CPU_COUNT(&allowed) == 0) return false;
+  int target = core % CPU_COUNT(&allowed);
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (!CPU_ISSET(cpu, &allowed)) continue;
+    if (target-- > 0) continue;
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    return pthread_setaffinity_np(pthread_self(), sizeof one, &one) == 0;
+  }
+  return false;
+}
+
+int64_t usable_cores() {
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) return 1;
+  return std::max(1, CPU_COUNT(&allowed));
+}
+
+bool communication_shares_compute_core(int64_t workers, int64_t cores) { return cores < 2 * workers; }
+
+int worker_thread_core(int32_t worker, int64_t workers, int64_t cores, bool compute) {
+  if (compute || communication_shares_compute_core(workers, cores)) return worker;
+  return static_cast<int>(workers) + worker;
+}
+
+}  // namespace trainsim

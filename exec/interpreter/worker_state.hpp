@@ -1,0 +1,62 @@
+// What each worker of the interpreter holds, and the host memory of a
+// machine. Data moves by key: a worker keeps the output of layer l for
+// (iteration, micro-batch) until the op that consumes it (its next forward,
+// or a send) takes it, and likewise the gradient arriving at layer l's output.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "exec/optim/sgd.hpp"
+#include "exec/optim/spectrain.hpp"
+#include "exec/tensor/device.hpp"
+#include "exec/tensor/layers.hpp"
+#include "sim/plan/plan.hpp"
+
+namespace trainsim::interp {
+
+using Key = std::tuple<int32_t, int32_t, int32_t>;  // (iteration, micro-batch, layer)
+
+// Everything one worker holds. Its streams' threads share it under `mu`;
+// weights are written only by its compute stream (updates) and by installs of
+// received weights, which the plan orders before the ops that read them.
+struct WorkerState {
+  Weights weights;                      // every layer (those the worker runs are the ones that move)
+  std::unique_ptr<Device> device;       // its kernels (ExecOptions::make_device)
+  std::unique_ptr<Sgd> optimizer;
+  std::unique_ptr<SpecTrain> spectrain; // dualpipe with spectrain: the smoothed gradient v
+  Weights predicted;                    // SpecTrain: Ŵ of the compute op running, reused op after op
+  int32_t version = 0;                  // updates applied so far
+  std::map<int32_t, Weights> snapshots; // stashed versions still to be read
+  std::map<int32_t, int64_t> readers;   // compute ops yet to read each version
+  std::map<Key, Tensor> outputs;        // layer outputs awaiting their consumer
+  std::map<Key, Tensor> output_grads;   // gradients w.r.t. layer outputs awaiting their backward
+  std::map<Key, LayerCache> caches;     // per layer, from its forward (or recompute) to its backward
+  std::map<Key, Tensor> inputs;         // (it, mb, first layer): a forward's input kept for its recompute
+  std::map<int32_t, Gradients> grads;   // parameter gradients per iteration
+  std::vector<Gradients> spare_grads;   // applied sets kept for reuse, already zero
+  int32_t grad_first = -1;              // the layers whose gradients the worker writes
+  int32_t grad_last = -1;
+  // Iterations without an update here (a parameter server's client): how
+  // many gradient sends are still to read the set before it is released.
+  std::map<int32_t, int32_t> gradient_sends_left;
+  std::map<OpId, std::vector<float>> received;  // flat gradients or weights a recv brought
+  // An update's new weights, for its sends, and how many of them are still to go.
+  std::map<OpId, std::pair<std::vector<float>, int32_t>> weight_payloads;
+  std::mutex mu;
+};
+
+// Host memory shared by the workers of a machine (cgdp).
+struct HostState {
+  std::map<std::pair<int32_t, int32_t>, std::map<int32_t, std::vector<float>>> copies;  // (it, first layer) -> worker
+  // (it, first layer) -> the workers' mean, and how many workers are still to copy it back.
+  std::map<std::pair<int32_t, int32_t>, std::pair<std::vector<float>, int64_t>> means;
+  std::mutex mu;
+};
+
+}  // namespace trainsim::interp

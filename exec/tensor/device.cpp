@@ -1,0 +1,24 @@
+// EigenCpuDevice: exec/tensor's kernels, called as they are.
+#include "exec/tensor/device.hpp"
+
+namespace trainsim {
+
+Gradients EigenCpuDevice::zero_gradients(const Network& network, const Weights& weights) {
+  return trainsim::zero_gradients(network, weights);
+}
+
+Tensor EigenCpuDevice::forward(const Network& network, const Weights& weights, int64_t first, int64_t last,
+                               const Tensor& x, std::vector<LayerCache>& caches) {
+  return forward_range(network, weights, first, last, x, caches);
+}
+
+Tensor EigenCpuDevice::backward(const Network& network, const Weights& weights, int64_t first, int64_t last,
+                                const Tensor& dy, const std::vector<LayerCache>& caches, Gradients& grads) {
+  return backward_range(network, weights, first, last, dy, caches, grads);
+}
+
+double EigenCpuDevice::loss(const Tensor& logits, std::span<const int32_t> labels, Tensor* dlogits) {
+  return softmax_cross_entropy(logits, labels, dlogits);
+}
+
+}  // namespace trainsim
