@@ -17,6 +17,7 @@
 #include "model/zoo/zoo.hpp"
 #include "profiles/analytic_profiler.hpp"
 #include "sim/cost/strategies.hpp"
+#include "tests/exec/strategy_runs.hpp"
 
 namespace trainsim {
 namespace {
@@ -40,11 +41,7 @@ void synthetic_batch(int32_t iteration, int64_t rows, Tensor& x, std::vector<int
   }
 }
 
-Cluster two_devices() {
-  Cluster c = load_cluster("p40x4-pcie3");
-  c.devices_per_machine = 2;
-  return c;
-}
+using strategy_runs::two_devices;
 
 struct TrainingRun {
   Plan plan;
