@@ -64,10 +64,7 @@ void Interpreter::forward(OpId id, const Op& op) {
     batch_rows(op, &x, nullptr);
   } else {
     std::lock_guard lock(w.mu);
-    auto it = w.outputs.find({op.iteration, mb, op.first_layer - 1});
-    TRAINSIM_CHECK(it != w.outputs.end(), "plan: a forward's input never arrived");
-    x = std::move(it->second);
-    w.outputs.erase(it);
+    x = take(w.outputs, {op.iteration, mb, op.first_layer - 1}, "plan: a forward's input never arrived");
   }
   std::vector<LayerCache> caches;
   Tensor y = w.device->forward(network_, weights_for(w, id, op), op.first_layer, op.last_layer, x, caches);
@@ -118,10 +115,7 @@ void Interpreter::recompute(OpId id, const Op& op) {
   Tensor x;
   {
     std::lock_guard lock(w.mu);
-    auto it = w.inputs.find({op.iteration, mb, op.first_layer});
-    TRAINSIM_CHECK(it != w.inputs.end(), "plan: a recompute without its forward's input");
-    x = std::move(it->second);
-    w.inputs.erase(it);
+    x = take(w.inputs, {op.iteration, mb, op.first_layer}, "plan: a recompute without its forward's input");
   }
   std::vector<LayerCache> caches;
   Tensor y = w.device->forward(network_, weights_for(w, id, op), op.first_layer, op.last_layer, x, caches);
@@ -144,10 +138,7 @@ void Interpreter::backward(OpId id, const Op& op) {
   Gradients* grads = nullptr;
   {
     std::lock_guard lock(w.mu);
-    auto it = w.output_grads.find({op.iteration, mb, op.last_layer});
-    TRAINSIM_CHECK(it != w.output_grads.end(), "plan: a backward's gradient never arrived");
-    dy = std::move(it->second);
-    w.output_grads.erase(it);
+    dy = take(w.output_grads, {op.iteration, mb, op.last_layer}, "plan: a backward's gradient never arrived");
     for (int32_t l = op.first_layer; l <= op.last_layer; ++l) {
       auto c = w.caches.find({op.iteration, mb, l});
       TRAINSIM_CHECK(c != w.caches.end(), "plan: a backward without its forward");

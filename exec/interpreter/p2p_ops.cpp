@@ -41,17 +41,13 @@ void Interpreter::send(OpId id, const Op& op) {
     std::lock_guard lock(w.mu);
     switch (payload_of(id)) {
       case Payload::kActivation: {
-        auto it = w.outputs.find({source.iteration, mb, source.last_layer});
-        TRAINSIM_CHECK(it != w.outputs.end(), "plan: sending an activation the worker lacks");
-        payload = std::move(it->second.data);
-        w.outputs.erase(it);
+        payload = take(w.outputs, {source.iteration, mb, source.last_layer},
+                       "plan: sending an activation the worker lacks").data;
         break;
       }
       case Payload::kInputGradient: {
-        auto it = w.output_grads.find({source.iteration, mb, source.first_layer - 1});
-        TRAINSIM_CHECK(it != w.output_grads.end(), "plan: sending a gradient the worker lacks");
-        payload = std::move(it->second.data);
-        w.output_grads.erase(it);
+        payload = take(w.output_grads, {source.iteration, mb, source.first_layer - 1},
+                       "plan: sending a gradient the worker lacks").data;
         break;
       }
       case Payload::kParamGradient: {

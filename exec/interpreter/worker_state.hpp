@@ -16,9 +16,22 @@
 #include "exec/optim/spectrain.hpp"
 #include "exec/tensor/device.hpp"
 #include "exec/tensor/layers.hpp"
+#include "model/error.hpp"
 #include "sim/plan/plan.hpp"
 
 namespace trainsim::interp {
+
+// Removes and returns what `map` holds under `key`: a tensor a later op
+// consumes exactly once. Its absence is a plan the interpreter cannot run
+// (`missing` says what never arrived). The caller holds the worker's lock.
+template <class Map>
+typename Map::mapped_type take(Map& map, const typename Map::key_type& key, const char* missing) {
+  auto it = map.find(key);
+  TRAINSIM_CHECK(it != map.end(), missing);
+  typename Map::mapped_type value = std::move(it->second);
+  map.erase(it);
+  return value;
+}
 
 using Key = std::tuple<int32_t, int32_t, int32_t>;  // (iteration, micro-batch, layer)
 
