@@ -6,6 +6,7 @@
 # InputError, an input taking over 10 s or 2 GB; the input is saved under
 # BUILD/fuzz-findings/ and the log's end printed. Full logs: BUILD/fuzz-logs/.
 # Usage: run.sh BUILD SECONDS [NAME...] (default: every corpus folder).
+# FUZZ_RUNS=N ends a harness after N executions if that comes before SECONDS.
 set -euo pipefail
 build=$1
 seconds=$2
@@ -23,18 +24,20 @@ for name in "${names[@]}"; do
   esac
   mkdir -p "$build/fuzz-corpus/$name"
   log=$build/fuzz-logs/$name.log
+  start=$SECONDS
   if ! "$build/tests/fuzz/fuzz_$name" "$build/fuzz-corpus/$name" "$src/corpus/$name" \
-      -max_total_time="$seconds" -max_len=$max_len $dict -timeout=10 -rss_limit_mb=2048 \
+      -max_total_time="$seconds" -runs="${FUZZ_RUNS:--1}" -max_len=$max_len $dict -timeout=10 -rss_limit_mb=2048 \
       -artifact_prefix="$build/fuzz-findings/$name-" -print_final_stats=1 >"$log" 2>&1; then
     tail -n 40 "$log"
     echo "fuzz_$name: FINDING (input under $build/fuzz-findings/, log $log)"
     exit 1
   fi
+  took=$((SECONDS - start))
   runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
   rss=$(sed -n 's/^stat::peak_rss_mb: *//p' "$log")
   last=$(grep -E '^#[0-9]+.*cov: ' "$log" | tail -n 1)
   cov=$(sed -E 's/.*cov: ([0-9]+).*/\1/' <<<"$last")
   ft=$(sed -E 's/.*ft: ([0-9]+).*/\1/' <<<"$last")
   corp=$(sed -E 's/.*corp: ([0-9]+\/[0-9]+[a-zA-Z]*).*/\1/' <<<"$last")
-  echo "fuzz_$name: $runs runs in $seconds s, cov $cov, ft $ft, corpus $corp, peak rss ${rss} MB, no findings"
+  echo "fuzz_$name: $runs runs in $took s, cov $cov, ft $ft, corpus $corp, peak rss ${rss} MB, no findings"
 done
