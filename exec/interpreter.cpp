@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <utility>
 
 #include "exec/interpreter/handlers.hpp"
@@ -37,6 +38,12 @@ BatchSource whole_batches(WholeBatchSource source) {
     if (y != nullptr) *y = slice_labels(it->second.second, rows);
   };
 }
+
+LossDiverged::LossDiverged(int32_t iteration_, double loss_)
+    : std::runtime_error("the training loss diverged at iteration " + std::to_string(iteration_) + " (it is " +
+                         (std::isnan(loss_) ? "NaN" : "infinite") + ")"),
+      iteration(iteration_),
+      loss(loss_) {}
 
 ExecResult execute_plan(const Plan& plan, const Network& network, const Weights& initial, const BatchSource& batches,
                         const ExecOptions& options) {

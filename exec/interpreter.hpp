@@ -11,6 +11,7 @@
 #include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <stdexcept>
 #include <vector>
 
 #include "exec/data/batching.hpp"
@@ -60,6 +61,17 @@ struct ExecOptions {
   // and gradient buffers). Unset: an EigenCpuDevice. Where a CUDA backend
   // plugs in.
   std::function<std::unique_ptr<Device>(int32_t worker)> make_device;
+  // Stops the run at the first micro-batch whose loss is NaN or infinite
+  // (throwing LossDiverged) instead of training on to the end on weights
+  // that mean nothing.
+  bool stop_on_divergence = false;
+};
+
+// The run stopped at a loss that is NaN or infinite (stop_on_divergence).
+struct LossDiverged : std::runtime_error {
+  LossDiverged(int32_t iteration_, double loss_);
+  int32_t iteration;  // of the micro-batch whose loss it was
+  double loss;
 };
 
 struct ExecOpTiming {

@@ -114,6 +114,7 @@ TrainingResult train(const Model& model, const Dataset& data, const Cluster& clu
   ExecOptions exec;
   exec.sgd = options.sgd;
   exec.batch_size = batch;
+  exec.stop_on_divergence = options.stop_on_divergence;
   const Weights initial = init_weights(network, options.seed);
   r.exec = execute_plan(r.plan, network, initial, batches, exec);
 

@@ -32,6 +32,8 @@ struct TrainingOptions {
   // staleness > 0), called before training with the check of sgd.momentum
   // against that staleness (stale_momentum.hpp).
   std::function<void(const StaleMomentumCheck&)> on_stale_gradients;
+  // Stops at the first NaN or infinite loss (LossDiverged, interpreter.hpp).
+  bool stop_on_divergence = false;
 };
 
 struct IterationStats {

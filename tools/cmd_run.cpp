@@ -48,15 +48,11 @@ void write_metrics(const std::string& path, const TrainingResult& r, std::ostrea
 }
 
 // A run whose loss became NaN or infinite has diverged: its weights, losses
-// and accuracy mean nothing, so nothing is written and the run fails (exit 1).
-void check_loss_finite(const TrainingResult& r, double learning_rate) {
-  const std::vector<double>& losses = r.exec.loss_per_iteration;
-  for (size_t i = 0; i < losses.size(); ++i) {
-    if (std::isfinite(losses[i])) continue;
-    throw std::runtime_error("the training loss diverged at iteration " + std::to_string(i) + " (it is " +
-                             (std::isnan(losses[i]) ? "NaN" : "infinite") + " with --learning-rate " +
-                             format_number(learning_rate) + "); try a smaller --learning-rate");
-  }
+// and accuracy mean nothing, so it stops there, nothing is written and the
+// run fails (exit 1).
+[[noreturn]] void diverged(const LossDiverged& e, double learning_rate) {
+  throw std::runtime_error(std::string(e.what()) + " with --learning-rate " + format_number(learning_rate) +
+                           "; try a smaller --learning-rate");
 }
 
 void run_training(const RunOptions& o, CommandContext& ctx) {
@@ -91,9 +87,15 @@ void run_training(const RunOptions& o, CommandContext& ctx) {
     const std::string warning = stale_momentum_warning(check, o.strategy);
     if (!warning.empty()) ctx.err << warning << "\n" << std::flush;
   };
-  const TrainingResult r = train(model, data, cluster, config, options);
+  options.stop_on_divergence = true;
+  TrainingResult r;
+  try {
+    r = train(model, data, cluster, config, options);
+  } catch (const LossDiverged& e) {
+    bar.finish();
+    diverged(e, o.learning_rate);
+  }
   bar.finish();
-  check_loss_finite(r, o.learning_rate);
 
   if (!o.trace.empty()) write_text_output(o.trace, exec_chrome_trace(r.plan, r.exec).dump() + "\n", ctx.out, "--trace");
   if (!o.metrics.empty()) write_metrics(o.metrics, r, ctx.out);

@@ -98,6 +98,7 @@ Tensor Interpreter::loss_gradient(const Op& op, const Tensor& logits, bool count
   const auto share = static_cast<float>(static_cast<double>(rows) / static_cast<double>(options_.batch_size));
   for (float& v : dlogits.data) v *= share;
   if (!count_loss) return dlogits;
+  if (options_.stop_on_divergence && !std::isfinite(loss)) throw LossDiverged(op.iteration, loss);
   std::lock_guard lock(loss_mu_);
   loss_sum_[static_cast<size_t>(op.iteration)] += loss * static_cast<double>(rows);
   loss_rows_[static_cast<size_t>(op.iteration)] += rows;

@@ -61,8 +61,9 @@ Prediction predict_dsp(const Profile& profile, const Cluster& cluster, StrategyC
   p.workers = pipe.devices;
   p.samples_per_iteration = static_cast<double>(profile.batch_size);
   p.memory = per_device_memory(pipe, memory);
-  // Layer-wise staleness Δt_k = m_k (docs/equations.md §8); the largest is block 0's.
-  p.staleness = *std::max_element(queues.m.begin(), queues.m.end());
+  // Layer-wise staleness Δt_k = m_k (docs/equations.md §8): the largest of the
+  // blocks with parameters (block 0's, unless it holds none).
+  p.staleness = largest_weighted_lag(pipe, [&](int64_t k) { return queues.m[static_cast<size_t>(k)]; });
   finish_prediction(p, config);
   return p;
 }

@@ -92,9 +92,9 @@ Prediction predict_dualpipe(const Profile& profile, const Cluster& cluster, Stra
   p.workers = pipe.devices;
   p.samples_per_iteration = static_cast<double>(profile.batch_size);
   p.memory = per_device_memory(pipe, memory);
-  // The forward on stage 0 runs 2S-2 versions before its mini-batch completes
-  // (docs/equations.md §6, s = 2N-k-2 at k = 0): the largest gap.
-  p.staleness = 2 * (stages - 1);
+  // The forward on stage k runs 2(S-1-k) versions before its mini-batch
+  // completes (docs/equations.md §6, s = 2N-k-2 minus k): 2S-2 on stage 0.
+  p.staleness = largest_weighted_lag(pipe, [&](int64_t k) { return 2 * (stages - 1 - k); });
   if (spectrain) {
     p.notes.push_back(
         "spectrain: each task runs on weights predicted s versions ahead, W_t - s·lr·v_(t-1) with v "

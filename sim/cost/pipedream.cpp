@@ -44,7 +44,7 @@ Prediction predict_pipedream(const Profile& profile, const Cluster& cluster, Str
   // Weight stashing keeps each mini-batch's forward and backward on one
   // version; the input stage's version lags the newest by NOAM - 1 updates
   // (S - 1 without replication; stage k lags S - 1 - k).
-  p.staleness = one_f_one_b_in_flight(pipe, 0) - 1;
+  p.staleness = largest_weighted_lag(pipe, [&](int64_t k) { return one_f_one_b_in_flight(pipe, k) - 1; });
   finish_prediction(p, config);
   return p;
 }

@@ -81,7 +81,8 @@ Prediction predict_pipedream_sync(const Profile& profile, const Cluster& cluster
   p.workers = pipe.devices;
   p.samples_per_iteration = static_cast<double>(profile.batch_size);
   p.memory = weight_stashing_memory(profile, pipe);
-  p.staleness = one_f_one_b_in_flight(pipe, 0) - 1;  // as `pipedream`: stashed versions, S - 1 at the input
+  // As `pipedream`: stashed versions, S - 1 - k at stage k.
+  p.staleness = largest_weighted_lag(pipe, [&](int64_t k) { return one_f_one_b_in_flight(pipe, k) - 1; });
   finish_prediction(p, config);
   return p;
 }

@@ -216,6 +216,14 @@ int64_t one_f_one_b_in_flight(const Pipeline& pipeline, int64_t stage) {
   return (downstream_devices + r - 1) / r;
 }
 
+int64_t largest_weighted_lag(const Pipeline& pipeline, const std::function<int64_t(int64_t stage)>& lag) {
+  int64_t largest = 0;
+  for (int64_t k = 0; k < pipeline.stage_count(); ++k) {
+    if (pipeline.stages[k].param_bytes > 0) largest = std::max(largest, lag(k));
+  }
+  return largest;
+}
+
 std::vector<DeviceMemory> weight_stashing_memory(const Profile& profile, const Pipeline& pipeline) {
   std::vector<DeviceMemory> per_stage;
   for (int64_t k = 0; k < pipeline.stage_count(); ++k) {

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -119,6 +120,11 @@ DeviceMemory stage_memory(const Profile& profile, const PipelineStage& stage, do
 // ⌈Σ_{j>=k} r_j / r_k⌉, i.e. S-k without replication and PipeDream's NOAM =
 // ⌈workers / r_0⌉ at the input stage (docs/equations.md §4).
 int64_t one_f_one_b_in_flight(const Pipeline& pipeline, int64_t stage);
+
+// The staleness a pipeline's gradients have: the largest lag(k), in
+// iterations, over the stages k that hold parameters (a stage without any
+// has no gradient to be stale); 0 when none does.
+int64_t largest_weighted_lag(const Pipeline& pipeline, const std::function<int64_t(int64_t stage)>& lag);
 
 // Per-device memory of 1F1B with weight stashing (docs/equations.md §4, last
 // line): n_k mini-batches' activations and n_k - 1 stashed weight versions,

@@ -204,5 +204,36 @@ TEST(Interpreter, ComputesOnTheDevicesItIsGiven) {
   EXPECT_EQ(largest_weight_gap(given.result.weights, reference.result.weights), 0.0);
 }
 
+TEST(Interpreter, StopsAtTheFirstLossThatDiverges) {
+  const auto huge_step = [](bool stop) {
+    return [stop](ExecOptions& options) {
+      options.sgd = {1e30, 0.9, 0.0};
+      options.stop_on_divergence = stop;
+    };
+  };
+  // Without the stop the run trains on to its end on NaN or infinite losses.
+  const TrainingRun on = run("single", kBatch, {}, huge_step(false));
+  ASSERT_EQ(on.result.loss_per_iteration.size(), static_cast<size_t>(kIterations));
+  EXPECT_TRUE(std::isfinite(on.result.loss_per_iteration[0]));
+  EXPECT_FALSE(std::isfinite(on.result.loss_per_iteration[1]));
+  // With it, iteration 0's finite loss passes and the first update's step of
+  // 1e30 makes iteration 1's loss the one that stops the run.
+  for (const std::string strategy : {"single", "dp-ring", "pipedream"}) {
+    try {
+      run(strategy, kBatch, {}, huge_step(true));
+      ADD_FAILURE() << strategy << " trained on";
+    } catch (const LossDiverged& e) {
+      // pipedream's first iterations run on stashed, older weights.
+      if (strategy != "pipedream") {
+        EXPECT_EQ(e.iteration, 1) << strategy;
+      }
+      EXPECT_GE(e.iteration, 1) << strategy;
+      EXPECT_LT(e.iteration, kIterations) << strategy;
+      EXPECT_FALSE(std::isfinite(e.loss)) << strategy;
+      EXPECT_NE(std::string(e.what()).find("diverged at iteration " + std::to_string(e.iteration)), std::string::npos);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace trainsim

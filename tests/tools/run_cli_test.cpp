@@ -99,5 +99,19 @@ TEST(RunCli, WarnsOnceBeforeTrainingWhenStaleGradientsMeetMomentum) {
   }
 }
 
+TEST(RunCli, ADivergingRunStopsThereFailsAndWritesNothing) {
+  const std::filesystem::path json = std::filesystem::temp_directory_path() /
+                                     ("trainsim-diverged-" + std::to_string(getpid()) + ".json");
+  std::filesystem::remove(json);
+  const auto r = run_cli({"run", "--model", "fmnist-mlp", "--strategy", "dp-ring", "--devices", "cpu:2",
+                          "--iterations", "1000", "--batch", "16", "--learning-rate", "1e30", "--json",
+                          json.string(), "--quiet"});
+  EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(r.err.rfind("trainsim: failed: the training loss diverged at iteration 1 (it is ", 0), 0u) << r.err;
+  EXPECT_NE(r.err.find("with --learning-rate 1e+30; try a smaller --learning-rate\n"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(json));
+}
+
 }  // namespace
 }  // namespace trainsim

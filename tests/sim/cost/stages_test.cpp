@@ -352,5 +352,30 @@ TEST(Stages, OneFOneBInFlightIsNoamAtTheInputStage) {
   EXPECT_EQ(one_f_one_b_in_flight(replicated, 1), 2);
 }
 
+TEST(Stages, StalenessCountsOnlyTheStagesThatHoldParameters) {
+  // Four layers on three stages, 0-0, 1-1 and 2-3. With weights everywhere the
+  // input stage lags most: pipedream S - 1 = 2, dualpipe 2(S - 1) = 4, dsp's
+  // m_0 = 4 (queues DSP(1,1,0;4,2,0)).
+  Profile profile = chain_profile(4, 1e-3, 2e-3, 1e6, 1e6);
+  const Cluster cluster = simple_cluster(1, 3);
+  const testing_fixtures::Settings stages = {{"stages", "0-0,1-1,2-3"}};
+  const testing_fixtures::Settings unreplicated = {{"stages", "0-0,1-1,2-3"}, {"replicate", "false"}};
+  EXPECT_EQ(testing_fixtures::run_strategy("pipedream", profile, cluster, unreplicated).staleness, 2);
+  EXPECT_EQ(testing_fixtures::run_strategy("pipedream-sync", profile, cluster, stages).staleness, 2);
+  EXPECT_EQ(testing_fixtures::run_strategy("dualpipe", profile, cluster, stages).staleness, 4);
+  EXPECT_EQ(testing_fixtures::run_strategy("dsp", profile, cluster, stages).staleness, 4);
+  // A weightless input stage (a flatten) has no gradient to be stale: stage 1
+  // lags S - 2 = 1, 2(S - 2) = 2 and m_1 = 2.
+  profile.layers[0].param_bytes = 0;
+  EXPECT_EQ(testing_fixtures::run_strategy("pipedream", profile, cluster, unreplicated).staleness, 1);
+  EXPECT_EQ(testing_fixtures::run_strategy("pipedream-sync", profile, cluster, stages).staleness, 1);
+  EXPECT_EQ(testing_fixtures::run_strategy("dualpipe", profile, cluster, stages).staleness, 2);
+  EXPECT_EQ(testing_fixtures::run_strategy("dsp", profile, cluster, stages).staleness, 2);
+  // Weights only on the last stage: nothing is stale.
+  profile.layers[1].param_bytes = 0;
+  EXPECT_EQ(testing_fixtures::run_strategy("pipedream", profile, cluster, unreplicated).staleness, 0);
+  EXPECT_EQ(testing_fixtures::run_strategy("dsp", profile, cluster, stages).staleness, 0);
+}
+
 }  // namespace
 }  // namespace trainsim
