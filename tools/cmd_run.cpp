@@ -118,7 +118,7 @@ void run_training(const RunOptions& o, CommandContext& ctx) {
 void add_run_command(CLI::App& app, CommandContext& ctx) {
   auto o = std::make_shared<RunOptions>();
   CLI::App* cmd = app.add_subcommand("run", "Train a model with one strategy for real on CPU threads");
-  cmd->add_option("--model", o->model, "Zoo model id or model JSON file (a chain of supported layers)");
+  cmd->add_option("--model", o->model, "Zoo model id or model JSON file (of layers the CPU executor has kernels for)");
   cmd->add_option("--strategy", o->strategy, "Strategy id (see trainsim predict --help)");
   cmd->add_option("--set", o->settings, "Strategy setting key=value (repeatable)");
   cmd->add_option("--devices", o->devices, "cpu:N, N worker threads")->capture_default_str();

@@ -185,7 +185,7 @@ void add_validate_command(CLI::App& app, CommandContext& ctx) {
   auto o = std::make_shared<ValidateCliOptions>();
   CLI::App* cmd = app.add_subcommand(
       "validate", "Profile this machine, predict every strategy, run each for real and compare");
-  cmd->add_option("--model", o->model, "Zoo model id or model JSON file (a chain of supported layers)");
+  cmd->add_option("--model", o->model, "Zoo model id or model JSON file (of layers the CPU executor has kernels for)");
   cmd->add_option("--devices", o->devices, "cpu:N, N worker threads")->capture_default_str();
   cmd->add_option("--strategies", o->strategies, "'all' or strategy ids separated by commas")->capture_default_str();
   cmd->add_option("--dataset", o->dataset, "fashion-mnist or synthetic (default: by the model's input)");

@@ -118,8 +118,10 @@ Tensor Interpreter::as_layer_output(std::vector<float> data, int32_t layer) cons
   return t;
 }
 
+// What the boundary after `layer` carries, per sample (packed when several
+// tensors cross it).
 const std::vector<int64_t>& Interpreter::output_shape(int32_t layer) const {
-  return network_.output_shapes[static_cast<size_t>(layer)];
+  return network_.cut_shapes[static_cast<size_t>(layer) + 1];
 }
 
 // A worker that sends its gradients to a parameter server and has no

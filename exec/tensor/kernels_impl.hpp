@@ -45,6 +45,31 @@ std::unique_ptr<ExecLayer> make_maxpool(std::vector<int64_t> in_shape, const Win
 // the count of input elements the window covers, as TensorFlow's SAME pooling).
 std::unique_ptr<ExecLayer> make_avgpool(std::vector<int64_t> in_shape, const WindowSpec& window);
 
+// Batch normalization in training mode over {C, H, W} or {C}: each channel
+// normalized by the mean and biased variance of the batch (over the batch and,
+// for images, every position), eps 1e-5, then scaled and shifted; scale {C}
+// (init 1), shift {C} (init 0). No running statistics: evaluation normalizes by
+// the evaluated batch too.
+std::unique_ptr<ExecLayer> make_batchnorm(std::vector<int64_t> in_shape);
+
+// Layer normalization over the last dimension (size `features`), eps 1e-5,
+// biased variance; scale {features} (init 1), shift {features} (init 0), as
+// torch.nn.LayerNorm.
+std::unique_ptr<ExecLayer> make_layernorm(int64_t features);
+
+// GELU with the exact erf form, x·Φ(x), as torch.nn.GELU's default.
+std::unique_ptr<ExecLayer> make_gelu();
+
+// Global average pooling {C, H, W} -> {C}.
+std::unique_ptr<ExecLayer> make_global_avgpool(std::vector<int64_t> in_shape);
+
+// The elementwise sum of `inputs` tensors of one shape (a residual join).
+std::unique_ptr<ExecLayer> make_add(int64_t inputs);
+
+// The inputs side by side on their first per-sample dimension (channels of
+// {C, H, W}, features of {d}); `sample_sizes` are their per-sample element counts.
+std::unique_ptr<ExecLayer> make_concat(std::vector<int64_t> sample_sizes);
+
 // Sum of looked-up table rows: ids {T} (floats, negative = padding) -> {dim};
 // table {vocabulary, dim}, sparse gradient. `name` appears in errors about ids.
 std::unique_ptr<ExecLayer> make_embedding_bag(std::string name, int64_t vocabulary, int64_t dim);

@@ -38,9 +38,17 @@ class ExecLayer {
                           LayerGrads& grads) const = 0;
   // Whether the weight gradient is sparse (embedding-bag).
   virtual bool sparse() const { return false; }
+  // A layer reading several tensors (add, concat) overrides these two; the
+  // others read one, and the defaults call forward and backward.
+  virtual Tensor forward_inputs(const LayerParams& params, std::span<const Tensor* const> xs, LayerCache& cache) const;
+  // dL/d(each input), in the order of the forward's xs; ADDS dL/dparams into `grads`.
+  virtual std::vector<Tensor> backward_inputs(const LayerParams& params, const Tensor& dy, const LayerCache& cache,
+                                              LayerGrads& grads) const;
 };
 
-// A model as exec runs it: one kernel per model layer, same order and names.
+// A model as exec runs it: one kernel per model layer, same order and names,
+// over the model's layer graph. Tensors are named by index: -1 the model's
+// input, i the output of layer i.
 struct Network {
   std::string model;                              // zoo id
   std::vector<std::string> layer_names;
@@ -48,14 +56,30 @@ struct Network {
   std::vector<int64_t> input_shape;               // per sample
   std::vector<std::vector<int64_t>> output_shapes; // per sample, one per layer
   int64_t classes = 0;                            // width of the last layer's output
+  std::vector<std::vector<int32_t>> inputs;       // per layer, the tensors it reads
+  // cuts[i], i in 0..layers: the tensors live at the boundary before layer i
+  // (made before it, read by it or later; at the end, the last layer's
+  // output), in increasing order. A pipeline boundary there carries them
+  // packed: a lone tensor as it is, several side by side in each sample's
+  // row, {batch, Σ sizes} (a residual branch crossing the boundary).
+  std::vector<std::vector<int32_t>> cuts;
+  std::vector<std::vector<int64_t>> cut_shapes;   // per sample, the packed shape of each cut
+  std::vector<int32_t> last_reader;               // per tensor (index + 1): the last layer reading it
 };
 
-// Builds the kernels of `model`. Supported ops: linear, conv2d, relu, maxpool,
-// flatten, avgpool, embedding_bag (sum of the looked-up rows; sparse gradient),
-// dropout (identity), softmax (identity: the loss applies it). The model must
-// be a chain (each layer reads the one before). InputError naming the model
-// and layer otherwise.
+// Builds the kernels of `model`. Supported ops: linear, conv2d, relu, gelu,
+// maxpool, avgpool (windowed or global), flatten, batchnorm, layernorm, add,
+// concat (on the first per-sample dimension), embedding_bag (sum of the
+// looked-up rows; sparse gradient), dropout (identity), softmax (identity:
+// the loss applies it). Layers form a graph (residual branches, concats);
+// every layer but the last must be read by a later one. InputError naming
+// the model and layer otherwise.
 Network build_network(const Model& model);
+
+// Fills a network's cuts, cut_shapes and last_reader from its inputs and
+// shapes (build_network does; for networks made by hand). Without inputs,
+// the network is a chain, each layer reading the one before.
+void link_network(Network& network);
 
 // Every layer's parameters, initialised from `seed` (the same seed gives the
 // same weights, bit for bit).
@@ -64,11 +88,13 @@ Weights init_weights(const Network& network, uint64_t seed);
 // Zeroed gradients shaped like `weights` (dense), or empty sparse ones.
 Gradients zero_gradients(const Network& network, const Weights& weights);
 
-// Runs layers [first, last] forward; caches[i - first] receives layer i's cache.
+// Runs layers [first, last] forward from `x`, cut `first` packed, to cut
+// last + 1 packed; caches[i - first] receives layer i's cache.
 Tensor forward_range(const Network& network, const Weights& weights, int64_t first, int64_t last, const Tensor& x,
                      std::vector<LayerCache>& caches);
 
-// And backward from dL/d(output of last) to dL/d(input of first), adding into grads.
+// And backward from dL/d(cut last + 1), packed, to dL/d(cut first), packed,
+// adding into grads.
 Tensor backward_range(const Network& network, const Weights& weights, int64_t first, int64_t last,
                       const Tensor& dy, const std::vector<LayerCache>& caches, Gradients& grads);
 

@@ -1,8 +1,10 @@
-// A Network from a model description: one kernel per layer of a chain model,
-// per-layer seeded weights, and the forward/backward over a range of layers
-// that pipeline stages run.
+// A Network from a model description: one kernel per layer of the model's
+// graph, the boundaries (cuts) pipeline stages exchange, and per-layer seeded
+// weights. The forward and backward over a range of layers: network_range.cpp.
+#include <algorithm>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "exec/tensor/kernels_impl.hpp"
 #include "model/error.hpp"
@@ -11,8 +13,9 @@ namespace trainsim {
 namespace {
 
 const std::set<std::string>& supported_ops() {
-  static const std::set<std::string> ops{"linear", "conv2d", "relu", "maxpool", "avgpool", "flatten",
-                                         "embedding_bag", "dropout", "softmax"};
+  static const std::set<std::string> ops{"linear",  "conv2d",    "relu",      "gelu", "maxpool",
+                                         "avgpool", "flatten",   "batchnorm", "layernorm", "add",
+                                         "concat",  "embedding_bag", "dropout", "softmax"};
   return ops;
 }
 
@@ -26,20 +29,40 @@ std::string layer_where(const Model& model, size_t i) {
   return model.name + ": layers[" + std::to_string(i) + "] '" + model.layers[i].name + "'";
 }
 
-// Every layer reads exactly the one before it (the first reads the input).
-void check_chain(const Model& model) {
+// Each layer's inputs as tensor indices (-1 the model input), checked: earlier
+// tensors only, one input unless the op joins several, and every layer but
+// the last read by a later one (the network has one output, the loss's).
+std::vector<std::vector<int32_t>> read_graph(const Model& model) {
   if (model.layers.empty()) throw InputError(model.name, "has no layers", "at least one layer");
+  std::vector<std::vector<int32_t>> inputs(model.layers.size());
+  std::vector<bool> read(model.layers.size(), false);
   for (size_t i = 0; i < model.layers.size(); ++i) {
     const Layer& layer = model.layers[i];
-    const std::string expected = i == 0 ? std::string(kModelInput) : model.layers[i - 1].name;
-    if (layer.inputs.size() != 1 || layer.inputs[0] != expected) {
-      std::string reads;
-      for (const auto& input : layer.inputs) reads += (reads.empty() ? "'" : ", '") + input + "'";
-      throw InputError(layer_where(model, i), "reads " + (reads.empty() ? std::string("nothing") : reads),
-                       "a chain model whose layers each read only the one before ('" + expected +
-                           "'); exec runs chains only");
+    const bool joins = layer.op == "add" || layer.op == "concat";
+    if (layer.inputs.empty() || (!joins && layer.inputs.size() != 1)) {
+      throw InputError(layer_where(model, i), "reads " + std::to_string(layer.inputs.size()) + " inputs",
+                       joins ? "at least one input" : "one input (only add and concat join several)");
+    }
+    for (const std::string& name : layer.inputs) {
+      int32_t index = -1;
+      if (name != kModelInput) {
+        const auto found = find_layer(model, name);
+        if (!found || *found >= i) {
+          throw InputError(layer_where(model, i), "reads '" + name + "'", "the input or an earlier layer");
+        }
+        index = static_cast<int32_t>(*found);
+        read[*found] = true;
+      }
+      inputs[i].push_back(index);
     }
   }
+  for (size_t i = 0; i + 1 < model.layers.size(); ++i) {
+    if (!read[i]) {
+      throw InputError(layer_where(model, i), "is read by no later layer",
+                       "one output, the last layer's: exec trains the loss of that one");
+    }
+  }
+  return inputs;
 }
 
 void check_window(const Model& model, size_t i, bool pooling) {
@@ -53,13 +76,40 @@ void check_window(const Model& model, size_t i, bool pooling) {
   }
 }
 
-// The kernel of layer i given its per-sample input shape.
-std::unique_ptr<ExecLayer> make_kernel(const Model& model, size_t i, const std::vector<int64_t>& in) {
+// The kernel of layer i given its inputs' per-sample shapes.
+std::unique_ptr<ExecLayer> make_kernel(const Model& model, size_t i, const std::vector<std::vector<int64_t>>& ins) {
   const Layer& layer = model.layers[i];
   const std::string& op = layer.op;
+  const std::vector<int64_t>& in = ins.front();
   const auto bad_input = [&](const std::string& expected) {
     return InputError(layer_where(model, i), op + " reads a " + shape_text(in) + " input", expected);
   };
+  if (op == "add") {
+    for (const auto& other : ins) {
+      if (other != in) throw bad_input("inputs of one shape; another is " + shape_text(other));
+    }
+    return make_add(static_cast<int64_t>(ins.size()));
+  }
+  if (op == "concat") {
+    std::vector<int64_t> sizes;
+    for (const auto& other : ins) {
+      if (other.empty() || other.size() != in.size() || !std::equal(other.begin() + 1, other.end(), in.begin() + 1)) {
+        throw bad_input("inputs that differ in their first dimension only; another is " + shape_text(other));
+      }
+      sizes.push_back(element_count(other));
+    }
+    return make_concat(std::move(sizes));
+  }
+  if (op == "gelu") return make_gelu();
+  if (op == "layernorm") {
+    if (in.empty()) throw bad_input("an input with a feature dimension");
+    return make_layernorm(in.back());
+  }
+  if (op == "batchnorm") {
+    if (in.size() != 1 && in.size() != 3) throw bad_input("a {C} or {C, H, W} input");
+    return make_batchnorm(in);
+  }
+  if (op == "avgpool" && in.size() == 3 && layer.output_shape.size() == 1) return make_global_avgpool(in);
   if (op == "linear") {
     if (in.empty() || layer.output_shape.empty()) throw bad_input("an input with a feature dimension");
     return make_linear(in.back(), layer.output_shape.back(), layer.bias);
@@ -91,21 +141,20 @@ std::unique_ptr<ExecLayer> make_kernel(const Model& model, size_t i, const std::
 }
 
 // The shape a kernel produces, found by running it on an empty batch.
-std::vector<int64_t> sample_output_shape(const ExecLayer& kernel, const std::vector<int64_t>& in) {
-  std::vector<int64_t> batch_shape{0};
-  batch_shape.insert(batch_shape.end(), in.begin(), in.end());
+std::vector<int64_t> sample_output_shape(const ExecLayer& kernel, const std::vector<std::vector<int64_t>>& ins) {
+  std::vector<Tensor> xs;
+  std::vector<const Tensor*> pointers;
+  for (const auto& in : ins) {
+    std::vector<int64_t> batch_shape{0};
+    batch_shape.insert(batch_shape.end(), in.begin(), in.end());
+    xs.emplace_back(batch_shape);
+  }
+  for (const Tensor& x : xs) pointers.push_back(&x);
   LayerParams params;
   for (const auto& shape : kernel.param_shapes()) params.emplace_back(shape);
   LayerCache cache;
-  const Tensor y = kernel.forward(params, Tensor(batch_shape), cache);
+  const Tensor y = kernel.forward_inputs(params, pointers, cache);
   return std::vector<int64_t>(y.shape.begin() + 1, y.shape.end());
-}
-
-void check_range(const Network& network, const Weights& weights, int64_t first, int64_t last) {
-  const auto count = static_cast<int64_t>(network.layers.size());
-  TRAINSIM_CHECK(0 <= first && first <= last && last < count, "layer range [" + std::to_string(first) + ", " +
-                                                                   std::to_string(last) + "] outside the network");
-  TRAINSIM_CHECK(static_cast<int64_t>(weights.size()) == count, "weights are not one entry per layer");
 }
 
 // splitmix64's finalizer: nearby (seed, layer) pairs give unrelated streams.
@@ -117,18 +166,52 @@ uint64_t mix(uint64_t z) {
 
 }  // namespace
 
+// Tensor t (made by layer t, or the input) is live at boundary i when
+// t < i <= its last reader; the last layer's output at the end.
+void link_network(Network& network) {
+  const auto n = static_cast<int32_t>(network.layers.size());
+  TRAINSIM_CHECK(n > 0 && network.output_shapes.size() == network.layers.size(),
+                 "a network needs layers and one output shape per layer");
+  if (network.inputs.empty()) {
+    for (int32_t i = 0; i < n; ++i) network.inputs.push_back({i - 1});
+  }
+  TRAINSIM_CHECK(network.inputs.size() == network.layers.size(), "a network needs one input list per layer");
+  network.last_reader.assign(static_cast<size_t>(n) + 1, -1);
+  for (int32_t i = 0; i < n; ++i) {
+    for (int32_t t : network.inputs[i]) network.last_reader[t + 1] = std::max(network.last_reader[t + 1], i);
+  }
+  network.last_reader[n] = n;  // the output, read by the loss
+  network.cuts.assign(static_cast<size_t>(n) + 1, {});
+  network.cut_shapes.assign(static_cast<size_t>(n) + 1, {});
+  for (int32_t i = 0; i <= n; ++i) {
+    int64_t packed = 0;
+    for (int32_t t = -1; t < i; ++t) {
+      if (network.last_reader[t + 1] < i) continue;
+      network.cuts[i].push_back(t);
+      packed += element_count(t < 0 ? network.input_shape : network.output_shapes[t]);
+    }
+    TRAINSIM_CHECK(!network.cuts[i].empty(), "a network boundary carries nothing (a tensor read by no layer)");
+    const int32_t only = network.cuts[i].front();
+    network.cut_shapes[i] = network.cuts[i].size() == 1
+                                ? (only < 0 ? network.input_shape : network.output_shapes[only])
+                                : std::vector<int64_t>{packed};
+  }
+}
+
 Network build_network(const Model& model) {
-  check_chain(model);
   Network network;
+  network.inputs = read_graph(model);
   network.model = model.name;
   network.input_shape = model.input_shape;
-  std::vector<int64_t> shape = model.input_shape;
   for (size_t i = 0; i < model.layers.size(); ++i) {
-    auto kernel = make_kernel(model, i, shape);
-    const std::vector<int64_t> out = sample_output_shape(*kernel, shape);
+    std::vector<std::vector<int64_t>> ins;
+    for (int32_t t : network.inputs[i]) ins.push_back(t < 0 ? model.input_shape : network.output_shapes[t]);
+    auto kernel = make_kernel(model, i, ins);
+    const std::vector<int64_t> out = sample_output_shape(*kernel, ins);
     if (out != model.layers[i].output_shape) {
       throw InputError(layer_where(model, i), "declares output " + shape_text(model.layers[i].output_shape) +
-                                                  " but computes " + shape_text(out) + " from " + shape_text(shape),
+                                                  " but computes " + shape_text(out) + " from " +
+                                                  shape_text(ins.front()),
                        "an output_shape consistent with its input and parameters");
     }
     int64_t kernel_params = 0;
@@ -142,9 +225,9 @@ Network build_network(const Model& model) {
     network.layer_names.push_back(model.layers[i].name);
     network.layers.push_back(std::move(kernel));
     network.output_shapes.push_back(out);
-    shape = out;
   }
-  network.classes = element_count(shape);
+  network.classes = element_count(network.output_shapes.back());
+  link_network(network);
   return network;
 }
 
@@ -177,29 +260,6 @@ Gradients zero_gradients(const Network& network, const Weights& weights) {
     }
   }
   return grads;
-}
-
-Tensor forward_range(const Network& network, const Weights& weights, int64_t first, int64_t last, const Tensor& x,
-                     std::vector<LayerCache>& caches) {
-  check_range(network, weights, first, last);
-  caches.assign(static_cast<size_t>(last - first + 1), LayerCache{});
-  Tensor activation = network.layers[first]->forward(weights[first], x, caches[0]);
-  for (int64_t i = first + 1; i <= last; ++i) {
-    activation = network.layers[i]->forward(weights[i], activation, caches[i - first]);
-  }
-  return activation;
-}
-
-Tensor backward_range(const Network& network, const Weights& weights, int64_t first, int64_t last, const Tensor& dy,
-                      const std::vector<LayerCache>& caches, Gradients& grads) {
-  check_range(network, weights, first, last);
-  TRAINSIM_CHECK(static_cast<int64_t>(caches.size()) == last - first + 1, "caches are not one per layer of the range");
-  TRAINSIM_CHECK(grads.size() == weights.size(), "gradients are not one entry per layer");
-  Tensor grad = network.layers[last]->backward(weights[last], dy, caches[last - first], grads[last]);
-  for (int64_t i = last - 1; i >= first; --i) {
-    grad = network.layers[i]->backward(weights[i], grad, caches[i - first], grads[i]);
-  }
-  return grad;
 }
 
 }  // namespace trainsim

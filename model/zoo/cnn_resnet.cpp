@@ -220,10 +220,33 @@ Model build_resnext29() {
   return std::move(b).build();
 }
 
+// ResNet-20 (He et al. 2015 §4.2, n = 3) for Fashion-MNIST 1×28×28: conv3×3
+// 16-BN-ReLU, three stages of three basic blocks (16, 32, 64 channels;
+// strides 1, 2, 2: 28×28, 14×14, 7×7) with projection shortcuts (1×1 conv +
+// BN, the paper's option B) where the shape changes, global average pool, fc 10.
+Model build_fmnist_resnet20() {
+  ModelBuilder b("fmnist-resnet20", "ResNet-20 (He et al. 2015, CIFAR form), Fashion-MNIST 1x28x28, 10 classes",
+                 {1, 28, 28}, 64);
+  std::string x = b.conv2d("conv1", kModelInput, conv(16, 3, 1, 1, false));
+  x = b.relu("relu", b.batchnorm("bn1", x));
+  x = add_stages(b, x, {{3, 16, 16, 1}, {3, 32, 32, 2}, {3, 64, 64, 2}}, 1, &basic_block);
+  b.linear("fc", b.global_avgpool("avgpool", x), 10);
+  return std::move(b).build();
+}
+
+// conv1 1·9·16 + bn 32; stage 1: 3 × (2 · 16·9·16 + 2 · 32) = 14,016; stage 2:
+// 16·9·32 + 32·9·32 + 2·64 + shortcut 16·32 + 64 = 14,528, then 2 × (2 · 32·9·32
+// + 2·64) = 37,120; stage 3: 32·9·64 + 64·9·64 + 2·128 + 32·64 + 128 = 57,728,
+// then 2 × (2 · 64·9·64 + 2·128) = 147,968; fc 64·10 + 10 = 650.
+constexpr int64_t kFmnistResnet20Params = 144 + 32 + 14'016 + 14'528 + 37'120 + 57'728 + 147'968 + 650;  // 272,186
+
 }  // namespace
 
 std::vector<ZooEntry> resnet_zoo_entries() {
   return {
+      {"fmnist-resnet20", "ResNet-20 (basic blocks, projection shortcuts), Fashion-MNIST 28x28, CPU-trainable",
+       kFmnistResnet20Params, "hand count of He et al. 2015 §4.2 with n = 3 and 1x1-conv shortcuts (this file)",
+       &build_fmnist_resnet20},
       {"resnet18", "ResNet-18, ImageNet (torchvision)", 11'689'512, "torchvision 0.15 resnet18 num_params",
        &build_resnet18},
       {"resnet50", "ResNet-50 v1.5, ImageNet (torchvision)", 25'557'032, "torchvision 0.15 resnet50 num_params",

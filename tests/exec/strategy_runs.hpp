@@ -5,6 +5,7 @@
 #pragma once
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -78,9 +79,14 @@ struct RunSpec {
   SgdOptions sgd{0.1, 0.0, 0.0};
   bool record_weights = false;
   bool text = false;  // text-bag on the synthetic text set, not fmnist-mlp on synthetic images
+  // Another model of 1x28x28 images than fmnist-mlp, when set.
+  std::function<Model()> image_model{};
 };
 
-inline Model model_of(const RunSpec& spec) { return build_zoo_model(spec.text ? "text-bag" : "fmnist-mlp"); }
+inline Model model_of(const RunSpec& spec) {
+  if (!spec.text && spec.image_model) return spec.image_model();
+  return build_zoo_model(spec.text ? "text-bag" : "fmnist-mlp");
+}
 
 // The strategy's plan for the spec's model, batch, settings and iterations.
 inline Plan plan_of(const RunSpec& spec) {

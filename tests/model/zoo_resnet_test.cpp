@@ -56,7 +56,7 @@ int64_t depth_in_weighted_layers(const Model& model) {
 TEST(ResnetZoo, ListsTheResidualFamilyInOrder) {
   std::vector<std::string> names;
   for (const ZooEntry& e : resnet_zoo_entries()) names.push_back(e.name);
-  EXPECT_EQ(names, (std::vector<std::string>{"resnet18", "resnet50", "resnet101", "resnet152", "resnet152-cifar10",
+  EXPECT_EQ(names, (std::vector<std::string>{"fmnist-resnet20", "resnet18", "resnet50", "resnet101", "resnet152", "resnet152-cifar10",
                                              "resnet164", "resnet1001", "resnext29"}));
 }
 

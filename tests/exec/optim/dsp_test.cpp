@@ -37,9 +37,11 @@ Network scale_chain(int64_t layers) {
   for (int64_t i = 0; i < layers; ++i) {
     network.layer_names.push_back("scale" + std::to_string(i));
     network.layers.push_back(std::make_unique<ScaleLayer>());
+    network.output_shapes.push_back({1});
   }
   network.input_shape = {1};
   network.classes = 1;
+  link_network(network);
   return network;
 }
 

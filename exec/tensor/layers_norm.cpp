@@ -1,0 +1,276 @@
+// Normalization and the kernels that come with it in ResNets and Transformers:
+// batch norm (training mode), layer norm, exact GELU, global average pooling.
+// Values are stored as float; sums over a batch or a row accumulate in double.
+#include <cmath>
+#include <numbers>
+#include <string>
+#include <utility>
+
+#include "exec/tensor/kernels_impl.hpp"
+#include "model/error.hpp"
+
+namespace trainsim {
+namespace {
+
+constexpr double kNormEps = 1e-5;
+
+void check_norm_grads(const LayerGrads& grads, int64_t width, const char* layer) {
+  TRAINSIM_CHECK(grads.size() == 2, std::string(layer) + ": gradients not sized by zero_gradients");
+  for (const ParamGrad& g : grads) {
+    TRAINSIM_CHECK(!g.sparse && g.dense.shape == std::vector<int64_t>{width},
+                   std::string(layer) + ": a gradient has the wrong shape");
+  }
+}
+
+void check_norm_params(const LayerParams& params, int64_t width, const char* layer) {
+  TRAINSIM_CHECK(params.size() == 2 && params[0].shape == std::vector<int64_t>{width} &&
+                     params[1].shape == std::vector<int64_t>{width},
+                 std::string(layer) + ": scale and shift must be {" + std::to_string(width) + "}");
+}
+
+// Scale, shift and the init 1 and 0 both normalizations share.
+class AffineNorm : public ExecLayer {
+ public:
+  explicit AffineNorm(int64_t width) : width_(width) {}
+
+  std::vector<std::vector<int64_t>> param_shapes() const override { return {{width_}, {width_}}; }
+
+  void init_params(LayerParams& params, std::mt19937_64&) const override {
+    params = {Tensor({width_}, 1.0f), Tensor({width_}, 0.0f)};
+  }
+
+ protected:
+  int64_t width_;
+};
+
+// Ioffe & Szegedy 2015, Algorithm 1 (training mode), per channel over batch and positions.
+class BatchNorm final : public AffineNorm {
+ public:
+  explicit BatchNorm(const std::vector<int64_t>& in_shape)
+      : AffineNorm(checked(in_shape).front()), plane_(in_shape.size() == 3 ? in_shape[1] * in_shape[2] : 1) {}
+
+  // x̂ = (x - μ_c) / sqrt(σ²_c + eps), y = scale_c·x̂ + shift_c; keeps x̂ and 1/sqrt(σ²_c + eps).
+  Tensor forward(const LayerParams& params, const Tensor& x, LayerCache& cache) const override {
+    check_norm_params(params, width_, "batchnorm");
+    TRAINSIM_CHECK(x.row_size() == width_ * plane_ || x.rows() == 0, "batchnorm: input size mismatch");
+    const int64_t batch = x.rows();
+    const double count = static_cast<double>(batch * plane_);
+    Tensor x_hat(x.shape), inv_std({width_});
+    Tensor y(x.shape);
+    for (int64_t c = 0; c < width_ && batch > 0; ++c) {
+      double sum = 0.0;
+      for_channel(batch, c, [&](int64_t i) { sum += x.data[i]; });
+      const double mean = sum / count;
+      double squares = 0.0;
+      for_channel(batch, c, [&](int64_t i) { squares += (x.data[i] - mean) * (x.data[i] - mean); });
+      const double inv = 1.0 / std::sqrt(squares / count + kNormEps);
+      inv_std.data[c] = static_cast<float>(inv);
+      const float scale = params[0].data[c], shift = params[1].data[c];
+      for_channel(batch, c, [&](int64_t i) {
+        x_hat.data[i] = static_cast<float>((x.data[i] - mean) * inv);
+        y.data[i] = scale * x_hat.data[i] + shift;
+      });
+    }
+    cache.saved = {std::move(x_hat), std::move(inv_std)};
+    return y;
+  }
+
+  // With g = dy·scale and N values per channel:
+  // dx = inv_std / N · (N·g - Σg - x̂·Σ(g·x̂)), dscale += Σ dy·x̂, dshift += Σ dy.
+  Tensor backward(const LayerParams& params, const Tensor& dy, const LayerCache& cache,
+                  LayerGrads& grads) const override {
+    check_norm_params(params, width_, "batchnorm");
+    check_norm_grads(grads, width_, "batchnorm");
+    const Tensor& x_hat = cache.saved.at(0);
+    const Tensor& inv_std = cache.saved.at(1);
+    TRAINSIM_CHECK(dy.size() == x_hat.size(), "batchnorm: dy does not match the forward's output");
+    const int64_t batch = x_hat.rows();
+    const double count = static_cast<double>(batch * plane_);
+    Tensor dx(x_hat.shape);
+    for (int64_t c = 0; c < width_ && batch > 0; ++c) {
+      double sum_dy = 0.0, sum_dy_xhat = 0.0;
+      for_channel(batch, c, [&](int64_t i) {
+        sum_dy += dy.data[i];
+        sum_dy_xhat += static_cast<double>(dy.data[i]) * x_hat.data[i];
+      });
+      grads[0].dense.data[c] += static_cast<float>(sum_dy_xhat);
+      grads[1].dense.data[c] += static_cast<float>(sum_dy);
+      const double scale = params[0].data[c];
+      const double factor = scale * inv_std.data[c] / count;
+      for_channel(batch, c, [&](int64_t i) {
+        dx.data[i] = static_cast<float>(factor * (count * dy.data[i] - sum_dy - x_hat.data[i] * sum_dy_xhat));
+      });
+    }
+    return dx;
+  }
+
+ private:
+  // Calls visit(flat index) for every value of channel c in a batch.
+  template <typename Visit>
+  void for_channel(int64_t batch, int64_t c, Visit visit) const {
+    for (int64_t b = 0; b < batch; ++b) {
+      const int64_t base = (b * width_ + c) * plane_;
+      for (int64_t p = 0; p < plane_; ++p) visit(base + p);
+    }
+  }
+
+  static const std::vector<int64_t>& checked(const std::vector<int64_t>& in_shape) {
+    TRAINSIM_CHECK(in_shape.size() == 1 || in_shape.size() == 3, "batchnorm: input is not {C} or {C, H, W}");
+    for (int64_t dim : in_shape) TRAINSIM_CHECK(dim > 0, "batchnorm: dimensions must be positive");
+    return in_shape;
+  }
+
+  int64_t plane_;  // H·W, or 1 for {C}
+};
+
+// Ba, Kiros & Hinton 2016, over the last dimension, as torch.nn.LayerNorm.
+class LayerNorm final : public AffineNorm {
+ public:
+  explicit LayerNorm(int64_t features) : AffineNorm(features) {}
+
+  // Per row of the last dimension: x̂ = (x - μ) / sqrt(σ² + eps), y = scale·x̂ + shift.
+  Tensor forward(const LayerParams& params, const Tensor& x, LayerCache& cache) const override {
+    check_norm_params(params, width_, "layernorm");
+    TRAINSIM_CHECK(!x.shape.empty() && x.shape.back() == width_,
+                   "layernorm: input's last dimension is not " + std::to_string(width_));
+    const int64_t rows = x.size() / width_;
+    Tensor x_hat(x.shape), inv_std({rows}), y(x.shape);
+    for (int64_t r = 0; r < rows; ++r) {
+      const float* xr = x.data.data() + r * width_;
+      double sum = 0.0;
+      for (int64_t j = 0; j < width_; ++j) sum += xr[j];
+      const double mean = sum / static_cast<double>(width_);
+      double squares = 0.0;
+      for (int64_t j = 0; j < width_; ++j) squares += (xr[j] - mean) * (xr[j] - mean);
+      const double inv = 1.0 / std::sqrt(squares / static_cast<double>(width_) + kNormEps);
+      inv_std.data[r] = static_cast<float>(inv);
+      for (int64_t j = 0; j < width_; ++j) {
+        const int64_t i = r * width_ + j;
+        x_hat.data[i] = static_cast<float>((xr[j] - mean) * inv);
+        y.data[i] = params[0].data[j] * x_hat.data[i] + params[1].data[j];
+      }
+    }
+    cache.saved = {std::move(x_hat), std::move(inv_std)};
+    return y;
+  }
+
+  // With g = dy·scale per row of d values: dx = inv_std / d · (d·g - Σg - x̂·Σ(g·x̂));
+  // dscale += Σ_rows dy·x̂, dshift += Σ_rows dy.
+  Tensor backward(const LayerParams& params, const Tensor& dy, const LayerCache& cache,
+                  LayerGrads& grads) const override {
+    check_norm_params(params, width_, "layernorm");
+    check_norm_grads(grads, width_, "layernorm");
+    const Tensor& x_hat = cache.saved.at(0);
+    const Tensor& inv_std = cache.saved.at(1);
+    TRAINSIM_CHECK(dy.size() == x_hat.size(), "layernorm: dy does not match the forward's output");
+    const int64_t rows = inv_std.size();
+    const double d = static_cast<double>(width_);
+    Tensor dx(x_hat.shape);
+    std::vector<double> g(static_cast<size_t>(width_));
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t base = r * width_;
+      double sum_g = 0.0, sum_g_xhat = 0.0;
+      for (int64_t j = 0; j < width_; ++j) {
+        const float dyj = dy.data[base + j], xj = x_hat.data[base + j];
+        g[j] = static_cast<double>(dyj) * params[0].data[j];
+        sum_g += g[j];
+        sum_g_xhat += g[j] * xj;
+        grads[0].dense.data[j] += dyj * xj;
+        grads[1].dense.data[j] += dyj;
+      }
+      const double factor = inv_std.data[r] / d;
+      for (int64_t j = 0; j < width_; ++j) {
+        dx.data[base + j] = static_cast<float>(factor * (d * g[j] - sum_g - x_hat.data[base + j] * sum_g_xhat));
+      }
+    }
+    return dx;
+  }
+};
+
+// Hendrycks & Gimpel 2016, the exact form y = x·Φ(x) = 0.5·x·(1 + erf(x/√2)).
+class Gelu final : public ExecLayer {
+ public:
+  Tensor forward(const LayerParams&, const Tensor& x, LayerCache& cache) const override {
+    Tensor y(x.shape);
+    for (int64_t i = 0; i < x.size(); ++i) {
+      const double v = x.data[i];
+      y.data[i] = static_cast<float>(v * cdf(v));
+    }
+    cache.saved = {x};
+    return y;
+  }
+
+  // dx = dy·(Φ(x) + x·φ(x)).
+  Tensor backward(const LayerParams&, const Tensor& dy, const LayerCache& cache, LayerGrads&) const override {
+    const Tensor& x = cache.saved.at(0);
+    TRAINSIM_CHECK(dy.size() == x.size(), "gelu: dy does not match the forward's output");
+    Tensor dx(x.shape);
+    for (int64_t i = 0; i < x.size(); ++i) {
+      const double v = x.data[i];
+      const double pdf = std::exp(-0.5 * v * v) * (0.5 * std::numbers::inv_sqrtpi * std::numbers::sqrt2);
+      dx.data[i] = static_cast<float>(dy.data[i] * (cdf(v) + v * pdf));
+    }
+    return dx;
+  }
+
+ private:
+  static double cdf(double v) { return 0.5 * (1.0 + std::erf(v / std::numbers::sqrt2)); }
+};
+
+// Lin, Chen & Yan 2014 (Network in Network): the mean of each channel's plane.
+class GlobalAvgPool final : public ExecLayer {
+ public:
+  explicit GlobalAvgPool(const std::vector<int64_t>& in_shape) {
+    TRAINSIM_CHECK(in_shape.size() == 3, "global avgpool: input is not {C, H, W}");
+    channels_ = in_shape[0];
+    height_ = in_shape[1];
+    width_ = in_shape[2];
+    plane_ = height_ * width_;
+    TRAINSIM_CHECK(channels_ > 0 && height_ > 0 && width_ > 0, "global avgpool: dimensions must be positive");
+  }
+
+  Tensor forward(const LayerParams&, const Tensor& x, LayerCache& cache) const override {
+    TRAINSIM_CHECK(x.row_size() == channels_ * plane_ || x.rows() == 0, "global avgpool: input size mismatch");
+    Tensor y({x.rows(), channels_});
+    for (int64_t p = 0; p < x.rows() * channels_; ++p) {
+      double sum = 0.0;
+      for (int64_t i = 0; i < plane_; ++i) sum += x.data[p * plane_ + i];
+      y.data[p] = static_cast<float>(sum / static_cast<double>(plane_));
+    }
+    cache = LayerCache{};
+    return y;
+  }
+
+  // Every position of a plane receives dy / (H·W).
+  Tensor backward(const LayerParams&, const Tensor& dy, const LayerCache&, LayerGrads&) const override {
+    TRAINSIM_CHECK(dy.row_size() == channels_ || dy.rows() == 0, "global avgpool: dy size mismatch");
+    Tensor dx({dy.rows(), channels_, height_, width_});
+    for (int64_t p = 0; p < dy.rows() * channels_; ++p) {
+      const float share = static_cast<float>(dy.data[p] / static_cast<double>(plane_));
+      for (int64_t i = 0; i < plane_; ++i) dx.data[p * plane_ + i] = share;
+    }
+    return dx;
+  }
+
+ private:
+  int64_t channels_ = 0, height_ = 0, width_ = 0, plane_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<ExecLayer> make_batchnorm(std::vector<int64_t> in_shape) {
+  return std::make_unique<BatchNorm>(in_shape);
+}
+
+std::unique_ptr<ExecLayer> make_layernorm(int64_t features) {
+  TRAINSIM_CHECK(features > 0, "layernorm: feature count must be positive");
+  return std::make_unique<LayerNorm>(features);
+}
+
+std::unique_ptr<ExecLayer> make_gelu() { return std::make_unique<Gelu>(); }
+
+std::unique_ptr<ExecLayer> make_global_avgpool(std::vector<int64_t> in_shape) {
+  return std::make_unique<GlobalAvgPool>(in_shape);
+}
+
+}  // namespace trainsim

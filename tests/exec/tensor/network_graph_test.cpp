@@ -1,0 +1,153 @@
+// Networks over a layer graph: residual joins (add) and concats, the cuts a
+// pipeline boundary carries packed, stages that equal the whole network, and
+// the whole graph's gradient against finite differences.
+#include <gtest/gtest.h>
+
+#include "exec/tensor/layers.hpp"
+#include "model/error.hpp"
+#include "model/zoo/builder.hpp"
+#include "model/zoo/zoo.hpp"
+#include "tests/exec/tensor/gradient_check.hpp"
+
+namespace trainsim {
+namespace {
+
+using testing_fixtures::directional_difference;
+using testing_fixtures::expect_close;
+using testing_fixtures::grad_dot;
+using testing_fixtures::random_tensor;
+
+// input {6} -> fc1 (0) -> ln (1) -> act (2) -> fc2 (3); res (4) = fc2 + fc1;
+// cat (5) = [res, act]; bn (6); out (7) {3}.
+Model graph_model() {
+  ModelBuilder b("graph", "test", {6}, 4);
+  const std::string fc1 = b.linear("fc1", kModelInput, 8);
+  const std::string act = b.activation("act", "gelu", b.layernorm("ln", fc1));
+  const std::string res = b.add("res", {b.linear("fc2", act, 8), fc1});
+  b.linear("out", b.batchnorm("bn", b.concat("cat", {res, act})), 3);
+  return std::move(b).build();
+}
+
+TEST(NetworkGraph, CutsHoldWhatCrossesEachBoundary) {
+  const Network network = build_network(graph_model());
+  EXPECT_EQ(network.inputs[4], (std::vector<int32_t>{3, 0}));
+  EXPECT_EQ(network.inputs[5], (std::vector<int32_t>{4, 2}));
+  // fc1 lives until res reads it (layer 4), act until cat (layer 5).
+  const std::vector<std::vector<int32_t>> cuts = {{-1}, {0}, {0, 1}, {0, 2}, {0, 2, 3}, {2, 4}, {5}, {6}, {7}};
+  EXPECT_EQ(network.cuts, cuts);
+  const std::vector<std::vector<int64_t>> shapes = {{6}, {8}, {16}, {16}, {24}, {16}, {16}, {16}, {3}};
+  EXPECT_EQ(network.cut_shapes, shapes);
+  EXPECT_EQ(network.classes, 3);
+}
+
+TEST(NetworkGraph, EveryTwoStageSplitEqualsTheWholeForwardAndBackward) {
+  const Network network = build_network(graph_model());
+  const Weights weights = init_weights(network, 3);
+  std::mt19937_64 rng(4);
+  const Tensor x = random_tensor({5, 6}, rng);
+  const int64_t last = static_cast<int64_t>(network.layers.size()) - 1;
+  std::vector<LayerCache> whole;
+  const Tensor y = forward_range(network, weights, 0, last, x, whole);
+  ASSERT_EQ(y.shape, (std::vector<int64_t>{5, 3}));
+  const Tensor dy = random_tensor(y.shape, rng);
+  Gradients g_whole = zero_gradients(network, weights);
+  const Tensor dx = backward_range(network, weights, 0, last, dy, whole, g_whole);
+  for (int64_t k = 0; k < last; ++k) {  // stage 0 runs [0, k], stage 1 [k + 1, last]
+    std::vector<LayerCache> front, back;
+    const Tensor boundary = forward_range(network, weights, 0, k, x, front);
+    std::vector<int64_t> packed{5};
+    packed.insert(packed.end(), network.cut_shapes[k + 1].begin(), network.cut_shapes[k + 1].end());
+    EXPECT_EQ(boundary.shape, packed) << "cut " << k + 1;
+    EXPECT_EQ(forward_range(network, weights, k + 1, last, boundary, back).data, y.data) << "cut " << k + 1;
+    Gradients g_split = zero_gradients(network, weights);
+    const Tensor d_boundary = backward_range(network, weights, k + 1, last, dy, back, g_split);
+    EXPECT_EQ(d_boundary.shape, boundary.shape);
+    EXPECT_EQ(backward_range(network, weights, 0, k, d_boundary, front, g_split).data, dx.data) << "cut " << k + 1;
+    for (size_t i = 0; i < g_whole.size(); ++i) {
+      for (size_t p = 0; p < g_whole[i].size(); ++p) {
+        EXPECT_EQ(g_whole[i][p].dense.data, g_split[i][p].dense.data) << "cut " << k + 1 << ", layer " << i;
+      }
+    }
+  }
+}
+
+TEST(NetworkGraph, GradientsMatchFiniteDifferencesOfTheLoss) {
+  const Network network = build_network(graph_model());
+  Weights weights = init_weights(network, 5);
+  std::mt19937_64 rng(6);
+  Tensor x = random_tensor({4, 6}, rng);
+  const std::vector<int32_t> labels{0, 2, 1, 2};
+  const int64_t last = static_cast<int64_t>(network.layers.size()) - 1;
+  const auto loss = [&] {
+    std::vector<LayerCache> scratch;
+    return softmax_cross_entropy(forward_range(network, weights, 0, last, x, scratch), labels, nullptr);
+  };
+  std::vector<LayerCache> caches;
+  Tensor dlogits;
+  softmax_cross_entropy(forward_range(network, weights, 0, last, x, caches), labels, &dlogits);
+  Gradients grads = zero_gradients(network, weights);
+  const Tensor dx = backward_range(network, weights, 0, last, dlogits, caches, grads);
+  constexpr double kEps = 2e-3;  // smooth layers only: no kinks to cross
+  int checked = 0;
+  for (size_t i = 0; i < weights.size(); ++i) {
+    for (size_t p = 0; p < weights[i].size(); ++p, ++checked) {
+      const Tensor v = random_tensor(weights[i][p].shape, rng);
+      expect_close(grad_dot(grads[i][p], v), directional_difference(loss, weights[i][p], v, kEps),
+                   network.layer_names[i] + " parameter " + std::to_string(p));
+    }
+  }
+  EXPECT_EQ(checked, 10);  // fc1, fc2, out: weight and bias; ln and bn: scale and shift
+  const Tensor v = random_tensor(x.shape, rng);
+  expect_close(testing_fixtures::dot(dx, v), directional_difference(loss, x, v, kEps), "the input");
+}
+
+TEST(NetworkGraph, ResidualZooModelsBuild) {
+  const Model model = build_zoo_model("fmnist-resnet20");
+  const Network network = build_network(model);
+  const Weights weights = init_weights(network, 1);
+  int64_t params = 0;
+  for (const auto& layer : weights) {
+    for (const auto& tensor : layer) params += tensor.size();
+  }
+  EXPECT_EQ(params, param_count(model));
+  EXPECT_EQ(params, 272'186);
+  // Inside a block the branch and its shortcut cross a boundary together.
+  size_t widest = 0;
+  for (const auto& cut : network.cuts) widest = std::max(widest, cut.size());
+  EXPECT_EQ(widest, 2u);
+  std::mt19937_64 rng(2);
+  std::vector<LayerCache> caches;
+  const Tensor y = forward_range(network, weights, 0, static_cast<int64_t>(network.layers.size()) - 1,
+                                 random_tensor({2, 1, 28, 28}, rng), caches);
+  EXPECT_EQ(y.shape, (std::vector<int64_t>{2, 10}));
+  EXPECT_EQ(build_network(build_zoo_model("resnet50")).layers.size(), build_zoo_model("resnet50").layers.size());
+}
+
+InputError build_error(const Model& model) {
+  try {
+    build_network(model);
+  } catch (const InputError& e) {
+    return e;
+  }
+  ADD_FAILURE() << model.name << " built";
+  return InputError("", "", "");
+}
+
+TEST(NetworkGraph, RejectsALayerNothingReadsAndAOneInputOpGivenTwo) {
+  ModelBuilder dangling("dangling", "test", {4}, 1);
+  const std::string fc = dangling.linear("fc", kModelInput, 4);
+  dangling.relu("unused", fc);
+  dangling.linear("out", fc, 2);
+  InputError e = build_error(std::move(dangling).build());
+  EXPECT_EQ(e.where(), "dangling: layers[1] 'unused'");
+  EXPECT_EQ(e.problem(), "is read by no later layer");
+
+  Model two = graph_model();
+  two.layers[1].inputs = {"fc1", "fc1"};  // layernorm of two tensors
+  e = build_error(two);
+  EXPECT_EQ(e.where(), "graph: layers[1] 'ln'");
+  EXPECT_EQ(e.problem(), "reads 2 inputs");
+}
+
+}  // namespace
+}  // namespace trainsim
