@@ -35,7 +35,10 @@ BatchSource whole_batches(WholeBatchSource source) {
       source(iteration, global_rows, it->second.first, it->second.second);
     }
     if (x != nullptr) *x = slice_rows(it->second.first, rows);
-    if (y != nullptr) *y = slice_labels(it->second.second, rows);
+    if (y != nullptr) {
+      const int64_t whole = it->second.first.rows();
+      *y = slice_labels(it->second.second, rows, whole > 0 ? static_cast<int64_t>(it->second.second.size()) / whole : 1);
+    }
   };
 }
 

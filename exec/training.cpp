@@ -57,10 +57,10 @@ double test_accuracy(const Network& network, const Weights& weights, const Datas
     const RowRange rows{first, std::min(kEvaluationRows, samples - first)};
     const Tensor logits = forward_range(network, weights, 0, static_cast<int64_t>(network.layers.size()) - 1,
                                         slice_rows(data.test_x, rows), caches);
-    const std::vector<int32_t> labels = slice_labels(data.test_y, rows);
+    const std::vector<int32_t> labels = slice_labels(data.test_y, rows, data.labels_per_sample);
     correct += count_correct(logits, labels);
   }
-  return static_cast<double>(correct) / static_cast<double>(samples);
+  return static_cast<double>(correct) / static_cast<double>(samples * data.labels_per_sample);
 }
 
 TrainingResult train(const Model& model, const Dataset& data, const Cluster& cluster, StrategyConfig config,
@@ -104,7 +104,8 @@ TrainingResult train(const Model& model, const Dataset& data, const Cluster& clu
     if (x != nullptr) gather_batch(data.train_x, data.train_y, picked, *x, labels);
     if (y != nullptr) {
       y->clear();
-      for (int64_t i : picked) y->push_back(data.train_y[static_cast<size_t>(i)]);
+      const int64_t per = data.labels_per_sample;
+      for (int64_t i : picked) y->insert(y->end(), data.train_y.begin() + i * per, data.train_y.begin() + (i + 1) * per);
     }
   };
   if (options.on_stale_gradients) {

@@ -35,6 +35,8 @@ struct Layer {
   double sparse_rows_per_sample = 0;  // sparse layers: rows one sample looks up (tokens)
   WindowSpec window{};                // conv2d / pooling geometry, what an executor needs
   bool bias = true;                   // conv2d / linear: whether param_count includes a bias
+  int64_t heads = 0;                  // attention: heads (0 elsewhere)
+  bool causal = false;                // attention: each position sees only itself and earlier ones
 };
 
 struct Model {

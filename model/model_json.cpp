@@ -40,6 +40,10 @@ nlohmann::json model_to_json(const Model& model, int64_t batch) {
       j["sparse_rows_per_sample"] = layer.sparse_rows_per_sample;
       j["sparsity"] = sparse_fraction(layer, batch);
     }
+    if (layer.op == "attention") {
+      j["heads"] = layer.heads;
+      j["causal"] = layer.causal;
+    }
     layers.push_back(std::move(j));
   }
   return {{"format", "trainsim.model/1"},
@@ -77,6 +81,8 @@ Model model_from_json(const nlohmann::json& doc, const std::string& where) {
       layer.sparse_rows = require_integer(j, "sparse_rows", at, 1);
       layer.sparse_rows_per_sample = require_nonnegative(j, "sparse_rows_per_sample", at);
     }
+    if (j.contains("heads")) layer.heads = require_integer(j, "heads", at, 1);
+    layer.causal = optional_bool(j, "causal", at, false);
     model.layers.push_back(std::move(layer));
   }
   validate_model(model, where);

@@ -9,6 +9,7 @@
 #include <new>
 
 #include "exec/data/fashion_mnist.hpp"
+#include "exec/data/fortunes_text.hpp"
 #include "exec/data/synthetic_text.hpp"
 #include "model/error.hpp"
 #include "model/json_fields.hpp"
@@ -93,18 +94,28 @@ int64_t parse_cpu_devices(const std::string& text) {
 }
 
 Dataset load_dataset(const std::string& name, const Model& model, const std::string& data_dir) {
-  const bool text_model = model.input_shape.size() == 1;
-  const std::string chosen = name.empty() ? (text_model ? "synthetic" : "fashion-mnist") : name;
+  const bool token_input = model.input_shape.size() == 1;
+  // A label per position ({T, classes} out of {T} tokens): a language model.
+  const bool language_model = token_input && !model.layers.empty() && model.layers.back().output_shape.size() == 2;
+  const std::string chosen =
+      !name.empty() ? name : (language_model ? "fortunes" : token_input ? "synthetic" : "fashion-mnist");
   if (chosen == "fashion-mnist") return load_fashion_mnist(data_dir.empty() ? kFashionMnistDir : data_dir);
+  if (chosen == "fortunes") {
+    if (!language_model) {
+      throw InputError("--dataset", "fortunes is next-byte text for language models, not " + model.name + "'s input",
+                       "a model from {T} bytes to {T, 256} logits, e.g. fortunes-gpt");
+    }
+    return load_fortunes(data_dir.empty() ? kFortunesDir : data_dir, model.input_shape[0]);
+  }
   if (!data_dir.empty()) {
     throw InputError("--data-dir", "given for the " + chosen + " data set, which is generated",
-                     "--data-dir only with --dataset fashion-mnist");
+                     "--data-dir only with --dataset fashion-mnist or fortunes");
   }
   if (chosen == "synthetic") {
     return make_synthetic_text(kTextVocabulary, kTextTokensPerSample, kTextClasses, kTextTrainSamples,
                                kTextTestSamples, 1);
   }
-  throw InputError("--dataset", "'" + chosen + "'", "fashion-mnist or synthetic");
+  throw InputError("--dataset", "'" + chosen + "'", "fashion-mnist, fortunes or synthetic");
 }
 
 void write_text_output(const std::string& path, const std::string& text, std::ostream& out,

@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "exec/data/fashion_mnist.hpp"
+#include "exec/data/fortunes_text.hpp"
 #include "exec/training.hpp"
 #include "model/error.hpp"
 #include "model/units.hpp"
@@ -122,9 +123,10 @@ void add_run_command(CLI::App& app, CommandContext& ctx) {
   cmd->add_option("--strategy", o->strategy, "Strategy id (see trainsim predict --help)");
   cmd->add_option("--set", o->settings, "Strategy setting key=value (repeatable)");
   cmd->add_option("--devices", o->devices, "cpu:N, N worker threads")->capture_default_str();
-  cmd->add_option("--dataset", o->dataset, "fashion-mnist or synthetic (default: by the model's input)");
+  cmd->add_option("--dataset", o->dataset, "fashion-mnist, fortunes (bytes of text) or synthetic (default: by the model's input and output)");
   cmd->add_option("--data-dir", o->data_dir,
-                  "Folder holding Fashion-MNIST's IDX files (default: " + std::string(kFashionMnistDir) + ")");
+                  "Folder holding Fashion-MNIST's IDX files (default: " + std::string(kFashionMnistDir) +
+                      ") or the fortune files (default: " + std::string(kFortunesDir) + ")");
   cmd->add_option("--batch", o->batch, "Per-device batch size (default: the model's)")->check(CLI::PositiveNumber);
   auto* iterations = cmd->add_option("--iterations", o->iterations, "Mini-batches to train")
                          ->check(CLI::Range(1, 10'000'000));

@@ -9,6 +9,7 @@
 
 #include "analysis/table.hpp"
 #include "exec/data/fashion_mnist.hpp"
+#include "exec/data/fortunes_text.hpp"
 #include "model/error.hpp"
 #include "model/units.hpp"
 #include "sim/cost/driver.hpp"
@@ -188,9 +189,10 @@ void add_validate_command(CLI::App& app, CommandContext& ctx) {
   cmd->add_option("--model", o->model, "Zoo model id or model JSON file (of layers the CPU executor has kernels for)");
   cmd->add_option("--devices", o->devices, "cpu:N, N worker threads")->capture_default_str();
   cmd->add_option("--strategies", o->strategies, "'all' or strategy ids separated by commas")->capture_default_str();
-  cmd->add_option("--dataset", o->dataset, "fashion-mnist or synthetic (default: by the model's input)");
+  cmd->add_option("--dataset", o->dataset, "fashion-mnist, fortunes (bytes of text) or synthetic (default: by the model's input and output)");
   cmd->add_option("--data-dir", o->data_dir,
-                  "Folder holding Fashion-MNIST's IDX files (default: " + std::string(kFashionMnistDir) + ")");
+                  "Folder holding Fashion-MNIST's IDX files (default: " + std::string(kFashionMnistDir) +
+                      ") or the fortune files (default: " + std::string(kFortunesDir) + ")");
   cmd->add_option("--batch", o->batch, "Per-device batch size (default: the model's)")->check(CLI::PositiveNumber);
   cmd->add_option("--iterations", o->iterations, "Iterations trained per strategy and round")
       ->check(CLI::Range(3, 1'000'000))

@@ -52,18 +52,20 @@ std::span<const int64_t> BatchSampler::batch_at(int64_t iteration) {
 void gather_batch(const Tensor& x, std::span<const int32_t> y, std::span<const int64_t> indices, Tensor& bx,
                   std::vector<int32_t>& by) {
   TRAINSIM_CHECK(!x.shape.empty(), "gather_batch: samples need a first (sample) dimension");
-  TRAINSIM_CHECK(static_cast<int64_t>(y.size()) == x.rows(), "gather_batch: one label per sample");
+  TRAINSIM_CHECK(x.rows() > 0 && static_cast<int64_t>(y.size()) % x.rows() == 0,
+                 "gather_batch: the same number of labels per sample");
   const int64_t row_size = x.row_size();
+  const auto per_row = static_cast<int64_t>(y.size()) / x.rows();
   bx.shape = x.shape;
   bx.shape.front() = static_cast<int64_t>(indices.size());
   bx.data.resize(indices.size() * static_cast<size_t>(row_size));
-  by.resize(indices.size());
+  by.resize(indices.size() * static_cast<size_t>(per_row));
   for (size_t i = 0; i < indices.size(); ++i) {
     const int64_t row = indices[i];
     TRAINSIM_CHECK(row >= 0 && row < x.rows(), "gather_batch: sample index out of range");
     const auto source = x.data.begin() + row * row_size;
     std::copy(source, source + row_size, bx.data.begin() + static_cast<int64_t>(i) * row_size);
-    by[i] = y[static_cast<size_t>(row)];
+    std::copy_n(y.begin() + row * per_row, per_row, by.begin() + static_cast<int64_t>(i) * per_row);
   }
 }
 
@@ -107,11 +109,12 @@ Tensor slice_rows(const Tensor& x, RowRange range) {
   return out;
 }
 
-std::vector<int32_t> slice_labels(std::span<const int32_t> y, RowRange range) {
-  TRAINSIM_CHECK(range.first >= 0 && range.count >= 0 && range.first + range.count <= static_cast<int64_t>(y.size()),
+std::vector<int32_t> slice_labels(std::span<const int32_t> y, RowRange range, int64_t per_row) {
+  TRAINSIM_CHECK(per_row >= 1 && range.first >= 0 && range.count >= 0 &&
+                     (range.first + range.count) * per_row <= static_cast<int64_t>(y.size()),
                  "slice_labels: range outside the labels");
-  const auto begin = y.begin() + range.first;
-  return std::vector<int32_t>(begin, begin + range.count);
+  const auto begin = y.begin() + range.first * per_row;
+  return std::vector<int32_t>(begin, begin + range.count * per_row);
 }
 
 }  // namespace trainsim

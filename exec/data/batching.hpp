@@ -44,7 +44,8 @@ class BatchSampler {
 };
 
 // bx = the rows of `x` at `indices` (shape {indices.size(), sample shape...}),
-// by = their labels. Reuses bx's and by's storage.
+// by = their labels (each sample has y.size() / x.rows() of them: one for a
+// class, one per position for a sequence). Reuses bx's and by's storage.
 void gather_batch(const Tensor& x, std::span<const int32_t> y, std::span<const int64_t> indices, Tensor& bx,
                   std::vector<int32_t>& by);
 
@@ -66,8 +67,9 @@ std::vector<RowRange> split_rows(int64_t rows, int64_t parts);
 // micro-batch), or workers or micro_batches is < 1.
 std::vector<std::vector<RowRange>> split_global_batch(int64_t batch_rows, int64_t workers, int64_t micro_batches);
 
-// Rows `range` of `x` (a copy, shape {range.count, sample shape...}) and of `y`.
+// Rows `range` of `x` (a copy, shape {range.count, sample shape...}) and the
+// labels of those rows in `y`, `per_row` labels a row.
 Tensor slice_rows(const Tensor& x, RowRange range);
-std::vector<int32_t> slice_labels(std::span<const int32_t> y, RowRange range);
+std::vector<int32_t> slice_labels(std::span<const int32_t> y, RowRange range, int64_t per_row = 1);
 
 }  // namespace trainsim

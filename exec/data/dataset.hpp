@@ -17,9 +17,10 @@ struct Dataset {
   std::vector<int64_t> sample_shape;  // per sample, e.g. {1, 28, 28} or {32} token ids
   int64_t classes = 0;                // labels lie in [0, classes)
   Tensor train_x;                     // {train samples, sample_shape...}
-  std::vector<int32_t> train_y;       // one label per train_x row
+  std::vector<int32_t> train_y;       // labels_per_sample labels per train_x row
+  int64_t labels_per_sample = 1;      // 1 for a class; a sequence's length for next-token labels
   Tensor test_x;                      // {test samples, sample_shape...}
-  std::vector<int32_t> test_y;        // one label per test_x row
+  std::vector<int32_t> test_y;        // labels_per_sample labels per test_x row
 };
 
 }  // namespace trainsim

@@ -94,8 +94,10 @@ Tensor Interpreter::loss_gradient(const Op& op, const Tensor& logits, bool count
   batch_rows(op, nullptr, &labels);
   Tensor dlogits;
   const double loss = workers_[static_cast<size_t>(op.worker)]->device->loss(logits, labels, &dlogits);
-  const auto rows = static_cast<int64_t>(labels.size());
-  const auto share = static_cast<float>(static_cast<double>(rows) / static_cast<double>(options_.batch_size));
+  // The micro-batch's share of the shard's samples; its loss is the mean
+  // over its positions (one per sample, or one per token), counted by them.
+  const int64_t rows = static_cast<int64_t>(labels.size());
+  const auto share = static_cast<float>(static_cast<double>(logits.rows()) / static_cast<double>(options_.batch_size));
   for (float& v : dlogits.data) v *= share;
   if (!count_loss) return dlogits;
   if (options_.stop_on_divergence && !std::isfinite(loss)) throw LossDiverged(op.iteration, loss);

@@ -70,6 +70,23 @@ std::unique_ptr<ExecLayer> make_add(int64_t inputs);
 // {C, H, W}, features of {d}); `sample_sizes` are their per-sample element counts.
 std::unique_ptr<ExecLayer> make_concat(std::vector<int64_t> sample_sizes);
 
+// Multi-head self-attention over {T, d} (Vaswani et al. 2017 §3.2): Q, K, V
+// = x·W_qᵀ + b_q, ...; per head h of d/heads features softmax(Q_h·K_hᵀ /
+// sqrt(d/heads)), with a causal mask when `causal` (position t sees 0..t),
+// times V_h; the heads side by side, then the output projection W_o, b_o.
+// Parameters: W_q, b_q, W_k, b_k, W_v, b_v, W_o, b_o ({d, d} and {d}),
+// initialised as torch.nn.Linear's.
+std::unique_ptr<ExecLayer> make_attention(int64_t tokens, int64_t dim, int64_t heads, bool causal);
+
+// Token embedding: ids {T} (floats holding integers in [0, vocabulary)) ->
+// {T, dim}, the table's rows; table {vocabulary, dim} initialised N(0, 1) as
+// torch.nn.Embedding; a dense gradient. `name` appears in errors about ids.
+std::unique_ptr<ExecLayer> make_embedding(std::string name, int64_t vocabulary, int64_t dim);
+
+// Adds the sinusoidal position encoding of Vaswani et al. 2017 §3.5 to {T, d}:
+// PE(t, 2i) = sin(t / 10000^(2i/d)), PE(t, 2i + 1) = cos(...). No parameters.
+std::unique_ptr<ExecLayer> make_positional_encoding(int64_t tokens, int64_t dim);
+
 // Sum of looked-up table rows: ids {T} (floats, negative = padding) -> {dim};
 // table {vocabulary, dim}, sparse gradient. `name` appears in errors about ids.
 std::unique_ptr<ExecLayer> make_embedding_bag(std::string name, int64_t vocabulary, int64_t dim);

@@ -98,12 +98,13 @@ Tensor forward_range(const Network& network, const Weights& weights, int64_t fir
 Tensor backward_range(const Network& network, const Weights& weights, int64_t first, int64_t last,
                       const Tensor& dy, const std::vector<LayerCache>& caches, Gradients& grads);
 
-// Mean softmax cross-entropy over the batch of `logits` {B, classes} against
-// `labels` (B values in [0, classes)); writes dL/dlogits into `dlogits` when
-// not null.
+// Mean softmax cross-entropy over the positions of `logits`, {B, classes} (a
+// class per sample) or {B, T, classes} (a label per token, a language
+// model's next tokens), against `labels` (one per position, in [0,
+// classes)); writes dL/dlogits into `dlogits` when not null.
 double softmax_cross_entropy(const Tensor& logits, std::span<const int32_t> labels, Tensor* dlogits);
 
-// Number of rows of `logits` whose arg-max equals the label.
+// Number of positions of `logits` whose arg-max equals the label.
 int64_t count_correct(const Tensor& logits, std::span<const int32_t> labels);
 
 }  // namespace trainsim

@@ -1,5 +1,6 @@
 // The training loss and the accuracy count: softmax cross-entropy over the
-// classes of each row of the logits, averaged over the batch.
+// classes (the last dimension) of each position of the logits, one per
+// sample {B, classes} or one per token {B, T, classes}, averaged over them.
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -10,12 +11,18 @@
 namespace trainsim {
 namespace {
 
+// Positions of the logits: all but their last dimension.
+int64_t positions(const Tensor& logits) {
+  const int64_t classes = logits.shape.size() < 2 ? 0 : logits.shape.back();
+  return classes > 0 ? logits.size() / classes : 0;
+}
+
 void check_labels(const Tensor& logits, std::span<const int32_t> labels, const char* where) {
-  if (static_cast<int64_t>(labels.size()) != logits.rows()) {
+  if (static_cast<int64_t>(labels.size()) != positions(logits)) {
     throw InputError(std::string(where) + ": labels", std::to_string(labels.size()) + " labels",
-                     "one per row of the logits (" + std::to_string(logits.rows()) + ")");
+                     "one per position of the logits (" + std::to_string(positions(logits)) + ")");
   }
-  const int64_t classes = logits.row_size();
+  const int64_t classes = logits.shape.back();
   for (size_t i = 0; i < labels.size(); ++i) {
     if (labels[i] < 0 || labels[i] >= classes) {
       throw InputError(std::string(where) + ": labels[" + std::to_string(i) + "]",
@@ -26,12 +33,13 @@ void check_labels(const Tensor& logits, std::span<const int32_t> labels, const c
 
 }  // namespace
 
-// Per row: loss = log Σ_j exp(z_j - m) + m - z_label with m = max_j z_j (the
-// shift keeps exp from overflowing); dL/dz_j = (softmax_j - [j = label]) / B
-// because the loss is the batch mean.
+// Per position: loss = log Σ_j exp(z_j - m) + m - z_label with m = max_j z_j
+// (the shift keeps exp from overflowing); dL/dz_j = (softmax_j - [j = label]) / N
+// because the loss is the mean over the N positions.
 double softmax_cross_entropy(const Tensor& logits, std::span<const int32_t> labels, Tensor* dlogits) {
+  if (logits.shape.size() < 2) throw InputError("softmax_cross_entropy: logits", "have no class dimension", "{B, ..., classes}");
   check_labels(logits, labels, "softmax_cross_entropy");
-  const int64_t batch = logits.rows(), classes = logits.row_size();
+  const int64_t batch = positions(logits), classes = logits.shape.back();
   if (dlogits != nullptr) *dlogits = Tensor(logits.shape);
   if (batch == 0) return 0.0;
   double total = 0.0;
@@ -55,10 +63,11 @@ double softmax_cross_entropy(const Tensor& logits, std::span<const int32_t> labe
 
 // Ties go to the first maximum, as torch.argmax does.
 int64_t count_correct(const Tensor& logits, std::span<const int32_t> labels) {
+  if (logits.shape.size() < 2) throw InputError("count_correct: logits", "have no class dimension", "{B, ..., classes}");
   check_labels(logits, labels, "count_correct");
-  const int64_t classes = logits.row_size();
+  const int64_t classes = logits.shape.back();
   int64_t correct = 0;
-  for (int64_t b = 0; b < logits.rows(); ++b) {
+  for (int64_t b = 0; b < positions(logits); ++b) {
     const float* z = logits.data.data() + b * classes;
     int64_t best = 0;
     for (int64_t j = 1; j < classes; ++j) {

@@ -13,9 +13,10 @@ namespace trainsim {
 namespace {
 
 const std::set<std::string>& supported_ops() {
-  static const std::set<std::string> ops{"linear",  "conv2d",    "relu",      "gelu", "maxpool",
-                                         "avgpool", "flatten",   "batchnorm", "layernorm", "add",
-                                         "concat",  "embedding_bag", "dropout", "softmax"};
+  static const std::set<std::string> ops{
+      "linear",    "conv2d", "relu",   "gelu",      "maxpool",   "avgpool",             "flatten", "batchnorm",
+      "layernorm", "add",    "concat", "attention", "embedding", "positional_encoding", "embedding_bag",
+      "dropout",   "softmax"};
   return ops;
 }
 
@@ -127,6 +128,23 @@ std::unique_ptr<ExecLayer> make_kernel(const Model& model, size_t i, const std::
       throw bad_input("channel counts that the " + std::to_string(layer.window.groups) + " groups divide");
     }
     return make_conv2d(in, layer.output_shape[0], layer.window, layer.bias);
+  }
+  if (op == "attention") {
+    if (in.size() != 2 || layer.heads < 1 || in[1] % layer.heads != 0) {
+      throw bad_input("a {T, d} input whose d the layer's heads (" + std::to_string(layer.heads) + ") divide");
+    }
+    return make_attention(in[0], in[1], layer.heads, layer.causal);
+  }
+  if (op == "positional_encoding") {
+    if (in.size() != 2) throw bad_input("a {T, d} input");
+    return make_positional_encoding(in[0], in[1]);
+  }
+  if (op == "embedding" && !layer.sparse) {
+    if (in.size() != 1) throw bad_input("a {T} input of token ids");
+    if (layer.output_shape.size() != 2 || layer.sparse_rows <= 0) {
+      throw InputError(layer_where(model, i), "has no table geometry", "output_shape {T, dim} and sparse_rows > 0");
+    }
+    return make_embedding(layer_where(model, i), layer.sparse_rows, layer.output_shape[1]);
   }
   if (op == "embedding_bag") {
     if (in.size() != 1) throw bad_input("a {T} input of token ids");

@@ -101,6 +101,11 @@ std::string ModelBuilder::layernorm(const std::string& name, const std::string& 
   return append(std::move(layer));
 }
 
+std::string ModelBuilder::positional_encoding(const std::string& name, const std::string& from) {
+  TRAINSIM_CHECK(shape_of(from).size() == 2, name + ": position encoding needs a {T, d} input");
+  return elementwise(name, "positional_encoding", from, 1.0);
+}
+
 std::string ModelBuilder::softmax(const std::string& name, const std::string& from) {
   return elementwise(name, "softmax", from, 5.0);
 }
@@ -212,7 +217,7 @@ std::string ModelBuilder::lstm(const std::string& name, const std::string& from,
 }
 
 std::string ModelBuilder::attention(const std::string& name, const std::string& query_from,
-                                    const std::string& kv_from, int64_t heads) {
+                                    const std::string& kv_from, int64_t heads, bool causal) {
   const auto& q = shape_of(query_from);
   const auto& kv = shape_of(kv_from);
   TRAINSIM_CHECK(q.size() == 2 && kv.size() == 2 && q[1] == kv[1], name + ": attention needs {T, d} inputs");
@@ -221,6 +226,8 @@ std::string ModelBuilder::attention(const std::string& name, const std::string& 
   if (kv_from != query_from) inputs.push_back(kv_from);
   Layer layer{name, "attention", inputs, q};
   layer.param_count = 4 * q[1] * q[1] + 4 * q[1];
+  layer.heads = heads;
+  layer.causal = causal;
   layer.forward_flops = 2 * t * d * d + 2 * 2 * tk * d * d + 2 * t * d * d + 4 * t * tk * d + 5 * t * tk * heads;
   return append(std::move(layer));
 }

@@ -79,8 +79,10 @@ class ModelBuilder {
   std::string lstm(const std::string& name, const std::string& from, const LstmSpec& spec);
   // Multi-head attention: queries from `query_from` {T, d}, keys/values from `kv_from` {Tk, d}.
   std::string attention(const std::string& name, const std::string& query_from, const std::string& kv_from,
-                        int64_t heads);
+                        int64_t heads, bool causal = false);
   std::string layernorm(const std::string& name, const std::string& from);
+  // Adds the sinusoidal position encoding to {T, d}: no parameters, 1 FLOP per element.
+  std::string positional_encoding(const std::string& name, const std::string& from);
   std::string softmax(const std::string& name, const std::string& from);
   // Any layer not covered above; the caller supplies every field.
   std::string custom(Layer layer);

@@ -10,7 +10,7 @@ namespace trainsim {
 const std::vector<ZooEntry>& zoo_entries() {
   static const std::vector<ZooEntry> entries = [] {
     std::vector<ZooEntry> all;
-    for (auto family : {&classic_cnn_zoo_entries, &resnet_zoo_entries, &sequence_zoo_entries}) {
+    for (auto family : {&classic_cnn_zoo_entries, &resnet_zoo_entries, &sequence_zoo_entries, &text_lm_zoo_entries}) {
       for (ZooEntry& entry : family()) all.push_back(std::move(entry));
     }
     return all;

@@ -28,7 +28,7 @@ Model residual_mlp() {
 
 StrategyRun run(const std::string& strategy, int64_t batch, std::vector<std::pair<std::string, std::string>> settings) {
   return strategy_runs::run({.strategy = strategy, .batch = batch, .settings = std::move(settings),
-                             .sgd = {0.1, 0.9, 0.0}, .image_model = residual_mlp});
+                             .sgd = {0.1, 0.9, 0.0}, .make_model = residual_mlp});
 }
 
 double largest_weight_gap(const Weights& a, const Weights& b) {
@@ -68,6 +68,38 @@ TEST(InterpreterGraph, GpipeAcrossTheResidualBranchEqualsSingle) {
   const int64_t packed_bytes = 5 * strategy_runs::kBatch * (32 + 32) * 4;
   EXPECT_EQ(gpipe.result.traffic.pair_bytes[0][1], packed_bytes);
   EXPECT_EQ(gpipe.result.traffic.pair_bytes[1][0], packed_bytes);
+}
+
+// Byte sequences of fortunes-gpt's context: token (5·iteration + 3·row + t)
+// mod 7 + 97, labelled by the next one, a pattern the decoder can learn.
+void byte_batch(int32_t iteration, int64_t rows, Tensor& x, std::vector<int32_t>& y) {
+  constexpr int64_t kContext = 64;
+  x = Tensor({rows, kContext});
+  y.resize(static_cast<size_t>(rows * kContext));
+  const auto token = [&](int64_t r, int64_t t) { return static_cast<int32_t>((5 * iteration + 3 * r + t) % 7 + 97); };
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t t = 0; t < kContext; ++t) {
+      x.data[static_cast<size_t>(r * kContext + t)] = static_cast<float>(token(r, t));
+      y[static_cast<size_t>(r * kContext + t)] = token(r, t + 1);
+    }
+  }
+}
+
+StrategyRun run_gpt(const std::string& strategy, int64_t batch, std::vector<std::pair<std::string, std::string>> settings) {
+  return strategy_runs::run({.strategy = strategy, .batch = batch, .settings = std::move(settings),
+                             .iterations = 3, .sgd = {0.05, 0.9, 0.0},
+                             .make_model = [] { return build_zoo_model("fortunes-gpt"); }, .make_batch = byte_batch});
+}
+
+TEST(InterpreterGraph, TheGptDecoderTrainsTheSameOnOneTwoAndPipelinedWorkers) {
+  const StrategyRun single = run_gpt("single", 4, {});
+  EXPECT_NEAR(single.result.loss_per_iteration.front(), std::log(256.0), 1.5);  // about uniform over bytes
+  EXPECT_GT(single.result.loss_per_iteration.front(), single.result.loss_per_iteration.back());
+  expect_same_training(single, run_gpt("dp-ring", 2, {}), "dp-ring");
+  // Layers 0-8 (tok, pos, block 0 up to its MLP's fc2) and 9-19: the boundary
+  // cuts block 0's second residual, carrying its stream (add1) and fc2's output.
+  expect_same_training(single, run_gpt("gpipe", 4, {{"microbatches", "2"}, {"stages", "0-8,9-19"}}),
+                       "gpipe across a decoder block");
 }
 
 }  // namespace

@@ -79,12 +79,14 @@ struct RunSpec {
   SgdOptions sgd{0.1, 0.0, 0.0};
   bool record_weights = false;
   bool text = false;  // text-bag on the synthetic text set, not fmnist-mlp on synthetic images
-  // Another model of 1x28x28 images than fmnist-mlp, when set.
-  std::function<Model()> image_model{};
+  // Another model than fmnist-mlp or text-bag, and its batches (default:
+  // synthetic_batch's images), when set.
+  std::function<Model()> make_model{};
+  WholeBatchSource make_batch{};
 };
 
 inline Model model_of(const RunSpec& spec) {
-  if (!spec.text && spec.image_model) return spec.image_model();
+  if (spec.make_model) return spec.make_model();
   return build_zoo_model(spec.text ? "text-bag" : "fmnist-mlp");
 }
 
@@ -114,7 +116,9 @@ inline StrategyRun execute(const RunSpec& spec, Plan plan) {
       r.read[id] = w;
     };
   }
-  const BatchSource batches = spec.text ? text_batches() : whole_batches(synthetic_batch);
+  const BatchSource batches = spec.text         ? text_batches()
+                              : spec.make_batch ? whole_batches(spec.make_batch)
+                                                : whole_batches(synthetic_batch);
   r.result = execute_plan(r.plan, network, initial, batches, options);
   return r;
 }

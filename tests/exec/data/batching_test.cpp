@@ -116,6 +116,22 @@ TEST(GatherBatch, CopiesTheIndexedRowsAndTheirLabels) {
   EXPECT_EQ(by, (std::vector<int32_t>{12, 10, 12}));
 }
 
+TEST(GatherBatch, CopiesEverySamplesLabelsWhenItHasSeveral) {
+  // Three sequences of two tokens, a next-token label per token.
+  Tensor x;
+  x.shape = {3, 2};
+  x.data = {0, 1, 2, 3, 4, 5};
+  const std::vector<int32_t> y{1, 2, 3, 4, 5, 6};
+  const std::vector<int64_t> indices{2, 0};
+  Tensor bx;
+  std::vector<int32_t> by;
+  gather_batch(x, y, indices, bx, by);
+  EXPECT_EQ(bx.data, (std::vector<float>{4, 5, 0, 1}));
+  EXPECT_EQ(by, (std::vector<int32_t>{5, 6, 1, 2}));
+  EXPECT_EQ(slice_labels(y, {1, 2}, 2), (std::vector<int32_t>{3, 4, 5, 6}));
+  EXPECT_EQ(slice_labels(y, {1, 2}), (std::vector<int32_t>{2, 3}));
+}
+
 bool same(const RowRange& a, const RowRange& b) { return a.first == b.first && a.count == b.count; }
 
 TEST(SplitRows, GivesContiguousPartsDifferingByAtMostOneLargerFirst) {

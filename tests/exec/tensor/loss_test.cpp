@@ -72,6 +72,21 @@ TEST(SoftmaxCrossEntropy, RejectsALabelCountOtherThanTheBatch) {
   EXPECT_THROW(softmax_cross_entropy(logits, labels, nullptr), InputError);
 }
 
+TEST(SoftmaxCrossEntropy, AveragesOverEveryPositionOfASequence) {
+  // {1, 2, 2}: the hand batch above as one sample of two positions, a label
+  // each (a language model's next tokens): the same loss and gradient.
+  Tensor logits({1, 2, 2});
+  logits.data = {0.0f, 0.0f, static_cast<float>(std::log(3.0)), 0.0f};
+  const std::vector<int32_t> labels{0, 1};
+  Tensor dlogits;
+  EXPECT_NEAR(softmax_cross_entropy(logits, labels, &dlogits), 1.5 * std::log(2.0), 1e-6);
+  EXPECT_EQ(dlogits.shape, logits.shape);
+  EXPECT_NEAR(dlogits.data[2], 0.375, 1e-6);
+  EXPECT_EQ(count_correct(logits, labels), 1);  // position 0's tie goes to class 0
+  const std::vector<int32_t> one_label{0};  // one per sample is not one per position
+  EXPECT_THROW(softmax_cross_entropy(logits, one_label, nullptr), InputError);
+}
+
 TEST(CountCorrect, CountsRowsWhoseArgMaxIsTheLabelFirstMaxWinningTies) {
   // Rows: argmax 1 (label 1, right), argmax 0 (label 2, wrong),
   // tie [2, 2, 0] -> index 0 (label 0, right).
