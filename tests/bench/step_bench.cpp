@@ -2,7 +2,8 @@
 // w -= lr·g) through the exec kernels (forward_range / backward_range) on
 // fmnist-mlp and fmnist-cnn at batch 64, the same fmnist-mlp step written as a
 // plain Eigen loop (three GEMMs forward, their transposes backward), and the
-// plan interpreter running `single`'s plan of the same step. The ratios are
+// plan interpreter running `single`'s plan of the same step (fmnist-mlp at 64;
+// the residual fmnist-resnet20 and the decoder fortunes-gpt at 16). The ratios are
 // the kernels' and the interpreter's overheads. The kernel step and the plain
 // loop must give the same loss from the same weights before anything is timed.
 #include <benchmark/benchmark.h>
@@ -28,19 +29,26 @@ constexpr int64_t kBatch = 64;
 constexpr float kLearningRate = 0.01f;
 constexpr uint64_t kSeed = 1;
 
-// A batch of pixels in [0, 1) and labels in [0, classes), from a fixed seed.
+// A batch from a fixed seed: pixels in [0, 1), or token ids in [0, 256)
+// for a model reading tokens; labels in [0, classes), one per position of
+// the output (a sample's, or each token's for a language model).
 struct Batch {
   Tensor x;
   std::vector<int32_t> labels;
 };
 
-Batch make_batch(const Network& network) {
+Batch make_batch(const Network& network, int64_t rows = kBatch) {
   std::mt19937_64 rng(kSeed);
-  std::vector<int64_t> shape{kBatch};
+  std::vector<int64_t> shape{rows};
   shape.insert(shape.end(), network.input_shape.begin(), network.input_shape.end());
-  Batch batch{Tensor(shape), std::vector<int32_t>(kBatch)};
-  for (float& v : batch.x.data) v = static_cast<float>(rng() >> 40) / 16777216.0f;
-  for (int32_t& label : batch.labels) label = static_cast<int32_t>(rng() % static_cast<uint64_t>(network.classes));
+  const int64_t classes = network.output_shapes.back().back();
+  const int64_t positions = rows * element_count(network.output_shapes.back()) / classes;
+  Batch batch{Tensor(shape), std::vector<int32_t>(static_cast<size_t>(positions))};
+  const bool tokens = network.input_shape.size() == 1;
+  for (float& v : batch.x.data) {
+    v = tokens ? static_cast<float>(rng() % 256) : static_cast<float>(rng() >> 40) / 16777216.0f;
+  }
+  for (int32_t& label : batch.labels) label = static_cast<int32_t>(rng() % static_cast<uint64_t>(classes));
   return batch;
 }
 
@@ -174,29 +182,27 @@ void BM_MlpKernelsVersusPlainEigen(benchmark::State& state) {
   state.counters["kernels_over_eigen_dx"] = eigen_dx_s > 0 ? kernels_s / eigen_dx_s : 0.0;
 }
 
-// The plan interpreter's overhead: `single`'s plan of kPlanIterations steps
-// on fmnist-mlp run by execute_plan (a compute thread running the plan's ops
-// after their deps, the batch fetched per iteration, gradients kept per
-// iteration, SGD without momentum), against as many kernel steps in a loop,
-// timed apart in each iteration: their times per step and the ratio.
-constexpr int32_t kPlanIterations = 50;
-
-void BM_InterpreterVersusKernels(benchmark::State& state) {
+// The plan interpreter's overhead: `single`'s plan of `iterations` steps on
+// `model` at `rows` a batch run by execute_plan (a compute thread running the
+// plan's ops after their deps, the batch fetched per iteration, gradients
+// kept per iteration, SGD without momentum), against as many kernel steps in
+// a loop, timed apart in each iteration: their times per step and the ratio.
+void BM_InterpreterVersusKernels(benchmark::State& state, const char* model_id, int64_t rows, int32_t iterations) {
   using Clock = std::chrono::steady_clock;
-  const Model model = build_zoo_model("fmnist-mlp");
+  const Model model = build_zoo_model(model_id);
   const Network network = build_network(model);
-  const Batch batch = make_batch(network);
+  const Batch batch = make_batch(network, rows);
   const Cluster cluster = nominal_cpu_cluster(1);
   StrategyConfig config;
-  const Plan plan = generate_plan(find_strategy("single", "bench"), analytic_profile(model, kBatch, cluster), cluster,
-                                  config, kPlanIterations);
+  const Plan plan = generate_plan(find_strategy("single", "bench"), analytic_profile(model, rows, cluster), cluster,
+                                  config, iterations);
   const BatchSource source = whole_batches([&](int32_t, int64_t, Tensor& x, std::vector<int32_t>& y) {
     x = batch.x;
     y = batch.labels;
   });
   ExecOptions options;
   options.sgd = {kLearningRate, 0.0, 0.0};
-  options.batch_size = kBatch;
+  options.batch_size = rows;
   const Weights initial = init_weights(network, kSeed);
   NetworkStep kernels(network);
   double interpreter_s = 0.0, kernels_s = 0.0;
@@ -204,12 +210,12 @@ void BM_InterpreterVersusKernels(benchmark::State& state) {
     const auto t0 = Clock::now();
     benchmark::DoNotOptimize(execute_plan(plan, network, initial, source, options).loss_per_iteration.back());
     const auto t1 = Clock::now();
-    for (int32_t i = 0; i < kPlanIterations; ++i) benchmark::DoNotOptimize(kernels.run(batch));
+    for (int32_t i = 0; i < iterations; ++i) benchmark::DoNotOptimize(kernels.run(batch));
     const auto t2 = Clock::now();
     interpreter_s += std::chrono::duration<double>(t1 - t0).count();
     kernels_s += std::chrono::duration<double>(t2 - t1).count();
   }
-  const double steps = static_cast<double>(state.iterations()) * kPlanIterations;
+  const double steps = static_cast<double>(state.iterations()) * iterations;
   state.counters["interpreter_step_ms"] = 1e3 * interpreter_s / steps;
   state.counters["kernels_step_ms"] = 1e3 * kernels_s / steps;
   state.counters["interpreter_over_kernels"] = kernels_s > 0 ? interpreter_s / kernels_s : 0.0;
@@ -218,7 +224,10 @@ void BM_InterpreterVersusKernels(benchmark::State& state) {
 BENCHMARK_CAPTURE(BM_KernelStep, fmnist_mlp, "fmnist-mlp")->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_KernelStep, fmnist_cnn, "fmnist-cnn")->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_MlpKernelsVersusPlainEigen)->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_InterpreterVersusKernels)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_InterpreterVersusKernels, fmnist_mlp, "fmnist-mlp", kBatch, 50)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_InterpreterVersusKernels, fmnist_resnet20, "fmnist-resnet20", 16, 10)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_InterpreterVersusKernels, fortunes_gpt, "fortunes-gpt", 16, 10)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace trainsim
