@@ -69,25 +69,10 @@ TrainingRun run(const std::string& strategy, int64_t batch, std::vector<std::pai
   return r;
 }
 
-double largest_weight_gap(const Weights& a, const Weights& b) {
-  double gap = 0;
-  for (size_t l = 0; l < a.size(); ++l) {
-    for (size_t p = 0; p < a[l].size(); ++p) {
-      for (size_t i = 0; i < a[l][p].data.size(); ++i) {
-        gap = std::max(gap, static_cast<double>(std::fabs(a[l][p].data[i] - b[l][p].data[i])));
-      }
-    }
-  }
-  return gap;
-}
+using strategy_runs::largest_weight_gap;
 
 void expect_same_training(const TrainingRun& reference, const TrainingRun& other, const std::string& what) {
-  ASSERT_EQ(reference.result.loss_per_iteration.size(), other.result.loss_per_iteration.size());
-  for (size_t i = 0; i < reference.result.loss_per_iteration.size(); ++i) {
-    EXPECT_NEAR(other.result.loss_per_iteration[i], reference.result.loss_per_iteration[i], 1e-4)
-        << what << ", iteration " << i;
-  }
-  EXPECT_LT(largest_weight_gap(reference.result.weights, other.result.weights), 1e-4) << what;
+  strategy_runs::expect_same_training(reference.result, other.result, what);
 }
 
 TEST(Interpreter, SynchronousDataParallelEqualsSingleWithTheWholeBatch) {

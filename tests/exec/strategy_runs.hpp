@@ -4,7 +4,10 @@
 // x 64 sparse table, then dense 64 -> 64 -> 4) on the synthetic text set.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <map>
 #include <memory>
@@ -124,6 +127,28 @@ inline StrategyRun execute(const RunSpec& spec, Plan plan) {
 }
 
 inline StrategyRun run(const RunSpec& spec) { return execute(spec, plan_of(spec)); }
+
+// The largest |a - b| over every parameter of two weight sets of one shape.
+inline double largest_weight_gap(const Weights& a, const Weights& b) {
+  double gap = 0;
+  for (size_t l = 0; l < a.size(); ++l) {
+    for (size_t p = 0; p < a[l].size(); ++p) {
+      for (size_t i = 0; i < a[l][p].data.size(); ++i) {
+        gap = std::max(gap, static_cast<double>(std::fabs(a[l][p].data[i] - b[l][p].data[i])));
+      }
+    }
+  }
+  return gap;
+}
+
+// Two runs train alike: every iteration's loss and the final weights within 1e-4.
+inline void expect_same_training(const ExecResult& reference, const ExecResult& other, const std::string& what) {
+  ASSERT_EQ(reference.loss_per_iteration.size(), other.loss_per_iteration.size());
+  for (size_t i = 0; i < reference.loss_per_iteration.size(); ++i) {
+    EXPECT_NEAR(other.loss_per_iteration[i], reference.loss_per_iteration[i], 1e-4) << what << ", iteration " << i;
+  }
+  EXPECT_LT(largest_weight_gap(reference.weights, other.weights), 1e-4) << what;
+}
 
 inline StrategyRun run_text(const std::string& strategy, int64_t batch, int32_t iterations,
                             const std::vector<std::pair<std::string, std::string>>& settings = {}) {

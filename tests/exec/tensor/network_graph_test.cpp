@@ -7,6 +7,7 @@
 #include "model/error.hpp"
 #include "model/zoo/builder.hpp"
 #include "model/zoo/zoo.hpp"
+#include "tests/exec/tensor/build_error.hpp"
 #include "tests/exec/tensor/gradient_check.hpp"
 
 namespace trainsim {
@@ -123,15 +124,7 @@ TEST(NetworkGraph, ResidualZooModelsBuild) {
   EXPECT_EQ(build_network(build_zoo_model("resnet50")).layers.size(), build_zoo_model("resnet50").layers.size());
 }
 
-InputError build_error(const Model& model) {
-  try {
-    build_network(model);
-  } catch (const InputError& e) {
-    return e;
-  }
-  ADD_FAILURE() << model.name << " built";
-  return InputError("", "", "");
-}
+using testing_fixtures::build_error;
 
 TEST(NetworkGraph, RejectsALayerNothingReadsAndAOneInputOpGivenTwo) {
   ModelBuilder dangling("dangling", "test", {4}, 1);

@@ -6,6 +6,7 @@
 #include "model/error.hpp"
 #include "model/zoo/builder.hpp"
 #include "model/zoo/zoo.hpp"
+#include "tests/exec/tensor/build_error.hpp"
 #include "tests/exec/tensor/gradient_check.hpp"
 
 namespace trainsim {
@@ -22,15 +23,7 @@ Tensor batch_of(const Network& network, int64_t batch, std::mt19937_64& rng) {
   return random_tensor(shape, rng, 0.0f, 1.0f);  // image-like pixels in [0, 1)
 }
 
-InputError build_error(const Model& model) {
-  try {
-    build_network(model);
-  } catch (const InputError& e) {
-    return e;
-  }
-  ADD_FAILURE() << model.name << " built";
-  return InputError("", "", "");
-}
+using testing_fixtures::build_error;
 
 TEST(BuildNetwork, BuildsTheZooChainModelsWithOneKernelPerLayer) {
   for (const char* name : {"fmnist-mlp", "mnist-mlp", "fmnist-cnn", "cifar100-cnn", "text-bag"}) {
