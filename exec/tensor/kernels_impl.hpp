@@ -87,6 +87,14 @@ std::unique_ptr<ExecLayer> make_embedding(std::string name, int64_t vocabulary, 
 // PE(t, 2i) = sin(t / 10000^(2i/d)), PE(t, 2i + 1) = cos(...). No parameters.
 std::unique_ptr<ExecLayer> make_positional_encoding(int64_t tokens, int64_t dim);
 
+// A unidirectional LSTM over {T, in} -> {T, hidden} (Hochreiter &
+// Schmidhuber 1997 with the forget gate of Gers et al. 2000, as
+// torch.nn.LSTM with one bias vector): per step, gates = [x_t, h_{t-1}]·Wᵀ + b
+// split into i, f, g, o (hidden each); c_t = σ(f)⊙c_{t-1} + σ(i)⊙tanh(g),
+// h_t = σ(o)⊙tanh(c_t), h_0 = c_0 = 0; the output is every h_t. Parameters:
+// W {4·hidden, in + hidden}, b {4·hidden}, uniform ±1/sqrt(hidden) as torch.
+std::unique_ptr<ExecLayer> make_lstm(int64_t tokens, int64_t in_features, int64_t hidden);
+
 // Sum of looked-up table rows: ids {T} (floats, negative = padding) -> {dim};
 // table {vocabulary, dim}, sparse gradient. `name` appears in errors about ids.
 std::unique_ptr<ExecLayer> make_embedding_bag(std::string name, int64_t vocabulary, int64_t dim);

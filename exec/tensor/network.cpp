@@ -16,7 +16,7 @@ const std::set<std::string>& supported_ops() {
   static const std::set<std::string> ops{
       "linear",    "conv2d", "relu",   "gelu",      "maxpool",   "avgpool",             "flatten", "batchnorm",
       "layernorm", "add",    "concat", "attention", "embedding", "positional_encoding", "embedding_bag",
-      "dropout",   "softmax"};
+      "lstm",      "dropout", "softmax"};
   return ops;
 }
 
@@ -134,6 +134,16 @@ std::unique_ptr<ExecLayer> make_kernel(const Model& model, size_t i, const std::
       throw bad_input("a {T, d} input whose d the layer's heads (" + std::to_string(layer.heads) + ") divide");
     }
     return make_attention(in[0], in[1], layer.heads, layer.causal);
+  }
+  if (op == "lstm") {
+    if (in.size() != 2 || layer.output_shape.size() != 2) throw bad_input("a {T, features} input");
+    const int64_t hidden = layer.output_shape[1];
+    if (layer.param_count != 4 * hidden * (in[1] + hidden) + 4 * hidden) {
+      throw InputError(layer_where(model, i), "is an LSTM of " + std::to_string(layer.param_count) + " parameters",
+                       "a unidirectional LSTM without projection and with one bias vector (" +
+                           std::to_string(4 * hidden * (in[1] + hidden) + 4 * hidden) + " parameters): exec runs those");
+    }
+    return make_lstm(in[0], in[1], hidden);
   }
   if (op == "positional_encoding") {
     if (in.size() != 2) throw bad_input("a {T, d} input");

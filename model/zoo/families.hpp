@@ -16,7 +16,7 @@ std::vector<ZooEntry> resnet_zoo_entries();
 // MLPs and sequence models: mlps, snn, transformer, lstms, lm, nmt, text-bag.
 std::vector<ZooEntry> sequence_zoo_entries();
 
-// Language models the CPU executor trains on real text: fortunes-gpt.
+// Language models the CPU executor trains on real text: fortunes-gpt, fortunes-lstm.
 std::vector<ZooEntry> text_lm_zoo_entries();
 
 }  // namespace trainsim

@@ -1,5 +1,6 @@
 // Language models sized for the CPU executor, trained byte-level on Debian's
-// fortunes (exec/data/fortunes_text.hpp): a GPT-style decoder.
+// fortunes (exec/data/fortunes_text.hpp): a GPT-style decoder and a residual
+// LSTM.
 #include <string>
 
 #include "model/zoo/builder.hpp"
@@ -40,12 +41,30 @@ Model build_fortunes_gpt() {
 // 198,272; final LN 256; head 128·256 + 256 = 33,024.
 constexpr int64_t kFortunesGptParams = 32'768 + 2 * 198'272 + 256 + 33'024;  // 462,592
 
+// Byte embedding (256 x 128), two LSTM layers of 128 with a residual
+// connection around the second (as seed 000's residual LSTM joins its
+// layers), a linear head to the 256 next-byte logits at every position.
+Model build_fortunes_lstm() {
+  ModelBuilder b("fortunes-lstm", "residual LSTM language model, 2 x 128, context 64 (bytes of fortunes)", {kContext},
+                 32);
+  const LstmSpec spec{.hidden = kWidth};
+  const std::string first = b.lstm("lstm1", b.embedding("tok", kModelInput, kBytes, kWidth, /*sparse=*/false), spec);
+  const std::string second = b.add("add", {first, b.lstm("lstm2", first, spec)});
+  b.linear("head", second, kBytes);
+  return std::move(b).build();
+}
+
+// Embedding 32,768; each LSTM 4·128·(128 + 128) + 4·128 = 131,584; head 33,024.
+constexpr int64_t kFortunesLstmParams = 32'768 + 2 * 131'584 + 33'024;  // 328,960
+
 }  // namespace
 
 std::vector<ZooEntry> text_lm_zoo_entries() {
   return {
       {"fortunes-gpt", "GPT-style byte-level decoder, 2 x 128 wide, context 64, on Debian's fortunes (CPU-sized)",
        kFortunesGptParams, "hand count of the architecture (this file)", &build_fortunes_gpt},
+      {"fortunes-lstm", "residual 2-layer LSTM byte-level language model, 128 wide, context 64, on Debian's fortunes",
+       kFortunesLstmParams, "hand count of the architecture (this file)", &build_fortunes_lstm},
   };
 }
 

@@ -68,10 +68,15 @@ void byte_batch(int32_t iteration, int64_t rows, Tensor& x, std::vector<int32_t>
   }
 }
 
-StrategyRun run_gpt(const std::string& strategy, int64_t batch, std::vector<std::pair<std::string, std::string>> settings) {
+StrategyRun run_lm(const std::string& model, const std::string& strategy, int64_t batch,
+                   std::vector<std::pair<std::string, std::string>> settings) {
   return strategy_runs::run({.strategy = strategy, .batch = batch, .settings = std::move(settings),
                              .iterations = 3, .sgd = {0.05, 0.9, 0.0},
-                             .make_model = [] { return build_zoo_model("fortunes-gpt"); }, .make_batch = byte_batch});
+                             .make_model = [model] { return build_zoo_model(model); }, .make_batch = byte_batch});
+}
+
+StrategyRun run_gpt(const std::string& strategy, int64_t batch, std::vector<std::pair<std::string, std::string>> settings) {
+  return run_lm("fortunes-gpt", strategy, batch, std::move(settings));
 }
 
 TEST(InterpreterGraph, TheGptDecoderTrainsTheSameOnOneTwoAndPipelinedWorkers) {
@@ -83,6 +88,16 @@ TEST(InterpreterGraph, TheGptDecoderTrainsTheSameOnOneTwoAndPipelinedWorkers) {
   // cuts block 0's second residual, carrying its stream (add1) and fc2's output.
   expect_same_training(single, run_gpt("gpipe", 4, {{"microbatches", "2"}, {"stages", "0-8,9-19"}}),
                        "gpipe across a decoder block");
+}
+
+TEST(InterpreterGraph, TheResidualLstmTrainsTheSameOnOneTwoAndPipelinedWorkers) {
+  const StrategyRun single = run_lm("fortunes-lstm", "single", 4, {});
+  EXPECT_GT(single.result.loss_per_iteration.front(), single.result.loss_per_iteration.back());
+  expect_same_training(single, run_lm("fortunes-lstm", "dp-ring", 2, {}), "dp-ring");
+  // Layers 0 tok, 1 lstm1, 2 lstm2 | 3 add, 4 head: the boundary carries both
+  // LSTMs' outputs, the residual branch and its shortcut.
+  expect_same_training(single, run_lm("fortunes-lstm", "gpipe", 4, {{"microbatches", "2"}, {"stages", "0-2,3-4"}}),
+                       "gpipe across the residual");
 }
 
 }  // namespace

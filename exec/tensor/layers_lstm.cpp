@@ -1,0 +1,177 @@
+// The LSTM kernel: a unidirectional recurrence over {T, in} per sample, one
+// GEMM per time step for the whole batch, and backpropagation through time.
+#include <cmath>
+#include <string>
+#include <utility>
+
+#include "exec/tensor/kernels_impl.hpp"
+#include "model/error.hpp"
+
+namespace trainsim {
+namespace {
+
+using RowVectorView = Eigen::Map<Eigen::RowVectorXf>;
+using ConstRowVectorView = Eigen::Map<const Eigen::RowVectorXf>;
+// Step t of a {B, T, w} tensor: B rows of w values, T·w apart.
+using StepView = Eigen::Map<RowMajorMatrix, 0, Eigen::OuterStride<>>;
+using ConstStepView = Eigen::Map<const RowMajorMatrix, 0, Eigen::OuterStride<>>;
+
+// σ(v) in place, on an Eigen array expression.
+template <typename Block>
+void sigmoid_in_place(Block&& v) {
+  v = (1.0f + (-v).exp()).inverse();
+}
+
+// Hochreiter & Schmidhuber 1997 with the forget gate of Gers et al. 2000, as
+// torch.nn.LSTM (gate order i, f, g, o; one bias vector).
+class Lstm final : public ExecLayer {
+ public:
+  Lstm(int64_t tokens, int64_t in_features, int64_t hidden)
+      : tokens_(tokens), in_(in_features), hidden_(hidden), width_(in_features + hidden) {}
+
+  std::vector<std::vector<int64_t>> param_shapes() const override { return {{4 * hidden_, width_}, {4 * hidden_}}; }
+
+  // torch.nn.LSTM: W then b, uniform in ±1/sqrt(hidden) (not the default fan_in in + hidden).
+  void init_params(LayerParams& params, std::mt19937_64& rng) const override {
+    const float bound = static_cast<float>(1.0 / std::sqrt(static_cast<double>(hidden_)));
+    params.clear();
+    for (const auto& shape : param_shapes()) {
+      Tensor tensor(shape);
+      for (float& value : tensor.data) value = uniform_from_bits(rng, bound);
+      params.push_back(std::move(tensor));
+    }
+  }
+
+  // Per step t: z_t = [x_t, h_{t-1}], gates = z_t·Wᵀ + b, then i, f, o = σ(·),
+  // g = tanh(·); c_t = f⊙c_{t-1} + i⊙g, h_t = o⊙tanh(c_t). Keeps, step-major
+  // ({T, B, ·}), every z_t, the activated gates, c_t and tanh(c_t).
+  Tensor forward(const LayerParams& params, const Tensor& x, LayerCache& cache) const override {
+    check_params(params);
+    TRAINSIM_CHECK(is_sequence(x, in_), "lstm: input is not " + sequence_shape(in_));
+    const int64_t batch = x.rows(), h = hidden_;
+    Tensor y({batch, tokens_, h});
+    Tensor z({tokens_, batch, width_}), gates({tokens_, batch, 4 * h}), c({tokens_, batch, h}),
+        tanh_c({tokens_, batch, h});
+    ConstMatrixView w(params[0].data.data(), 4 * h, width_);
+    const ConstRowVectorView b(params[1].data.data(), 4 * h);
+    for (int64_t t = 0; t < tokens_; ++t) {
+      MatrixView zt(z.data.data() + t * batch * width_, batch, width_);
+      zt.leftCols(in_) = step(x, t, in_);
+      if (t == 0) {
+        zt.rightCols(h).setZero();
+      } else {
+        zt.rightCols(h) = step(y, t - 1, h);
+      }
+      MatrixView act(gates.data.data() + t * batch * 4 * h, batch, 4 * h);
+      act.noalias() = zt * w.transpose();
+      act.rowwise() += b;
+      sigmoid_in_place(act.leftCols(2 * h).array());
+      act.middleCols(2 * h, h).array() = act.middleCols(2 * h, h).array().tanh();
+      sigmoid_in_place(act.rightCols(h).array());
+      MatrixView ct(c.data.data() + t * batch * h, batch, h);
+      ct.array() = act.leftCols(h).array() * act.middleCols(2 * h, h).array();
+      if (t > 0) {
+        ct.array() += act.middleCols(h, h).array() * ConstMatrixView(c.data.data() + (t - 1) * batch * h, batch, h).array();
+      }
+      MatrixView tct(tanh_c.data.data() + t * batch * h, batch, h);
+      tct.array() = ct.array().tanh();
+      step(y, t, h).array() = act.rightCols(h).array() * tct.array();
+    }
+    cache = LayerCache{};
+    cache.saved = {std::move(z), std::move(gates), std::move(c), std::move(tanh_c)};
+    return y;
+  }
+
+  // Backpropagation through time, t = T-1..0, from dh_next = dc_next = 0:
+  // dh = dY_t + dh_next, dc = dh⊙o⊙(1 - tanh²c_t) + dc_next; d gates (before
+  // their nonlinearities) di = dc⊙g⊙i(1 - i), df = dc⊙c_{t-1}⊙f(1 - f),
+  // dg = dc⊙i⊙(1 - g²), do = dh⊙tanh(c_t)⊙o(1 - o); dW += d gatesᵀ·z_t,
+  // db += Σ_rows d gates, dz_t = d gates·W = [dx_t, dh_next]; dc_next = dc⊙f.
+  Tensor backward(const LayerParams& params, const Tensor& dy, const LayerCache& cache,
+                  LayerGrads& grads) const override {
+    check_params(params);
+    check_grads(grads);
+    TRAINSIM_CHECK(cache.saved.size() == 4, "lstm: the cache is not from this layer's forward");
+    const Tensor &z = cache.saved[0], &gates = cache.saved[1], &c = cache.saved[2], &tanh_c = cache.saved[3];
+    TRAINSIM_CHECK(z.shape.size() == 3 && z.shape[0] == tokens_ && z.shape[2] == width_,
+                   "lstm: the cache is not from this layer's forward");
+    const int64_t batch = z.shape[1], h = hidden_;
+    TRAINSIM_CHECK(dy.shape == (std::vector<int64_t>{batch, tokens_, h}),
+                   "lstm: dy does not match the forward's output " + sequence_shape(h));
+    ConstMatrixView w(params[0].data.data(), 4 * h, width_);
+    MatrixView dw(grads[0].dense.data.data(), 4 * h, width_);
+    RowVectorView db(grads[1].dense.data.data(), 4 * h);
+    Tensor dx({batch, tokens_, in_});
+    RowMajorMatrix dh_next = RowMajorMatrix::Zero(batch, h), dc_next = RowMajorMatrix::Zero(batch, h);
+    RowMajorMatrix dh(batch, h), dc(batch, h), dgates(batch, 4 * h), dz(batch, width_);
+    for (int64_t t = tokens_ - 1; t >= 0; --t) {
+      ConstMatrixView zt(z.data.data() + t * batch * width_, batch, width_);
+      ConstMatrixView act(gates.data.data() + t * batch * 4 * h, batch, 4 * h);
+      ConstMatrixView tct(tanh_c.data.data() + t * batch * h, batch, h);
+      const auto i = act.leftCols(h).array(), f = act.middleCols(h, h).array();
+      const auto g = act.middleCols(2 * h, h).array(), o = act.rightCols(h).array();
+      dh = step(dy, t, h) + dh_next;
+      dc.array() = dh.array() * o * (1.0f - tct.array().square()) + dc_next.array();
+      dgates.leftCols(h).array() = dc.array() * g * i * (1.0f - i);
+      if (t > 0) {
+        ConstMatrixView c_prev(c.data.data() + (t - 1) * batch * h, batch, h);
+        dgates.middleCols(h, h).array() = dc.array() * c_prev.array() * f * (1.0f - f);
+      } else {
+        dgates.middleCols(h, h).setZero();
+      }
+      dgates.middleCols(2 * h, h).array() = dc.array() * i * (1.0f - g.square());
+      dgates.rightCols(h).array() = dh.array() * tct.array() * o * (1.0f - o);
+      dw.noalias() += dgates.transpose() * zt;
+      db += dgates.colwise().sum();
+      dz.noalias() = dgates * w;
+      step(dx, t, in_) = dz.leftCols(in_);
+      dh_next = dz.rightCols(h);
+      dc_next.array() = dc.array() * f;
+    }
+    return dx;
+  }
+
+ private:
+  std::string sequence_shape(int64_t width) const {
+    return "{B, " + std::to_string(tokens_) + ", " + std::to_string(width) + "}";
+  }
+
+  bool is_sequence(const Tensor& t, int64_t width) const {
+    return t.shape.size() == 3 && t.shape[1] == tokens_ && t.shape[2] == width;
+  }
+
+  StepView step(Tensor& t, int64_t s, int64_t width) const {
+    return StepView(t.data.data() + s * width, t.rows(), width, Eigen::OuterStride<>(tokens_ * width));
+  }
+
+  ConstStepView step(const Tensor& t, int64_t s, int64_t width) const {
+    return ConstStepView(t.data.data() + s * width, t.rows(), width, Eigen::OuterStride<>(tokens_ * width));
+  }
+
+  void check_params(const LayerParams& params) const {
+    const auto shapes = param_shapes();
+    TRAINSIM_CHECK(params.size() == 2 && params[0].shape == shapes[0] && params[1].shape == shapes[1],
+                   "lstm: needs W {" + std::to_string(4 * hidden_) + ", " + std::to_string(width_) + "} and b {" +
+                       std::to_string(4 * hidden_) + "}");
+  }
+
+  void check_grads(const LayerGrads& grads) const {
+    const auto shapes = param_shapes();
+    TRAINSIM_CHECK(grads.size() == shapes.size(), "lstm: gradients not sized by zero_gradients");
+    for (size_t k = 0; k < shapes.size(); ++k) {
+      TRAINSIM_CHECK(!grads[k].sparse && grads[k].dense.shape == shapes[k],
+                     "lstm: gradient " + std::to_string(k) + " has the wrong shape");
+    }
+  }
+
+  int64_t tokens_, in_, hidden_, width_;  // width_ = in + hidden, the columns of W
+};
+
+}  // namespace
+
+std::unique_ptr<ExecLayer> make_lstm(int64_t tokens, int64_t in_features, int64_t hidden) {
+  TRAINSIM_CHECK(tokens > 0 && in_features > 0 && hidden > 0, "lstm: tokens, input and hidden sizes must be positive");
+  return std::make_unique<Lstm>(tokens, in_features, hidden);
+}
+
+}  // namespace trainsim
