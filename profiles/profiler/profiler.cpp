@@ -66,7 +66,8 @@ Tensor random_input(const Model& model, int64_t batch, std::mt19937_64& rng) {
   std::vector<int64_t> shape{batch};
   shape.insert(shape.end(), model.input_shape.begin(), model.input_shape.end());
   const Layer& first = model.layers.front();
-  if (first.op != "embedding_bag" || first.sparse_rows <= 0) return random_tensor(shape, rng);
+  const bool looks_up = first.op == "embedding_bag" || first.op == "embedding";
+  if (!looks_up || first.sparse_rows <= 0) return random_tensor(shape, rng);
   Tensor ids(shape);
   for (float& v : ids.data) v = static_cast<float>(uniform_below(rng, static_cast<uint64_t>(first.sparse_rows)));
   return ids;
@@ -85,7 +86,11 @@ void prepare(LayerBench& bench, const Model& model, int64_t batch, const Measure
     bench.own_source = random_input(model, rows, rng);
     bench.source = &bench.own_source;
   }
-  bench.source_labels.assign(static_cast<size_t>(bench.source->rows()), 0);
+  // Label 0 at every position of the output: one per sample, or one per
+  // token of a language model's {T, classes} output.
+  const std::vector<int64_t>& out = model.layers.back().output_shape;
+  const int64_t per_sample = out.empty() ? 1 : element_count(out) / std::max<int64_t>(1, out.back());
+  bench.source_labels.assign(static_cast<size_t>(bench.source->rows() * per_sample), 0);
   bench.draws.seed(mix_seed(seed, 2));
   bench.weights = init_weights(bench.network, seed);
   bench.grads = zero_gradients(bench.network, bench.weights);

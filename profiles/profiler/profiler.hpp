@@ -37,7 +37,8 @@ struct MeasureOptions {
 // forward_s, backward_s and update_s (0 for layers without weights) are each
 // layer's medians over the timed passes, for the whole batch. The input is
 // gathered from `source` or from random rows of the model's input shape
-// (token ids in [0, rows) for an embedding-bag first layer). With `concurrent` = N, N
+// (token ids in [0, rows) for an embedding or embedding-bag first layer);
+// the labels are 0, one per position of the output. With `concurrent` = N, N
 // threads each run the passes on their own network copy, in step (a barrier
 // before each pass), and thread 0's medians are reported, so the times
 // include the contention of N workers. param_bytes = 4·params,

@@ -156,6 +156,18 @@ TEST(MeasuredProfile, BatchesComeFromTheGivenDataSet) {
   EXPECT_THROW(measure_profile(build_zoo_model("text-bag"), 16, o), InputError);
 }
 
+TEST(MeasuredProfile, MeasuresTheLanguageModelsOnTokenIdsWithALabelPerPosition) {
+  // A token embedding reads integer ids; the {64, 256} output takes a label
+  // per position.
+  for (const char* name : {"fortunes-gpt", "fortunes-lstm"}) {
+    const Model model = build_zoo_model(name);
+    const Profile p = measure_profile(model, 2, quick());
+    ASSERT_EQ(p.layers.size(), model.layers.size()) << name;
+    EXPECT_GT(p.layers.front().forward_s, 0) << name;
+    EXPECT_GT(p.layers.back().backward_s, 0) << name;
+  }
+}
+
 TEST(MeasuredProfile, RejectsOptionsBelowOneNamingTheFlag) {
   const Model model = build_zoo_model("fmnist-mlp");
   MeasureOptions no_repeats = quick();
