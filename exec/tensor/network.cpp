@@ -149,7 +149,11 @@ std::unique_ptr<ExecLayer> make_kernel(const Model& model, size_t i, const std::
     if (in.size() != 2) throw bad_input("a {T, d} input");
     return make_positional_encoding(in[0], in[1]);
   }
-  if (op == "embedding" && !layer.sparse) {
+  if (op == "embedding" && layer.sparse) {
+    throw InputError(layer_where(model, i), "is an embedding with sparse gradients ({T} -> {T, dim})",
+                     "a dense embedding, or an embedding_bag for sparse rows: exec has kernels for those");
+  }
+  if (op == "embedding") {
     if (in.size() != 1) throw bad_input("a {T} input of token ids");
     if (layer.output_shape.size() != 2 || layer.sparse_rows <= 0) {
       throw InputError(layer_where(model, i), "has no table geometry", "output_shape {T, dim} and sparse_rows > 0");

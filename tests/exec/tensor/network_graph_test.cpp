@@ -135,6 +135,11 @@ TEST(NetworkGraph, RejectsALayerNothingReadsAndAOneInputOpGivenTwo) {
   EXPECT_EQ(e.where(), "dangling: layers[1] 'unused'");
   EXPECT_EQ(e.problem(), "is read by no later layer");
 
+  // The seeds' residual LSTM looks its words up in a sparse table.
+  e = build_error(build_zoo_model("residual-lstm"));
+  EXPECT_EQ(e.where(), "residual-lstm: layers[0] 'embedding'");
+  EXPECT_EQ(e.problem(), "is an embedding with sparse gradients ({T} -> {T, dim})");
+
   Model two = graph_model();
   two.layers[1].inputs = {"fc1", "fc1"};  // layernorm of two tensors
   e = build_error(two);
