@@ -12,11 +12,25 @@
 #include <functional>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "exec/tensor/kernels_impl.hpp"
 
 namespace trainsim::testing_fixtures {
+
+// A tensor of `shape` holding `values` (row-major).
+inline Tensor tensor_of(std::vector<int64_t> shape, std::vector<float> values) {
+  Tensor t(std::move(shape));
+  t.data = std::move(values);
+  return t;
+}
+
+// Every element of `t` within `tolerance` of `expected`.
+inline void expect_values_near(const Tensor& t, const std::vector<float>& expected, double tolerance) {
+  ASSERT_EQ(t.data.size(), expected.size());
+  for (size_t i = 0; i < expected.size(); ++i) EXPECT_NEAR(t.data[i], expected[i], tolerance) << "element " << i;
+}
 
 // Values uniform in [low, high) from `rng`.
 inline Tensor random_tensor(std::vector<int64_t> shape, std::mt19937_64& rng, float low = -1.0f, float high = 1.0f) {

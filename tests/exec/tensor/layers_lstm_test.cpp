@@ -16,15 +16,10 @@
 namespace trainsim {
 namespace {
 
+using testing_fixtures::tensor_of;
 using testing_fixtures::expect_layer_gradients;
 using testing_fixtures::random_tensor;
 using testing_fixtures::zero_layer_grads;
-
-Tensor tensor_of(std::vector<int64_t> shape, std::vector<float> values) {
-  Tensor t(std::move(shape));
-  t.data = std::move(values);
-  return t;
-}
 
 LayerParams random_params(const ExecLayer& layer, std::mt19937_64& rng) {
   LayerParams params;

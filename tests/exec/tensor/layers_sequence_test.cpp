@@ -14,20 +14,11 @@
 namespace trainsim {
 namespace {
 
+using testing_fixtures::tensor_of;
+using testing_fixtures::expect_values_near;
 using testing_fixtures::expect_layer_gradients;
 using testing_fixtures::random_tensor;
 using testing_fixtures::zero_layer_grads;
-
-Tensor tensor_of(std::vector<int64_t> shape, std::vector<float> values) {
-  Tensor t(std::move(shape));
-  t.data = std::move(values);
-  return t;
-}
-
-void expect_values_near(const Tensor& t, const std::vector<float>& expected, double tolerance) {
-  ASSERT_EQ(t.data.size(), expected.size());
-  for (size_t i = 0; i < expected.size(); ++i) EXPECT_NEAR(t.data[i], expected[i], tolerance) << "element " << i;
-}
 
 // W_q = W_k = W_v = I, W_o as given, biases zero except b_o.
 LayerParams attention_params(const Tensor& w_o, const Tensor& b_o) {
