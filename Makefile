@@ -25,7 +25,7 @@ FUZZ_SECONDS ?= 20
 # interpreter, the data and kernels they run); TSAN_TESTS narrows it (ctest -R).
 TSAN_TESTS ?= .
 
-.PHONY: all deps configure build run test bench fuzz test-asan test-tsan clean
+.PHONY: all deps configure build run test bench fuzz test-asan test-tsan gpu-check clean
 
 all: build
 
@@ -77,6 +77,12 @@ test-tsan:
 	@[ -f build-tsan/build.ninja ] || cmake -S . -B build-tsan -G Ninja $(SANITIZE_FLAGS) -DTRAINSIM_SANITIZE=thread
 	cmake --build build-tsan -j $(JOBS) --target exec_tests
 	TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" ctest --test-dir build-tsan -R "$(TSAN_TESTS)" -E _NOT_BUILT -LE gpu --output-on-failure -j $(JOBS)
+
+# On a machine with a GPU: the GPU tests, GPU profiles and cluster probe,
+# predictions from them and PyTorch's step beside trainsim's, written to
+# docs/gpu-check/gpu-check.md (tests/gpu/gpu_check.py).
+gpu-check: build
+	python3 tests/gpu/gpu_check.py --build $(BUILD) --out docs/gpu-check --commit "$$(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
 
 clean:
 	rm -rf $(BUILD)

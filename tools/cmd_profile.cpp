@@ -1,5 +1,5 @@
 // `trainsim profile`: per-layer profiles measured on this machine with exec's
-// CPU kernels (`--device cpu`), estimated by the analytic (roofline) model, or
+// CPU kernels (`--device cpu`) or its GPU device (`--device cuda:N`), estimated by the analytic (roofline) model, or
 // imported from PipeDream's graph.txt; `--cluster-out` also writes the
 // measured machine as a cluster file.
 #include <charconv>
@@ -12,6 +12,8 @@
 #include "profiles/pipedream_import.hpp"
 #include "profiles/profile.hpp"
 #include "profiles/profiler/cluster_probe.hpp"
+#include "profiles/profiler/cuda_cluster_probe.hpp"
+#include "profiles/profiler/cuda_profiler.hpp"
 #include "profiles/profiler/profiler.hpp"
 #include "profiles/profiler/timing.hpp"
 #include "tools/commands.hpp"
@@ -37,10 +39,6 @@ struct ProfileOptions {
 // Measuring threads from `--device cpu` / `cpu:N` and `--concurrent N`.
 int64_t parse_cpu_device(const std::string& device, int64_t concurrent) {
   const char* expected = "cpu, or cpu:N for N measuring threads";
-  if (device.starts_with("cuda")) {
-    throw InputError("--device", "'" + device + "': the CUDA profiler is not built yet",
-                     "cpu or cpu:N; GPU profiles come from --analytic or --import-pipedream for now");
-  }
   if (device == "cpu") return concurrent > 0 ? concurrent : 1;
   if (!device.starts_with("cpu:")) {
     throw InputError("--device", "'" + device + "' is not a device this profiler measures", expected);
@@ -63,11 +61,58 @@ int64_t parse_cpu_device(const std::string& device, int64_t concurrent) {
   return n;
 }
 
+// A GPU and how many workers share it: `cuda` (GPU 0, one worker), `cuda:N`,
+// `cuda:NxW` (W virtual workers on GPU N, for --cluster-out).
+struct GpuDevice {
+  int index = 0;
+  int64_t workers = 1;
+};
+
+GpuDevice parse_gpu_device(const std::string& device) {
+  const char* expected = "cuda, cuda:N or cuda:NxW (W workers sharing GPU N, 1 to 64)";
+  GpuDevice gpu;
+  if (device == "cuda") return gpu;
+  const std::string rest = device.substr(std::string("cuda:").size());
+  const char* end = rest.data() + rest.size();
+  auto [at, error] = std::from_chars(rest.data(), end, gpu.index);
+  if (device.size() < 6 || device[4] != ':' || error != std::errc{} || gpu.index < 0) {
+    throw InputError("--device", "'" + device + "' does not name a GPU", expected);
+  }
+  if (at != end) {
+    if (*at != 'x') throw InputError("--device", "'" + device + "' does not name a GPU", expected);
+    const auto [workers_end, workers_error] = std::from_chars(at + 1, end, gpu.workers);
+    if (workers_error != std::errc{} || workers_end != end || gpu.workers < 1 || gpu.workers > 64) {
+      throw InputError("--device", "'" + device + "' does not name 1 to 64 workers", expected);
+    }
+  }
+  return gpu;
+}
+
+void run_measured_gpu(const ProfileOptions& o, const Model& model, CommandContext& ctx) {
+  const GpuDevice gpu = parse_gpu_device(o.device);
+  if (o.concurrent > 1) {
+    throw InputError("--concurrent", std::to_string(o.concurrent) + " with a GPU",
+                     "1: GPU workers are measured alone; cuda:NxW makes W workers for --cluster-out");
+  }
+  MeasureOptions measure;
+  measure.repeats = o.repeats;
+  ProgressBar bar(ctx.err, "profiling " + model.name + " on cuda:" + std::to_string(gpu.index), !o.quiet);
+  measure.progress = [&bar](int64_t done, int64_t total) { bar.update(done, total); };
+  const Profile profile = measure_cuda_profile(model, o.batch > 0 ? o.batch : model.default_batch, gpu.index, measure);
+  bar.finish();
+  write_text_output(o.out, profile_to_json(profile).dump(2) + "\n", ctx.out, "--out");
+  if (!o.cluster_out.empty()) {
+    const Cluster cluster = measure_cuda_cluster(gpu.index, gpu.workers);
+    write_text_output(o.cluster_out, cluster_to_json(cluster).dump(2) + "\n", ctx.out, "--cluster-out");
+  }
+}
+
 void run_measured(const ProfileOptions& o, CommandContext& ctx) {
   if (o.model.empty()) throw InputError("--model", "is missing", "a model to profile");
   if (o.analytic || !o.pipedream_graph.empty()) {
     throw InputError("--device", "given with --analytic or --import-pipedream", "one source");
   }
+  if (o.device.starts_with("cuda")) return run_measured_gpu(o, load_model(o.model, "--model"), ctx);
   const int64_t threads = parse_cpu_device(o.device, o.concurrent);
   const Model model = load_model(o.model, "--model");
   MeasureOptions measure;
@@ -112,7 +157,9 @@ void add_profile_command(CLI::App& app, CommandContext& ctx) {
   cmd->add_option("--model", opts->model, "Zoo model id or model JSON file");
   cmd->add_option("--batch", opts->batch, "Batch size (default: the model's; for imports, inferred)")
       ->check(CLI::PositiveNumber);
-  cmd->add_option("--device", opts->device, "Measure here: cpu or cpu:N (N threads measuring at once)");
+  cmd->add_option("--device", opts->device,
+                  "Measure here: cpu, cpu:N (N threads measuring at once), cuda, cuda:N or cuda:NxW "
+                  "(GPU N; W workers sharing it in --cluster-out)");
   cmd->add_option("--repeats", opts->repeats, "Timed runs per layer with --device (the median is kept)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();

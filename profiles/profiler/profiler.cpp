@@ -16,12 +16,11 @@
 #include "exec/optim/sgd.hpp"
 #include "exec/tensor/layers.hpp"
 #include "model/error.hpp"
+#include "profiles/profiler/measured_layers.hpp"
 #include "profiles/profiler/timing.hpp"
 
 namespace trainsim {
 namespace {
-
-constexpr double kFp32Bytes = 4.0;
 
 // What one thread measures with, and the resulting per-layer medians.
 struct LayerBench {
@@ -44,34 +43,9 @@ struct LayerBench {
 constexpr int64_t kSourceBytes = int64_t{48} << 20;
 constexpr int64_t kSourceMaxRows = 60000;
 
-// The fixed parts of layer times are fitted from a second measurement at
-// batch / 8 (GPipe's micro-batches are that size or smaller).
-constexpr int64_t kSmallBatchDivisor = 8;
-
 // The optimizer the update is timed with: `trainsim run`'s defaults. The
 // learning rate is small so the repeated steps barely move the weights.
 constexpr SgdOptions kTimedSgd{1e-4, 0.9, 0.0};
-
-// Uniform float in [-1, 1) from the engine's bits (repeats on every library).
-float symmetric_unit(std::mt19937_64& rng) { return static_cast<float>(2.0 * uniform_unit(rng) - 1.0); }
-
-Tensor random_tensor(std::vector<int64_t> shape, std::mt19937_64& rng) {
-  Tensor t(std::move(shape));
-  for (float& v : t.data) v = symmetric_unit(rng);
-  return t;
-}
-
-// A batch of the model's input: token ids when the first layer looks rows up.
-Tensor random_input(const Model& model, int64_t batch, std::mt19937_64& rng) {
-  std::vector<int64_t> shape{batch};
-  shape.insert(shape.end(), model.input_shape.begin(), model.input_shape.end());
-  const Layer& first = model.layers.front();
-  const bool looks_up = first.op == "embedding_bag" || first.op == "embedding";
-  if (!looks_up || first.sparse_rows <= 0) return random_tensor(shape, rng);
-  Tensor ids(shape);
-  for (float& v : ids.data) v = static_cast<float>(uniform_below(rng, static_cast<uint64_t>(first.sparse_rows)));
-  return ids;
-}
 
 // The data set (the one given, else random rows), the weights and zeroed
 // gradients.
@@ -167,17 +141,6 @@ PassTimes time_pass(LayerBench& bench, bool last_pass) {
   return t;
 }
 
-// Per layer, the median over passes of `times` (pass after pass, `count` per pass).
-std::vector<double> layer_medians(const std::vector<double>& times, int64_t count) {
-  std::vector<double> medians(static_cast<size_t>(count));
-  for (int64_t i = 0; i < count; ++i) {
-    std::vector<double> samples;
-    for (size_t at = static_cast<size_t>(i); at < times.size(); at += static_cast<size_t>(count)) samples.push_back(times[at]);
-    medians[static_cast<size_t>(i)] = median_s(samples);
-  }
-  return medians;
-}
-
 void check_options(const Model& model, int64_t batch, const MeasureOptions& options) {
   if (batch < 1) throw InputError("--batch", std::to_string(batch), "a batch size >= 1");
   if (options.source != nullptr && (options.source->rows() < 1 ||
@@ -230,13 +193,8 @@ LayerBench measure_passes(const Model& model, int64_t batch, const MeasureOption
   return std::move(benches.front());
 }
 
-// The batch-independent part of a time measured at `batch` (t) and at a
-// smaller `small` batch (t_small), fitting t(b) = fixed + c·b through both:
-// fixed = (t_small·batch − t·small) / (batch − small), within [0, t].
-double fixed_part_s(double t, double t_small, int64_t batch, int64_t small) {
-  const auto b = static_cast<double>(batch);
-  const auto s = static_cast<double>(small);
-  return std::clamp((t_small * b - t * s) / (b - s), 0.0, t);
+LayerMedians medians_of(const LayerBench& bench) {
+  return {bench.forward_s, bench.backward_s, bench.update_s, bench.sparsity};
 }
 
 }  // namespace
@@ -248,37 +206,10 @@ Profile measure_profile(const Model& model, int64_t batch, const MeasureOptions&
   const int64_t small = batch / kSmallBatchDivisor;  // micro-batch size the fixed parts are fitted at
   const int64_t total = small >= 1 ? 2 * passes : passes;
   const LayerBench reported = measure_passes(model, batch, options, 0, total);
-  LayerBench reported_small;
-  if (small >= 1) reported_small = measure_passes(model, small, options, passes, total);
-  const auto count = static_cast<int64_t>(model.layers.size());
-  Profile profile;
-  profile.model = model.name;
-  profile.device = {cpu_model_name() + " (" + std::to_string(options.concurrent) + " threads)", "cpu"};
-  profile.batch_size = batch;
-  profile.dtype = "fp32";
-  profile.source = "measured";
-  for (int64_t i = 0; i < count; ++i) {
-    const Layer& layer = model.layers[static_cast<size_t>(i)];
-    LayerProfile l;
-    l.name = layer.name;
-    l.inputs = layer.inputs;
-    l.forward_s = reported.forward_s[static_cast<size_t>(i)];
-    l.backward_s = reported.backward_s[static_cast<size_t>(i)];
-    l.update_s = reported.update_s[static_cast<size_t>(i)];
-    if (small >= 1) {
-      l.forward_fixed_s = fixed_part_s(l.forward_s, reported_small.forward_s[static_cast<size_t>(i)], batch, small);
-      l.backward_fixed_s = fixed_part_s(l.backward_s, reported_small.backward_s[static_cast<size_t>(i)], batch, small);
-    }
-    l.param_bytes = kFp32Bytes * static_cast<double>(layer.param_count);
-    l.activation_bytes =
-        kFp32Bytes * static_cast<double>(batch) * static_cast<double>(element_count(layer.output_shape));
-    l.sparse = layer.sparse;
-    l.sparsity = reported.sparsity[static_cast<size_t>(i)];
-    l.flops = layer.forward_flops * static_cast<double>(batch);
-    profile.layers.push_back(std::move(l));
-  }
-  validate_profile(profile, "measured profile of " + model.name);
-  return profile;
+  LayerMedians small_medians;
+  if (small >= 1) small_medians = medians_of(measure_passes(model, small, options, passes, total));
+  const ProfileDevice device{cpu_model_name() + " (" + std::to_string(options.concurrent) + " threads)", "cpu"};
+  return measured_profile(model, batch, medians_of(reported), small, small >= 1 ? &small_medians : nullptr, device);
 }
 
 Profile median_profile(const std::vector<Profile>& profiles) {

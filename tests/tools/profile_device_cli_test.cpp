@@ -1,10 +1,11 @@
-// `trainsim profile --device cpu`: the measured profile and cluster files the
+// `trainsim profile --device cpu` (and cuda): the measured profile and cluster files the
 // command writes, and the one-line errors for devices it cannot measure.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <filesystem>
 
+#include "exec/devices.hpp"
 #include "profiles/cluster.hpp"
 #include "profiles/profile.hpp"
 #include "tests/tools/cli_fixtures.hpp"
@@ -49,10 +50,38 @@ TEST(ProfileDeviceCli, RejectsAnUnknownDeviceNamingTheFlag) {
   EXPECT_TRUE(r.out.empty());
 }
 
-TEST(ProfileDeviceCli, CudaSaysTheGpuProfilerIsNotBuiltYet) {
-  const auto r = run_cli({"profile", "--model", "fmnist-mlp", "--device", "cuda:0", "--out", "-"});
+TEST(ProfileDeviceCli, MalformedGpuDevicesAreRejectedNamingTheFlag) {
+  for (const char* device : {"cuda:", "cudax", "cuda:-1", "cuda:a", "cuda:0x0", "cuda:0x65", "cuda:0y2", "cuda:0x"}) {
+    const auto r = run_cli({"profile", "--model", "fmnist-mlp", "--device", device, "--out", "-"});
+    EXPECT_EQ(r.status, 2) << device;
+    EXPECT_NE(r.err.find("--device"), std::string::npos) << device << ": " << r.err;
+    EXPECT_TRUE(r.out.empty()) << device;
+  }
+}
+
+TEST(ProfileDeviceCli, AModelWithoutGpuKernelsIsNamedBeforeAnyGpuIsTouched) {
+  const auto r = run_cli({"profile", "--model", "fmnist-resnet20", "--device", "cuda:0", "--out", "-"});
   EXPECT_EQ(r.status, 2);
-  EXPECT_NE(r.err.find("CUDA profiler is not built yet"), std::string::npos) << r.err;
+  EXPECT_TRUE(r.err.find("batchnorm") != std::string::npos || r.err.find("without CUDA") != std::string::npos)
+      << r.err;
+}
+
+// Without a GPU (or CUDA) one clear line; with one, a GPU profile.
+TEST(ProfileDeviceCli, CudaProfilesWhereAGpuIsAndSaysWhyNotElsewhere) {
+  std::string reason;
+  const bool has_gpu = !list_cuda_devices(reason).empty();
+  const auto r = run_cli({"profile", "--model", "fmnist-mlp", "--batch", "64", "--repeats", "3", "--device", "cuda:0",
+                          "--out", "-", "--quiet"});
+  if (!has_gpu) {
+    EXPECT_EQ(r.status, 2);
+    EXPECT_NE(r.err.find("--device"), std::string::npos) << r.err;
+    return;
+  }
+  ASSERT_EQ(r.status, 0) << r.err;
+  const Profile profile = profile_from_json(nlohmann::json::parse(r.out), "cuda profile");
+  EXPECT_EQ(profile.device.kind, "gpu");
+  EXPECT_EQ(profile.batch_size, 64);
+  for (const LayerProfile& layer : profile.layers) EXPECT_GT(layer.forward_s + layer.backward_s, 0.0) << layer.name;
 }
 
 TEST(ProfileDeviceCli, CpuThreadsMustAgreeWithConcurrent) {

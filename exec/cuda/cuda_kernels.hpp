@@ -1,0 +1,43 @@
+// The CUDA kernels of the GPU device that no library provides, each
+// launched on `stream` over raw device pointers. Each mirrors the CPU kernel
+// of the same name in exec/tensor, which is its reference.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace trainsim::cuda {
+
+// y[r, j] += bias[j] for rows r < rows, j < width.
+void add_row_bias(float* y, const float* bias, int64_t rows, int64_t width, cudaStream_t stream);
+// y = max(x, 0).
+void relu_forward(const float* x, float* y, int64_t n, cudaStream_t stream);
+// dx = dy where y > 0, else 0.
+void relu_backward(const float* y, const float* dy, float* dx, int64_t n, cudaStream_t stream);
+
+// Max pooling over planes x {height, width} (planes = batch · channels) with
+// the CPU kernel's windows: [o·stride − pad, + kernel) clipped to the input,
+// the first largest value kept; `argmax` receives its index in x.
+struct PoolGeometry {
+  int64_t planes = 0, height = 0, width = 0, out_height = 0, out_width = 0;
+  int64_t kernel_h = 0, kernel_w = 0, stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0;
+};
+void maxpool_forward(const float* x, float* y, int32_t* argmax, const PoolGeometry& g, cudaStream_t stream);
+// dx = 0, then dx[argmax[i]] += dy[i] (overlapping windows add).
+void maxpool_backward(const float* dy, const int32_t* argmax, float* dx, const PoolGeometry& g,
+                      cudaStream_t stream);
+
+// Softmax cross-entropy of `positions` rows of `classes` logits against
+// `labels`: loss[r] = log Σ exp(z − max) + max − z[label] and
+// dlogits[r, j] = (softmax_j − [j = label]) / positions (docs/equations.md,
+// the mean over positions).
+void softmax_cross_entropy(const float* logits, const int32_t* labels, int64_t positions, int64_t classes,
+                           float* loss, float* dlogits, cudaStream_t stream);
+
+// Momentum SGD, PyTorch's rule (exec/optim/sgd.hpp): g' = g + wd·w;
+// v = μ·v + g'; w −= lr·v (with μ = 0: w −= lr·g', v untouched).
+void sgd_step(float* w, const float* g, float* v, int64_t n, float learning_rate, float momentum,
+              float weight_decay, cudaStream_t stream);
+
+}  // namespace trainsim::cuda

@@ -1,0 +1,110 @@
+// Inside the GPU device: device arrays, the per-network context (stream,
+// cuBLAS and cuDNN handles, workspace) and one layer's buffers and plan.
+// Host code only; cuda_network.cpp and cuda_layer_ops.cpp share it.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "exec/cuda/cuda_check.hpp"
+#include "exec/cuda/cuda_kernels.hpp"
+#include "model/layer.hpp"
+
+namespace trainsim::cuda {
+
+// An array in device memory, freed with its owner.
+template <typename T>
+class DeviceArray {
+ public:
+  DeviceArray() = default;
+  explicit DeviceArray(int64_t n) : n_(n) {
+    if (n_ > 0) TRAINSIM_CUDA(cudaMalloc(reinterpret_cast<void**>(&p_), bytes()));
+  }
+  DeviceArray(DeviceArray&& other) noexcept : p_(std::exchange(other.p_, nullptr)), n_(std::exchange(other.n_, 0)) {}
+  DeviceArray& operator=(DeviceArray&& other) noexcept {
+    std::swap(p_, other.p_);
+    std::swap(n_, other.n_);
+    return *this;
+  }
+  DeviceArray(const DeviceArray&) = delete;
+  DeviceArray& operator=(const DeviceArray&) = delete;
+  ~DeviceArray() {
+    if (p_ != nullptr) cudaFree(p_);
+  }
+  T* get() const { return p_; }
+  int64_t size() const { return n_; }
+  size_t bytes() const { return sizeof(T) * static_cast<size_t>(n_); }
+
+ private:
+  T* p_ = nullptr;
+  int64_t n_ = 0;
+};
+
+// What every layer of one network launches with: one stream, the library
+// handles bound to it, a shared workspace (one stream: no two layers use it
+// at once) and a vector of ones (bias gradients as a matrix-vector product).
+struct Context {
+  int device = 0;
+  cudaStream_t stream = nullptr;
+  cublasHandle_t blas = nullptr;
+  cudnnHandle_t dnn = nullptr;
+  DeviceArray<char> workspace;
+  DeviceArray<float> ones;
+};
+
+// cuDNN's description of one convolution and the algorithms chosen for it.
+struct ConvPlan {
+  cudnnTensorDescriptor_t x = nullptr, y = nullptr, bias = nullptr;
+  cudnnFilterDescriptor_t w = nullptr;
+  cudnnConvolutionDescriptor_t conv = nullptr;
+  cudnnConvolutionFwdAlgo_t forward{};
+  cudnnConvolutionBwdDataAlgo_t backward_data{};
+  cudnnConvolutionBwdFilterAlgo_t backward_filter{};
+  size_t workspace_bytes = 0;
+  ConvPlan() = default;
+  ConvPlan(const ConvPlan&) = delete;
+  ConvPlan& operator=(const ConvPlan&) = delete;
+  ~ConvPlan();
+};
+
+enum class Op { linear, conv2d, relu, maxpool, identity };
+
+// One model layer on the GPU. x and dy point at the neighbours' buffers;
+// an identity layer (flatten, dropout, softmax) outputs its input and passes
+// the gradient through, owning nothing.
+struct GpuLayer {
+  Op op = Op::identity;
+  std::string name;
+  std::vector<int64_t> in_shape, out_shape;  // per sample
+  int64_t batch = 0;
+  bool has_bias = false;
+  std::vector<DeviceArray<float>> params, grads, velocity;  // weights then bias
+  std::vector<std::vector<int64_t>> param_shapes;
+  DeviceArray<float> own_y, own_dx;
+  DeviceArray<int32_t> argmax;
+  const float* x = nullptr;
+  float* y = nullptr;
+  const float* dy = nullptr;
+  float* dx = nullptr;  // null for the first layer: nothing reads dL/d(input)
+  int64_t rows = 0, in_features = 0, out_features = 0;  // linear
+  ConvPlan conv;
+  PoolGeometry pool;
+
+  int64_t in_count() const { return batch * element_count(in_shape); }
+  int64_t out_count() const { return batch * element_count(out_shape); }
+};
+
+// The GPU op of `layer`; InputError naming `where` for an op without a kernel.
+Op op_of(const Layer& layer, const std::string& where);
+// Sets up `layer` (its op, geometry and, for a convolution, cuDNN's plan;
+// the shapes, batch and params must be filled) and returns the workspace it needs.
+size_t plan_layer(GpuLayer& layer, const Layer& model_layer, Context& context);
+// y = f(x) for the layer's batch.
+void forward(const GpuLayer& layer, Context& context);
+// dx from dy (when dx is not null); ADDS the parameter gradients into grads.
+void backward(const GpuLayer& layer, Context& context);
+
+}  // namespace trainsim::cuda

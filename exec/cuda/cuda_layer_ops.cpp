@@ -1,0 +1,196 @@
+// The GPU device's layers: linear with cuBLAS, conv2d with cuDNN, relu and
+// max pooling with the device's own kernels, identity layers as aliases.
+// Row-major {rows, features} buffers are column-major {features, rows} to
+// cuBLAS, so y = x·Wᵀ is the column-major product W(as stored, transposed)·x.
+#include <algorithm>
+#include <array>
+
+#include "exec/cuda/cuda_layer.hpp"
+#include "model/error.hpp"
+
+namespace trainsim::cuda {
+namespace {
+
+// Most device memory one convolution's algorithm may use as workspace.
+constexpr size_t kMaxConvWorkspaceBytes = size_t{1} << 30;
+
+}  // namespace
+
+Op op_of(const Layer& layer, const std::string& where) {
+  if (layer.op == "linear") return Op::linear;
+  if (layer.op == "conv2d") return Op::conv2d;
+  if (layer.op == "relu") return Op::relu;
+  if (layer.op == "maxpool") return Op::maxpool;
+  if (layer.op == "flatten" || layer.op == "dropout" || layer.op == "softmax") return Op::identity;
+  throw InputError(where, "op '" + layer.op + "' has no CUDA kernel yet",
+                   "a model of linear, conv2d, relu, maxpool, flatten, dropout and softmax layers");
+}
+
+namespace {
+
+cudnnTensorDescriptor_t nchw(int64_t n, const std::vector<int64_t>& chw) {
+  cudnnTensorDescriptor_t d = nullptr;
+  TRAINSIM_CUDNN(cudnnCreateTensorDescriptor(&d));
+  TRAINSIM_CUDNN(cudnnSetTensor4dDescriptor(d, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, static_cast<int>(n),
+                                            static_cast<int>(chw[0]), static_cast<int>(chw[1]),
+                                            static_cast<int>(chw[2])));
+  return d;
+}
+
+// The fastest algorithm cuDNN measured that computes in plain fp32 (no
+// tensor-core TF32, so the GPU agrees with the CPU reference) within the
+// workspace limit.
+template <typename Perf>
+Perf pick(const Perf* perf, int count, const std::string& where) {
+  for (int i = 0; i < count; ++i) {
+    const bool tensor_ops = perf[i].mathType == CUDNN_TENSOR_OP_MATH ||
+                            perf[i].mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
+    if (perf[i].status == CUDNN_STATUS_SUCCESS && !tensor_ops && perf[i].memory <= kMaxConvWorkspaceBytes) {
+      return perf[i];
+    }
+  }
+  throw CudaError(where + ": cuDNN offers no fp32 convolution algorithm within 1 GiB of workspace");
+}
+
+size_t plan_conv(GpuLayer& l, const Layer& layer, Context& c) {
+  const WindowSpec& w = layer.window;
+  ConvPlan& p = l.conv;
+  p.x = nchw(l.batch, l.in_shape);
+  p.y = nchw(l.batch, l.out_shape);
+  p.bias = nchw(1, {l.out_shape[0], 1, 1});
+  const std::vector<int64_t>& ws = l.param_shapes[0];  // {out, in / groups, kh, kw}
+  TRAINSIM_CUDNN(cudnnCreateFilterDescriptor(&p.w));
+  TRAINSIM_CUDNN(cudnnSetFilter4dDescriptor(p.w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, static_cast<int>(ws[0]),
+                                            static_cast<int>(ws[1]), static_cast<int>(ws[2]), static_cast<int>(ws[3])));
+  TRAINSIM_CUDNN(cudnnCreateConvolutionDescriptor(&p.conv));
+  TRAINSIM_CUDNN(cudnnSetConvolution2dDescriptor(p.conv, static_cast<int>(w.pad_h), static_cast<int>(w.pad_w),
+                                                 static_cast<int>(w.stride_h), static_cast<int>(w.stride_w), 1, 1,
+                                                 CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+  TRAINSIM_CUDNN(cudnnSetConvolutionGroupCount(p.conv, static_cast<int>(w.groups)));
+  TRAINSIM_CUDNN(cudnnSetConvolutionMathType(p.conv, CUDNN_FMA_MATH));
+  std::array<int, 4> dims{};
+  TRAINSIM_CUDNN(cudnnGetConvolution2dForwardOutputDim(p.conv, p.x, p.w, &dims[0], &dims[1], &dims[2], &dims[3]));
+  if (dims[1] != l.out_shape[0] || dims[2] != l.out_shape[1] || dims[3] != l.out_shape[2]) {
+    throw InputError(l.name, "output shape disagrees with its window", "cuDNN's output shape for the layer");
+  }
+  int found = 0;
+  std::array<cudnnConvolutionFwdAlgoPerf_t, CUDNN_CONVOLUTION_FWD_ALGO_COUNT> f{};
+  TRAINSIM_CUDNN(cudnnFindConvolutionForwardAlgorithm(c.dnn, p.x, p.w, p.conv, p.y, f.size(), &found, f.data()));
+  const auto fp = pick(f.data(), found, l.name);
+  std::array<cudnnConvolutionBwdDataAlgoPerf_t, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT> d{};
+  TRAINSIM_CUDNN(cudnnFindConvolutionBackwardDataAlgorithm(c.dnn, p.w, p.y, p.conv, p.x, d.size(), &found, d.data()));
+  const auto dp = pick(d.data(), found, l.name);
+  std::array<cudnnConvolutionBwdFilterAlgoPerf_t, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT> g{};
+  TRAINSIM_CUDNN(
+      cudnnFindConvolutionBackwardFilterAlgorithm(c.dnn, p.x, p.y, p.conv, p.w, g.size(), &found, g.data()));
+  const auto gp = pick(g.data(), found, l.name);
+  p.forward = fp.algo;
+  p.backward_data = dp.algo;
+  p.backward_filter = gp.algo;
+  p.workspace_bytes = std::max({size_t{fp.memory}, size_t{dp.memory}, size_t{gp.memory}});
+  return p.workspace_bytes;
+}
+
+constexpr float kOne = 1.0f, kZero = 0.0f;
+
+void linear_forward(const GpuLayer& l, Context& c) {
+  const int m = static_cast<int>(l.out_features), n = static_cast<int>(l.rows), k = static_cast<int>(l.in_features);
+  TRAINSIM_CUBLAS(cublasSgemm(c.blas, CUBLAS_OP_T, CUBLAS_OP_N, m, n, k, &kOne, l.params[0].get(), k, l.x, k, &kZero,
+                              l.y, m));
+  if (l.has_bias) add_row_bias(l.y, l.params[1].get(), l.rows, l.out_features, c.stream);
+}
+
+void linear_backward(const GpuLayer& l, Context& c) {
+  const int in = static_cast<int>(l.in_features), out = static_cast<int>(l.out_features);
+  const int rows = static_cast<int>(l.rows);
+  // dW (row-major {out, in}) += dyᵀ·x.
+  TRAINSIM_CUBLAS(cublasSgemm(c.blas, CUBLAS_OP_N, CUBLAS_OP_T, in, out, rows, &kOne, l.x, in, l.dy, out, &kOne,
+                              l.grads[0].get(), in));
+  // db += the column sums of dy.
+  if (l.has_bias) {
+    TRAINSIM_CUBLAS(cublasSgemv(c.blas, CUBLAS_OP_N, out, rows, &kOne, l.dy, out, c.ones.get(), 1, &kOne,
+                                l.grads[1].get(), 1));
+  }
+  // dx = dy·W.
+  if (l.dx != nullptr) {
+    TRAINSIM_CUBLAS(cublasSgemm(c.blas, CUBLAS_OP_N, CUBLAS_OP_N, in, rows, out, &kOne, l.params[0].get(), in, l.dy,
+                                out, &kZero, l.dx, in));
+  }
+}
+
+void conv_forward(const GpuLayer& l, Context& c) {
+  const ConvPlan& p = l.conv;
+  TRAINSIM_CUDNN(cudnnConvolutionForward(c.dnn, &kOne, p.x, l.x, p.w, l.params[0].get(), p.conv, p.forward,
+                                         c.workspace.get(), p.workspace_bytes, &kZero, p.y, l.y));
+  if (l.has_bias) TRAINSIM_CUDNN(cudnnAddTensor(c.dnn, &kOne, p.bias, l.params[1].get(), &kOne, p.y, l.y));
+}
+
+void conv_backward(const GpuLayer& l, Context& c) {
+  const ConvPlan& p = l.conv;
+  TRAINSIM_CUDNN(cudnnConvolutionBackwardFilter(c.dnn, &kOne, p.x, l.x, p.y, l.dy, p.conv, p.backward_filter,
+                                                c.workspace.get(), p.workspace_bytes, &kOne, p.w, l.grads[0].get()));
+  if (l.has_bias) {
+    TRAINSIM_CUDNN(cudnnConvolutionBackwardBias(c.dnn, &kOne, p.y, l.dy, &kOne, p.bias, l.grads[1].get()));
+  }
+  if (l.dx != nullptr) {
+    TRAINSIM_CUDNN(cudnnConvolutionBackwardData(c.dnn, &kOne, p.w, l.params[0].get(), p.y, l.dy, p.conv,
+                                                p.backward_data, c.workspace.get(), p.workspace_bytes, &kZero, p.x,
+                                                l.dx));
+  }
+}
+
+}  // namespace
+
+ConvPlan::~ConvPlan() {
+  if (x != nullptr) cudnnDestroyTensorDescriptor(x);
+  if (y != nullptr) cudnnDestroyTensorDescriptor(y);
+  if (bias != nullptr) cudnnDestroyTensorDescriptor(bias);
+  if (w != nullptr) cudnnDestroyFilterDescriptor(w);
+  if (conv != nullptr) cudnnDestroyConvolutionDescriptor(conv);
+}
+
+size_t plan_layer(GpuLayer& l, const Layer& layer, Context& c) {
+  l.op = op_of(layer, l.name + ".op");
+  l.has_bias = l.params.size() > 1;
+  if (l.op == Op::linear) {
+    l.out_features = l.param_shapes[0][0];
+    l.in_features = l.param_shapes[0][1];
+    l.rows = l.in_count() / l.in_features;
+    return 0;
+  }
+  if (l.op == Op::maxpool) {
+    const WindowSpec& w = layer.window;
+    l.pool = {l.batch * l.in_shape[0], l.in_shape[1], l.in_shape[2], l.out_shape[1], l.out_shape[2],
+              w.kernel_h, w.kernel_w, w.stride_h, w.stride_w, w.pad_h, w.pad_w};
+    l.argmax = DeviceArray<int32_t>(l.out_count());
+    return 0;
+  }
+  if (l.op == Op::conv2d) return plan_conv(l, layer, c);
+  return 0;
+}
+
+void forward(const GpuLayer& l, Context& c) {
+  switch (l.op) {
+    case Op::linear: return linear_forward(l, c);
+    case Op::conv2d: return conv_forward(l, c);
+    case Op::relu: return relu_forward(l.x, l.y, l.out_count(), c.stream);
+    case Op::maxpool: return maxpool_forward(l.x, l.y, l.argmax.get(), l.pool, c.stream);
+    case Op::identity: return;
+  }
+}
+
+void backward(const GpuLayer& l, Context& c) {
+  switch (l.op) {
+    case Op::linear: return linear_backward(l, c);
+    case Op::conv2d: return conv_backward(l, c);
+    case Op::relu:
+      if (l.dx != nullptr) relu_backward(l.y, l.dy, l.dx, l.out_count(), c.stream);
+      return;
+    case Op::maxpool:
+      if (l.dx != nullptr) maxpool_backward(l.dy, l.argmax.get(), l.dx, l.pool, c.stream);
+      return;
+    case Op::identity: return;
+  }
+}
+
+}  // namespace trainsim::cuda

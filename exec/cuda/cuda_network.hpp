@@ -1,0 +1,76 @@
+// A model's chain of layers on one GPU: device memory for the weights,
+// their gradients and velocities, every layer's output and input gradient,
+// and one training pass (forward, softmax cross-entropy, backward,
+// momentum SGD) on one CUDA stream. The GPU profiler times its layers with
+// CUDA events; the conformance tests compare it with exec's CPU kernels.
+// No CUDA type appears here, so any C++ file may include it.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "exec/optim/sgd.hpp"
+#include "exec/tensor/tensor.hpp"
+#include "model/layer.hpp"
+
+namespace trainsim {
+
+namespace cuda {
+struct NetworkState;
+}
+
+// Per layer, seconds measured with CUDA events around its kernels.
+struct GpuPassTimes {
+  std::vector<double> forward_s, backward_s, update_s;
+};
+
+class CudaNetwork {
+ public:
+  // `model` (a chain of linear, conv2d, relu, maxpool, flatten, dropout and
+  // softmax layers) on GPU `device` at `batch` samples, starting from
+  // `weights` (as init_weights lays them out). InputError naming the layer
+  // for another op or a layer that does not read the one before it;
+  // InputError naming --device for a device index the driver does not have
+  // or a build without CUDA; CudaError when the GPU refuses (out of memory).
+  CudaNetwork(const Model& model, const Weights& weights, int64_t batch, int device);
+  ~CudaNetwork();
+  CudaNetwork(const CudaNetwork&) = delete;
+  CudaNetwork& operator=(const CudaNetwork&) = delete;
+
+  // The GPU's name, as the driver reports it.
+  std::string device_name() const;
+  int64_t batch() const;
+
+  // Copies a batch ({batch, input...}) and its labels (one per output
+  // position) to the GPU, where they stay for the passes that follow.
+  void set_batch(const Tensor& x, std::span<const int32_t> labels);
+
+  // Every layer forward, then the loss and dL/dlogits; returns the mean loss.
+  double forward_and_loss();
+  // Every layer backward, adding into the gradients. dL/d(input) is not
+  // computed for the layers up to the first with parameters: nothing reads it.
+  void backward();
+  // One momentum-SGD step of every parameter, then its gradient zeroed.
+  void update(const SgdOptions& sgd);
+
+  // One whole pass (forward with the loss, backward, update) with every
+  // layer's kernels between two CUDA events, and no host synchronization
+  // but one at the end to read them.
+  GpuPassTimes timed_pass(const SgdOptions& sgd);
+
+  // Copies back, for tests and checks: a layer's output, dL/d(its input)
+  // (where has_input_gradient), the gradients and the weights.
+  Tensor output(int64_t layer) const;
+  bool has_input_gradient(int64_t layer) const;
+  Tensor input_gradient(int64_t layer) const;
+  Gradients gradients() const;
+  Weights weights() const;
+
+ private:
+  std::unique_ptr<cuda::NetworkState> state_;
+};
+
+}  // namespace trainsim

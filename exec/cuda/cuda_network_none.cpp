@@ -1,0 +1,29 @@
+// CudaNetwork in a build without CUDA: constructing one says so.
+#include "exec/cuda/cuda_network.hpp"
+#include "model/error.hpp"
+
+namespace trainsim {
+namespace cuda {
+struct NetworkState {};
+}  // namespace cuda
+
+CudaNetwork::CudaNetwork(const Model&, const Weights&, int64_t, int) {
+  throw InputError("--device", "cuda: this trainsim was built without CUDA", "a build with -DTRAINSIM_WITH_CUDA=ON");
+}
+CudaNetwork::~CudaNetwork() = default;
+
+// Unreachable: no CudaNetwork exists in this build.
+std::string CudaNetwork::device_name() const { return {}; }
+int64_t CudaNetwork::batch() const { return 0; }
+void CudaNetwork::set_batch(const Tensor&, std::span<const int32_t>) {}
+double CudaNetwork::forward_and_loss() { return 0; }
+void CudaNetwork::backward() {}
+void CudaNetwork::update(const SgdOptions&) {}
+GpuPassTimes CudaNetwork::timed_pass(const SgdOptions&) { return {}; }
+Tensor CudaNetwork::output(int64_t) const { return {}; }
+bool CudaNetwork::has_input_gradient(int64_t) const { return false; }
+Tensor CudaNetwork::input_gradient(int64_t) const { return {}; }
+Gradients CudaNetwork::gradients() const { return {}; }
+Weights CudaNetwork::weights() const { return {}; }
+
+}  // namespace trainsim

@@ -1,0 +1,373 @@
+// measure_cuda_cluster: one GPU's compute, memory, copy and launch costs,
+// timed with CUDA events and cuBLAS, as a cluster of workers sharing it.
+#include "profiles/profiler/cuda_cluster_probe.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "exec/cuda/cuda_check.hpp"
+#include "model/error.hpp"
+#include "profiles/profiler/cluster_probe.hpp"
+
+namespace trainsim {
+namespace {
+
+// Owners of CUDA resources. A release that fails (the context broken by the
+// error being thrown) is ignored.
+template <auto release>
+struct Release {
+  template <typename T>
+  void operator()(T* p) const {
+    release(p);
+  }
+};
+using DeviceBuffer = std::unique_ptr<float, Release<cudaFree>>;
+using HostBuffer = std::unique_ptr<float, Release<cudaFreeHost>>;
+using Stream = std::unique_ptr<CUstream_st, Release<cudaStreamDestroy>>;
+using Event = std::unique_ptr<CUevent_st, Release<cudaEventDestroy>>;
+using Blas = std::unique_ptr<cublasContext, Release<cublasDestroy>>;
+
+// Floats that hold `bytes`, rounded up.
+size_t floats_of(int64_t bytes) { return static_cast<size_t>(std::max<int64_t>(1, (bytes + 3) / 4)); }
+
+DeviceBuffer device_floats(size_t floats) {
+  void* p = nullptr;
+  TRAINSIM_CUDA(cudaMalloc(&p, floats * sizeof(float)));
+  return DeviceBuffer(static_cast<float*>(p));
+}
+
+// `count` buffers of `floats` zeros.
+std::vector<DeviceBuffer> zeroed_buffers(int64_t count, size_t floats) {
+  std::vector<DeviceBuffer> buffers;
+  for (int64_t i = 0; i < count; ++i) {
+    buffers.push_back(device_floats(floats));
+    TRAINSIM_CUDA(cudaMemset(buffers.back().get(), 0, floats * sizeof(float)));
+  }
+  return buffers;
+}
+
+HostBuffer pinned_floats(size_t floats) {
+  void* p = nullptr;
+  TRAINSIM_CUDA(cudaMallocHost(&p, floats * sizeof(float)));
+  return HostBuffer(static_cast<float*>(p));
+}
+
+Stream make_stream() {
+  cudaStream_t s = nullptr;
+  TRAINSIM_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  return Stream(s);
+}
+
+Event make_event() {
+  cudaEvent_t e = nullptr;
+  TRAINSIM_CUDA(cudaEventCreate(&e));
+  return Event(e);
+}
+
+// Puts back the calling thread's current device on the way out.
+class CurrentDevice {
+ public:
+  explicit CurrentDevice(int device) {
+    TRAINSIM_CUDA(cudaGetDevice(&previous_));
+    TRAINSIM_CUDA(cudaSetDevice(device));
+  }
+  ~CurrentDevice() { cudaSetDevice(previous_); }
+  CurrentDevice(const CurrentDevice&) = delete;
+  CurrentDevice& operator=(const CurrentDevice&) = delete;
+
+ private:
+  int previous_ = 0;
+};
+
+__global__ void fill_kernel(float* x, size_t n, unsigned seed) {
+  for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < n; i += size_t{gridDim.x} * blockDim.x) {
+    const unsigned h = (static_cast<unsigned>(i) ^ seed) * 2654435761u;
+    x[i] = static_cast<float>(h >> 8) * (1.0f / 16777216.0f) - 0.5f;  // in [-0.5, 0.5)
+  }
+}
+
+__global__ void add_kernel(float* a, const float* b, size_t n) {
+  for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < n; i += size_t{gridDim.x} * blockDim.x) {
+    a[i] += b[i];
+  }
+}
+
+__global__ void empty_kernel() {}
+
+constexpr unsigned kBlock = 256;
+
+// Grid of a grid-stride kernel over n floats: enough blocks to fill the GPU.
+unsigned grid_for(size_t n, int sms) {
+  const size_t blocks = (n + kBlock - 1) / kBlock;
+  return static_cast<unsigned>(std::min<size_t>(blocks, static_cast<size_t>(sms) * 32));
+}
+
+double median_of(std::vector<double> samples_s) {
+  TRAINSIM_CHECK(!samples_s.empty(), "a median of no samples");
+  std::sort(samples_s.begin(), samples_s.end());
+  const size_t mid = samples_s.size() / 2;
+  return samples_s.size() % 2 ? samples_s[mid] : (samples_s[mid - 1] + samples_s[mid]) / 2;
+}
+
+double steady_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+
+// Median seconds of work(worker, stream) issued on `workers` streams at once:
+// the streams fork from a start event and join into a stop event.
+double streams_median_s(int64_t workers, const CudaProbeOptions& o,
+                        const std::function<void(size_t worker, cudaStream_t stream)>& work) {
+  const Stream launch = make_stream();
+  std::vector<Stream> streams;
+  std::vector<Event> done;
+  for (int64_t w = 0; w < workers; ++w) {
+    streams.push_back(make_stream());
+    done.push_back(make_event());
+  }
+  const Event start = make_event(), stop = make_event();
+  TRAINSIM_CUDA(cudaDeviceSynchronize());  // the buffers' set-up on the default stream
+  std::vector<double> samples_s;
+  for (int64_t r = 0; r < o.warmups + o.repeats; ++r) {
+    TRAINSIM_CUDA(cudaEventRecord(start.get(), launch.get()));
+    for (size_t w = 0; w < streams.size(); ++w) {
+      TRAINSIM_CUDA(cudaStreamWaitEvent(streams[w].get(), start.get(), 0));
+      work(w, streams[w].get());
+      TRAINSIM_CUDA(cudaEventRecord(done[w].get(), streams[w].get()));
+      TRAINSIM_CUDA(cudaStreamWaitEvent(launch.get(), done[w].get(), 0));
+    }
+    TRAINSIM_CUDA(cudaEventRecord(stop.get(), launch.get()));
+    TRAINSIM_CUDA(cudaEventSynchronize(stop.get()));
+    float ms = 0;
+    TRAINSIM_CUDA(cudaEventElapsedTime(&ms, start.get(), stop.get()));
+    if (r >= o.warmups) samples_s.push_back(ms * 1e-3);
+  }
+  return median_of(samples_s);
+}
+
+// Per-worker SGEMM rate, `workers` n×n×n products at once: each worker has
+// its own handle, stream and output; the inputs are shared (read only).
+double measure_gemm_flops_per_s(int64_t workers, int sms, const CudaProbeOptions& o) {
+  const int n = static_cast<int>(o.gemm_size);
+  const size_t floats = static_cast<size_t>(n) * static_cast<size_t>(n);
+  const DeviceBuffer a = device_floats(floats), b = device_floats(floats);
+  fill_kernel<<<grid_for(floats, sms), kBlock>>>(a.get(), floats, 1u);
+  fill_kernel<<<grid_for(floats, sms), kBlock>>>(b.get(), floats, 2u);
+  TRAINSIM_CUDA(cudaGetLastError());
+  const std::vector<DeviceBuffer> c = zeroed_buffers(workers, floats);
+  std::vector<Blas> handles;
+  for (int64_t w = 0; w < workers; ++w) {
+    cublasHandle_t h = nullptr;
+    TRAINSIM_CUBLAS(cublasCreate(&h));
+    handles.push_back(Blas(h));
+    TRAINSIM_CUBLAS(cublasSetMathMode(h, CUBLAS_DEFAULT_MATH));  // fp32 arithmetic, no TF32
+  }
+  const float alpha = 1, beta = 0;
+  const double seconds = streams_median_s(workers, o, [&](size_t w, cudaStream_t stream) {
+    TRAINSIM_CUBLAS(cublasSetStream(handles[w].get(), stream));
+    TRAINSIM_CUBLAS(cublasSgemm(handles[w].get(), CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &alpha, a.get(), n, b.get(),
+                                      n, &beta, c[w].get(), n));
+  });
+  return 2.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n) / seconds;
+}
+
+// Per-worker copy rate, read + write, `workers` device-to-device copies at once.
+double measure_copy_bytes_per_s(int64_t workers, const CudaProbeOptions& o) {
+  const size_t floats = floats_of(o.copy_bytes);
+  const std::vector<DeviceBuffer> from = zeroed_buffers(workers, floats), to = zeroed_buffers(workers, floats);
+  const double seconds = streams_median_s(workers, o, [&](size_t w, cudaStream_t stream) {
+    TRAINSIM_CUDA(
+        cudaMemcpyAsync(to[w].get(), from[w].get(), floats * sizeof(float), cudaMemcpyDeviceToDevice, stream));
+  });
+  return 2.0 * static_cast<double>(floats * sizeof(float)) / seconds;
+}
+
+// Per-worker rate of a += b on the GPU, in bytes of one buffer, `workers` at once.
+double measure_device_reduce_bytes_per_s(int64_t workers, int sms, const CudaProbeOptions& o) {
+  const size_t floats = floats_of(o.reduce_bytes);
+  const std::vector<DeviceBuffer> a = zeroed_buffers(workers, floats), b = zeroed_buffers(workers, floats);
+  const double seconds = streams_median_s(workers, o, [&](size_t w, cudaStream_t stream) {
+    add_kernel<<<grid_for(floats, sms), kBlock, 0, stream>>>(a[w].get(), b[w].get(), floats);
+    TRAINSIM_CUDA(cudaGetLastError());
+  });
+  return static_cast<double>(floats * sizeof(float)) / seconds;
+}
+
+// A sweep of cudaMemcpyAsync(to, from) of min..max bytes (×4), each copy
+// timed alone with events on one stream.
+std::vector<ChannelSample> measure_copy_sweep(void* to, const void* from, cudaMemcpyKind kind,
+                                              const CudaProbeOptions& o) {
+  const Stream stream = make_stream();
+  const Event start = make_event(), stop = make_event();
+  TRAINSIM_CUDA(cudaDeviceSynchronize());
+  std::vector<ChannelSample> samples;
+  for (int64_t bytes = o.min_message_bytes; bytes <= o.max_message_bytes; bytes *= 4) {
+    std::vector<double> samples_s;
+    for (int64_t r = 0; r < o.warmups + o.repeats; ++r) {
+      TRAINSIM_CUDA(cudaEventRecord(start.get(), stream.get()));
+      TRAINSIM_CUDA(cudaMemcpyAsync(to, from, static_cast<size_t>(bytes), kind, stream.get()));
+      TRAINSIM_CUDA(cudaEventRecord(stop.get(), stream.get()));
+      TRAINSIM_CUDA(cudaEventSynchronize(stop.get()));
+      float ms = 0;
+      TRAINSIM_CUDA(cudaEventElapsedTime(&ms, start.get(), stop.get()));
+      if (r >= o.warmups) samples_s.push_back(ms * 1e-3);
+    }
+    samples.push_back({static_cast<double>(bytes), median_of(samples_s)});
+  }
+  return samples;
+}
+
+// Seconds of one a += b over `floats` on `threads` threads, each summing its
+// slice: from their common start to the last one's end.
+double time_host_sum_s(float* a, const float* b, size_t floats, unsigned threads) {
+  std::atomic<unsigned> ready{0};
+  std::atomic<bool> go{false};
+  std::vector<std::thread> pool;
+  const size_t slice = (floats + threads - 1) / threads;
+  const auto sum = [&](unsigned t) {
+    const size_t begin = std::min(floats, t * slice), end = std::min(floats, begin + slice);
+    ready.fetch_add(1);
+    while (!go.load()) std::this_thread::yield();
+    for (size_t i = begin; i < end; ++i) a[i] += b[i];
+  };
+  try {
+    for (unsigned t = 0; t < threads; ++t) pool.emplace_back(sum, t);
+  } catch (...) {
+    go.store(true);
+    for (std::thread& thread : pool) thread.join();
+    throw;
+  }
+  while (ready.load() < threads) std::this_thread::yield();
+  const double start_s = steady_s();
+  go.store(true);
+  for (std::thread& thread : pool) thread.join();
+  return steady_s() - start_s;
+}
+
+double measure_host_reduce_bytes_per_s(unsigned threads, const CudaProbeOptions& o) {
+  const size_t floats = floats_of(o.reduce_bytes);
+  std::vector<float> a(floats, 1.0f), b(floats, 1e-3f);
+  std::vector<double> samples_s;
+  for (int64_t r = 0; r < o.warmups + o.repeats; ++r) {
+    const double seconds = time_host_sum_s(a.data(), b.data(), floats, threads);
+    if (r >= o.warmups) samples_s.push_back(seconds);
+  }
+  return static_cast<double>(floats * sizeof(float)) / median_of(samples_s);
+}
+
+// Wall time of an empty kernel's launch and the stream's synchronization.
+double measure_launch_sync_s(const CudaProbeOptions& o) {
+  const Stream stream = make_stream();
+  std::vector<double> samples_s;
+  for (int64_t r = 0; r < o.warmups + o.sync_repeats; ++r) {
+    const double start_s = steady_s();
+    empty_kernel<<<1, 1, 0, stream.get()>>>();
+    TRAINSIM_CUDA(cudaGetLastError());
+    TRAINSIM_CUDA(cudaStreamSynchronize(stream.get()));
+    if (r >= o.warmups) samples_s.push_back(steady_s() - start_s);
+  }
+  return median_of(samples_s);
+}
+
+// intra_link = inter_link: device-to-device copies between two buffers; the
+// host link: the slower direction of pinned host copies.
+void measure_links(Cluster& c, const CudaProbeOptions& o) {
+  const size_t message_floats = floats_of(o.max_message_bytes);
+  const std::vector<DeviceBuffer> messages = zeroed_buffers(2, message_floats);
+  float* const from = messages[0].get();
+  float* const to = messages[1].get();
+  const ChannelFit link = fit_channel(measure_copy_sweep(to, from, cudaMemcpyDeviceToDevice, o));
+  c.intra_link = {link.bandwidth_bytes_per_s, link.latency_s};
+  c.inter_link = c.intra_link;
+  const HostBuffer pinned = pinned_floats(message_floats);
+  std::fill(pinned.get(), pinned.get() + message_floats, 1.0f);
+  const ChannelFit up = fit_channel(measure_copy_sweep(to, pinned.get(), cudaMemcpyHostToDevice, o));
+  const ChannelFit down = fit_channel(measure_copy_sweep(pinned.get(), from, cudaMemcpyDeviceToHost, o));
+  c.host.link_bandwidth_bytes_per_s = std::min(up.bandwidth_bytes_per_s, down.bandwidth_bytes_per_s);
+  c.host.link_latency_s = std::max(up.latency_s, down.latency_s);
+}
+
+// "256 MiB" for whole MiB, else "4096 B".
+std::string size_text(int64_t bytes) {
+  return bytes % (1 << 20) == 0 ? std::to_string(bytes >> 20) + " MiB" : std::to_string(bytes) + " B";
+}
+
+// CUDA's 12040 as "12.4".
+std::string version_text(int version) {
+  return std::to_string(version / 1000) + "." + std::to_string(version % 1000 / 10);
+}
+
+void check_arguments(int device, int64_t workers, const CudaProbeOptions& o) {
+  const std::string spelled = "cuda:" + std::to_string(device) + (workers == 1 ? "" : "x" + std::to_string(workers));
+  if (workers < 1 || workers > kMaxCudaWorkers) {
+    throw InputError("--device", "'" + spelled + "' asks for " + std::to_string(workers) + " workers",
+                     "cuda:N or cuda:NxW with 1 <= W <= " + std::to_string(kMaxCudaWorkers));
+  }
+  int count = 0;
+  const cudaError_t status = cudaGetDeviceCount(&count);
+  if (status != cudaSuccess || count == 0) {
+    const std::string why = status != cudaSuccess ? cudaGetErrorString(status) : "the CUDA runtime reports no device";
+    throw InputError("--device", "'" + spelled + "': no usable CUDA device: " + why,
+                     "a machine with a GPU and its driver");
+  }
+  if (device < 0 || device >= count) {
+    throw InputError("--device", "'" + spelled + "': this machine has " + std::to_string(count) + " CUDA devices",
+                     "cuda:0 to cuda:" + std::to_string(count - 1));
+  }
+  const bool ok = o.repeats >= 1 && o.warmups >= 0 && o.gemm_size >= 1 && o.gemm_size <= 32768 && o.copy_bytes >= 4 &&
+                  o.min_message_bytes >= 4 && o.max_message_bytes >= o.min_message_bytes && o.reduce_bytes >= 4 &&
+                  o.sync_repeats >= 1;
+  TRAINSIM_CHECK(ok, "CUDA probe options out of range");
+}
+
+}  // namespace
+
+Cluster measure_cuda_cluster(int device, int64_t workers, const CudaProbeOptions& options) {
+  check_arguments(device, workers, options);
+  const CurrentDevice current(device);
+  cudaDeviceProp prop{};
+  TRAINSIM_CUDA(cudaGetDeviceProperties(&prop, device));
+  int runtime = 0, driver = 0;
+  TRAINSIM_CUDA(cudaRuntimeGetVersion(&runtime));
+  TRAINSIM_CUDA(cudaDriverGetVersion(&driver));
+  const int sms = std::max(1, prop.multiProcessorCount);
+  const unsigned threads = std::max(1u, std::thread::hardware_concurrency());
+
+  Cluster c;
+  c.name = "cuda" + std::to_string(workers) + "-measured";
+  c.machines = 1;
+  c.devices_per_machine = workers;
+  c.device.name = prop.name;
+  c.device.kind = "gpu";
+  c.device.memory_bytes = static_cast<double>(prop.totalGlobalMem) / static_cast<double>(workers);
+  c.device.peak_flops_per_s = measure_gemm_flops_per_s(workers, sms, options);
+  c.device.memory_bytes_per_s = measure_copy_bytes_per_s(workers, options);
+  c.device.compute_rate_while_communicating = 1;
+  c.device.handoff_s = 0;
+
+  measure_links(c, options);
+  c.host.reduce_bytes_per_s = measure_host_reduce_bytes_per_s(threads, options);
+  c.host.threads = threads;
+  c.host.stream_sync_s = measure_launch_sync_s(options);
+  c.collective.reduce_bytes_per_s = measure_device_reduce_bytes_per_s(workers, sms, options);
+  c.collective.sync_s = c.host.stream_sync_s;
+  c.collective.pack_bytes_per_s = 0;
+
+  c.description =
+      "measured on " + c.device.name + " (" + std::to_string(sms) + " SMs, CUDA runtime " + version_text(runtime) +
+      ", driver " + version_text(driver) + ") as " + std::to_string(workers) + (workers == 1 ? " worker" : " workers") +
+      " sharing it: fp32 SGEMM n=" + std::to_string(options.gemm_size) + " with TF32 off and device copies of " +
+      size_text(options.copy_bytes) + ", one per worker at once; device-to-device and pinned host copies " +
+      size_text(options.min_message_bytes) + ".." + size_text(options.max_message_bytes) +
+      " (latency: smallest message; bandwidth: least-squares slope of the large ones); a += b over " +
+      size_text(options.reduce_bytes) + " on the GPU and on " + std::to_string(threads) +
+      " host threads; empty-kernel launch and sync (NCCL's fixed cost not measured)";
+  validate_cluster(c, "measured cluster " + c.name);
+  return c;
+}
+
+}  // namespace trainsim

@@ -1,0 +1,64 @@
+// Measures one NVIDIA GPU as a cluster of virtual workers sharing it
+// (`trainsim.cluster/1`): its compute, memory and copy rates, timed with the
+// CUDA runtime and cuBLAS. Declared in every build; without CUDA it throws.
+#pragma once
+
+#include <cstdint>
+
+#include "profiles/cluster.hpp"
+
+namespace trainsim {
+
+// The most virtual workers one GPU is measured as (cuda:NxW).
+inline constexpr int64_t kMaxCudaWorkers = 64;
+
+struct CudaProbeOptions {
+  int64_t repeats = 5;             // timed runs per measurement (median)
+  int64_t warmups = 2;             // untimed runs before them
+  int64_t gemm_size = 4096;        // n of each worker's n×n×n fp32 SGEMM
+  int64_t copy_bytes = 256 << 20;  // each worker's device-to-device copy
+  int64_t min_message_bytes = 4;   // copy sweeps, ×4 steps
+  int64_t max_message_bytes = 64 << 20;
+  int64_t reduce_bytes = 64 << 20;  // one buffer of the float sums a += b (GPU and host)
+  int64_t sync_repeats = 200;       // launch + synchronize round trips timed
+};
+
+// One machine, devices_per_machine = workers, device kind "gpu"; "at once"
+// means `workers` operations issued together, one per CUDA stream, timed with
+// CUDA events from the first one's start to the last one's end (so with W
+// workers each gets about 1/W of the GPU); every time is the median of
+// `repeats` after `warmups`:
+//   device.name = the CUDA device's name; memory_bytes = totalGlobalMem / workers;
+//   peak_flops_per_s = 2n³ / time of n×n×n cuBLAS SGEMMs (n = gemm_size,
+//     CUBLAS_DEFAULT_MATH: fp32 arithmetic, TF32 off), one per worker at once;
+//   memory_bytes_per_s = 2·copy_bytes / time of device-to-device copies of
+//     copy_bytes (read + write, STREAM's convention), one per worker at once;
+//   compute_rate_while_communicating = 1 (copy engines move the bytes);
+//   handoff_s = 0 (launches are asynchronous);
+//   intra_link = inter_link = fit_channel of device-to-device cudaMemcpyAsync
+//     between two buffers of the GPU, min_message_bytes ×4 up to
+//     max_message_bytes, each timed alone with events on one stream: what a
+//     virtual worker's send to another on the same GPU costs;
+//   host.link_bandwidth_bytes_per_s, host.link_latency_s = fit_channel of the
+//     same sweep of pinned (cudaMallocHost) host-to-device and device-to-host
+//     copies: the lower bandwidth and the larger latency of the two directions;
+//   host.reduce_bytes_per_s = reduce_bytes / time of a += b over reduce_bytes
+//     of floats on host.threads threads, each summing its slice (all threads
+//     together, from their common start to the last one's end);
+//   host.threads = std::thread::hardware_concurrency (at least 1);
+//   host.stream_sync_s = collective.sync_s = median wall time (steady_clock)
+//     of an empty kernel's launch and cudaStreamSynchronize, over
+//     sync_repeats round trips. NCCL's own fixed cost per call is not in it:
+//     one GPU cannot hold two NCCL ranks;
+//   collective.reduce_bytes_per_s = reduce_bytes / time of an on-device a += b
+//     kernel over reduce_bytes, one per worker at once;
+//   collective.pack_bytes_per_s = 0 (collectives read the tensors in place).
+// name "cuda<workers>-measured"; the description names the GPU, its SM
+// count, the CUDA runtime and driver versions and what was measured.
+// InputError naming --device when workers is outside [1, kMaxCudaWorkers],
+// when `device` is not in [0, number of CUDA devices), when no GPU or driver
+// answers, or (built without CUDA) always; CudaError naming the call
+// when a CUDA or cuBLAS call fails (out of device memory, for one).
+Cluster measure_cuda_cluster(int device, int64_t workers, const CudaProbeOptions& options = {});
+
+}  // namespace trainsim

@@ -1,0 +1,15 @@
+// measure_cuda_cluster in a build without CUDA: every call is refused.
+#include <string>
+
+#include "model/error.hpp"
+#include "profiles/profiler/cuda_cluster_probe.hpp"
+
+namespace trainsim {
+
+Cluster measure_cuda_cluster(int device, int64_t workers, const CudaProbeOptions&) {
+  const std::string spelled = "cuda:" + std::to_string(device) + (workers == 1 ? "" : "x" + std::to_string(workers));
+  throw InputError("--device", "'" + spelled + "': this trainsim was built without CUDA",
+                   "a build with -DTRAINSIM_WITH_CUDA=ON");
+}
+
+}  // namespace trainsim

@@ -1,0 +1,69 @@
+// measure_cuda_profile: per-layer CUDA-event medians over whole passes.
+#include "profiles/profiler/cuda_profiler.hpp"
+
+#include <algorithm>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "exec/cuda/cuda_network.hpp"
+#include "exec/data/random_bits.hpp"
+#include "exec/tensor/layers.hpp"
+#include "model/error.hpp"
+#include "profiles/profiler/measured_layers.hpp"
+
+namespace trainsim {
+namespace {
+
+// `trainsim run`'s optimizer with a small step, as the CPU profiler times it.
+constexpr SgdOptions kTimedSgd{1e-4, 0.9, 0.0};
+
+// The medians of `passes` timed passes after `warmups` untimed ones.
+LayerMedians time_passes(const Model& model, int64_t batch, int device, const MeasureOptions& options,
+                         int64_t progress_offset, int64_t progress_total, std::string& device_name) {
+  const Network network = build_network(model);
+  CudaNetwork gpu(model, init_weights(network, options.seed), batch, device);
+  device_name = gpu.device_name();
+  std::mt19937_64 rng(mix_seed(options.seed, 1));
+  const Tensor x = random_input(model, batch, rng);
+  const std::vector<int64_t>& out = model.layers.back().output_shape;
+  const int64_t per_sample = out.empty() ? 1 : element_count(out) / std::max<int64_t>(1, out.back());
+  gpu.set_batch(x, std::vector<int32_t>(static_cast<size_t>(batch * per_sample), 0));
+  GpuPassTimes runs;
+  const int64_t passes = options.warmups + options.repeats;
+  for (int64_t r = 0; r < passes; ++r) {
+    const GpuPassTimes t = gpu.timed_pass(kTimedSgd);
+    if (r >= options.warmups) {
+      runs.forward_s.insert(runs.forward_s.end(), t.forward_s.begin(), t.forward_s.end());
+      runs.backward_s.insert(runs.backward_s.end(), t.backward_s.begin(), t.backward_s.end());
+      runs.update_s.insert(runs.update_s.end(), t.update_s.begin(), t.update_s.end());
+    }
+    if (options.progress) options.progress(progress_offset + r + 1, progress_total);
+  }
+  const auto count = static_cast<int64_t>(model.layers.size());
+  return {layer_medians(runs.forward_s, count), layer_medians(runs.backward_s, count),
+          layer_medians(runs.update_s, count), {}};
+}
+
+}  // namespace
+
+Profile measure_cuda_profile(const Model& model, int64_t batch, int device, const MeasureOptions& options) {
+  if (batch < 1) throw InputError("--batch", std::to_string(batch), "a batch size >= 1");
+  if (options.repeats < 1) throw InputError("--repeats", std::to_string(options.repeats), "at least 1 timed run");
+  if (options.warmups < 0) throw InputError("--warmups", std::to_string(options.warmups), "0 or more warm-up runs");
+  if (options.concurrent != 1) {
+    throw InputError("--concurrent", "is " + std::to_string(options.concurrent),
+                     "1 with a GPU: each GPU worker is measured alone");
+  }
+  validate_model(model, "model " + model.name);
+  const int64_t passes = options.warmups + options.repeats;
+  const int64_t small = batch / kSmallBatchDivisor;  // micro-batch size the fixed parts are fitted at
+  const int64_t total = small >= 1 ? 2 * passes : passes;
+  std::string name;
+  const LayerMedians at_batch = time_passes(model, batch, device, options, 0, total, name);
+  LayerMedians at_small;
+  if (small >= 1) at_small = time_passes(model, small, device, options, passes, total, name);
+  return measured_profile(model, batch, at_batch, small, small >= 1 ? &at_small : nullptr, {name, "gpu"});
+}
+
+}  // namespace trainsim

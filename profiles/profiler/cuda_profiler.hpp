@@ -1,0 +1,27 @@
+// The GPU profiler: every layer's forward, backward and update timed with
+// CUDA events inside whole training passes on exec's GPU device
+// (CudaNetwork), written as a `trainsim.profile/1` (source "measured").
+#pragma once
+
+#include <cstdint>
+
+#include "model/layer.hpp"
+#include "profiles/profile.hpp"
+#include "profiles/profiler/profiler.hpp"
+
+namespace trainsim {
+
+// Profile of `model` at `batch` samples on GPU `device`. Each of
+// options.warmups + options.repeats passes is one training step on the GPU
+// (CudaNetwork::timed_pass: every forward, the last with the loss, every
+// backward, then every momentum-SGD step with its gradient zeroed) on one
+// random batch that stays in device memory, so no layer's time includes a
+// host copy; each layer's times are the medians over the timed passes. The
+// fixed parts are fitted from a second measurement at batch / 8, as on the
+// CPU. device = {the GPU's name, "gpu"}. InputError naming --batch or
+// --repeats for values < 1, --concurrent when it is not 1 (each GPU worker
+// is measured alone), and CudaNetwork's errors (an op without a kernel, no
+// such GPU, a build without CUDA).
+Profile measure_cuda_profile(const Model& model, int64_t batch, int device, const MeasureOptions& options = {});
+
+}  // namespace trainsim

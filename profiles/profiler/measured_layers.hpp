@@ -1,0 +1,44 @@
+// What the CPU and GPU profilers share: the random batch they measure on,
+// per-layer medians over timed passes, and the profile those medians make.
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "exec/tensor/tensor.hpp"
+#include "model/layer.hpp"
+#include "profiles/profile.hpp"
+
+namespace trainsim {
+
+// A batch of the model's input, uniform in [-1, 1), or token ids in [0,
+// rows) where the first layer looks rows up (embedding, embedding_bag).
+Tensor random_input(const Model& model, int64_t batch, std::mt19937_64& rng);
+
+// Per layer, the median over passes of `times` (pass after pass, `count` per pass).
+std::vector<double> layer_medians(const std::vector<double>& times, int64_t count);
+
+// Each layer's medians at one batch size.
+struct LayerMedians {
+  std::vector<double> forward_s, backward_s, update_s;
+  std::vector<double> sparsity;  // empty: every layer dense (1)
+};
+
+// The fixed parts of layer times are fitted from a second measurement at
+// batch / 8 (GPipe's micro-batches are that size or smaller).
+constexpr int64_t kSmallBatchDivisor = 8;
+
+// The batch-independent part of a time measured at `batch` (t) and at a
+// smaller `small` batch (t_small), fitting t(b) = fixed + c·b through both:
+// fixed = (t_small·batch − t·small) / (batch − small), within [0, t].
+double fixed_part_s(double t, double t_small, int64_t batch, int64_t small);
+
+// The measured profile (source "measured", fp32) of `model` at `batch` from
+// its medians there and, when `at_small` is not null, at `small` samples (the
+// fixed parts); bytes from the model (4 bytes per parameter and per output
+// element). Validated.
+Profile measured_profile(const Model& model, int64_t batch, const LayerMedians& at_batch, int64_t small,
+                         const LayerMedians* at_small, ProfileDevice device);
+
+}  // namespace trainsim

@@ -1,0 +1,59 @@
+// What the GPU device refuses before it touches a GPU (every build runs
+// these): ops without a CUDA kernel, graphs that are not chains, and, on a
+// machine without a GPU or in a build without CUDA, any device.
+#include <gtest/gtest.h>
+
+#include "exec/cuda/cuda_network.hpp"
+#include "exec/devices.hpp"
+#include "exec/tensor/layers.hpp"
+#include "model/error.hpp"
+#include "model/zoo/builder.hpp"
+#include "model/zoo/zoo.hpp"
+
+namespace trainsim {
+namespace {
+
+#ifdef TRAINSIM_WITH_CUDA
+#define SKIP_WITHOUT_CUDA() \
+  do {                      \
+  } while (false)
+#else
+#define SKIP_WITHOUT_CUDA() GTEST_SKIP() << "built without CUDA: every device is refused first"
+#endif
+
+std::string error_of(const Model& model, int device) {
+  try {
+    const Network net = build_network(model);
+    CudaNetwork gpu(model, init_weights(net, 1), 4, device);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(CudaNetworkErrors, AnOpWithoutAKernelIsNamedWithItsLayer) {
+  SKIP_WITHOUT_CUDA();
+  const std::string error = error_of(build_zoo_model("fmnist-resnet20"), 0);
+  EXPECT_NE(error.find("batchnorm"), std::string::npos) << error;
+  EXPECT_NE(error.find("no CUDA kernel"), std::string::npos) << error;
+}
+
+TEST(CudaNetworkErrors, AGraphThatIsNotAChainIsRefused) {
+  SKIP_WITHOUT_CUDA();
+  ModelBuilder b("branchy", "test", {16}, 4);
+  const std::string fc1 = b.linear("fc1", kModelInput, 16);
+  b.linear("out", b.add("sum", {b.linear("fc2", fc1, 16), fc1}), 4);
+  const std::string error = error_of(std::move(b).build(), 0);
+  EXPECT_NE(error.find("branchy: sum.inputs"), std::string::npos) << error;
+}
+
+TEST(CudaNetworkErrors, NoGpuOrABadIndexNamesTheDevice) {
+  std::string reason;
+  const auto gpus = list_cuda_devices(reason);
+  const int index = gpus.empty() ? 0 : static_cast<int>(gpus.size());  // one past the last
+  const std::string error = error_of(build_zoo_model("fmnist-mlp"), index);
+  EXPECT_NE(error.find("--device"), std::string::npos) << error;
+}
+
+}  // namespace
+}  // namespace trainsim

@@ -1,0 +1,98 @@
+// The CUDA cluster probe on GPU 0: what it measures validates, lies within
+// physical bounds and divides the GPU among its workers; bad arguments are
+// InputErrors naming --device. Skipped, with the reason, without a GPU.
+#include "profiles/profiler/cuda_cluster_probe.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+
+#include "exec/devices.hpp"
+#include "model/error.hpp"
+
+namespace trainsim {
+namespace {
+
+// Small enough to keep each probe under a few seconds on a current GPU,
+// large enough that the GEMM and the copies fill it.
+CudaProbeOptions quick_cuda_probe() {
+  CudaProbeOptions o;
+  o.repeats = 3;
+  o.warmups = 1;
+  o.gemm_size = 2048;
+  o.copy_bytes = 64 << 20;
+  o.max_message_bytes = 4 << 20;
+  o.reduce_bytes = 16 << 20;
+  o.sync_repeats = 50;
+  return o;
+}
+
+void expect_between(double value, double low, double high, const std::string& what) {
+  EXPECT_TRUE(std::isfinite(value)) << what;
+  EXPECT_GE(value, low) << what;
+  EXPECT_LE(value, high) << what;
+}
+
+void expect_sane(const Cluster& c, int64_t workers) {
+  SCOPED_TRACE(c.name);
+  EXPECT_NO_THROW(validate_cluster(c, "measured"));
+  EXPECT_EQ(c.name, "cuda" + std::to_string(workers) + "-measured");
+  EXPECT_EQ(c.machines, 1);
+  EXPECT_EQ(c.devices_per_machine, workers);
+  EXPECT_EQ(c.device.kind, "gpu");
+  EXPECT_FALSE(c.device.name.empty());
+  EXPECT_FALSE(c.description.empty());
+  EXPECT_GT(c.device.memory_bytes, 0);
+  expect_between(c.device.peak_flops_per_s, 1e11, 1e15, "device.peak_flops_per_s");
+  expect_between(c.device.memory_bytes_per_s, 1e10, 1e13, "device.memory_bytes_per_s");
+  EXPECT_EQ(c.device.compute_rate_while_communicating, 1);
+  EXPECT_EQ(c.device.handoff_s, 0);
+  for (const LinkSpec& link : {c.intra_link, c.inter_link}) {
+    EXPECT_TRUE(std::isfinite(link.bandwidth_bytes_per_s));
+    EXPECT_GT(link.bandwidth_bytes_per_s, 0);
+    expect_between(link.latency_s, 1e-7, 1e-2, "link latency_s");
+  }
+  expect_between(c.host.link_bandwidth_bytes_per_s, 1e8, 1e12, "host.link_bandwidth_bytes_per_s");
+  expect_between(c.host.link_latency_s, 1e-7, 1e-2, "host.link_latency_s");
+  EXPECT_TRUE(std::isfinite(c.host.reduce_bytes_per_s));
+  EXPECT_GT(c.host.reduce_bytes_per_s, 0);
+  EXPECT_GE(c.host.threads, 1);
+  expect_between(c.host.stream_sync_s, 1e-7, 1e-2, "host.stream_sync_s");
+  EXPECT_TRUE(std::isfinite(c.collective.reduce_bytes_per_s));
+  EXPECT_GT(c.collective.reduce_bytes_per_s, 0);
+  expect_between(c.collective.sync_s, 1e-7, 1e-2, "collective.sync_s");
+  EXPECT_EQ(c.collective.pack_bytes_per_s, 0);
+}
+
+TEST(CudaClusterProbe, MeasuresGpuZeroAndSharesItAmongItsWorkers) {
+  std::string reason;
+  if (list_cuda_devices(reason).empty()) GTEST_SKIP() << "GPU test skipped: " << reason;
+  const Cluster one = measure_cuda_cluster(0, 1, quick_cuda_probe());
+  const Cluster four = measure_cuda_cluster(0, 4, quick_cuda_probe());
+  expect_sane(one, 1);
+  expect_sane(four, 4);
+  EXPECT_NEAR(four.device.memory_bytes, one.device.memory_bytes / 4, one.device.memory_bytes * 1e-9);
+  EXPECT_LT(four.device.peak_flops_per_s, one.device.peak_flops_per_s);
+  EXPECT_EQ(four.device.name, one.device.name);
+}
+
+TEST(CudaClusterProbe, RejectsAnUnknownDeviceAndWorkerCountsOutOfRange) {
+  // InputErrors with or without a GPU (and in a build without CUDA).
+  const struct {
+    int device;
+    int64_t workers;
+  } cases[] = {{-1, 1}, {1 << 20, 1}, {0, 0}, {0, -3}, {0, kMaxCudaWorkers + 1}};
+  for (const auto& bad : cases) {
+    try {
+      measure_cuda_cluster(bad.device, bad.workers, quick_cuda_probe());
+      FAIL() << "no error for cuda:" << bad.device << "x" << bad.workers;
+    } catch (const InputError& e) {
+      EXPECT_EQ(e.where(), "--device") << e.what();
+    }
+  }
+}
+
+}  // namespace
+}  // namespace trainsim

@@ -1,0 +1,175 @@
+#!/usr/bin/env python3
+"""`make gpu-check`: what trainsim's GPU side does on this machine's GPU.
+
+Runs the GPU conformance tests, profiles the zoo's chain models on the GPU
+(three times each, for the spread), measures the GPU as a cluster of 1 and
+4 workers, predicts every strategy from those measurements, and, where
+PyTorch imports, times PyTorch's eager training step on the same model,
+batch and precision (fp32, TF32 off) beside trainsim's. Writes OUT/gpu-check.md
+(with the GPU's name and driver) and the JSON files it measured; exits 1 if
+a test or a command failed."""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+MODELS = ["fmnist-mlp", "fmnist-cnn"]
+BATCHES = [64, 1024]
+RUNS = 3
+
+
+def run(cmd, log, check=True):
+    log.append("$ " + " ".join(cmd))
+    started = time.time()
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True)
+    except FileNotFoundError as e:
+        done = subprocess.CompletedProcess(cmd, 127, "", str(e))
+    log.append(f"(exit {done.returncode}, {time.time() - started:.1f} s)")
+    if done.returncode != 0 and check:
+        log.append(done.stdout[-4000:] + done.stderr[-4000:])
+    return done
+
+
+def gtest_summary(output):
+    lines = [l for l in output.splitlines() if l.startswith(("[  PASSED  ]", "[  FAILED  ]", "[  SKIPPED ]"))]
+    return "; ".join(lines) if lines else " ".join(output.strip().splitlines()[-1:])
+
+
+def step_s(profile):
+    return sum(l["forward_s"] + l["backward_s"] + l.get("update_s", 0.0) for l in profile["layers"])
+
+
+def spread(values):
+    return f"{statistics.median(values) * 1e3:.3f} ms (runs {', '.join(f'{v * 1e3:.3f}' for v in values)})"
+
+
+def torch_steps(model_name, batch, params, steps=50, warmups=10):
+    """Median and per-run times of PyTorch's eager training step, CUDA events around each."""
+    import torch
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from torch_models import MODELS as TORCH_MODELS
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cudnn.benchmark = True  # trainsim picks cuDNN's algorithms by timing them too
+    model = TORCH_MODELS[model_name]().cuda()
+    count = sum(p.numel() for p in model.parameters())
+    if count != params:
+        raise SystemExit(f"{model_name}: PyTorch's model has {count} parameters, trainsim's {params}")
+    shape = {"fmnist-mlp": (1, 28, 28), "fmnist-cnn": (1, 28, 28)}[model_name]
+    x = torch.rand((batch,) + shape, device="cuda") * 2 - 1
+    y = torch.zeros(batch, dtype=torch.long, device="cuda")
+    opt = torch.optim.SGD(model.parameters(), lr=1e-4, momentum=0.9)
+    loss_fn = torch.nn.CrossEntropyLoss()
+    times = []
+    for i in range(warmups + steps):
+        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        opt.zero_grad(set_to_none=False)
+        loss_fn(model(x), y).backward()
+        opt.step()
+        stop.record()
+        torch.cuda.synchronize()
+        if i >= warmups:
+            times.append(start.elapsed_time(stop) * 1e-3)
+    return statistics.median(times), torch.__version__
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--build", default="build", help="trainsim's build folder")
+    parser.add_argument("--out", default="docs/gpu-check", help="where the report and measurements go")
+    parser.add_argument("--commit", default="unknown", help="the trainsim commit measured")
+    args = parser.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    trainsim = os.path.join(args.build, "tools", "trainsim")
+    log, report, failed = [], [], False
+
+    smi = run(["nvidia-smi", "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"], log)
+    gpu = smi.stdout.strip()
+    if smi.returncode != 0 or not gpu:
+        print(f"gpu-check: no GPU answers here ({smi.stderr.strip() or 'nvidia-smi printed nothing'})",
+              file=sys.stderr)
+        return 2
+    report += ["# GPU check", "", f"- GPU, driver, memory: {gpu}", f"- trainsim commit: {args.commit}",
+               f"- date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}", "", "## Tests", ""]
+    tests = [("gpu_tests", []), ("exec_tests", ["--gtest_filter=CudaNetwork*:Devices*"]),
+             ("tools_tests", ["--gtest_filter=ProfileDeviceCli*"])]
+    for binary, flags in tests:
+        done = run([os.path.join(args.build, "tests", binary)] + flags, log)
+        failed |= done.returncode != 0
+        report.append(f"- `{binary} {' '.join(flags)}`: exit {done.returncode}: {gtest_summary(done.stdout)}")
+        if done.returncode != 0:
+            report.append("```\n" + done.stdout[-3000:] + "\n```")
+
+    report += ["", "## Profiles and PyTorch's step", "",
+               f"Each trainsim figure is one `trainsim profile --device cuda:0` (20 timed passes after 3 warm-ups; "
+               f"the step is the sum of its layers' medians), {RUNS} runs; PyTorch's is the median of 50 eager "
+               "steps (CUDA events around zero_grad, forward, loss, backward and SGD step) after 10 warm-ups, "
+               f"{RUNS} runs. fp32, TF32 off, momentum SGD, the batch resident on the GPU.", "",
+               "| model | batch | trainsim step | PyTorch step | trainsim / PyTorch |", "|---|---|---|---|---|"]
+    for model in MODELS:
+        params = json.loads(run([trainsim, "zoo", "show", model, "--json"], log).stdout)["param_count"]
+        for batch in BATCHES:
+            ours, theirs = [], []
+            for r in range(RUNS):
+                path = os.path.join(args.out, f"{model}-b{batch}-run{r + 1}.json")
+                done = run([trainsim, "profile", "--device", "cuda:0", "--model", model, "--batch", str(batch),
+                            "--out", path, "--quiet"], log)
+                if done.returncode != 0:
+                    failed = True
+                    continue
+                with open(path) as f:
+                    ours.append(step_s(json.load(f)))
+            torch_version = None
+            try:
+                for r in range(RUNS):
+                    t, torch_version = torch_steps(model, batch, params)
+                    theirs.append(t)
+            except ImportError:
+                pass
+            ratio = (f"{statistics.median(ours) / statistics.median(theirs):.2f}"
+                     if ours and theirs else "n/a")
+            report.append(f"| {model} | {batch} | {spread(ours) if ours else 'failed'} | "
+                          f"{spread(theirs) if theirs else 'no PyTorch'} | {ratio} |")
+    if torch_version:
+        report += ["", f"PyTorch {torch_version}."]
+
+    report += ["", "## The GPU as a cluster", ""]
+    for workers in (1, 4):
+        path = os.path.join(args.out, f"cuda{workers}-measured.json")
+        done = run([trainsim, "profile", "--device", f"cuda:0x{workers}", "--model", "fmnist-cnn", "--out",
+                    os.devnull, "--cluster-out", path, "--quiet"], log)
+        if done.returncode != 0:
+            failed = True
+            continue
+        with open(path) as f:
+            c = json.load(f)
+        d, h, col, link = c["device"], c["host"], c["collective"], c["intra_link"]
+        report.append(f"- {workers} worker(s): {d['peak_flops_per_s'] / 1e12:.2f} TFLOP/s fp32 and "
+                      f"{d['memory_bytes_per_s'] / 1e9:.0f} GB/s memory per worker; device-to-device copies "
+                      f"{link['bandwidth_bytes_per_s'] / 1e9:.0f} GB/s after {link['latency_s'] * 1e6:.1f} µs; "
+                      f"host link {h['link_bandwidth_bytes_per_s'] / 1e9:.1f} GB/s after "
+                      f"{h['link_latency_s'] * 1e6:.1f} µs; launch + sync {h['stream_sync_s'] * 1e6:.1f} µs; "
+                      f"on-device sum {col['reduce_bytes_per_s'] / 1e9:.0f} GB/s")
+    cluster4 = os.path.join(args.out, "cuda4-measured.json")
+    profile = os.path.join(args.out, "fmnist-cnn-b64-run1.json")
+    if os.path.exists(cluster4) and os.path.exists(profile):
+        done = run([trainsim, "predict", "--profile", profile, "--cluster", cluster4, "--method", "both"], log)
+        failed |= done.returncode != 0
+        report += ["", "## Predictions from these measurements (fmnist-cnn, batch 64 per worker, 4 workers)",
+                   "", "```", done.stdout.strip(), "```"]
+
+    report += ["", "## Commands", "", "```"] + log + ["```", ""]
+    with open(os.path.join(args.out, "gpu-check.md"), "w") as f:
+        f.write("\n".join(report))
+    print("\n".join(report))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
