@@ -22,13 +22,58 @@ __global__ void add_row_bias_kernel(float* y, const float* bias, int64_t rows, i
   TRAINSIM_GRID_LOOP(i, rows * width) { y[i] += bias[i % width]; }
 }
 
-__global__ void relu_forward_kernel(const float* x, float* y, int64_t n) {
-  TRAINSIM_GRID_LOOP(i, n) { y[i] = x[i] > 0.0f ? x[i] : 0.0f; }
+// Samples per block of add_channel_sums: each block sums one channel over
+// this many samples and adds its partial sum atomically.
+constexpr int64_t kSamplesPerBlock = 16;
+
+__global__ void add_channel_sums_kernel(const float* dy, float* db, int64_t batch, int64_t channels,
+                                        int64_t plane) {
+  const int64_t c = blockIdx.x;
+  const int64_t first = int64_t{blockIdx.y} * kSamplesPerBlock;
+  const int64_t last = first + kSamplesPerBlock < batch ? first + kSamplesPerBlock : batch;
+  float sum = 0.0f;
+  for (int64_t n = first; n < last; ++n) {
+    const float* row = dy + (n * channels + c) * plane;
+    for (int64_t p = threadIdx.x; p < plane; p += blockDim.x) sum += row[p];
+  }
+  __shared__ float partial[kThreads];
+  partial[threadIdx.x] = sum;
+  __syncthreads();
+  for (int half = kThreads / 2; half > 0; half /= 2) {
+    if (threadIdx.x < half) partial[threadIdx.x] += partial[threadIdx.x + half];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) atomicAdd(db + c, partial[0]);
 }
 
-__global__ void relu_backward_kernel(const float* y, const float* dy, float* dx, int64_t n) {
-  TRAINSIM_GRID_LOOP(i, n) { dx[i] = y[i] > 0.0f ? dy[i] : 0.0f; }
+__device__ float relu(float v) { return v > 0.0f ? v : 0.0f; }
+__device__ float pass_if(float y, float dy) { return y > 0.0f ? dy : 0.0f; }
+
+// Four floats at a time (`quads` of them) where every buffer is 16-byte
+// aligned (cudaMalloc's are), then one at a time for the rest.
+__global__ void relu_forward_kernel(const float* x, float* y, int64_t n, int64_t quads) {
+  const float4* x4 = reinterpret_cast<const float4*>(x);
+  float4* y4 = reinterpret_cast<float4*>(y);
+  TRAINSIM_GRID_LOOP(i, quads) {
+    const float4 v = x4[i];
+    y4[i] = make_float4(relu(v.x), relu(v.y), relu(v.z), relu(v.w));
+  }
+  TRAINSIM_GRID_LOOP(i, n - 4 * quads) { y[4 * quads + i] = relu(x[4 * quads + i]); }
 }
+
+__global__ void relu_backward_kernel(const float* y, const float* dy, float* dx, int64_t n, int64_t quads) {
+  const float4* y4 = reinterpret_cast<const float4*>(y);
+  const float4* dy4 = reinterpret_cast<const float4*>(dy);
+  float4* dx4 = reinterpret_cast<float4*>(dx);
+  TRAINSIM_GRID_LOOP(i, quads) {
+    const float4 a = y4[i], b = dy4[i];
+    dx4[i] = make_float4(pass_if(a.x, b.x), pass_if(a.y, b.y), pass_if(a.z, b.z), pass_if(a.w, b.w));
+  }
+  TRAINSIM_GRID_LOOP(i, n - 4 * quads) { dx[4 * quads + i] = pass_if(y[4 * quads + i], dy[4 * quads + i]); }
+}
+
+bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+
 
 __global__ void maxpool_forward_kernel(const float* x, float* y, int32_t* argmax, PoolGeometry g) {
   const int64_t out_plane = g.out_height * g.out_width;
@@ -98,12 +143,21 @@ void add_row_bias(float* y, const float* bias, int64_t rows, int64_t width, cuda
   if (rows * width > 0) add_row_bias_kernel<<<blocks_for(rows * width), kThreads, 0, stream>>>(y, bias, rows, width);
 }
 
+void add_channel_sums(const float* dy, float* db, int64_t batch, int64_t channels, int64_t plane,
+                      cudaStream_t stream) {
+  if (batch * channels * plane == 0) return;
+  const dim3 grid(static_cast<unsigned>(channels), static_cast<unsigned>((batch + kSamplesPerBlock - 1) / kSamplesPerBlock));
+  add_channel_sums_kernel<<<grid, kThreads, 0, stream>>>(dy, db, batch, channels, plane);
+}
+
 void relu_forward(const float* x, float* y, int64_t n, cudaStream_t stream) {
-  if (n > 0) relu_forward_kernel<<<blocks_for(n), kThreads, 0, stream>>>(x, y, n);
+  const int64_t quads = aligned16(x) && aligned16(y) ? n / 4 : 0;
+  if (n > 0) relu_forward_kernel<<<blocks_for(n - 3 * quads), kThreads, 0, stream>>>(x, y, n, quads);
 }
 
 void relu_backward(const float* y, const float* dy, float* dx, int64_t n, cudaStream_t stream) {
-  if (n > 0) relu_backward_kernel<<<blocks_for(n), kThreads, 0, stream>>>(y, dy, dx, n);
+  const int64_t quads = aligned16(y) && aligned16(dy) && aligned16(dx) ? n / 4 : 0;
+  if (n > 0) relu_backward_kernel<<<blocks_for(n - 3 * quads), kThreads, 0, stream>>>(y, dy, dx, n, quads);
 }
 
 void maxpool_forward(const float* x, float* y, int32_t* argmax, const PoolGeometry& g, cudaStream_t stream) {

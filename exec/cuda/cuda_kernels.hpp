@@ -11,6 +11,10 @@ namespace trainsim::cuda {
 
 // y[r, j] += bias[j] for rows r < rows, j < width.
 void add_row_bias(float* y, const float* bias, int64_t rows, int64_t width, cudaStream_t stream);
+// db[c] += Σ over samples and positions of dy[n, c, p] for dy {batch,
+// channels, plane}: a convolution's bias gradient.
+void add_channel_sums(const float* dy, float* db, int64_t batch, int64_t channels, int64_t plane,
+                      cudaStream_t stream);
 // y = max(x, 0).
 void relu_forward(const float* x, float* y, int64_t n, cudaStream_t stream);
 // dx = dy where y > 0, else 0.

@@ -129,8 +129,9 @@ void conv_backward(const GpuLayer& l, Context& c) {
   const ConvPlan& p = l.conv;
   TRAINSIM_CUDNN(cudnnConvolutionBackwardFilter(c.dnn, &kOne, p.x, l.x, p.y, l.dy, p.conv, p.backward_filter,
                                                 c.workspace.get(), p.workspace_bytes, &kOne, p.w, l.grads[0].get()));
+  // The bias gradient: a sum over samples and positions per channel (the device's own kernel).
   if (l.has_bias) {
-    TRAINSIM_CUDNN(cudnnConvolutionBackwardBias(c.dnn, &kOne, p.y, l.dy, &kOne, p.bias, l.grads[1].get()));
+    add_channel_sums(l.dy, l.grads[1].get(), l.batch, l.out_shape[0], l.out_shape[1] * l.out_shape[2], c.stream);
   }
   if (l.dx != nullptr) {
     TRAINSIM_CUDNN(cudnnConvolutionBackwardData(c.dnn, &kOne, p.w, l.params[0].get(), p.y, l.dy, p.conv,

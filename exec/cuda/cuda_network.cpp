@@ -276,6 +276,9 @@ GpuPassTimes CudaNetwork::timed_pass(const SgdOptions& sgd) {
   cuda::run_update(s, sgd, &next);
   TRAINSIM_CUDA(cudaEventSynchronize(s.events.back()));
   GpuPassTimes t;
+  float step_ms = 0;
+  TRAINSIM_CUDA(cudaEventElapsedTime(&step_ms, s.events.front(), s.events.back()));
+  t.step_s = static_cast<double>(step_ms) * 1e-3;
   t.forward_s.resize(count);
   t.backward_s.resize(count);
   t.update_s.resize(count);

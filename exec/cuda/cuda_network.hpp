@@ -25,6 +25,7 @@ struct NetworkState;
 // Per layer, seconds measured with CUDA events around its kernels.
 struct GpuPassTimes {
   std::vector<double> forward_s, backward_s, update_s;
+  double step_s = 0;  // the whole pass, from before the first kernel to after the last
 };
 
 class CudaNetwork {

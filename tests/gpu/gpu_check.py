@@ -106,16 +106,48 @@ def main():
         if done.returncode != 0:
             report.append("```\n" + done.stdout[-3000:] + "\n```")
 
-    report += ["", "## Profiles and PyTorch's step", "",
-               f"Each trainsim figure is one `trainsim profile --device cuda:0` (20 timed passes after 3 warm-ups; "
-               f"the step is the sum of its layers' medians), {RUNS} runs; PyTorch's is the median of 50 eager "
-               "steps (CUDA events around zero_grad, forward, loss, backward and SGD step) after 10 warm-ups, "
-               f"{RUNS} runs. fp32, TF32 off, momentum SGD, the batch resident on the GPU.", "",
+    report += ["", "## Training step: trainsim's GPU device and PyTorch", "",
+               f"trainsim: `cuda_step_bench`, {RUNS} repetitions, each the mean of its CUDA-event-timed "
+               "passes (every forward with the loss, every backward, momentum SGD with the gradients zeroed) "
+               f"after 10 warm-up passes. PyTorch: {RUNS} runs, each the median of 50 eager steps "
+               "(CUDA events around zero_grad, forward, loss, backward and SGD step) after 10 warm-ups. "
+               "fp32 with TF32 off, cuDNN's algorithms chosen by timing them (cudnn.benchmark), the batch "
+               "resident on the GPU.", "",
                "| model | batch | trainsim step | PyTorch step | trainsim / PyTorch |", "|---|---|---|---|---|"]
+    bench = run([os.path.join(args.build, "tests", "bench", "cuda_step_bench"), "--benchmark_format=json",
+                 f"--benchmark_repetitions={RUNS}", "--benchmark_min_time=0.5"], log)
+    failed |= bench.returncode != 0
+    ours = {}
+    if bench.returncode == 0:
+        for b in json.loads(bench.stdout)["benchmarks"]:
+            if b.get("run_type") == "iteration" and not b.get("error_occurred"):
+                model = b["name"].split("/")[1].replace("_", "-")
+                ours.setdefault((model, int(b["name"].split("/")[2])), []).append(b["real_time"] * 1e-6)
+    torch_version = None
     for model in MODELS:
         params = json.loads(run([trainsim, "zoo", "show", model, "--json"], log).stdout)["param_count"]
         for batch in BATCHES:
-            ours, theirs = [], []
+            theirs = []
+            try:
+                for r in range(RUNS):
+                    t, torch_version = torch_steps(model, batch, params)
+                    theirs.append(t)
+            except ImportError:
+                pass
+            mine = ours.get((model, batch), [])
+            ratio = f"{statistics.median(mine) / statistics.median(theirs):.2f}" if mine and theirs else "n/a"
+            report.append(f"| {model} | {batch} | {spread(mine) if mine else 'failed'} | "
+                          f"{spread(theirs) if theirs else 'no PyTorch'} | {ratio} |")
+
+    if torch_version:
+        report += ["", f"PyTorch {torch_version}."]
+
+    report += ["", "## Profiles", "",
+               f"`trainsim profile --device cuda:0` (20 timed passes after 3 warm-ups), {RUNS} runs; the "
+               "step here is the sum of the layers' medians.", ""]
+    for model in MODELS:
+        for batch in BATCHES:
+            steps = []
             for r in range(RUNS):
                 path = os.path.join(args.out, f"{model}-b{batch}-run{r + 1}.json")
                 done = run([trainsim, "profile", "--device", "cuda:0", "--model", model, "--batch", str(batch),
@@ -124,20 +156,18 @@ def main():
                     failed = True
                     continue
                 with open(path) as f:
-                    ours.append(step_s(json.load(f)))
-            torch_version = None
-            try:
-                for r in range(RUNS):
-                    t, torch_version = torch_steps(model, batch, params)
-                    theirs.append(t)
-            except ImportError:
-                pass
-            ratio = (f"{statistics.median(ours) / statistics.median(theirs):.2f}"
-                     if ours and theirs else "n/a")
-            report.append(f"| {model} | {batch} | {spread(ours) if ours else 'failed'} | "
-                          f"{spread(theirs) if theirs else 'no PyTorch'} | {ratio} |")
-    if torch_version:
-        report += ["", f"PyTorch {torch_version}."]
+                    steps.append(step_s(json.load(f)))
+            report.append(f"- {model}, batch {batch}: {spread(steps) if steps else 'failed'}")
+    for model in MODELS:
+        path = os.path.join(args.out, f"{model}-b{BATCHES[-1]}-run1.json")
+        if not os.path.exists(path):
+            continue
+        with open(path) as f:
+            layers = json.load(f)["layers"]
+        report += ["", f"{model}, batch {BATCHES[-1]}, run 1, per layer (µs):", "",
+                   "| layer | forward | backward | update |", "|---|---|---|---|"]
+        report += [f"| {l['name']} | {l['forward_s'] * 1e6:.1f} | {l['backward_s'] * 1e6:.1f} | "
+                   f"{l.get('update_s', 0) * 1e6:.1f} |" for l in layers]
 
     report += ["", "## The GPU as a cluster", ""]
     for workers in (1, 4):

@@ -1,0 +1,54 @@
+// One training step on the GPU device (CudaNetwork::timed_pass: every
+// forward with the loss, every backward, momentum SGD with the gradients
+// zeroed) of fmnist-mlp and fmnist-cnn at batch 64 and 1024, timed by the
+// CUDA events around the whole pass (manual time), in fp32 without TF32.
+// tests/gpu/gpu_check.py sets these figures beside PyTorch's eager step.
+// Without a GPU each benchmark stops with the reason.
+#include <benchmark/benchmark.h>
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include "exec/cuda/cuda_network.hpp"
+#include "exec/devices.hpp"
+#include "exec/tensor/layers.hpp"
+#include "model/zoo/zoo.hpp"
+
+namespace trainsim {
+namespace {
+
+constexpr SgdOptions kSgd{1e-4, 0.9, 0.0};
+
+void BM_CudaStep(benchmark::State& state, const std::string& model_name) {
+  std::string reason;
+  if (list_cuda_devices(reason).empty()) {
+    state.SkipWithError(("no GPU: " + reason).c_str());
+    return;
+  }
+  const int64_t batch = state.range(0);
+  const Model model = build_zoo_model(model_name);
+  const Network network = build_network(model);
+  CudaNetwork gpu(model, init_weights(network, 1), batch, 0);
+  std::mt19937_64 rng(2);
+  std::uniform_real_distribution<float> pixel(-1.0f, 1.0f);
+  Tensor x({batch, 1, 28, 28});
+  for (float& v : x.data) v = pixel(rng);
+  gpu.set_batch(x, std::vector<int32_t>(static_cast<size_t>(batch), 0));
+  for (int i = 0; i < 10; ++i) gpu.timed_pass(kSgd);  // warm-up: cuDNN, caches, clocks
+  for (auto _ : state) state.SetIterationTime(gpu.timed_pass(kSgd).step_s);
+  state.counters["samples/s"] =
+      benchmark::Counter(static_cast<double>(batch) * static_cast<double>(state.iterations()),
+                         benchmark::Counter::kIsRate);
+  state.SetLabel(gpu.device_name());
+}
+
+BENCHMARK_CAPTURE(BM_CudaStep, fmnist_mlp, std::string("fmnist-mlp"))
+    ->Arg(64)->Arg(1024)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_CudaStep, fmnist_cnn, std::string("fmnist-cnn"))
+    ->Arg(64)->Arg(1024)->UseManualTime()->Unit(benchmark::kMicrosecond);
+
+}  // namespace
+}  // namespace trainsim
+
+BENCHMARK_MAIN();
