@@ -48,6 +48,7 @@ class DeviceArray {
 // at once) and a vector of ones (bias gradients as a matrix-vector product).
 struct Context {
   int device = 0;
+  bool exact = false;  // CudaPrecision::exact: no FFT or Winograd convolutions
   cudaStream_t stream = nullptr;
   cublasHandle_t blas = nullptr;
   cudnnHandle_t dnn = nullptr;

@@ -37,15 +37,31 @@ cudnnTensorDescriptor_t nchw(int64_t n, const std::vector<int64_t>& chw) {
   return d;
 }
 
-// The fastest algorithm cuDNN measured that computes in plain fp32 (no
-// tensor-core TF32, so the GPU agrees with the CPU reference) within the
-// workspace limit.
+// Whether an algorithm transforms its operands (FFT, Winograd) rather than
+// summing plain fp32 products; CudaPrecision::exact leaves those out.
+bool transforms(cudnnConvolutionFwdAlgo_t a) {
+  return a == CUDNN_CONVOLUTION_FWD_ALGO_FFT || a == CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING ||
+         a == CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD || a == CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED;
+}
+bool transforms(cudnnConvolutionBwdDataAlgo_t a) {
+  return a == CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT || a == CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT_TILING ||
+         a == CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD || a == CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD_NONFUSED;
+}
+bool transforms(cudnnConvolutionBwdFilterAlgo_t a) {
+  return a == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT || a == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT_TILING ||
+         a == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD_NONFUSED;
+}
+
+// The fastest algorithm cuDNN measured that computes in fp32 (no
+// tensor-core TF32) within the workspace limit, and, when `exact`, without
+// FFT or Winograd transforms.
 template <typename Perf>
-Perf pick(const Perf* perf, int count, const std::string& where) {
+Perf pick(const Perf* perf, int count, bool exact, const std::string& where) {
   for (int i = 0; i < count; ++i) {
     const bool tensor_ops = perf[i].mathType == CUDNN_TENSOR_OP_MATH ||
                             perf[i].mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
-    if (perf[i].status == CUDNN_STATUS_SUCCESS && !tensor_ops && perf[i].memory <= kMaxConvWorkspaceBytes) {
+    if (perf[i].status == CUDNN_STATUS_SUCCESS && !tensor_ops && perf[i].memory <= kMaxConvWorkspaceBytes &&
+        !(exact && transforms(perf[i].algo))) {
       return perf[i];
     }
   }
@@ -76,14 +92,14 @@ size_t plan_conv(GpuLayer& l, const Layer& layer, Context& c) {
   int found = 0;
   std::array<cudnnConvolutionFwdAlgoPerf_t, CUDNN_CONVOLUTION_FWD_ALGO_COUNT> f{};
   TRAINSIM_CUDNN(cudnnFindConvolutionForwardAlgorithm(c.dnn, p.x, p.w, p.conv, p.y, f.size(), &found, f.data()));
-  const auto fp = pick(f.data(), found, l.name);
+  const auto fp = pick(f.data(), found, c.exact, l.name);
   std::array<cudnnConvolutionBwdDataAlgoPerf_t, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT> d{};
   TRAINSIM_CUDNN(cudnnFindConvolutionBackwardDataAlgorithm(c.dnn, p.w, p.y, p.conv, p.x, d.size(), &found, d.data()));
-  const auto dp = pick(d.data(), found, l.name);
+  const auto dp = pick(d.data(), found, c.exact, l.name);
   std::array<cudnnConvolutionBwdFilterAlgoPerf_t, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT> g{};
   TRAINSIM_CUDNN(
       cudnnFindConvolutionBackwardFilterAlgorithm(c.dnn, p.x, p.y, p.conv, p.w, g.size(), &found, g.data()));
-  const auto gp = pick(g.data(), found, l.name);
+  const auto gp = pick(g.data(), found, c.exact, l.name);
   p.forward = fp.algo;
   p.backward_data = dp.algo;
   p.backward_filter = gp.algo;

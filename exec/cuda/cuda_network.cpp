@@ -124,7 +124,8 @@ void wire_gradients(NetworkState& s) {
 
 using cuda::NetworkState;
 
-CudaNetwork::CudaNetwork(const Model& model, const Weights& weights, int64_t batch, int device)
+CudaNetwork::CudaNetwork(const Model& model, const Weights& weights, int64_t batch, int device,
+                         CudaPrecision precision)
     : state_(std::make_unique<NetworkState>()) {
   if (batch < 1) throw InputError("--batch", std::to_string(batch), "a batch size >= 1");
   TRAINSIM_CHECK(weights.size() == model.layers.size() && !model.layers.empty(), "weights of every layer");
@@ -136,6 +137,7 @@ CudaNetwork::CudaNetwork(const Model& model, const Weights& weights, int64_t bat
   NetworkState& s = *state_;
   cuda::Context& c = s.context;
   c.device = device;
+  c.exact = precision == CudaPrecision::exact;
   cudaDeviceProp prop{};
   TRAINSIM_CUDA(cudaGetDeviceProperties(&prop, device));
   s.device_name = prop.name;

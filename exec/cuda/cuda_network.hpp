@@ -22,6 +22,14 @@ namespace cuda {
 struct NetworkState;
 }
 
+// How the GPU device may compute fp32 (never TF32 or lower precision):
+// `fast` lets cuDNN use any fp32 convolution algorithm, FFT and Winograd
+// transforms included (what PyTorch's cudnn.benchmark picks from with TF32
+// off), whose rounding reaches about 1e-3 relative; `exact` keeps to the
+// algorithms that sum plain fp32 products (implicit and explicit GEMM,
+// direct), within 1e-4 of the CPU reference (the conformance tests).
+enum class CudaPrecision { fast, exact };
+
 // Per layer, seconds measured with CUDA events around its kernels.
 struct GpuPassTimes {
   std::vector<double> forward_s, backward_s, update_s;
@@ -36,7 +44,8 @@ class CudaNetwork {
   // for another op or a layer that does not read the one before it;
   // InputError naming --device for a device index the driver does not have
   // or a build without CUDA; CudaError when the GPU refuses (out of memory).
-  CudaNetwork(const Model& model, const Weights& weights, int64_t batch, int device);
+  CudaNetwork(const Model& model, const Weights& weights, int64_t batch, int device,
+              CudaPrecision precision = CudaPrecision::fast);
   ~CudaNetwork();
   CudaNetwork(const CudaNetwork&) = delete;
   CudaNetwork& operator=(const CudaNetwork&) = delete;

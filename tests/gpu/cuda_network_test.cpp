@@ -1,7 +1,9 @@
 // Conformance of the GPU device with exec's CPU kernels, the reference: the
 // same weights and batch give every layer's output, every input gradient,
 // the parameter gradients and two momentum-SGD steps within a relative
-// error of 1e-4 (fp32, no TF32). Labelled gpu; skipped without a GPU.
+// error of 1e-4 (CudaPrecision::exact: fp32, no TF32, no FFT or Winograd
+// convolutions), and within 1e-2 with the fast algorithms. Labelled gpu;
+// skipped without a GPU.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -16,7 +18,8 @@
 namespace trainsim {
 namespace {
 
-constexpr double kTolerance = 1e-4;
+constexpr double kExactTolerance = 1e-4;
+constexpr double kFastTolerance = 1e-2;
 
 #define SKIP_WITHOUT_GPU()                                   \
   do {                                                       \
@@ -75,7 +78,8 @@ CpuStep cpu_step(const Network& net, const Weights& w, const Tensor& x, const st
   return s;
 }
 
-void expect_conformance(const Model& model, int64_t batch) {
+void expect_conformance(const Model& model, int64_t batch, CudaPrecision precision = CudaPrecision::exact) {
+  const double tolerance = precision == CudaPrecision::exact ? kExactTolerance : kFastTolerance;
   const Network net = build_network(model);
   Weights cpu_weights = init_weights(net, 7);
   std::mt19937_64 rng(11);
@@ -87,7 +91,7 @@ void expect_conformance(const Model& model, int64_t batch) {
   std::vector<int32_t> labels(static_cast<size_t>(batch));
   for (int32_t& l : labels) l = static_cast<int32_t>(rng() % static_cast<uint64_t>(net.classes));
 
-  CudaNetwork gpu(model, cpu_weights, batch, 0);
+  CudaNetwork gpu(model, cpu_weights, batch, 0, precision);
   gpu.set_batch(x, labels);
   size_t first_with_params = 0;
   while (cpu_weights[first_with_params].empty()) ++first_with_params;
@@ -97,20 +101,20 @@ void expect_conformance(const Model& model, int64_t batch) {
     SCOPED_TRACE("step " + std::to_string(step));
     Gradients grads = zero_gradients(net, cpu_weights);
     const CpuStep cpu = cpu_step(net, cpu_weights, x, labels, grads);
-    EXPECT_NEAR(gpu.forward_and_loss(), cpu.loss, kTolerance * std::abs(cpu.loss));
+    EXPECT_NEAR(gpu.forward_and_loss(), cpu.loss, tolerance * std::abs(cpu.loss));
     gpu.backward();
     const Gradients gpu_grads = gpu.gradients();
     for (size_t i = 0; i < net.layers.size(); ++i) {
       SCOPED_TRACE(model.name + " layer " + net.layer_names[i]);
-      EXPECT_LE(relative_error(gpu.output(static_cast<int64_t>(i)), cpu.outputs[i]), kTolerance);
+      EXPECT_LE(relative_error(gpu.output(static_cast<int64_t>(i)), cpu.outputs[i]), tolerance);
       // Computed after the first layer with parameters (before it nothing reads it).
       EXPECT_EQ(gpu.has_input_gradient(static_cast<int64_t>(i)), i > first_with_params);
       if (gpu.has_input_gradient(static_cast<int64_t>(i))) {
-        EXPECT_LE(relative_error(gpu.input_gradient(static_cast<int64_t>(i)), cpu.input_grads[i]), kTolerance);
+        EXPECT_LE(relative_error(gpu.input_gradient(static_cast<int64_t>(i)), cpu.input_grads[i]), tolerance);
       }
       ASSERT_EQ(gpu_grads[i].size(), grads[i].size());
       for (size_t p = 0; p < grads[i].size(); ++p) {
-        EXPECT_LE(relative_error(gpu_grads[i][p].dense, grads[i][p].dense), kTolerance) << "parameter " << p;
+        EXPECT_LE(relative_error(gpu_grads[i][p].dense, grads[i][p].dense), tolerance) << "parameter " << p;
       }
     }
     gpu.update(options);
@@ -118,7 +122,7 @@ void expect_conformance(const Model& model, int64_t batch) {
     const Weights gpu_weights = gpu.weights();
     for (size_t i = 0; i < net.layers.size(); ++i) {
       for (size_t p = 0; p < cpu_weights[i].size(); ++p) {
-        EXPECT_LE(relative_error(gpu_weights[i][p], cpu_weights[i][p]), kTolerance)
+        EXPECT_LE(relative_error(gpu_weights[i][p], cpu_weights[i][p]), tolerance)
             << net.layer_names[i] << " parameter " << p;
       }
     }
@@ -139,6 +143,11 @@ TEST(CudaNetwork, ZooChainsConformToTheCpuKernels) {
   SKIP_WITHOUT_GPU();
   expect_conformance(build_zoo_model("fmnist-mlp"), 32);
   expect_conformance(build_zoo_model("fmnist-cnn"), 16);
+}
+
+TEST(CudaNetwork, FastConvolutionAlgorithmsStayNearTheCpuKernels) {
+  SKIP_WITHOUT_GPU();
+  expect_conformance(build_zoo_model("fmnist-cnn"), 64, CudaPrecision::fast);
 }
 
 TEST(CudaNetwork, ATimedPassTimesEveryLayer) {
