@@ -12,6 +12,7 @@ a test or a command failed."""
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -97,7 +98,7 @@ def main():
         return 2
     report += ["# GPU check", "", f"- GPU, driver, memory: {gpu}", f"- trainsim commit: {args.commit}",
                f"- date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}", "", "## Tests", ""]
-    tests = [("gpu_tests", []), ("exec_tests", ["--gtest_filter=CudaNetwork*:Devices*"]),
+    tests = [("gpu_tests", ["--gtest_repeat=3"]), ("exec_tests", ["--gtest_filter=CudaNetwork*:Devices*"]),
              ("tools_tests", ["--gtest_filter=ProfileDeviceCli*"])]
     for binary, flags in tests:
         done = run([os.path.join(args.build, "tests", binary)] + flags, log)
@@ -105,6 +106,15 @@ def main():
         report.append(f"- `{binary} {' '.join(flags)}`: exit {done.returncode}: {gtest_summary(done.stdout)}")
         if done.returncode != 0:
             report.append("```\n" + done.stdout[-3000:] + "\n```")
+
+    sanitizer = shutil.which("compute-sanitizer") or "/usr/local/cuda/bin/compute-sanitizer"
+    if os.path.exists(sanitizer):
+        done = run([sanitizer, "--tool", "memcheck", "--error-exitcode", "1",
+                    os.path.join(args.build, "tests", "gpu_tests"), "--gtest_filter=CudaNetwork.*"], log)
+        failed |= done.returncode != 0
+        summary = [l for l in (done.stdout + done.stderr).splitlines() if "ERROR SUMMARY" in l]
+        report.append(f"- `compute-sanitizer --tool memcheck gpu_tests --gtest_filter=CudaNetwork.*`: exit "
+                      f"{done.returncode}: {summary[-1] if summary else gtest_summary(done.stdout)}")
 
     report += ["", "## Training step: trainsim's GPU device and PyTorch", "",
                f"trainsim: `cuda_step_bench`, {RUNS} repetitions, each the mean of its CUDA-event-timed "
