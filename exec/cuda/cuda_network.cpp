@@ -96,18 +96,23 @@ std::unique_ptr<GpuLayer> make_layer(const Model& model, size_t i, const LayerPa
 }
 
 // dL/d(output) of each layer: the loss gradient for the last, else the
-// next layer's dL/d(input); identity layers pass theirs through. Layers up
-// to the first with parameters compute no dL/d(input): nothing reads it.
-void wire_gradients(NetworkState& s) {
-  size_t first_with_params = s.layers.size();
-  for (size_t i = 0; i < s.layers.size() && first_with_params == s.layers.size(); ++i) {
-    if (!s.layers[i]->params.empty()) first_with_params = i;
+// next layer's dL/d(input); identity layers pass theirs through. Unless
+// `input_gradient`, layers up to the first with parameters compute no
+// dL/d(input): nothing reads it.
+void wire_gradients(NetworkState& s, bool input_gradient) {
+  int64_t first_with_params = static_cast<int64_t>(s.layers.size());
+  for (size_t i = 0; i < s.layers.size(); ++i) {
+    if (!s.layers[i]->params.empty()) {
+      first_with_params = static_cast<int64_t>(i);
+      break;
+    }
   }
+  if (input_gradient) first_with_params = -1;
   const float* dy = s.dlogits.get();
   for (size_t i = s.layers.size(); i-- > 0;) {
     GpuLayer& l = *s.layers[i];
     l.dy = dy;
-    if (i <= first_with_params) {
+    if (static_cast<int64_t>(i) <= first_with_params) {
       l.dx = nullptr;
     } else if (l.op == Op::identity) {
       l.dx = const_cast<float*>(dy);
@@ -125,7 +130,7 @@ void wire_gradients(NetworkState& s) {
 using cuda::NetworkState;
 
 CudaNetwork::CudaNetwork(const Model& model, const Weights& weights, int64_t batch, int device,
-                         CudaPrecision precision)
+                         const CudaNetworkOptions& options)
     : state_(std::make_unique<NetworkState>()) {
   if (batch < 1) throw InputError("--batch", std::to_string(batch), "a batch size >= 1");
   TRAINSIM_CHECK(weights.size() == model.layers.size() && !model.layers.empty(), "weights of every layer");
@@ -137,7 +142,7 @@ CudaNetwork::CudaNetwork(const Model& model, const Weights& weights, int64_t bat
   NetworkState& s = *state_;
   cuda::Context& c = s.context;
   c.device = device;
-  c.exact = precision == CudaPrecision::exact;
+  c.exact = options.precision == CudaPrecision::exact;
   cudaDeviceProp prop{};
   TRAINSIM_CUDA(cudaGetDeviceProperties(&prop, device));
   s.device_name = prop.name;
@@ -167,7 +172,7 @@ CudaNetwork::CudaNetwork(const Model& model, const Weights& weights, int64_t bat
   std::vector<float> ones(static_cast<size_t>(widest), 1.0f);
   c.ones = cuda::DeviceArray<float>(widest);
   TRAINSIM_CUDA(cudaMemcpy(c.ones.get(), ones.data(), c.ones.bytes(), cudaMemcpyHostToDevice));
-  cuda::wire_gradients(s);
+  cuda::wire_gradients(s, options.input_gradient);
   s.events.resize(3 * s.layers.size() + 1);
   for (cudaEvent_t& e : s.events) TRAINSIM_CUDA(cudaEventCreate(&e));
   TRAINSIM_CUDA(cudaStreamSynchronize(c.stream));

@@ -30,6 +30,13 @@ struct NetworkState;
 // direct), within 1e-4 of the CPU reference (the conformance tests).
 enum class CudaPrecision { fast, exact };
 
+struct CudaNetworkOptions {
+  CudaPrecision precision = CudaPrecision::fast;
+  // Also dL/d(the model's input), as a pipeline stage after the first needs
+  // it; without it, layers up to the first with parameters compute none.
+  bool input_gradient = false;
+};
+
 // Per layer, seconds measured with CUDA events around its kernels.
 struct GpuPassTimes {
   std::vector<double> forward_s, backward_s, update_s;
@@ -45,7 +52,7 @@ class CudaNetwork {
   // InputError naming --device for a device index the driver does not have
   // or a build without CUDA; CudaError when the GPU refuses (out of memory).
   CudaNetwork(const Model& model, const Weights& weights, int64_t batch, int device,
-              CudaPrecision precision = CudaPrecision::fast);
+              const CudaNetworkOptions& options = {});
   ~CudaNetwork();
   CudaNetwork(const CudaNetwork&) = delete;
   CudaNetwork& operator=(const CudaNetwork&) = delete;
@@ -60,8 +67,8 @@ class CudaNetwork {
 
   // Every layer forward, then the loss and dL/dlogits; returns the mean loss.
   double forward_and_loss();
-  // Every layer backward, adding into the gradients. dL/d(input) is not
-  // computed for the layers up to the first with parameters: nothing reads it.
+  // Every layer backward, adding into the gradients (dL/d(input) of the
+  // layers up to the first with parameters only with options.input_gradient).
   void backward();
   // One momentum-SGD step of every parameter, then its gradient zeroed.
   void update(const SgdOptions& sgd);

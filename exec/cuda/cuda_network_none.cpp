@@ -7,7 +7,7 @@ namespace cuda {
 struct NetworkState {};
 }  // namespace cuda
 
-CudaNetwork::CudaNetwork(const Model&, const Weights&, int64_t, int, CudaPrecision) {
+CudaNetwork::CudaNetwork(const Model&, const Weights&, int64_t, int, const CudaNetworkOptions&) {
   throw InputError("--device", "cuda: this trainsim was built without CUDA", "a build with -DTRAINSIM_WITH_CUDA=ON");
 }
 CudaNetwork::~CudaNetwork() = default;
