@@ -80,20 +80,24 @@ Case make_case(Model model, int64_t batch) {
 
 constexpr SgdOptions kSgd{0.05, 0.9, 1e-3};
 
-// One layer of `model` alone, reading the model's input: a model of that layer.
+// Layer i of `model` alone on the model's input, then a flatten and a
+// linear head of 10 classes: the loss over the layer's own last dimension
+// would leave a convolution's bias gradient at zero (each row's softmax
+// gradient sums to zero).
 Model layer_alone(const Model& model, size_t i) {
-  Model alone;
-  alone.name = model.name + "." + model.layers[i].name;
-  alone.input_shape = i == 0 ? model.input_shape : model.layers[i - 1].output_shape;
-  alone.layers = {model.layers[i]};
-  alone.layers[0].inputs = {kModelInput};
-  return alone;
+  Layer layer = model.layers[i];
+  layer.inputs = {kModelInput};
+  ModelBuilder b(model.name + "." + layer.name, "test", i == 0 ? model.input_shape : model.layers[i - 1].output_shape, 8);
+  b.linear("head", b.flatten("head_flatten", b.custom(layer)), 10);
+  return std::move(b).build();
 }
 
-// Every tensor of two steps of the one-layer model `c` on both devices.
+// Two steps of the one-layer model `c` on both devices: layer 0's output
+// and input gradient, then every gradient and weight.
 void expect_layer_conforms(const Case& c) {
   SCOPED_TRACE(c.model.name);
   const Network net = build_network(c.model);
+  const auto count = static_cast<int64_t>(net.layers.size());
   Weights cpu_weights = init_weights(net, 7);
   CudaNetwork gpu(c.model, cpu_weights, c.batch, 0, {CudaPrecision::exact, true});
   gpu.set_batch(c.x, c.labels);
@@ -101,28 +105,40 @@ void expect_layer_conforms(const Case& c) {
   for (int step = 0; step < 2; ++step) {
     SCOPED_TRACE("step " + std::to_string(step));
     Gradients grads = zero_gradients(net, cpu_weights);
-    std::vector<LayerCache> caches;
-    const Tensor y = forward_range(net, cpu_weights, 0, 0, c.x, caches);
+    std::vector<std::vector<LayerCache>> caches(static_cast<size_t>(count));
+    std::vector<Tensor> outputs;
+    for (int64_t i = 0; i < count; ++i) {
+      outputs.push_back(forward_range(net, cpu_weights, i, i, i == 0 ? c.x : outputs.back(), caches[static_cast<size_t>(i)]));
+    }
     Tensor dy;
-    const double loss = softmax_cross_entropy(y, c.labels, &dy);
-    const Tensor dx = backward_range(net, cpu_weights, 0, 0, dy, caches, grads);
+    const double loss = softmax_cross_entropy(outputs.back(), c.labels, &dy);
+    for (int64_t i = count - 1; i >= 0; --i) dy = backward_range(net, cpu_weights, i, i, dy, caches[static_cast<size_t>(i)], grads);
     EXPECT_NEAR(gpu.forward_and_loss(), loss, kExactTolerance * std::abs(loss));
-    EXPECT_LE(relative_error(gpu.output(0), y), kExactTolerance) << "output";
+    EXPECT_LE(relative_error(gpu.output(0), outputs.front()), kExactTolerance) << "output";
     gpu.backward();
-    EXPECT_LE(relative_error(gpu.input_gradient(0), dx), kExactTolerance) << "input gradient";
+    EXPECT_LE(relative_error(gpu.input_gradient(0), dy), kExactTolerance) << "input gradient";
     const Gradients gpu_grads = gpu.gradients();
-    ASSERT_EQ(gpu_grads[0].size(), grads[0].size());
-    for (size_t p = 0; p < grads[0].size(); ++p) {
-      EXPECT_LE(relative_error(gpu_grads[0][p].dense, grads[0][p].dense), kExactTolerance) << "gradient " << p;
+    for (size_t i = 0; i < grads.size(); ++i) {
+      ASSERT_EQ(gpu_grads[i].size(), grads[i].size());
+      for (size_t p = 0; p < grads[i].size(); ++p) {
+        EXPECT_LE(relative_error(gpu_grads[i][p].dense, grads[i][p].dense), kExactTolerance)
+            << net.layer_names[i] << " gradient " << p;
+      }
     }
     gpu.update(kSgd);
-    sgd.step(cpu_weights, grads, 0, 0);
+    sgd.step(cpu_weights, grads, 0, count - 1);
     const Weights gpu_weights = gpu.weights();
-    for (size_t p = 0; p < cpu_weights[0].size(); ++p) {
-      EXPECT_LE(relative_error(gpu_weights[0][p], cpu_weights[0][p]), kExactTolerance) << "weights " << p;
+    for (size_t i = 0; i < cpu_weights.size(); ++i) {
+      for (size_t p = 0; p < cpu_weights[i].size(); ++p) {
+        EXPECT_LE(relative_error(gpu_weights[i][p], cpu_weights[i][p]), kExactTolerance)
+            << net.layer_names[i] << " weights " << p;
+      }
     }
-    for (const ParamGrad& g : gpu.gradients()[0]) {
-      for (const float v : g.dense.data) ASSERT_EQ(v, 0.0f) << "the update zeroes the gradients";
+    const Gradients cleared = gpu.gradients();
+    for (const LayerGrads& layer : cleared) {
+      for (const ParamGrad& g : layer) {
+        for (const float v : g.dense.data) ASSERT_EQ(v, 0.0f) << "the update zeroes the gradients";
+      }
     }
   }
 }
