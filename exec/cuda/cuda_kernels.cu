@@ -61,15 +61,48 @@ __global__ void relu_forward_kernel(const float* x, float* y, int64_t n, int64_t
   TRAINSIM_GRID_LOOP(i, n - 4 * quads) { y[4 * quads + i] = relu(x[4 * quads + i]); }
 }
 
-__global__ void relu_backward_kernel(const float* y, const float* dy, float* dx, int64_t n, int64_t quads) {
+__global__ void relu_backward_kernel(const float* y, const float* dy, float* dx, int64_t n, int64_t quads,
+                                     float keep) {
   const float4* y4 = reinterpret_cast<const float4*>(y);
   const float4* dy4 = reinterpret_cast<const float4*>(dy);
   float4* dx4 = reinterpret_cast<float4*>(dx);
   TRAINSIM_GRID_LOOP(i, quads) {
     const float4 a = y4[i], b = dy4[i];
-    dx4[i] = make_float4(pass_if(a.x, b.x), pass_if(a.y, b.y), pass_if(a.z, b.z), pass_if(a.w, b.w));
+    const float4 old = keep != 0.0f ? dx4[i] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    dx4[i] = make_float4(old.x + pass_if(a.x, b.x), old.y + pass_if(a.y, b.y), old.z + pass_if(a.z, b.z),
+                         old.w + pass_if(a.w, b.w));
   }
-  TRAINSIM_GRID_LOOP(i, n - 4 * quads) { dx[4 * quads + i] = pass_if(y[4 * quads + i], dy[4 * quads + i]); }
+  TRAINSIM_GRID_LOOP(i, n - 4 * quads) {
+    const int64_t j = 4 * quads + i;
+    dx[j] = (keep != 0.0f ? dx[j] : 0.0f) + pass_if(y[j], dy[j]);
+  }
+}
+
+__global__ void add_kernel(const float* a, const float* b, float* y, int64_t n) {
+  TRAINSIM_GRID_LOOP(i, n) { y[i] = a[i] + b[i]; }
+}
+
+__global__ void pass_gradient_kernel(const float* dy, float* dx, int64_t n) {
+  TRAINSIM_GRID_LOOP(i, n) { dx[i] += dy[i]; }
+}
+
+// One warp per plane.
+__global__ void global_avgpool_forward_kernel(const float* x, float* y, int64_t planes, int64_t plane) {
+  const int64_t warps = int64_t{blockDim.x} / 32 * gridDim.x;
+  const int lane = threadIdx.x % 32;
+  for (int64_t p = (blockIdx.x * int64_t{blockDim.x} + threadIdx.x) / 32; p < planes; p += warps) {
+    float sum = 0.0f;
+    for (int64_t i = lane; i < plane; i += 32) sum += x[p * plane + i];
+    for (int offset = 16; offset > 0; offset /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, offset);
+    if (lane == 0) y[p] = sum / static_cast<float>(plane);
+  }
+}
+
+__global__ void global_avgpool_backward_kernel(const float* dy, float* dx, int64_t planes, int64_t plane,
+                                               float keep) {
+  TRAINSIM_GRID_LOOP(i, planes * plane) {
+    dx[i] = (keep != 0.0f ? dx[i] : 0.0f) + dy[i / plane] / static_cast<float>(plane);
+  }
 }
 
 bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
@@ -155,9 +188,37 @@ void relu_forward(const float* x, float* y, int64_t n, cudaStream_t stream) {
   if (n > 0) relu_forward_kernel<<<blocks_for(n - 3 * quads), kThreads, 0, stream>>>(x, y, n, quads);
 }
 
-void relu_backward(const float* y, const float* dy, float* dx, int64_t n, cudaStream_t stream) {
+void relu_backward(const float* y, const float* dy, float* dx, int64_t n, bool accumulate, cudaStream_t stream) {
   const int64_t quads = aligned16(y) && aligned16(dy) && aligned16(dx) ? n / 4 : 0;
-  if (n > 0) relu_backward_kernel<<<blocks_for(n - 3 * quads), kThreads, 0, stream>>>(y, dy, dx, n, quads);
+  if (n > 0) {
+    relu_backward_kernel<<<blocks_for(n - 3 * quads), kThreads, 0, stream>>>(y, dy, dx, n, quads,
+                                                                           accumulate ? 1.0f : 0.0f);
+  }
+}
+
+void add_forward(const float* a, const float* b, float* y, int64_t n, cudaStream_t stream) {
+  if (n > 0) add_kernel<<<blocks_for(n), kThreads, 0, stream>>>(a, b, y, n);
+}
+
+void pass_gradient(const float* dy, float* dx, int64_t n, bool accumulate, cudaStream_t stream) {
+  if (n <= 0) return;
+  if (accumulate) {
+    pass_gradient_kernel<<<blocks_for(n), kThreads, 0, stream>>>(dy, dx, n);
+  } else {
+    cudaMemcpyAsync(dx, dy, sizeof(float) * static_cast<size_t>(n), cudaMemcpyDeviceToDevice, stream);
+  }
+}
+
+void global_avgpool_forward(const float* x, float* y, int64_t planes, int64_t plane, cudaStream_t stream) {
+  if (planes > 0) global_avgpool_forward_kernel<<<blocks_for(planes * 32), kThreads, 0, stream>>>(x, y, planes, plane);
+}
+
+void global_avgpool_backward(const float* dy, float* dx, int64_t planes, int64_t plane, bool accumulate,
+                             cudaStream_t stream) {
+  if (planes * plane > 0) {
+    global_avgpool_backward_kernel<<<blocks_for(planes * plane), kThreads, 0, stream>>>(dy, dx, planes, plane,
+                                                                                       accumulate ? 1.0f : 0.0f);
+  }
 }
 
 void maxpool_forward(const float* x, float* y, int32_t* argmax, const PoolGeometry& g, cudaStream_t stream) {
@@ -165,10 +226,10 @@ void maxpool_forward(const float* x, float* y, int32_t* argmax, const PoolGeomet
   if (n > 0) maxpool_forward_kernel<<<blocks_for(n), kThreads, 0, stream>>>(x, y, argmax, g);
 }
 
-void maxpool_backward(const float* dy, const int32_t* argmax, float* dx, const PoolGeometry& g,
+void maxpool_backward(const float* dy, const int32_t* argmax, float* dx, const PoolGeometry& g, bool accumulate,
                       cudaStream_t stream) {
   const int64_t n = g.planes * g.out_height * g.out_width;
-  cudaMemsetAsync(dx, 0, sizeof(float) * static_cast<size_t>(g.planes * g.height * g.width), stream);
+  if (!accumulate) cudaMemsetAsync(dx, 0, sizeof(float) * static_cast<size_t>(g.planes * g.height * g.width), stream);
   if (n > 0) maxpool_backward_kernel<<<blocks_for(n), kThreads, 0, stream>>>(dy, argmax, dx, n);
 }
 

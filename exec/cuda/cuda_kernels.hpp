@@ -17,8 +17,19 @@ void add_channel_sums(const float* dy, float* db, int64_t batch, int64_t channel
                       cudaStream_t stream);
 // y = max(x, 0).
 void relu_forward(const float* x, float* y, int64_t n, cudaStream_t stream);
-// dx = dy where y > 0, else 0.
-void relu_backward(const float* y, const float* dy, float* dx, int64_t n, cudaStream_t stream);
+// dx = dy where y > 0, else 0 (dx += that when `accumulate`).
+void relu_backward(const float* y, const float* dy, float* dx, int64_t n, bool accumulate, cudaStream_t stream);
+
+// y = a + b.
+void add_forward(const float* a, const float* b, float* y, int64_t n, cudaStream_t stream);
+// dx = dy (dx += dy when `accumulate`).
+void pass_gradient(const float* dy, float* dx, int64_t n, bool accumulate, cudaStream_t stream);
+
+// Global average pooling of planes (batch · channels) of `plane` values:
+// y[p] = mean of plane p; backward dx[p, i] = dy[p] / plane (+= when `accumulate`).
+void global_avgpool_forward(const float* x, float* y, int64_t planes, int64_t plane, cudaStream_t stream);
+void global_avgpool_backward(const float* dy, float* dx, int64_t planes, int64_t plane, bool accumulate,
+                             cudaStream_t stream);
 
 // Max pooling over planes x {height, width} (planes = batch · channels) with
 // the CPU kernel's windows: [o·stride − pad, + kernel) clipped to the input,
@@ -28,8 +39,8 @@ struct PoolGeometry {
   int64_t kernel_h = 0, kernel_w = 0, stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0;
 };
 void maxpool_forward(const float* x, float* y, int32_t* argmax, const PoolGeometry& g, cudaStream_t stream);
-// dx = 0, then dx[argmax[i]] += dy[i] (overlapping windows add).
-void maxpool_backward(const float* dy, const int32_t* argmax, float* dx, const PoolGeometry& g,
+// dx = 0 (unless `accumulate`), then dx[argmax[i]] += dy[i] (overlapping windows add).
+void maxpool_backward(const float* dy, const int32_t* argmax, float* dx, const PoolGeometry& g, bool accumulate,
                       cudaStream_t stream);
 
 // Softmax cross-entropy of `positions` rows of `classes` logits against

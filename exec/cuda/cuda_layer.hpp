@@ -71,11 +71,26 @@ struct ConvPlan {
   ~ConvPlan();
 };
 
-enum class Op { linear, conv2d, relu, maxpool, identity };
+// cuDNN's description of one batch normalization (training mode: the
+// batch's own statistics) and the statistics its forward keeps for its backward.
+struct NormPlan {
+  cudnnTensorDescriptor_t x = nullptr, params = nullptr;
+  DeviceArray<float> mean, inv_std;  // per channel, from the last forward
+  NormPlan() = default;
+  NormPlan(const NormPlan&) = delete;
+  NormPlan& operator=(const NormPlan&) = delete;
+  ~NormPlan();
+};
 
-// One model layer on the GPU. x and dy point at the neighbours' buffers;
-// an identity layer (flatten, dropout, softmax) outputs its input and passes
-// the gradient through, owning nothing.
+enum class Op { linear, conv2d, relu, maxpool, batchnorm, global_avgpool, add, identity };
+
+// One model layer on the GPU. xs point at the outputs it reads, dy at the
+// gradient of its own output; dxs at the gradients of what it reads (null
+// where nothing needs one), written over, or added to where `accumulate`
+// (a tensor read by several layers gathers their gradients: the last reader,
+// whose backward runs first, writes; the others add). An identity layer
+// (flatten, dropout, softmax) outputs its input and shares its gradient,
+// owning nothing.
 struct GpuLayer {
   Op op = Op::identity;
   std::string name;
@@ -86,13 +101,20 @@ struct GpuLayer {
   std::vector<std::vector<int64_t>> param_shapes;
   DeviceArray<float> own_y, own_dx;
   DeviceArray<int32_t> argmax;
-  const float* x = nullptr;
+  std::vector<const float*> xs;
   float* y = nullptr;
   const float* dy = nullptr;
-  float* dx = nullptr;  // null for the first layer: nothing reads dL/d(input)
+  std::vector<float*> dxs;
+  std::vector<bool> accumulate;
   int64_t rows = 0, in_features = 0, out_features = 0;  // linear
   ConvPlan conv;
+  NormPlan norm;
   PoolGeometry pool;
+
+  const float* x() const { return xs[0]; }
+  float* dx() const { return dxs[0]; }
+  // cuBLAS's and cuDNN's beta for dx: 1 adds into it, 0 writes it.
+  const float* dx_beta() const;
 
   int64_t in_count() const { return batch * element_count(in_shape); }
   int64_t out_count() const { return batch * element_count(out_shape); }

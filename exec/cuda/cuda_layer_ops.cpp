@@ -21,9 +21,13 @@ Op op_of(const Layer& layer, const std::string& where) {
   if (layer.op == "conv2d") return Op::conv2d;
   if (layer.op == "relu") return Op::relu;
   if (layer.op == "maxpool") return Op::maxpool;
+  if (layer.op == "batchnorm") return Op::batchnorm;
+  if (layer.op == "add" && layer.inputs.size() == 2) return Op::add;
+  if (layer.op == "avgpool" && layer.output_shape.size() == 1) return Op::global_avgpool;
   if (layer.op == "flatten" || layer.op == "dropout" || layer.op == "softmax") return Op::identity;
   throw InputError(where, "op '" + layer.op + "' has no CUDA kernel yet",
-                   "a model of linear, conv2d, relu, maxpool, flatten, dropout and softmax layers");
+                   "a model of linear, conv2d, batchnorm, relu, maxpool, global avgpool, add (of two), flatten, "
+                   "dropout and softmax layers");
 }
 
 namespace {
@@ -111,8 +115,8 @@ constexpr float kOne = 1.0f, kZero = 0.0f;
 
 void linear_forward(const GpuLayer& l, Context& c) {
   const int m = static_cast<int>(l.out_features), n = static_cast<int>(l.rows), k = static_cast<int>(l.in_features);
-  TRAINSIM_CUBLAS(cublasSgemm(c.blas, CUBLAS_OP_T, CUBLAS_OP_N, m, n, k, &kOne, l.params[0].get(), k, l.x, k, &kZero,
-                              l.y, m));
+  TRAINSIM_CUBLAS(cublasSgemm(c.blas, CUBLAS_OP_T, CUBLAS_OP_N, m, n, k, &kOne, l.params[0].get(), k, l.x(), k,
+                              &kZero, l.y, m));
   if (l.has_bias) add_row_bias(l.y, l.params[1].get(), l.rows, l.out_features, c.stream);
 }
 
@@ -120,7 +124,7 @@ void linear_backward(const GpuLayer& l, Context& c) {
   const int in = static_cast<int>(l.in_features), out = static_cast<int>(l.out_features);
   const int rows = static_cast<int>(l.rows);
   // dW (row-major {out, in}) += dyᵀ·x.
-  TRAINSIM_CUBLAS(cublasSgemm(c.blas, CUBLAS_OP_N, CUBLAS_OP_T, in, out, rows, &kOne, l.x, in, l.dy, out, &kOne,
+  TRAINSIM_CUBLAS(cublasSgemm(c.blas, CUBLAS_OP_N, CUBLAS_OP_T, in, out, rows, &kOne, l.x(), in, l.dy, out, &kOne,
                               l.grads[0].get(), in));
   // db += the column sums of dy.
   if (l.has_bias) {
@@ -128,35 +132,73 @@ void linear_backward(const GpuLayer& l, Context& c) {
                                 l.grads[1].get(), 1));
   }
   // dx = dy·W.
-  if (l.dx != nullptr) {
+  if (l.dx() != nullptr) {
     TRAINSIM_CUBLAS(cublasSgemm(c.blas, CUBLAS_OP_N, CUBLAS_OP_N, in, rows, out, &kOne, l.params[0].get(), in, l.dy,
-                                out, &kZero, l.dx, in));
+                                out, l.dx_beta(), l.dx(), in));
   }
 }
 
 void conv_forward(const GpuLayer& l, Context& c) {
   const ConvPlan& p = l.conv;
-  TRAINSIM_CUDNN(cudnnConvolutionForward(c.dnn, &kOne, p.x, l.x, p.w, l.params[0].get(), p.conv, p.forward,
+  TRAINSIM_CUDNN(cudnnConvolutionForward(c.dnn, &kOne, p.x, l.x(), p.w, l.params[0].get(), p.conv, p.forward,
                                          c.workspace.get(), p.workspace_bytes, &kZero, p.y, l.y));
   if (l.has_bias) TRAINSIM_CUDNN(cudnnAddTensor(c.dnn, &kOne, p.bias, l.params[1].get(), &kOne, p.y, l.y));
 }
 
 void conv_backward(const GpuLayer& l, Context& c) {
   const ConvPlan& p = l.conv;
-  TRAINSIM_CUDNN(cudnnConvolutionBackwardFilter(c.dnn, &kOne, p.x, l.x, p.y, l.dy, p.conv, p.backward_filter,
+  TRAINSIM_CUDNN(cudnnConvolutionBackwardFilter(c.dnn, &kOne, p.x, l.x(), p.y, l.dy, p.conv, p.backward_filter,
                                                 c.workspace.get(), p.workspace_bytes, &kOne, p.w, l.grads[0].get()));
   // The bias gradient: a sum over samples and positions per channel (the device's own kernel).
   if (l.has_bias) {
     add_channel_sums(l.dy, l.grads[1].get(), l.batch, l.out_shape[0], l.out_shape[1] * l.out_shape[2], c.stream);
   }
-  if (l.dx != nullptr) {
+  if (l.dx() != nullptr) {
     TRAINSIM_CUDNN(cudnnConvolutionBackwardData(c.dnn, &kOne, p.w, l.params[0].get(), p.y, l.dy, p.conv,
-                                                p.backward_data, c.workspace.get(), p.workspace_bytes, &kZero, p.x,
-                                                l.dx));
+                                                p.backward_data, c.workspace.get(), p.workspace_bytes, l.dx_beta(),
+                                                p.x, l.dx()));
   }
 }
 
+// Training-mode batch normalization, the CPU kernel's epsilon (1e-5): cuDNN
+// normalizes by the batch's mean and biased variance per channel, as
+// exec/tensor/layers_norm.cpp does, and keeps them for the backward.
+constexpr double kNormEps = 1e-5;
+
+void plan_norm(GpuLayer& l) {
+  NormPlan& p = l.norm;
+  const std::vector<int64_t> chw = l.in_shape.size() == 3 ? l.in_shape : std::vector<int64_t>{l.in_shape[0], 1, 1};
+  p.x = nchw(l.batch, chw);
+  TRAINSIM_CUDNN(cudnnCreateTensorDescriptor(&p.params));
+  TRAINSIM_CUDNN(cudnnDeriveBNTensorDescriptor(p.params, p.x, CUDNN_BATCHNORM_SPATIAL));
+  p.mean = DeviceArray<float>(chw[0]);
+  p.inv_std = DeviceArray<float>(chw[0]);
+}
+
+void norm_forward(const GpuLayer& l, Context& c) {
+  const NormPlan& p = l.norm;
+  TRAINSIM_CUDNN(cudnnBatchNormalizationForwardTraining(c.dnn, CUDNN_BATCHNORM_SPATIAL, &kOne, &kZero, p.x, l.x(),
+                                                        p.x, l.y, p.params, l.params[0].get(), l.params[1].get(), 1.0,
+                                                        nullptr, nullptr, kNormEps, p.mean.get(), p.inv_std.get()));
+}
+
+void norm_backward(const GpuLayer& l, Context& c) {
+  const NormPlan& p = l.norm;
+  // cuDNN makes dx with the parameter gradients: where nothing reads it, the
+  // layer writes a scratch buffer of its own (cuda_network.cpp).
+  TRAINSIM_CUDNN(cudnnBatchNormalizationBackward(c.dnn, CUDNN_BATCHNORM_SPATIAL, &kOne, l.dx_beta(), &kOne, &kOne, p.x, l.x(), p.x, l.dy, p.x, l.dx(),
+                                                 p.params, l.params[0].get(), l.grads[0].get(), l.grads[1].get(),
+                                                 kNormEps, p.mean.get(), p.inv_std.get()));
+}
+
 }  // namespace
+
+const float* GpuLayer::dx_beta() const { return accumulate[0] ? &kOne : &kZero; }
+
+NormPlan::~NormPlan() {
+  if (x != nullptr) cudnnDestroyTensorDescriptor(x);
+  if (params != nullptr) cudnnDestroyTensorDescriptor(params);
+}
 
 ConvPlan::~ConvPlan() {
   if (x != nullptr) cudnnDestroyTensorDescriptor(x);
@@ -183,6 +225,7 @@ size_t plan_layer(GpuLayer& l, const Layer& layer, Context& c) {
     return 0;
   }
   if (l.op == Op::conv2d) return plan_conv(l, layer, c);
+  if (l.op == Op::batchnorm) plan_norm(l);
   return 0;
 }
 
@@ -190,8 +233,12 @@ void forward(const GpuLayer& l, Context& c) {
   switch (l.op) {
     case Op::linear: return linear_forward(l, c);
     case Op::conv2d: return conv_forward(l, c);
-    case Op::relu: return relu_forward(l.x, l.y, l.out_count(), c.stream);
-    case Op::maxpool: return maxpool_forward(l.x, l.y, l.argmax.get(), l.pool, c.stream);
+    case Op::relu: return relu_forward(l.x(), l.y, l.out_count(), c.stream);
+    case Op::maxpool: return maxpool_forward(l.x(), l.y, l.argmax.get(), l.pool, c.stream);
+    case Op::batchnorm: return norm_forward(l, c);
+    case Op::global_avgpool:
+      return global_avgpool_forward(l.x(), l.y, l.out_count(), l.in_shape[1] * l.in_shape[2], c.stream);
+    case Op::add: return add_forward(l.xs[0], l.xs[1], l.y, l.out_count(), c.stream);
     case Op::identity: return;
   }
 }
@@ -201,10 +248,22 @@ void backward(const GpuLayer& l, Context& c) {
     case Op::linear: return linear_backward(l, c);
     case Op::conv2d: return conv_backward(l, c);
     case Op::relu:
-      if (l.dx != nullptr) relu_backward(l.y, l.dy, l.dx, l.out_count(), c.stream);
+      if (l.dx() != nullptr) relu_backward(l.y, l.dy, l.dx(), l.out_count(), l.accumulate[0], c.stream);
       return;
     case Op::maxpool:
-      if (l.dx != nullptr) maxpool_backward(l.dy, l.argmax.get(), l.dx, l.pool, c.stream);
+      if (l.dx() != nullptr) maxpool_backward(l.dy, l.argmax.get(), l.dx(), l.pool, l.accumulate[0], c.stream);
+      return;
+    case Op::batchnorm: return norm_backward(l, c);
+    case Op::global_avgpool:
+      if (l.dx() != nullptr) {
+        global_avgpool_backward(l.dy, l.dx(), l.out_count(), l.in_shape[1] * l.in_shape[2], l.accumulate[0],
+                                c.stream);
+      }
+      return;
+    case Op::add:
+      for (size_t i = 0; i < l.dxs.size(); ++i) {
+        if (l.dxs[i] != nullptr) pass_gradient(l.dy, l.dxs[i], l.out_count(), l.accumulate[i], c.stream);
+      }
       return;
     case Op::identity: return;
   }

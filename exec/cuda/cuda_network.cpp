@@ -12,6 +12,8 @@ namespace cuda {
 struct NetworkState {
   Context context;
   std::vector<std::unique_ptr<GpuLayer>> layers;
+  std::vector<std::vector<int32_t>> inputs;  // per layer, the tensors it reads (-1: the model's input)
+  std::vector<DeviceArray<float>> grad_buffers;  // per tensor + 1 that roots a gradient, else empty
   std::string device_name;
   int64_t batch = 0;
   int64_t positions = 0, classes = 0;  // of the loss
@@ -57,22 +59,39 @@ std::vector<int64_t> batched(int64_t batch, const std::vector<int64_t>& shape) {
   return out;
 }
 
-void check_chain(const Model& model, size_t i) {
-  const std::string expected = i == 0 ? std::string(kModelInput) : model.layers[i - 1].name;
-  const Layer& layer = model.layers[i];
-  if (layer.inputs.size() != 1 || layer.inputs[0] != expected) {
-    throw InputError(model.name + ": " + layer.name + ".inputs", "do not read only the layer before it",
-                     "a chain of layers (the GPU device runs no residual or concatenating graph yet)");
+// The tensors each layer reads, by index (-1: the model's input), from the
+// model's names; InputError for a name that is not an earlier layer.
+std::vector<std::vector<int32_t>> layer_inputs(const Model& model) {
+  std::vector<std::vector<int32_t>> inputs(model.layers.size());
+  for (size_t i = 0; i < model.layers.size(); ++i) {
+    for (const std::string& name : model.layers[i].inputs) {
+      int32_t t = -2;
+      if (name == kModelInput) t = -1;
+      for (size_t j = 0; j < i && t == -2; ++j) {
+        if (model.layers[j].name == name) t = static_cast<int32_t>(j);
+      }
+      if (t == -2) {
+        throw InputError(model.name + ": " + model.layers[i].name + ".inputs", "'" + name + "' is not an earlier layer",
+                         "the input or a layer before it");
+      }
+      inputs[i].push_back(t);
+    }
   }
+  return inputs;
 }
 
-// Builds layer i's buffers and plan; `x` is what it reads.
-std::unique_ptr<GpuLayer> make_layer(const Model& model, size_t i, const LayerParams& params, int64_t batch,
-                                     const float* x, Context& context, size_t& workspace) {
+const std::vector<int64_t>& tensor_shape(const Model& model, int32_t t) {
+  return t < 0 ? model.input_shape : model.layers[static_cast<size_t>(t)].output_shape;
+}
+
+// Builds layer i's buffers and plan; `xs` are what it reads.
+std::unique_ptr<GpuLayer> make_layer(const Model& model, size_t i, const std::vector<int32_t>& inputs,
+                                     const LayerParams& params, int64_t batch, std::vector<const float*> xs,
+                                     Context& context, size_t& workspace) {
   const Layer& layer = model.layers[i];
   auto l = std::make_unique<GpuLayer>();
   l->name = model.name + ": " + layer.name;
-  l->in_shape = i == 0 ? model.input_shape : model.layers[i - 1].output_shape;
+  l->in_shape = tensor_shape(model, inputs[0]);
   l->out_shape = layer.output_shape;
   l->batch = batch;
   for (const Tensor& p : params) {
@@ -85,9 +104,9 @@ std::unique_ptr<GpuLayer> make_layer(const Model& model, size_t i, const LayerPa
     TRAINSIM_CUDA(cudaMemsetAsync(l->velocity.back().get(), 0, l->velocity.back().bytes(), context.stream));
   }
   workspace = std::max(workspace, plan_layer(*l, layer, context));
-  l->x = x;
+  l->xs = std::move(xs);
   if (l->op == Op::identity) {
-    l->y = const_cast<float*>(x);  // the layer's output is its input
+    l->y = const_cast<float*>(l->xs[0]);  // the layer's output is its input
   } else {
     l->own_y = DeviceArray<float>(l->out_count());
     l->y = l->own_y.get();
@@ -95,32 +114,59 @@ std::unique_ptr<GpuLayer> make_layer(const Model& model, size_t i, const LayerPa
   return l;
 }
 
-// dL/d(output) of each layer: the loss gradient for the last, else the
-// next layer's dL/d(input); identity layers pass theirs through. Unless
-// `input_gradient`, layers up to the first with parameters compute no
-// dL/d(input): nothing reads it.
-void wire_gradients(NetworkState& s, bool input_gradient) {
-  int64_t first_with_params = static_cast<int64_t>(s.layers.size());
-  for (size_t i = 0; i < s.layers.size(); ++i) {
-    if (!s.layers[i]->params.empty()) {
-      first_with_params = static_cast<int64_t>(i);
-      break;
-    }
+// Where each gradient lives and who writes it. Tensors an identity layer
+// passes on share one gradient, that of their root; the loss writes the
+// last layer's; each layer's backward writes or adds into the gradients of
+// what it reads, the first to run (the last reader) writing. Unless
+// `input_gradient`, tensors made before the first layer with parameters get
+// none: nothing reads them (a batch normalization there writes a scratch
+// buffer of its own).
+void wire_gradients(NetworkState& s, const Model& model, bool input_gradient) {
+  const auto count = static_cast<int32_t>(s.layers.size());
+  int32_t first_with_params = count;
+  for (int32_t i = 0; i < count && first_with_params == count; ++i) {
+    if (!s.layers[static_cast<size_t>(i)]->params.empty()) first_with_params = i;
   }
-  if (input_gradient) first_with_params = -1;
-  const float* dy = s.dlogits.get();
-  for (size_t i = s.layers.size(); i-- > 0;) {
-    GpuLayer& l = *s.layers[i];
-    l.dy = dy;
-    if (static_cast<int64_t>(i) <= first_with_params) {
-      l.dx = nullptr;
-    } else if (l.op == Op::identity) {
-      l.dx = const_cast<float*>(dy);
-    } else {
-      l.own_dx = DeviceArray<float>(l.in_count());
-      l.dx = l.own_dx.get();
+  std::vector<int32_t> root(static_cast<size_t>(count) + 1);  // per tensor + 1
+  root[0] = -1;
+  for (int32_t i = 0; i < count; ++i) {
+    const bool identity = s.layers[static_cast<size_t>(i)]->op == Op::identity;
+    root[static_cast<size_t>(i) + 1] = identity ? root[static_cast<size_t>(s.inputs[static_cast<size_t>(i)][0]) + 1] : i;
+  }
+  const auto needs = [&](int32_t t) { return input_gradient || root[static_cast<size_t>(t) + 1] >= first_with_params; };
+  s.grad_buffers.clear();
+  s.grad_buffers.resize(static_cast<size_t>(count) + 1);
+  std::vector<float*> grad(static_cast<size_t>(count) + 1, nullptr);  // per root + 1
+  std::vector<bool> written(static_cast<size_t>(count) + 1, false);
+  const int32_t last_root = root[static_cast<size_t>(count)];
+  grad[static_cast<size_t>(last_root) + 1] = s.dlogits.get();
+  written[static_cast<size_t>(last_root) + 1] = true;
+  const auto buffer_of = [&](int32_t r) {
+    float*& g = grad[static_cast<size_t>(r) + 1];
+    if (g == nullptr) {
+      s.grad_buffers[static_cast<size_t>(r) + 1] = DeviceArray<float>(s.batch * element_count(tensor_shape(model, r)));
+      g = s.grad_buffers[static_cast<size_t>(r) + 1].get();
     }
-    dy = l.dx;
+    return g;
+  };
+  for (int32_t i = count; i-- > 0;) {
+    GpuLayer& l = *s.layers[static_cast<size_t>(i)];
+    const std::vector<int32_t>& in = s.inputs[static_cast<size_t>(i)];
+    l.dy = needs(i) ? buffer_of(root[static_cast<size_t>(i) + 1]) : nullptr;
+    l.dxs.assign(in.size(), nullptr);
+    l.accumulate.assign(in.size(), false);
+    for (size_t k = 0; k < in.size(); ++k) {
+      const int32_t r = root[static_cast<size_t>(in[k]) + 1];
+      if (!needs(in[k])) continue;
+      l.dxs[k] = buffer_of(r);
+      if (l.op == Op::identity) continue;  // shares its output's gradient, writes nothing
+      l.accumulate[k] = written[static_cast<size_t>(r) + 1];
+      written[static_cast<size_t>(r) + 1] = true;
+    }
+    if (l.op == Op::batchnorm && l.dxs[0] == nullptr) {
+      l.own_dx = DeviceArray<float>(l.in_count());
+      l.dxs[0] = l.own_dx.get();
+    }
   }
 }
 
@@ -134,8 +180,8 @@ CudaNetwork::CudaNetwork(const Model& model, const Weights& weights, int64_t bat
     : state_(std::make_unique<NetworkState>()) {
   if (batch < 1) throw InputError("--batch", std::to_string(batch), "a batch size >= 1");
   TRAINSIM_CHECK(weights.size() == model.layers.size() && !model.layers.empty(), "weights of every layer");
-  for (size_t i = 0; i < model.layers.size(); ++i) {  // before the GPU is touched
-    cuda::check_chain(model, i);
+  std::vector<std::vector<int32_t>> inputs = cuda::layer_inputs(model);  // checked before the GPU is touched
+  for (size_t i = 0; i < model.layers.size(); ++i) {
     cuda::op_of(model.layers[i], model.name + ": " + model.layers[i].name + ".op");
   }
   cuda::select_device(device);
@@ -155,10 +201,11 @@ CudaNetwork::CudaNetwork(const Model& model, const Weights& weights, int64_t bat
   s.batch = batch;
   s.input = cuda::DeviceArray<float>(batch * element_count(model.input_shape));
   size_t workspace = 0;
-  const float* x = s.input.get();
+  s.inputs = std::move(inputs);
   for (size_t i = 0; i < model.layers.size(); ++i) {
-    s.layers.push_back(cuda::make_layer(model, i, weights[i], batch, x, c, workspace));
-    x = s.layers.back()->y;
+    std::vector<const float*> xs;
+    for (const int32_t t : s.inputs[i]) xs.push_back(t < 0 ? s.input.get() : s.layers[static_cast<size_t>(t)]->y);
+    s.layers.push_back(cuda::make_layer(model, i, s.inputs[i], weights[i], batch, std::move(xs), c, workspace));
   }
   const std::vector<int64_t>& out = model.layers.back().output_shape;
   s.classes = out.empty() ? 1 : out.back();
@@ -172,7 +219,7 @@ CudaNetwork::CudaNetwork(const Model& model, const Weights& weights, int64_t bat
   std::vector<float> ones(static_cast<size_t>(widest), 1.0f);
   c.ones = cuda::DeviceArray<float>(widest);
   TRAINSIM_CUDA(cudaMemcpy(c.ones.get(), ones.data(), c.ones.bytes(), cudaMemcpyHostToDevice));
-  cuda::wire_gradients(s, options.input_gradient);
+  cuda::wire_gradients(s, model, options.input_gradient);
   s.events.resize(3 * s.layers.size() + 1);
   for (cudaEvent_t& e : s.events) TRAINSIM_CUDA(cudaEventCreate(&e));
   TRAINSIM_CUDA(cudaStreamSynchronize(c.stream));
@@ -306,14 +353,14 @@ Tensor CudaNetwork::output(int64_t layer) const {
 
 bool CudaNetwork::has_input_gradient(int64_t layer) const {
   const NetworkState& s = *state_;
-  return layer >= 0 && layer < static_cast<int64_t>(s.layers.size()) && s.layers[static_cast<size_t>(layer)]->dx != nullptr;
+  return layer >= 0 && layer < static_cast<int64_t>(s.layers.size()) && s.layers[static_cast<size_t>(layer)]->dx() != nullptr;
 }
 
 Tensor CudaNetwork::input_gradient(int64_t layer) const {
   const NetworkState& s = *state_;
   TRAINSIM_CHECK(has_input_gradient(layer), "a layer whose input gradient is computed");
   const cuda::GpuLayer& l = *s.layers[static_cast<size_t>(layer)];
-  return cuda::download(l.dx, cuda::batched(s.batch, l.in_shape), s.context.stream);
+  return cuda::download(l.dx(), cuda::batched(s.batch, l.in_shape), s.context.stream);
 }
 
 Gradients CudaNetwork::gradients() const {

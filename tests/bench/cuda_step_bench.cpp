@@ -1,7 +1,8 @@
 // One training step on the GPU device (CudaNetwork::timed_pass: every
 // forward with the loss, every backward, momentum SGD with the gradients
-// zeroed) of fmnist-mlp and fmnist-cnn at batch 64 and 1024, timed by the
-// CUDA events around the whole pass (manual time), in fp32 without TF32.
+// zeroed) of fmnist-mlp, fmnist-cnn and fmnist-resnet20 at batch 64 and
+// 1024, timed by the CUDA events around the whole pass (manual time), in
+// fp32 without TF32.
 // tests/gpu/gpu_check.py sets these figures beside PyTorch's eager step.
 // Without a GPU each benchmark stops with the reason.
 #include <benchmark/benchmark.h>
@@ -46,6 +47,8 @@ void BM_CudaStep(benchmark::State& state, const std::string& model_name) {
 BENCHMARK_CAPTURE(BM_CudaStep, fmnist_mlp, std::string("fmnist-mlp"))
     ->Arg(64)->Arg(1024)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_CudaStep, fmnist_cnn, std::string("fmnist-cnn"))
+    ->Arg(64)->Arg(1024)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_CudaStep, fmnist_resnet20, std::string("fmnist-resnet20"))
     ->Arg(64)->Arg(1024)->UseManualTime()->Unit(benchmark::kMicrosecond);
 
 }  // namespace

@@ -1,6 +1,6 @@
 // What the GPU device refuses before it touches a GPU (every build runs
-// these): ops without a CUDA kernel, graphs that are not chains, and, on a
-// machine without a GPU or in a build without CUDA, any device.
+// these): ops without a CUDA kernel and, on a machine without a GPU or in a
+// build without CUDA, any device.
 #include <gtest/gtest.h>
 
 #include "exec/cuda/cuda_network.hpp"
@@ -33,18 +33,18 @@ std::string error_of(const Model& model, int device) {
 
 TEST(CudaNetworkErrors, AnOpWithoutAKernelIsNamedWithItsLayer) {
   SKIP_WITHOUT_CUDA();
-  const std::string error = error_of(build_zoo_model("fmnist-resnet20"), 0);
-  EXPECT_NE(error.find("batchnorm"), std::string::npos) << error;
+  const std::string error = error_of(build_zoo_model("fortunes-gpt"), 0);
+  EXPECT_NE(error.find("embedding"), std::string::npos) << error;
   EXPECT_NE(error.find("no CUDA kernel"), std::string::npos) << error;
 }
 
-TEST(CudaNetworkErrors, AGraphThatIsNotAChainIsRefused) {
+TEST(CudaNetworkErrors, AConcatenationIsRefusedNamingItsLayer) {
   SKIP_WITHOUT_CUDA();
   ModelBuilder b("branchy", "test", {16}, 4);
   const std::string fc1 = b.linear("fc1", kModelInput, 16);
-  b.linear("out", b.add("sum", {b.linear("fc2", fc1, 16), fc1}), 4);
+  b.linear("out", b.concat("joined", {b.linear("fc2", fc1, 16), fc1}), 4);
   const std::string error = error_of(std::move(b).build(), 0);
-  EXPECT_NE(error.find("branchy: sum.inputs"), std::string::npos) << error;
+  EXPECT_NE(error.find("branchy: joined.op"), std::string::npos) << error;
 }
 
 TEST(CudaNetworkErrors, NoGpuOrABadIndexNamesTheDevice) {

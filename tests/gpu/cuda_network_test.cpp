@@ -2,7 +2,8 @@
 // Layer by layer, on the same input, weights and labels, every output,
 // input gradient, parameter gradient and two momentum-SGD steps agree
 // within a relative error of 1e-4 (CudaPrecision::exact: fp32, no TF32, no
-// FFT or Winograd convolutions). Whole chains train as on the CPU: the
+// FFT or Winograd convolutions). Whole networks (chains and the residual
+// fmnist-resnet20) train as on the CPU: the
 // losses of five steps within 1e-4 (1e-3 with the fast algorithms) and the
 // weights within 1e-2 (a ReLU output within rounding of 0 can send a
 // max-pooling gradient to another position of its window, on either
@@ -11,6 +12,7 @@
 
 #include <cmath>
 #include <random>
+#include <set>
 
 #include "exec/cuda/cuda_network.hpp"
 #include "exec/devices.hpp"
@@ -90,8 +92,11 @@ constexpr SgdOptions kLayerSgd{1e-3, 0.9, 1e-3};
 // gradient sums to zero).
 Model layer_alone(const Model& model, size_t i) {
   Layer layer = model.layers[i];
-  layer.inputs = {kModelInput};
-  ModelBuilder b(model.name + "." + layer.name, "test", i == 0 ? model.input_shape : model.layers[i - 1].output_shape, 8);
+  const std::string& from = layer.inputs.front();
+  const std::vector<int64_t>& in =
+      from == kModelInput ? model.input_shape : model.layers[*find_layer(model, from)].output_shape;
+  layer.inputs.assign(layer.inputs.size(), kModelInput);  // an add of the input to itself: dx = 2·dy
+  ModelBuilder b(model.name + "." + layer.name, "test", in, 8);
   b.linear("head", b.flatten("head_flatten", b.custom(layer)), 10);
   return std::move(b).build();
 }
@@ -180,6 +185,32 @@ TEST(CudaNetwork, EveryLayerConformsToItsCpuKernel) {
   for (const Model& model : {mixed_cnn(), build_zoo_model("fmnist-cnn"), build_zoo_model("fmnist-mlp")}) {
     for (size_t i = 0; i < model.layers.size(); ++i) expect_layer_conforms(make_case(layer_alone(model, i), 8));
   }
+}
+
+// One layer of each distinct kind and geometry of `model`.
+std::vector<size_t> distinct_layers(const Model& model) {
+  std::set<std::string> seen;
+  std::vector<size_t> picked;
+  for (size_t i = 0; i < model.layers.size(); ++i) {
+    const Layer& l = model.layers[i];
+    std::string key = l.op + "/" + std::to_string(l.window.kernel_h) + "/" + std::to_string(l.window.stride_h) + "/" +
+                      std::to_string(l.inputs.size());
+    for (const int64_t d : layer_alone(model, i).input_shape) key += "/" + std::to_string(d);
+    for (const int64_t d : l.output_shape) key += "/" + std::to_string(d);
+    if (seen.insert(key).second) picked.push_back(i);
+  }
+  return picked;
+}
+
+TEST(CudaNetwork, ResidualNetworkLayersConformToTheirCpuKernels) {
+  SKIP_WITHOUT_GPU();
+  const Model resnet = build_zoo_model("fmnist-resnet20");
+  for (const size_t i : distinct_layers(resnet)) expect_layer_conforms(make_case(layer_alone(resnet, i), 8));
+}
+
+TEST(CudaNetwork, AResidualNetworkTrainsAsOnTheCpu) {
+  SKIP_WITHOUT_GPU();
+  expect_chain_trains_alike(make_case(build_zoo_model("fmnist-resnet20"), 4), CudaPrecision::exact, kExactTolerance);
 }
 
 TEST(CudaNetwork, ChainsTrainAsOnTheCpu) {
