@@ -1,4 +1,4 @@
-// CudaNetwork: the chain's buffers, wired layer to layer, and the passes.
+// CudaNetwork: the network's buffers, wired tensor to tensor, and the passes.
 #include "exec/cuda/cuda_network.hpp"
 
 #include <algorithm>

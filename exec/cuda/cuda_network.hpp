@@ -1,4 +1,4 @@
-// A model's chain of layers on one GPU: device memory for the weights,
+// A model's layer graph on one GPU: device memory for the weights,
 // their gradients and velocities, every layer's output and input gradient,
 // and one training pass (forward, softmax cross-entropy, backward,
 // momentum SGD) on one CUDA stream. The GPU profiler times its layers with
@@ -45,11 +45,11 @@ struct GpuPassTimes {
 
 class CudaNetwork {
  public:
-  // `model` (a chain of linear, conv2d, relu, maxpool, flatten, dropout and
-  // softmax layers) on GPU `device` at `batch` samples, starting from
-  // `weights` (as init_weights lays them out). InputError naming the layer
-  // for another op or a layer that does not read the one before it;
-  // InputError naming --device for a device index the driver does not have
+  // `model` (linear, conv2d, batchnorm, relu, maxpool, global avgpool, add
+  // of two, flatten, dropout and softmax layers, over its layer graph) on
+  // GPU `device` at `batch` samples, starting from `weights` (as
+  // init_weights lays them out). InputError naming the layer for another op
+  // or an input that is not an earlier layer; InputError naming --device for a device index the driver does not have
   // or a build without CUDA; CudaError when the GPU refuses (out of memory).
   CudaNetwork(const Model& model, const Weights& weights, int64_t batch, int device,
               const CudaNetworkOptions& options = {});
