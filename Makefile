@@ -25,7 +25,7 @@ FUZZ_SECONDS ?= 20
 # interpreter, the data and kernels they run); TSAN_TESTS narrows it (ctest -R).
 TSAN_TESTS ?= .
 
-.PHONY: all deps configure build run test bench fuzz test-asan test-tsan gpu-check clean
+.PHONY: all deps configure build run test bench peer-bench fuzz test-asan test-tsan gpu-check clean
 
 all: build
 
@@ -77,6 +77,16 @@ test-tsan:
 	@[ -f build-tsan/build.ninja ] || cmake -S . -B build-tsan -G Ninja $(SANITIZE_FLAGS) -DTRAINSIM_SANITIZE=thread
 	cmake --build build-tsan -j $(JOBS) --target exec_tests
 	TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" ctest --test-dir build-tsan -R "$(TSAN_TESTS)" -E _NOT_BUILT -LE gpu --output-on-failure -j $(JOBS)
+
+# trainsim's training step on this CPU beside PyTorch's, model by model
+# (tests/bench/peer_bench.py). PyTorch goes into a virtual environment of its
+# own, $(BUILD)/peer-venv, the first time (pip: a few GB with its CUDA
+# libraries); it is never a build or test dependency.
+PEER_VENV = $(BUILD)/peer-venv
+peer-bench: build
+	@[ -x $(PEER_VENV)/bin/python ] || python3 -m venv $(PEER_VENV)
+	@$(PEER_VENV)/bin/python -c 'import torch' 2>/dev/null || $(PEER_VENV)/bin/pip install --quiet torch
+	$(PEER_VENV)/bin/python tests/bench/peer_bench.py --build $(BUILD)
 
 # On a machine with a GPU: the GPU tests, GPU profiles and cluster probe,
 # predictions from them and PyTorch's step beside trainsim's, written to

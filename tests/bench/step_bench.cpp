@@ -1,6 +1,7 @@
 // One training step of a single worker (forward, loss, backward, SGD update
 // w -= lr·g) through the exec kernels (forward_range / backward_range) on
-// fmnist-mlp and fmnist-cnn at batch 64, the same fmnist-mlp step written as a
+// fmnist-mlp and fmnist-cnn at batch 64 and fmnist-resnet20, fortunes-gpt and
+// fortunes-lstm at 16, the same fmnist-mlp step written as a
 // plain Eigen loop (three GEMMs forward, their transposes backward), and the
 // plan interpreter running `single`'s plan of the same step (fmnist-mlp at 64;
 // the residual fmnist-resnet20 and the decoder fortunes-gpt at 16). The ratios are
@@ -141,13 +142,15 @@ void check_same_losses(const Network& network, const Batch& batch) {
   }
 }
 
-void BM_KernelStep(benchmark::State& state, const char* model) {
+// One step through the kernels at `rows` a batch (tests/bench/peer_bench.py
+// times PyTorch's step of the same model and batch beside it).
+void BM_KernelStep(benchmark::State& state, const char* model, int64_t rows) {
   const Network network = build_network(build_zoo_model(model));
-  const Batch batch = make_batch(network);
+  const Batch batch = make_batch(network, rows);
   NetworkStep step(network);
   for (auto _ : state) benchmark::DoNotOptimize(step.run(batch));
   state.counters["samples_per_s"] =
-      benchmark::Counter(static_cast<double>(kBatch), benchmark::Counter::kIsIterationInvariantRate);
+      benchmark::Counter(static_cast<double>(rows), benchmark::Counter::kIsIterationInvariantRate);
 }
 
 // The three fmnist-mlp steps in each iteration, timed apart: the kernels, the
@@ -221,8 +224,11 @@ void BM_InterpreterVersusKernels(benchmark::State& state, const char* model_id, 
   state.counters["interpreter_over_kernels"] = kernels_s > 0 ? interpreter_s / kernels_s : 0.0;
 }
 
-BENCHMARK_CAPTURE(BM_KernelStep, fmnist_mlp, "fmnist-mlp")->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(BM_KernelStep, fmnist_cnn, "fmnist-cnn")->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_KernelStep, fmnist_mlp, "fmnist-mlp", kBatch)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_KernelStep, fmnist_cnn, "fmnist-cnn", kBatch)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_KernelStep, fmnist_resnet20, "fmnist-resnet20", 16)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_KernelStep, fortunes_gpt, "fortunes-gpt", 16)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_KernelStep, fortunes_lstm, "fortunes-lstm", 16)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_MlpKernelsVersusPlainEigen)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_InterpreterVersusKernels, fmnist_mlp, "fmnist-mlp", kBatch, 50)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_InterpreterVersusKernels, fmnist_resnet20, "fmnist-resnet20", 16, 10)

@@ -57,13 +57,13 @@ def spread(values):
 def torch_steps(model_name, batch, params, steps=50, warmups=10):
     """Median and per-run times of PyTorch's eager training step, CUDA events around each."""
     import torch
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    from torch_models import MODELS as TORCH_MODELS
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "peers"))
+    from torch_models import MODELS as TORCH_MODELS, trainable_parameters
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     torch.backends.cudnn.benchmark = True  # trainsim picks cuDNN's algorithms by timing them too
     model = TORCH_MODELS[model_name]().cuda()
-    count = sum(p.numel() for p in model.parameters())
+    count = trainable_parameters(model)
     if count != params:
         raise ValueError(f"{model_name}: PyTorch's model has {count} parameters, trainsim's {params}")
     shape = (1, 28, 28)  # every model here reads Fashion-MNIST images
