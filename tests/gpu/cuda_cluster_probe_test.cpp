@@ -11,6 +11,7 @@
 
 #include "exec/devices.hpp"
 #include "model/error.hpp"
+#include "tests/gpu/skip_without_gpu.hpp"
 
 namespace trainsim {
 namespace {
@@ -67,8 +68,7 @@ void expect_sane(const Cluster& c, int64_t workers) {
 }
 
 TEST(CudaClusterProbe, MeasuresGpuZeroAndSharesItAmongItsWorkers) {
-  std::string reason;
-  if (list_cuda_devices(reason).empty()) GTEST_SKIP() << "GPU test skipped: " << reason;
+  SKIP_WITHOUT_GPU();
   const Cluster one = measure_cuda_cluster(0, 1, quick_cuda_probe());
   const Cluster four = measure_cuda_cluster(0, 4, quick_cuda_probe());
   expect_sane(one, 1);

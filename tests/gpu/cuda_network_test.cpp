@@ -16,10 +16,10 @@
 #include <set>
 
 #include "exec/cuda/cuda_network.hpp"
-#include "exec/devices.hpp"
 #include "exec/tensor/layers.hpp"
 #include "model/zoo/builder.hpp"
 #include "model/zoo/zoo.hpp"
+#include "tests/gpu/skip_without_gpu.hpp"
 
 namespace trainsim {
 namespace {
@@ -27,13 +27,6 @@ namespace {
 constexpr double kExactTolerance = 1e-4;
 constexpr double kFastTolerance = 1e-3;
 
-#define SKIP_WITHOUT_GPU()                                   \
-  do {                                                       \
-    std::string reason;                                      \
-    if (list_cuda_devices(reason).empty()) {                 \
-      GTEST_SKIP() << "GPU test skipped: " << reason;        \
-    }                                                        \
-  } while (false)
 
 // ‖a − b‖₂ / ‖b‖₂ (0 when both are zero).
 double relative_error(const Tensor& a, const Tensor& b) {
