@@ -30,8 +30,17 @@ inline SimTime to_clock_ns(double whole_ns, OpId op) {
   return static_cast<SimTime>(whole_ns);
 }
 
+// std::round (halves away from zero), inline for the values a clock takes:
+// below 2^52 the integer part and the fraction are exact in a double.
+// Anything else (negative, huge, NaN) goes to std::round.
+inline double round_ns(double ns) {
+  if (!(ns >= 0 && ns < 0x1p52)) return std::round(ns);
+  const auto whole = static_cast<double>(static_cast<int64_t>(ns));
+  return ns - whole >= 0.5 ? whole + 1 : whole;
+}
+
 // `seconds` (>= 0) rounded to the clock's nanoseconds.
-inline SimTime duration_ns(double seconds, OpId op) { return to_clock_ns(std::round(seconds * kNsPerS), op); }
+inline SimTime duration_ns(double seconds, OpId op) { return to_clock_ns(round_ns(seconds * kNsPerS), op); }
 
 // now + duration, both on the clock.
 inline SimTime later_ns(SimTime now_ns, SimTime duration, OpId op) {

@@ -1,10 +1,10 @@
 // The discrete-event engine: the event loop, collectives, and transfers as
 // flows over shared ports (its state in engine_state.hpp, its setup in
-// engine_setup.cpp). Time is integer nanoseconds; events are small PODs
-// in a binary heap ordered by (time, sequence), so ties run in push order and
-// a run repeats exactly. Per-op buffers are sized before the loop; in it
-// only the event heap, the flow slots and the ports' lists grow, to what is
-// in flight at once.
+// engine_setup.cpp). Time is integer nanoseconds; events are small PODs in a
+// 4-ary heap (event_queue.hpp) ordered by (time, sequence), so ties run in
+// push order and a run repeats exactly. Per-op buffers are sized before the
+// loop; in it only the event heap, the flow slots and the ports' lists grow,
+// to what is in flight at once.
 #include "sim/des/engine.hpp"
 
 #include <algorithm>
@@ -28,39 +28,11 @@ namespace des_detail {
 // A transfer op starting: its flow, on the ports of its path (flows.hpp),
 // held while it runs.
 int32_t Engine::open_flow(OpId id) {
-  const TransferSpec& t = transfers_[states_[id].index];
-  const int32_t worker = states_[id].worker;
-  const int32_t device = device_of_worker_[worker];
-  if (t.kind == OpKind::kSend) return flows_.add_send(id, device, t.target, t.bytes);
-  if (t.kind == OpKind::kHostAccumulate) return flows_.add_host_accumulate(id, machine_of_worker_[worker], t.bytes);
-  return flows_.add_copy(id, device, t.target == 1, t.bytes);
-}
-
-// Events at or after now: `time_ns` comes from later_ns, so it is on the clock.
-void Engine::push(SimTime time_ns, OpId op, uint32_t tag) {
-  if (time_ns == now_ns_) {
-    due_now_.push_back({time_ns, sequence_++, op, tag});
-    return;
-  }
-  heap_.push_back({time_ns, sequence_++, op, tag});
-  std::push_heap(heap_.begin(), heap_.end(), Later{});
-}
-
-// The earliest event by (time, sequence): the oldest one due now, or the
-// heap's top when that comes first. The caller checks that one is left.
-Event Engine::pop() {
-  if (due_now_next_ < due_now_.size() && (heap_.empty() || Later{}(heap_.front(), due_now_[due_now_next_]))) {
-    const Event event = due_now_[due_now_next_++];
-    if (due_now_next_ == due_now_.size()) {
-      due_now_.clear();
-      due_now_next_ = 0;
-    }
-    return event;
-  }
-  std::pop_heap(heap_.begin(), heap_.end(), Later{});
-  const Event event = heap_.back();
-  heap_.pop_back();
-  return event;
+  const OpState& t = states_[id];
+  const int32_t device = device_of_worker_[t.worker];
+  if (t.kind == OpKind::kSend) return flows_.add_send(id, device, t.target, t.amount);
+  if (t.kind == OpKind::kHostAccumulate) return flows_.add_host_accumulate(id, machine_of_worker_[t.worker], t.amount);
+  return flows_.add_copy(id, device, t.target == 1, t.amount);
 }
 
 double Engine::draw_uniform() { return static_cast<double>(rng_() >> 11) * 0x1.0p-53; }  // [0, 1), 53 bits
@@ -80,20 +52,20 @@ SimTime Engine::compute_duration_ns(OpId id) {
     const double z = std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2);
     factor *= std::exp(jitter_mu_ + jitter_sigma_ * z);
   }
-  return duration_ns(states_[id].work_s * factor, id);
+  return duration_ns(states_[id].amount * factor, id);
 }
 
 // Every dep and the stream predecessor of `id` have ended: start it (or, for
 // a collective, count it ready and start all members once the last is).
 void Engine::on_ready(OpId id) {
   OpState& op = states_[id];
-  record_.ready_ns[id] = now_ns_;
   if (is_compute(op.kind)) {
     start_compute(id);
   } else if (op.kind == OpKind::kRecv) {
     start(id);  // the bytes moved with the Send it depends on
     push(now_ns_, id, kOpEnd);
   } else if (is_collective(op.kind)) {
+    record_.collective_ready_ns[id] = now_ns_;
     Collective& c = collectives_[op.index];
     if (++c.ready < c.members) return;
     for (int32_t m = 0; m < c.members; ++m) {
@@ -192,10 +164,10 @@ void Engine::push_completions() {
 SimResult Engine::run() {
   for (OpId id : initially_ready_) on_ready(id);
   int64_t events = 0;
-  while (!heap_.empty() || due_now_next_ < due_now_.size()) {
-    const Event event = pop();
+  while (!events_.empty()) {
+    const Event event = events_.pop();
     ++events;
-    now_ns_ = event.time_ns;
+    now_ns_ = event.time_ns();
     switch (event.tag & 3u) {
       case kOpEnd:
         if ((event.tag >> 2) != states_[event.op].version) break;  // a compute op rescheduled since

@@ -3,6 +3,7 @@
 // their members and priced (see engine_state.hpp).
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <string>
 
 #include "model/error.hpp"
@@ -82,7 +83,7 @@ Engine::Engine(const Plan& plan, const Cluster& cluster, const SimOptions& optio
   peak_live_bytes_.assign(workers, 0.0);
   // Written as ops start, become ready and end (after read_ops, so its scratch is gone).
   result_.timings.resize(op_count_);
-  record_.ready_ns.resize(op_count_);
+  if (!collectives_.empty()) record_.collective_ready_ns = std::make_unique_for_overwrite<SimTime[]>(op_count_);
   record_.released_by.assign(op_count_, -1);
 }
 
@@ -106,14 +107,14 @@ void Engine::read_ops() {
   record_.kinds.resize(op_count_);
   record_.iterations.resize(op_count_);
   successor_offsets_.assign(op_count_ + 1, 0);
-  std::vector<OpId> dep_of;  // (dep, op) pairs, flattened, so the fill does not reread the plan
-  dep_of.reserve(2 * static_cast<size_t>(op_count_));
+  std::vector<OpId> dep_of(2 * static_cast<size_t>(op_count_));  // (dep, op) pairs, flattened, so the fill
+  size_t dep_pairs_end = 0;                                      // does not reread the plan
   for (OpId id = 0; id < op_count_; ++id) {
     const Op& op = plan_.ops[id];
     TRAINSIM_CHECK(op.iteration >= 0 && op.iteration < std::max(plan_.iterations, 1),
                    plan_.strategy + " plan: an op's iteration is outside 0..iterations-1");
     OpState& state = states_.emplace_back();
-    state.work_s = op.work_s;
+    state.amount = is_transfer(op.kind) ? op.bytes : op.work_s;
     state.worker = op.worker;
     state.kind = op.kind;
     if (op.alloc_bytes != 0 || op.free_bytes != 0) {
@@ -123,22 +124,23 @@ void Engine::read_ops() {
     has_work_ |= op.work_s > 0 || op.bytes > 0;
     state.pending = static_cast<int32_t>(op.deps.size()) + has_stream_predecessor[id];
     if (stream_next[id] >= 0) ++successor_offsets_[id + 1];
+    const size_t end = dep_pairs_end + 2 * op.deps.size();
+    if (end > dep_of.size()) dep_of.resize(std::max(end, 2 * dep_of.size()));
+    OpId* pair = dep_of.data() + dep_pairs_end;
     for (OpId dep : op.deps) {
       ++successor_offsets_[dep + 1];
-      dep_of.push_back(dep);
-      dep_of.push_back(id);
+      *pair++ = dep;
+      *pair++ = id;
     }
+    dep_pairs_end = end;
     record_.kinds[id] = op.kind;
     record_.iterations[id] = op.iteration;
     if (state.pending == 0) initially_ready_.push_back(id);
     if (is_collective(op.kind)) add_collective_member(id, op);
-    if (op.kind == OpKind::kSend || op.kind == OpKind::kCopyToHost || op.kind == OpKind::kCopyToDevice ||
-        op.kind == OpKind::kHostAccumulate) {
-      state.index = static_cast<int32_t>(transfers_.size());
-      const int32_t target = op.kind == OpKind::kSend ? device_of_worker_[op.peer] : op.kind == OpKind::kCopyToHost;
-      transfers_.push_back({op.bytes, target, op.kind});
-    }
+    if (op.kind == OpKind::kSend) state.target = device_of_worker_[op.peer];
+    if (op.kind == OpKind::kCopyToHost) state.target = 1;
   }
+  dep_of.resize(dep_pairs_end);
   fill_successors(stream_next, dep_of);
   // A compute op that releases another stream of its own worker hands that
   // op over (the executor's compute thread yields its core to it) and its

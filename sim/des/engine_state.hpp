@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "sim/des/engine.hpp"
+#include "sim/des/event_queue.hpp"
 #include "sim/des/flows.hpp"
 #include "sim/des/summary.hpp"
 
@@ -22,45 +23,31 @@ enum EventKind : uint32_t {
   kHandedOff = 3, // a compute stream is back from handing an op over: its next op may start
 };
 
-struct Event {
-  SimTime time_ns;
-  uint64_t sequence;
-  OpId op;
-  uint32_t tag;  // EventKind in the low 2 bits, the flow's version above
-};
-
-// std heap functions build a max-heap: "less" means later, so the earliest
-// (time, sequence) is on top.
-struct Later {
-  bool operator()(const Event& a, const Event& b) const {
-    return a.time_ns != b.time_ns ? a.time_ns > b.time_ns : a.sequence > b.sequence;
-  }
-};
-
 // What the event loop reads and writes of one op, in half a cache line (the
 // loop visits ops in time order, not id order, so size is misses). Its times
-// go straight into the result and the run record, written once each.
+// go straight into the result and the run record, written once each. A
+// transfer keeps what its flow needs here too, so opening the flow reads
+// nothing more.
 struct OpState {
-  double work_s = 0;
+  double amount = 0;           // compute ops: their work in seconds; transfers: their bytes
   int32_t worker = 0;
-  int32_t index = -1;          // transfers: their TransferSpec, then their flow while they run;
-                               // collectives: their Collective; else -1
+  int32_t index = -1;          // transfers: their flow while they run; collectives: their Collective; else -1
   int32_t pending = 0;         // deps + stream predecessor not yet ended
   int32_t memory = -1;         // allocates or frees: its entry in Engine::memory_bytes_, else -1
-  uint32_t version = 0;        // compute ops: bumped when a rate change reschedules its end
+  union {
+    uint32_t version = 0;      // compute ops: bumped when a rate change reschedules its end
+    int32_t target;            // kSend: the peer's device; kCopyToHost: 1, kCopyToDevice: 0
+  };
   OpKind kind = OpKind::kForward;
   bool hands_off = false;      // a compute op another stream of its worker waits on, with a stream
                                // successor: that successor is released DeviceSpec::handoff_s later
 };
 static_assert(sizeof(OpState) == 32, "two op states per cache line");
 
-// What a transfer op's flow needs of the plan, packed so opening it does
-// not read the plan's op (a cache miss in time order).
-struct TransferSpec {
-  double bytes = 0;
-  int32_t target = 0;  // kSend: the peer's device; kCopyToHost: 1, kCopyToDevice: 0; kHostAccumulate: unused
-  OpKind kind = OpKind::kSend;
-};
+inline bool is_transfer(OpKind kind) {
+  return kind == OpKind::kSend || kind == OpKind::kCopyToHost || kind == OpKind::kCopyToDevice ||
+         kind == OpKind::kHostAccumulate;
+}
 
 // A worker's compute op while its communication shares the cores
 // (DeviceSpec::compute_rate_while_communicating < 1): the op's work left at
@@ -110,8 +97,7 @@ class Engine {
   void price_collectives();
   int32_t open_flow(OpId id);
 
-  void push(SimTime time_ns, OpId op, uint32_t tag);
-  Event pop();
+  void push(SimTime time_ns, OpId op, uint32_t tag) { events_.push(time_ns, now_ns_, op, tag); }
   void on_ready(OpId id);
   void start(OpId id);
   void finish(OpId id);
@@ -133,7 +119,6 @@ class Engine {
 
   std::vector<OpState> states_;
   std::vector<std::array<double, 2>> memory_bytes_;  // per op that has any: alloc at start, free at end
-  std::vector<TransferSpec> transfers_;              // per transfer op
   std::vector<OpId> initially_ready_;                // ops with no deps and no stream predecessor
   std::vector<int32_t> successor_offsets_;  // op i's successors: successors_[offsets[i], offsets[i + 1])
   std::vector<OpId> successors_;            // stream successors and reverse deps, grouped by op
@@ -153,14 +138,7 @@ class Engine {
   FlowNetwork flows_;
   std::vector<FlowCompletion> completions_;  // reused buffer of the flows' reschedules
 
-  std::vector<Event> heap_;
-  // Events due at the current time (a receive ending with its send, a
-  // collective of no duration): in push order, which is their (time,
-  // sequence) order, so they skip the heap and are taken before its top
-  // whenever they come first.
-  std::vector<Event> due_now_;
-  size_t due_now_next_ = 0;
-  uint64_t sequence_ = 0;
+  EventQueue events_;
   SimTime now_ns_ = 0;
   int64_t finished_ = 0;
   bool has_work_ = false;                   // some op computes or moves bytes

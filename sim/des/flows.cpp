@@ -33,6 +33,12 @@ FlowNetwork::FlowNetwork(const Cluster& cluster, std::string where)
   for (double c : {intra, intra, host, host}) capacity_bytes_per_ns_.insert(capacity_bytes_per_ns_.end(), devices_, c);
   for (double c : {inter, inter, reduce}) capacity_bytes_per_ns_.insert(capacity_bytes_per_ns_.end(), machines_, c);
   active_.assign(capacity_bytes_per_ns_.size(), {});
+  share_bytes_per_ns_.assign(capacity_bytes_per_ns_.size(), 0.0);
+  machine_of_device_.resize(devices_);
+  for (int32_t d = 0; d < devices_; ++d) machine_of_device_[d] = static_cast<int32_t>(d / cluster.devices_per_machine);
+  intra_latency_ns_ = duration_ns(cluster.intra_link.latency_s, -1);
+  inter_latency_ns_ = duration_ns(cluster.inter_link.latency_s, -1);
+  host_latency_ns_ = duration_ns(cluster.host.link_latency_s, -1);
 }
 
 int32_t FlowNetwork::device_port(int range, int32_t device) const { return range * devices_ + device; }
@@ -44,19 +50,20 @@ int32_t FlowNetwork::machine_port(int range, int32_t machine) const {
 // A finished flow's slot keeps its version (bumped), so a completion still
 // queued for it never matches the next flow in the slot.
 int32_t FlowNetwork::add_flow(OpId op, double bytes, SimTime latency_ns) {
-  Flow flow;
+  int32_t f = 0;
+  if (free_slots_.empty()) {
+    f = static_cast<int32_t>(flows_.size());
+    flows_.emplace_back();
+    stamp_of_flow_.push_back(0);
+  } else {
+    f = free_slots_.back();
+    free_slots_.pop_back();
+  }
+  Flow& flow = flows_[f];  // join sets its progress and rate
   flow.op = op;
   flow.bytes = bytes;
   flow.latency_ns = latency_ns;
-  if (free_slots_.empty()) {
-    flows_.push_back(flow);
-    stamp_of_flow_.push_back(0);
-    return static_cast<int32_t>(flows_.size() - 1);
-  }
-  const int32_t f = free_slots_.back();
-  free_slots_.pop_back();
-  flow.version = flows_[f].version;
-  flows_[f] = flow;
+  flow.port_count = 0;
   return f;
 }
 
@@ -75,11 +82,10 @@ void FlowNetwork::add_port(int32_t f, int32_t port) {
 }
 
 int32_t FlowNetwork::add_send(OpId op, int32_t from_device, int32_t to_device, double bytes) {
-  const auto from_machine = static_cast<int32_t>(from_device / cluster_.devices_per_machine);
-  const auto to_machine = static_cast<int32_t>(to_device / cluster_.devices_per_machine);
+  const int32_t from_machine = machine_of_device_[from_device];
+  const int32_t to_machine = machine_of_device_[to_device];
   const bool crosses = from_machine != to_machine;
-  const int32_t f =
-      add_flow(op, bytes, duration_ns(crosses ? cluster_.inter_link.latency_s : cluster_.intra_link.latency_s, op));
+  const int32_t f = add_flow(op, bytes, crosses ? inter_latency_ns_ : intra_latency_ns_);
   add_port(f, device_port(kIntraEgress, from_device));
   add_port(f, device_port(kIntraIngress, to_device));
   if (crosses) {
@@ -90,7 +96,7 @@ int32_t FlowNetwork::add_send(OpId op, int32_t from_device, int32_t to_device, d
 }
 
 int32_t FlowNetwork::add_copy(OpId op, int32_t device, bool to_host, double bytes) {
-  const int32_t f = add_flow(op, bytes, duration_ns(cluster_.host.link_latency_s, op));
+  const int32_t f = add_flow(op, bytes, host_latency_ns_);
   add_port(f, device_port(to_host ? kHostEgress : kHostIngress, device));
   return f;
 }
@@ -110,7 +116,11 @@ bool FlowNetwork::join(int32_t f, SimTime now_ns, std::vector<FlowCompletion>& s
   flow.remaining_bytes = flow.bytes;
   flow.updated_ns = now_ns;
   flow.rate_bytes_per_ns = 0;
-  for (int32_t p = 0; p < flow.port_count; ++p) active_[flow.ports[p]].push_back(f);
+  for (int32_t p = 0; p < flow.port_count; ++p) {
+    const int32_t port = flow.ports[p];
+    active_[port].push_back(f);
+    update_share(port);
+  }
   reshare(f, now_ns, schedule);
   return true;
 }
@@ -123,13 +133,15 @@ void FlowNetwork::leave(int32_t f, SimTime now_ns, std::vector<FlowCompletion>& 
     TRAINSIM_CHECK(it != on_port.end(), "a finished flow was not on its port");
     *it = on_port.back();
     on_port.pop_back();
+    update_share(flow.ports[p]);
   }
   reshare(f, now_ns, schedule);
   free_slot(f);
 }
 
-double FlowNetwork::share_bytes_per_ns(int32_t port) const {
-  return capacity_bytes_per_ns_[port] / static_cast<double>(active_[port].size());
+void FlowNetwork::update_share(int32_t port) {
+  const size_t flows = active_[port].size();
+  share_bytes_per_ns_[port] = flows > 0 ? capacity_bytes_per_ns_[port] / static_cast<double>(flows) : 0.0;
 }
 
 // The flows sharing a port with `f` see a new count there: bring each one's
@@ -143,15 +155,15 @@ void FlowNetwork::reshare(int32_t f, SimTime now_ns, std::vector<FlowCompletion>
       if (stamp_of_flow_[g] == stamp_) continue;
       stamp_of_flow_[g] = stamp_;
       Flow& flow = flows_[g];
-      double rate = share_bytes_per_ns(flow.ports[0]);
-      for (int32_t q = 1; q < flow.port_count; ++q) rate = std::min(rate, share_bytes_per_ns(flow.ports[q]));
+      double rate = share_bytes_per_ns_[flow.ports[0]];
+      for (int32_t q = 1; q < flow.port_count; ++q) rate = std::min(rate, share_bytes_per_ns_[flow.ports[q]]);
       if (rate == flow.rate_bytes_per_ns) continue;
       const double moved_bytes = flow.rate_bytes_per_ns * static_cast<double>(now_ns - flow.updated_ns);
       flow.remaining_bytes = std::max(0.0, flow.remaining_bytes - moved_bytes);
       flow.updated_ns = now_ns;
       flow.rate_bytes_per_ns = rate;
       flow.version = (flow.version + 1) & kVersionMask;
-      const SimTime left_ns = to_clock_ns(std::round(flow.remaining_bytes / rate), flow.op);
+      const SimTime left_ns = to_clock_ns(round_ns(flow.remaining_bytes / rate), flow.op);
       schedule.push_back({g, later_ns(now_ns, left_ns, flow.op), flow.version});
     }
   }

@@ -70,7 +70,7 @@ class FlowNetwork {
   int32_t add_flow(OpId op, double bytes, SimTime latency_ns);
   void add_port(int32_t f, int32_t port);
   void free_slot(int32_t f);
-  double share_bytes_per_ns(int32_t port) const;  // a port's capacity over its active flows
+  void update_share(int32_t port);  // after its active flows changed
   void reshare(int32_t f, SimTime now_ns, std::vector<FlowCompletion>& schedule);
 
   const Cluster& cluster_;
@@ -80,9 +80,14 @@ class FlowNetwork {
   std::vector<Flow> flows_;
   std::vector<double> capacity_bytes_per_ns_;  // per port
   std::vector<std::vector<int32_t>> active_;   // per port: the flows moving bytes through it
+  std::vector<double> share_bytes_per_ns_;     // per port: its capacity over its active flows
   std::vector<uint32_t> stamp_of_flow_;        // marks flows already reshared in one pass
   uint32_t stamp_ = 0;
   std::vector<int32_t> free_slots_;            // flows_ entries whose flow has finished
+  std::vector<int32_t> machine_of_device_;
+  SimTime intra_latency_ns_ = 0;  // the links' latencies on the clock
+  SimTime inter_latency_ns_ = 0;
+  SimTime host_latency_ns_ = 0;
 };
 
 }  // namespace trainsim

@@ -97,7 +97,7 @@ class GapAttribution {
       add(t.exposed_comm_ns, started_ns, to);
       to = started_ns;
       if (is_collective(kind)) {
-        const SimTime ready_ns = std::clamp(record_.ready_ns[waited], from, to);
+        const SimTime ready_ns = std::clamp(record_.collective_ready_ns[waited], from, to);
         add(t.idle_imbalance_ns, ready_ns, to);
         to = ready_ns;
       }

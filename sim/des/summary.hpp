@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "sim/des/engine.hpp"
@@ -18,7 +19,10 @@ int32_t resolve_warmup_iterations(int32_t requested, int32_t iterations);
 
 // What the event loop knows of each op beyond its timing, indexed by op id.
 struct RunRecord {
-  std::vector<SimTime> ready_ns;  // when its deps and stream predecessor had all ended
+  // When a collective op's deps and stream predecessor had all ended (any
+  // other op starts then); written for collectives only, so left
+  // uninitialized, and allocated only when the plan has collectives.
+  std::unique_ptr<SimTime[]> collective_ready_ns;
   std::vector<OpId> released_by;  // the one of those whose end made it ready (the latest to end), -1 if none
   // Compact copies of what the summary reads of every op, so it walks small arrays, not the plan.
   std::vector<OpKind> kinds;

@@ -4,10 +4,13 @@
 // straggler slowdown is bounded; the steady state leaves a plan's drain out.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <limits>
+#include <random>
 #include <string>
 
 #include "model/error.hpp"
+#include "sim/des/clock.hpp"
 #include "sim/des/engine.hpp"
 #include "tests/fixtures/profiles.hpp"
 #include "tests/sim/des/des_fixtures.hpp"
@@ -28,6 +31,23 @@ std::string clock_error(const Plan& plan, const Cluster& cluster, const SimOptio
     return e.what();
   }
   return "";
+}
+
+// The clock's inline rounding is std::round everywhere: halves away from
+// zero, the largest double below 0.5, the edge of exact integers (2^52),
+// beyond it, and negative, infinite and NaN values (which the clock rejects).
+TEST(Clock, InlineRoundingAgreesWithStdRound) {
+  const double cases[] = {0.0, 0.5, 1.5, 2.5, 0.49999999999999994, 1e-300, 3.0, 123456789.5, 0x1p52 - 0.5,
+                          0x1p52, 0x1p52 + 1, 0x1p53, 1e300, -0.5, -2.5, -1e-3,
+                          std::numeric_limits<double>::infinity()};
+  for (double x : cases) EXPECT_EQ(round_ns(x), std::round(x)) << x;
+  EXPECT_TRUE(std::isnan(round_ns(std::numeric_limits<double>::quiet_NaN())));
+  std::mt19937_64 rng(7);
+  std::uniform_real_distribution<double> exponent(-3, 16);
+  for (int i = 0; i < 100000; ++i) {
+    const double x = std::pow(10.0, exponent(rng));
+    ASSERT_EQ(round_ns(x), std::round(x)) << x;
+  }
 }
 
 TEST(Clock, AComputeOpLongerThanTheClockRangeIsAnErrorNamingTheOp) {
