@@ -198,25 +198,36 @@ enum class StageCount { kAny, kAtMost, kExactly, kAnyCountedExactly };
 
 // Fewest workers within x (and the memory limit), with the partition reached;
 // stages empty when infeasible. Ties: fewer workers, then fewer stages.
+// What one fit writes, kept across the fits of a search (a bisection runs
+// dozens): its levels' choices (only entries written in the same fit are
+// read back, along the partition found) and the two suffix tables.
+struct FitBuffers {
+  std::vector<std::vector<Choice>> levels;
+  std::vector<int64_t> prev, cur;
+};
+
 std::vector<PartitionStage> fit(const Costs& costs, double x, int64_t workers, int64_t max_replicas, StageCount count,
-                                int64_t max_stages) {
+                                int64_t max_stages, FitBuffers& buffers) {
   const int64_t n = costs.layers();
+  std::vector<std::vector<Choice>>& levels = buffers.levels;
+  const auto level_count = static_cast<size_t>(count == StageCount::kAny ? 1 : max_stages);
+  if (levels.size() < level_count) levels.resize(level_count);
+  for (size_t k = 0; k < level_count; ++k) levels[k].resize(n);
+  std::vector<int64_t>& prev = buffers.prev;
+  std::vector<int64_t>& cur = buffers.cur;
+  prev.assign(n + 1, kNone);
   if (count == StageCount::kAny) {
-    std::vector<int64_t> g(n + 1, kNone);
-    std::vector<std::vector<Choice>> levels(1, std::vector<Choice>(n));
-    relax(costs, x, workers, max_replicas, g, g, levels[0], {});
-    if (g[0] > workers) return {};
+    relax(costs, x, workers, max_replicas, prev, prev, levels[0], {});
+    if (prev[0] > workers) return {};
     return follow(costs, levels, 0);
   }
   const bool exact = count != StageCount::kAtMost;
-  std::vector<int64_t> prev(n + 1, kNone), cur(n + 1, kNone);
+  cur.assign(n + 1, kNone);
   prev[n] = 0;  // zero stages cover only the empty suffix
-  std::vector<std::vector<Choice>> levels;
   int64_t best_level = -1, best_workers = kNone;
   for (int64_t k = 0; k < max_stages; ++k) {
-    levels.emplace_back(n);
     const Level level{exact ? k : -1, exact && k > 0 ? kNone : 0};
-    relax(costs, x, workers, max_replicas, prev, cur, levels.back(), level);
+    relax(costs, x, workers, max_replicas, prev, cur, levels[k], level);
     if (exact) cur[n] = kNone;  // the next level needs one more stage
     if (cur[0] < best_workers && (count == StageCount::kAnyCountedExactly || k == max_stages - 1)) {
       best_workers = cur[0];
@@ -357,8 +368,11 @@ Partition search_partition(const Profile& profile, const Cluster& cluster, const
   } else if (options.objective == PartitionObjective::kDualPipe && costs.limited()) {
     count = StageCount::kAnyCountedExactly, count_limit = most_stages;
   }
+  FitBuffers buffers;
   auto fitter = [&](StageCount c, int64_t k) -> Fitter {
-    return [&costs, workers, max_replicas, c, k](double x) { return fit(costs, x, workers, max_replicas, c, k); };
+    return [&costs, workers, max_replicas, c, k, &buffers](double x) {
+      return fit(costs, x, workers, max_replicas, c, k, buffers);
+    };
   };
   const Reached reached = [&costs](const std::vector<PartitionStage>& stages) { return bottleneck_of(costs, stages); };
   const Fitter fits = fitter(count, count_limit);
@@ -373,28 +387,41 @@ Partition search_partition(const Profile& profile, const Cluster& cluster, const
     return result;
   }
   // GPipe: the bubble grows with K, so take the best of "at most K stages"
-  // for every K, each partition charged the factor of its own stage count.
-  // The most stages allowed give the least bottleneck b_min, so no K with
-  // b_min · factor(K) at or above the best so far can win, nor can any larger
-  // K (the factor grows with K): the loop stops there.
+  // for every K, each partition charged the factor of its own stage count
+  // (ties to the fewest stages allowed). The most stages allowed give the
+  // least bottleneck b_min, so no K with b_min · factor(K) above the best so
+  // far can win, nor can any larger K (the factor grows with K): the loop
+  // stops there. Nor can a K whose partitions of exactly K stages all exceed
+  // best / factor(K): one fit there skips K's bisection (its partitions of
+  // fewer stages are those of a smaller K, considered in their turn).
   result.bottleneck_s = std::numeric_limits<double>::infinity();
+  int64_t result_k = 0;
+  const auto consider = [&](int64_t k, const Fitter& fits_k) {
+    std::vector<PartitionStage> stages = bisect(lo, fits_k(hi).empty() ? x_any : hi, fits_k, reached);
+    const int64_t used = static_cast<int64_t>(stages.size());
+    const double value = bottleneck_of(costs, stages) * gpipe_factor(used, options.microbatches, profile.batch_size);
+    if (value < result.bottleneck_s || (value == result.bottleneck_s && k < result_k)) {
+      result.bottleneck_s = value;
+      result.stages = std::move(stages);
+      result_k = k;
+    }
+  };
   const int64_t first_k = options.stages > 0 ? options.stages : 1;
   double least_bottleneck_s = 0;
   if (count_limit > first_k) {
     const Fitter fits_most = fitter(count, count_limit);
-    least_bottleneck_s = bottleneck_of(costs, bisect(lo, fits_most(hi).empty() ? x_any : hi, fits_most, reached));
+    consider(count_limit, fits_most);  // fits at x_any, as fits did
+    least_bottleneck_s = bottleneck_of(costs, result.stages);
   }
   for (int64_t k = first_k; k <= count_limit; ++k) {
-    if (least_bottleneck_s * gpipe_factor(k, options.microbatches, profile.batch_size) >= result.bottleneck_s) break;
+    const double factor = gpipe_factor(k, options.microbatches, profile.batch_size);
+    if (least_bottleneck_s * factor > result.bottleneck_s) break;
+    if (k == result_k) continue;
     const Fitter fits_k = fitter(count, k);
+    // 1 + 1e-9: a K that ties the best is not lost to rounding.
+    if (std::isfinite(result.bottleneck_s) && fits_k(result.bottleneck_s / factor * (1 + 1e-9)).empty()) continue;
     if (fits_k(x_any).empty()) continue;
-    std::vector<PartitionStage> stages = bisect(lo, fits_k(hi).empty() ? x_any : hi, fits_k, reached);
-    const int64_t used = static_cast<int64_t>(stages.size());
-    const double value = bottleneck_of(costs, stages) * gpipe_factor(used, options.microbatches, profile.batch_size);
-    if (value < result.bottleneck_s) {
-      result.bottleneck_s = value;
-      result.stages = std::move(stages);
-    }
+    consider(k, fits_k);
   }
   return result;
 }
