@@ -99,16 +99,6 @@ double transfer_s(double bytes, const LinkSpec& link) { return bytes / link.band
 // docs/equations.md §4: 2·a/B, plus a latency for each of the two messages.
 double boundary_comm_s(double bytes, const LinkSpec& link) { return 2.0 * transfer_s(bytes, link); }
 
-// docs/equations.md §4: W^m = 2(m-1)·Σw / B.
-double weight_sync_s(int64_t replicas, double param_bytes, const LinkSpec& link) {
-  return 2.0 * static_cast<double>(replicas - 1) * param_bytes / link.bandwidth_bytes_per_s;
-}
-
-// docs/equations.md §4: T(i→j, m) = (1/m)·max(Σ T_l, W^m).
-double replicated_stage_s(double compute_s, int64_t replicas, double sync_s) {
-  return std::max(compute_s, sync_s) / static_cast<double>(replicas);
-}
-
 int64_t machine_of(int64_t device, const Cluster& cluster) { return device / cluster.devices_per_machine; }
 
 const LinkSpec& link_spanning(int64_t first_device, int64_t last_device, const Cluster& cluster) {

@@ -5,6 +5,7 @@
 // the partition from the settings is pipeline_settings.hpp.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -75,11 +76,16 @@ double boundary_comm_s(double bytes, const LinkSpec& link);
 
 // W^m = 2(m-1)·w / B, the data-parallel weight synchronisation of a stage
 // replicated m times (docs/equations.md §4, PipeDream); 0 for m = 1.
-double weight_sync_s(int64_t replicas, double param_bytes, const LinkSpec& link);
+// Inline: the partition search evaluates it for every stage it tries.
+inline double weight_sync_s(int64_t replicas, double param_bytes, const LinkSpec& link) {
+  return 2.0 * static_cast<double>(replicas - 1) * param_bytes / link.bandwidth_bytes_per_s;
+}
 
 // T(i→j, m) = (1/m)·max(compute_s, W^m): a replicated stage's time per
 // mini-batch with its weight synchronisation overlapped (docs/equations.md §4).
-double replicated_stage_s(double compute_s, int64_t replicas, double sync_s);
+inline double replicated_stage_s(double compute_s, int64_t replicas, double sync_s) {
+  return std::max(compute_s, sync_s) / static_cast<double>(replicas);
+}
 
 // Machine of a 0-based device index; devices fill machines in order.
 int64_t machine_of(int64_t device, const Cluster& cluster);

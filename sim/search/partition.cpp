@@ -1,6 +1,7 @@
 // Partition search: bisection on the bottleneck over a suffix recursion of
-// fewest workers (see partition.hpp for the objective and the complexity).
-// PipeDream's hierarchical form is partition_hierarchical.cpp.
+// fewest workers (see partition.hpp for the objective and the complexity;
+// the recursion and the bisection are partition_recursion.cpp). PipeDream's
+// hierarchical form is partition_hierarchical.cpp.
 #include "sim/search/partition.hpp"
 
 #include <algorithm>
@@ -15,166 +16,6 @@
 #include "sim/search/partition_costs.hpp"
 
 namespace trainsim {
-namespace partition_detail {
-namespace {
-
-constexpr double kRelativeTolerance = 1e-12;
-
-// DSP with a memory limit (one replica per block): every end j of a stage
-// from i, stopping once the stage alone exceeds x (its time grows with j
-// before the last layer). An end can beat the best so far only with fewer
-// workers after it, so the scan jumps from an end that cannot to the next end
-// whose suffix needs fewer (next_smaller, built right to left as the suffix
-// values become final, since prev may be cur itself): O(n · (distinct values
-// + ends that fail the memory or a cut)) rather than O(n · stage length).
-void relax_every_end(const Costs& costs, double x, int64_t workers, const std::vector<int64_t>& prev,
-                     std::vector<int64_t>& cur, std::vector<Choice>& choice, Level level) {
-  const int64_t n = costs.layers();
-  std::vector<int64_t> next_smaller(static_cast<size_t>(n + 1), n + 1);
-  std::vector<int64_t> stack;
-  auto push = [&](int64_t j) {
-    while (!stack.empty() && prev[stack.back()] >= prev[j]) stack.pop_back();
-    next_smaller[j] = stack.empty() ? n + 1 : stack.back();
-    stack.push_back(j);
-  };
-  push(n);
-  for (int64_t i = n - 1; i >= 0; --i) {
-    int64_t best = kNone;
-    auto consider = [&](int64_t j) {
-      const int64_t v = prev[j];
-      if (v >= kNone || v + 1 > workers || v + 1 >= best || (j < n && costs.cut_s(j) > x)) return;
-      if (costs.memory_ok(i, j, 1, v, level.later_stages < 0 ? v : level.later_stages)) {
-        best = v + 1;
-        choice[i] = {j, 1};
-      }
-    };
-    for (int64_t j = i + 1; j < n && costs.stage_s(i, j, 1) <= x;) {
-      if (prev[j] >= kNone || prev[j] + 1 >= best) {
-        j = next_smaller[j];
-        continue;
-      }
-      consider(j);
-      ++j;
-    }
-    if (costs.stage_s(i, n, 1) <= x) consider(n);
-    cur[i] = best;
-    push(i);
-  }
-}
-
-}  // namespace
-
-// One level of the suffix recursion: cur[i] = fewest workers for layers
-// [i, n) given prev (the suffixes after the first stage; prev == cur for an
-// unlimited stage count). A stage's replicas never fall as its end grows
-// (time and memory both grow), so among the ends j sharing one prev[j] in a
-// run of consecutive valid ends the smallest is best: O(runs) per i, and
-// O(distinct prev values) when prev is non-increasing (free stage counts).
-void relax(const Costs& costs, double x, int64_t workers, int64_t max_replicas, const std::vector<int64_t>& prev,
-           std::vector<int64_t>& cur, std::vector<Choice>& choice, Level level) {
-  const int64_t n = level.end < 0 ? costs.layers() : level.end;
-  cur[n] = level.terminal;
-  if (costs.memory_needs_every_end()) {
-    TRAINSIM_CHECK(max_replicas == 1, "DSP blocks are never replicated");
-    relax_every_end(costs, x, workers, prev, cur, choice, level);
-    return;
-  }
-  std::vector<std::pair<int64_t, int64_t>> ends;  // (prev value, smallest end with it)
-  for (int64_t i = n - 1; i >= level.begin; --i) {
-    const int64_t j = i + 1;
-    const bool cut_ok = j == n || costs.cut_s(j) <= x;
-    if (cut_ok && prev[j] < kNone) {
-      if (!ends.empty() && ends.back().first == prev[j]) {
-        ends.back().second = j;
-      } else {
-        ends.emplace_back(prev[j], j);
-      }
-    }
-    int64_t best = kNone;
-    for (const auto& [v, end] : ends) {
-      if (v + 1 >= best) continue;
-      const int64_t later_stages = level.later_stages < 0 ? v : level.later_stages;
-      const int64_t r = costs.replicas_within(i, end, x, std::min(max_replicas, workers - v), v, later_stages);
-      if (r != kNone && v + r < best) {
-        best = v + r;
-        choice[i] = {end, r};
-      }
-    }
-    cur[i] = best;
-  }
-}
-
-// Each stage's memory, from the workers and stages after it.
-void fill_memory(const Costs& costs, std::vector<PartitionStage>& stages) {
-  int64_t later_workers = 0;
-  for (size_t k = stages.size(); k-- > 0;) {
-    PartitionStage& s = stages[k];
-    const int64_t later_stages = static_cast<int64_t>(stages.size() - 1 - k);
-    s.memory_bytes = costs.memory_bytes(s.layers.first, s.layers.last + 1, s.replicas, later_workers, later_stages);
-    later_workers += s.replicas;
-  }
-}
-
-std::vector<PartitionStage> follow(const Costs& costs, const std::vector<std::vector<Choice>>& levels,
-                                   int64_t top_level, int64_t begin, int64_t end) {
-  std::vector<PartitionStage> stages;
-  int64_t i = begin;
-  for (int64_t k = top_level; i < (end < 0 ? costs.layers() : end); k = std::max<int64_t>(0, k - 1)) {
-    const Choice c = levels[k][i];
-    stages.push_back({{i, c.next - 1}, c.replicas, costs.stage_s(i, c.next, c.replicas), 0.0});
-    i = c.next;
-  }
-  fill_memory(costs, stages);
-  return stages;
-}
-
-// The objective's bottleneck of a partition, before GPipe's bubble factor.
-double bottleneck_of(const Costs& costs, const std::vector<PartitionStage>& stages) {
-  double worst = 0;
-  for (size_t k = 0; k < stages.size(); ++k) {
-    worst = std::max(worst, stages[k].time_s);
-    if (k > 0) worst = std::max(worst, costs.cut_s(stages[k].layers.first));
-  }
-  return worst;
-}
-
-// Smallest x in [lo, hi] that `fits`, hi known to fit, to a relative
-// tolerance; returns the partition found at the final hi. With `reached`
-// (the bottleneck a partition attains, the x it needs): a partition found
-// within x lowers hi to what it attains, and, since the optimum is some
-// partition's attained value, hi is optimal once nothing fits just below
-// it, which ends the search after one more fit rather than after the
-// bisection has closed the whole gap below.
-std::vector<PartitionStage> bisect(double lo, double hi, const Fitter& fits, const Reached& reached) {
-  std::vector<PartitionStage> best = fits(hi);
-  TRAINSIM_CHECK(!best.empty(), "the bisection's upper bound must be feasible");
-  const auto lower_hi = [&](double x, std::vector<PartitionStage>&& found) {
-    hi = reached ? std::min(x, reached(found)) : x;
-    best = std::move(found);
-  };
-  if (reached) hi = std::min(hi, reached(best));
-  for (int iteration = 0; iteration < 200 && hi - lo > kRelativeTolerance * hi; ++iteration) {
-    const double mid = 0.5 * (lo + hi);
-    std::vector<PartitionStage> found = fits(mid);
-    if (found.empty()) {
-      lo = mid;
-      continue;
-    }
-    lower_hi(mid, std::move(found));
-    if (!reached || hi - lo <= kRelativeTolerance * hi) continue;
-    const double below = hi * (1 - kRelativeTolerance);
-    found = fits(below);
-    if (found.empty()) {
-      lo = below;
-    } else {
-      lower_hi(below, std::move(found));
-    }
-  }
-  return best;
-}
-
-}  // namespace partition_detail
-
 namespace {
 
 using partition_detail::bisect;
@@ -196,8 +37,54 @@ using partition_detail::relax;
 // needs the count of later stages).
 enum class StageCount { kAny, kAtMost, kExactly, kAnyCountedExactly };
 
-// Fewest workers within x (and the memory limit), with the partition reached;
-// stages empty when infeasible. Ties: fewer workers, then fewer stages.
+// Where the stages of a partition into exactly K unreplicated stages within
+// x can start, as bounds that hold whatever the memory and cuts allow:
+// reach[t] is the last layer stage t + 1 can start at (t stages after layer
+// 0), back[t] the first layer from which t stages can end at the last one.
+// Near the optimum the stages have little slack, so each level of the
+// recursion computes a narrow band of starts instead of every layer.
+struct StartWindows {
+  std::vector<int64_t> reach, back;
+};
+
+StartWindows start_windows(const Costs& costs, double x, int64_t stages) {
+  const int64_t n = costs.layers();
+  const auto fits = [&](int64_t i, int64_t j) { return costs.stage_s(i, j, 1) <= x; };
+  // furthest[i]: the last end of a stage from i within x (i if none). Below
+  // n a stage's time grows with its end and falls with its start, so the ends
+  // move forward with the start; the end n is checked on its own (DSP's last
+  // stage skips the recomputation, so [i, n) may fit where [i, n - 1) does not).
+  std::vector<int64_t> furthest(static_cast<size_t>(n), 0);
+  for (int64_t i = 0, j = 0; i < n; ++i) {
+    j = std::max(j, i);
+    while (j + 1 < n && fits(i, j + 1)) ++j;
+    furthest[i] = fits(i, n) ? n : j;
+    if (i > 0) furthest[i] = std::max(furthest[i], furthest[i - 1]);  // over every start up to i
+  }
+  // earliest[j]: the first start of a stage ending at j within x (n + 1 if none), likewise.
+  std::vector<int64_t> earliest(static_cast<size_t>(n + 1), n + 1);
+  for (int64_t j = 1, i = 0; j < n; ++j) {
+    while (i < j && !fits(i, j)) ++i;
+    if (i < j) earliest[j] = i;
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    if (fits(i, n)) {
+      earliest[n] = i;
+      break;
+    }
+  }
+  for (int64_t j = n - 1; j >= 1; --j) earliest[j] = std::min(earliest[j], earliest[j + 1]);  // over every end from j
+  StartWindows w;
+  w.reach.assign(static_cast<size_t>(stages + 1), 0);
+  w.back.assign(static_cast<size_t>(stages + 1), n);
+  for (int64_t t = 1; t <= stages; ++t) {
+    w.reach[t] = w.reach[t - 1] >= n ? n : furthest[w.reach[t - 1]];
+    const int64_t after = w.back[t - 1];  // stage t ends where the t - 1 after it can start
+    w.back[t] = after < 1 ? 0 : after > n ? n + 1 : earliest[after];
+  }
+  return w;
+}
+
 // What one fit writes, kept across the fits of a search (a bisection runs
 // dozens): its levels' choices (only entries written in the same fit are
 // read back, along the partition found) and the two suffix tables.
@@ -206,6 +93,8 @@ struct FitBuffers {
   std::vector<int64_t> prev, cur;
 };
 
+// Fewest workers within x (and the memory limit), with the partition reached;
+// stages empty when infeasible. Ties: fewer workers, then fewer stages.
 std::vector<PartitionStage> fit(const Costs& costs, double x, int64_t workers, int64_t max_replicas, StageCount count,
                                 int64_t max_stages, FitBuffers& buffers) {
   const int64_t n = costs.layers();
@@ -224,9 +113,19 @@ std::vector<PartitionStage> fit(const Costs& costs, double x, int64_t workers, i
   const bool exact = count != StageCount::kAtMost;
   cur.assign(n + 1, kNone);
   prev[n] = 0;  // zero stages cover only the empty suffix
+  const StartWindows windows =
+      count == StageCount::kExactly && max_replicas == 1 ? start_windows(costs, x, max_stages) : StartWindows{};
   int64_t best_level = -1, best_workers = kNone;
   for (int64_t k = 0; k < max_stages; ++k) {
-    const Level level{exact ? k : -1, exact && k > 0 ? kNone : 0};
+    Level level{exact ? k : -1, exact && k > 0 ? kNone : 0};
+    if (!windows.reach.empty()) {
+      // Level k is the last k + 1 of max_stages stages: it starts after
+      // max_stages - 1 - k stages from layer 0 and its k + 1 stages end at n.
+      const int64_t before = max_stages - 1 - k;
+      level.first_start = std::max(before, windows.back[k + 1]);
+      level.last_start = std::min(windows.reach[before], n - (k + 1));
+      if (level.last_start < level.first_start) level.first_start = n, level.last_start = 0;  // nothing fits
+    }
     relax(costs, x, workers, max_replicas, prev, cur, levels[k], level);
     if (exact) cur[n] = kNone;  // the next level needs one more stage
     if (cur[0] < best_workers && (count == StageCount::kAnyCountedExactly || k == max_stages - 1)) {

@@ -95,7 +95,10 @@ const LinkSpec& partition_link(const Cluster& cluster);
 // stage and boundary within X, in O(N·M) using prefix sums and the
 // monotonicity of both the suffix cost and the stage cost in its range. The
 // whole search is O(N·M·log(1/ε)) (ε = 1e-12 relative), straight mode
-// O(N·K·log(1/ε)), GPipe O(K_max²·N·M·log(1/ε)). Ties: fewer workers.
+// O(N·K·log(1/ε)), GPipe O(K_max²·N·M·log(1/ε)). Ties: fewer workers. In
+// straight mode each level computes only the starts its stages can reach
+// from both ends within X (a band that narrows as X nears the optimum), and
+// GPipe bisects a stage count only when one fit shows it can win.
 // The memory limit keeps the suffix recursion exact (a stage's memory depends
 // only on its range, its replicas and the workers or stages after it, and
 // grows with each), at an extra O(log M) where the limit binds; DualPipe's

@@ -133,9 +133,11 @@ class Costs {
   // The smallest r (at most max_replicas) with stage_s(i, j, r) <= x, or kNone.
   int64_t fastest_replicas_within(int64_t i, int64_t j, double x, int64_t max_replicas) const {
     if (max_replicas < 1 || x <= 0) return kNone;
-    const double want = std::ceil(compute_s(i, j) / x);
-    if (want > static_cast<double>(max_replicas) + 1) return kNone;
-    int64_t r = std::max<int64_t>(1, static_cast<int64_t>(want));
+    const double share = compute_s(i, j) / x;
+    if (!(share <= static_cast<double>(max_replicas) + 1)) return kNone;
+    auto want = static_cast<int64_t>(share);  // ceil, without a call into libm: share is in [0, max_replicas + 1]
+    want += static_cast<double>(want) < share;
+    int64_t r = std::max<int64_t>(1, want);
     if (r > 1 && stage_s(i, j, r - 1) <= x) --r;  // ceil may overshoot by rounding
     if (r <= max_replicas && stage_s(i, j, r) <= x) return r;
     if (r + 1 <= max_replicas && stage_s(i, j, r + 1) <= x) return r + 1;
@@ -185,6 +187,10 @@ struct Level {
   int64_t terminal = 0;
   int64_t begin = 0;   // the layers [begin, end) to cover; end < 0 = every layer
   int64_t end = -1;
+  // The starts worth computing, [first_start, last_start] (last_start < 0:
+  // up to the end): cur[i] is kNone outside, where no partition reaches.
+  int64_t first_start = 0;
+  int64_t last_start = -1;
 };
 
 // One level of the suffix recursion over layers [level.begin, level.end):

@@ -176,6 +176,14 @@ TEST(PartitionMemory, StraightOneFOneBWithinTheLimitEqualsBruteForce) {
   expect_matches_brute_force_within_limit(PartitionObjective::kOneFOneB, true);
 }
 
+TEST(PartitionMemory, StraightPipelinesOfEveryScheduleWithinTheLimitEqualBruteForce) {
+  for (PartitionObjective objective :
+       {PartitionObjective::kDualPipe, PartitionObjective::kGPipe, PartitionObjective::kDsp}) {
+    SCOPED_TRACE(static_cast<int>(objective));
+    expect_matches_brute_force_within_limit(objective, true);
+  }
+}
+
 TEST(PartitionMemory, DualPipeWithinTheLimitEqualsBruteForce) {
   expect_matches_brute_force_within_limit(PartitionObjective::kDualPipe, false);
 }

@@ -127,6 +127,16 @@ TEST(PartitionSearch, StraightModeEqualsBruteForceOverExactlyKStages) {
   expect_matches_brute_force(PartitionObjective::kOneFOneB, false, true);
 }
 
+// Exactly K unreplicated stages: each level of the recursion computes only
+// the band of starts a partition can reach (start_windows), for every schedule.
+TEST(PartitionSearch, StraightModeEqualsBruteForceForEverySchedule) {
+  for (PartitionObjective objective :
+       {PartitionObjective::kDualPipe, PartitionObjective::kGPipe, PartitionObjective::kDsp}) {
+    SCOPED_TRACE(static_cast<int>(objective));
+    expect_matches_brute_force(objective, false, true);
+  }
+}
+
 TEST(PartitionSearch, DualPipeEqualsBruteForce) {
   expect_matches_brute_force(PartitionObjective::kDualPipe, true, false);
 }
