@@ -137,8 +137,9 @@ void Engine::read_ops() {
     record_.iterations[id] = op.iteration;
     if (state.pending == 0) initially_ready_.push_back(id);
     if (is_collective(op.kind)) add_collective_member(id, op);
-    if (op.kind == OpKind::kSend) state.target = device_of_worker_[op.peer];
-    if (op.kind == OpKind::kCopyToHost) state.target = 1;
+    if (is_transfer(op.kind)) {
+      state.target = op.kind == OpKind::kSend ? device_of_worker_[op.peer] : op.kind == OpKind::kCopyToHost;
+    }
   }
   dep_of.resize(dep_pairs_end);
   fill_successors(stream_next, dep_of);

@@ -36,7 +36,7 @@ struct OpState {
   int32_t memory = -1;         // allocates or frees: its entry in Engine::memory_bytes_, else -1
   union {
     uint32_t version = 0;      // compute ops: bumped when a rate change reschedules its end
-    int32_t target;            // kSend: the peer's device; kCopyToHost: 1, kCopyToDevice: 0
+    int32_t target;            // transfers (never rescheduled): kSend: the peer's device; copies: 1 to the host, 0 to the device
   };
   OpKind kind = OpKind::kForward;
   bool hands_off = false;      // a compute op another stream of its worker waits on, with a stream
