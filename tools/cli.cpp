@@ -9,6 +9,7 @@
 #include <new>
 
 #include "exec/data/fashion_mnist.hpp"
+#include "exec/data/fortune_topics.hpp"
 #include "exec/data/fortunes_text.hpp"
 #include "exec/data/synthetic_text.hpp"
 #include "model/error.hpp"
@@ -95,10 +96,11 @@ int64_t parse_cpu_devices(const std::string& text) {
 
 Dataset load_dataset(const std::string& name, const Model& model, const std::string& data_dir) {
   const bool token_input = model.input_shape.size() == 1;
+  const std::vector<int64_t> output = model.layers.empty() ? std::vector<int64_t>{} : model.layers.back().output_shape;
   // A label per position ({T, classes} out of {T} tokens): a language model.
-  const bool language_model = token_input && !model.layers.empty() && model.layers.back().output_shape.size() == 2;
+  const bool language_model = token_input && output.size() == 2;
   const std::string chosen =
-      !name.empty() ? name : (language_model ? "fortunes" : token_input ? "synthetic" : "fashion-mnist");
+      !name.empty() ? name : (language_model ? "fortunes" : token_input ? "fortune-topics" : "fashion-mnist");
   if (chosen == "fashion-mnist") return load_fashion_mnist(data_dir.empty() ? kFashionMnistDir : data_dir);
   if (chosen == "fortunes") {
     if (!language_model) {
@@ -107,15 +109,24 @@ Dataset load_dataset(const std::string& name, const Model& model, const std::str
     }
     return load_fortunes(data_dir.empty() ? kFortunesDir : data_dir, model.input_shape[0]);
   }
+  if (chosen == "fortune-topics") {
+    const auto topics = static_cast<int64_t>(kFortuneTopics.size());
+    if (!token_input || language_model || output != std::vector<int64_t>{topics}) {
+      throw InputError("--dataset", "fortune-topics is bags of word ids in " + std::to_string(topics) +
+                                        " topics, not " + model.name + "'s input and output",
+                       "a model from {T} word ids to " + std::to_string(topics) + " classes, e.g. text-bag");
+    }
+    return load_fortune_topics(data_dir.empty() ? kFortunesDir : data_dir, kTextVocabulary, model.input_shape[0]);
+  }
   if (!data_dir.empty()) {
     throw InputError("--data-dir", "given for the " + chosen + " data set, which is generated",
-                     "--data-dir only with --dataset fashion-mnist or fortunes");
+                     "--data-dir only with --dataset fashion-mnist, fortunes or fortune-topics");
   }
   if (chosen == "synthetic") {
     return make_synthetic_text(kTextVocabulary, kTextTokensPerSample, kTextClasses, kTextTrainSamples,
                                kTextTestSamples, 1);
   }
-  throw InputError("--dataset", "'" + chosen + "'", "fashion-mnist, fortunes or synthetic");
+  throw InputError("--dataset", "'" + chosen + "'", "fashion-mnist, fortunes, fortune-topics or synthetic");
 }
 
 void write_text_output(const std::string& path, const std::string& text, std::ostream& out,

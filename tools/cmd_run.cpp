@@ -101,11 +101,13 @@ void run_training(const RunOptions& o, CommandContext& ctx) {
   if (!o.trace.empty()) write_text_output(o.trace, exec_chrome_trace(r.plan, r.exec).dump() + "\n", ctx.out, "--trace");
   if (!o.metrics.empty()) write_metrics(o.metrics, r, ctx.out);
   if (!o.json.empty()) {
-    write_text_output(o.json, training_to_json(r, model.name, o.devices, o.trace, o.seed).dump(2) + "\n", ctx.out,
-                      "--json");
+    nlohmann::json j = training_to_json(r, model.name, o.devices, o.trace, o.seed);
+    j["dataset"] = data.name;
+    write_text_output(o.json, j.dump(2) + "\n", ctx.out, "--json");
   }
   if (!o.quiet && o.json != "-") {
-    ctx.out << r.plan.strategy << " on " << model.name << ", " << o.devices << ", batch " << r.profile.batch_size
+    ctx.out << r.plan.strategy << " on " << model.name << " (" << data.name << "), " << o.devices << ", batch "
+            << r.profile.batch_size
             << " per device: " << r.plan.iterations << " iterations\n"
             << "iteration " << format_seconds(r.iteration.median_s) << " median (min "
             << format_seconds(r.iteration.min_s) << ", max " << format_seconds(r.iteration.max_s) << "), "
@@ -123,7 +125,7 @@ void add_run_command(CLI::App& app, CommandContext& ctx) {
   cmd->add_option("--strategy", o->strategy, "Strategy id (see trainsim predict --help)");
   cmd->add_option("--set", o->settings, "Strategy setting key=value (repeatable)");
   cmd->add_option("--devices", o->devices, "cpu:N, N worker threads")->capture_default_str();
-  cmd->add_option("--dataset", o->dataset, "fashion-mnist, fortunes (bytes of text) or synthetic (default: by the model's input and output)");
+  cmd->add_option("--dataset", o->dataset, "fashion-mnist, fortunes (bytes of text), fortune-topics (word bags of four topics) or synthetic (default: by the model's input and output)");
   cmd->add_option("--data-dir", o->data_dir,
                   "Folder holding Fashion-MNIST's IDX files (default: " + std::string(kFashionMnistDir) +
                       ") or the fortune files (default: " + std::string(kFortunesDir) + ")");

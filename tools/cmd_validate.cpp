@@ -189,7 +189,7 @@ void add_validate_command(CLI::App& app, CommandContext& ctx) {
   cmd->add_option("--model", o->model, "Zoo model id or model JSON file (of layers the CPU executor has kernels for)");
   cmd->add_option("--devices", o->devices, "cpu:N, N worker threads")->capture_default_str();
   cmd->add_option("--strategies", o->strategies, "'all' or strategy ids separated by commas")->capture_default_str();
-  cmd->add_option("--dataset", o->dataset, "fashion-mnist, fortunes (bytes of text) or synthetic (default: by the model's input and output)");
+  cmd->add_option("--dataset", o->dataset, "fashion-mnist, fortunes (bytes of text), fortune-topics (word bags of four topics) or synthetic (default: by the model's input and output)");
   cmd->add_option("--data-dir", o->data_dir,
                   "Folder holding Fashion-MNIST's IDX files (default: " + std::string(kFashionMnistDir) +
                       ") or the fortune files (default: " + std::string(kFortunesDir) + ")");

@@ -315,8 +315,9 @@ Model build_nmt() {
 // A CPU-sized sparse text classifier for Parallax runs (seed 004's sparse
 // embedding gradients at a scale one machine trains): the sum of 32 token
 // embeddings from a 50,000 x 64 sparse table, a 64-wide hidden layer, 4
-// classes. exec/data/synthetic_text.hpp generates its data with the same
-// defaults. Params: 50,000·64 (sparse) + 64·64+64 + 64·4+4
+// classes. It trains on fortunes of four topics as bags of hashed words
+// (exec/data/fortune_topics.hpp), or on generated tokens
+// (exec/data/synthetic_text.hpp, with the same defaults). Params: 50,000·64 (sparse) + 64·64+64 + 64·4+4
 // = 3,200,000 + 4,160 + 260 = 3,204,420.
 constexpr int64_t kTextBagVocabulary = 50'000;
 constexpr int64_t kTextBagTokens = 32;
@@ -324,7 +325,7 @@ constexpr int64_t kTextBagDim = 64;
 constexpr int64_t kTextBagClasses = 4;
 
 Model build_text_bag() {
-  ModelBuilder b("text-bag", "bag of 32 token embeddings (sparse 50,000 x 64) -> 64 -> 4 (synthetic text)",
+  ModelBuilder b("text-bag", "bag of 32 word embeddings (sparse 50,000 x 64) -> 64 -> 4 topics of fortunes",
                  {kTextBagTokens}, 64);
   std::string x = b.embedding_bag("embedding", kModelInput, kTextBagVocabulary, kTextBagDim);
   x = b.relu("relu1", b.linear("fc1", x, kTextBagDim));

@@ -34,6 +34,26 @@ TEST(RunCli, TrainsDataParallelOnTwoThreadsAndReportsTheRun) {
   EXPECT_LE(j["test_accuracy"].get<double>(), 1);
 }
 
+// text-bag reads fortunes of four topics as bags of words by default and
+// learns them: above the largest topic's share (computers, about 34%).
+TEST(RunCli, TextBagTrainsOnFortuneTopicsByDefault) {
+  if (!std::filesystem::exists("/usr/share/games/fortunes/computers")) {
+    GTEST_SKIP() << "Debian's fortunes are not installed";
+  }
+  const auto r = run_cli({"run", "--model", "text-bag", "--strategy", "parallax", "--devices", "cpu:2",
+                          "--iterations", "150", "--json", "-", "--quiet"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["dataset"], "fortune-topics");
+  EXPECT_NEAR(j["loss_per_iteration"][0].get<double>(), std::log(4.0), 0.3);
+  EXPECT_GT(j["test_accuracy"].get<double>(), 0.5);
+  // A model of other classes is refused that data set.
+  const auto other = run_cli({"run", "--model", "fmnist-mlp", "--strategy", "single", "--dataset", "fortune-topics",
+                              "--iterations", "1"});
+  EXPECT_EQ(other.status, 2);
+  EXPECT_NE(other.err.find("fortune-topics"), std::string::npos) << other.err;
+}
+
 TEST(RunCli, SameSeedRepeatsTheLossesExactly) {
   const std::vector<std::string> args = {"run", "--model", "fmnist-mlp", "--strategy", "gpipe", "--devices", "cpu:2",
                                          "--iterations", "4", "--batch", "16", "--seed", "3", "--json", "-",
