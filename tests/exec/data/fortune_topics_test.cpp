@@ -6,7 +6,6 @@
 #include "exec/data/fortune_topics.hpp"
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -18,21 +17,16 @@
 #include "exec/data/fortunes_text.hpp"
 #include "exec/data/synthetic_text.hpp"
 #include "model/error.hpp"
+#include "tests/exec/data/idx_files.hpp"
 
 namespace trainsim {
 namespace {
 
 namespace fs = std::filesystem;
 
-struct TempDir {
-  TempDir() : path(fs::temp_directory_path() / ("trainsim-topics-" + std::to_string(getpid()))) {
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
-  void write(const std::string& name, const std::string& text) const { std::ofstream(path / name) << text; }
-  fs::path path;
-};
+using testing_data::TempDir;
+
+void write(const TempDir& dir, const std::string& name, const std::string& text) { std::ofstream(dir.file(name)) << text; }
 
 // Topic t's file: `count` fortunes "Word<t> <t>b'c, x!" and, for t = 0, an
 // empty fortune between two separators (dropped) and no separator at the end.
@@ -41,16 +35,16 @@ void write_topics(const TempDir& dir, int count) {
     std::string text;
     for (int i = 0; i < count; ++i) text += "Word" + std::to_string(t) + " " + std::to_string(t) + "b'c, x!\n%\n";
     if (t == 0) text += "%\n  \n%\nlast one\n";
-    dir.write(kFortuneTopics[t], text);
+    write(dir, kFortuneTopics[t], text);
   }
 }
 
 float id(const std::string& word) { return static_cast<float>(hashed_word_id(word, 1000)); }
 
 TEST(FortuneTopics, EachFortuneIsABagOfHashedWordsLabelledByItsTopic) {
-  TempDir dir;
+  const TempDir dir("topics");
   write_topics(dir, 9);
-  const Dataset d = load_fortune_topics(dir.path.string(), 1000, 7);
+  const Dataset d = load_fortune_topics(dir.path(), 1000, 7);
   // 4 · 9 + "last one" = 37 fortunes: 10% (3) held out.
   EXPECT_EQ(d.name, "fortune-topics");
   EXPECT_EQ(d.classes, 4);
@@ -80,7 +74,7 @@ TEST(FortuneTopics, EachFortuneIsABagOfHashedWordsLabelledByItsTopic) {
   EXPECT_EQ(per_label, (std::map<int32_t, int>{{0, 10}, {1, 9}, {2, 9}, {3, 9}}));
   // The order is shuffled, the same way each time.
   EXPECT_NE(std::vector<int32_t>(d.train_y.begin(), d.train_y.begin() + 9), std::vector<int32_t>(9, 0));
-  EXPECT_EQ(load_fortune_topics(dir.path.string(), 1000, 7).train_y, d.train_y);
+  EXPECT_EQ(load_fortune_topics(dir.path(), 1000, 7).train_y, d.train_y);
 }
 
 TEST(FortuneTopics, WordIdsLieInTheVocabularyAboveZero) {
@@ -93,19 +87,19 @@ TEST(FortuneTopics, WordIdsLieInTheVocabularyAboveZero) {
 }
 
 TEST(FortuneTopics, AMissingTopicFileIsNamedWithThePackageToInstall) {
-  TempDir dir;
+  const TempDir dir("topics");
   write_topics(dir, 3);
-  fs::remove(dir.path / "science");
+  fs::remove(dir.file("science"));
   try {
-    load_fortune_topics(dir.path.string(), 1000, 8);
+    load_fortune_topics(dir.path(), 1000, 8);
     FAIL() << "no error";
   } catch (const InputError& e) {
     const std::string what = e.what();
     EXPECT_NE(what.find("science"), std::string::npos) << what;
     EXPECT_NE(what.find("apt-get install fortunes"), std::string::npos) << what;
   }
-  EXPECT_THROW(load_fortune_topics(dir.path.string(), 1, 8), InputError);
-  EXPECT_THROW(load_fortune_topics(dir.path.string(), 1000, 0), InputError);
+  EXPECT_THROW(load_fortune_topics(dir.path(), 1, 8), InputError);
+  EXPECT_THROW(load_fortune_topics(dir.path(), 1000, 0), InputError);
 }
 
 // Debian's files: every topic in both parts, about 3,100 fortunes, and
