@@ -68,7 +68,7 @@ void Interpreter::forward(OpId id, const Op& op) {
   }
   std::vector<LayerCache> caches;
   Tensor y = w.device->forward(network_, weights_for(w, id, op), op.first_layer, op.last_layer, x, caches);
-  done_reading(w, op.weight_version);
+  done_reading(w, op, network_);
   const auto last_layer = static_cast<int32_t>(network_.layers.size()) - 1;
   const bool recomputed = recomputed_.contains({op.worker, op.iteration, mb, op.first_layer});
   std::lock_guard lock(w.mu);
@@ -122,7 +122,7 @@ void Interpreter::recompute(OpId id, const Op& op) {
   }
   std::vector<LayerCache> caches;
   Tensor y = w.device->forward(network_, weights_for(w, id, op), op.first_layer, op.last_layer, x, caches);
-  done_reading(w, op.weight_version);
+  done_reading(w, op, network_);
   const auto last_layer = static_cast<int32_t>(network_.layers.size()) - 1;
   std::lock_guard lock(w.mu);
   for (int32_t l = op.first_layer; l <= op.last_layer; ++l) {
@@ -152,7 +152,7 @@ void Interpreter::backward(OpId id, const Op& op) {
   }
   Tensor dx = w.device->backward(network_, weights_for(w, id, op), op.first_layer, op.last_layer, dy,
                              caches, *grads);
-  done_reading(w, op.weight_version);
+  done_reading(w, op, network_);
   if (op.first_layer > 0) {
     std::lock_guard lock(w.mu);
     w.output_grads[{op.iteration, mb, op.first_layer - 1}] = std::move(dx);

@@ -46,7 +46,7 @@ Interpreter::Interpreter(const Plan& plan, const Network& network, const Weights
     if (op.kind == OpKind::kRecompute) {
       recomputed_.insert({op.worker, op.iteration, std::max(0, op.microbatch), op.first_layer});
     }
-    count_reader(*workers_[op.worker], op);
+    count_reader(*workers_[op.worker], op, network_);
     if (op.kind == OpKind::kForward) microbatches_ = std::max(microbatches_, op.microbatch + 1);
     if ((op.kind == OpKind::kBackward || op.kind == OpKind::kUpdate) && op.first_layer >= 0) {
       WorkerState& w = *workers_[op.worker];

@@ -2,6 +2,7 @@
 // SpecTrain's predicted.
 #include "exec/interpreter/weight_versions.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -11,8 +12,28 @@ bool reads_weights(OpKind kind) {
   return kind == OpKind::kForward || kind == OpKind::kBackward || kind == OpKind::kRecompute;
 }
 
-void count_reader(WorkerState& w, const Op& op) {
-  if (reads_weights(op.kind) && op.weight_version >= 0) ++w.readers[op.weight_version];
+namespace {
+
+// The layers of `network` whose parameters `op` reads: every layer of its
+// range, or for a backward those whose backward reads them.
+template <typename Visit>
+void for_layers_read(const Op& op, const Network& network, Visit visit) {
+  const auto layers = static_cast<int32_t>(network.layers.size());
+  const int32_t first = op.first_layer < 0 ? 0 : op.first_layer;
+  const int32_t last = op.last_layer < 0 ? layers - 1 : std::min(op.last_layer, layers - 1);
+  for (int32_t l = first; l <= last; ++l) {
+    if (op.kind != OpKind::kBackward || network.layers[l]->backward_reads_params()) visit(l);
+  }
+}
+
+}  // namespace
+
+void count_reader(WorkerState& w, const Op& op, const Network& network) {
+  if (!reads_weights(op.kind) || op.weight_version < 0) return;
+  ++w.readers[op.weight_version];
+  std::vector<int32_t>& readers = w.layer_readers[op.weight_version];
+  readers.resize(network.layers.size(), 0);
+  for_layers_read(op, network, [&](int32_t l) { ++readers[l]; });
 }
 
 const Weights& select_weights(WorkerState& w, const Op& op) {
@@ -37,16 +58,29 @@ const Weights& select_weights(WorkerState& w, const Op& op) {
   return it->second;
 }
 
-void done_reading(WorkerState& w, int32_t version) {
+void done_reading(WorkerState& w, const Op& op, const Network& network) {
+  const int32_t version = op.weight_version;
   if (version < 0) return;
   std::lock_guard lock(w.mu);
-  if (--w.readers[version] == 0 && version != w.version) w.snapshots.erase(version);
+  std::vector<int32_t>& readers = w.layer_readers[version];
+  for_layers_read(op, network, [&](int32_t l) { --readers[l]; });
+  if (--w.readers[version] == 0) {
+    w.layer_readers.erase(version);
+    if (version != w.version) w.snapshots.erase(version);
+  }
 }
 
 void stash_before_change(WorkerState& w) {
   std::lock_guard lock(w.mu);
   auto it = w.readers.find(w.version);
-  if (it != w.readers.end() && it->second > 0) w.snapshots[w.version] = w.weights;
+  if (it != w.readers.end() && it->second > 0) {
+    const std::vector<int32_t>& readers = w.layer_readers.at(w.version);
+    Weights stash(w.weights.size());
+    for (size_t l = 0; l < w.weights.size(); ++l) {
+      if (l < readers.size() && readers[l] > 0) stash[l] = w.weights[l];
+    }
+    w.snapshots[w.version] = std::move(stash);
+  }
   ++w.version;
 }
 

@@ -15,8 +15,10 @@ namespace trainsim::interp {
 // Whether ops of `kind` read weights (forward, backward, recompute).
 bool reads_weights(OpKind kind);
 
-// Before the run: `op` will read its weight version on `w`.
-void count_reader(WorkerState& w, const Op& op);
+// Before the run: `op` will read its weight version on `w`: the parameters
+// of its layers of `network` (for a backward, of those whose backward reads
+// them).
+void count_reader(WorkerState& w, const Op& op, const Network& network);
 
 // The weights compute op `op` of `w` reads: live, stashed, or (SpecTrain)
 // predicted into the worker's buffer s = weight_ahead versions ahead of the
@@ -25,11 +27,13 @@ void count_reader(WorkerState& w, const Op& op);
 // logic_error if the plan asks for a version the worker does not hold.
 const Weights& select_weights(WorkerState& w, const Op& op);
 
-// After an op read `version`: drops its stash once no reader is left.
-void done_reading(WorkerState& w, int32_t version);
+// After `op` read its version: drops the stash once no reader is left.
+void done_reading(WorkerState& w, const Op& op, const Network& network);
 
 // Before the weights change (an update, an install of received weights):
-// keeps the current version for the ops that will still read it.
+// keeps the current version for the ops that will still read it, copying
+// only the layers they will read (an embedding table whose forward is done
+// and whose backward is left is not copied: its entry in the stash is empty).
 void stash_before_change(WorkerState& w);
 
 }  // namespace trainsim::interp

@@ -47,6 +47,7 @@ struct WorkerState {
   int32_t version = 0;                  // updates applied so far
   std::map<int32_t, Weights> snapshots; // stashed versions still to be read
   std::map<int32_t, int64_t> readers;   // compute ops yet to read each version
+  std::map<int32_t, std::vector<int32_t>> layer_readers;  // per version and layer: those ops yet to read its parameters
   std::map<Key, Tensor> outputs;        // layer outputs awaiting their consumer
   std::map<Key, Tensor> output_grads;   // gradients w.r.t. layer outputs awaiting their backward
   std::map<Key, LayerCache> caches;     // per layer, from its forward (or recompute) to its backward

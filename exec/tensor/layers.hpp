@@ -38,6 +38,10 @@ class ExecLayer {
                           LayerGrads& grads) const = 0;
   // Whether the weight gradient is sparse (embedding-bag).
   virtual bool sparse() const { return false; }
+  // Whether backward reads the parameters (not an embedding's: its gradient
+  // is dy scattered to the rows looked up), so a stashed weight version
+  // keeps only what its backwards read.
+  virtual bool backward_reads_params() const { return true; }
   // A layer reading several tensors (add, concat) overrides these two; the
   // others read one, and the defaults call forward and backward.
   virtual Tensor forward_inputs(const LayerParams& params, std::span<const Tensor* const> xs, LayerCache& cache) const;

@@ -19,6 +19,7 @@ class EmbeddingBag final : public ExecLayer {
 
   std::vector<std::vector<int64_t>> param_shapes() const override { return {{vocabulary_, dim_}}; }
   bool sparse() const override { return true; }
+  bool backward_reads_params() const override { return false; }
 
   // y[b] = Σ_t table[id(b, t)], padding ids (< 0) skipped.
   Tensor forward(const LayerParams& params, const Tensor& x, LayerCache& cache) const override {
