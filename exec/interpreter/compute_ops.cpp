@@ -20,8 +20,25 @@ constexpr size_t kSpareGradientSets = 2;
 }  // namespace
 
 // The weights the op reads (weight_versions.hpp), reported to on_weights_read.
-const Weights& Interpreter::weights_for(WorkerState& w, OpId id, const Op& op) {
-  const Weights& weights = select_weights(w, op);
+const Weights& Interpreter::weights_for(WorkerState& w, OpId id, const Op& op, const Tensor* x) {
+  SpecTrain::Only only;
+  std::vector<int64_t> rows;
+  if (op.weights == WeightPolicy::kPredicted) {
+    // A backward skips the layers whose backward does not read them; a
+    // forward from a sparse first layer predicts only its batch's rows.
+    if (op.kind == OpKind::kBackward) {
+      only.skip.resize(network_.layers.size(), 0);
+      for (size_t l = 0; l < network_.layers.size(); ++l) only.skip[l] = !network_.layers[l]->backward_reads_params();
+    } else if (x != nullptr && op.first_layer == 0 && network_.layers[0]->sparse()) {
+      for (float id_value : x->data) rows.push_back(static_cast<int64_t>(id_value));
+      std::sort(rows.begin(), rows.end());
+      rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
+      rows.erase(rows.begin(), std::lower_bound(rows.begin(), rows.end(), 0));  // padding ids are not looked up
+      only.sparse_layer = 0;
+      only.rows = rows;
+    }
+  }
+  const Weights& weights = select_weights(w, op, only);
   if (options_.on_weights_read) options_.on_weights_read(id, weights);
   return weights;
 }
@@ -67,7 +84,7 @@ void Interpreter::forward(OpId id, const Op& op) {
     x = take(w.outputs, {op.iteration, mb, op.first_layer - 1}, "plan: a forward's input never arrived");
   }
   std::vector<LayerCache> caches;
-  Tensor y = w.device->forward(network_, weights_for(w, id, op), op.first_layer, op.last_layer, x, caches);
+  Tensor y = w.device->forward(network_, weights_for(w, id, op, &x), op.first_layer, op.last_layer, x, caches);
   done_reading(w, op, network_);
   const auto last_layer = static_cast<int32_t>(network_.layers.size()) - 1;
   const bool recomputed = recomputed_.contains({op.worker, op.iteration, mb, op.first_layer});

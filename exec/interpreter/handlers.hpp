@@ -60,7 +60,9 @@ class Interpreter final : public OpHandler {
   // compute_ops.cpp: forward, recompute, backward, update, their batches and gradients
   RowRange rows_of(const Op& op) const;
   void batch_rows(const Op& op, Tensor* x, std::vector<int32_t>* y);
-  const Weights& weights_for(WorkerState& w, OpId id, const Op& op);
+  // The weights compute op `op` reads; `x`, a forward's input, names the
+  // rows of a first-layer embedding a prediction must cover.
+  const Weights& weights_for(WorkerState& w, OpId id, const Op& op, const Tensor* x = nullptr);
   void install_received_weights(WorkerState& w, const Op& op);
   void forward(OpId id, const Op& op);
   Tensor loss_gradient(const Op& op, const Tensor& logits, bool count_loss);

@@ -36,7 +36,7 @@ void count_reader(WorkerState& w, const Op& op, const Network& network) {
   for_layers_read(op, network, [&](int32_t l) { ++readers[l]; });
 }
 
-const Weights& select_weights(WorkerState& w, const Op& op) {
+const Weights& select_weights(WorkerState& w, const Op& op, const SpecTrain::Only& only) {
   const int32_t version = op.weight_version;
   std::lock_guard lock(w.mu);
   if (op.weights == WeightPolicy::kPredicted) {
@@ -45,7 +45,7 @@ const Weights& select_weights(WorkerState& w, const Op& op) {
                              std::to_string(version - op.weight_ahead) + " but the worker holds " +
                              std::to_string(w.version));
     }
-    w.spectrain->predict_into(w.weights, op.weight_ahead, op.first_layer, op.last_layer, w.predicted);
+    w.spectrain->predict_into(w.weights, op.weight_ahead, op.first_layer, op.last_layer, w.predicted, only);
     return w.predicted;
   }
   if (version < 0 || version == w.version) return w.weights;

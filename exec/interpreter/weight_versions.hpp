@@ -25,7 +25,8 @@ void count_reader(WorkerState& w, const Op& op, const Network& network);
 // worker's: Ŵ = W − s·η·v (seed 000 eq. 4), the op's layers only (the
 // worker's compute ops run one at a time, so one buffer serves them all).
 // logic_error if the plan asks for a version the worker does not hold.
-const Weights& select_weights(WorkerState& w, const Op& op);
+// `only` narrows a prediction (SpecTrain::Only).
+const Weights& select_weights(WorkerState& w, const Op& op, const SpecTrain::Only& only = {});
 
 // After `op` read its version: drops the stash once no reader is left.
 void done_reading(WorkerState& w, const Op& op, const Network& network);

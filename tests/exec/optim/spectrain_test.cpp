@@ -5,6 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <random>
+#include <vector>
+
 #include "exec/optim/sgd.hpp"
 #include "model/error.hpp"
 
@@ -133,6 +136,78 @@ TEST(SpecTrain, RejectsGammaOutsideTheUnitInterval) {
   EXPECT_THROW(SpecTrain({.learning_rate = 0.1, .gamma = 0.0}), InputError);
   EXPECT_THROW(SpecTrain({.learning_rate = 0.1, .gamma = 1.5}), InputError);
   EXPECT_NO_THROW(SpecTrain({.learning_rate = 0.1, .gamma = 1.0}));
+}
+
+// The dense form of eq. 1 and eq. 4, as SpecTrain computed it before its
+// sparse rows decayed lazily: every row of v decays at every step.
+struct DenseReference {
+  float gamma, rest;
+  std::vector<float> v;
+  void observe_rows(const std::vector<int64_t>& rows, const std::vector<float>& values, int64_t width) {
+    for (float& x : v) x *= gamma;
+    for (size_t r = 0; r < rows.size(); ++r) {
+      for (int64_t j = 0; j < width; ++j) v[rows[r] * width + j] += rest * values[r * width + j];
+    }
+  }
+  void observe_dense(const std::vector<float>& g) {
+    for (size_t i = 0; i < v.size(); ++i) v[i] = gamma * v[i] + rest * g[i];
+  }
+};
+
+// Sparse steps (rows repeating, most rows untouched) and dense steps in a
+// random order: v, the whole prediction and a prediction of some rows only
+// are the dense form's, bit for bit.
+TEST(SpecTrain, LazilyDecayedRowsEqualTheDenseFormBitForBit) {
+  constexpr int64_t kRows = 40, kWidth = 3;
+  std::mt19937_64 rng(5);
+  std::uniform_real_distribution<float> value(-1.0f, 1.0f);
+  Tensor table({kRows, kWidth});
+  for (float& x : table.data) x = value(rng);
+  const Weights weights = {{table}};
+  SpecTrain spectrain({.learning_rate = 0.3, .gamma = 0.7});
+  DenseReference ref{static_cast<float>(0.7), static_cast<float>(1.0 - 0.7),
+                     std::vector<float>(static_cast<size_t>(kRows * kWidth), 0.0f)};
+  for (int step = 0; step < 60; ++step) {
+    ParamGrad g;
+    if (step % 7 == 3) {
+      g.dense = Tensor({kRows, kWidth});
+      for (float& x : g.dense.data) x = value(rng);
+      ref.observe_dense(g.dense.data);
+    } else {
+      g.sparse = true;
+      const auto touched = static_cast<int64_t>(rng() % 6);
+      for (int64_t i = 0; i < touched; ++i) g.rows.push_back(static_cast<int64_t>(rng() % 8) * 5);  // repeats
+      g.row_values = Tensor({touched, kWidth});
+      for (float& x : g.row_values.data) x = value(rng);
+      ref.observe_rows(g.rows, g.row_values.data, kWidth);
+    }
+    spectrain.observe(weights, Gradients{{g}}, 0, 0);
+    ASSERT_EQ(spectrain.smoothed_gradient()[0][0].data, ref.v) << "step " << step;
+    const auto step_size = static_cast<float>(2 * 0.3);
+    std::vector<float> expected(table.data.size());
+    for (size_t i = 0; i < expected.size(); ++i) expected[i] = table.data[i] - step_size * ref.v[i];
+    ASSERT_EQ(spectrain.predict(weights, 2, 0, 0)[0][0].data, expected) << "step " << step;
+    // Rows 5 and 35 only: the others keep what the buffer held (zeros).
+    const std::vector<int64_t> rows = {5, 35};
+    Weights buffer;
+    spectrain.predict_into(weights, 2, 0, 0, buffer, {.sparse_layer = 0, .rows = rows, .skip = {}});
+    for (int64_t r = 0; r < kRows; ++r) {
+      for (int64_t j = 0; j < kWidth; ++j) {
+        const size_t i = static_cast<size_t>(r * kWidth + j);
+        ASSERT_EQ(buffer[0][0].data[i], (r == 5 || r == 35) ? expected[i] : 0.0f) << "step " << step << " row " << r;
+      }
+    }
+  }
+}
+
+TEST(SpecTrain, APredictionSkipsTheLayersItIsToldTo) {
+  Weights weights = {one_layer({5.0f})[0], one_layer({5.0f})[0]};
+  SpecTrain spectrain({.learning_rate = 0.5, .gamma = 0.5});
+  spectrain.set_smoothed_gradient({one_layer({1.0f})[0], one_layer({1.0f})[0]});
+  Weights buffer;
+  spectrain.predict_into(weights, 2, 0, 1, buffer, {.sparse_layer = -1, .rows = {}, .skip = {1, 0}});
+  EXPECT_TRUE(buffer[0].empty());
+  EXPECT_EQ(buffer[1][0].data, (std::vector<float>{4.0f}));
 }
 
 }  // namespace
