@@ -29,6 +29,9 @@ struct MergedRows {
 MergedRows merge_rows(const ParamGrad& grad, int64_t width) {
   MergedRows merged;
   std::unordered_map<int64_t, size_t> slot_of_row;
+  slot_of_row.reserve(grad.rows.size());
+  merged.rows.reserve(grad.rows.size());
+  merged.values.reserve(grad.rows.size() * static_cast<size_t>(width));
   const auto& values = grad.row_values.data;
   TRAINSIM_CHECK(values.size() == grad.rows.size() * static_cast<size_t>(width),
                  "sparse gradient holds " + std::to_string(values.size()) + " values for " +

@@ -48,6 +48,8 @@ class EmbeddingBag final : public ExecLayer {
     const int64_t batch = x_shape.rows(), tokens = x_shape.row_size();
     TRAINSIM_CHECK(dy.size() == batch * dim_, name_ + ": dy does not match the output");
     ParamGrad& grad = grads[0];
+    grad.rows.reserve(grad.rows.size() + static_cast<size_t>(batch * tokens));
+    grad.row_values.data.reserve(grad.row_values.data.size() + static_cast<size_t>(batch * tokens * dim_));
     for (int64_t b = 0; b < batch; ++b) {
       for (int64_t t = 0; t < tokens; ++t) {
         const int64_t id = cache.indices[b * tokens + t];

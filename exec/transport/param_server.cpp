@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <map>
 #include <numeric>
 
 #include "model/error.hpp"
@@ -99,27 +98,34 @@ void ParamServerShard::update_dense(int64_t tag) {
 }
 
 void ParamServerShard::update_sparse(int64_t tag) {
-  const int64_t width = shape_.row_floats;
-  std::map<int64_t, std::vector<float>> sums;  // row -> summed values; ordered, so rows come out ascending
+  const auto width = static_cast<size_t>(shape_.row_floats);
+  // Every push's rows in worker order, then push order; a stable sort by row
+  // keeps that order among a row's values, so each row sums them as before.
+  std::vector<int64_t> pushed_rows;
+  std::vector<float> pushed_values;
   for (int worker : workers_) {
-    const SparseRows push = decode_sparse_rows(transport_.recv(server_, worker, tag), width);
+    SparseRows push = decode_sparse_rows(transport_.recv(server_, worker, tag), shape_.row_floats);
     check_rows(push.rows, shape_, "ParamServerShard");
-    const float* values = push.values.data();
-    for (size_t i = 0; i < push.rows.size(); ++i) {
-      std::vector<float>& sum = sums[push.rows[i]];
-      if (sum.empty()) sum.assign(static_cast<size_t>(width), 0.0f);
-      for (int64_t k = 0; k < width; ++k) sum[static_cast<size_t>(k)] += values[static_cast<int64_t>(i) * width + k];
-    }
+    pushed_rows.insert(pushed_rows.end(), push.rows.begin(), push.rows.end());
+    pushed_values.insert(pushed_values.end(), push.values.begin(), push.values.end());
   }
-  std::vector<int64_t> rows;
+  std::vector<size_t> order(pushed_rows.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return pushed_rows[a] < pushed_rows[b]; });
+  std::vector<int64_t> rows;  // ascending, distinct
   std::vector<float> gradient;
-  rows.reserve(sums.size());
-  gradient.reserve(sums.size() * static_cast<size_t>(width));
-  for (const auto& [row, sum] : sums) {
-    rows.push_back(row);
-    gradient.insert(gradient.end(), sum.begin(), sum.end());
+  rows.reserve(pushed_rows.size());
+  gradient.reserve(pushed_values.size());
+  for (size_t i : order) {
+    if (rows.empty() || rows.back() != pushed_rows[i]) {
+      rows.push_back(pushed_rows[i]);
+      gradient.resize(gradient.size() + width, 0.0f);
+    }
+    float* sum = gradient.data() + gradient.size() - width;
+    const float* values = pushed_values.data() + i * width;
+    for (size_t k = 0; k < width; ++k) sum[k] += values[k];
   }
-  update_(ShardUpdate{weights_, rows, gradient, width});
+  update_(ShardUpdate{weights_, rows, gradient, shape_.row_floats});
 }
 
 void ParamServerShard::answer_pulls(int64_t tag) {
