@@ -59,8 +59,12 @@ class EventQueue {
   static constexpr size_t kArity = 4;
 
   void sift_up(const Event& event) {
-    size_t hole = heap_.size();
     heap_.push_back(event);
+    rise(heap_.size() - 1, event);
+  }
+
+  // Fills the hole at `hole` with `event`, moving later parents down.
+  void rise(size_t hole, const Event& event) {
     while (hole > 0) {
       const size_t parent = (hole - 1) / kArity;
       if (!earlier(event, heap_[parent])) break;
@@ -93,13 +97,7 @@ class EventQueue {
       heap_[hole] = heap_[child];
       hole = child;
     }
-    while (hole > 0) {
-      const size_t parent = (hole - 1) / kArity;
-      if (!earlier(last, heap_[parent])) break;
-      heap_[hole] = heap_[parent];
-      hole = parent;
-    }
-    heap_[hole] = last;
+    rise(hole, last);
     return top;
   }
 
