@@ -54,7 +54,8 @@ class Lstm final : public ExecLayer {
         tanh_c({tokens_, batch, h});
     ConstMatrixView w(params[0].data.data(), 4 * h, width_);
     const ConstRowVectorView b(params[1].data.data(), 4 * h);
-    for (int64_t t = 0; t < tokens_; ++t) {
+    // No sample (build_network infers shapes so): no views into empty storage.
+    for (int64_t t = 0; batch > 0 && t < tokens_; ++t) {
       MatrixView zt(z.data.data() + t * batch * width_, batch, width_);
       zt.leftCols(in_) = step(x, t, in_);
       if (t == 0) {
