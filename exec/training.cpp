@@ -2,6 +2,7 @@
 #include "exec/training.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <mutex>
 #include <thread>
 
@@ -128,7 +129,8 @@ TrainingResult train(const Model& model, const Dataset& data, const Cluster& clu
     for (int32_t i = first; i < end; ++i) sum += r.exec.loss_per_iteration[static_cast<size_t>(i)];
     r.train_loss.push_back(sum / (end - first));
   }
-  r.test_accuracy = test_accuracy(network, r.exec.weights, data);
+  r.test_accuracy = options.evaluate ? test_accuracy(network, r.exec.weights, data)
+                                     : std::numeric_limits<double>::quiet_NaN();
   return r;
 }
 

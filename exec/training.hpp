@@ -34,6 +34,9 @@ struct TrainingOptions {
   std::function<void(const StaleMomentumCheck&)> on_stale_gradients;
   // Stops at the first NaN or infinite loss (LossDiverged, interpreter.hpp).
   bool stop_on_divergence = false;
+  // Evaluates the final weights on the whole test set (TrainingResult::test_accuracy);
+  // validate times training only and turns it off (10,000 images per run for fmnist-cnn).
+  bool evaluate = true;
 };
 
 struct IterationStats {
@@ -50,7 +53,7 @@ struct TrainingResult {
   IterationStats iteration;
   double samples_per_s = 0;             // samples of the whole job per second, from iteration.median_s
   std::vector<double> train_loss;       // mean loss per epoch (partial last epoch included)
-  double test_accuracy = 0;             // of the final weights, on the whole test set
+  double test_accuracy = 0;             // of the final weights, on the whole test set (NaN without evaluate)
   int32_t iterations_per_epoch = 0;
 };
 

@@ -92,6 +92,7 @@ void run_once(const Model& model, const Dataset& data, const Profile& profile, c
   training.batch_size = profile.batch_size;
   training.iterations = options.iterations;
   training.seed = options.seed;
+  training.evaluate = false;  // timed, not scored
   try {
     s.runs.push_back(train(model, data, cluster, first_run_settings(s), training, &profile));
   } catch (const InputError& e) {
