@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "exec/interpreter.hpp"
+#include "exec/tensor/memory_reuse.hpp"
 #include "exec/tensor/layers.hpp"
 #include "exec/training.hpp"
 #include "model/zoo/zoo.hpp"
@@ -238,4 +239,12 @@ BENCHMARK_CAPTURE(BM_InterpreterVersusKernels, fortunes_gpt, "fortunes-gpt", 16,
 }  // namespace
 }  // namespace trainsim
 
-BENCHMARK_MAIN();
+// The allocator policy `trainsim` runs under (tools/main.cpp).
+int main(int argc, char** argv) {
+  trainsim::reuse_freed_memory();
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
