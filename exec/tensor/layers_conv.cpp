@@ -103,19 +103,42 @@ class Conv2d final : public ExecLayer {
   }
 
  private:
-  // cols[(c·kh + i)·kw + j][oh·Wo + ow] = x[c][oh·sh - ph + i][ow·sw - pw + j], 0 outside.
+  // The output columns [begin, end) whose input column ow·sw − pw + j lies
+  // inside the image; the others read padding.
+  struct Columns {
+    int64_t begin, end;
+  };
+  Columns inside_columns(int64_t j) const {
+    const WindowSpec& w = g_.w;
+    const int64_t shift = j - w.pad_w;  // input column of ow = 0
+    const int64_t begin = shift >= 0 ? 0 : (-shift + w.stride_w - 1) / w.stride_w;
+    const int64_t end = g_.width - 1 - shift < 0 ? 0 : (g_.width - 1 - shift) / w.stride_w + 1;
+    return {std::min(begin, g_.out_width), std::clamp(end, std::min(begin, g_.out_width), g_.out_width)};
+  }
+
+  // cols[(c·kh + i)·kw + j][oh·Wo + ow] = x[c][oh·sh - ph + i][ow·sw - pw + j], 0 outside:
+  // each output row's inside columns copied as one run, the padding zeroed.
   void im2col(const float* x, float* cols) const {
     const WindowSpec& w = g_.w;
-    for (int64_t c = 0; c < g_.channels; ++c) {
-      for (int64_t i = 0; i < w.kernel_h; ++i) {
-        for (int64_t j = 0; j < w.kernel_w; ++j) {
+    for (int64_t j = 0; j < w.kernel_w; ++j) {
+      const Columns in = inside_columns(j);
+      for (int64_t c = 0; c < g_.channels; ++c) {
+        for (int64_t i = 0; i < w.kernel_h; ++i) {
           float* row = cols + ((c * w.kernel_h + i) * w.kernel_w + j) * g_.out_plane();
           for (int64_t oh = 0; oh < g_.out_height; ++oh) {
+            float* out = row + oh * g_.out_width;
             const int64_t h = oh * w.stride_h - w.pad_h + i;
-            for (int64_t ow = 0; ow < g_.out_width; ++ow) {
-              const int64_t wi = ow * w.stride_w - w.pad_w + j;
-              const bool inside = h >= 0 && h < g_.height && wi >= 0 && wi < g_.width;
-              row[oh * g_.out_width + ow] = inside ? x[(c * g_.height + h) * g_.width + wi] : 0.0f;
+            if (h < 0 || h >= g_.height || in.begin == in.end) {
+              std::fill(out, out + g_.out_width, 0.0f);
+              continue;
+            }
+            std::fill(out, out + in.begin, 0.0f);
+            std::fill(out + in.end, out + g_.out_width, 0.0f);
+            const float* src = x + (c * g_.height + h) * g_.width + in.begin * w.stride_w + j - w.pad_w;
+            if (w.stride_w == 1) {
+              std::copy(src, src + (in.end - in.begin), out + in.begin);
+            } else {
+              for (int64_t ow = in.begin; ow < in.end; ++ow) out[ow] = src[(ow - in.begin) * w.stride_w];
             }
           }
         }
@@ -126,16 +149,21 @@ class Conv2d final : public ExecLayer {
   // The adjoint of im2col: every column entry adds into the input it was read from.
   void col2im(const float* dcols, float* dx) const {
     const WindowSpec& w = g_.w;
-    for (int64_t c = 0; c < g_.channels; ++c) {
-      for (int64_t i = 0; i < w.kernel_h; ++i) {
-        for (int64_t j = 0; j < w.kernel_w; ++j) {
+    for (int64_t j = 0; j < w.kernel_w; ++j) {
+      const Columns in = inside_columns(j);
+      if (in.begin == in.end) continue;
+      for (int64_t c = 0; c < g_.channels; ++c) {
+        for (int64_t i = 0; i < w.kernel_h; ++i) {
           const float* row = dcols + ((c * w.kernel_h + i) * w.kernel_w + j) * g_.out_plane();
           for (int64_t oh = 0; oh < g_.out_height; ++oh) {
             const int64_t h = oh * w.stride_h - w.pad_h + i;
             if (h < 0 || h >= g_.height) continue;
-            for (int64_t ow = 0; ow < g_.out_width; ++ow) {
-              const int64_t wi = ow * w.stride_w - w.pad_w + j;
-              if (wi >= 0 && wi < g_.width) dx[(c * g_.height + h) * g_.width + wi] += row[oh * g_.out_width + ow];
+            const float* from = row + oh * g_.out_width;
+            float* to = dx + (c * g_.height + h) * g_.width + in.begin * w.stride_w + j - w.pad_w;
+            if (w.stride_w == 1) {
+              for (int64_t ow = in.begin; ow < in.end; ++ow) to[ow - in.begin] += from[ow];
+            } else {
+              for (int64_t ow = in.begin; ow < in.end; ++ow) to[(ow - in.begin) * w.stride_w] += from[ow];
             }
           }
         }

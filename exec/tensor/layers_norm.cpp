@@ -1,10 +1,12 @@
 // Normalization and the kernels that come with it in ResNets and Transformers:
-// batch norm (training mode), layer norm, exact GELU, global average pooling.
+// batch norm (training mode), layer norm, exact GELU (in float), global average pooling.
 // Values are stored as float; sums over a batch or a row accumulate in double.
 #include <cmath>
 #include <numbers>
 #include <string>
 #include <utility>
+
+#include <unsupported/Eigen/SpecialFunctions>
 
 #include "exec/tensor/kernels_impl.hpp"
 #include "model/error.hpp"
@@ -187,34 +189,41 @@ class LayerNorm final : public AffineNorm {
   }
 };
 
+Eigen::Map<const Eigen::ArrayXf> values(const Tensor& t) {
+  return Eigen::Map<const Eigen::ArrayXf>(t.data.data(), t.size());
+}
+
+// Φ(v) = (1 + erf(v/√2))/2, elementwise.
+template <typename Values>
+auto normal_cdf(const Values& v) {
+  constexpr auto kInvSqrt2 = static_cast<float>(1.0 / std::numbers::sqrt2);
+  return 0.5f * (1.0f + (v * kInvSqrt2).erf());
+}
+
 // Hendrycks & Gimpel 2016, the exact form y = x·Φ(x) = 0.5·x·(1 + erf(x/√2)).
 class Gelu final : public ExecLayer {
  public:
+  // y = x·Φ(x), Φ(x) = (1 + erf(x/√2))/2, in float over whole packets
+  // (Eigen's rational erf, within a few ulp; as PyTorch's exact GELU on CPU).
   Tensor forward(const LayerParams&, const Tensor& x, LayerCache& cache) const override {
     Tensor y(x.shape);
-    for (int64_t i = 0; i < x.size(); ++i) {
-      const double v = x.data[i];
-      y.data[i] = static_cast<float>(v * cdf(v));
-    }
+    const auto v = values(x);
+    Eigen::Map<Eigen::ArrayXf>(y.data.data(), x.size()) = v * normal_cdf(v);
     cache.saved = {x};
     return y;
   }
 
-  // dx = dy·(Φ(x) + x·φ(x)).
+  // dx = dy·(Φ(x) + x·φ(x)), φ(x) = exp(−x²/2)/√(2π).
   Tensor backward(const LayerParams&, const Tensor& dy, const LayerCache& cache, LayerGrads&) const override {
     const Tensor& x = cache.saved.at(0);
     TRAINSIM_CHECK(dy.size() == x.size(), "gelu: dy does not match the forward's output");
     Tensor dx(x.shape);
-    for (int64_t i = 0; i < x.size(); ++i) {
-      const double v = x.data[i];
-      const double pdf = std::exp(-0.5 * v * v) * (0.5 * std::numbers::inv_sqrtpi * std::numbers::sqrt2);
-      dx.data[i] = static_cast<float>(dy.data[i] * (cdf(v) + v * pdf));
-    }
+    const auto v = values(x);
+    constexpr auto kInvSqrt2Pi = static_cast<float>(0.5 * std::numbers::inv_sqrtpi * std::numbers::sqrt2);
+    Eigen::Map<Eigen::ArrayXf>(dx.data.data(), x.size()) =
+        values(dy) * (normal_cdf(v) + v * (-0.5f * v.square()).exp() * kInvSqrt2Pi);
     return dx;
   }
-
- private:
-  static double cdf(double v) { return 0.5 * (1.0 + std::erf(v / std::numbers::sqrt2)); }
 };
 
 // Lin, Chen & Yan 2014 (Network in Network): the mean of each channel's plane.

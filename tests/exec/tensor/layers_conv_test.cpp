@@ -96,6 +96,58 @@ TEST(Conv2d, GradientsMatchFiniteDifferencesRectangularNoBias) {
   expect_layer_gradients(*conv, params, random_tensor({3, 3, 5, 6}, rng), 13);
 }
 
+// y[o][oh][ow] = b[o] + Σ_{c,i,j} W[o][c][i][j]·x[c][oh·sh − ph + i][ow·sw − pw + j]
+// over the inside of the image, one group, evaluated term by term.
+Tensor direct_conv(const Tensor& x, const LayerParams& p, const WindowSpec& w, int64_t out_h, int64_t out_w) {
+  const int64_t channels = x.shape[1], height = x.shape[2], width = x.shape[3], out_c = p[0].shape[0];
+  Tensor y({x.rows(), out_c, out_h, out_w});
+  for (int64_t n = 0; n < x.rows(); ++n) {
+    for (int64_t o = 0; o < out_c; ++o) {
+      for (int64_t oh = 0; oh < out_h; ++oh) {
+        for (int64_t ow = 0; ow < out_w; ++ow) {
+          double sum = p[1].data[o];
+          for (int64_t c = 0; c < channels; ++c) {
+            for (int64_t i = 0; i < w.kernel_h; ++i) {
+              for (int64_t j = 0; j < w.kernel_w; ++j) {
+                const int64_t h = oh * w.stride_h - w.pad_h + i, v = ow * w.stride_w - w.pad_w + j;
+                if (h < 0 || h >= height || v < 0 || v >= width) continue;
+                sum += double{p[0].data[((o * channels + c) * w.kernel_h + i) * w.kernel_w + j]} *
+                       x.data[((n * channels + c) * height + h) * width + v];
+              }
+            }
+          }
+          y.data[((n * out_c + o) * out_h + oh) * out_w + ow] = static_cast<float>(sum);
+        }
+      }
+    }
+  }
+  return y;
+}
+
+TEST(Conv2d, MatchesTheDirectSumWhereWholeKernelColumnsReadOnlyPadding) {
+  // A 3x2 image under a 3x5 kernel with padding 2 and 3 and column stride 3:
+  // the kernel's first and last columns read only padding at some outputs,
+  // and at stride 1 a padding wider than the kernel leaves whole output rows
+  // and columns outside.
+  std::mt19937_64 rng(21);
+  for (const WindowSpec w : {WindowSpec{3, 5, 1, 3, 2, 3, 1, false}, WindowSpec{2, 2, 1, 1, 3, 3, 1, false},
+                             WindowSpec{3, 3, 2, 2, 1, 1, 1, false}}) {
+    const auto conv = make_conv2d({2, 3, 2}, 3, w, true);
+    LayerParams params;
+    conv->init_params(params, rng);
+    for (float& b : params[1].data) b = 0.25f;
+    const int64_t out_h = window_output_size(3, w.kernel_h, w.stride_h, w.pad_h, false);
+    const int64_t out_w = window_output_size(2, w.kernel_w, w.stride_w, w.pad_w, false);
+    const Tensor x = random_tensor({2, 2, 3, 2}, rng);
+    LayerCache cache;
+    const Tensor y = conv->forward(params, x, cache);
+    const Tensor expected = direct_conv(x, params, w, out_h, out_w);
+    ASSERT_EQ(y.shape, expected.shape);
+    for (int64_t k = 0; k < y.size(); ++k) EXPECT_NEAR(y.data[k], expected.data[k], 1e-5f) << "element " << k;
+    expect_layer_gradients(*conv, params, x, 17);
+  }
+}
+
 TEST(MaxPool, TakesWindowMaximaAndRoutesGradientToThem) {
   // 2x2 stride 2 over a 4x4 plane; maxima 6 (index 5), 8 (7), 14 (13), 16 (15)
   // of x = 1..16 row-major. dy = [1, 2, 3, 4] lands on those positions only.
