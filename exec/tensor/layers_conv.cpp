@@ -196,24 +196,34 @@ class MaxPool final : public ExecLayer {
     Tensor y({x.rows(), g_.channels, g_.out_height, g_.out_width});
     cache = LayerCache{};
     cache.indices.resize(static_cast<size_t>(y.size()));
+    // Each window's clipped rows and columns, the same in every plane; the
+    // first maximum in row-major order wins, as in PyTorch.
+    std::vector<Span> rows(static_cast<size_t>(g_.out_height)), cols(static_cast<size_t>(g_.out_width));
+    for (int64_t oh = 0; oh < g_.out_height; ++oh) {
+      rows[static_cast<size_t>(oh)] = clip(oh * g_.w.stride_h - g_.w.pad_h, g_.w.kernel_h, g_.height);
+      TRAINSIM_CHECK(rows[static_cast<size_t>(oh)].begin < rows[static_cast<size_t>(oh)].end,
+                     "maxpool: a window covers only padding");
+    }
+    for (int64_t ow = 0; ow < g_.out_width; ++ow) {
+      cols[static_cast<size_t>(ow)] = clip(ow * g_.w.stride_w - g_.w.pad_w, g_.w.kernel_w, g_.width);
+      TRAINSIM_CHECK(cols[static_cast<size_t>(ow)].begin < cols[static_cast<size_t>(ow)].end,
+                     "maxpool: a window covers only padding");
+    }
     int64_t out = 0;
     for (int64_t p = 0; p < planes; ++p) {
       const int64_t base = p * g_.in_plane();
-      for (int64_t oh = 0; oh < g_.out_height; ++oh) {
-        const Span hs = clip(oh * g_.w.stride_h - g_.w.pad_h, g_.w.kernel_h, g_.height);
-        for (int64_t ow = 0; ow < g_.out_width; ++ow, ++out) {
-          const Span ws = clip(ow * g_.w.stride_w - g_.w.pad_w, g_.w.kernel_w, g_.width);
-          float best = -std::numeric_limits<float>::infinity();
-          int64_t best_index = -1;
+      for (const Span& hs : rows) {
+        for (const Span& ws : cols) {
+          int64_t best_index = base + hs.begin * g_.width + ws.begin;
+          float best = x.data[best_index];
           for (int64_t h = hs.begin; h < hs.end; ++h) {
+            const int64_t row = base + h * g_.width;
             for (int64_t w = ws.begin; w < ws.end; ++w) {
-              const int64_t index = base + h * g_.width + w;
-              if (best_index < 0 || x.data[index] > best) best = x.data[index], best_index = index;
+              if (x.data[row + w] > best) best = x.data[row + w], best_index = row + w;
             }
           }
-          TRAINSIM_CHECK(best_index >= 0, "maxpool: a window covers only padding");
           y.data[out] = best;
-          cache.indices[out] = best_index;
+          cache.indices[out++] = best_index;
         }
       }
     }
