@@ -43,6 +43,26 @@ TEST(SinglePlan, ParameterFreeLayersJoinTheNextLayersOps) {
   EXPECT_DOUBLE_EQ(plan.samples_per_iteration, 32);
 }
 
+TEST(SinglePlan, OpsEndOnlyWhereOneTensorPassesNotInsideAResidualBlock) {
+  // stem -> [a -> b] + stem -> add -> head: the cuts after a and b carry the
+  // branch and the shortcut, so the block is one op: [stem], [a, b, add], [head].
+  Profile p = testing_fixtures::chain_profile(0, 0, 0, 0, 0);
+  p.layers.push_back(layer("stem", {"input"}, 1e-3, 2e-3, 1e6, 4e6));
+  p.layers.push_back(layer("a", {"stem"}, 1e-3, 2e-3, 1e6, 4e6));
+  p.layers.push_back(layer("b", {"a"}, 1e-3, 2e-3, 1e6, 4e6));
+  p.layers.push_back(layer("add", {"b", "stem"}, 0.1e-3, 0.1e-3, 0, 4e6));
+  p.layers.push_back(layer("head", {"add"}, 1e-3, 2e-3, 1e6, 1e6));
+  const Plan plan = generate("single", p, simple_cluster(1, 1), {}, 1);
+  const auto ops = stream_ops(plan, 0, StreamKind::kCompute);
+  ASSERT_EQ(ops.size(), 7u);
+  const std::vector<std::pair<int32_t, int32_t>> forward_layers = {{0, 0}, {1, 3}, {4, 4}};
+  for (size_t k = 0; k < 3; ++k) {
+    EXPECT_EQ(ops[k]->kind, OpKind::kForward);
+    EXPECT_EQ(std::make_pair(ops[k]->first_layer, ops[k]->last_layer), forward_layers[k]);
+    EXPECT_EQ(std::make_pair(ops[3 + k]->first_layer, ops[3 + k]->last_layer), forward_layers[2 - k]);
+  }
+}
+
 TEST(SinglePlan, OpTimesAndMemoryComeFromTheProfile) {
   const Plan plan = generate("single", conv_relu_conv_softmax(), simple_cluster(1, 1), {}, 1);
   const auto ops = stream_ops(plan, 0, StreamKind::kCompute);
