@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <random>
 #include <span>
@@ -92,15 +93,22 @@ Weights init_weights(const Network& network, uint64_t seed);
 // Zeroed gradients shaped like `weights` (dense), or empty sparse ones.
 Gradients zero_gradients(const Network& network, const Weights& weights);
 
+// Called with a layer's index as soon as its forward (or backward) is done,
+// inside a range: the profiler times each layer of a whole pass this way,
+// without cutting the pass at every layer (which would pack and unpack the
+// tensors a residual block keeps live, copies a pass does not make).
+using AfterLayer = std::function<void(int64_t layer)>;
+
 // Runs layers [first, last] forward from `x`, cut `first` packed, to cut
 // last + 1 packed; caches[i - first] receives layer i's cache.
 Tensor forward_range(const Network& network, const Weights& weights, int64_t first, int64_t last, const Tensor& x,
-                     std::vector<LayerCache>& caches);
+                     std::vector<LayerCache>& caches, const AfterLayer& after_layer = {});
 
 // And backward from dL/d(cut last + 1), packed, to dL/d(cut first), packed,
 // adding into grads.
 Tensor backward_range(const Network& network, const Weights& weights, int64_t first, int64_t last,
-                      const Tensor& dy, const std::vector<LayerCache>& caches, Gradients& grads);
+                      const Tensor& dy, const std::vector<LayerCache>& caches, Gradients& grads,
+                      const AfterLayer& after_layer = {});
 
 // Mean softmax cross-entropy over the positions of `logits`, {B, classes} (a
 // class per sample) or {B, T, classes} (a label per token, a language

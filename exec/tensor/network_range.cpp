@@ -96,7 +96,7 @@ Tensor pack(const Network& network, int64_t i, Slots& slots, int64_t rows) {
 }  // namespace
 
 Tensor forward_range(const Network& network, const Weights& weights, int64_t first, int64_t last, const Tensor& x,
-                     std::vector<LayerCache>& caches) {
+                     std::vector<LayerCache>& caches, const AfterLayer& after_layer) {
   check_range(network, weights, first, last);
   caches.assign(static_cast<size_t>(last - first + 1), LayerCache{});
   Slots slots(network.layers.size());
@@ -115,12 +115,13 @@ Tensor forward_range(const Network& network, const Weights& weights, int64_t fir
       if (network.last_reader[t + 1] == i) slots.drop(t);
     }
     slots.hold(static_cast<int32_t>(i), std::move(y));
+    if (after_layer) after_layer(i);
   }
   return pack(network, last + 1, slots, x.rows());
 }
 
 Tensor backward_range(const Network& network, const Weights& weights, int64_t first, int64_t last, const Tensor& dy,
-                      const std::vector<LayerCache>& caches, Gradients& grads) {
+                      const std::vector<LayerCache>& caches, Gradients& grads, const AfterLayer& after_layer) {
   check_range(network, weights, first, last);
   TRAINSIM_CHECK(static_cast<int64_t>(caches.size()) == last - first + 1, "caches are not one per layer of the range");
   TRAINSIM_CHECK(grads.size() == weights.size(), "gradients are not one entry per layer");
@@ -143,6 +144,7 @@ Tensor backward_range(const Network& network, const Weights& weights, int64_t fi
         slots.owned[t + 1].matrix() += dxs[k].matrix();
       }
     }
+    if (after_layer) after_layer(i);
   }
   return pack(network, first, slots, dy.rows());
 }

@@ -87,8 +87,10 @@ double touched_fraction(const LayerBench& bench, int64_t i) {
 // cross-entropy loss and its gradient; every backward in reverse order on
 // the gradient the layer after it produced; then each layer's momentum-SGD
 // step and the zeroing of its gradient (layers without weights take none).
-// Each layer is timed in place, so its caches hold what a real step leaves
-// there (a layer timed alone, over and over, finds its weights in cache).
+// Each layer is timed in place, inside one forward_range and one
+// backward_range over the whole graph, so its caches hold what a real step
+// leaves there (a layer timed alone, over and over, finds its weights in
+// cache) and no tensor is packed between layers.
 // Returns per layer (forward, backward, update) seconds.
 struct PassTimes {
   std::vector<double> forward_s, backward_s, update_s;
@@ -100,33 +102,33 @@ PassTimes time_pass(LayerBench& bench, bool last_pass) {
   t.forward_s.resize(static_cast<size_t>(count));
   t.backward_s.resize(static_cast<size_t>(count));
   t.update_s.assign(static_cast<size_t>(count), 0.0);
-  std::vector<std::vector<LayerCache>> caches(static_cast<size_t>(count));
-  std::vector<Tensor> outputs(static_cast<size_t>(count));  // outlive the pass: training keeps activations too
+  std::vector<LayerCache> caches;
   // The first forward gathers its batch from the data set and takes its rows,
   // as the executor's first forward does.
   const int64_t batch = bench.batch;
   std::vector<int64_t> rows(static_cast<size_t>(batch));
   for (int64_t& r : rows) r = static_cast<int64_t>(uniform_below(bench.draws, static_cast<uint64_t>(bench.source->rows())));
-  Tensor gathered, input, dy;
+  Tensor gathered, input;
   std::vector<int32_t> labels;
-  for (int64_t i = 0; i < count; ++i) {
-    const double start_s = now_s();
-    if (i == 0) {
-      gather_batch(*bench.source, bench.source_labels, rows, gathered, labels);
-      input = slice_rows(gathered, {0, batch});
-    }
-    const Tensor& x = i == 0 ? input : outputs[static_cast<size_t>(i - 1)];
-    outputs[static_cast<size_t>(i)] = forward_range(bench.network, bench.weights, i, i, x, caches[static_cast<size_t>(i)]);
-    // The last forward also takes the loss and its gradient, as the
-    // executor's does.
-    if (i == count - 1) softmax_cross_entropy(outputs.back(), labels, &dy);
-    t.forward_s[static_cast<size_t>(i)] = now_s() - start_s;
-  }
-  for (int64_t i = count - 1; i >= 0; --i) {
-    const double start_s = now_s();
-    dy = backward_range(bench.network, bench.weights, i, i, dy, caches[static_cast<size_t>(i)], bench.grads);
-    t.backward_s[static_cast<size_t>(i)] = now_s() - start_s;
-  }
+  // Each layer's time runs from the end of the one before (the start of the
+  // pass for the first) to its own end, inside one pass over the whole graph.
+  double mark_s = now_s();
+  const auto lap = [&](std::vector<double>& times) {
+    return [&times, &mark_s](int64_t layer) {
+      const double end_s = now_s();
+      times[static_cast<size_t>(layer)] = end_s - mark_s;
+      mark_s = end_s;
+    };
+  };
+  gather_batch(*bench.source, bench.source_labels, rows, gathered, labels);
+  input = slice_rows(gathered, {0, batch});
+  const Tensor logits = forward_range(bench.network, bench.weights, 0, count - 1, input, caches, lap(t.forward_s));
+  // The last forward also takes the loss and its gradient, as the executor's does.
+  Tensor dy;
+  softmax_cross_entropy(logits, labels, &dy);
+  t.forward_s.back() += now_s() - mark_s;
+  mark_s = now_s();
+  backward_range(bench.network, bench.weights, 0, count - 1, dy, caches, bench.grads, lap(t.backward_s));
   for (int64_t i = 0; i < count; ++i) {
     if (bench.weights[static_cast<size_t>(i)].empty()) continue;
     const double start_s = now_s();

@@ -3,6 +3,9 @@
 // the whole graph's gradient against finite differences.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <numeric>
+
 #include "exec/tensor/layers.hpp"
 #include "model/error.hpp"
 #include "model/zoo/builder.hpp"
@@ -70,6 +73,31 @@ TEST(NetworkGraph, EveryTwoStageSplitEqualsTheWholeForwardAndBackward) {
       }
     }
   }
+}
+
+TEST(NetworkGraph, ARangeReportsEachLayerAsItEndsInOrder) {
+  // The profiler's per-layer clock: forward calls back layers first..last,
+  // backward last..first, once each, and the results are the same as without.
+  const Network network = build_network(graph_model());
+  const Weights weights = init_weights(network, 3);
+  std::mt19937_64 rng(5);
+  const Tensor x = random_tensor({4, 6}, rng);
+  const int64_t last = static_cast<int64_t>(network.layers.size()) - 1;
+  std::vector<int64_t> forward_order, backward_order;
+  std::vector<LayerCache> caches, plain_caches;
+  const Tensor y = forward_range(network, weights, 1, last, forward_range(network, weights, 0, 0, x, plain_caches),
+                                 caches, [&](int64_t l) { forward_order.push_back(l); });
+  std::vector<int64_t> expected(static_cast<size_t>(last));
+  std::iota(expected.begin(), expected.end(), int64_t{1});
+  EXPECT_EQ(forward_order, expected);
+  std::vector<LayerCache> again;
+  EXPECT_EQ(forward_range(network, weights, 1, last, forward_range(network, weights, 0, 0, x, plain_caches), again).data,
+            y.data);
+  Gradients grads = zero_gradients(network, weights);
+  backward_range(network, weights, 1, last, random_tensor(y.shape, rng), caches, grads,
+                 [&](int64_t l) { backward_order.push_back(l); });
+  std::reverse(expected.begin(), expected.end());
+  EXPECT_EQ(backward_order, expected);
 }
 
 TEST(NetworkGraph, GradientsMatchFiniteDifferencesOfTheLoss) {
