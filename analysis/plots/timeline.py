@@ -15,7 +15,7 @@ KIND_COLOURS = {
     "forward": "tab:blue", "backward": "tab:orange", "recompute": "tab:cyan", "update": "tab:green",
     "compress": "tab:olive", "decompress": "khaki", "send": "tab:red", "recv": "tab:pink",
     "allreduce": "tab:purple", "broadcast": "plum", "copy_to_host": "tab:brown",
-    "copy_to_device": "sandybrown", "host_accumulate": "tab:gray", "barrier": "black",
+    "copy_to_device": "sandybrown", "host_accumulate": "tab:gray", "server_step": "tab:olive", "barrier": "black",
 }
 _SPARE_COLOURS = ("gold", "teal", "navy", "maroon", "lime", "salmon")
 LANE_HEIGHT = 0.8

@@ -67,9 +67,7 @@ Interpreter::Interpreter(const Plan& plan, const Network& network, const Weights
 }
 
 ExecResult Interpreter::run() {
-  std::vector<std::function<void()>> side_threads;  // one per server
-  for (const auto& s : servers_) side_threads.emplace_back([this, server = s.get()] { serve(*server); });
-  scheduler_.run(*this, side_threads);
+  scheduler_.run(*this);
   return result();
 }
 
@@ -100,6 +98,7 @@ void Interpreter::execute(OpId id, const Op& op) {
     case OpKind::kBarrier: barrier(id, op); break;
     case OpKind::kCopyToHost: copy_to_host(op); break;
     case OpKind::kHostAccumulate: host_accumulate_op(op); break;
+    case OpKind::kServerStep: server_step(op); break;
     case OpKind::kCopyToDevice: copy_to_device(op); break;
     case OpKind::kRecompute: recompute(id, op); break;
   }

@@ -25,9 +25,9 @@
 namespace trainsim::interp {
 
 // A server of the plan (Parallax, seed 004 §3): a sparse variable (an
-// embedding table) lives on a parameter-server shard; its server runs on its
-// own thread of the machine, transport worker `server`, and applies the
-// optimizer to the rows the round's pushes touched. A dense server (Parallax's
+// embedding table) lives on a parameter-server shard, transport worker
+// `server`; the plan's kServerStep ops (on a host thread of its machine)
+// apply the optimizer to the rows the round's pushes touched. A dense server (Parallax's
 // ps mode) holds the dense variables, layers [first, last], and steps them on
 // the workers' mean.
 struct VariableServer {
@@ -99,7 +99,8 @@ class Interpreter final : public OpHandler {
   void copy_to_device(const Op& op);
   void make_servers(const Weights& initial);
   void apply_on_server(VariableServer& s, const ShardUpdate& u, float workers) const;
-  void serve(VariableServer& s);
+  void server_step(const Op& op);
+  std::vector<int64_t> rows_to_pull(const Op& op);
   int64_t server_tag(int32_t iteration, const VariableServer& s) const;
   void push_to_servers(const Op& op);
   void pull_from_servers(const Op& op);

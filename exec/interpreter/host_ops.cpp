@@ -146,8 +146,14 @@ void Interpreter::apply_on_server(VariableServer& s, const ShardUpdate& u, float
   }
 }
 
-void Interpreter::serve(VariableServer& s) {
-  for (int32_t it = 0; it < plan_.iterations; ++it) s.shard->serve_round(server_tag(it, s));
+// kServerStep: the server of the op's layers takes the round's pushes, steps
+// its variables and answers the pulls the workers asked with their pushes.
+void Interpreter::server_step(const Op& op) {
+  const auto it = std::find_if(servers_.begin(), servers_.end(), [&](const auto& s) {
+    return s->first == op.first_layer && s->last == op.last_layer;
+  });
+  TRAINSIM_CHECK(it != servers_.end(), "plan: a server step of layers no server holds");
+  (*it)->shard->serve_round(server_tag(op.iteration, **it));
 }
 
 int64_t Interpreter::server_tag(int32_t iteration, const VariableServer& s) const {
@@ -157,10 +163,13 @@ int64_t Interpreter::server_tag(int32_t iteration, const VariableServer& s) cons
 
 // CopyToHost of parallax: the worker's gradients to each server (push): a
 // sparse table's rows, after which its own copy of that gradient is empty
-// so its update leaves the table; in ps mode also every dense gradient,
-// which its update then leaves alone (update() skips the step).
+// so its update leaves the table, and the request for the rows its next
+// forward reads, which the server answers after its step; in ps mode also
+// every dense gradient, which its update then leaves alone (update() skips
+// the step).
 void Interpreter::push_to_servers(const Op& op) {
   WorkerState& w = *workers_[op.worker];
+  const std::vector<int64_t> next_rows = rows_to_pull(op);
   for (const auto& s : servers_) {
     ParamServerClient client(transport_, op.worker, s->server, s->shape);
     if (!s->shape.sparse) {
@@ -181,15 +190,14 @@ void Interpreter::push_to_servers(const Op& op) {
       mine = ParamGrad{true, Tensor(), {}, Tensor({0, s->shape.row_floats})};
     }
     client.push_rows(server_tag(op.iteration, *s), g.rows, g.row_values.data);
+    client.request_rows(server_tag(op.iteration, *s), next_rows);
   }
 }
 
-// CopyToDevice of parallax: pulls, after the servers' update, the rows the
-// worker's next forward looks up (its next batch's token ids), so its copy
-// of the table is current where it is read, and in ps mode every dense
-// variable.
-void Interpreter::pull_from_servers(const Op& op) {
-  WorkerState& w = *workers_[op.worker];
+// The table rows worker op.worker's next forward looks up (its next batch's
+// token ids), ascending and distinct; none after the last iteration or
+// without a sparse server.
+std::vector<int64_t> Interpreter::rows_to_pull(const Op& op) {
   std::vector<int64_t> rows;
   const bool serves_sparse =
       std::any_of(servers_.begin(), servers_.end(), [](const auto& s) { return s->shape.sparse; });
@@ -200,6 +208,15 @@ void Interpreter::pull_from_servers(const Op& op) {
     std::sort(rows.begin(), rows.end());
     rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
   }
+  return rows;
+}
+
+// CopyToDevice of parallax: takes, after the servers' step, the rows asked
+// for with the push, so the worker's copy of the table is current where its
+// next forward reads it, and in ps mode every dense variable.
+void Interpreter::pull_from_servers(const Op& op) {
+  WorkerState& w = *workers_[op.worker];
+  const std::vector<int64_t> rows = rows_to_pull(op);
   for (const auto& s : servers_) {
     ParamServerClient client(transport_, op.worker, s->server, s->shape);
     if (!s->shape.sparse) {
@@ -208,7 +225,7 @@ void Interpreter::pull_from_servers(const Op& op) {
       unflatten_weights(values, w.weights, s->first, s->last);
       continue;
     }
-    const std::vector<float> values = client.pull_rows(server_tag(op.iteration, *s), rows);
+    const std::vector<float> values = client.take_rows(server_tag(op.iteration, *s), rows.size());
     std::lock_guard lock(w.mu);
     std::vector<float>& table = w.weights[static_cast<size_t>(s->first)][0].data;
     const int64_t width = s->shape.row_floats;

@@ -27,7 +27,7 @@ Scheduler::Scheduler(const Plan& plan, Transport& transport, bool pin_workers)
   }
 }
 
-void Scheduler::run(OpHandler& handler, const std::vector<std::function<void()>>& side_threads) {
+void Scheduler::run(OpHandler& handler) {
   std::vector<std::pair<int32_t, int32_t>> streams;  // (worker, stream kind) with ops
   for (size_t w = 0; w < plan_.streams.size(); ++w) {
     for (int k = 0; k < kStreamKinds; ++k) {
@@ -35,11 +35,10 @@ void Scheduler::run(OpHandler& handler, const std::vector<std::function<void()>>
     }
   }
   start_ = std::chrono::steady_clock::now();
-  const auto threads = static_cast<int>(streams.size() + side_threads.size());
+  const auto threads = static_cast<int>(streams.size());
   const int64_t cores = usable_cores();
   run_workers(transport_, threads, [&](int i) {
     try {
-      if (static_cast<size_t>(i) >= streams.size()) return side_threads[static_cast<size_t>(i) - streams.size()]();
       const auto [w, k] = streams[static_cast<size_t>(i)];
       if (pin_workers_) {
         pin_current_thread(worker_thread_core(w, static_cast<int64_t>(plan_.streams.size()), cores,

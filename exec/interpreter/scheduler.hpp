@@ -8,7 +8,6 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
-#include <functional>
 #include <vector>
 
 #include "exec/interpreter.hpp"
@@ -30,10 +29,8 @@ class Scheduler {
   Scheduler(const Plan& plan, Transport& transport, bool pin_workers);
 
   // Runs every stream of the plan on a thread of its own, each op through
-  // `handler`, and beside them each of `side_threads` (the plan's servers) on
-  // a thread of its own; returns when all have ended, rethrowing the first
-  // failure.
-  void run(OpHandler& handler, const std::vector<std::function<void()>>& side_threads);
+  // `handler`; returns when all have ended, rethrowing the first failure.
+  void run(OpHandler& handler);
 
   // One per plan op, since run() started.
   const std::vector<ExecOpTiming>& timings() const { return timings_; }

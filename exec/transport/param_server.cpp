@@ -177,10 +177,22 @@ std::vector<float> ParamServerClient::pull(int64_t tag) {
 }
 
 std::vector<float> ParamServerClient::pull_rows(int64_t tag, std::span<const int64_t> rows) {
+  request_rows(tag, rows);
+  return take_rows(tag, rows.size());
+}
+
+void ParamServerClient::request_rows(int64_t tag, std::span<const int64_t> rows) {
   TRAINSIM_CHECK(shape_.sparse, "ParamServerClient: a dense shard takes pull");
   check_rows(rows, shape_, "ParamServerClient");
   transport_.send(self_, server_, tag, encode_rows(rows, 0));
-  return transport_.recv(self_, server_, tag);
+}
+
+std::vector<float> ParamServerClient::take_rows(int64_t tag, size_t count) {
+  std::vector<float> values = transport_.recv(self_, server_, tag);
+  TRAINSIM_CHECK(values.size() == count * static_cast<size_t>(shape_.row_floats),
+                 "ParamServerClient: " + std::to_string(values.size()) + " values for " + std::to_string(count) +
+                     " rows of " + std::to_string(shape_.row_floats));
+  return values;
 }
 
 }  // namespace trainsim

@@ -90,6 +90,11 @@ class ParamServerClient {
   std::vector<float> pull(int64_t tag);
   // Sparse shard: rows.size() × row_floats values after the round's update.
   std::vector<float> pull_rows(int64_t tag, std::span<const int64_t> rows);
+  // The same pull in two halves: the request may go before the round's
+  // update (after the push: the server answers once it has stepped), the
+  // values are taken after it (`count` rows, as requested).
+  void request_rows(int64_t tag, std::span<const int64_t> rows);
+  std::vector<float> take_rows(int64_t tag, size_t count);
 
  private:
   Transport& transport_;

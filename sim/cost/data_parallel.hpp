@@ -131,4 +131,24 @@ VariableBytes variable_bytes(const Profile& profile);
 // over the sparse layers. Local aggregation sends this union, not d copies.
 double sparse_union_bytes(const Profile& profile, int64_t d);
 
+// parallax: the layers each parameter server holds: one per sparse layer (its
+// table), and with `serves_dense` (ps mode) one for the dense layers after
+// the last sparse one.
+std::vector<LayerRange> parallax_served_layers(const Profile& profile, bool serves_dense);
+
+// parallax: the step of the served variables of `layers` each round on one
+// machine's host, for its 1/m share (seed 004 §3, §5.1; docs/equations.md §3):
+// summing the N workers' pushes of G = Σ αw bytes, the optimizer on the rows
+// they touched (a sparse layer's step of one worker's αw rows, as profiled,
+// scaled to the union U(N) = w(1 − (1 − α)^N)), and the N replies:
+// (2·N·G / host.reduce_bytes_per_s + optimizer) / m.
+double parallax_server_step_s(const Profile& profile, const Cluster& cluster, int64_t workers, LayerRange layers);
+
+// parallax: one worker's update per mode: its dense layers' steps unless the
+// servers hold them (ps); a sparse table's rows are stepped by the servers
+// (hybrid, ps) or, gathered from all N workers around the ring (ar), by every
+// worker: N times one worker's rows. One worker steps everything itself.
+double parallax_worker_update_s(const Profile& profile, const Cluster& cluster, int64_t workers,
+                                const std::string& mode);
+
 }  // namespace trainsim

@@ -62,12 +62,69 @@ double collective_call_s(double collective_s, double bytes, const Cluster& clust
 
 }  // namespace
 
+namespace {
+
+// A layer's rows one worker touches per iteration: α·w (all of a dense layer).
+double touched_bytes(const LayerProfile& l) { return l.sparse ? l.sparsity * l.param_bytes : l.param_bytes; }
+
+// The optimizer's step on one worker's touched rows: as profiled, else the
+// bandwidth formula over them.
+double touched_step_s(const LayerProfile& l, const Cluster& cluster) {
+  return l.update_s ? *l.update_s : update_s(touched_bytes(l), cluster);
+}
+
+}  // namespace
+
+std::vector<LayerRange> parallax_served_layers(const Profile& profile, bool serves_dense) {
+  std::vector<LayerRange> served;
+  int64_t dense_first = 0;
+  for (size_t l = 0; l < profile.layers.size(); ++l) {
+    if (!profile.layers[l].sparse) continue;
+    served.push_back({static_cast<int64_t>(l), static_cast<int64_t>(l)});
+    dense_first = static_cast<int64_t>(l) + 1;
+  }
+  const auto last = static_cast<int64_t>(profile.layers.size()) - 1;
+  if (serves_dense && dense_first <= last) served.push_back({dense_first, last});
+  return served;
+}
+
+double parallax_server_step_s(const Profile& profile, const Cluster& cluster, int64_t workers, LayerRange layers) {
+  const auto machines = static_cast<double>(workers_per_machine(cluster, workers).size());
+  const auto n = static_cast<double>(workers);
+  double pushed_bytes = 0, optimizer_s = 0;
+  for (int64_t i = layers.first; i <= layers.last; ++i) {
+    const LayerProfile& l = profile.layers[static_cast<size_t>(i)];
+    pushed_bytes += n * touched_bytes(l);
+    const double union_fraction = l.sparse ? (1.0 - std::pow(1.0 - l.sparsity, n)) / l.sparsity : 1.0;
+    optimizer_s += touched_step_s(l, cluster) * union_fraction;
+  }
+  return (2.0 * pushed_bytes / cluster.host.reduce_bytes_per_s + optimizer_s) / machines;
+}
+
+double parallax_worker_update_s(const Profile& profile, const Cluster& cluster, int64_t workers,
+                                const std::string& mode) {
+  double total_s = 0;
+  for (const LayerProfile& l : profile.layers) {
+    if (l.param_bytes <= 0) continue;
+    if (!l.sparse) {
+      if (mode != "ps" || workers == 1) total_s += touched_step_s(l, cluster);
+    } else if (workers == 1) {
+      total_s += touched_step_s(l, cluster);
+    } else if (mode == "ar") {
+      total_s += static_cast<double>(workers) * touched_step_s(l, cluster);  // every worker's gathered rows
+    }
+  }
+  return total_s;
+}
+
 // Communication per mode (docs/equations.md §3, Table 3 of seed 004):
 //   ar:     AllReduce(dense) + AllGatherv(sparse): ring allgather of N·αw;
 //   ps:     parameter servers for dense and sparse;
 //   hybrid: AllReduce(dense) + parameter servers for sparse.
-// The AllReduce and the servers share the network, so their times add.
-// t = Σfw + Σbw + communication + update of dense + αw (only touched rows).
+// The AllReduce and the servers share the network, so their times add, and
+// between the push and the pull each server steps its variables
+// (parallax_server_step_s). t = Σfw + Σbw + communication + the worker's
+// update (parallax_worker_update_s).
 Prediction predict_parallax(const Profile& profile, const Cluster& cluster, StrategyConfig& config) {
   const int64_t workers = resolve_workers(config, cluster);
   const CollectiveAlgorithm algorithm = read_collective_algorithm(config);
@@ -90,8 +147,13 @@ Prediction predict_parallax(const Profile& profile, const Cluster& cluster, Stra
       const double gathered = static_cast<double>(workers) * v.sparse_touched;
       comm_s += collective_call_s(allgather_ring_s(gathered, workers, link), gathered, cluster, workers);
     }
+    // Between the push and the pull, each server steps its variables (one after another on its host).
+    const bool through_servers = mode != "ar" && (mode == "ps" ? v.dense : 0.0) + v.sparse_touched > 0;
+    for (const LayerRange& served : parallax_served_layers(profile, mode == "ps")) {
+      if (through_servers) comm_s += parallax_server_step_s(profile, cluster, workers, served);
+    }
   }
-  const double compute_s = t.forward_s + t.backward_s + update_s(v.dense + v.sparse_touched, cluster);
+  const double compute_s = t.forward_s + t.backward_s + parallax_worker_update_s(profile, cluster, workers, mode);
   Prediction p = data_parallel_prediction("parallax", profile, workers, compute_s, comm_s);
   for (DeviceMemory& m : p.memory) {
     if (mode == "ar") {

@@ -64,6 +64,9 @@ void Engine::on_ready(OpId id) {
   } else if (op.kind == OpKind::kRecv) {
     start(id);  // the bytes moved with the Send it depends on
     push(now_ns_, id, kOpEnd);
+  } else if (op.kind == OpKind::kServerStep) {
+    start(id);  // on its machine's host threads, beside the devices' work: its own time
+    push(later_ns(now_ns_, duration_ns(op.amount, id), id), id, kOpEnd);
   } else if (is_collective(op.kind)) {
     record_.collective_ready_ns[id] = now_ns_;
     Collective& c = collectives_[op.index];

@@ -22,6 +22,7 @@ struct ParallaxSetup {
   bool local_aggregation = true;
   std::vector<int32_t> servers;      // per machine: its first worker, which holds the server
   std::vector<int64_t> per_machine;  // workers on each machine
+  std::vector<LayerRange> served;    // the layers of each of the plan's servers
   int32_t iteration = 0;
 };
 
@@ -115,12 +116,35 @@ std::vector<std::vector<OpId>> pull_from_servers(PlanBuilder& b, const ParallaxS
   return waits;
 }
 
-// The servers' exchange of one iteration (parameter_server_s): push, then
-// pull. `ready[w]` is what worker w's push waits for.
+// Each machine's server steps its share of every served variable once it
+// holds every push (parallax_server_step_s), one variable after another on
+// its host; the pulls from it wait for the steps, not the pushes.
+void add_server_steps(PlanBuilder& b, const ParallaxSetup& s, ServerPhase& phase) {
+  for (size_t j = 0; j < s.servers.size(); ++j) {
+    std::vector<OpId> steps;
+    for (const LayerRange& served : s.served) {
+      Op step;
+      step.kind = OpKind::kServerStep;
+      step.stream = StreamKind::kHost;
+      step.worker = s.servers[j];
+      step.iteration = s.iteration;
+      step.first_layer = static_cast<int32_t>(served.first);
+      step.last_layer = static_cast<int32_t>(served.last);
+      step.work_s = parallax_server_step_s(*s.profile, *s.cluster, s.workers, served);
+      step.deps = phase.held[j];
+      steps.push_back(b.add(std::move(step)));
+    }
+    phase.held[j] = std::move(steps);
+  }
+}
+
+// The servers' exchange of one iteration (parameter_server_s): push, the
+// servers' steps, then pull. `ready[w]` is what worker w's push waits for.
 std::vector<std::vector<OpId>> add_parameter_servers(PlanBuilder& b, const ParallaxSetup& s, double dense_bytes,
                                                      double sparse_touched_bytes, const std::vector<OpId>& ready) {
   const bool aggregated = s.local_aggregation && sparse_touched_bytes > 0 && s.servers.size() > 1;
-  const ServerPhase phase = push_to_servers(b, s, dense_bytes, sparse_touched_bytes, aggregated, ready);
+  ServerPhase phase = push_to_servers(b, s, dense_bytes, sparse_touched_bytes, aggregated, ready);
+  add_server_steps(b, s, phase);
   return pull_from_servers(b, s, dense_bytes, sparse_touched_bytes, aggregated, phase);
 }
 
@@ -148,18 +172,16 @@ std::vector<std::vector<OpId>> add_ring_allgather(PlanBuilder& b, const Parallax
   return waits;
 }
 
-// The servers the executor runs when the workers exchange through the host:
-// one per sparse layer (its table, stepped on the touched rows), and in ps
-// mode one for the dense layers after the last sparse one.
-void add_servers(PlanBuilder& b, const Profile& profile, bool serves_dense) {
-  int32_t dense_first = 0;
-  for (size_t l = 0; l < profile.layers.size(); ++l) {
-    if (!profile.layers[l].sparse) continue;
-    b.add_server({static_cast<int32_t>(l), static_cast<int32_t>(l), ServerRule::kSparseRows});
-    dense_first = static_cast<int32_t>(l) + 1;
+// The plan's servers: one per sparse layer (its table, stepped on the touched
+// rows), and in ps mode one for the dense layers after the last sparse one.
+std::vector<LayerRange> add_servers(PlanBuilder& b, const Profile& profile, bool serves_dense) {
+  const std::vector<LayerRange> served = parallax_served_layers(profile, serves_dense);
+  for (const LayerRange& r : served) {
+    const bool sparse = profile.layers[static_cast<size_t>(r.first)].sparse;
+    b.add_server({static_cast<int32_t>(r.first), static_cast<int32_t>(r.last),
+                  sparse ? ServerRule::kSparseRows : ServerRule::kDense});
   }
-  const auto last = static_cast<int32_t>(profile.layers.size()) - 1;
-  if (serves_dense && dense_first <= last) b.add_server({dense_first, last, ServerRule::kDense});
+  return served;
 }
 
 }  // namespace
@@ -186,7 +208,7 @@ Plan plan_parallax(const Profile& profile, const Cluster& cluster, StrategyConfi
   const double served_dense_bytes = mode == "ps" ? v.dense : 0.0;  // dense bytes through the servers
 
   const bool through_servers = workers > 1 && mode != "ar" && served_dense_bytes + v.sparse_touched > 0;
-  if (through_servers) add_servers(b, profile, mode == "ps");
+  if (through_servers) s.served = add_servers(b, profile, mode == "ps");
   b.set_gathers_sparse_rows(mode == "ar");
 
   ReplicaCompute compute(profile);
@@ -210,7 +232,7 @@ Plan plan_parallax(const Profile& profile, const Cluster& cluster, StrategyConfi
       waits = add_parameter_servers(b, s, served_dense_bytes, v.sparse_touched, ready);
     }
     for (int32_t w = 0; w < workers; ++w) {
-      Op update = update_op(update_s(v.dense + v.sparse_touched, cluster), layers, w, i, i);
+      Op update = update_op(parallax_worker_update_s(profile, cluster, s.workers, mode), layers, w, i, i);
       update.deps = waits[static_cast<size_t>(w)];
       b.add(std::move(update));
     }

@@ -78,6 +78,7 @@ const char* op_kind_name(OpKind kind) {
     case OpKind::kCopyToHost: return "copy_to_host";
     case OpKind::kCopyToDevice: return "copy_to_device";
     case OpKind::kHostAccumulate: return "host_accumulate";
+    case OpKind::kServerStep: return "server_step";
     case OpKind::kBarrier: return "barrier";
   }
   return "?";
@@ -206,6 +207,12 @@ void validate_plan(const Plan& plan) {
         return s.kind == OpKind::kSend && s.worker == op.peer && s.peer == op.worker;
       });
       if (!paired) broken(plan, id, "a recv must depend on its peer's send");
+    }
+    if (op.kind == OpKind::kServerStep) {
+      const bool serves = std::any_of(plan.servers.begin(), plan.servers.end(), [&](const PlanServer& s) {
+        return s.first_layer == op.first_layer && s.last_layer == op.last_layer;
+      });
+      if (!serves || op.stream != StreamKind::kHost) broken(plan, id, "a server step is a server's, on a host stream");
     }
     if (op.weights == WeightPolicy::kPredicted && (op.weight_ahead < 1 || op.weight_version < op.weight_ahead)) {
       broken(plan, id, "predicted weights need 1 <= weight_ahead <= weight_version");

@@ -40,6 +40,9 @@ enum class OpKind : uint8_t {
   kCopyToHost,      // kDeviceToHost stream: `bytes` over the worker's host link
   kCopyToDevice,    // kHostToDevice stream: `bytes` back over the host link
   kHostAccumulate,  // kHost stream: host threads sum `bytes` (all workers' copies of a chunk)
+  kServerStep,      // kHost stream of the worker whose machine runs it: the server of layers
+                    // [first_layer, last_layer] sums the round's pushes, steps those variables and
+                    // answers the pulls; `work_s` at nominal speed (Parallax)
   kBarrier,         // any stream: zero-time join of every member of `group`
 };
 
@@ -99,10 +102,11 @@ struct PlanWorker {
 // mean of the workers' pushes.
 enum class ServerRule : uint8_t { kSparseRows, kDense };
 
-// A parameter server the executor runs beside the workers (on its own
-// thread): it owns layers [first_layer, last_layer]; the workers' kCopyToHost
-// pushes their gradients to every server and kCopyToDevice pulls the new
-// values back (a worker's update then leaves served dense layers alone).
+// A parameter server beside the workers: it owns layers [first_layer,
+// last_layer]; the workers' kCopyToHost pushes their gradients to every server
+// (and asks for the rows their next forward reads), its kServerStep ops
+// step the variables and answer, and kCopyToDevice takes the new values (a
+// worker's update then leaves served dense layers alone).
 struct PlanServer {
   int32_t first_layer = 0;
   int32_t last_layer = 0;

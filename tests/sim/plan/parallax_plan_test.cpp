@@ -50,12 +50,23 @@ TEST(ParallaxPlan, HybridOnOneMachineAllReducesDenseAndStagesSparseRowsOnTheHost
     EXPECT_DOUBLE_EQ(plan.ops[push].bytes, 1e6);                   // αw
     EXPECT_EQ(plan.ops[push].deps, std::vector<OpId>{allreduce});  // after the AllReduce: their times add
     const OpId pull = ids_of(plan, OpKind::kCopyToDevice, w, 1).at(0);
-    EXPECT_EQ(plan.ops[pull].deps, ids_of(plan, OpKind::kCopyToHost, -1, 1));  // the server has every push
+    EXPECT_EQ(plan.ops[pull].deps, ids_of(plan, OpKind::kServerStep, -1, 1));  // after the server's step
     const Op& update = plan.ops[ids_of(plan, OpKind::kUpdate, w, 1).at(0)];
     EXPECT_EQ(update.deps, std::vector<OpId>{pull});
-    EXPECT_NEAR(update.work_s, 2.5e-4, 1e-15);  // 5 · (4 + 1) MB at 100 GB/s
+    EXPECT_NEAR(update.work_s, 2e-4, 1e-15);  // its dense 4 MB, 5 passes at 100 GB/s; the servers step the table
     EXPECT_EQ(stream_text(plan, w, StreamKind::kCompute), "forward0 backward0 update0 forward1 backward1 update1");
   }
+  // The server, on worker 0's host, steps the table once it has every push:
+  // 2 · 4 pushes of 1 MB at 20 GB/s, and the step of 1 MB (5e-5 s) scaled to
+  // the union of 4 workers' rows, (1 − 0.99⁴)/0.01 = 3.940399 times.
+  const std::vector<OpId> steps = ids_of(plan, OpKind::kServerStep, -1, 1);
+  ASSERT_EQ(steps.size(), 1u);
+  const Op& step = plan.ops[steps[0]];
+  EXPECT_EQ(step.worker, 0);
+  EXPECT_EQ(step.stream, StreamKind::kHost);
+  EXPECT_EQ(std::make_pair(step.first_layer, step.last_layer), std::make_pair(0, 0));
+  EXPECT_EQ(step.deps, ids_of(plan, OpKind::kCopyToHost, -1, 1));
+  EXPECT_NEAR(step.work_s, 2 * 4e6 / 20e9 + 5e-5 * 3.940399, 1e-15);
   // The servers keep the sparse table: weights and gradients of 4 + 1 MB, momentum of 4 MB.
   EXPECT_DOUBLE_EQ(plan.workers[0].static_bytes, 14e6);
 }
@@ -71,8 +82,12 @@ TEST(ParallaxPlan, WithoutLocalAggregationEachWorkerPushesItsShareToEveryRemoteS
           {0, 2, 5e5}, {1, 2, 5e5}, {2, 0, 5e5}, {3, 0, 5e5}, {0, 2, 5e5}, {0, 3, 5e5}, {2, 0, 5e5}, {2, 1, 5e5}}));
   const std::vector<OpId> sends = ids_of(plan, OpKind::kSend);
   const std::vector<OpId> at_server_0 = ids_of(plan, OpKind::kRecv, 0);
-  EXPECT_TRUE(depends_on(plan.ops[sends[4]], at_server_0[0]));  // pull from 0 after 2's push
-  EXPECT_TRUE(depends_on(plan.ops[sends[4]], ids_of(plan, OpKind::kCopyToHost, 1).at(0)));
+  // The pull from 0 waits for its server's step, which waits for 2's push and 1's copy.
+  const OpId step_0 = ids_of(plan, OpKind::kServerStep, 0).at(0);
+  EXPECT_EQ(plan.ops[sends[4]].deps, std::vector<OpId>{step_0});
+  EXPECT_TRUE(depends_on(plan.ops[step_0], at_server_0[0]));
+  EXPECT_TRUE(depends_on(plan.ops[step_0], ids_of(plan, OpKind::kCopyToHost, 1).at(0)));
+  EXPECT_EQ(ids_of(plan, OpKind::kServerStep, 2).size(), 1u);  // and the other machine's server steps its half
   const Op& update = plan.ops[ids_of(plan, OpKind::kUpdate, 3).at(0)];
   EXPECT_TRUE(depends_on(update, ids_of(plan, OpKind::kRecv, 3).at(0)));
   EXPECT_TRUE(depends_on(update, ids_of(plan, OpKind::kCopyToDevice, 3).at(0)));
@@ -126,17 +141,21 @@ TEST(ParallaxPlan, ArModeGathersTheSparseRowsAroundTheRing) {
 }
 
 TEST(ParallaxPlan, SimulatedIterationOnOneMachine) {
-  // 1 × 4: compute 4 ms + update 0.25 ms. Dense ring AllReduce(4 MB) = 6e-5 +
-  // 1.5·4e6·1e-10 + 0.75·4e6·2e-11 = 7.2e-4, + t_sync = 7.4e-4. Servers: push
-  // and pull over the host link, 1e-5 + G/1e10 each: G = αw = 1 MB (hybrid)
-  // gives 2.2e-4; G = 5 MB (ps) 1.02e-3.
-  // hybrid: 4.25e-3 + 7.4e-4 + 2.2e-4 = 5.21 ms; ps: 4.25e-3 + 1.02e-3 = 5.27 ms.
+  // 1 × 4: compute 4 ms. Dense ring AllReduce(4 MB) = 6e-5 + 1.5·4e6·1e-10 +
+  // 0.75·4e6·2e-11 = 7.2e-4, + t_sync = 7.4e-4. Servers: push and pull over
+  // the host link, 1e-5 + G/1e10 each: G = αw = 1 MB (hybrid) gives 2.2e-4;
+  // G = 5 MB (ps) 1.02e-3. Server steps: the table's 2·4·1 MB / 20 GB/s +
+  // 5e-5·3.940399 = 5.9701995e-4; the dense variables' (ps) 2·4·4 MB / 20 GB/s
+  // + 2e-4 = 1.8e-3. The worker's update: its dense 4 MB, 2e-4 (hybrid), none
+  // (ps: the servers hold everything), 2e-4 + 4 workers' rows 4·5e-5 (ar).
+  // hybrid: 4e-3 + 2e-4 + 7.4e-4 + 2.2e-4 + 5.9701995e-4 = 5.75701995 ms;
+  // ps: 4e-3 + 1.02e-3 + 5.9701995e-4 + 1.8e-3 = 7.41701995 ms.
   // ar: the allgather's 3 steps of 1e-5 + 1e6/1e10 = 3.3e-4 equal
-  // allgather_ring_s, but as sends they carry no t_sync: 4.25e-3 + 7.4e-4 +
-  // 3.3e-4 = 5.32 ms simulated, 2e-5 under the closed form's 5.34 ms.
+  // allgather_ring_s, but as sends they carry no t_sync: 4e-3 + 4e-4 + 7.4e-4
+  // + 3.3e-4 = 5.47 ms simulated, 2e-5 under the closed form's 5.49 ms.
   const Cluster four = simple_cluster(1, 4);
   const std::vector<std::tuple<std::string, double, double>> cases = {
-      {"hybrid", 5.21e-3, 5.21e-3}, {"ps", 5.27e-3, 5.27e-3}, {"ar", 5.34e-3, 5.32e-3}};
+      {"hybrid", 5.75701995e-3, 5.75701995e-3}, {"ps", 7.41701995e-3, 7.41701995e-3}, {"ar", 5.49e-3, 5.47e-3}};
   for (const auto& [mode, analytic_s, simulated_s] : cases) {
     EXPECT_NEAR(testing_fixtures::analytic_iteration_s("parallax", language_model(), four, {{"mode", mode}}),
                 analytic_s, 1e-12);

@@ -77,5 +77,22 @@ TEST(Plan, CollectiveMustNameAGroupItBelongsTo) {
   EXPECT_THROW(std::move(b).build(), std::logic_error);
 }
 
+TEST(Plan, AServerStepIsAServersOnAHostStream) {
+  const auto plan_with = [](int32_t first_layer, StreamKind stream) {
+    PlanBuilder b("test", 1, 1, 8);
+    b.add_server({0, 0, ServerRule::kSparseRows});
+    Op step;
+    step.kind = OpKind::kServerStep;
+    step.stream = stream;
+    step.first_layer = step.last_layer = first_layer;
+    step.work_s = 1e-4;
+    b.add(step);
+    return std::move(b).build();
+  };
+  EXPECT_EQ(plan_to_json(plan_with(0, StreamKind::kHost))["ops"][0]["op"], "server_step");
+  EXPECT_THROW(plan_with(1, StreamKind::kHost), std::logic_error);     // no server holds layer 1
+  EXPECT_THROW(plan_with(0, StreamKind::kCompute), std::logic_error);  // not on the host
+}
+
 }  // namespace
 }  // namespace trainsim
