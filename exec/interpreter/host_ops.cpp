@@ -192,6 +192,8 @@ void Interpreter::push_to_servers(const Op& op) {
     client.push_rows(server_tag(op.iteration, *s), g.rows, g.row_values.data);
     client.request_rows(server_tag(op.iteration, *s), next_rows);
   }
+  std::lock_guard lock(w.mu);
+  w.pulled_rows[op.iteration] = next_rows;
 }
 
 // The table rows worker op.worker's next forward looks up (its next batch's
@@ -212,11 +214,15 @@ std::vector<int64_t> Interpreter::rows_to_pull(const Op& op) {
 }
 
 // CopyToDevice of parallax: takes, after the servers' step, the rows asked
-// for with the push, so the worker's copy of the table is current where its
+// for with the push (kept from it), so the worker's copy of the table is current where its
 // next forward reads it, and in ps mode every dense variable.
 void Interpreter::pull_from_servers(const Op& op) {
   WorkerState& w = *workers_[op.worker];
-  const std::vector<int64_t> rows = rows_to_pull(op);
+  std::vector<int64_t> rows;
+  {
+    std::lock_guard lock(w.mu);
+    rows = take(w.pulled_rows, op.iteration, "plan: a pull before its push");
+  }
   for (const auto& s : servers_) {
     ParamServerClient client(transport_, op.worker, s->server, s->shape);
     if (!s->shape.sparse) {

@@ -53,6 +53,7 @@ struct WorkerState {
   std::map<Key, LayerCache> caches;     // per layer, from its forward (or recompute) to its backward
   std::map<Key, Tensor> inputs;         // (it, mb, first layer): a forward's input kept for its recompute
   std::map<int32_t, Gradients> grads;   // parameter gradients per iteration
+  std::map<int32_t, std::vector<int64_t>> pulled_rows;  // per iteration: table rows asked of the servers
   std::vector<Gradients> spare_grads;   // applied sets kept for reuse, already zero
   int32_t grad_first = -1;              // the layers whose gradients the worker writes
   int32_t grad_last = -1;

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <string>
 #include <unordered_map>
 
@@ -149,20 +150,28 @@ void Sgd::step_dense(Tensor& param, const Tensor& grad, Tensor* velocity) const 
 
 void Sgd::step_sparse(Tensor& param, const ParamGrad& grad, Tensor* velocity) const {
   const int64_t width = param.row_size();
-  const MergedRows merged = merge_rows(grad, grad.rows.empty() ? width : sparse_width(grad));
-  TRAINSIM_CHECK(merged.rows.empty() || sparse_width(grad) == width, "sparse gradient width differs from its table's");
+  TRAINSIM_CHECK(grad.rows.empty() || sparse_width(grad) == width, "sparse gradient width differs from its table's");
+  // Rows listed once each, ascending (a parameter server's sums), are
+  // stepped as they are; others are merged first (a row's values add).
+  const bool distinct = std::adjacent_find(grad.rows.begin(), grad.rows.end(), std::greater_equal<>()) ==
+                        grad.rows.end();
+  MergedRows merged;
+  if (!distinct) merged = merge_rows(grad, grad.rows.empty() ? width : sparse_width(grad));
+  const std::vector<int64_t>& rows = distinct ? grad.rows : merged.rows;
+  const float* values = distinct ? grad.row_values.data.data() : merged.values.data();
   const auto lr = static_cast<float>(options_.learning_rate);
   const auto mu = static_cast<float>(options_.momentum);
   const auto wd = static_cast<float>(options_.weight_decay);
-  for (size_t r = 0; r < merged.rows.size(); ++r) {
-    const int64_t row = merged.rows[r];
+  for (size_t r = 0; r < rows.size(); ++r) {
+    const int64_t row = rows[r];
     TRAINSIM_CHECK(row >= 0 && row < param.rows(),
                    "sparse row " + std::to_string(row) + " outside a table of " + std::to_string(param.rows()));
     float* w = param.data.data() + row * width;
     float* v = velocity == nullptr ? nullptr : velocity->data.data() + row * width;
-    const float* g_row = merged.values.data() + static_cast<int64_t>(r) * width;
+    const float* g_row = values + static_cast<int64_t>(r) * width;
     for (int64_t j = 0; j < width; ++j) {
-      float g = g_row[j] + wd * w[j];
+      // 0 + g as the merge sums it, so a −0 gradient steps as +0 either way.
+      float g = (0.0f + g_row[j]) + wd * w[j];
       if (v != nullptr) g = v[j] = mu * v[j] + g;
       w[j] -= lr * g;
     }
