@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "exec/tensor/blas_threads.hpp"
 #include "exec/tensor/kernels_impl.hpp"
 #include "model/error.hpp"
 
@@ -231,6 +232,7 @@ void link_network(Network& network) {
 }
 
 Network build_network(const Model& model) {
+  use_one_blas_thread_per_caller();
   Network network;
   network.inputs = read_graph(model);
   network.model = model.name;

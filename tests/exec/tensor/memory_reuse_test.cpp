@@ -1,5 +1,6 @@
-// The allocator policy: a freed block of activations stays in the process
-// for the next allocation instead of going back to the system.
+// The process policies the executor runs under: a freed block of activations
+// stays in the process for the next allocation, and a matrix product runs on
+// its caller's thread only.
 #include "exec/tensor/memory_reuse.hpp"
 
 #include <gtest/gtest.h>
@@ -10,6 +11,8 @@
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
+
+#include "exec/tensor/blas_threads.hpp"
 
 namespace trainsim {
 namespace {
@@ -34,6 +37,15 @@ TEST(MemoryReuse, AFreedBlockOfActivationsIsKeptForTheNextOne) {
   std::free(again);
 #else
   GTEST_SKIP() << "the policy is glibc's";
+#endif
+}
+
+TEST(BlasThreads, AProductRunsOnItsCallersThreadOnly) {
+#if defined(TRAINSIM_WITH_OPENBLAS)
+  EXPECT_EQ(use_one_blas_thread_per_caller(), 1);
+  EXPECT_EQ(use_one_blas_thread_per_caller(), 1);  // idempotent
+#else
+  EXPECT_EQ(use_one_blas_thread_per_caller(), 0);
 #endif
 }
 
