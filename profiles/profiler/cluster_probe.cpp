@@ -160,6 +160,58 @@ double measure_handoff_s(int64_t workers, const ClusterProbeOptions& o) {
   return median_s(samples_s);
 }
 
+// A message's path through the executor from one worker to another
+// (exec/interpreter: p2p ops and the scheduler's done flags): worker 0's
+// send thread delivers it; worker 1's receive thread, asleep in recv, wakes
+// and marks its op done; worker 1's compute thread, asleep on that flag,
+// wakes to start the op that needs it. Each round runs from the send's start
+// to that wake; the sender waits for it spinning, then computes
+// `handoff_work_s`, so each message finds the receiving side asleep, as a
+// pipeline stage waiting for its input is. The median over rounds: the
+// link's latency, which the simulator adds between a send's end and its
+// receive (sim/des/engine.cpp).
+double measure_message_latency_s(int64_t workers, const ClusterProbeOptions& o) {
+  const int64_t rounds = o.warmups + o.handoff_repeats;
+  const int64_t pair = std::max<int64_t>(2, workers);
+  const auto sent = std::make_unique<std::atomic<bool>[]>(static_cast<size_t>(rounds));
+  const auto received = std::make_unique<std::atomic<bool>[]>(static_cast<size_t>(rounds));
+  std::vector<double> sent_s(static_cast<size_t>(rounds)), woken_s(sent_s.size());
+  std::atomic<int64_t> woken{-1};
+  const int64_t cores = usable_cores();
+  InProcessTransport transport(2);
+  run_threads(3, [&](int64_t thread, std::barrier<>& sync) {
+    // 0: worker 0's send thread; 1: worker 1's receive thread; 2: worker 1's compute thread.
+    pin_current_thread(worker_thread_core(thread == 0 ? 0 : 1, pair, cores, thread == 2));
+    sync.arrive_and_wait();
+    for (int64_t r = 0; r < rounds; ++r) {
+      const auto i = static_cast<size_t>(r);
+      if (thread == 0) {
+        spin_for_s(o.handoff_work_s);
+        sent_s[i] = now_s();
+        transport.send(0, 1, r, std::vector<float>(1, 1.0f));
+        sent[i].store(true);
+        sent[i].notify_all();
+        while (woken.load(std::memory_order_acquire) < r) {
+        }
+      } else if (thread == 1) {
+        sent[i].wait(false);
+        (void)transport.recv(1, 0, r);
+        received[i].store(true);
+        received[i].notify_all();
+      } else {
+        received[i].wait(false);
+        woken_s[i] = now_s();
+        woken.store(r, std::memory_order_release);
+      }
+    }
+  });
+  std::vector<double> samples_s;
+  for (int64_t r = o.warmups; r < rounds; ++r) {
+    samples_s.push_back(woken_s[static_cast<size_t>(r)] - sent_s[static_cast<size_t>(r)]);
+  }
+  return median_s(samples_s);
+}
+
 // The executor's packing around a collective (exec/interpreter/collective_ops.cpp, all_reduce):
 // flatten, scale by the mean, unflatten; bytes of gradient per second.
 double measure_pack_bytes_per_s(int64_t workers, const ClusterProbeOptions& o) {
@@ -255,7 +307,8 @@ Cluster measure_cpu_cluster(int64_t workers, const ClusterProbeOptions& options)
   c.device.memory_bytes_per_s = measure_copy_bytes_per_s(workers, options);
   c.device.compute_rate_while_communicating = cpu_compute_rate_while_communicating(workers, usable_cores());
   c.device.handoff_s = measure_handoff_s(workers, options);
-  const ChannelFit channel = fit_channel(measure_channel(options));
+  ChannelFit channel = fit_channel(measure_channel(options));
+  channel.latency_s = measure_message_latency_s(workers, options);
   c.intra_link = {channel.bandwidth_bytes_per_s, channel.latency_s};
   c.inter_link = c.intra_link;
   c.host.link_bandwidth_bytes_per_s = channel.bandwidth_bytes_per_s;

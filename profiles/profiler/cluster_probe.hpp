@@ -60,9 +60,13 @@ struct ClusterProbeOptions {
 //     from an op's end to its next op when the op wakes a communication
 //     thread on that thread's core (worker_thread_core): the executor's
 //     flag, wake-up and yield, the other thread's turn and its sleep;
-//   intra_link = inter_link = host link = fit_channel of a ping-pong between
-//     two threads over InProcessTransport (one-way = half the median round
-//     trip; the sender copies its buffer into the message, as workers do);
+//   intra_link = inter_link = host link: bandwidth from fit_channel of a
+//     ping-pong between two threads over InProcessTransport (one-way = half
+//     the median round trip; the sender copies its buffer into the message,
+//     as workers do); latency = the median time from a send's start on
+//     worker 0 to the wake-up of worker 1's compute thread, through its
+//     receive thread, both asleep (handoff_work_s between messages), on the
+//     cores worker_thread_core gives them: the executor's path of a message;
 //   host.reduce_bytes_per_s = collective.reduce_bytes_per_s = bytes of one
 //     buffer / median time of a += b (one thread); host.threads =
 //     hardware_concurrency; host.stream_sync_s = 0 (no streams on a CPU);

@@ -14,8 +14,8 @@ namespace {
 
 // One sweep (forward or backward) of M identical micro-batches through the
 // stages and the links between them, a flow shop: the first micro-batch
-// crosses every stage and link, the other M-1 follow at the pace of the
-// slowest (docs/equations.md §5's (M+K-1)·max_k t_k when all stages are equal).
+// crosses every stage and link (latency included), the other M-1 follow at
+// the pace of the slowest stage or link bandwidth (docs/equations.md §5's (M+K-1)·max_k t_k when all stages are equal).
 // Micro-batch times are the stage times / M (linear in the batch) plus, with
 // a measured profile, the layers' fixed parts (scaled_s); the r replicas of a
 // stage share its micro-batches, 1/r of those times each. A stage that passes
@@ -37,9 +37,10 @@ double sweep_s(const Pipeline& pipe, int64_t microbatches, bool forward, bool wi
   }
   if (with_transfers) {
     for (const StageBoundary& b : pipe.boundaries) {
-      const double hop_s = transfer_s(b.bytes / m, b.link);
-      slowest_s = std::max(slowest_s, hop_s);
-      path_s += hop_s;
+      // A hop paces the sweep by its bytes only: its latency is in flight (LogP's L), so it
+      // delays the first micro-batch, not the others behind it.
+      slowest_s = std::max(slowest_s, b.bytes / m / b.link.bandwidth_bytes_per_s);
+      path_s += transfer_s(b.bytes / m, b.link);
     }
   }
   return path_s + (m - 1) * slowest_s;

@@ -148,6 +148,19 @@ void Engine::finish(OpId id) {
   ++finished_;
   int32_t s = successor_offsets_[id];
   if (op.hands_off) push(later_ns(now_ns_, handoff_ns_, id), successors_[s++], kHandedOff);  // its stream successor
+  if (op.kind == OpKind::kSend) {
+    // Its message reaches the receiving worker the link's latency later.
+    const SimTime latency_ns = flows_.send_latency_ns(device_of_worker_[op.worker], op.target);
+    for (; s < successor_offsets_[id + 1]; ++s) {
+      const OpId next = successors_[s];
+      if (handed_off_by_[next] == id && latency_ns > 0) {
+        push(later_ns(now_ns_, latency_ns, id), next, kHandedOff);
+      } else {
+        release(next, id);
+      }
+    }
+    return;
+  }
   for (; s < successor_offsets_[id + 1]; ++s) release(successors_[s], id);
 }
 

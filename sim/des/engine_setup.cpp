@@ -143,11 +143,20 @@ void Engine::read_ops() {
   }
   dep_of.resize(dep_pairs_end);
   fill_successors(stream_next, dep_of);
+  // A recv on another worker than its send's is released the link's latency
+  // after the send ends (LogP's L: in flight, not on the send's stream).
+  handed_off_by_.assign(op_count_, -1);
+  for (size_t i = 0; i < dep_of.size(); i += 2) {
+    const Op& dep = plan_.ops[dep_of[i]];
+    const Op& op = plan_.ops[dep_of[i + 1]];
+    if (dep.kind == OpKind::kSend && op.kind == OpKind::kRecv && dep.worker != op.worker) {
+      handed_off_by_[dep_of[i + 1]] = dep_of[i];
+    }
+  }
   // A compute op that releases another stream of its own worker hands that
   // op over (the executor's compute thread yields its core to it) and its
   // stream resumes handoff_s later.
   if (handoff_ns_ <= 0) return;
-  handed_off_by_.assign(op_count_, -1);
   for (size_t i = 0; i < dep_of.size(); i += 2) {
     const Op& dep = plan_.ops[dep_of[i]];
     const Op& op = plan_.ops[dep_of[i + 1]];

@@ -20,7 +20,8 @@ enum EventKind : uint32_t {
   kOpEnd = 0,     // a compute op, recv or collective ends
   kFlowJoin = 1,  // a transfer's latency has passed: it starts moving bytes
   kFlowDone = 2,  // a transfer's predicted completion (stale if its version moved on)
-  kHandedOff = 3, // a compute stream is back from handing an op over: its next op may start
+  kHandedOff = 3, // a compute stream is back from handing an op over, or a send's message has
+                  // crossed its link's latency: the op released then may start
 };
 
 // What the event loop reads and writes of one op, in half a cache line (the
@@ -126,7 +127,7 @@ class Engine {
   std::vector<int32_t> device_of_worker_;
   double shared_rate_ = 1;              // cluster's compute_rate_while_communicating
   SimTime handoff_ns_ = 0;              // cluster's handoff_s
-  std::vector<OpId> handed_off_by_;     // per op released after a hand-off: its stream predecessor, else -1
+  std::vector<OpId> handed_off_by_;     // per op released after a hand-off or a latency: the op releasing it, else -1
   std::vector<CoreShare> core_shares_;  // per worker, used when shared_rate_ < 1
 
   std::vector<Collective> collectives_;

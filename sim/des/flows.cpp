@@ -85,7 +85,7 @@ int32_t FlowNetwork::add_send(OpId op, int32_t from_device, int32_t to_device, d
   const int32_t from_machine = machine_of_device_[from_device];
   const int32_t to_machine = machine_of_device_[to_device];
   const bool crosses = from_machine != to_machine;
-  const int32_t f = add_flow(op, bytes, crosses ? inter_latency_ns_ : intra_latency_ns_);
+  const int32_t f = add_flow(op, bytes, 0);
   add_port(f, device_port(kIntraEgress, from_device));
   add_port(f, device_port(kIntraIngress, to_device));
   if (crosses) {

@@ -1,4 +1,4 @@
-// Inside sim/des: transfers as flows over shared ports. A flow waits its
+// Inside sim/des: transfers as flows over shared ports. A copy waits its
 // latency, then moves its bytes at the minimum over its ports of the port's
 // capacity divided by the flows active on it. That is equal sharing per port,
 // not full max-min fairness: bandwidth a flow cannot use because another of
@@ -34,13 +34,19 @@ class FlowNetwork {
   // A flow for a transfer op as it starts (its latency begins); each returns
   // the flow's index, a slot that is reused once the flow has finished, so
   // the network holds the flows in flight, not one per transfer of the run.
-  // A send crossing machines also uses both machines' NICs and waits the
-  // inter-link latency; copies wait the host-link latency; host accumulation none.
+  // A send crossing machines also uses both machines' NICs. A send moves its
+  // bytes at once: its link's latency (send_latency_ns) is in flight after
+  // it, not on its stream. Copies wait the host-link latency first; host
+  // accumulation none.
   int32_t add_send(OpId op, int32_t from_device, int32_t to_device, double bytes);
   int32_t add_copy(OpId op, int32_t device, bool to_host, double bytes);
   int32_t add_host_accumulate(OpId op, int32_t machine, double bytes);
 
   SimTime latency_ns(int32_t f) const { return flows_[f].latency_ns; }
+  // The latency of the link from one device to another: intra- or inter-link.
+  SimTime send_latency_ns(int32_t from_device, int32_t to_device) const {
+    return machine_of_device_[from_device] == machine_of_device_[to_device] ? intra_latency_ns_ : inter_latency_ns_;
+  }
   OpId op(int32_t f) const { return flows_[f].op; }
   bool is_current(int32_t f, uint32_t version) const { return flows_[f].version == version; }
 

@@ -85,6 +85,19 @@ TEST(Gpipe, SweepsPlusTransfersPlusUpdate) {
   EXPECT_DOUBLE_EQ(p.memory[0].stashed_bytes, 0);
 }
 
+TEST(Gpipe, ALatencyLongerThanAStageDelaysOnlyTheFirstMicroBatch) {
+  // Two stages of F 1, B 2 ms, M = 4, no bytes, a 1 ms latency: a hop is
+  // longer than a stage's 0.25 ms forward step, but messages are in flight
+  // together (LogP's L), so it paces nothing. Forward: 0.25 + 1 + 0.25 + 3 ×
+  // 0.25 = 2.25 ms; backward: 0.5 + 1 + 0.5 + 3 × 0.5 = 3.5 ms. No update, no
+  // barrier cost: 5.75 ms (paced by the hop, it would be 9.5 ms).
+  Cluster cluster = simple_cluster(1, 2);
+  cluster.intra_link.latency_s = 1e-3;
+  cluster.collective.sync_s = 0;
+  const Prediction p = run(chain_profile(2, 1e-3, 2e-3, 0, 0), cluster, {{"microbatches", "4"}});
+  EXPECT_NEAR(p.iteration_s, 5.75e-3, 1e-12);
+}
+
 TEST(Gpipe, DefaultMicrobatchesAreFourPerStage) {
   const Prediction p = run(chain_profile(8, 1e-3, 2e-3, 1e6, 1e6), simple_cluster(1, 4));
   EXPECT_EQ(p.config.at("microbatches"), 16);

@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <stdexcept>
+#include <vector>
 
 #include "model/error.hpp"
 #include "tests/fixtures/profiles.hpp"
@@ -53,28 +54,48 @@ TEST(DesEngine, AnOpWaitsForBothItsStreamPredecessorAndItsDeps) {
   const OpId slow = b.add(compute_op(1, 3e-3));
   const OpId after = b.add(compute_op(0, 1e-3, {slow}));
   const OpId on_send_stream = b.add(send_op(0, 1, 0));  // no deps, another stream: starts at 0
-  b.add(recv_op(1, 0, on_send_stream));
+  const OpId received = b.add(recv_op(1, 0, on_send_stream));
   const SimResult r = run(b, simple_cluster(1, 2));
   // `after` follows `a` (ends 1 ms) and `slow` (ends 3 ms): it starts at 3, ends at 4.
   EXPECT_EQ(r.timings[a].end_ns, 1 * kMs);
   EXPECT_EQ(r.timings[after].start_ns, 3 * kMs);
   EXPECT_EQ(r.timings[after].end_ns, 4 * kMs);
   EXPECT_EQ(r.timings[on_send_stream].start_ns, 0);
-  EXPECT_EQ(r.timings[on_send_stream].end_ns, 10 * kUs);  // no bytes: the intra-link latency alone
+  EXPECT_EQ(r.timings[on_send_stream].end_ns, 0);  // no bytes: nothing on its stream
+  EXPECT_EQ(r.timings[received].end_ns, 10 * kUs);  // the intra-link latency alone
 }
 
-TEST(DesEngine, SendTakesLatencyPlusBytesOverBandwidth) {
+TEST(DesEngine, SendTakesBytesOverBandwidthAndItsRecvALatencyMore) {
   PlanBuilder b("test", 2, 1, 1);
   const OpId f = b.add(compute_op(0, 1e-3));
   const OpId s = b.add(send_op(0, 1, 1e6, {f}));
   const OpId rv = b.add(recv_op(1, 0, s));
   const OpId g = b.add(compute_op(1, 1e-3, {rv}));
   const SimResult r = run(b, simple_cluster(1, 2));
-  // Starts when f ends (1 ms); 10 us latency + 1e6 B / 10 B/ns = 100 us: ends at 1.11 ms.
+  // Starts when f ends (1 ms); 1e6 B / 10 B/ns = 100 us: ends at 1.1 ms; the
+  // message is in flight 10 us more: the recv ends at 1.11 ms.
   EXPECT_EQ(r.timings[s].start_ns, 1 * kMs);
-  EXPECT_EQ(r.timings[s].end_ns, 1110 * kUs);
+  EXPECT_EQ(r.timings[s].end_ns, 1100 * kUs);
+  EXPECT_EQ(r.timings[rv].start_ns, 1110 * kUs);
   EXPECT_EQ(r.timings[rv].end_ns, 1110 * kUs);  // a recv takes no time of its own
   EXPECT_EQ(r.timings[g].start_ns, 1110 * kUs);
+}
+
+// LogP's L: a latency is in flight, not on the send's stream, so messages
+// follow each other at the bandwidth's pace, each arriving a latency later.
+TEST(DesEngine, SendsOnOneStreamOverlapTheirLatencies) {
+  PlanBuilder b("test", 2, 1, 1);
+  std::vector<OpId> sends, recvs;
+  for (int k = 0; k < 3; ++k) sends.push_back(b.add(send_op(0, 1, 1e5)));
+  for (int k = 0; k < 3; ++k) recvs.push_back(b.add(recv_op(1, 0, sends[static_cast<size_t>(k)])));
+  Cluster cluster = simple_cluster(1, 2);
+  cluster.intra_link.latency_s = 50e-6;
+  const SimResult r = run(b, cluster);
+  // 1e5 B / 10 B/ns = 10 us each, back to back; each recv 50 us after its send.
+  for (int k = 0; k < 3; ++k) {
+    EXPECT_EQ(r.timings[sends[static_cast<size_t>(k)]].end_ns, (k + 1) * 10 * kUs);
+    EXPECT_EQ(r.timings[recvs[static_cast<size_t>(k)]].end_ns, (k + 1) * 10 * kUs + 50 * kUs);
+  }
 }
 
 TEST(DesEngine, ConcurrentSendsOutOfOneDeviceShareItsEgress) {
@@ -89,11 +110,11 @@ TEST(DesEngine, ConcurrentSendsOutOfOneDeviceShareItsEgress) {
   b.add(recv_op(1, 0, s1));
   b.add(recv_op(2, 0, s2));
   const SimResult r = run(b, simple_cluster(1, 3));
-  // Both wait 10 us, then share device 0's 10 B/ns egress at 5 B/ns each.
-  // s1: 1e6 B / 5 B/ns = 200 us -> ends at 210 us. By then s2 has moved 1e6 B;
-  // alone it gets 10 B/ns for the other 1e6 B: 100 us more -> 310 us.
-  EXPECT_EQ(r.timings[s1].end_ns, 210 * kUs);
-  EXPECT_EQ(r.timings[s2].end_ns, 310 * kUs);
+  // Both share device 0's 10 B/ns egress at 5 B/ns each. s1: 1e6 B / 5 B/ns
+  // = 200 us. By then s2 has moved 1e6 B; alone it gets 10 B/ns for the
+  // other 1e6 B: 100 us more -> 300 us.
+  EXPECT_EQ(r.timings[s1].end_ns, 200 * kUs);
+  EXPECT_EQ(r.timings[s2].end_ns, 300 * kUs);
 }
 
 TEST(DesEngine, ConcurrentSendsIntoOneDeviceShareItsIngress) {
@@ -103,21 +124,23 @@ TEST(DesEngine, ConcurrentSendsIntoOneDeviceShareItsIngress) {
   b.add(recv_op(2, 0, s0));
   b.add(recv_op(2, 1, s1));
   const SimResult r = run(b, simple_cluster(1, 3));
-  // Device 2's ingress carries both at 5 B/ns: 10 us + 1e6 / 5 ns = 210 us each.
-  EXPECT_EQ(r.timings[s0].end_ns, 210 * kUs);
-  EXPECT_EQ(r.timings[s1].end_ns, 210 * kUs);
+  // Device 2's ingress carries both at 5 B/ns: 1e6 / 5 ns = 200 us each.
+  EXPECT_EQ(r.timings[s0].end_ns, 200 * kUs);
+  EXPECT_EQ(r.timings[s1].end_ns, 200 * kUs);
 }
 
 TEST(DesEngine, SendsLeavingOneMachineShareItsNic) {
   PlanBuilder b("test", 4, 1, 1);
   const OpId s0 = b.add(send_op(0, 2, 1e6));
   const OpId s1 = b.add(send_op(1, 3, 1e6));
-  b.add(recv_op(2, 0, s0));
+  const OpId r0 = b.add(recv_op(2, 0, s0));
   b.add(recv_op(3, 1, s1));
   const SimResult r = run(b, simple_cluster(2, 2));
-  // Machine 0's NIC egress (1 B/ns) carries both at 0.5 B/ns: 50 us + 2000 us.
-  EXPECT_EQ(r.timings[s0].end_ns, 2050 * kUs);
-  EXPECT_EQ(r.timings[s1].end_ns, 2050 * kUs);
+  // Machine 0's NIC egress (1 B/ns) carries both at 0.5 B/ns: 2000 us; the
+  // inter-link latency, 50 us, after that.
+  EXPECT_EQ(r.timings[s0].end_ns, 2000 * kUs);
+  EXPECT_EQ(r.timings[s1].end_ns, 2000 * kUs);
+  EXPECT_EQ(r.timings[r0].end_ns, 2050 * kUs);
 }
 
 TEST(DesEngine, SendsBetweenDisjointPairsDoNotShare) {
@@ -127,19 +150,20 @@ TEST(DesEngine, SendsBetweenDisjointPairsDoNotShare) {
   b.add(recv_op(1, 0, s1));
   b.add(recv_op(3, 2, s2));
   const SimResult r = run(b, simple_cluster(1, 4));
-  // Disjoint ports: each 10 us + 100 us.
-  EXPECT_EQ(r.timings[s1].end_ns, 110 * kUs);
-  EXPECT_EQ(r.timings[s2].end_ns, 110 * kUs);
+  // Disjoint ports: each 100 us.
+  EXPECT_EQ(r.timings[s1].end_ns, 100 * kUs);
+  EXPECT_EQ(r.timings[s2].end_ns, 100 * kUs);
 }
 
 TEST(DesEngine, CrossMachineSendIsPacedByTheSlowerNic) {
   PlanBuilder b("test", 2, 1, 1);
   const OpId s = b.add(send_op(0, 1, 1e6));
-  b.add(recv_op(1, 0, s));
+  const OpId rv = b.add(recv_op(1, 0, s));
   const SimResult r = run(b, simple_cluster(2, 1));
-  // Devices 0 and 1 sit on machines 0 and 1: inter latency 50 us, then the
-  // NIC's 1 B/ns (slower than the 10 B/ns device ports): 1e6 ns -> 1050 us.
-  EXPECT_EQ(r.timings[s].end_ns, 1050 * kUs);
+  // Devices 0 and 1 sit on machines 0 and 1: the NIC's 1 B/ns (slower than
+  // the 10 B/ns device ports): 1e6 ns; the recv 50 us later (inter latency).
+  EXPECT_EQ(r.timings[s].end_ns, 1000 * kUs);
+  EXPECT_EQ(r.timings[rv].end_ns, 1050 * kUs);
 }
 
 TEST(DesEngine, CopiesUseTheHostLinkOnePortPerDirection) {
@@ -344,7 +368,7 @@ TEST(DesHandoff, TheComputeStreamResumesAfterTheHandoffAndTheSendStartsAtOnce) {
     const SimResult r = run(b, cluster);
     const auto gap = static_cast<SimTime>(std::llround(handoff_s * 1e9));
     EXPECT_EQ(r.timings[s].start_ns, 1 * kMs);
-    EXPECT_EQ(r.timings[s].end_ns, 1110 * kUs);  // 10 us + 1e6 B / 10 B/ns, with or without a hand-off
+    EXPECT_EQ(r.timings[s].end_ns, 1100 * kUs);  // 1e6 B / 10 B/ns, with or without a hand-off
     EXPECT_EQ(r.timings[next].start_ns, 1 * kMs + gap);
     EXPECT_EQ(r.timings[alone].start_ns, 2 * kMs + gap);
   }
@@ -415,9 +439,9 @@ TEST(DesStragglers, ProbabilityOneSlowdownTwoDoublesEveryComputeButNotTransfers)
   for (size_t id = 0; id < 100; ++id) {
     EXPECT_EQ(r.timings[id].end_ns - r.timings[id].start_ns, 2 * kMs);
   }
-  // Worker 1's 50 ops end at 100 ms; the send still takes 10 + 100 us.
+  // Worker 1's 50 ops end at 100 ms; the send still takes 100 us.
   EXPECT_EQ(r.timings[100].start_ns, 100 * kMs);
-  EXPECT_EQ(r.timings[100].end_ns, 100 * kMs + 110 * kUs);
+  EXPECT_EQ(r.timings[100].end_ns, 100 * kMs + 100 * kUs);
 }
 
 TEST(DesStragglers, JitterFactorsHaveMeanOneAndTheRequestedSpread) {
