@@ -9,6 +9,12 @@
 
 namespace trainsim {
 
+// Momentum SGD reads weights, gradients and momentum and writes weights and
+// momentum: the cost models' optimizer update is 5 passes over the
+// parameters at DeviceSpec::memory_bytes_per_s (sim/cost/common.hpp), and
+// the CPU probe measures that rate as the executor's update achieves it.
+inline constexpr double kUpdatePassesPerParamByte = 5.0;
+
 struct DeviceSpec {
   std::string name;               // "Tesla P40"
   std::string kind = "gpu";       // "gpu" or "cpu"

@@ -37,16 +37,30 @@ double measure_gemm_flops_per_s(int64_t workers, const ClusterProbeOptions& o) {
   return 2.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n) / seconds;
 }
 
-// Streaming copy rate per worker, counting read + write (STREAM "Copy").
-double measure_copy_bytes_per_s(int64_t workers, const ClusterProbeOptions& o) {
-  const auto floats = static_cast<size_t>(o.copy_bytes / 4);
-  std::vector<std::vector<float>> from(static_cast<size_t>(workers), std::vector<float>(floats, 1.0f));
-  std::vector<std::vector<float>> to(from.size(), std::vector<float>(floats, 0.0f));
+// The executor's dense optimizer step (momentum SGD, as `trainsim run` and
+// the profiler use) of update_bytes of parameters, `workers` at once, as the
+// memory rate that makes the cost models' update (kUpdatePassesPerParamByte
+// passes) take that time: what a data-parallel worker's step of a table it
+// densified for the exchange takes, the update no profile measures. A
+// copy's rate predicts it poorly: one read and one non-temporal write
+// stream against the update's three reads and two writes.
+double measure_update_bytes_per_s(int64_t workers, const ClusterProbeOptions& o) {
+  const int64_t floats = std::max<int64_t>(1, o.update_bytes / 4);
+  std::vector<Weights> weights(static_cast<size_t>(workers));
+  std::vector<Gradients> grads(weights.size());
+  std::vector<Sgd> optimizers;
+  for (size_t t = 0; t < weights.size(); ++t) {
+    weights[t] = {{Tensor({floats})}};
+    ParamGrad g;
+    g.dense = Tensor({floats});
+    grads[t] = {{std::move(g)}};
+    optimizers.emplace_back(SgdOptions{1e-4, 0.9, 0.0});
+  }
   const double seconds = concurrent_median_s(workers, o.warmups, o.repeats, [&](int64_t t) {
     const auto i = static_cast<size_t>(t);
-    std::memcpy(to[i].data(), from[i].data(), floats * sizeof(float));
+    optimizers[i].step(weights[i], grads[i], 0, 0);
   });
-  return 2.0 * static_cast<double>(floats * sizeof(float)) / seconds;
+  return kUpdatePassesPerParamByte * 4.0 * static_cast<double>(floats) / seconds;
 }
 
 // Rate of summing one float buffer into another (a += b), in bytes of one buffer.
@@ -242,7 +256,7 @@ void check_probe_options(int64_t workers, const ClusterProbeOptions& o) {
                      "1 to " + std::to_string(max_worker_threads()) + " workers: 4 per core, never over " +
                          std::to_string(kMaxWorkerThreads));
   }
-  const bool ok = o.repeats >= 1 && o.warmups >= 0 && o.gemm_size >= 1 && o.copy_bytes >= 4 &&
+  const bool ok = o.repeats >= 1 && o.warmups >= 0 && o.gemm_size >= 1 && o.update_bytes >= 4 &&
                   o.min_message_bytes >= 4 && o.max_message_bytes >= o.min_message_bytes && o.reduce_bytes >= 4 &&
                   o.barrier_repeats >= 1 && o.barrier_late_s >= 0 && o.pack_bytes >= 4 && o.pack_repeats >= 1 &&
                   o.handoff_repeats >= 1 && o.handoff_work_s >= 0;
@@ -291,6 +305,7 @@ double cpu_compute_rate_while_communicating(int64_t workers, int64_t cores) {
 ClusterProbeOptions probe_options_for(const Profile& profile) {
   ClusterProbeOptions o;
   o.pack_bytes = std::max<int64_t>(4, std::llround(total_param_bytes(profile)));
+  o.update_bytes = o.pack_bytes;
   return o;
 }
 
@@ -304,7 +319,7 @@ Cluster measure_cpu_cluster(int64_t workers, const ClusterProbeOptions& options)
   c.device.kind = "cpu";
   c.device.memory_bytes = total_memory_bytes() / static_cast<double>(workers);
   c.device.peak_flops_per_s = measure_gemm_flops_per_s(workers, options);
-  c.device.memory_bytes_per_s = measure_copy_bytes_per_s(workers, options);
+  c.device.memory_bytes_per_s = measure_update_bytes_per_s(workers, options);
   c.device.compute_rate_while_communicating = cpu_compute_rate_while_communicating(workers, usable_cores());
   c.device.handoff_s = measure_handoff_s(workers, options);
   ChannelFit channel = fit_channel(measure_channel(options));
@@ -320,10 +335,11 @@ Cluster measure_cpu_cluster(int64_t workers, const ClusterProbeOptions& options)
   c.collective.sync_s = measure_barrier_s(workers, options);
   c.collective.pack_bytes_per_s = measure_pack_bytes_per_s(workers, options);
   c.description = "measured on " + c.device.name + " with " + std::to_string(workers) +
-                  " worker threads: GEMM " + std::to_string(options.gemm_size) + "^3, copy of " +
-                  std::to_string(options.copy_bytes >> 20) + " MiB, in-process ping-pong " +
+                  " worker threads: GEMM " + std::to_string(options.gemm_size) + "^3, momentum-SGD update of " +
+                  std::to_string(options.update_bytes) + " B, in-process ping-pong " +
                   std::to_string(options.min_message_bytes) + " B.." + std::to_string(options.max_message_bytes) +
-                  " B (latency: smallest message; bandwidth: least-squares slope of the large ones), packing of " +
+                  " B (bandwidth: least-squares slope of the large ones), a message's path to asleep threads "
+                  "(latency), packing of " +
                   std::to_string(options.pack_bytes) + " B of gradients, hand-off to a communication thread";
   validate_cluster(c, "measured cluster " + c.name);
   return c;

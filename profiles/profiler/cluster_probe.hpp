@@ -36,7 +36,7 @@ struct ClusterProbeOptions {
   int64_t repeats = 5;                     // timed runs per measurement (median)
   int64_t warmups = 2;
   int64_t gemm_size = 512;                 // n of the n×n×n single-thread GEMM
-  int64_t copy_bytes = 64 << 20;           // buffer of the streaming copy
+  int64_t update_bytes = 64 << 20;         // parameters of the timed optimizer step (the model's, where known)
   int64_t min_message_bytes = 4;           // channel sweep, ×4 steps
   int64_t max_message_bytes = 16 << 20;
   int64_t reduce_bytes = 16 << 20;         // buffers of the float sum
@@ -52,8 +52,11 @@ struct ClusterProbeOptions {
 //   memory_bytes = MemTotal / workers;
 //   peak_flops_per_s = 2n³ / median time of an n×n Eigen GEMM, one thread per
 //     worker, `workers` of them at once (each device's rate while all work);
-//   memory_bytes_per_s = 2·copy_bytes / median copy time (read + write, STREAM's
-//     convention), again `workers` copies at once;
+//   memory_bytes_per_s = kUpdatePassesPerParamByte · update_bytes / median time
+//     of the executor's momentum-SGD step of update_bytes of parameters,
+//     `workers` at once: the rate at which the cost
+//     models' 5-pass update takes the executor's time (a copy's STREAM rate
+//     put text-bag's 12.8 MB update at 1.4-1.9 times its measured time);
 //   compute_rate_while_communicating = cpu_compute_rate_while_communicating
 //     (workers, usable_cores());
 //   handoff_s = median time worker 0's compute thread, on its core, takes
@@ -90,8 +93,9 @@ Cluster measure_cpu_cluster(int64_t workers, const ClusterProbeOptions& options 
 // (communication_shares_compute_core).
 double cpu_compute_rate_while_communicating(int64_t workers, int64_t cores);
 
-// The default options with pack_bytes = the profile's gradient bytes (its
-// parameters': what a data-parallel worker packs per AllReduce), at least 4.
+// The default options with pack_bytes = update_bytes = the profile's
+// gradient bytes (its parameters': what a data-parallel worker packs per
+// AllReduce and updates), at least 4.
 ClusterProbeOptions probe_options_for(const Profile& profile);
 
 }  // namespace trainsim

@@ -30,10 +30,6 @@ double scaled_s(double total_s, double fixed_s, double fraction);
 ModelTotals model_totals(const Profile& profile);
 ModelTotals range_totals(const Profile& profile, int64_t first, int64_t last);
 
-// Momentum SGD reads weights, gradients and momentum and writes weights and
-// momentum: 5 passes over the parameters at device memory bandwidth.
-inline constexpr double kUpdatePassesPerParamByte = 5.0;
-
 // Time of the optimizer update of `param_bytes` on one device of `cluster`.
 double update_s(double param_bytes, const Cluster& cluster);
 

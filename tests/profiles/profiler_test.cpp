@@ -273,7 +273,7 @@ ClusterProbeOptions quick_probe() {
   o.repeats = 3;
   o.warmups = 1;
   o.gemm_size = 96;
-  o.copy_bytes = 4 << 20;
+  o.update_bytes = 4 << 20;
   o.max_message_bytes = 1 << 20;
   o.reduce_bytes = 1 << 20;
   o.barrier_repeats = 20;
@@ -334,12 +334,13 @@ TEST(WorkerThreads, CommunicationRunsBesideComputeUnlessEachWorkerHasASpareCore)
   EXPECT_GE(usable_cores(), 1);
 }
 
-TEST(MeasuredCluster, ProbeOptionsPackTheProfilesGradientBytes) {
+TEST(MeasuredCluster, ProbeOptionsPackAndUpdateTheProfilesGradientBytes) {
   Profile profile;
   LayerProfile l;
   l.param_bytes = 940584;
   profile.layers = {l, l};
   EXPECT_EQ(probe_options_for(profile).pack_bytes, 2 * 940584);
+  EXPECT_EQ(probe_options_for(profile).update_bytes, 2 * 940584);
 }
 
 TEST(MeasuredCluster, RejectsZeroWorkersAndMoreThanTheLimit) {
