@@ -84,6 +84,7 @@ struct ExecResult {
   std::vector<double> iteration_end_s;      // when each iteration's last op ended
   std::vector<double> loss_per_iteration;   // mean loss over the iteration's samples
   Weights weights;                          // after the run: each layer from the first worker holding it
+  Statistics statistics;                    // after the run: each layer's from the first worker running its forward
   TrafficStats traffic;                     // bytes moved between workers
 };
 

@@ -49,15 +49,14 @@ IterationStats iteration_stats(const std::vector<double>& iteration_end_s, int32
   return s;
 }
 
-double test_accuracy(const Network& network, const Weights& weights, const Dataset& data) {
+double test_accuracy(const Network& network, const Weights& weights, const Statistics& statistics,
+                     const Dataset& data) {
   const int64_t samples = data.test_x.rows();
   if (samples == 0) return 0;
   int64_t correct = 0;
-  std::vector<LayerCache> caches;
   for (int64_t first = 0; first < samples; first += kEvaluationRows) {
     const RowRange rows{first, std::min(kEvaluationRows, samples - first)};
-    const Tensor logits = forward_range(network, weights, 0, static_cast<int64_t>(network.layers.size()) - 1,
-                                        slice_rows(data.test_x, rows), caches);
+    const Tensor logits = forward_eval(network, weights, statistics, slice_rows(data.test_x, rows));
     const std::vector<int32_t> labels = slice_labels(data.test_y, rows, data.labels_per_sample);
     correct += count_correct(logits, labels);
   }
@@ -129,7 +128,7 @@ TrainingResult train(const Model& model, const Dataset& data, const Cluster& clu
     for (int32_t i = first; i < end; ++i) sum += r.exec.loss_per_iteration[static_cast<size_t>(i)];
     r.train_loss.push_back(sum / (end - first));
   }
-  r.test_accuracy = options.evaluate ? test_accuracy(network, r.exec.weights, data)
+  r.test_accuracy = options.evaluate ? test_accuracy(network, r.exec.weights, r.exec.statistics, data)
                                      : std::numeric_limits<double>::quiet_NaN();
   return r;
 }

@@ -67,8 +67,10 @@ Cluster nominal_cpu_cluster(int64_t workers);
 TrainingResult train(const Model& model, const Dataset& data, const Cluster& cluster, StrategyConfig config,
                      const TrainingOptions& options, const Profile* profile = nullptr);
 
-// Accuracy of `weights` on the test set, in batches.
-double test_accuracy(const Network& network, const Weights& weights, const Dataset& data);
+// Accuracy of `weights` with `statistics` on the test set, in batches, in
+// evaluation mode (forward_eval: batch norm with its running statistics).
+double test_accuracy(const Network& network, const Weights& weights, const Statistics& statistics,
+                     const Dataset& data);
 
 // Median, min and max interval per iteration between iteration ends, by the
 // simulator's rule (steady_state): max(1, n/5) warm-up iterations left out at

@@ -85,6 +85,7 @@ void Interpreter::forward(OpId id, const Op& op) {
   }
   std::vector<LayerCache> caches;
   Tensor y = w.device->forward(network_, weights_for(w, id, op, &x), op.first_layer, op.last_layer, x, caches);
+  w.device->update_statistics(network_, op.first_layer, op.last_layer, caches, w.statistics);
   done_reading(w, op, network_);
   const auto last_layer = static_cast<int32_t>(network_.layers.size()) - 1;
   const bool recomputed = recomputed_.contains({op.worker, op.iteration, mb, op.first_layer});

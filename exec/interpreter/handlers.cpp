@@ -36,6 +36,7 @@ Interpreter::Interpreter(const Plan& plan, const Network& network, const Weights
                                     : std::make_unique<EigenCpuDevice>();
     TRAINSIM_CHECK(w->device != nullptr, "ExecOptions::make_device returned no device");
     w->weights = initial;
+    w->statistics = init_statistics(network_);
     w->optimizer = std::make_unique<Sgd>(options.sgd);
     if (spectrain_) {
       w->spectrain = std::make_unique<SpecTrain>(SpecTrainOptions{options.sgd.learning_rate, options.spectrain_gamma});
@@ -117,6 +118,18 @@ ExecResult Interpreter::result() {
     r.loss_per_iteration.push_back(loss_rows_[i] > 0 ? loss_sum_[i] / static_cast<double>(loss_rows_[i]) : 0.0);
   }
   r.weights = workers_.front()->weights;
+  // Statistics as DDP keeps them (broadcast from rank 0): each layer's from
+  // the first worker running its forward.
+  r.statistics = workers_.front()->statistics;
+  std::vector<bool> counted(network_.layers.size(), false);
+  for (const Op& op : plan_.ops) {
+    if (op.kind != OpKind::kForward) continue;
+    for (int32_t l = op.first_layer; l <= op.last_layer; ++l) {
+      if (counted[static_cast<size_t>(l)]) continue;
+      counted[static_cast<size_t>(l)] = true;
+      r.statistics[static_cast<size_t>(l)] = workers_[static_cast<size_t>(op.worker)]->statistics[static_cast<size_t>(l)];
+    }
+  }
   std::vector<bool> taken(network_.layers.size(), false);
   for (const Op& op : plan_.ops) {
     if (op.kind != OpKind::kUpdate) continue;

@@ -40,6 +40,7 @@ using Key = std::tuple<int32_t, int32_t, int32_t>;  // (iteration, micro-batch, 
 // received weights, which the plan orders before the ops that read them.
 struct WorkerState {
   Weights weights;                      // every layer (those the worker runs are the ones that move)
+  Statistics statistics;                // every layer's (batch norm's running mean and variance)
   std::unique_ptr<Device> device;       // its kernels (ExecOptions::make_device)
   std::unique_ptr<Sgd> optimizer;
   std::unique_ptr<SpecTrain> spectrain; // dualpipe with spectrain: the smoothed gradient v

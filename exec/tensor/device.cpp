@@ -17,6 +17,11 @@ Tensor EigenCpuDevice::backward(const Network& network, const Weights& weights, 
   return backward_range(network, weights, first, last, dy, caches, grads);
 }
 
+void EigenCpuDevice::update_statistics(const Network& network, int64_t first, int64_t last,
+                                       const std::vector<LayerCache>& caches, Statistics& statistics) {
+  trainsim::update_statistics(network, first, last, caches, statistics);
+}
+
 double EigenCpuDevice::loss(const Tensor& logits, std::span<const int32_t> labels, Tensor* dlogits) {
   return softmax_cross_entropy(logits, labels, dlogits);
 }

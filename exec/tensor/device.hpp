@@ -27,6 +27,10 @@ class Device {
   // `grads` (as backward_range).
   virtual Tensor backward(const Network& network, const Weights& weights, int64_t first, int64_t last,
                           const Tensor& dy, const std::vector<LayerCache>& caches, Gradients& grads) = 0;
+  // Layers [first, last] fold their training forward's caches into their
+  // statistics (batch norm's running mean and variance; as update_statistics).
+  virtual void update_statistics(const Network& network, int64_t first, int64_t last,
+                                 const std::vector<LayerCache>& caches, Statistics& statistics) = 0;
   // Mean softmax cross-entropy of `logits` against `labels`, and dL/dlogits
   // into `dlogits` when not null (as softmax_cross_entropy).
   virtual double loss(const Tensor& logits, std::span<const int32_t> labels, Tensor* dlogits) = 0;
@@ -40,6 +44,8 @@ class EigenCpuDevice final : public Device {
                  std::vector<LayerCache>& caches) override;
   Tensor backward(const Network& network, const Weights& weights, int64_t first, int64_t last, const Tensor& dy,
                   const std::vector<LayerCache>& caches, Gradients& grads) override;
+  void update_statistics(const Network& network, int64_t first, int64_t last, const std::vector<LayerCache>& caches,
+                         Statistics& statistics) override;
   double loss(const Tensor& logits, std::span<const int32_t> labels, Tensor* dlogits) override;
 };
 

@@ -49,7 +49,20 @@ class ExecLayer {
   // dL/d(each input), in the order of the forward's xs; ADDS dL/dparams into `grads`.
   virtual std::vector<Tensor> backward_inputs(const LayerParams& params, const Tensor& dy, const LayerCache& cache,
                                               LayerGrads& grads) const;
+
+  // Statistics a layer keeps across training batches without training them
+  // (batch norm's running mean and variance): their initial values, empty if
+  // none; folding in what a training forward's cache holds; and the
+  // evaluation forward that reads them instead of the batch's (by default
+  // the training forward, its cache dropped).
+  virtual LayerParams init_statistics() const { return {}; }
+  virtual void update_statistics(LayerParams& /*statistics*/, const LayerCache& /*cache*/) const {}
+  virtual Tensor forward_eval(const LayerParams& params, const LayerParams& statistics,
+                              std::span<const Tensor* const> xs) const;
 };
+
+// Per model layer, its statistics (ExecLayer::init_statistics).
+using Statistics = std::vector<LayerParams>;
 
 // A model as exec runs it: one kernel per model layer, same order and names,
 // over the model's layer graph. Tensors are named by index: -1 the model's
@@ -93,6 +106,13 @@ Weights init_weights(const Network& network, uint64_t seed);
 // Zeroed gradients shaped like `weights` (dense), or empty sparse ones.
 Gradients zero_gradients(const Network& network, const Weights& weights);
 
+// Every layer's initial statistics; and layers [first, last] folding in
+// their training forward's caches (caches[i - first] of layer i), as a
+// training forward does in PyTorch (a recompute's forward does not).
+Statistics init_statistics(const Network& network);
+void update_statistics(const Network& network, int64_t first, int64_t last, const std::vector<LayerCache>& caches,
+                       Statistics& statistics);
+
 // Called with a layer's index as soon as its forward (or backward) is done,
 // inside a range: the profiler times each layer of a whole pass this way,
 // without cutting the pass at every layer (which would pack and unpack the
@@ -103,6 +123,11 @@ using AfterLayer = std::function<void(int64_t layer)>;
 // last + 1 packed; caches[i - first] receives layer i's cache.
 Tensor forward_range(const Network& network, const Weights& weights, int64_t first, int64_t last, const Tensor& x,
                      std::vector<LayerCache>& caches, const AfterLayer& after_layer = {});
+
+// The whole network forward in evaluation mode (PyTorch's eval()): layers
+// with statistics use them, so each sample's output is its own, whatever
+// else is in the batch.
+Tensor forward_eval(const Network& network, const Weights& weights, const Statistics& statistics, const Tensor& x);
 
 // And backward from dL/d(cut last + 1), packed, to dL/d(cut first), packed,
 // adding into grads.

@@ -1,5 +1,6 @@
 // Layers that read several tensors: add (a residual join) and concat; and
-// the one-input defaults of ExecLayer's several-input calls.
+// the one-input defaults of ExecLayer's several-input calls and its
+// evaluation forward.
 #include <string>
 #include <utility>
 
@@ -19,6 +20,12 @@ std::vector<Tensor> ExecLayer::backward_inputs(const LayerParams& params, const 
   std::vector<Tensor> dxs;
   dxs.push_back(backward(params, dy, cache, grads));
   return dxs;
+}
+
+Tensor ExecLayer::forward_eval(const LayerParams& params, const LayerParams& /*statistics*/,
+                               std::span<const Tensor* const> xs) const {
+  LayerCache dropped;
+  return forward_inputs(params, xs, dropped);
 }
 
 namespace {

@@ -1,5 +1,6 @@
 // Normalization and the kernels that come with it in ResNets and Transformers:
-// batch norm (training mode), layer norm, exact GELU (in float), global average pooling.
+// batch norm (training and evaluation), layer norm, exact GELU (in float),
+// global average pooling.
 // Values are stored as float; sums over a batch or a row accumulate in double.
 #include <cmath>
 #include <numbers>
@@ -15,6 +16,8 @@ namespace trainsim {
 namespace {
 
 constexpr double kNormEps = 1e-5;
+// PyTorch's BatchNorm momentum: running = (1 - m)·running + m·batch statistic.
+constexpr float kRunningMomentum = 0.1f;
 
 void check_norm_grads(const LayerGrads& grads, int64_t width, const char* layer) {
   TRAINSIM_CHECK(grads.size() == 2, std::string(layer) + ": gradients not sized by zero_gradients");
@@ -45,19 +48,58 @@ class AffineNorm : public ExecLayer {
   int64_t width_;
 };
 
-// Ioffe & Szegedy 2015, Algorithm 1 (training mode), per channel over batch and positions.
+// Ioffe & Szegedy 2015, Algorithm 1 (training mode) and §3.1 (inference with
+// population statistics), per channel over batch and positions. The running
+// mean and variance follow PyTorch: momentum 0.1, the variance unbiased.
 class BatchNorm final : public AffineNorm {
  public:
   explicit BatchNorm(const std::vector<int64_t>& in_shape)
       : AffineNorm(checked(in_shape).front()), plane_(in_shape.size() == 3 ? in_shape[1] * in_shape[2] : 1) {}
 
-  // x̂ = (x - μ_c) / sqrt(σ²_c + eps), y = scale_c·x̂ + shift_c; keeps x̂ and 1/sqrt(σ²_c + eps).
+  // Running mean 0 and variance 1, as PyTorch starts them.
+  LayerParams init_statistics() const override { return {Tensor({width_}, 0.0f), Tensor({width_}, 1.0f)}; }
+
+  // running_mean += m·(μ_c - running_mean); running_var += m·(σ²_c·N/(N-1) - running_var).
+  void update_statistics(LayerParams& statistics, const LayerCache& cache) const override {
+    check_statistics(statistics);
+    const Tensor& mean = cache.saved.at(2);
+    const Tensor& variance = cache.saved.at(3);
+    const double count = static_cast<double>(cache.saved.at(0).rows() * plane_);
+    const double unbiased = count > 1 ? count / (count - 1) : 1.0;
+    for (int64_t c = 0; c < width_; ++c) {
+      float& running_mean = statistics[0].data[c];
+      float& running_var = statistics[1].data[c];
+      running_mean += kRunningMomentum * (mean.data[c] - running_mean);
+      running_var += kRunningMomentum * (static_cast<float>(variance.data[c] * unbiased) - running_var);
+    }
+  }
+
+  // y = scale_c·(x - running_mean_c) / sqrt(running_var_c + eps) + shift_c: each sample on its own.
+  Tensor forward_eval(const LayerParams& params, const LayerParams& statistics,
+                      std::span<const Tensor* const> xs) const override {
+    check_norm_params(params, width_, "batchnorm");
+    check_statistics(statistics);
+    TRAINSIM_CHECK(xs.size() == 1, "batchnorm reads one tensor");
+    const Tensor& x = *xs[0];
+    TRAINSIM_CHECK(x.row_size() == width_ * plane_ || x.rows() == 0, "batchnorm: input size mismatch");
+    Tensor y(x.shape);
+    for (int64_t c = 0; c < width_; ++c) {
+      const double inv = 1.0 / std::sqrt(static_cast<double>(statistics[1].data[c]) + kNormEps);
+      const auto scale = static_cast<float>(params[0].data[c] * inv);
+      const auto shift = static_cast<float>(params[1].data[c] - statistics[0].data[c] * params[0].data[c] * inv);
+      for_channel(x.rows(), c, [&](int64_t i) { y.data[i] = scale * x.data[i] + shift; });
+    }
+    return y;
+  }
+
+  // x̂ = (x - μ_c) / sqrt(σ²_c + eps), y = scale_c·x̂ + shift_c; keeps x̂,
+  // 1/sqrt(σ²_c + eps) and the batch's μ_c and σ²_c (for the running statistics).
   Tensor forward(const LayerParams& params, const Tensor& x, LayerCache& cache) const override {
     check_norm_params(params, width_, "batchnorm");
     TRAINSIM_CHECK(x.row_size() == width_ * plane_ || x.rows() == 0, "batchnorm: input size mismatch");
     const int64_t batch = x.rows();
     const double count = static_cast<double>(batch * plane_);
-    Tensor x_hat(x.shape), inv_std({width_});
+    Tensor x_hat(x.shape), inv_std({width_}), means({width_}), variances({width_});
     Tensor y(x.shape);
     for (int64_t c = 0; c < width_ && batch > 0; ++c) {
       double sum = 0.0;
@@ -67,13 +109,15 @@ class BatchNorm final : public AffineNorm {
       for_channel(batch, c, [&](int64_t i) { squares += (x.data[i] - mean) * (x.data[i] - mean); });
       const double inv = 1.0 / std::sqrt(squares / count + kNormEps);
       inv_std.data[c] = static_cast<float>(inv);
+      means.data[c] = static_cast<float>(mean);
+      variances.data[c] = static_cast<float>(squares / count);
       const float scale = params[0].data[c], shift = params[1].data[c];
       for_channel(batch, c, [&](int64_t i) {
         x_hat.data[i] = static_cast<float>((x.data[i] - mean) * inv);
         y.data[i] = scale * x_hat.data[i] + shift;
       });
     }
-    cache.saved = {std::move(x_hat), std::move(inv_std)};
+    cache.saved = {std::move(x_hat), std::move(inv_std), std::move(means), std::move(variances)};
     return y;
   }
 
@@ -107,6 +151,12 @@ class BatchNorm final : public AffineNorm {
   }
 
  private:
+  void check_statistics(const LayerParams& statistics) const {
+    TRAINSIM_CHECK(statistics.size() == 2 && statistics[0].shape == std::vector<int64_t>{width_} &&
+                       statistics[1].shape == std::vector<int64_t>{width_},
+                   "batchnorm: running mean and variance must be {" + std::to_string(width_) + "}");
+  }
+
   // Calls visit(flat index) for every value of channel c in a batch.
   template <typename Visit>
   void for_channel(int64_t batch, int64_t c, Visit visit) const {

@@ -277,6 +277,25 @@ Weights init_weights(const Network& network, uint64_t seed) {
   return weights;
 }
 
+Statistics init_statistics(const Network& network) {
+  Statistics statistics;
+  statistics.reserve(network.layers.size());
+  for (const auto& layer : network.layers) statistics.push_back(layer->init_statistics());
+  return statistics;
+}
+
+void update_statistics(const Network& network, int64_t first, int64_t last, const std::vector<LayerCache>& caches,
+                       Statistics& statistics) {
+  TRAINSIM_CHECK(statistics.size() == network.layers.size(), "statistics are not one entry per layer");
+  TRAINSIM_CHECK(first >= 0 && first <= last && last < static_cast<int64_t>(network.layers.size()) &&
+                     static_cast<int64_t>(caches.size()) == last - first + 1,
+                 "caches are not one per layer of the range");
+  for (int64_t i = first; i <= last; ++i) {
+    const auto l = static_cast<size_t>(i);
+    if (!statistics[l].empty()) network.layers[l]->update_statistics(statistics[l], caches[l - static_cast<size_t>(first)]);
+  }
+}
+
 Gradients zero_gradients(const Network& network, const Weights& weights) {
   TRAINSIM_CHECK(weights.size() == network.layers.size(), "weights are not one entry per layer");
   Gradients grads(weights.size());

@@ -3,6 +3,7 @@
 // over the graph (each reading its inputs' tensors), and the cut after the
 // range goes out packed; backward the same with gradients, which add up where
 // a tensor feeds several layers.
+#include <span>
 #include <string>
 #include <utility>
 
@@ -93,12 +94,11 @@ Tensor pack(const Network& network, int64_t i, Slots& slots, int64_t rows) {
   return packed;
 }
 
-}  // namespace
-
-Tensor forward_range(const Network& network, const Weights& weights, int64_t first, int64_t last, const Tensor& x,
-                     std::vector<LayerCache>& caches, const AfterLayer& after_layer) {
-  check_range(network, weights, first, last);
-  caches.assign(static_cast<size_t>(last - first + 1), LayerCache{});
+// Layers [first, last] forward over the graph, each output from
+// `run_layer(i, its inputs)`; after_layer(i), where given, once it is held.
+template <typename RunLayer>
+Tensor forward_graph(const Network& network, int64_t first, int64_t last, const Tensor& x, RunLayer run_layer,
+                     const AfterLayer& after_layer = {}) {
   Slots slots(network.layers.size());
   unpack(network, first, x, slots);
   std::vector<const Tensor*> xs;
@@ -109,7 +109,7 @@ Tensor forward_range(const Network& network, const Weights& weights, int64_t fir
       TRAINSIM_CHECK(slots.at[t + 1] != nullptr, "a layer's input is not live in its range");
       xs.push_back(slots.at[t + 1]);
     }
-    Tensor y = network.layers[i]->forward_inputs(weights[i], xs, caches[i - first]);
+    Tensor y = run_layer(i, std::span<const Tensor* const>(xs));
     // What this layer read last and the boundary does not carry is done with.
     for (int32_t t : inputs) {
       if (network.last_reader[t + 1] == i) slots.drop(t);
@@ -118,6 +118,29 @@ Tensor forward_range(const Network& network, const Weights& weights, int64_t fir
     if (after_layer) after_layer(i);
   }
   return pack(network, last + 1, slots, x.rows());
+}
+
+}  // namespace
+
+Tensor forward_range(const Network& network, const Weights& weights, int64_t first, int64_t last, const Tensor& x,
+                     std::vector<LayerCache>& caches, const AfterLayer& after_layer) {
+  check_range(network, weights, first, last);
+  caches.assign(static_cast<size_t>(last - first + 1), LayerCache{});
+  return forward_graph(
+      network, first, last, x,
+      [&](int64_t i, std::span<const Tensor* const> xs) {
+        return network.layers[i]->forward_inputs(weights[i], xs, caches[i - first]);
+      },
+      after_layer);
+}
+
+Tensor forward_eval(const Network& network, const Weights& weights, const Statistics& statistics, const Tensor& x) {
+  const auto last = static_cast<int64_t>(network.layers.size()) - 1;
+  check_range(network, weights, 0, last);
+  TRAINSIM_CHECK(statistics.size() == network.layers.size(), "statistics are not one entry per layer");
+  return forward_graph(network, 0, last, x, [&](int64_t i, std::span<const Tensor* const> xs) {
+    return network.layers[i]->forward_eval(weights[i], statistics[i], xs);
+  });
 }
 
 Tensor backward_range(const Network& network, const Weights& weights, int64_t first, int64_t last, const Tensor& dy,

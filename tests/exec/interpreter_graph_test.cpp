@@ -53,6 +53,34 @@ TEST(InterpreterGraph, GpipeAcrossTheResidualBranchEqualsSingle) {
   EXPECT_EQ(gpipe.result.traffic.pair_bytes[1][0], packed_bytes);
 }
 
+// 0 flatten, 1 fc1, 2 bn, 3 act, 4 out.
+Model batchnorm_mlp() {
+  ModelBuilder b("bn-mlp", "test", {1, 28, 28}, 8);
+  const std::string fc1 = b.linear("fc1", b.flatten("flatten", kModelInput), 16);
+  b.linear("out", b.activation("act", "relu", b.batchnorm("bn", fc1)), 10);
+  return std::move(b).build();
+}
+
+TEST(InterpreterGraph, BatchNormsRunningStatisticsComeFromTheWorkerRunningItsForward) {
+  // GPipe with one micro-batch normalizes over the same batch as `single`:
+  // the same losses, and the running statistics its second stage (worker 1)
+  // folded in are single's, bit for bit. Both moved from their start (0, 1).
+  const auto run_bn = [](const std::string& strategy, std::vector<std::pair<std::string, std::string>> settings) {
+    return strategy_runs::run({.strategy = strategy, .batch = strategy_runs::kBatch, .settings = std::move(settings),
+                               .sgd = {0.1, 0.9, 0.0}, .make_model = batchnorm_mlp});
+  };
+  const StrategyRun single = run_bn("single", {});
+  const StrategyRun gpipe = run_bn("gpipe", {{"microbatches", "1"}, {"stages", "0-1,2-4"}});
+  expect_same_training(single, gpipe, "gpipe, one micro-batch");
+  ASSERT_EQ(single.result.statistics.size(), 5u);
+  ASSERT_EQ(single.result.statistics[2].size(), 2u);
+  EXPECT_NE(single.result.statistics[2][0].data, std::vector<float>(16, 0.0f));
+  EXPECT_NE(single.result.statistics[2][1].data, std::vector<float>(16, 1.0f));
+  for (size_t p = 0; p < 2; ++p) {
+    EXPECT_EQ(gpipe.result.statistics[2][p].data, single.result.statistics[2][p].data) << "statistic " << p;
+  }
+}
+
 // Byte sequences of fortunes-gpt's context: token (5·iteration + 3·row + t)
 // mod 7 + 97, labelled by the next one, a pattern the decoder can learn.
 void byte_batch(int32_t iteration, int64_t rows, Tensor& x, std::vector<int32_t>& y) {

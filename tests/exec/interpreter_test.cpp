@@ -160,6 +160,10 @@ class CountingDevice final : public Device {
                   const std::vector<LayerCache>& caches, Gradients& grads) override {
     return cpu_.backward(network, weights, first, last, dy, caches, grads);
   }
+  void update_statistics(const Network& network, int64_t first, int64_t last, const std::vector<LayerCache>& caches,
+                         Statistics& statistics) override {
+    cpu_.update_statistics(network, first, last, caches, statistics);
+  }
   double loss(const Tensor& logits, std::span<const int32_t> labels, Tensor* dlogits) override {
     return cpu_.loss(logits, labels, dlogits);
   }

@@ -53,6 +53,55 @@ TEST(BatchNorm, NormalizesEachChannelOverTheBatchAndPositions) {
   expect_values_near(y, {-2, 2, -2, 0, -2, 2, 0, -2}, 1e-4);
 }
 
+TEST(BatchNorm, RunningStatisticsFollowPyTorchsMomentumAndUnbiasedVariance) {
+  // Starting at mean 0, variance 1. The channel of NormalizesEachChannelOverTheBatchAndPositions'
+  // channel 1 holds {0, 4, 4, 0}: mean 2, biased variance 4, unbiased 4·4/3 = 16/3.
+  // After one batch: mean 0.9·0 + 0.1·2 = 0.2, variance 0.9·1 + 0.1·16/3 = 1.4333...;
+  // after the same batch again: 0.9·0.2 + 0.2 = 0.38, 0.9·1.4333 + 0.5333 = 1.8233...
+  const auto bn = make_batchnorm({1, 1, 2});
+  LayerParams statistics = bn->init_statistics();
+  ASSERT_EQ(statistics.size(), 2u);
+  expect_values_near(statistics[0], {0}, 0);
+  expect_values_near(statistics[1], {1}, 0);
+  const LayerParams params{tensor_of({1}, {1}), tensor_of({1}, {0})};
+  LayerCache cache;
+  (void)bn->forward(params, tensor_of({2, 1, 1, 2}, {0, 4, 4, 0}), cache);
+  bn->update_statistics(statistics, cache);
+  expect_values_near(statistics[0], {0.2f}, 1e-6);
+  expect_values_near(statistics[1], {0.9f + 0.1f * 16 / 3}, 1e-6);
+  bn->update_statistics(statistics, cache);
+  expect_values_near(statistics[0], {0.38f}, 1e-6);
+  expect_values_near(statistics[1], {0.9f * (0.9f + 0.1f * 16 / 3) + 0.1f * 16 / 3}, 1e-5);
+}
+
+TEST(BatchNorm, EvaluationUsesTheRunningStatisticsSampleBySample) {
+  // Two channels with running mean {2, -1}, variance {4, 0.25}, scale {2, 1},
+  // shift {0, 1}: channel 0 maps x to 2·(x - 2)/2 = x - 2, channel 1 to
+  // (x + 1)/0.5 + 1 = 2x + 3 (eps moves these by under 1e-3). A sample's output
+  // is the same alone as in a batch.
+  const auto bn = make_batchnorm({2, 1, 2});
+  const LayerParams params{tensor_of({2}, {2, 1}), tensor_of({2}, {0, 1})};
+  const LayerParams statistics{tensor_of({2}, {2, -1}), tensor_of({2}, {4, 0.25f})};
+  const Tensor batch = tensor_of({2, 2, 1, 2}, {1, 3, 0, 4, 5, 6, -1, 2});
+  const Tensor* xs[] = {&batch};
+  const Tensor y = bn->forward_eval(params, statistics, xs);
+  expect_values_near(y, {-1, 1, 3, 11, 3, 4, 1, 7}, 1e-3);
+  const Tensor second = tensor_of({1, 2, 1, 2}, {5, 6, -1, 2});
+  const Tensor* alone[] = {&second};
+  expect_values_near(bn->forward_eval(params, statistics, alone), {3, 4, 1, 7}, 1e-3);
+}
+
+TEST(LayerNorm, HasNoStatisticsAndEvaluatesAsItTrains) {
+  const auto ln = make_layernorm(3);
+  EXPECT_TRUE(ln->init_statistics().empty());
+  const LayerParams params{tensor_of({3}, {1, 2, 3}), tensor_of({3}, {0, 1, 0})};
+  const Tensor x = tensor_of({2, 3}, {1, 2, 4, -1, 0, 5});
+  LayerCache cache;
+  const Tensor trained = ln->forward(params, x, cache);
+  const Tensor* xs[] = {&x};
+  EXPECT_EQ(ln->forward_eval(params, {}, xs).data, trained.data);
+}
+
 TEST(BatchNorm, BackwardOfAConstantGradientAddsCountsToShiftOnly) {
   // Σ y = N·shift + scale·Σ x̂ with Σ x̂ = 0 whatever x: dy = 1 gives dx = 0,
   // dshift = N = 2·1·2 = 4 per channel, dscale = Σ x̂ = 0. A second backward adds.

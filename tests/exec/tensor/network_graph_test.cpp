@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "exec/data/batching.hpp"
 #include "exec/tensor/layers.hpp"
 #include "model/error.hpp"
 #include "model/zoo/builder.hpp"
@@ -98,6 +99,33 @@ TEST(NetworkGraph, ARangeReportsEachLayerAsItEndsInOrder) {
                  [&](int64_t l) { backward_order.push_back(l); });
   std::reverse(expected.begin(), expected.end());
   EXPECT_EQ(backward_order, expected);
+}
+
+TEST(NetworkGraph, EvaluationReadsTheStatisticsTrainingForwardsFoldIn) {
+  // graph_model's bn (layer 6) keeps a running mean and variance; the other
+  // layers none. Folding in two training forwards moves them; the evaluation
+  // forward then gives each sample the output it has alone, where the
+  // training forward's output depends on the rest of the batch.
+  const Network network = build_network(graph_model());
+  const Weights weights = init_weights(network, 3);
+  Statistics statistics = init_statistics(network);
+  for (size_t l = 0; l < statistics.size(); ++l) EXPECT_EQ(statistics[l].empty(), l != 6) << "layer " << l;
+  std::mt19937_64 rng(7);
+  const Tensor x = random_tensor({5, 6}, rng);
+  const int64_t last = static_cast<int64_t>(network.layers.size()) - 1;
+  std::vector<LayerCache> caches;
+  const Tensor trained = forward_range(network, weights, 0, last, x, caches);
+  update_statistics(network, 0, last, caches, statistics);
+  update_statistics(network, 0, last, caches, statistics);
+  EXPECT_NE(statistics[6][0].data, std::vector<float>(16, 0.0f));
+  EXPECT_NE(statistics[6][1].data, std::vector<float>(16, 1.0f));
+  const Tensor evaluated = forward_eval(network, weights, statistics, x);
+  ASSERT_EQ(evaluated.shape, trained.shape);
+  EXPECT_NE(evaluated.data, trained.data);
+  for (int64_t row = 0; row < x.rows(); ++row) {
+    const Tensor alone = forward_eval(network, weights, statistics, slice_rows(x, {row, 1}));
+    for (int64_t c = 0; c < 3; ++c) EXPECT_NEAR(alone.data[c], evaluated.data[row * 3 + c], 1e-5) << "sample " << row;
+  }
 }
 
 TEST(NetworkGraph, GradientsMatchFiniteDifferencesOfTheLoss) {
