@@ -48,12 +48,12 @@ std::string percent(double fraction) {
   return text;
 }
 
-// The interval's half-width as a percentage of the median, and its coverage
-// when below the 90% asked by default.
-std::string uncertainty_text(const MedianInterval& m) {
-  if (!std::isfinite(m.relative_half_width)) return "?";
+// A relative half-width as a percentage, and the interval's coverage when
+// below the 90% asked by default.
+std::string uncertainty_text(double relative_half_width, const MedianInterval& m) {
+  if (!std::isfinite(relative_half_width)) return "?";
   char text[48];
-  std::snprintf(text, sizeof text, "%.1f%%", 100.0 * m.relative_half_width);
+  std::snprintf(text, sizeof text, "%.1f%%", 100.0 * relative_half_width);
   std::string out = text;
   if (m.coverage < 0.9) {
     std::snprintf(text, sizeof text, " (at %.0f%%)", 100.0 * m.coverage);
@@ -70,7 +70,7 @@ TextTable result_table(const Validation& v) {
   for (const StrategyValidation& r : v.results) {
     if (!r.skipped.empty()) continue;
     t.rows.push_back({r.strategy, format_seconds(r.predicted_analytic_s), format_seconds(r.predicted_simulated_s),
-                      format_seconds(r.measured_s), uncertainty_text(r.interval),
+                      format_seconds(r.measured_s), uncertainty_text(r.uncertainty, r.interval),
                       std::to_string(r.measured_rounds_s.size()), percent(r.error_analytic),
                       percent(r.error_simulated), r.verdict});
   }
@@ -106,12 +106,13 @@ void print_machine_noise(std::ostream& out, const Validation& v, double target) 
     unjudged += r.verdict == "too noisy to judge";
   }
   out << "machine: capacity probe " << format_seconds(v.probe.median) << " (" << v.probe_s.size() << " probes, ± "
-      << uncertainty_text(v.probe) << ", range " << format_seconds(v.probe.samples > 0 ? *std::min_element(v.probe_s.begin(), v.probe_s.end()) : 0)
+      << uncertainty_text(v.probe.relative_half_width, v.probe) << ", range " << format_seconds(v.probe.samples > 0 ? *std::min_element(v.probe_s.begin(), v.probe_s.end()) : 0)
       << " to " << format_seconds(v.probe.samples > 0 ? *std::max_element(v.probe_s.begin(), v.probe_s.end()) : 0)
       << ")\n";
   if (unjudged > 0) {
     out << "the machine was too disturbed to judge " << unjudged << " of " << run
-        << " strategies: their rounds spread more than ±" << percent(target).substr(1)
+        << " strategies: their rounds, or the predictions from the rounds' profiles, spread more than ±"
+        << percent(target).substr(1)
         << "; run again on a quieter machine, or with more --max-rounds or --budget\n";
   }
 }
@@ -163,7 +164,8 @@ void run_validate(const ValidateCliOptions& o, CommandContext& ctx) {
   ctx.out << model.name << " on " << o.devices << ", batch " << v.profile.batch_size << " per device, "
           << o.iterations << " iterations per strategy and round; " << v.rounds << " rounds (" << v.stopped << ") in "
           << format_seconds(v.elapsed_s) << "\n"
-          << "measured: median over a strategy's rounds, ± the half-width of its 90% interval (order statistics); "
+          << "measured: median over a strategy's rounds; ±: the half-width of its 90% interval (order statistics) "
+             "and the prediction's spread over the rounds' profiles, in quadrature; "
              "error = (predicted - measured) / measured\n";
   print_aligned(ctx.out, result_table(v));
   ctx.out << "median |error|: simulated " << percent(median_abs_error(v, true)).substr(1) << ", analytic "

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <tuple>
 
@@ -131,9 +132,16 @@ StrategyValidation compare_strategy(const Validation& v, const StrategyRuns& s, 
   out.predicted_analytic_s = predict_strategy(*s.strategy, v.profile, v.cluster, config).iteration_s;
   const SimResult sim = simulate_plan(plan, v.cluster, SimOptions{});
   out.predicted_simulated_s = sim.iteration_s;
+  for (const Profile& profile : v.round_profiles) {
+    const Plan round_plan = generate_plan(*s.strategy, profile, v.cluster, config, run.plan.iterations);
+    out.predicted_rounds_s.push_back(simulate_plan(round_plan, v.cluster, SimOptions{}).iteration_s);
+  }
+  out.prediction_spread = prediction_spread(out.predicted_rounds_s);
+  out.uncertainty = combined_uncertainty(out.interval, out.prediction_spread);
   out.error_analytic = relative_error(out.predicted_analytic_s, out.measured_s);
   out.error_simulated = relative_error(out.predicted_simulated_s, out.measured_s);
-  out.verdict = judge_error(out.predicted_simulated_s, out.interval, o.target_uncertainty, o.confidence);
+  out.verdict =
+      judge_error(out.predicted_simulated_s, out.interval, out.prediction_spread, o.target_uncertainty, o.confidence);
   out.ops = compare_ops(plan, sim.timings, run.exec.timings, run.iteration.warmup);
   out.simulated_trace = chrome_trace(plan, sim);
   out.measured_trace = exec_chrome_trace(run.plan, run.exec);
@@ -277,9 +285,25 @@ Validation validate(const Model& model, const Dataset& data, int64_t workers, co
   return v;
 }
 
-std::string judge_error(double predicted_s, const MedianInterval& measured, double target, double confidence) {
-  if (measured.coverage < confidence || !(measured.relative_half_width <= target)) return "too noisy to judge";
-  return predicted_s >= measured.low && predicted_s <= measured.high ? "within noise" : "beyond noise";
+double prediction_spread(const std::vector<double>& predictions_s) {
+  if (predictions_s.size() < 2) return 0;
+  const auto [least, most] = std::minmax_element(predictions_s.begin(), predictions_s.end());
+  const double median = median_s(predictions_s);
+  return median > 0 ? 0.5 * (*most - *least) / median : std::numeric_limits<double>::infinity();
+}
+
+double combined_uncertainty(const MedianInterval& measured, double prediction_spread) {
+  return std::hypot(measured.relative_half_width, prediction_spread);
+}
+
+std::string judge_error(double predicted_s, const MedianInterval& measured, double prediction_spread, double target,
+                        double confidence) {
+  if (measured.coverage < confidence || !(combined_uncertainty(measured, prediction_spread) <= target)) {
+    return "too noisy to judge";
+  }
+  const double slack_s = predicted_s * prediction_spread;
+  return predicted_s >= measured.low - slack_s && predicted_s <= measured.high + slack_s ? "within noise"
+                                                                                         : "beyond noise";
 }
 
 double median_abs_error(const Validation& v, bool simulated, bool judged_only) {
@@ -315,7 +339,10 @@ nlohmann::json validation_to_json(const Validation& v, const std::string& model,
                        {"measured_low_s", r.interval.low},
                        {"measured_high_s", r.interval.high},
                        {"coverage", r.interval.coverage},
-                       {"uncertainty", finite_or_null(r.interval.relative_half_width)},
+                       {"measurement_uncertainty", finite_or_null(r.interval.relative_half_width)},
+                       {"predicted_rounds_s", r.predicted_rounds_s},
+                       {"prediction_spread", finite_or_null(r.prediction_spread)},
+                       {"uncertainty", finite_or_null(r.uncertainty)},
                        {"verdict", r.verdict},
                        {"predicted_analytic_s", r.predicted_analytic_s},
                        {"predicted_simulated_s", r.predicted_simulated_s},

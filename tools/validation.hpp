@@ -67,9 +67,15 @@ struct StrategyValidation {
   std::vector<double> measured_rounds_s;  // each round's median iteration, in the order run
   std::vector<double> probe_rounds_s;     // the capacity probe just before each of those runs
   MedianInterval interval;           // of measured_s, from measured_rounds_s
-  // "beyond noise": the error is larger than the measurement's uncertainty;
-  // "within noise": it is not; "too noisy to judge": the uncertainty stayed
-  // above the target (or the interval's coverage below the confidence asked).
+  // The plan simulated from each round's profile, and their spread
+  // (prediction_spread): how much the prediction moves with the profile.
+  std::vector<double> predicted_rounds_s;
+  double prediction_spread = 0;
+  double uncertainty = 0;            // combined_uncertainty of the measurement and the prediction
+  // "beyond noise": the error is larger than the measurement's and the
+  // prediction's uncertainty; "within noise": it is not; "too noisy to
+  // judge": the combined uncertainty stayed above the target (or the
+  // interval's coverage below the confidence asked).
   std::string verdict;
   double error_analytic = 0;         // (predicted - measured) / measured: positive = predicted slower
   double error_simulated = 0;
@@ -115,11 +121,21 @@ Validation validate(const Model& model, const Dataset& data, int64_t workers, co
 // (only those judged, not "too noisy to judge", with `judged_only`).
 double median_abs_error(const Validation& v, bool simulated, bool judged_only = false);
 
-// The verdict on an error given the measurement's interval: "too noisy to
-// judge" when its half-width is above `target` or its coverage below
-// `confidence`, else "within noise" when the prediction falls inside the
-// interval, else "beyond noise".
-std::string judge_error(double predicted_s, const MedianInterval& measured, double target, double confidence);
+// The prediction's own spread: half the range of `predictions_s` (one per
+// round's profile) relative to their median; 0 with fewer than two.
+double prediction_spread(const std::vector<double>& predictions_s);
+
+// The uncertainty of an error: the measurement's relative half-width and
+// the prediction's spread, added in quadrature (independent).
+double combined_uncertainty(const MedianInterval& measured, double prediction_spread);
+
+// The verdict on an error given the measurement's interval and the
+// prediction's spread: "too noisy to judge" when their combined uncertainty
+// is above `target` or the interval's coverage below `confidence`, else
+// "within noise" when the prediction falls inside the interval widened by
+// its spread (predicted_s · prediction_spread each way), else "beyond noise".
+std::string judge_error(double predicted_s, const MedianInterval& measured, double prediction_spread, double target,
+                        double confidence);
 
 // trainsim.validation/1: model, devices, batch_size, iterations, cluster,
 // rounds, results (strategy, config, measured_s, measured_rounds_s,

@@ -153,13 +153,30 @@ TEST(ValidateCli, PredictsRunsAndComparesEachStrategy) {
 TEST(JudgeError, SaysWithinNoiseBeyondNoiseOrTooNoisy) {
   MedianInterval m;
   m.median = 1.0, m.low = 0.98, m.high = 1.02, m.coverage = 0.9375, m.relative_half_width = 0.02;
-  EXPECT_EQ(judge_error(1.01, m, 0.03, 0.9), "within noise");
-  EXPECT_EQ(judge_error(0.98, m, 0.03, 0.9), "within noise");
-  EXPECT_EQ(judge_error(1.05, m, 0.03, 0.9), "beyond noise");
-  EXPECT_EQ(judge_error(0.90, m, 0.03, 0.9), "beyond noise");
-  EXPECT_EQ(judge_error(1.01, m, 0.01, 0.9), "too noisy to judge");  // wider than the target
-  m.coverage = 0.75;                                                 // three rounds only
-  EXPECT_EQ(judge_error(1.01, m, 0.03, 0.9), "too noisy to judge");
+  EXPECT_EQ(judge_error(1.01, m, 0, 0.03, 0.9), "within noise");
+  EXPECT_EQ(judge_error(0.98, m, 0, 0.03, 0.9), "within noise");
+  EXPECT_EQ(judge_error(1.05, m, 0, 0.03, 0.9), "beyond noise");
+  EXPECT_EQ(judge_error(0.90, m, 0, 0.03, 0.9), "beyond noise");
+  EXPECT_EQ(judge_error(1.01, m, 0, 0.01, 0.9), "too noisy to judge");  // wider than the target
+  m.coverage = 0.75;                                                    // three rounds only
+  EXPECT_EQ(judge_error(1.01, m, 0, 0.03, 0.9), "too noisy to judge");
+}
+
+TEST(JudgeError, ThePredictionsSpreadWidensTheIntervalAndAddsToTheUncertainty) {
+  // Measured 1.0 in [0.99, 1.01]; predictions from the rounds' profiles 1.03,
+  // 1.05 and 1.07: spread (1.07 - 1.03) / 2 / 1.05 = 1.905%. Combined with the
+  // measurement's 1%: sqrt(1% ^ 2 + 1.905% ^ 2) = 2.151%.
+  MedianInterval m;
+  m.median = 1.0, m.low = 0.99, m.high = 1.01, m.coverage = 0.9375, m.relative_half_width = 0.01;
+  const double spread = prediction_spread({1.05, 1.03, 1.07});
+  EXPECT_NEAR(spread, 0.02 / 1.05, 1e-12);
+  EXPECT_NEAR(combined_uncertainty(m, spread), std::hypot(0.01, 0.02 / 1.05), 1e-12);
+  // 1.03 is 0.02 above the interval; it may move 1.03 · 1.905% = 0.0196 down: beyond.
+  EXPECT_EQ(judge_error(1.03, m, spread, 0.03, 0.9), "beyond noise");
+  // 1.029 may move 0.0196 down to 1.0094: within.
+  EXPECT_EQ(judge_error(1.029, m, spread, 0.03, 0.9), "within noise");
+  EXPECT_EQ(judge_error(1.0, m, spread, 0.02, 0.9), "too noisy to judge");  // 2.15% combined > 2%
+  EXPECT_EQ(prediction_spread({1.2}), 0);
 }
 
 TEST(Validate, RunsMoreRoundsOnlyOfStrategiesNotYetSettled) {
@@ -219,8 +236,15 @@ TEST(ValidateCli, ReportsEachStrategysUncertaintyAndVerdict) {
   std::sort(rounds.begin(), rounds.end());
   EXPECT_EQ(s["measured_low_s"].get<double>(), rounds.front());
   EXPECT_EQ(s["measured_high_s"].get<double>(), rounds.back());
-  EXPECT_NEAR(s["uncertainty"].get<double>(),
-              std::max(rounds[2] - rounds[0], rounds[4] - rounds[2]) / rounds[2], 1e-12);
+  const double measurement = std::max(rounds[2] - rounds[0], rounds[4] - rounds[2]) / rounds[2];
+  EXPECT_NEAR(s["measurement_uncertainty"].get<double>(), measurement, 1e-12);
+  // The plan simulated from each of the five rounds' profiles.
+  std::vector<double> predicted = s["predicted_rounds_s"].get<std::vector<double>>();
+  ASSERT_EQ(predicted.size(), 5u);
+  std::sort(predicted.begin(), predicted.end());
+  const double spread = 0.5 * (predicted.back() - predicted.front()) / predicted[2];
+  EXPECT_NEAR(s["prediction_spread"].get<double>(), spread, 1e-12);
+  EXPECT_NEAR(s["uncertainty"].get<double>(), std::hypot(measurement, spread), 1e-12);
   const std::string verdict = s["verdict"];
   EXPECT_TRUE(verdict == "within noise" || verdict == "beyond noise" || verdict == "too noisy to judge") << verdict;
   const auto table = run_cli({"validate", "--model", "fmnist-mlp", "--devices", "cpu:2", "--strategies", "single",
