@@ -1,0 +1,141 @@
+// MpiSession and MpiTransport: non-blocking sends whose buffers live until
+// MPI is done with them, matched-probe receives that poll so an abort
+// wakes them.
+#include "exec/mpi/mpi_transport.hpp"
+
+#include <limits>
+#include <thread>
+
+#include "model/error.hpp"
+
+namespace trainsim {
+namespace {
+
+// An MPI call's error as a logic_error naming the call (the transport's
+// communicators return errors instead of aborting the job).
+void check_mpi(int code, const char* call) {
+  if (code == MPI_SUCCESS) return;
+  char text[MPI_MAX_ERROR_STRING];
+  int length = 0;
+  MPI_Error_string(code, text, &length);
+  TRAINSIM_CHECK(false, std::string("MPI: ") + call + " failed: " + std::string(text, static_cast<size_t>(length)));
+}
+
+int size_of(MPI_Comm comm) {
+  int size = 0;
+  check_mpi(MPI_Comm_size(comm, &size), "MPI_Comm_size");
+  return size;
+}
+
+}  // namespace
+
+MpiSession::MpiSession(int* argc, char*** argv) {
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (!initialized) {
+    int provided = MPI_THREAD_SINGLE;
+    check_mpi(MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided), "MPI_Init_thread");
+    owns_ = true;
+    if (provided < MPI_THREAD_MULTIPLE) {
+      MPI_Finalize();
+      owns_ = false;
+      throw InputError("MPI", "gives threads level " + std::to_string(provided),
+                       "an MPI library built with MPI_THREAD_MULTIPLE (Open MPI 4: ompi_info's \"MPI_THREAD_MULTIPLE: yes\")");
+    }
+  }
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
+  MPI_Comm_size(MPI_COMM_WORLD, &size_);
+}
+
+MpiSession::~MpiSession() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (owns_ && !finalized) MPI_Finalize();
+}
+
+MpiTransport::MpiTransport(MPI_Comm comm) : Transport(size_of(comm)) {
+  int level = MPI_THREAD_SINGLE;
+  check_mpi(MPI_Query_thread(&level), "MPI_Query_thread");
+  TRAINSIM_CHECK(level == MPI_THREAD_MULTIPLE, "MpiTransport: MPI is not initialized with MPI_THREAD_MULTIPLE");
+  check_mpi(MPI_Comm_dup(comm, &comm_), "MPI_Comm_dup");
+  check_mpi(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
+  check_mpi(MPI_Comm_rank(comm_, &rank_), "MPI_Comm_rank");
+  int* upper = nullptr;
+  int found = 0;
+  check_mpi(MPI_Comm_get_attr(comm_, MPI_TAG_UB, &upper, &found), "MPI_Comm_get_attr");
+  max_tag_ = found != 0 && upper != nullptr ? *upper : 32767;  // the standard's least MPI_TAG_UB
+}
+
+MpiTransport::~MpiTransport() {
+  {
+    const std::lock_guard<std::mutex> lock(pending_mutex_);
+    // Where a peer died, the launcher ends this process too.
+    for (auto& [request, buffer] : pending_) MPI_Wait(&request, MPI_STATUS_IGNORE);
+    pending_.clear();
+  }
+  MPI_Comm_free(&comm_);
+}
+
+void MpiTransport::check_own(int worker, const char* role) const {
+  TRAINSIM_CHECK(worker == rank_, std::string("MpiTransport: rank ") + std::to_string(rank_) + " called as the " +
+                                      role + " worker " + std::to_string(worker) +
+                                      " (a process sends and receives as its own rank only)");
+}
+
+int MpiTransport::mpi_tag(int64_t tag) const {
+  TRAINSIM_CHECK(tag >= 0 && tag <= max_tag_, "MpiTransport: tag " + std::to_string(tag) + " outside 0.." +
+                                                  std::to_string(max_tag_) + " (MPI_TAG_UB)");
+  return static_cast<int>(tag);
+}
+
+void MpiTransport::throw_aborted() const {
+  const std::lock_guard<std::mutex> lock(why_mutex_);
+  throw TransportAborted("transport aborted: " + why_);
+}
+
+void MpiTransport::abort(const std::string& why) {
+  const std::lock_guard<std::mutex> lock(why_mutex_);
+  if (aborted_.load()) return;  // the first reason stands
+  why_ = why;
+  aborted_.store(true);
+}
+
+void MpiTransport::reap_sends() {
+  for (auto it = pending_.begin(); it != pending_.end();) {
+    int done = 0;
+    check_mpi(MPI_Test(&it->first, &done, MPI_STATUS_IGNORE), "MPI_Test");
+    it = done != 0 ? pending_.erase(it) : std::next(it);
+  }
+}
+
+void MpiTransport::deliver(int from, int to, int64_t tag, std::vector<float> payload) {
+  check_own(from, "sending");
+  if (aborted_.load()) throw_aborted();
+  TRAINSIM_CHECK(payload.size() <= static_cast<size_t>(std::numeric_limits<int>::max()),
+                 "MpiTransport: a message of " + std::to_string(payload.size()) + " floats is over MPI's int count");
+  const int mpi_tag_value = mpi_tag(tag);
+  const std::lock_guard<std::mutex> lock(pending_mutex_);
+  reap_sends();
+  auto& [request, buffer] = pending_.emplace_back(MPI_REQUEST_NULL, std::move(payload));
+  check_mpi(MPI_Isend(buffer.data(), static_cast<int>(buffer.size()), MPI_FLOAT, to, mpi_tag_value, comm_, &request),
+            "MPI_Isend");
+}
+
+std::vector<float> MpiTransport::wait_for(int to, int from, int64_t tag) {
+  check_own(to, "receiving");
+  const int mpi_tag_value = mpi_tag(tag);
+  MPI_Message message = MPI_MESSAGE_NULL;
+  MPI_Status status;
+  for (int found = 0; found == 0;) {
+    if (aborted_.load()) throw_aborted();
+    check_mpi(MPI_Improbe(from, mpi_tag_value, comm_, &found, &message, &status), "MPI_Improbe");
+    if (found == 0) std::this_thread::yield();
+  }
+  int count = 0;
+  check_mpi(MPI_Get_count(&status, MPI_FLOAT, &count), "MPI_Get_count");
+  std::vector<float> payload(static_cast<size_t>(count));
+  check_mpi(MPI_Mrecv(payload.data(), count, MPI_FLOAT, &message, MPI_STATUS_IGNORE), "MPI_Mrecv");
+  return payload;
+}
+
+}  // namespace trainsim

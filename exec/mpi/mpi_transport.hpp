@@ -1,0 +1,87 @@
+// The MPI transport: workers are the ranks of a communicator, one process
+// each, and a message is an MPI message between them. A process calls it as
+// its own rank only (sends from it, receives to it, collectives as it); its
+// threads may call it at once (MPI_THREAD_MULTIPLE). The collectives are the
+// project's own algorithms over these messages (Transport's defaults), so
+// the pattern on the wire is the one sim/ times.
+#pragma once
+
+#include <mpi.h>
+
+#include <atomic>
+#include <cstdint>
+#include <list>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "exec/transport/transport.hpp"
+
+namespace trainsim {
+
+// MPI for this process: initialized with MPI_THREAD_MULTIPLE on
+// construction (unless the process already did) and finalized on
+// destruction (if it initialized it). InputError where the MPI library
+// cannot give threads that level.
+class MpiSession {
+ public:
+  MpiSession(int* argc, char*** argv);
+  ~MpiSession();
+  MpiSession(const MpiSession&) = delete;
+  MpiSession& operator=(const MpiSession&) = delete;
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+
+ private:
+  bool owns_ = false;
+  int rank_ = 0;
+  int size_ = 1;
+};
+
+class MpiTransport final : public Transport {
+ public:
+  // The ranks of `comm` (duplicated, so the transport's tags never meet the
+  // caller's messages) are the workers. MPI must be initialized with
+  // MPI_THREAD_MULTIPLE.
+  explicit MpiTransport(MPI_Comm comm = MPI_COMM_WORLD);
+  // Waits for the sends still in flight, then frees the communicator.
+  ~MpiTransport() override;
+
+  int rank() const { return rank_; }
+  // The largest tag a message may carry (MPI_TAG_UB); a larger one is a plan
+  // bug (logic_error).
+  int64_t max_tag() const { return max_tag_; }
+
+  // Wakes this process's waiters with TransportAborted(why); the other
+  // processes learn of it when the launcher stops the job.
+  void abort(const std::string& why) override;
+  bool aborted() const override { return aborted_.load(); }
+
+ protected:
+  // MPI_Isend; the payload is kept until MPI has sent it, so the call never
+  // waits for the receiver.
+  void deliver(int from, int to, int64_t tag, std::vector<float> payload) override;
+  // A matched probe then receive (MPI_Improbe, MPI_Mrecv): another thread's
+  // receive cannot take the message in between. Polls, so an abort wakes it.
+  std::vector<float> wait_for(int to, int from, int64_t tag) override;
+
+ private:
+  void check_own(int worker, const char* role) const;
+  [[noreturn]] void throw_aborted() const;
+  int mpi_tag(int64_t tag) const;
+  // Frees the sends MPI has finished with; callers hold pending_mutex_.
+  void reap_sends();
+
+  MPI_Comm comm_ = MPI_COMM_NULL;
+  int rank_ = 0;
+  int64_t max_tag_ = 0;
+  std::mutex pending_mutex_;
+  std::list<std::pair<MPI_Request, std::vector<float>>> pending_;  // sends in flight and their buffers
+  std::atomic<bool> aborted_{false};
+  mutable std::mutex why_mutex_;
+  std::string why_;
+};
+
+}  // namespace trainsim

@@ -1,0 +1,157 @@
+// MpiTransport across processes (run under mpirun with 3 ranks, tests/CMakeLists.txt):
+// messages matched by pair and tag in order, several threads of a rank at
+// once, the project's collectives giving the in-process transport's bits,
+// broadcast and barrier, the traffic counted, and what a rank may not do.
+#include "exec/mpi/mpi_transport.hpp"
+
+#include <gtest/gtest.h>
+
+#include <numeric>
+#include <random>
+#include <stdexcept>
+#include <thread>
+
+#include "exec/transport/in_process.hpp"
+
+namespace trainsim {
+namespace {
+
+const CollectiveAlgorithm kAlgorithms[] = {CollectiveAlgorithm::kRing, CollectiveAlgorithm::kRecursiveDoubling,
+                                           CollectiveAlgorithm::kRabenseifner, CollectiveAlgorithm::kBinomialTree};
+
+std::vector<int> world(int p) {
+  std::vector<int> group(static_cast<size_t>(p));
+  std::iota(group.begin(), group.end(), 0);
+  return group;
+}
+
+// Rank w's vector: values in [-1, 1) from the engine's top 24 bits.
+std::vector<float> values_of(int w, int64_t n) {
+  std::mt19937_64 engine(1000 + static_cast<uint64_t>(w));
+  std::vector<float> values(static_cast<size_t>(n));
+  for (float& v : values) v = static_cast<float>(engine() >> 40) * 0x1p-23f - 1.0f;
+  return values;
+}
+
+TEST(MpiTransport, MessagesMatchByPairAndTagInTheOrderSent) {
+  MpiTransport t;
+  const int p = t.workers(), me = t.rank();
+  ASSERT_GE(p, 2) << "run under mpirun with at least 2 ranks";
+  const int next = (me + 1) % p, previous = (me + p - 1) % p;
+  // Tags 1 and 2 interleaved; the receiver takes tag 2's first.
+  t.send(me, next, 1, {1.0f, static_cast<float>(me)});
+  t.send(me, next, 2, {2.0f});
+  t.send(me, next, 1, {3.0f});
+  t.send(me, next, 2, {});
+  EXPECT_EQ(t.recv(me, previous, 2), (std::vector<float>{2.0f}));
+  EXPECT_EQ(t.recv(me, previous, 2), std::vector<float>{});
+  EXPECT_EQ(t.recv(me, previous, 1), (std::vector<float>{1.0f, static_cast<float>(previous)}));
+  EXPECT_EQ(t.recv(me, previous, 1), (std::vector<float>{3.0f}));
+  const TrafficStats traffic = t.traffic();
+  EXPECT_EQ(traffic.pair_messages[static_cast<size_t>(me)][static_cast<size_t>(next)], 4);
+  EXPECT_EQ(traffic.pair_bytes[static_cast<size_t>(me)][static_cast<size_t>(next)], 4 * 4);
+}
+
+TEST(MpiTransport, ThreadsOfARankSendAndReceiveAtOnce) {
+  // Each rank's two threads exchange with both neighbours under their own
+  // tags, 200 messages each way, as a worker's send and receive streams do.
+  MpiTransport t;
+  const int p = t.workers(), me = t.rank();
+  const int next = (me + 1) % p, previous = (me + p - 1) % p;
+  constexpr int kMessages = 200;
+  std::vector<float> forward_sum(1, 0.0f), backward_sum(1, 0.0f);
+  std::thread forward([&] {
+    for (int k = 0; k < kMessages; ++k) {
+      t.send(me, next, 10, {static_cast<float>(k)});
+      forward_sum[0] += t.recv(me, previous, 10).at(0);
+    }
+  });
+  std::thread backward([&] {
+    for (int k = 0; k < kMessages; ++k) {
+      t.send(me, previous, 11, {static_cast<float>(2 * k)});
+      backward_sum[0] += t.recv(me, next, 11).at(0);
+    }
+  });
+  forward.join();
+  backward.join();
+  EXPECT_EQ(forward_sum[0], kMessages * (kMessages - 1) / 2);
+  EXPECT_EQ(backward_sum[0], kMessages * (kMessages - 1));
+}
+
+TEST(MpiTransport, EveryAllReduceGivesTheInProcessTransportsBits) {
+  MpiTransport t;
+  const int p = t.workers(), me = t.rank();
+  const std::vector<int> group = world(p);
+  for (const int64_t n : {int64_t{1}, int64_t{7}, int64_t{1000}, int64_t{100003}}) {
+    for (CollectiveAlgorithm algorithm : kAlgorithms) {
+      // The same sums on p threads of one process.
+      std::vector<std::vector<float>> expected(static_cast<size_t>(p));
+      for (int w = 0; w < p; ++w) expected[static_cast<size_t>(w)] = values_of(w, n);
+      InProcessTransport local(p, 30.0);
+      run_workers(local, p, [&](int w) { local.all_reduce(w, group, 5, expected[static_cast<size_t>(w)], algorithm); });
+      std::vector<float> mine = values_of(me, n);
+      t.all_reduce(me, group, 5, mine, algorithm);
+      EXPECT_EQ(mine, expected[static_cast<size_t>(me)]) << "n " << n << ", algorithm " << static_cast<int>(algorithm);
+    }
+  }
+}
+
+TEST(MpiTransport, AllReduceOverASubgroupLeavesTheOthersOut) {
+  MpiTransport t;
+  const int me = t.rank();
+  const std::vector<int> pair{0, 1};
+  if (me < 2) {
+    std::vector<float> data{static_cast<float>(me + 1), 10.0f};
+    t.all_reduce(me, pair, 9, data, CollectiveAlgorithm::kRing);
+    EXPECT_EQ(data, (std::vector<float>{3.0f, 20.0f}));
+  }
+  t.barrier(me, world(t.workers()), 12);
+}
+
+TEST(MpiTransport, BroadcastCopiesTheRootsVectorAndBarrierGathersAll) {
+  MpiTransport t;
+  const int p = t.workers(), me = t.rank();
+  const int root = p - 1;
+  std::vector<float> data = me == root ? std::vector<float>{4.0f, 5.0f, 6.0f} : std::vector<float>(3, 0.0f);
+  t.broadcast(me, world(p), root, 3, data);
+  EXPECT_EQ(data, (std::vector<float>{4.0f, 5.0f, 6.0f}));
+  t.barrier(me, world(p), 4);
+  // Each process counts its own sends: the root's are the broadcast's first hops.
+  if (me == root) {
+    EXPECT_GT(t.traffic().collective_bytes.at(3).at(static_cast<size_t>(root)), 0);
+  }
+}
+
+TEST(MpiTransport, ARankSendsAndReceivesAsItselfWithTagsMpiCarries) {
+  MpiTransport t;
+  const int p = t.workers(), me = t.rank();
+  const int other = (me + 1) % p;
+  EXPECT_THROW(t.send(other, me, 1, {1.0f}), std::logic_error);
+  EXPECT_THROW((void)t.recv(other, me, 1), std::logic_error);
+  EXPECT_THROW(t.send(me, other, t.max_tag() + 1, {1.0f}), std::logic_error);
+  EXPECT_GE(t.max_tag(), 32767);
+}
+
+TEST(MpiTransport, AnAbortWakesAWaitingReceive) {
+  MpiTransport t;
+  const int me = t.rank();
+  std::thread waiter([&] {
+    EXPECT_THROW((void)t.recv(me, (me + 1) % t.workers(), 77), TransportAborted);  // never sent
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  t.abort("test");
+  waiter.join();
+  EXPECT_TRUE(t.aborted());
+  EXPECT_THROW(t.send(me, (me + 1) % t.workers(), 1, {}), TransportAborted);
+}
+
+}  // namespace
+}  // namespace trainsim
+
+// Every rank runs every test, in the same order (each makes its transport
+// collectively); MPI around them. A failure on any rank fails mpirun.
+int main(int argc, char** argv) {
+  trainsim::MpiSession mpi(&argc, &argv);
+  testing::InitGoogleTest(&argc, argv);
+  return RUN_ALL_TESTS();
+}
