@@ -67,6 +67,17 @@ Interpreter::Interpreter(const Plan& plan, const Network& network, const Weights
   loss_rows_.assign(static_cast<size_t>(plan.iterations), 0);
 }
 
+std::vector<int32_t> Interpreter::first_worker_per_layer(OpKind kind) const {
+  std::vector<int32_t> worker(network_.layers.size(), -1);
+  for (const Op& op : plan_.ops) {
+    if (op.kind != kind) continue;
+    for (int32_t l = op.first_layer; l <= op.last_layer; ++l) {
+      if (worker[static_cast<size_t>(l)] < 0) worker[static_cast<size_t>(l)] = op.worker;
+    }
+  }
+  return worker;
+}
+
 ExecResult Interpreter::run() {
   scheduler_.run(*this);
   return result();
@@ -117,27 +128,15 @@ ExecResult Interpreter::result() {
   for (size_t i = 0; i < loss_sum_.size(); ++i) {
     r.loss_per_iteration.push_back(loss_rows_[i] > 0 ? loss_sum_[i] / static_cast<double>(loss_rows_[i]) : 0.0);
   }
+  // Each layer's weights from the first worker updating it; its statistics
+  // from the first running its forward (DDP keeps rank 0's buffers).
+  const std::vector<int32_t> updater = first_worker_per_layer(OpKind::kUpdate);
+  const std::vector<int32_t> forwarder = first_worker_per_layer(OpKind::kForward);
   r.weights = workers_.front()->weights;
-  // Statistics as DDP keeps them (broadcast from rank 0): each layer's from
-  // the first worker running its forward.
   r.statistics = workers_.front()->statistics;
-  std::vector<bool> counted(network_.layers.size(), false);
-  for (const Op& op : plan_.ops) {
-    if (op.kind != OpKind::kForward) continue;
-    for (int32_t l = op.first_layer; l <= op.last_layer; ++l) {
-      if (counted[static_cast<size_t>(l)]) continue;
-      counted[static_cast<size_t>(l)] = true;
-      r.statistics[static_cast<size_t>(l)] = workers_[static_cast<size_t>(op.worker)]->statistics[static_cast<size_t>(l)];
-    }
-  }
-  std::vector<bool> taken(network_.layers.size(), false);
-  for (const Op& op : plan_.ops) {
-    if (op.kind != OpKind::kUpdate) continue;
-    for (int32_t l = op.first_layer; l <= op.last_layer; ++l) {
-      if (taken[static_cast<size_t>(l)]) continue;
-      taken[static_cast<size_t>(l)] = true;
-      r.weights[static_cast<size_t>(l)] = workers_[static_cast<size_t>(op.worker)]->weights[static_cast<size_t>(l)];
-    }
+  for (size_t l = 0; l < network_.layers.size(); ++l) {
+    if (updater[l] >= 0) r.weights[l] = workers_[static_cast<size_t>(updater[l])]->weights[l];
+    if (forwarder[l] >= 0) r.statistics[l] = workers_[static_cast<size_t>(forwarder[l])]->statistics[l];
   }
   for (const auto& s : servers_) {
     if (s->shape.sparse) {

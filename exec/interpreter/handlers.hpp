@@ -56,6 +56,8 @@ class Interpreter final : public OpHandler {
   // handlers.cpp
   void check_supported(const Op& op) const;
   ExecResult result();
+  // Per layer, the worker of the first op of `kind` covering it (-1: none).
+  std::vector<int32_t> first_worker_per_layer(OpKind kind) const;
 
   // compute_ops.cpp: forward, recompute, backward, update, their batches and gradients
   RowRange rows_of(const Op& op) const;

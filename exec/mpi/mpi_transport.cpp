@@ -88,18 +88,6 @@ int MpiTransport::mpi_tag(int64_t tag) const {
   return static_cast<int>(tag);
 }
 
-void MpiTransport::throw_aborted() const {
-  const std::lock_guard<std::mutex> lock(why_mutex_);
-  throw TransportAborted("transport aborted: " + why_);
-}
-
-void MpiTransport::abort(const std::string& why) {
-  const std::lock_guard<std::mutex> lock(why_mutex_);
-  if (aborted_.load()) return;  // the first reason stands
-  why_ = why;
-  aborted_.store(true);
-}
-
 void MpiTransport::reap_sends() {
   for (auto it = pending_.begin(); it != pending_.end();) {
     int done = 0;
@@ -110,7 +98,7 @@ void MpiTransport::reap_sends() {
 
 void MpiTransport::deliver(int from, int to, int64_t tag, std::vector<float> payload) {
   check_own(from, "sending");
-  if (aborted_.load()) throw_aborted();
+  if (aborted()) throw_aborted();
   TRAINSIM_CHECK(payload.size() <= static_cast<size_t>(std::numeric_limits<int>::max()),
                  "MpiTransport: a message of " + std::to_string(payload.size()) + " floats is over MPI's int count");
   const int mpi_tag_value = mpi_tag(tag);
@@ -127,7 +115,7 @@ std::vector<float> MpiTransport::wait_for(int to, int from, int64_t tag) {
   MPI_Message message = MPI_MESSAGE_NULL;
   MPI_Status status;
   for (int found = 0; found == 0;) {
-    if (aborted_.load()) throw_aborted();
+    if (aborted()) throw_aborted();
     check_mpi(MPI_Improbe(from, mpi_tag_value, comm_, &found, &message, &status), "MPI_Improbe");
     if (found == 0) std::this_thread::yield();
   }

@@ -54,12 +54,9 @@ class MpiTransport final : public Transport {
   // bug (logic_error).
   int64_t max_tag() const { return max_tag_; }
 
-  // Wakes this process's waiters with TransportAborted(why); the other
-  // processes learn of it when the launcher stops the job.
-  void abort(const std::string& why) override;
-  bool aborted() const override { return aborted_.load(); }
-
  protected:
+  // An abort (Transport::abort) wakes this process's receives, which poll;
+  // the other processes learn of it when the launcher stops the job.
   // MPI_Isend; the payload is kept until MPI has sent it, so the call never
   // waits for the receiver.
   void deliver(int from, int to, int64_t tag, std::vector<float> payload) override;
@@ -69,7 +66,6 @@ class MpiTransport final : public Transport {
 
  private:
   void check_own(int worker, const char* role) const;
-  [[noreturn]] void throw_aborted() const;
   int mpi_tag(int64_t tag) const;
   // Frees the sends MPI has finished with; callers hold pending_mutex_.
   void reap_sends();
@@ -79,9 +75,6 @@ class MpiTransport final : public Transport {
   int64_t max_tag_ = 0;
   std::mutex pending_mutex_;
   std::list<std::pair<MPI_Request, std::vector<float>>> pending_;  // sends in flight and their buffers
-  std::atomic<bool> aborted_{false};
-  mutable std::mutex why_mutex_;
-  std::string why_;
 };
 
 }  // namespace trainsim

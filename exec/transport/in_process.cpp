@@ -16,18 +16,7 @@ InProcessTransport::InProcessTransport(int workers, double recv_timeout_s)
   for (int w = 0; w < workers; ++w) mailboxes_.push_back(std::make_unique<Mailbox>());
 }
 
-void InProcessTransport::throw_aborted() const {
-  const std::lock_guard<std::mutex> lock(why_mutex_);
-  throw TransportAborted("transport aborted: " + why_);
-}
-
-void InProcessTransport::abort(const std::string& why) {
-  {
-    const std::lock_guard<std::mutex> lock(why_mutex_);
-    if (aborted_.load()) return;  // the first reason stands
-    why_ = why;
-    aborted_.store(true);
-  }
+void InProcessTransport::wake_waiters() {
   // Taking each mailbox's mutex before notifying: a waiter that checked the
   // flag just before it was set is already waiting and gets the wake-up.
   for (auto& mailbox : mailboxes_) {
@@ -37,7 +26,7 @@ void InProcessTransport::abort(const std::string& why) {
 }
 
 void InProcessTransport::deliver(int from, int to, int64_t tag, std::vector<float> payload) {
-  if (aborted_.load()) throw_aborted();
+  if (aborted()) throw_aborted();
   Mailbox& mailbox = *mailboxes_[static_cast<size_t>(to)];
   {
     const std::lock_guard<std::mutex> lock(mailbox.mutex);
@@ -52,7 +41,7 @@ std::vector<float> InProcessTransport::wait_for(int to, int from, int64_t tag) {
   Mailbox& mailbox = *mailboxes_[static_cast<size_t>(to)];
   std::unique_lock<std::mutex> lock(mailbox.mutex);
   const auto ready = [&] {
-    if (aborted_.load()) return true;
+    if (aborted()) return true;
     const auto queue = mailbox.queues.find({from, tag});
     return queue != mailbox.queues.end() && !queue->second.empty();
   };
@@ -67,7 +56,7 @@ std::vector<float> InProcessTransport::wait_for(int to, int from, int64_t tag) {
   } else {
     mailbox.arrived.wait(lock, ready);
   }
-  if (aborted_.load()) {
+  if (aborted()) {
     lock.unlock();
     throw_aborted();
   }

@@ -25,10 +25,8 @@ class InProcessTransport final : public Transport {
   // that deadlocks fails instead of hanging); 0 waits for ever.
   explicit InProcessTransport(int workers, double recv_timeout_s = 0);
 
-  void abort(const std::string& why) override;
-  bool aborted() const override { return aborted_.load(); }
-
  protected:
+  void wake_waiters() override;
   void deliver(int from, int to, int64_t tag, std::vector<float> payload) override;
   std::vector<float> wait_for(int to, int from, int64_t tag) override;
 
@@ -39,13 +37,8 @@ class InProcessTransport final : public Transport {
     std::map<std::pair<int, int64_t>, std::deque<std::vector<float>>> queues;  // (from, tag) -> FIFO
   };
 
-  [[noreturn]] void throw_aborted() const;
-
   std::vector<std::unique_ptr<Mailbox>> mailboxes_;  // one per receiving worker
   double recv_timeout_s_;
-  std::atomic<bool> aborted_{false};
-  mutable std::mutex why_mutex_;
-  std::string why_;
 };
 
 // Runs body(w) for w = 0..threads-1, each on its own thread, and joins them.

@@ -28,6 +28,21 @@ Transport::Transport(int workers) : workers_(workers) {
   traffic_.pair_messages.assign(n, std::vector<int64_t>(n, 0));
 }
 
+void Transport::abort(const std::string& why) {
+  {
+    const std::lock_guard<std::mutex> lock(why_mutex_);
+    if (aborted_.load()) return;  // the first reason stands
+    why_ = why;
+    aborted_.store(true);
+  }
+  wake_waiters();
+}
+
+void Transport::throw_aborted() const {
+  const std::lock_guard<std::mutex> lock(why_mutex_);
+  throw TransportAborted("transport aborted: " + why_);
+}
+
 void Transport::check_worker(int worker, const char* role) const {
   TRAINSIM_CHECK(worker >= 0 && worker < workers_, std::string("transport: ") + role + " worker " +
                                                        std::to_string(worker) + " is outside 0.." +

@@ -5,6 +5,7 @@
 // it; MPI and NCCL backends implement the same interface.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -68,12 +69,18 @@ class Transport {
   void barrier(int self, const std::vector<int>& group, int64_t tag);
 
   // Wakes every waiter with TransportAborted(why); later calls throw it too.
-  virtual void abort(const std::string& why) = 0;
-  virtual bool aborted() const = 0;
+  // The first reason stands.
+  void abort(const std::string& why);
+  bool aborted() const { return aborted_.load(); }
 
   TrafficStats traffic() const;
 
  protected:
+  // After abort() has set aborted(): the backend wakes the waiters it blocks
+  // (a backend whose waits poll aborted() has none).
+  virtual void wake_waiters() {}
+  [[noreturn]] void throw_aborted() const;
+
   // The backend's message layer, called after the arguments are checked.
   virtual void deliver(int from, int to, int64_t tag, std::vector<float> payload) = 0;
   virtual std::vector<float> wait_for(int to, int from, int64_t tag) = 0;
@@ -91,6 +98,9 @@ class Transport {
   void count_collective(int self, int64_t tag, int64_t bytes);
 
   int workers_;
+  std::atomic<bool> aborted_{false};
+  mutable std::mutex why_mutex_;
+  std::string why_;
   mutable std::mutex traffic_mutex_;
   TrafficStats traffic_;
 };
