@@ -7,7 +7,7 @@ TRAINSIM = $(BUILD)/tools/trainsim
 # Debian packages the build, the tests, the data, the plots, the notebooks
 # and the report's browser test need.
 PACKAGES = build-essential cmake ninja-build pkg-config \
-  libeigen3-dev libopenblas-pthread-dev nlohmann-json3-dev libgtest-dev libbenchmark-dev libcli11-dev \
+  libeigen3-dev libopenblas-pthread-dev libdnnl-dev nlohmann-json3-dev libgtest-dev libbenchmark-dev libcli11-dev \
   zlib1g-dev libopenmpi-dev openmpi-bin dataset-fashion-mnist fortunes fortunes-min python3-matplotlib python3-numpy \
   jupyter-nbconvert python3-ipykernel chromium
 
@@ -17,9 +17,11 @@ CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=Release -DTRAINSIM_WITH_CUDA=$(CUDA_FLAG) -DTR
 
 # Sanitizer builds and fuzzing (make test-asan, test-tsan, fuzz): clang with
 # its sanitizer and libFuzzer runtimes and llvm-symbolizer, each in its own
-# build folder, without CUDA and MPI.
+# build folder, without CUDA, MPI and oneDNN (its OpenMP runtime is not
+# instrumented).
 SANITIZE_PACKAGES = clang libclang-rt-dev llvm
-SANITIZE_FLAGS = -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=clang++ -DTRAINSIM_WITH_CUDA=OFF -DTRAINSIM_WITH_MPI=OFF
+SANITIZE_FLAGS = -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=clang++ -DTRAINSIM_WITH_CUDA=OFF -DTRAINSIM_WITH_MPI=OFF \
+  -DTRAINSIM_WITH_ONEDNN=OFF
 FUZZ_SECONDS ?= 20
 # make test-tsan builds only exec_tests (the executor, its transport and
 # interpreter, the data and kernels they run); TSAN_TESTS narrows it (ctest -R).

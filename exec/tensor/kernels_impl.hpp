@@ -33,9 +33,23 @@ std::unique_ptr<ExecLayer> make_reshape(std::vector<int64_t> in_shape, std::vect
 // as PyTorch and Caffe compute it (the last ceil-mode window starts inside).
 int64_t window_output_size(int64_t in, int64_t kernel, int64_t stride, int64_t pad, bool ceil_mode);
 
+// A convolution's or pooling's window over {C, H, W} samples: the input's
+// and output's sizes per sample.
+struct Geometry {
+  int64_t channels, height, width;  // input, per sample
+  int64_t out_height, out_width;
+  WindowSpec w;
+  int64_t in_plane() const { return height * width; }
+  int64_t out_plane() const { return out_height * out_width; }
+};
+Geometry make_geometry(const std::vector<int64_t>& in_shape, const WindowSpec& window, bool ceil_mode);
+
 // Convolution over {C, H, W}; weight {out, C/groups, kh, kw}, bias {out}.
+// `fastest`: oneDNN's kernels where it is built in and loads, else im2col;
+// `im2col`: im2col and matrix products always (the reference).
+enum class ConvKernels { fastest, im2col };
 std::unique_ptr<ExecLayer> make_conv2d(std::vector<int64_t> in_shape, int64_t out_channels, const WindowSpec& window,
-                                       bool bias);
+                                       bool bias, ConvKernels kernels = ConvKernels::fastest);
 
 // Max pooling over {C, H, W}; padding never wins; the argmax goes in the cache.
 std::unique_ptr<ExecLayer> make_maxpool(std::vector<int64_t> in_shape, const WindowSpec& window);
@@ -48,8 +62,8 @@ std::unique_ptr<ExecLayer> make_avgpool(std::vector<int64_t> in_shape, const Win
 // Batch normalization in training mode over {C, H, W} or {C}: each channel
 // normalized by the mean and biased variance of the batch (over the batch and,
 // for images, every position), eps 1e-5, then scaled and shifted; scale {C}
-// (init 1), shift {C} (init 0). No running statistics: evaluation normalizes by
-// the evaluated batch too.
+// (init 1), shift {C} (init 0). Running mean and variance (momentum 0.1, the
+// variance unbiased) are its statistics, which evaluation normalizes by.
 std::unique_ptr<ExecLayer> make_batchnorm(std::vector<int64_t> in_shape);
 
 // Layer normalization over the last dimension (size `features`), eps 1e-5,

@@ -9,12 +9,6 @@
 namespace trainsim {
 namespace {
 
-using ArrayView = Eigen::Map<Eigen::ArrayXf>;
-using ConstArrayView = Eigen::Map<const Eigen::ArrayXf>;
-
-ConstArrayView as_array(const Tensor& t) { return ConstArrayView(t.data.data(), t.size()); }
-ArrayView as_array(Tensor& t) { return ArrayView(t.data.data(), t.size()); }
-
 void check_grads(const LayerGrads& grads, const std::vector<std::vector<int64_t>>& shapes, const char* layer) {
   TRAINSIM_CHECK(grads.size() == shapes.size(), std::string(layer) + ": gradients not sized by zero_gradients");
   for (size_t i = 0; i < shapes.size(); ++i) {
@@ -77,19 +71,24 @@ class Linear final : public ExecLayer {
 
 class Relu final : public ExecLayer {
  public:
+  // y = max(x, 0), NaN kept (as PyTorch); the output is kept for the backward.
   Tensor forward(const LayerParams&, const Tensor& x, LayerCache& cache) const override {
-    Tensor y(x.shape);
-    as_array(y) = as_array(x).max(0.0f);
+    Tensor y = x;
+    for (float& v : y.data) v = v < 0.0f ? 0.0f : v;
     cache.saved = {y};
     return y;
   }
 
-  // dx = dy where the output is positive (the subgradient 0 at 0, as PyTorch).
+  // dx = dy where the output is positive (the subgradient 0 at 0, as PyTorch):
+  // a branch-free loop the compiler vectorizes (the signs are random).
   Tensor backward(const LayerParams&, const Tensor& dy, const LayerCache& cache, LayerGrads&) const override {
     const Tensor& y = cache.saved.at(0);
     TRAINSIM_CHECK(dy.size() == y.size(), "relu: dy does not match the forward's output");
-    Tensor dx(y.shape);
-    as_array(dx) = (as_array(y) > 0.0f).select(as_array(dy), 0.0f);
+    Tensor dx = dy;
+    dx.shape = y.shape;
+    const float* out = y.data.data();
+    float* grad = dx.data.data();
+    for (int64_t i = 0; i < dx.size(); ++i) grad[i] = out[i] > 0.0f ? grad[i] : 0.0f;
     return dx;
   }
 };

@@ -1,7 +1,8 @@
 // Normalization and the kernels that come with it in ResNets and Transformers:
 // batch norm (training and evaluation), layer norm, exact GELU (in float),
 // global average pooling.
-// Values are stored as float; sums over a batch or a row accumulate in double.
+// Values are stored as float; sums over a plane or a row are taken in float
+// packets, and accumulate over planes in double.
 #include <cmath>
 #include <numbers>
 #include <string>
@@ -87,7 +88,7 @@ class BatchNorm final : public AffineNorm {
       const double inv = 1.0 / std::sqrt(static_cast<double>(statistics[1].data[c]) + kNormEps);
       const auto scale = static_cast<float>(params[0].data[c] * inv);
       const auto shift = static_cast<float>(params[1].data[c] - statistics[0].data[c] * params[0].data[c] * inv);
-      for_channel(x.rows(), c, [&](int64_t i) { y.data[i] = scale * x.data[i] + shift; });
+      for (int64_t b = 0; b < x.rows(); ++b) plane(y, b, c) = plane(x, b, c) * scale + shift;
     }
     return y;
   }
@@ -103,19 +104,19 @@ class BatchNorm final : public AffineNorm {
     Tensor y(x.shape);
     for (int64_t c = 0; c < width_ && batch > 0; ++c) {
       double sum = 0.0;
-      for_channel(batch, c, [&](int64_t i) { sum += x.data[i]; });
-      const double mean = sum / count;
+      for (int64_t b = 0; b < batch; ++b) sum += plane(x, b, c).sum();
+      const auto mean = static_cast<float>(sum / count);
       double squares = 0.0;
-      for_channel(batch, c, [&](int64_t i) { squares += (x.data[i] - mean) * (x.data[i] - mean); });
+      for (int64_t b = 0; b < batch; ++b) squares += (plane(x, b, c) - mean).square().sum();
       const double inv = 1.0 / std::sqrt(squares / count + kNormEps);
       inv_std.data[c] = static_cast<float>(inv);
-      means.data[c] = static_cast<float>(mean);
+      means.data[c] = mean;
       variances.data[c] = static_cast<float>(squares / count);
       const float scale = params[0].data[c], shift = params[1].data[c];
-      for_channel(batch, c, [&](int64_t i) {
-        x_hat.data[i] = static_cast<float>((x.data[i] - mean) * inv);
-        y.data[i] = scale * x_hat.data[i] + shift;
-      });
+      for (int64_t b = 0; b < batch; ++b) {
+        plane(x_hat, b, c) = (plane(x, b, c) - mean) * inv_std.data[c];
+        plane(y, b, c) = plane(x_hat, b, c) * scale + shift;
+      }
     }
     cache.saved = {std::move(x_hat), std::move(inv_std), std::move(means), std::move(variances)};
     return y;
@@ -135,17 +136,18 @@ class BatchNorm final : public AffineNorm {
     Tensor dx(x_hat.shape);
     for (int64_t c = 0; c < width_ && batch > 0; ++c) {
       double sum_dy = 0.0, sum_dy_xhat = 0.0;
-      for_channel(batch, c, [&](int64_t i) {
-        sum_dy += dy.data[i];
-        sum_dy_xhat += static_cast<double>(dy.data[i]) * x_hat.data[i];
-      });
+      for (int64_t b = 0; b < batch; ++b) {
+        sum_dy += plane(dy, b, c).sum();
+        sum_dy_xhat += (plane(dy, b, c) * plane(x_hat, b, c)).sum();
+      }
       grads[0].dense.data[c] += static_cast<float>(sum_dy_xhat);
       grads[1].dense.data[c] += static_cast<float>(sum_dy);
-      const double scale = params[0].data[c];
-      const double factor = scale * inv_std.data[c] / count;
-      for_channel(batch, c, [&](int64_t i) {
-        dx.data[i] = static_cast<float>(factor * (count * dy.data[i] - sum_dy - x_hat.data[i] * sum_dy_xhat));
-      });
+      const double factor = params[0].data[c] * static_cast<double>(inv_std.data[c]) / count;
+      const auto per_dy = static_cast<float>(factor * count), offset = static_cast<float>(factor * sum_dy),
+                 per_xhat = static_cast<float>(factor * sum_dy_xhat);
+      for (int64_t b = 0; b < batch; ++b) {
+        plane(dx, b, c) = plane(dy, b, c) * per_dy - offset - plane(x_hat, b, c) * per_xhat;
+      }
     }
     return dx;
   }
@@ -157,13 +159,13 @@ class BatchNorm final : public AffineNorm {
                    "batchnorm: running mean and variance must be {" + std::to_string(width_) + "}");
   }
 
-  // Calls visit(flat index) for every value of channel c in a batch.
-  template <typename Visit>
-  void for_channel(int64_t batch, int64_t c, Visit visit) const {
-    for (int64_t b = 0; b < batch; ++b) {
-      const int64_t base = (b * width_ + c) * plane_;
-      for (int64_t p = 0; p < plane_; ++p) visit(base + p);
-    }
+  // The values of channel c of sample b: a plane of H·W (or one) floats,
+  // whose sums Eigen takes in packets (accumulated over planes in double).
+  Eigen::Map<const Eigen::ArrayXf> plane(const Tensor& t, int64_t b, int64_t c) const {
+    return Eigen::Map<const Eigen::ArrayXf>(t.data.data() + (b * width_ + c) * plane_, plane_);
+  }
+  Eigen::Map<Eigen::ArrayXf> plane(Tensor& t, int64_t b, int64_t c) const {
+    return Eigen::Map<Eigen::ArrayXf>(t.data.data() + (b * width_ + c) * plane_, plane_);
   }
 
   static const std::vector<int64_t>& checked(const std::vector<int64_t>& in_shape) {
@@ -186,21 +188,15 @@ class LayerNorm final : public AffineNorm {
     TRAINSIM_CHECK(!x.shape.empty() && x.shape.back() == width_,
                    "layernorm: input's last dimension is not " + std::to_string(width_));
     const int64_t rows = x.size() / width_;
+    const auto d = static_cast<float>(width_);
     Tensor x_hat(x.shape), inv_std({rows}), y(x.shape);
     for (int64_t r = 0; r < rows; ++r) {
-      const float* xr = x.data.data() + r * width_;
-      double sum = 0.0;
-      for (int64_t j = 0; j < width_; ++j) sum += xr[j];
-      const double mean = sum / static_cast<double>(width_);
-      double squares = 0.0;
-      for (int64_t j = 0; j < width_; ++j) squares += (xr[j] - mean) * (xr[j] - mean);
-      const double inv = 1.0 / std::sqrt(squares / static_cast<double>(width_) + kNormEps);
-      inv_std.data[r] = static_cast<float>(inv);
-      for (int64_t j = 0; j < width_; ++j) {
-        const int64_t i = r * width_ + j;
-        x_hat.data[i] = static_cast<float>((xr[j] - mean) * inv);
-        y.data[i] = params[0].data[j] * x_hat.data[i] + params[1].data[j];
-      }
+      const auto xr = row(x, r);
+      const float mean = xr.sum() / d;
+      const float variance = (xr - mean).square().sum() / d;
+      inv_std.data[r] = static_cast<float>(1.0 / std::sqrt(static_cast<double>(variance) + kNormEps));
+      row(x_hat, r) = (xr - mean) * inv_std.data[r];
+      row(y, r) = row(x_hat, r) * row(params[0], 0) + row(params[1], 0);
     }
     cache.saved = {std::move(x_hat), std::move(inv_std)};
     return y;
@@ -216,26 +212,27 @@ class LayerNorm final : public AffineNorm {
     const Tensor& inv_std = cache.saved.at(1);
     TRAINSIM_CHECK(dy.size() == x_hat.size(), "layernorm: dy does not match the forward's output");
     const int64_t rows = inv_std.size();
-    const double d = static_cast<double>(width_);
+    const auto d = static_cast<float>(width_);
     Tensor dx(x_hat.shape);
-    std::vector<double> g(static_cast<size_t>(width_));
+    Eigen::ArrayXf g(width_);
     for (int64_t r = 0; r < rows; ++r) {
-      const int64_t base = r * width_;
-      double sum_g = 0.0, sum_g_xhat = 0.0;
-      for (int64_t j = 0; j < width_; ++j) {
-        const float dyj = dy.data[base + j], xj = x_hat.data[base + j];
-        g[j] = static_cast<double>(dyj) * params[0].data[j];
-        sum_g += g[j];
-        sum_g_xhat += g[j] * xj;
-        grads[0].dense.data[j] += dyj * xj;
-        grads[1].dense.data[j] += dyj;
-      }
-      const double factor = inv_std.data[r] / d;
-      for (int64_t j = 0; j < width_; ++j) {
-        dx.data[base + j] = static_cast<float>(factor * (d * g[j] - sum_g - x_hat.data[base + j] * sum_g_xhat));
-      }
+      const auto dyr = row(dy, r), xr = row(x_hat, r);
+      row(grads[0].dense, 0) += dyr * xr;
+      row(grads[1].dense, 0) += dyr;
+      g = dyr * row(params[0], 0);
+      const float sum_g = g.sum(), sum_g_xhat = (g * xr).sum();
+      row(dx, r) = (inv_std.data[r] / d) * (d * g - sum_g - xr * sum_g_xhat);
     }
     return dx;
+  }
+
+ private:
+  // Row r of the last dimension, as a packet-wise array.
+  Eigen::Map<const Eigen::ArrayXf> row(const Tensor& t, int64_t r) const {
+    return Eigen::Map<const Eigen::ArrayXf>(t.data.data() + r * width_, width_);
+  }
+  Eigen::Map<Eigen::ArrayXf> row(Tensor& t, int64_t r) const {
+    return Eigen::Map<Eigen::ArrayXf>(t.data.data() + r * width_, width_);
   }
 };
 

@@ -17,6 +17,8 @@
 #include <vector>
 
 #include "exec/interpreter.hpp"
+#include "exec/tensor/conv_onednn.hpp"
+#include "exec/tensor/kernels_impl.hpp"
 #include "exec/tensor/memory_reuse.hpp"
 #include "exec/tensor/layers.hpp"
 #include "exec/training.hpp"
@@ -230,11 +232,72 @@ void BM_InterpreterVersusKernels(benchmark::State& state, const char* model_id, 
   state.counters["interpreter_over_kernels"] = kernels_s > 0 ? interpreter_s / kernels_s : 0.0;
 }
 
+// Every convolution of `model` at `rows` a batch, forward then backward,
+// through oneDNN's kernels and through im2col, timed apart in each
+// iteration: the two totals per step and their ratio.
+void BM_ConvKernels(benchmark::State& state, const char* model_id, int64_t rows) {
+  using Clock = std::chrono::steady_clock;
+  const Model model = build_zoo_model(model_id);
+  const Network network = build_network(model);
+  struct Conv {
+    std::unique_ptr<ExecLayer> onednn, im2col;
+    LayerParams params;
+    Tensor x, dy;
+  };
+  std::vector<Conv> convs;
+  std::mt19937_64 rng(kSeed);
+  for (size_t i = 0; i < model.layers.size(); ++i) {
+    const Layer& layer = model.layers[i];
+    if (layer.op != "conv2d") continue;
+    const int32_t input = network.inputs[i].front();
+    std::vector<int64_t> in_shape = input < 0 ? network.input_shape : network.output_shapes[static_cast<size_t>(input)];
+    std::string why;
+    const Geometry g = make_geometry(in_shape, layer.window, false);
+    if (OneDnnConv::make(g, layer.output_shape.front(), layer.bias, &why) == nullptr) {
+      state.SkipWithError(("oneDNN: " + why).c_str());
+      return;
+    }
+    Conv conv{make_conv2d(in_shape, layer.output_shape.front(), layer.window, layer.bias, ConvKernels::fastest),
+              make_conv2d(in_shape, layer.output_shape.front(), layer.window, layer.bias, ConvKernels::im2col),
+              {}, {}, {}};
+    conv.onednn->init_params(conv.params, rng);
+    in_shape.insert(in_shape.begin(), rows);
+    conv.x = Tensor(in_shape, 0.5f);
+    std::vector<int64_t> out_shape = network.output_shapes[i];
+    out_shape.insert(out_shape.begin(), rows);
+    conv.dy = Tensor(out_shape, 0.25f);
+    convs.push_back(std::move(conv));
+  }
+  auto pass = [&](Conv& conv, const ExecLayer& kernels) {
+    LayerCache cache;
+    LayerGrads grads(conv.params.size());
+    for (size_t p = 0; p < conv.params.size(); ++p) grads[p].dense = Tensor(conv.params[p].shape);
+    benchmark::DoNotOptimize(kernels.forward(conv.params, conv.x, cache));
+    benchmark::DoNotOptimize(kernels.backward(conv.params, conv.dy, cache, grads));
+  };
+  double onednn_s = 0.0, im2col_s = 0.0;
+  for (auto _ : state) {
+    const auto t0 = Clock::now();
+    for (Conv& conv : convs) pass(conv, *conv.onednn);
+    const auto t1 = Clock::now();
+    for (Conv& conv : convs) pass(conv, *conv.im2col);
+    const auto t2 = Clock::now();
+    onednn_s += std::chrono::duration<double>(t1 - t0).count();
+    im2col_s += std::chrono::duration<double>(t2 - t1).count();
+  }
+  const double steps = static_cast<double>(state.iterations());
+  state.counters["onednn_ms"] = 1e3 * onednn_s / steps;
+  state.counters["im2col_ms"] = 1e3 * im2col_s / steps;
+  state.counters["onednn_over_im2col"] = im2col_s > 0 ? onednn_s / im2col_s : 0.0;
+}
+
 BENCHMARK_CAPTURE(BM_KernelStep, fmnist_mlp, "fmnist-mlp", kBatch)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_KernelStep, fmnist_cnn, "fmnist-cnn", kBatch)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_KernelStep, fmnist_resnet20, "fmnist-resnet20", 16)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_KernelStep, fortunes_gpt, "fortunes-gpt", 16)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_KernelStep, fortunes_lstm, "fortunes-lstm", 16)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_ConvKernels, fmnist_cnn, "fmnist-cnn", kBatch)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_ConvKernels, fmnist_resnet20, "fmnist-resnet20", 16)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_MlpKernelsVersusPlainEigen)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_InterpreterVersusKernels, fmnist_mlp, "fmnist-mlp", kBatch, 50)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_InterpreterVersusKernels, fmnist_resnet20, "fmnist-resnet20", 16, 10)

@@ -78,22 +78,31 @@ TEST(Conv2d, GroupsSeeOnlyTheirOwnChannels) {
   EXPECT_GT(changed, 0);
 }
 
+// Both kernels: oneDNN's where it is built in (im2col otherwise), and im2col.
+constexpr ConvKernels kBothKernels[] = {ConvKernels::fastest, ConvKernels::im2col};
+
 TEST(Conv2d, GradientsMatchFiniteDifferencesWithStridePaddingGroups) {
   // 4 -> 6 channels, 2 groups, 3x3 kernel, stride 2, padding 1, 7x6 input.
-  std::mt19937_64 rng(9);
-  const auto conv = make_conv2d({4, 7, 6}, 6, WindowSpec{3, 3, 2, 2, 1, 1, 2, false}, true);
-  LayerParams params;
-  conv->init_params(params, rng);
-  expect_layer_gradients(*conv, params, random_tensor({2, 4, 7, 6}, rng), 10);
+  for (const ConvKernels kernels : kBothKernels) {
+    SCOPED_TRACE(kernels == ConvKernels::im2col ? "im2col" : "fastest");
+    std::mt19937_64 rng(9);
+    const auto conv = make_conv2d({4, 7, 6}, 6, WindowSpec{3, 3, 2, 2, 1, 1, 2, false}, true, kernels);
+    LayerParams params;
+    conv->init_params(params, rng);
+    expect_layer_gradients(*conv, params, random_tensor({2, 4, 7, 6}, rng), 10);
+  }
 }
 
 TEST(Conv2d, GradientsMatchFiniteDifferencesRectangularNoBias) {
-  std::mt19937_64 rng(12);
-  const auto conv = make_conv2d({3, 5, 6}, 2, WindowSpec{2, 3, 1, 2, 0, 1, 1, false}, false);
-  LayerParams params;
-  conv->init_params(params, rng);
-  ASSERT_EQ(params.size(), 1u);
-  expect_layer_gradients(*conv, params, random_tensor({3, 3, 5, 6}, rng), 13);
+  for (const ConvKernels kernels : kBothKernels) {
+    SCOPED_TRACE(kernels == ConvKernels::im2col ? "im2col" : "fastest");
+    std::mt19937_64 rng(12);
+    const auto conv = make_conv2d({3, 5, 6}, 2, WindowSpec{2, 3, 1, 2, 0, 1, 1, false}, false, kernels);
+    LayerParams params;
+    conv->init_params(params, rng);
+    ASSERT_EQ(params.size(), 1u);
+    expect_layer_gradients(*conv, params, random_tensor({3, 3, 5, 6}, rng), 13);
+  }
 }
 
 // y[o][oh][ow] = b[o] + Σ_{c,i,j} W[o][c][i][j]·x[c][oh·sh − ph + i][ow·sw − pw + j]
@@ -132,19 +141,22 @@ TEST(Conv2d, MatchesTheDirectSumWhereWholeKernelColumnsReadOnlyPadding) {
   std::mt19937_64 rng(21);
   for (const WindowSpec w : {WindowSpec{3, 5, 1, 3, 2, 3, 1, false}, WindowSpec{2, 2, 1, 1, 3, 3, 1, false},
                              WindowSpec{3, 3, 2, 2, 1, 1, 1, false}}) {
-    const auto conv = make_conv2d({2, 3, 2}, 3, w, true);
-    LayerParams params;
-    conv->init_params(params, rng);
-    for (float& b : params[1].data) b = 0.25f;
-    const int64_t out_h = window_output_size(3, w.kernel_h, w.stride_h, w.pad_h, false);
-    const int64_t out_w = window_output_size(2, w.kernel_w, w.stride_w, w.pad_w, false);
-    const Tensor x = random_tensor({2, 2, 3, 2}, rng);
-    LayerCache cache;
-    const Tensor y = conv->forward(params, x, cache);
-    const Tensor expected = direct_conv(x, params, w, out_h, out_w);
-    ASSERT_EQ(y.shape, expected.shape);
-    for (int64_t k = 0; k < y.size(); ++k) EXPECT_NEAR(y.data[k], expected.data[k], 1e-5f) << "element " << k;
-    expect_layer_gradients(*conv, params, x, 17);
+    for (const ConvKernels kernels : kBothKernels) {
+      SCOPED_TRACE(kernels == ConvKernels::im2col ? "im2col" : "fastest");
+      const auto conv = make_conv2d({2, 3, 2}, 3, w, true, kernels);
+      LayerParams params;
+      conv->init_params(params, rng);
+      for (float& b : params[1].data) b = 0.25f;
+      const int64_t out_h = window_output_size(3, w.kernel_h, w.stride_h, w.pad_h, false);
+      const int64_t out_w = window_output_size(2, w.kernel_w, w.stride_w, w.pad_w, false);
+      const Tensor x = random_tensor({2, 2, 3, 2}, rng);
+      LayerCache cache;
+      const Tensor y = conv->forward(params, x, cache);
+      const Tensor expected = direct_conv(x, params, w, out_h, out_w);
+      ASSERT_EQ(y.shape, expected.shape);
+      for (int64_t k = 0; k < y.size(); ++k) EXPECT_NEAR(y.data[k], expected.data[k], 1e-5f) << "element " << k;
+      expect_layer_gradients(*conv, params, x, 17);
+    }
   }
 }
 
