@@ -84,11 +84,15 @@ void Interpreter::forward(OpId id, const Op& op) {
     x = take(w.outputs, {op.iteration, mb, op.first_layer - 1}, "plan: a forward's input never arrived");
   }
   std::vector<LayerCache> caches;
-  Tensor y = w.device->forward(network_, weights_for(w, id, op, &x), op.first_layer, op.last_layer, x, caches);
+  const bool recomputed = recomputed_.contains({op.worker, op.iteration, mb, op.first_layer});
+  const Weights& weights = weights_for(w, id, op, &x);
+  // The input goes to the device, which keeps what the backward needs,
+  // unless the recompute needs it again.
+  Tensor y = w.device->forward(network_, weights, op.first_layer, op.last_layer, recomputed ? Tensor(x) : std::move(x),
+                               caches);
   w.device->update_statistics(network_, op.first_layer, op.last_layer, caches, w.statistics);
   done_reading(w, op, network_);
   const auto last_layer = static_cast<int32_t>(network_.layers.size()) - 1;
-  const bool recomputed = recomputed_.contains({op.worker, op.iteration, mb, op.first_layer});
   std::lock_guard lock(w.mu);
   if (recomputed) {
     // DSP (seed 001 §3.3): keep the input, drop the caches; the recompute rebuilds them.
@@ -139,7 +143,8 @@ void Interpreter::recompute(OpId id, const Op& op) {
     x = take(w.inputs, {op.iteration, mb, op.first_layer}, "plan: a recompute without its forward's input");
   }
   std::vector<LayerCache> caches;
-  Tensor y = w.device->forward(network_, weights_for(w, id, op), op.first_layer, op.last_layer, x, caches);
+  const Weights& weights = weights_for(w, id, op);
+  Tensor y = w.device->forward(network_, weights, op.first_layer, op.last_layer, std::move(x), caches);
   done_reading(w, op, network_);
   const auto last_layer = static_cast<int32_t>(network_.layers.size()) - 1;
   std::lock_guard lock(w.mu);

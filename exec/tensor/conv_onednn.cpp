@@ -126,6 +126,7 @@ std::unique_ptr<OneDnnConv> OneDnnConv::make(const Geometry& g, int64_t out_chan
   impl->g = g;
   impl->out_channels = out_channels;
   impl->bias = bias;
+  onednn_use_calling_thread();
   try {
     impl->primitives(1);  // fails here when oneDNN has no kernel for the geometry
   } catch (const dnnl::error& e) {
@@ -136,14 +137,15 @@ std::unique_ptr<OneDnnConv> OneDnnConv::make(const Geometry& g, int64_t out_chan
 }
 
 std::string OneDnnConv::implementation(int64_t batch) const {
+  onednn_use_calling_thread();
   return impl_->primitives(batch).forward_pd.impl_info_str();
 }
 
 Tensor OneDnnConv::forward(const LayerParams& params, const Tensor& x) const {
   const Impl& m = *impl_;
   const int64_t batch = x.rows();
-  const Primitives& p = impl_->primitives(batch);
   onednn_use_calling_thread();
+  const Primitives& p = impl_->primitives(batch);
   dnnl::stream stream(cpu_engine());
   Tensor y({batch, m.out_channels, m.g.out_height, m.g.out_width});
   const memory user_x(m.plain(m.src_dims(batch)), cpu_engine(), const_cast<float*>(x.data.data()));
@@ -166,8 +168,8 @@ Tensor OneDnnConv::backward(const LayerParams& params, const Tensor& x, const Te
   const Impl& m = *impl_;
   const int64_t batch = x.rows();
   TRAINSIM_CHECK(dy.size() == batch * m.out_channels * m.g.out_plane(), "conv2d: dy does not match the output");
-  const Primitives& p = impl_->primitives(batch);
   onednn_use_calling_thread();
+  const Primitives& p = impl_->primitives(batch);
   dnnl::stream stream(cpu_engine());
   Tensor dx(x.shape);
   const memory user_x(m.plain(m.src_dims(batch)), cpu_engine(), const_cast<float*>(x.data.data()));

@@ -1,6 +1,8 @@
 // EigenCpuDevice: exec/tensor's kernels, called as they are.
 #include "exec/tensor/device.hpp"
 
+#include <utility>
+
 namespace trainsim {
 
 Gradients EigenCpuDevice::zero_gradients(const Network& network, const Weights& weights) {
@@ -8,8 +10,8 @@ Gradients EigenCpuDevice::zero_gradients(const Network& network, const Weights& 
 }
 
 Tensor EigenCpuDevice::forward(const Network& network, const Weights& weights, int64_t first, int64_t last,
-                               const Tensor& x, std::vector<LayerCache>& caches) {
-  return forward_range(network, weights, first, last, x, caches);
+                               Tensor x, std::vector<LayerCache>& caches) {
+  return forward_range(network, weights, first, last, std::move(x), caches);
 }
 
 Tensor EigenCpuDevice::backward(const Network& network, const Weights& weights, int64_t first, int64_t last,

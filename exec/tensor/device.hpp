@@ -20,9 +20,11 @@ class Device {
 
   // Zeroed gradients shaped like `weights` (as zero_gradients).
   virtual Gradients zero_gradients(const Network& network, const Weights& weights) = 0;
-  // Layers [first, last] forward; caches[i - first] receives layer i's cache (as forward_range).
-  virtual Tensor forward(const Network& network, const Weights& weights, int64_t first, int64_t last,
-                         const Tensor& x, std::vector<LayerCache>& caches) = 0;
+  // Layers [first, last] forward; caches[i - first] receives layer i's cache
+  // (as forward_range). x is the device's: a layer that keeps its input for
+  // the backward takes it without a copy.
+  virtual Tensor forward(const Network& network, const Weights& weights, int64_t first, int64_t last, Tensor x,
+                         std::vector<LayerCache>& caches) = 0;
   // Backward from dL/d(output of last) to dL/d(input of first), adding into
   // `grads` (as backward_range).
   virtual Tensor backward(const Network& network, const Weights& weights, int64_t first, int64_t last,
@@ -40,7 +42,7 @@ class Device {
 class EigenCpuDevice final : public Device {
  public:
   Gradients zero_gradients(const Network& network, const Weights& weights) override;
-  Tensor forward(const Network& network, const Weights& weights, int64_t first, int64_t last, const Tensor& x,
+  Tensor forward(const Network& network, const Weights& weights, int64_t first, int64_t last, Tensor x,
                  std::vector<LayerCache>& caches) override;
   Tensor backward(const Network& network, const Weights& weights, int64_t first, int64_t last, const Tensor& dy,
                   const std::vector<LayerCache>& caches, Gradients& grads) override;

@@ -7,11 +7,21 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "exec/tensor/layers.hpp"
 
 namespace trainsim {
+
+// Puts `tensors` into cache.saved, moving those given as rvalues (an
+// initializer list, cache.saved = {std::move(a)}, would copy them).
+template <typename... Tensors>
+void keep(LayerCache& cache, Tensors&&... tensors) {
+  cache.saved.clear();
+  cache.saved.reserve(sizeof...(Tensors));
+  (cache.saved.push_back(std::forward<Tensors>(tensors)), ...);
+}
 
 // A float uniform in [-bound, bound) from the top 24 bits of one draw, so the
 // same engine state gives the same value with every standard library.

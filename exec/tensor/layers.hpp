@@ -34,6 +34,12 @@ class ExecLayer {
   virtual void init_params(LayerParams& params, std::mt19937_64& rng) const;
   // y = f(x; params) for a batch (x.shape[0] samples); fills `cache`.
   virtual Tensor forward(const LayerParams& params, const Tensor& x, LayerCache& cache) const = 0;
+  // The same forward of an input the caller has no further use for: a layer
+  // that keeps its input for the backward, or returns it reshaped, takes it
+  // without a copy. By default the forward above.
+  virtual Tensor forward_consuming(const LayerParams& params, Tensor&& x, LayerCache& cache) const {
+    return forward(params, x, cache);
+  }
   // dL/dx from dL/dy; ADDS dL/dparams into `grads` (sized by init_grads).
   virtual Tensor backward(const LayerParams& params, const Tensor& dy, const LayerCache& cache,
                           LayerGrads& grads) const = 0;
@@ -120,8 +126,12 @@ void update_statistics(const Network& network, int64_t first, int64_t last, cons
 using AfterLayer = std::function<void(int64_t layer)>;
 
 // Runs layers [first, last] forward from `x`, cut `first` packed, to cut
-// last + 1 packed; caches[i - first] receives layer i's cache.
+// last + 1 packed; caches[i - first] receives layer i's cache. A tensor whose
+// last reader is a one-input layer goes to that layer's forward_consuming;
+// given as an rvalue, `x` too.
 Tensor forward_range(const Network& network, const Weights& weights, int64_t first, int64_t last, const Tensor& x,
+                     std::vector<LayerCache>& caches, const AfterLayer& after_layer = {});
+Tensor forward_range(const Network& network, const Weights& weights, int64_t first, int64_t last, Tensor&& x,
                      std::vector<LayerCache>& caches, const AfterLayer& after_layer = {});
 
 // The whole network forward in evaluation mode (PyTorch's eval()): layers

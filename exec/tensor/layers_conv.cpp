@@ -35,13 +35,22 @@ class Conv2d final : public ExecLayer {
     return shapes;
   }
 
-  // Per sample and group: Y_g = W_g · cols_g (+ b), cols the im2col matrix.
+  // The input is kept for the backward.
   Tensor forward(const LayerParams& params, const Tensor& x, LayerCache& cache) const override {
+    Tensor y = apply(params, x);
+    cache.saved = {x};
+    return y;
+  }
+  Tensor forward_consuming(const LayerParams& params, Tensor&& x, LayerCache& cache) const override {
+    Tensor y = apply(params, x);
+    keep(cache, std::move(x));
+    return y;
+  }
+
+  // Per sample and group: Y_g = W_g · cols_g (+ b), cols the im2col matrix.
+  Tensor apply(const LayerParams& params, const Tensor& x) const {
     TRAINSIM_CHECK(x.row_size() == g_.channels * g_.in_plane() || x.rows() == 0, "conv2d: input size mismatch");
-    if (onednn_ != nullptr && x.rows() > 0) {
-      cache.saved = {x};
-      return onednn_->forward(params, x);
-    }
+    if (onednn_ != nullptr && x.rows() > 0) return onednn_->forward(params, x);
     const int64_t batch = x.rows();
     const int64_t groups = g_.w.groups, out_per_group = out_channels_ / groups;
     Tensor y({batch, out_channels_, g_.out_height, g_.out_width});
@@ -59,7 +68,6 @@ class Conv2d final : public ExecLayer {
             Eigen::Map<const Eigen::VectorXf>(params[1].data.data(), out_channels_);
       }
     }
-    cache.saved = {x};
     return y;
   }
 

@@ -28,8 +28,19 @@ class Linear final : public ExecLayer {
     return {{out_, in_}};
   }
 
-  // y = x·Wᵀ + b, as torch.nn.Linear defines it.
+  // y = x·Wᵀ + b, as torch.nn.Linear defines it; x is kept for the backward.
   Tensor forward(const LayerParams& params, const Tensor& x, LayerCache& cache) const override {
+    Tensor y = apply(params, x);
+    cache.saved = {x};
+    return y;
+  }
+  Tensor forward_consuming(const LayerParams& params, Tensor&& x, LayerCache& cache) const override {
+    Tensor y = apply(params, x);
+    keep(cache, std::move(x));
+    return y;
+  }
+
+  Tensor apply(const LayerParams& params, const Tensor& x) const {
     TRAINSIM_CHECK(!x.shape.empty() && x.shape.back() == in_, "linear: input's last dimension is not " +
                                                                    std::to_string(in_));
     const int64_t positions = x.size() / in_;
@@ -41,7 +52,6 @@ class Linear final : public ExecLayer {
     MatrixView ym(y.data.data(), positions, out_);
     ym.noalias() = xm * w.transpose();
     if (bias_) ym.rowwise() += Eigen::Map<const Eigen::RowVectorXf>(params[1].data.data(), out_);
-    cache.saved = {x};
     return y;
   }
 
@@ -71,16 +81,23 @@ class Linear final : public ExecLayer {
 
 class Relu final : public ExecLayer {
  public:
-  // y = max(x, 0), NaN kept (as PyTorch); the output is kept for the backward.
+  // y = max(x, 0), NaN kept (as PyTorch). The backward reads where y > 0,
+  // which is where x > 0: it keeps y, or x when it is given x to keep.
   Tensor forward(const LayerParams&, const Tensor& x, LayerCache& cache) const override {
     Tensor y = x;
     for (float& v : y.data) v = v < 0.0f ? 0.0f : v;
     cache.saved = {y};
     return y;
   }
+  Tensor forward_consuming(const LayerParams&, Tensor&& x, LayerCache& cache) const override {
+    Tensor y = x;
+    for (float& v : y.data) v = v < 0.0f ? 0.0f : v;
+    keep(cache, std::move(x));
+    return y;
+  }
 
-  // dx = dy where the output is positive (the subgradient 0 at 0, as PyTorch):
-  // a branch-free loop the compiler vectorizes (the signs are random).
+  // dx = dy where the output (the input) is positive (the subgradient 0 at 0,
+  // as PyTorch): a branch-free loop the compiler vectorizes (the signs are random).
   Tensor backward(const LayerParams&, const Tensor& dy, const LayerCache& cache, LayerGrads&) const override {
     const Tensor& y = cache.saved.at(0);
     TRAINSIM_CHECK(dy.size() == y.size(), "relu: dy does not match the forward's output");
@@ -99,6 +116,10 @@ class Identity final : public ExecLayer {
     cache = LayerCache{};
     return x;
   }
+  Tensor forward_consuming(const LayerParams&, Tensor&& x, LayerCache& cache) const override {
+    cache = LayerCache{};
+    return std::move(x);
+  }
   Tensor backward(const LayerParams&, const Tensor& dy, const LayerCache&, LayerGrads&) const override { return dy; }
 };
 
@@ -111,21 +132,24 @@ class Reshape final : public ExecLayer {
 
   Tensor forward(const LayerParams&, const Tensor& x, LayerCache& cache) const override {
     cache = LayerCache{};
-    return with_sample_shape(x, out_);
+    return with_sample_shape(Tensor(x), out_);
+  }
+  Tensor forward_consuming(const LayerParams&, Tensor&& x, LayerCache& cache) const override {
+    cache = LayerCache{};
+    return with_sample_shape(std::move(x), out_);
   }
   Tensor backward(const LayerParams&, const Tensor& dy, const LayerCache&, LayerGrads&) const override {
-    return with_sample_shape(dy, in_);
+    return with_sample_shape(Tensor(dy), in_);
   }
 
  private:
-  static Tensor with_sample_shape(const Tensor& t, const std::vector<int64_t>& sample_shape) {
+  static Tensor with_sample_shape(Tensor t, const std::vector<int64_t>& sample_shape) {
     TRAINSIM_CHECK(t.row_size() == element_count(sample_shape) || t.rows() == 0,
                    "reshape: input does not have the per-sample size the model declares");
-    Tensor out;
-    out.shape = {t.rows()};
-    out.shape.insert(out.shape.end(), sample_shape.begin(), sample_shape.end());
-    out.data = t.data;
-    return out;
+    std::vector<int64_t> shape{t.rows()};
+    shape.insert(shape.end(), sample_shape.begin(), sample_shape.end());
+    t.shape = std::move(shape);
+    return t;
   }
 
   std::vector<int64_t> in_, out_;

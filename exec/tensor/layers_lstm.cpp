@@ -79,7 +79,7 @@ class Lstm final : public ExecLayer {
       step(y, t, h).array() = act.rightCols(h).array() * tct.array();
     }
     cache = LayerCache{};
-    cache.saved = {std::move(z), std::move(gates), std::move(c), std::move(tanh_c)};
+    keep(cache, std::move(z), std::move(gates), std::move(c), std::move(tanh_c));
     return y;
   }
 

@@ -118,7 +118,7 @@ class BatchNorm final : public AffineNorm {
         plane(y, b, c) = plane(x_hat, b, c) * scale + shift;
       }
     }
-    cache.saved = {std::move(x_hat), std::move(inv_std), std::move(means), std::move(variances)};
+    keep(cache, std::move(x_hat), std::move(inv_std), std::move(means), std::move(variances));
     return y;
   }
 
@@ -198,7 +198,7 @@ class LayerNorm final : public AffineNorm {
       row(x_hat, r) = (xr - mean) * inv_std.data[r];
       row(y, r) = row(x_hat, r) * row(params[0], 0) + row(params[1], 0);
     }
-    cache.saved = {std::move(x_hat), std::move(inv_std)};
+    keep(cache, std::move(x_hat), std::move(inv_std));
     return y;
   }
 
@@ -252,11 +252,21 @@ class Gelu final : public ExecLayer {
  public:
   // y = x·Φ(x), Φ(x) = (1 + erf(x/√2))/2, in float over whole packets
   // (Eigen's rational erf, within a few ulp; as PyTorch's exact GELU on CPU).
+  // x is kept for the backward.
   Tensor forward(const LayerParams&, const Tensor& x, LayerCache& cache) const override {
+    Tensor y = apply(x);
+    cache.saved = {x};
+    return y;
+  }
+  Tensor forward_consuming(const LayerParams&, Tensor&& x, LayerCache& cache) const override {
+    Tensor y = apply(x);
+    keep(cache, std::move(x));
+    return y;
+  }
+  static Tensor apply(const Tensor& x) {
     Tensor y(x.shape);
     const auto v = values(x);
     Eigen::Map<Eigen::ArrayXf>(y.data.data(), x.size()) = v * normal_cdf(v);
-    cache.saved = {x};
     return y;
   }
 

@@ -61,7 +61,7 @@ class Attention final : public ExecLayer {
     }
     Tensor y = project(params, 6, concat);
     cache = LayerCache{};
-    cache.saved = {x, std::move(q), std::move(k), std::move(v), std::move(probs), std::move(concat)};
+    keep(cache, x, std::move(q), std::move(k), std::move(v), std::move(probs), std::move(concat));
     return y;
   }
 

@@ -42,12 +42,17 @@ struct Slots {
   }
 };
 
-// Cut `i`'s tensors out of `packed`: a lone tensor is the packed one; several
-// are cut out of each sample's row in order.
-void unpack(const Network& network, int64_t i, const Tensor& packed, Slots& slots) {
+// Cut `i`'s tensors out of `packed`: a lone tensor is the packed one (held,
+// when `owned` is the packed one's to give); several are cut out of each
+// sample's row in order.
+void unpack(const Network& network, int64_t i, const Tensor& packed, Slots& slots, Tensor* owned = nullptr) {
   const std::vector<int32_t>& cut = network.cuts[static_cast<size_t>(i)];
   if (cut.size() == 1) {
-    slots.at[cut[0] + 1] = &packed;
+    if (owned != nullptr) {
+      slots.hold(cut[0], std::move(*owned));
+    } else {
+      slots.at[cut[0] + 1] = &packed;
+    }
     return;
   }
   const int64_t rows = packed.rows();
@@ -95,12 +100,15 @@ Tensor pack(const Network& network, int64_t i, Slots& slots, int64_t rows) {
 }
 
 // Layers [first, last] forward over the graph, each output from
-// `run_layer(i, its inputs)`; after_layer(i), where given, once it is held.
+// `run_layer(i, its inputs, its input to consume or null)`: the lone input
+// of a layer that reads it last, where this range holds it; after_layer(i),
+// where given, once the output is held. `owned`, when given, is x's to take.
 template <typename RunLayer>
 Tensor forward_graph(const Network& network, int64_t first, int64_t last, const Tensor& x, RunLayer run_layer,
-                     const AfterLayer& after_layer = {}) {
+                     const AfterLayer& after_layer = {}, Tensor* owned = nullptr) {
+  const int64_t rows = x.rows();
   Slots slots(network.layers.size());
-  unpack(network, first, x, slots);
+  unpack(network, first, x, slots, owned);
   std::vector<const Tensor*> xs;
   for (int64_t i = first; i <= last; ++i) {
     const std::vector<int32_t>& inputs = network.inputs[static_cast<size_t>(i)];
@@ -109,7 +117,12 @@ Tensor forward_graph(const Network& network, int64_t first, int64_t last, const 
       TRAINSIM_CHECK(slots.at[t + 1] != nullptr, "a layer's input is not live in its range");
       xs.push_back(slots.at[t + 1]);
     }
-    Tensor y = run_layer(i, std::span<const Tensor* const>(xs));
+    const int32_t lone = inputs.size() == 1 ? inputs[0] : 0;
+    Tensor* consumable = inputs.size() == 1 && network.last_reader[lone + 1] == i &&
+                                 slots.at[lone + 1] == &slots.owned[lone + 1]
+                             ? &slots.owned[lone + 1]
+                             : nullptr;
+    Tensor y = run_layer(i, std::span<const Tensor* const>(xs), consumable);
     // What this layer read last and the boundary does not carry is done with.
     for (int32_t t : inputs) {
       if (network.last_reader[t + 1] == i) slots.drop(t);
@@ -117,28 +130,45 @@ Tensor forward_graph(const Network& network, int64_t first, int64_t last, const 
     slots.hold(static_cast<int32_t>(i), std::move(y));
     if (after_layer) after_layer(i);
   }
-  return pack(network, last + 1, slots, x.rows());
+  return pack(network, last + 1, slots, rows);
+}
+
+}  // namespace
+
+namespace {
+
+Tensor forward_training(const Network& network, const Weights& weights, int64_t first, int64_t last, const Tensor& x,
+                        std::vector<LayerCache>& caches, const AfterLayer& after_layer, Tensor* owned) {
+  check_range(network, weights, first, last);
+  caches.assign(static_cast<size_t>(last - first + 1), LayerCache{});
+  return forward_graph(
+      network, first, last, x,
+      [&](int64_t i, std::span<const Tensor* const> xs, Tensor* consumable) {
+        const ExecLayer& layer = *network.layers[i];
+        LayerCache& cache = caches[i - first];
+        return consumable != nullptr ? layer.forward_consuming(weights[i], std::move(*consumable), cache)
+                                     : layer.forward_inputs(weights[i], xs, cache);
+      },
+      after_layer, owned);
 }
 
 }  // namespace
 
 Tensor forward_range(const Network& network, const Weights& weights, int64_t first, int64_t last, const Tensor& x,
                      std::vector<LayerCache>& caches, const AfterLayer& after_layer) {
-  check_range(network, weights, first, last);
-  caches.assign(static_cast<size_t>(last - first + 1), LayerCache{});
-  return forward_graph(
-      network, first, last, x,
-      [&](int64_t i, std::span<const Tensor* const> xs) {
-        return network.layers[i]->forward_inputs(weights[i], xs, caches[i - first]);
-      },
-      after_layer);
+  return forward_training(network, weights, first, last, x, caches, after_layer, nullptr);
+}
+
+Tensor forward_range(const Network& network, const Weights& weights, int64_t first, int64_t last, Tensor&& x,
+                     std::vector<LayerCache>& caches, const AfterLayer& after_layer) {
+  return forward_training(network, weights, first, last, x, caches, after_layer, &x);
 }
 
 Tensor forward_eval(const Network& network, const Weights& weights, const Statistics& statistics, const Tensor& x) {
   const auto last = static_cast<int64_t>(network.layers.size()) - 1;
   check_range(network, weights, 0, last);
   TRAINSIM_CHECK(statistics.size() == network.layers.size(), "statistics are not one entry per layer");
-  return forward_graph(network, 0, last, x, [&](int64_t i, std::span<const Tensor* const> xs) {
+  return forward_graph(network, 0, last, x, [&](int64_t i, std::span<const Tensor* const> xs, Tensor*) {
     return network.layers[i]->forward_eval(weights[i], statistics[i], xs);
   });
 }

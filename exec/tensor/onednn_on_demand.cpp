@@ -8,6 +8,7 @@
 #include "exec/tensor/onednn_on_demand.hpp"
 
 #include <dlfcn.h>
+#include <stdlib.h>
 #include <oneapi/dnnl/dnnl.h>
 
 #include <string>
@@ -23,6 +24,12 @@ struct Library {
 const Library& library() {
   static const Library loaded = [] {
     Library l;
+    // Its OpenMP runtime reads these when it loads, here: one thread per
+    // calling thread by default (onednn_use_calling_thread sets it for each
+    // caller as well), and no idle threads spinning. Set once, before any
+    // worker calls into oneDNN.
+    setenv("OMP_NUM_THREADS", "1", 0);
+    setenv("OMP_WAIT_POLICY", "PASSIVE", 0);
     const std::string name = "libdnnl.so." + std::to_string(DNNL_VERSION_MAJOR);
     l.handle = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (l.handle == nullptr) {

@@ -151,10 +151,10 @@ class CountingDevice final : public Device {
   Gradients zero_gradients(const Network& network, const Weights& weights) override {
     return cpu_.zero_gradients(network, weights);
   }
-  Tensor forward(const Network& network, const Weights& weights, int64_t first, int64_t last, const Tensor& x,
+  Tensor forward(const Network& network, const Weights& weights, int64_t first, int64_t last, Tensor x,
                  std::vector<LayerCache>& caches) override {
     ++forwards_;
-    return cpu_.forward(network, weights, first, last, x, caches);
+    return cpu_.forward(network, weights, first, last, std::move(x), caches);
   }
   Tensor backward(const Network& network, const Weights& weights, int64_t first, int64_t last, const Tensor& dy,
                   const std::vector<LayerCache>& caches, Gradients& grads) override {
