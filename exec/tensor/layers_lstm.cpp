@@ -1,5 +1,6 @@
-// The LSTM kernel: a unidirectional recurrence over {T, in} per sample, one
-// GEMM per time step for the whole batch, and backpropagation through time.
+// The LSTM kernel: a unidirectional recurrence over {T, in} per sample, the
+// input's products for the whole sequence at once and one recurrent product
+// per time step for the whole batch, and backpropagation through time.
 #include <cmath>
 #include <string>
 #include <utility>
@@ -42,30 +43,100 @@ class Lstm final : public ExecLayer {
     }
   }
 
-  // Per step t: z_t = [x_t, h_{t-1}], gates = z_t·Wᵀ + b, then i, f, o = σ(·),
-  // g = tanh(·); c_t = f⊙c_{t-1} + i⊙g, h_t = o⊙tanh(c_t). Keeps, step-major
-  // ({T, B, ·}), every z_t, the activated gates, c_t and tanh(c_t).
+  // Per step t: gates = x_t·W_xᵀ + h_{t-1}·W_hᵀ + b (W = [W_x, W_h]), then
+  // i, f, o = σ(·), g = tanh(·); c_t = f⊙c_{t-1} + i⊙g, h_t = o⊙tanh(c_t).
+  // The input's part of every step is one product over the whole sequence
+  // (as cuDNN and PyTorch do); only h_{t-1}·W_hᵀ waits for the step before.
+  // Keeps x, the output (every h_t), and step-major ({T, B, ·}) the
+  // activated gates, c_t and tanh(c_t).
   Tensor forward(const LayerParams& params, const Tensor& x, LayerCache& cache) const override {
+    Tensor y = run(params, x, cache);
+    cache.saved[0] = x;
+    return y;
+  }
+  Tensor forward_consuming(const LayerParams& params, Tensor&& x, LayerCache& cache) const override {
+    Tensor y = run(params, x, cache);
+    cache.saved[0] = std::move(x);
+    return y;
+  }
+
+  // Backpropagation through time, t = T-1..0, from dh_next = dc_next = 0:
+  // dh = dY_t + dh_next, dc = dh⊙o⊙(1 - tanh²c_t) + dc_next; d gates (before
+  // their nonlinearities) di = dc⊙g⊙i(1 - i), df = dc⊙c_{t-1}⊙f(1 - f),
+  // dg = dc⊙i⊙(1 - g²), do = dh⊙tanh(c_t)⊙o(1 - o); dh_next = d gates·W_h,
+  // dc_next = dc⊙f. Then over the whole sequence at once: dW_x += d gatesᵀ·x,
+  // dW_h += d gatesᵀ·h_{t-1}, db += Σ d gates, dx = d gates·W_x.
+  Tensor backward(const LayerParams& params, const Tensor& dy, const LayerCache& cache,
+                  LayerGrads& grads) const override {
+    check_params(params);
+    check_grads(grads);
+    TRAINSIM_CHECK(cache.saved.size() == 5, "lstm: the cache is not from this layer's forward");
+    const Tensor &x = cache.saved[0], &y = cache.saved[1], &gates = cache.saved[2], &c = cache.saved[3],
+                 &tanh_c = cache.saved[4];
+    TRAINSIM_CHECK(gates.shape.size() == 3 && gates.shape[0] == tokens_ && gates.shape[2] == 4 * hidden_,
+                   "lstm: the cache is not from this layer's forward");
+    const int64_t batch = gates.shape[1], h = hidden_;
+    TRAINSIM_CHECK(dy.shape == (std::vector<int64_t>{batch, tokens_, h}),
+                   "lstm: dy does not match the forward's output " + sequence_shape(h));
+    ConstMatrixView w(params[0].data.data(), 4 * h, width_);
+    MatrixView dw(grads[0].dense.data.data(), 4 * h, width_);
+    Tensor dgates_all({batch, tokens_, 4 * h});  // d gates of every step, {B, T, 4h} as x
+    RowMajorMatrix dh_next = RowMajorMatrix::Zero(batch, h), dc_next = RowMajorMatrix::Zero(batch, h);
+    RowMajorMatrix dh(batch, h), dc(batch, h);
+    for (int64_t t = tokens_ - 1; t >= 0 && batch > 0; --t) {
+      ConstMatrixView act(gates.data.data() + t * batch * 4 * h, batch, 4 * h);
+      ConstMatrixView tct(tanh_c.data.data() + t * batch * h, batch, h);
+      const auto i = act.leftCols(h).array(), f = act.middleCols(h, h).array();
+      const auto g = act.middleCols(2 * h, h).array(), o = act.rightCols(h).array();
+      StepView dgates = step(dgates_all, t, 4 * h);
+      dh = step(dy, t, h) + dh_next;
+      dc.array() = dh.array() * o * (1.0f - tct.array().square()) + dc_next.array();
+      dgates.leftCols(h).array() = dc.array() * g * i * (1.0f - i);
+      if (t > 0) {
+        ConstMatrixView c_prev(c.data.data() + (t - 1) * batch * h, batch, h);
+        dgates.middleCols(h, h).array() = dc.array() * c_prev.array() * f * (1.0f - f);
+      } else {
+        dgates.middleCols(h, h).setZero();
+      }
+      dgates.middleCols(2 * h, h).array() = dc.array() * i * (1.0f - g.square());
+      dgates.rightCols(h).array() = dh.array() * tct.array() * o * (1.0f - o);
+      dh_next.noalias() = dgates * w.rightCols(h);
+      dc_next.array() = dc.array() * f;
+    }
+    Tensor dx({batch, tokens_, in_});
+    if (batch == 0) return dx;
+    const int64_t positions = batch * tokens_;
+    ConstMatrixView dg(dgates_all.data.data(), positions, 4 * h);
+    dw.leftCols(in_).noalias() += dg.transpose() * ConstMatrixView(x.data.data(), positions, in_);
+    // h_{t-1} of every position: the output one step back, 0 at t = 0.
+    Tensor h_prev({batch, tokens_, h});
+    for (int64_t t = 1; t < tokens_; ++t) step(h_prev, t, h) = step(y, t - 1, h);
+    dw.rightCols(h).noalias() += dg.transpose() * ConstMatrixView(h_prev.data.data(), positions, h);
+    RowVectorView(grads[1].dense.data.data(), 4 * h) += dg.colwise().sum();
+    MatrixView(dx.data.data(), positions, in_).noalias() = dg * w.leftCols(in_);
+    return dx;
+  }
+
+ private:
+  // The forward; cache.saved = {(x, set by the caller), y, gates, c, tanh(c)}.
+  Tensor run(const LayerParams& params, const Tensor& x, LayerCache& cache) const {
     check_params(params);
     TRAINSIM_CHECK(is_sequence(x, in_), "lstm: input is not " + sequence_shape(in_));
-    const int64_t batch = x.rows(), h = hidden_;
+    const int64_t batch = x.rows(), h = hidden_, positions = batch * tokens_;
     Tensor y({batch, tokens_, h});
-    Tensor z({tokens_, batch, width_}), gates({tokens_, batch, 4 * h}), c({tokens_, batch, h}),
-        tanh_c({tokens_, batch, h});
+    Tensor gates({tokens_, batch, 4 * h}), c({tokens_, batch, h}), tanh_c({tokens_, batch, h});
     ConstMatrixView w(params[0].data.data(), 4 * h, width_);
-    const ConstRowVectorView b(params[1].data.data(), 4 * h);
-    // No sample (build_network infers shapes so): no views into empty storage.
+    // Every step's x_t·W_xᵀ + b, {B, T, 4h} as x.
+    Tensor x_part({batch, tokens_, 4 * h});
+    if (batch > 0) {  // no sample (build_network infers shapes so): no views into empty storage
+      MatrixView xw(x_part.data.data(), positions, 4 * h);
+      xw.noalias() = ConstMatrixView(x.data.data(), positions, in_) * w.leftCols(in_).transpose();
+      xw.rowwise() += ConstRowVectorView(params[1].data.data(), 4 * h);
+    }
     for (int64_t t = 0; batch > 0 && t < tokens_; ++t) {
-      MatrixView zt(z.data.data() + t * batch * width_, batch, width_);
-      zt.leftCols(in_) = step(x, t, in_);
-      if (t == 0) {
-        zt.rightCols(h).setZero();
-      } else {
-        zt.rightCols(h) = step(y, t - 1, h);
-      }
       MatrixView act(gates.data.data() + t * batch * 4 * h, batch, 4 * h);
-      act.noalias() = zt * w.transpose();
-      act.rowwise() += b;
+      act = step(std::as_const(x_part), t, 4 * h);
+      if (t > 0) act.noalias() += step(std::as_const(y), t - 1, h) * w.rightCols(h).transpose();
       sigmoid_in_place(act.leftCols(2 * h).array());
       act.middleCols(2 * h, h).array() = act.middleCols(2 * h, h).array().tanh();
       sigmoid_in_place(act.rightCols(h).array());
@@ -79,60 +150,10 @@ class Lstm final : public ExecLayer {
       step(y, t, h).array() = act.rightCols(h).array() * tct.array();
     }
     cache = LayerCache{};
-    keep(cache, std::move(z), std::move(gates), std::move(c), std::move(tanh_c));
+    keep(cache, Tensor{}, y, std::move(gates), std::move(c), std::move(tanh_c));
     return y;
   }
 
-  // Backpropagation through time, t = T-1..0, from dh_next = dc_next = 0:
-  // dh = dY_t + dh_next, dc = dh⊙o⊙(1 - tanh²c_t) + dc_next; d gates (before
-  // their nonlinearities) di = dc⊙g⊙i(1 - i), df = dc⊙c_{t-1}⊙f(1 - f),
-  // dg = dc⊙i⊙(1 - g²), do = dh⊙tanh(c_t)⊙o(1 - o); dW += d gatesᵀ·z_t,
-  // db += Σ_rows d gates, dz_t = d gates·W = [dx_t, dh_next]; dc_next = dc⊙f.
-  Tensor backward(const LayerParams& params, const Tensor& dy, const LayerCache& cache,
-                  LayerGrads& grads) const override {
-    check_params(params);
-    check_grads(grads);
-    TRAINSIM_CHECK(cache.saved.size() == 4, "lstm: the cache is not from this layer's forward");
-    const Tensor &z = cache.saved[0], &gates = cache.saved[1], &c = cache.saved[2], &tanh_c = cache.saved[3];
-    TRAINSIM_CHECK(z.shape.size() == 3 && z.shape[0] == tokens_ && z.shape[2] == width_,
-                   "lstm: the cache is not from this layer's forward");
-    const int64_t batch = z.shape[1], h = hidden_;
-    TRAINSIM_CHECK(dy.shape == (std::vector<int64_t>{batch, tokens_, h}),
-                   "lstm: dy does not match the forward's output " + sequence_shape(h));
-    ConstMatrixView w(params[0].data.data(), 4 * h, width_);
-    MatrixView dw(grads[0].dense.data.data(), 4 * h, width_);
-    RowVectorView db(grads[1].dense.data.data(), 4 * h);
-    Tensor dx({batch, tokens_, in_});
-    RowMajorMatrix dh_next = RowMajorMatrix::Zero(batch, h), dc_next = RowMajorMatrix::Zero(batch, h);
-    RowMajorMatrix dh(batch, h), dc(batch, h), dgates(batch, 4 * h), dz(batch, width_);
-    for (int64_t t = tokens_ - 1; t >= 0; --t) {
-      ConstMatrixView zt(z.data.data() + t * batch * width_, batch, width_);
-      ConstMatrixView act(gates.data.data() + t * batch * 4 * h, batch, 4 * h);
-      ConstMatrixView tct(tanh_c.data.data() + t * batch * h, batch, h);
-      const auto i = act.leftCols(h).array(), f = act.middleCols(h, h).array();
-      const auto g = act.middleCols(2 * h, h).array(), o = act.rightCols(h).array();
-      dh = step(dy, t, h) + dh_next;
-      dc.array() = dh.array() * o * (1.0f - tct.array().square()) + dc_next.array();
-      dgates.leftCols(h).array() = dc.array() * g * i * (1.0f - i);
-      if (t > 0) {
-        ConstMatrixView c_prev(c.data.data() + (t - 1) * batch * h, batch, h);
-        dgates.middleCols(h, h).array() = dc.array() * c_prev.array() * f * (1.0f - f);
-      } else {
-        dgates.middleCols(h, h).setZero();
-      }
-      dgates.middleCols(2 * h, h).array() = dc.array() * i * (1.0f - g.square());
-      dgates.rightCols(h).array() = dh.array() * tct.array() * o * (1.0f - o);
-      dw.noalias() += dgates.transpose() * zt;
-      db += dgates.colwise().sum();
-      dz.noalias() = dgates * w;
-      step(dx, t, in_) = dz.leftCols(in_);
-      dh_next = dz.rightCols(h);
-      dc_next.array() = dc.array() * f;
-    }
-    return dx;
-  }
-
- private:
   std::string sequence_shape(int64_t width) const {
     return "{B, " + std::to_string(tokens_) + ", " + std::to_string(width) + "}";
   }

@@ -35,7 +35,8 @@ void check_labels(const Tensor& logits, std::span<const int32_t> labels, const c
 
 // Per position: loss = log Σ_j exp(z_j - m) + m - z_label with m = max_j z_j
 // (the shift keeps exp from overflowing); dL/dz_j = (softmax_j - [j = label]) / N
-// because the loss is the mean over the N positions.
+// because the loss is the mean over the N positions. The exponentials are
+// taken once, in float packets (as PyTorch's); the loss sums in double.
 double softmax_cross_entropy(const Tensor& logits, std::span<const int32_t> labels, Tensor* dlogits) {
   if (logits.shape.size() < 2) throw InputError("softmax_cross_entropy: logits", "have no class dimension", "{B, ..., classes}");
   check_labels(logits, labels, "softmax_cross_entropy");
@@ -43,20 +44,19 @@ double softmax_cross_entropy(const Tensor& logits, std::span<const int32_t> labe
   if (dlogits != nullptr) *dlogits = Tensor(logits.shape);
   if (batch == 0) return 0.0;
   double total = 0.0;
+  Eigen::ArrayXf exps(classes);
+  const double per_position = 1.0 / static_cast<double>(batch);
   for (int64_t b = 0; b < batch; ++b) {
-    const float* z = logits.data.data() + b * classes;
-    double max_z = z[0];
-    for (int64_t j = 1; j < classes; ++j) max_z = std::max<double>(max_z, z[j]);
-    double sum_exp = 0.0;
-    for (int64_t j = 0; j < classes; ++j) sum_exp += std::exp(z[j] - max_z);
+    const Eigen::Map<const Eigen::ArrayXf> z(logits.data.data() + b * classes, classes);
+    const float max_z = z.maxCoeff();
+    exps = (z - max_z).exp();
+    const double sum_exp = exps.cast<double>().sum();
     const int32_t label = labels[static_cast<size_t>(b)];
     total += std::log(sum_exp) + max_z - z[label];
     if (dlogits == nullptr) continue;
-    float* dz = dlogits->data.data() + b * classes;
-    for (int64_t j = 0; j < classes; ++j) {
-      const double p = std::exp(z[j] - max_z) / sum_exp;
-      dz[j] = static_cast<float>((p - (j == label ? 1.0 : 0.0)) / static_cast<double>(batch));
-    }
+    Eigen::Map<Eigen::ArrayXf> dz(dlogits->data.data() + b * classes, classes);
+    dz = exps * static_cast<float>(per_position / sum_exp);
+    dz[label] -= static_cast<float>(per_position);
   }
   return total / static_cast<double>(batch);
 }
