@@ -14,6 +14,7 @@
 #include <mutex>
 
 #include "exec/tensor/onednn_on_demand.hpp"
+#include "exec/tensor/onednn_util.hpp"
 #include "model/error.hpp"
 #endif
 
@@ -26,20 +27,9 @@ namespace {
 using dnnl::memory;
 using Dims = memory::dims;
 using Tag = memory::format_tag;
-
-const dnnl::engine& cpu_engine() {
-  static const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
-  return engine;
-}
-
-// `from` in the layout `layout` wants: `from` itself when it already is, else
-// a reordered copy made on `stream`.
-memory in_layout(const memory& from, const memory::desc& layout, dnnl::stream& stream) {
-  if (from.get_desc() == layout) return from;
-  memory to(layout, cpu_engine());
-  dnnl::reorder(from, to).execute(stream, const_cast<memory&>(from), to);
-  return to;
-}
+using onednn::cpu_engine;
+using onednn::in_layout;
+using onednn::to_user;
 
 // The primitives of one batch size.
 struct Primitives {
@@ -159,7 +149,7 @@ Tensor OneDnnConv::forward(const LayerParams& params, const Tensor& x) const {
                                        {DNNL_ARG_SCRATCHPAD, scratchpad}};
   if (m.bias) args[DNNL_ARG_BIAS] = memory(m.bias_desc(), cpu_engine(), const_cast<float*>(params[1].data.data()));
   p.forward.execute(stream, args);
-  if (dst != user_y) dnnl::reorder(dst, user_y).execute(stream, dst, const_cast<memory&>(user_y));
+  to_user(dst, user_y, stream);
   stream.wait();
   return y;
 }
@@ -185,7 +175,7 @@ Tensor OneDnnConv::backward(const LayerParams& params, const Tensor& x, const Te
                           {DNNL_ARG_WEIGHTS, in_layout(user_w, p.data_pd.weights_desc(), stream)},
                           {DNNL_ARG_DIFF_SRC, diff_src},
                           {DNNL_ARG_SCRATCHPAD, memory(p.data_pd.scratchpad_desc(), cpu_engine())}});
-  if (diff_src != user_dx) dnnl::reorder(diff_src, user_dx).execute(stream, diff_src, const_cast<memory&>(user_dx));
+  to_user(diff_src, user_dx, stream);
 
   // dL/dW (and dL/db) of this batch, then added to the gradients held.
   Tensor dw(std::vector<int64_t>{m.out_channels, m.g.channels / m.g.w.groups, m.g.w.kernel_h, m.g.w.kernel_w});
@@ -203,9 +193,7 @@ Tensor OneDnnConv::backward(const LayerParams& params, const Tensor& x, const Te
       {DNNL_ARG_SCRATCHPAD, memory(p.weights_pd.scratchpad_desc(), cpu_engine())}};
   if (m.bias) args[DNNL_ARG_DIFF_BIAS] = memory(m.bias_desc(), cpu_engine(), db.data.data());
   p.weights.execute(stream, args);
-  if (diff_weights != user_dw) {
-    dnnl::reorder(diff_weights, user_dw).execute(stream, diff_weights, const_cast<memory&>(user_dw));
-  }
+  to_user(diff_weights, user_dw, stream);
   stream.wait();
   grads[0].dense.matrix() += dw.matrix();
   if (m.bias) grads[1].dense.matrix() += db.matrix();

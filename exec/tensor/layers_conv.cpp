@@ -20,12 +20,12 @@ namespace {
 class Conv2d final : public ExecLayer {
  public:
   Conv2d(const std::vector<int64_t>& in_shape, int64_t out_channels, const WindowSpec& window, bool bias,
-         ConvKernels kernels)
+         Kernels kernels)
       : g_(make_geometry(in_shape, window, false)), out_channels_(out_channels), bias_(bias) {
     TRAINSIM_CHECK(window.groups >= 1 && g_.channels % window.groups == 0 && out_channels % window.groups == 0,
                    "conv2d: groups must divide both channel counts");
     group_k_ = g_.channels / window.groups * window.kernel_h * window.kernel_w;
-    if (kernels == ConvKernels::fastest) onednn_ = OneDnnConv::make(g_, out_channels_, bias_);
+    if (kernels == Kernels::fastest) onednn_ = OneDnnConv::make(g_, out_channels_, bias_);
   }
 
   std::vector<std::vector<int64_t>> param_shapes() const override {
@@ -183,7 +183,7 @@ class Conv2d final : public ExecLayer {
 }  // namespace
 
 std::unique_ptr<ExecLayer> make_conv2d(std::vector<int64_t> in_shape, int64_t out_channels, const WindowSpec& window,
-                                       bool bias, ConvKernels kernels) {
+                                       bool bias, Kernels kernels) {
   return std::make_unique<Conv2d>(in_shape, out_channels, window, bias, kernels);
 }
 

@@ -71,8 +71,8 @@ TEST(OneDnnConv, AgreesWithIm2colOnOutputsAndGradients) {
     const auto onednn = OneDnnConv::make(g, c.out_channels, c.bias);
     ASSERT_NE(onednn, nullptr);
     EXPECT_FALSE(onednn->implementation(3).empty());
-    const auto reference = make_conv2d(c.in_shape, c.out_channels, c.window, c.bias, ConvKernels::im2col);
-    const auto fastest = make_conv2d(c.in_shape, c.out_channels, c.window, c.bias, ConvKernels::fastest);
+    const auto reference = make_conv2d(c.in_shape, c.out_channels, c.window, c.bias, Kernels::reference);
+    const auto fastest = make_conv2d(c.in_shape, c.out_channels, c.window, c.bias, Kernels::fastest);
     LayerParams params;
     reference->init_params(params, rng);
     for (const int64_t batch : {int64_t{1}, int64_t{3}}) {
@@ -95,7 +95,7 @@ TEST(OneDnnConv, AddsIntoTheGradientsItIsGiven) {
   SKIP_WITHOUT_ONEDNN();
   std::mt19937_64 rng(32);
   const Case& c = kCases[1];
-  const auto conv = make_conv2d(c.in_shape, c.out_channels, c.window, c.bias, ConvKernels::fastest);
+  const auto conv = make_conv2d(c.in_shape, c.out_channels, c.window, c.bias, Kernels::fastest);
   LayerParams params;
   conv->init_params(params, rng);
   const Tensor x = random_tensor({2, c.in_shape[0], c.in_shape[1], c.in_shape[2]}, rng);
@@ -119,7 +119,7 @@ TEST(OneDnnConv, OneLayerServesSeveralThreadsAtOnce) {
   SKIP_WITHOUT_ONEDNN();
   std::mt19937_64 rng(33);
   const Case& c = kCases[0];
-  const auto conv = make_conv2d(c.in_shape, c.out_channels, c.window, c.bias, ConvKernels::fastest);
+  const auto conv = make_conv2d(c.in_shape, c.out_channels, c.window, c.bias, Kernels::fastest);
   LayerParams params;
   conv->init_params(params, rng);
   constexpr int kThreads = 4;
@@ -133,7 +133,7 @@ TEST(OneDnnConv, OneLayerServesSeveralThreadsAtOnce) {
     out.data.insert(out.data.end(), grads[0].dense.data.begin(), grads[0].dense.data.end());
   };
   for (int t = 0; t < kThreads; ++t) pass(*conv, t, alone[static_cast<size_t>(t)]);
-  const auto shared = make_conv2d(c.in_shape, c.out_channels, c.window, c.bias, ConvKernels::fastest);
+  const auto shared = make_conv2d(c.in_shape, c.out_channels, c.window, c.bias, Kernels::fastest);
   for (int round = 0; round < 5; ++round) {
     std::vector<std::thread> threads;
     for (int t = 0; t < kThreads; ++t) {

@@ -79,12 +79,12 @@ TEST(Conv2d, GroupsSeeOnlyTheirOwnChannels) {
 }
 
 // Both kernels: oneDNN's where it is built in (im2col otherwise), and im2col.
-constexpr ConvKernels kBothKernels[] = {ConvKernels::fastest, ConvKernels::im2col};
+constexpr Kernels kBothKernels[] = {Kernels::fastest, Kernels::reference};
 
 TEST(Conv2d, GradientsMatchFiniteDifferencesWithStridePaddingGroups) {
   // 4 -> 6 channels, 2 groups, 3x3 kernel, stride 2, padding 1, 7x6 input.
-  for (const ConvKernels kernels : kBothKernels) {
-    SCOPED_TRACE(kernels == ConvKernels::im2col ? "im2col" : "fastest");
+  for (const Kernels kernels : kBothKernels) {
+    SCOPED_TRACE(kernels == Kernels::reference ? "im2col" : "fastest");
     std::mt19937_64 rng(9);
     const auto conv = make_conv2d({4, 7, 6}, 6, WindowSpec{3, 3, 2, 2, 1, 1, 2, false}, true, kernels);
     LayerParams params;
@@ -94,8 +94,8 @@ TEST(Conv2d, GradientsMatchFiniteDifferencesWithStridePaddingGroups) {
 }
 
 TEST(Conv2d, GradientsMatchFiniteDifferencesRectangularNoBias) {
-  for (const ConvKernels kernels : kBothKernels) {
-    SCOPED_TRACE(kernels == ConvKernels::im2col ? "im2col" : "fastest");
+  for (const Kernels kernels : kBothKernels) {
+    SCOPED_TRACE(kernels == Kernels::reference ? "im2col" : "fastest");
     std::mt19937_64 rng(12);
     const auto conv = make_conv2d({3, 5, 6}, 2, WindowSpec{2, 3, 1, 2, 0, 1, 1, false}, false, kernels);
     LayerParams params;
@@ -141,8 +141,8 @@ TEST(Conv2d, MatchesTheDirectSumWhereWholeKernelColumnsReadOnlyPadding) {
   std::mt19937_64 rng(21);
   for (const WindowSpec w : {WindowSpec{3, 5, 1, 3, 2, 3, 1, false}, WindowSpec{2, 2, 1, 1, 3, 3, 1, false},
                              WindowSpec{3, 3, 2, 2, 1, 1, 1, false}}) {
-    for (const ConvKernels kernels : kBothKernels) {
-      SCOPED_TRACE(kernels == ConvKernels::im2col ? "im2col" : "fastest");
+    for (const Kernels kernels : kBothKernels) {
+      SCOPED_TRACE(kernels == Kernels::reference ? "im2col" : "fastest");
       const auto conv = make_conv2d({2, 3, 2}, 3, w, true, kernels);
       LayerParams params;
       conv->init_params(params, rng);
