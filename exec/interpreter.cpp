@@ -51,6 +51,7 @@ LossDiverged::LossDiverged(int32_t iteration_, double loss_)
 ExecResult execute_plan(const Plan& plan, const Network& network, const Weights& initial, const BatchSource& batches,
                         const ExecOptions& options) {
   const auto endpoints = static_cast<int>(plan.workers.size() + plan.servers.size());
+  if (!options.local_endpoints.empty()) interp::Interpreter::check_shareable(plan);  // before the processes connect
   std::unique_ptr<Transport> transport = options.make_transport
                                              ? options.make_transport(endpoints)
                                              : std::make_unique<InProcessTransport>(endpoints, options.recv_timeout_s);

@@ -65,6 +65,16 @@ struct ExecOptions {
   // (throwing LossDiverged) instead of training on to the end on weights
   // that mean nothing.
   bool stop_on_divergence = false;
+  // The plan's endpoints (its workers, then its servers) this process runs;
+  // empty: all of them, each worker's streams threads of this process. In a
+  // run shared by several processes (the MPI transport, one endpoint per
+  // rank) each runs its own: a dependency on an op run elsewhere is met by
+  // the message its recv or collective waits for, and a plan whose ops
+  // share memory across endpoints otherwise (host accumulation over a
+  // machine's workers, Parallax's servers) is refused (InputError). The
+  // processes start together (a barrier) and the results are gathered to
+  // the one running endpoint 0 (ExecResult::complete).
+  std::vector<int32_t> local_endpoints;
 };
 
 // The run stopped at a loss that is NaN or infinite (stop_on_divergence).
@@ -80,6 +90,10 @@ struct ExecOpTiming {
 };
 
 struct ExecResult {
+  // False in a process of a shared run (ExecOptions::local_endpoints) other
+  // than endpoint 0's: its result holds only its own ops' timings, its
+  // workers' losses and layers, and the traffic it sent.
+  bool complete = true;
   std::vector<ExecOpTiming> timings;        // one per plan op
   std::vector<double> iteration_end_s;      // when each iteration's last op ended
   std::vector<double> loss_per_iteration;   // mean loss over the iteration's samples

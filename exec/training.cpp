@@ -116,6 +116,8 @@ TrainingResult train(const Model& model, const Dataset& data, const Cluster& clu
   exec.sgd = options.sgd;
   exec.batch_size = batch;
   exec.stop_on_divergence = options.stop_on_divergence;
+  exec.make_transport = options.make_transport;
+  exec.local_endpoints = options.local_endpoints;
   const Weights initial = init_weights(network, options.seed);
   r.exec = execute_plan(r.plan, network, initial, batches, exec);
 
@@ -128,8 +130,9 @@ TrainingResult train(const Model& model, const Dataset& data, const Cluster& clu
     for (int32_t i = first; i < end; ++i) sum += r.exec.loss_per_iteration[static_cast<size_t>(i)];
     r.train_loss.push_back(sum / (end - first));
   }
-  r.test_accuracy = options.evaluate ? test_accuracy(network, r.exec.weights, r.exec.statistics, data)
-                                     : std::numeric_limits<double>::quiet_NaN();
+  r.test_accuracy = options.evaluate && r.exec.complete
+                        ? test_accuracy(network, r.exec.weights, r.exec.statistics, data)
+                        : std::numeric_limits<double>::quiet_NaN();
   return r;
 }
 

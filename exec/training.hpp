@@ -36,7 +36,12 @@ struct TrainingOptions {
   bool stop_on_divergence = false;
   // Evaluates the final weights on the whole test set (TrainingResult::test_accuracy);
   // validate times training only and turns it off (10,000 images per run for fmnist-cnn).
+  // Only where the result is complete (not in a shared run's other processes).
   bool evaluate = true;
+  // A run shared by several processes (ExecOptions::make_transport and
+  // local_endpoints): the transport joining them and this process's workers.
+  std::function<std::unique_ptr<Transport>(int endpoints)> make_transport;
+  std::vector<int32_t> local_endpoints;
 };
 
 struct IterationStats {

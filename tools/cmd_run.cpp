@@ -1,7 +1,9 @@
 // `trainsim run`: trains a model with one strategy for real on this machine's
 // CPU threads (the plan interpreter), and reports the iteration time, the
-// losses and the test accuracy (trainsim.run/1).
+// losses and the test accuracy (trainsim.run/1). Started by mpirun, each
+// rank runs one worker and the workers talk over MPI; rank 0 reports.
 #include <cmath>
+#include <cstdlib>
 #include <memory>
 #include <sstream>
 #include <stdexcept>
@@ -15,6 +17,10 @@
 #include "sim/cost/strategies.hpp"
 #include "tools/commands.hpp"
 #include "tools/progress.hpp"
+
+#if defined(TRAINSIM_WITH_MPI)
+#include "exec/mpi/mpi_transport.hpp"
+#endif
 
 namespace trainsim {
 namespace {
@@ -48,6 +54,9 @@ void write_metrics(const std::string& path, const TrainingResult& r, std::ostrea
   write_text_output(path, csv.str(), standard_output, "--metrics");
 }
 
+// Whether mpirun started this process (OpenMPI's environment, or a PMI launcher's).
+bool under_mpirun() { return std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr || std::getenv("PMI_SIZE") != nullptr; }
+
 // A run whose loss became NaN or infinite has diverged: its weights, losses
 // and accuracy mean nothing, so it stops there, nothing is written and the
 // run fails (exit 1).
@@ -75,18 +84,37 @@ void run_training(const RunOptions& o, CommandContext& ctx) {
   }
   const Dataset data = load_dataset(o.dataset, model, o.data_dir);
   TrainingOptions options;
+  bool reports = true;  // rank 0 of a shared run, or the only process
+#if defined(TRAINSIM_WITH_MPI)
+  std::unique_ptr<MpiSession> mpi;
+  if (under_mpirun()) {
+    mpi = std::make_unique<MpiSession>(nullptr, nullptr);
+    if (mpi->size() != workers) {
+      throw InputError("--devices", "is " + o.devices + " under mpirun with " + std::to_string(mpi->size()) + " ranks",
+                       "cpu:" + std::to_string(mpi->size()) + ", one worker per rank");
+    }
+    options.local_endpoints = {mpi->rank()};
+    options.make_transport = [](int) { return std::make_unique<MpiTransport>(); };
+    reports = mpi->rank() == 0;
+  }
+#else
+  if (under_mpirun()) {
+    throw InputError("mpirun", "started trainsim, which was built without MPI",
+                     "a build with TRAINSIM_WITH_MPI (libopenmpi-dev installed)");
+  }
+#endif
   options.strategy = o.strategy;
   options.batch_size = o.batch;
   options.iterations = o.iterations;
   options.epochs = o.epochs;
   options.seed = o.seed;
   options.sgd = {o.learning_rate, o.momentum, 0.0};
-  ProgressBar bar(ctx.err, "training", !o.quiet);
+  ProgressBar bar(ctx.err, "training", !o.quiet && reports);
   options.on_iteration = [&bar](int32_t i, int32_t n) { bar.update(i + 1, n); };
   // Stale gradients with momentum: one line before training when unstable (docs/results.md).
   options.on_stale_gradients = [&](const StaleMomentumCheck& check) {
     const std::string warning = stale_momentum_warning(check, o.strategy);
-    if (!warning.empty()) ctx.err << warning << "\n" << std::flush;
+    if (!warning.empty() && reports) ctx.err << warning << "\n" << std::flush;
   };
   options.stop_on_divergence = true;
   TrainingResult r;
@@ -97,6 +125,7 @@ void run_training(const RunOptions& o, CommandContext& ctx) {
     diverged(e, o.learning_rate);
   }
   bar.finish();
+  if (!reports) return;  // rank 0 writes what the run gathered
 
   if (!o.trace.empty()) write_text_output(o.trace, exec_chrome_trace(r.plan, r.exec).dump() + "\n", ctx.out, "--trace");
   if (!o.metrics.empty()) write_metrics(o.metrics, r, ctx.out);

@@ -6,6 +6,7 @@
 
 #include "exec/interpreter/flat_weights.hpp"
 #include "exec/interpreter/handlers.hpp"
+#include "exec/interpreter/tags.hpp"
 #include "exec/interpreter/weight_versions.hpp"
 #include "exec/optim/pipesgd.hpp"
 #include "exec/transport/codec_all_reduce.hpp"
@@ -39,12 +40,15 @@ HopCodec hop_codec(GradientCompression kind) {
 // on a group (in op order) joins the other members' k-th.
 void Interpreter::assign_collective_tags() {
   std::map<std::tuple<int32_t, int, int32_t>, int64_t> issued;  // (group, kind, worker) -> count
+  std::map<std::tuple<int32_t, int, int64_t>, int64_t> instances;  // (group, kind, k) -> instance
   tags_.assign(plan_.ops.size(), 0);
   for (size_t id = 0; id < plan_.ops.size(); ++id) {
     const Op& op = plan_.ops[id];
     if (!is_collective(op.kind)) continue;
     const int64_t k = issued[{op.group, static_cast<int>(op.kind), op.worker}]++;
-    tags_[id] = -(((k * 64 + static_cast<int64_t>(op.kind)) * 65536 + op.group) + 1);  // negative: never a send id
+    const auto instance = instances.try_emplace({op.group, static_cast<int>(op.kind), k},
+                                                static_cast<int64_t>(instances.size()));
+    tags_[id] = collective_tag(instance.first->second);
   }
 }
 

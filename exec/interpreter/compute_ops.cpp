@@ -124,8 +124,8 @@ Tensor Interpreter::loss_gradient(const Op& op, const Tensor& logits, bool count
   if (!count_loss) return dlogits;
   if (options_.stop_on_divergence && !std::isfinite(loss)) throw LossDiverged(op.iteration, loss);
   std::lock_guard lock(loss_mu_);
-  loss_sum_[static_cast<size_t>(op.iteration)] += loss * static_cast<double>(rows);
-  loss_rows_[static_cast<size_t>(op.iteration)] += rows;
+  loss_sum_[static_cast<size_t>(op.worker)][static_cast<size_t>(op.iteration)] += loss * static_cast<double>(rows);
+  loss_rows_[static_cast<size_t>(op.worker)][static_cast<size_t>(op.iteration)] += rows;
   return dlogits;
 }
 

@@ -23,11 +23,13 @@ Interpreter::Interpreter(const Plan& plan, const Network& network, const Weights
       gathers_sparse_rows_(plan.gathers_sparse_rows),
       serves_dense_(std::any_of(plan.servers.begin(), plan.servers.end(),
                                 [](const PlanServer& s) { return s.rule == ServerRule::kDense; })),
-      owned_transport_(std::move(transport)), transport_(*owned_transport_),
-      scheduler_(plan, transport_, options.pin_workers) {
+      owned_transport_(std::move(transport)), transport_(*owned_transport_), local_(local_mask(plan, options)),
+      shared_(std::find(local_.begin(), local_.end(), 0) != local_.end()),
+      scheduler_(plan, transport_, options.pin_workers, local_workers()) {
   TRAINSIM_CHECK(options.batch_size > 0, "the executor needs the plan's per-device batch size");
   TRAINSIM_CHECK(transport_.workers() == static_cast<int>(plan.workers.size() + plan.servers.size()),
                  "the transport must join the plan's workers and servers");
+  if (shared_) check_shareable(plan);
   workers_.resize(plan.workers.size());
   for (size_t i = 0; i < workers_.size(); ++i) {
     auto& w = workers_[i];
@@ -63,8 +65,8 @@ Interpreter::Interpreter(const Plan& plan, const Network& network, const Weights
   }
   assign_collective_tags();
   make_servers(initial);
-  loss_sum_.assign(static_cast<size_t>(plan.iterations), 0.0);
-  loss_rows_.assign(static_cast<size_t>(plan.iterations), 0);
+  loss_sum_.assign(plan.workers.size(), std::vector<double>(static_cast<size_t>(plan.iterations), 0.0));
+  loss_rows_.assign(plan.workers.size(), std::vector<int64_t>(static_cast<size_t>(plan.iterations), 0));
 }
 
 std::vector<int32_t> Interpreter::first_worker_per_layer(OpKind kind) const {
@@ -79,8 +81,11 @@ std::vector<int32_t> Interpreter::first_worker_per_layer(OpKind kind) const {
 }
 
 ExecResult Interpreter::run() {
+  if (shared_) start_together();
   scheduler_.run(*this);
-  return result();
+  ExecResult r = result();
+  if (shared_) gather_results(r);
+  return r;
 }
 
 void Interpreter::check_supported(const Op& op) const {
@@ -118,16 +123,8 @@ void Interpreter::execute(OpId id, const Op& op) {
 
 ExecResult Interpreter::result() {
   ExecResult r;
-  const std::vector<ExecOpTiming>& timings = scheduler_.timings();
-  r.timings = timings;
-  r.iteration_end_s.assign(static_cast<size_t>(plan_.iterations), 0.0);
-  for (size_t id = 0; id < plan_.ops.size(); ++id) {
-    double& end = r.iteration_end_s[static_cast<size_t>(plan_.ops[id].iteration)];
-    end = std::max(end, timings[id].end_s);
-  }
-  for (size_t i = 0; i < loss_sum_.size(); ++i) {
-    r.loss_per_iteration.push_back(loss_rows_[i] > 0 ? loss_sum_[i] / static_cast<double>(loss_rows_[i]) : 0.0);
-  }
+  r.timings = scheduler_.timings();
+  summarize(r);
   // Each layer's weights from the first worker updating it; its statistics
   // from the first running its forward (DDP keeps rank 0's buffers).
   const std::vector<int32_t> updater = first_worker_per_layer(OpKind::kUpdate);
@@ -147,6 +144,21 @@ ExecResult Interpreter::result() {
   }
   r.traffic = transport_.traffic();
   return r;
+}
+
+void Interpreter::summarize(ExecResult& r) const {
+  r.iteration_end_s.assign(static_cast<size_t>(plan_.iterations), 0.0);
+  for (size_t id = 0; id < plan_.ops.size(); ++id) {
+    double& end = r.iteration_end_s[static_cast<size_t>(plan_.ops[id].iteration)];
+    end = std::max(end, r.timings[id].end_s);
+  }
+  r.loss_per_iteration.clear();
+  for (size_t i = 0; i < static_cast<size_t>(plan_.iterations); ++i) {
+    double sum = 0.0;
+    int64_t rows = 0;
+    for (size_t w = 0; w < loss_sum_.size(); ++w) sum += loss_sum_[w][i], rows += loss_rows_[w][i];
+    r.loss_per_iteration.push_back(rows > 0 ? sum / static_cast<double>(rows) : 0.0);
+  }
 }
 
 }  // namespace trainsim::interp

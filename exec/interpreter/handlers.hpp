@@ -49,6 +49,10 @@ class Interpreter final : public OpHandler {
 
   ExecResult run();
 
+  // InputError unless `plan` can run across processes (checked before the
+  // processes connect: every one refuses it alike). shared_run.cpp.
+  static void check_shareable(const Plan& plan);
+
   // The op's handler, by its kind.
   void execute(OpId id, const Op& op) override;
 
@@ -56,6 +60,16 @@ class Interpreter final : public OpHandler {
   // handlers.cpp
   void check_supported(const Op& op) const;
   ExecResult result();
+  // The iterations' ends from r.timings and their losses from the workers'.
+  void summarize(ExecResult& r) const;
+
+  // shared_run.cpp: a run shared by several processes (ExecOptions::local_endpoints)
+  static std::vector<uint8_t> local_mask(const Plan& plan, const ExecOptions& options);
+  std::vector<uint8_t> local_workers() const;
+  void start_together();
+  std::vector<float> result_record(int32_t worker, const ExecResult& r) const;
+  void read_result_record(int32_t worker, const std::vector<float>& record, ExecResult& r);
+  void gather_results(ExecResult& r);
   // Per layer, the worker of the first op of `kind` covering it (-1: none).
   std::vector<int32_t> first_worker_per_layer(OpKind kind) const;
 
@@ -119,6 +133,8 @@ class Interpreter final : public OpHandler {
   std::set<std::tuple<int32_t, int32_t, int32_t, int32_t>> recomputed_;  // (worker, it, mb, first layer) of recomputes
   std::unique_ptr<Transport> owned_transport_;
   Transport& transport_;
+  std::vector<uint8_t> local_;  // per endpoint (workers, then servers): run by this process
+  bool shared_ = false;         // some endpoint is another process's
   Scheduler scheduler_;
   std::vector<std::unique_ptr<WorkerState>> workers_;
   HostState host_;
@@ -132,8 +148,8 @@ class Interpreter final : public OpHandler {
   std::mutex sends_mu_;
   std::vector<int32_t> weight_senders_;  // per update op: sends of its weights
   std::mutex loss_mu_;
-  std::vector<double> loss_sum_;
-  std::vector<int64_t> loss_rows_;
+  std::vector<std::vector<double>> loss_sum_;   // [worker][iteration]: loss · positions
+  std::vector<std::vector<int64_t>> loss_rows_;  // [worker][iteration]: positions
 };
 
 }  // namespace trainsim::interp

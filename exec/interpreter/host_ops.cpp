@@ -9,15 +9,15 @@
 
 #include "exec/interpreter/flat_weights.hpp"
 #include "exec/interpreter/handlers.hpp"
+#include "exec/interpreter/tags.hpp"
 #include "exec/optim/host_accumulate.hpp"
 #include "model/error.hpp"
 
 namespace trainsim::interp {
 namespace {
 
-// Tags of the servers' rounds: below every collective's (interpreter tags
-// are op ids, >= 0, and collectives' small negatives).
-constexpr int64_t kServerTagBase = -(int64_t{1} << 52);
+// Shards per round in a server round's tag.
+constexpr int64_t kShardsPerRound = 1024;
 
 }  // namespace
 
@@ -158,7 +158,8 @@ void Interpreter::server_step(const Op& op) {
 
 int64_t Interpreter::server_tag(int32_t iteration, const VariableServer& s) const {
   const int64_t shard = s.server - static_cast<int64_t>(plan_.workers.size());
-  return kServerTagBase - (static_cast<int64_t>(iteration) * 1024 + shard);
+  TRAINSIM_CHECK(shard < kShardsPerRound, "plan: more parameter-server shards than a round's tag numbers");
+  return server_round_tag(static_cast<int64_t>(iteration) * kShardsPerRound + shard);
 }
 
 // CopyToHost of parallax: the worker's gradients to each server (push): a

@@ -11,6 +11,7 @@
 
 #include "exec/interpreter/flat_weights.hpp"
 #include "exec/interpreter/handlers.hpp"
+#include "exec/interpreter/tags.hpp"
 #include "model/error.hpp"
 
 namespace trainsim::interp {
@@ -81,7 +82,7 @@ void Interpreter::send(OpId id, const Op& op) {
       }
     }
   }
-  transport_.send(op.worker, op.peer, id, std::move(payload));
+  transport_.send(op.worker, op.peer, send_tag(id), std::move(payload));
   if (released) release_gradients(w, std::move(*released));
 }
 
@@ -89,7 +90,7 @@ void Interpreter::recv(OpId id, const Op& op) {
   const OpId from = sender_of(id);
   const Op& send_op = plan_.ops[static_cast<size_t>(from)];
   const Op& source = plan_.ops[static_cast<size_t>(send_op.deps.front())];
-  std::vector<float> payload = transport_.recv(op.worker, op.peer, from);
+  std::vector<float> payload = transport_.recv(op.worker, op.peer, send_tag(from));
   WorkerState& w = *workers_[op.worker];
   const int32_t mb = std::max(0, source.microbatch);
   std::lock_guard lock(w.mu);

@@ -13,8 +13,8 @@
 
 namespace trainsim::interp {
 
-Scheduler::Scheduler(const Plan& plan, Transport& transport, bool pin_workers)
-    : plan_(plan), transport_(transport), pin_workers_(pin_workers), done_(plan.ops.size()),
+Scheduler::Scheduler(const Plan& plan, Transport& transport, bool pin_workers, std::vector<uint8_t> local)
+    : plan_(plan), transport_(transport), pin_workers_(pin_workers), local_(std::move(local)), done_(plan.ops.size()),
       timings_(plan.ops.size()) {
   releases_own_stream_.assign(plan.ops.size(), 0);
   for (const Op& op : plan.ops) {
@@ -30,6 +30,7 @@ Scheduler::Scheduler(const Plan& plan, Transport& transport, bool pin_workers)
 void Scheduler::run(OpHandler& handler) {
   std::vector<std::pair<int32_t, int32_t>> streams;  // (worker, stream kind) with ops
   for (size_t w = 0; w < plan_.streams.size(); ++w) {
+    if (!is_local(static_cast<int32_t>(w))) continue;
     for (int k = 0; k < kStreamKinds; ++k) {
       if (!plan_.streams[w][k].empty()) streams.emplace_back(static_cast<int32_t>(w), k);
     }
@@ -57,7 +58,9 @@ double Scheduler::now_s() const {
 }
 
 void Scheduler::wait_for_deps(const Op& op) {
-  for (OpId dep : op.deps) done_[static_cast<size_t>(dep)].wait(false);
+  for (OpId dep : op.deps) {
+    if (is_local(plan_.ops[static_cast<size_t>(dep)].worker)) done_[static_cast<size_t>(dep)].wait(false);
+  }
   if (failed_.load()) throw TransportAborted("another worker failed");
 }
 

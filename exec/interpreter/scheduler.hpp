@@ -25,12 +25,17 @@ class OpHandler {
 
 class Scheduler {
  public:
-  // `transport` is aborted when a thread fails; pin_workers as ExecOptions says.
-  Scheduler(const Plan& plan, Transport& transport, bool pin_workers);
+  // `transport` is aborted when a thread fails; pin_workers as ExecOptions
+  // says; `local`, per worker, whether this process runs it (empty: all).
+  Scheduler(const Plan& plan, Transport& transport, bool pin_workers, std::vector<uint8_t> local = {});
 
-  // Runs every stream of the plan on a thread of its own, each op through
-  // `handler`; returns when all have ended, rethrowing the first failure.
+  // Runs every stream of the local workers on a thread of its own, each op
+  // through `handler`; returns when all have ended, rethrowing the first
+  // failure. A dependency on another process's op is not waited for: the
+  // message the op receives is its end.
   void run(OpHandler& handler);
+
+  bool is_local(int32_t worker) const { return local_.empty() || local_[static_cast<size_t>(worker)] != 0; }
 
   // One per plan op, since run() started.
   const std::vector<ExecOpTiming>& timings() const { return timings_; }
@@ -44,6 +49,7 @@ class Scheduler {
   const Plan& plan_;
   Transport& transport_;
   bool pin_workers_;
+  std::vector<uint8_t> local_;
   std::vector<std::atomic<bool>> done_;
   std::atomic<bool> failed_{false};
   std::vector<ExecOpTiming> timings_;

@@ -1,0 +1,199 @@
+// A run shared by several processes (ExecOptions::local_endpoints): which
+// endpoints this process runs, the plans it refuses, the barrier the
+// processes start from, and the results each sends the process running
+// endpoint 0 at the end (its workers' losses, op timings, the layers whose
+// result it holds, the traffic it sent), which merges them.
+#include <algorithm>
+#include <bit>
+#include <cstring>
+#include <numeric>
+#include <string>
+
+#include "exec/interpreter/handlers.hpp"
+#include "exec/interpreter/tags.hpp"
+#include "exec/transport/in_process.hpp"
+#include "model/error.hpp"
+
+namespace trainsim::interp {
+namespace {
+
+// Doubles through a float channel, bit for bit: two floats carrying the halves.
+void append_double(std::vector<float>& out, double value) {
+  const auto bits = std::bit_cast<uint64_t>(value);
+  out.push_back(std::bit_cast<float>(static_cast<uint32_t>(bits >> 32)));
+  out.push_back(std::bit_cast<float>(static_cast<uint32_t>(bits & 0xffffffffu)));
+}
+
+// Reads what the matching writes wrote, in order; a record shorter than the
+// reader expects is a plan mismatch between the processes.
+class RecordReader {
+ public:
+  RecordReader(const std::vector<float>& record, int32_t worker) : record_(record), worker_(worker) {}
+  double next_double() {
+    check(2);
+    const auto high = std::bit_cast<uint32_t>(record_[at_]), low = std::bit_cast<uint32_t>(record_[at_ + 1]);
+    at_ += 2;
+    return std::bit_cast<double>((static_cast<uint64_t>(high) << 32) | low);
+  }
+  void next_floats(std::vector<float>& into) {
+    check(into.size());
+    std::copy_n(record_.begin() + static_cast<std::ptrdiff_t>(at_), into.size(), into.begin());
+    at_ += into.size();
+  }
+  void expect_end() const {
+    TRAINSIM_CHECK(at_ == record_.size(), "the result of worker " + std::to_string(worker_) +
+                                              " is longer than its plan's: the processes ran different plans");
+  }
+
+ private:
+  void check(size_t count) const {
+    TRAINSIM_CHECK(at_ + count <= record_.size(), "the result of worker " + std::to_string(worker_) +
+                                                      " is shorter than its plan's: the processes ran different plans");
+  }
+  const std::vector<float>& record_;
+  int32_t worker_;
+  size_t at_ = 0;
+};
+
+std::string op_name(const Op& op) {
+  return std::string(op_kind_name(op.kind)) + " of worker " + std::to_string(op.worker) + " (iteration " +
+         std::to_string(op.iteration) + ")";
+}
+
+}  // namespace
+
+std::vector<uint8_t> Interpreter::local_mask(const Plan& plan, const ExecOptions& options) {
+  const size_t endpoints = plan.workers.size() + plan.servers.size();
+  std::vector<uint8_t> local(endpoints, options.local_endpoints.empty() ? 1 : 0);
+  for (const int32_t e : options.local_endpoints) {
+    if (e < 0 || static_cast<size_t>(e) >= endpoints) {
+      throw InputError("ExecOptions::local_endpoints", "names endpoint " + std::to_string(e),
+                       "one of the plan's " + std::to_string(endpoints) + " workers and servers");
+    }
+    local[static_cast<size_t>(e)] = 1;
+  }
+  return local;
+}
+
+std::vector<uint8_t> Interpreter::local_workers() const {
+  return std::vector<uint8_t>(local_.begin(), local_.begin() + static_cast<std::ptrdiff_t>(plan_.workers.size()));
+}
+
+// Across workers an op may wait only for a message: a recv on its send. A
+// send may also wait on another worker's send, which orders their use of
+// one link in the simulator (dp-ps's pushes into the server, one after
+// another); across processes the network orders them and the wait is
+// dropped. Anything else crossing workers shares memory (a machine's host
+// accumulation reads every worker's gradients) and has no message to wait
+// for. Every process checks every op, so all of them refuse a plan alike.
+void Interpreter::check_shareable(const Plan& plan) {
+  if (!plan.servers.empty()) {
+    throw InputError("the plan's servers", "run in a process of their own (Parallax across processes)",
+                     "a plan without parameter servers, or all of its endpoints in one process");
+  }
+  for (const Op& op : plan.ops) {
+    for (size_t k = 0; k < op.deps.size(); ++k) {
+      const Op& dep = plan.ops[static_cast<size_t>(op.deps[k])];
+      if (dep.worker == op.worker) continue;
+      if (op.kind == OpKind::kRecv && k == 0) continue;                    // the message is the wait
+      if (op.kind == OpKind::kSend && dep.kind == OpKind::kSend) continue;  // the order of a shared link
+      throw InputError("the plan's " + op_name(op), "waits on the " + op_name(dep) + ", another worker's",
+                       "ops that wait across workers only for a message (a recv on its send) to run across "
+                       "processes");
+    }
+  }
+}
+
+// Every process's workers enter one barrier, so the runs' clocks start
+// within a message's latency of each other.
+void Interpreter::start_together() {
+  std::vector<int> everyone(plan_.workers.size());
+  std::iota(everyone.begin(), everyone.end(), 0);
+  std::vector<int> mine;
+  for (int w : everyone) {
+    if (local_[static_cast<size_t>(w)]) mine.push_back(w);
+  }
+  run_workers(transport_, static_cast<int>(mine.size()),
+              [&](int i) { transport_.barrier(mine[static_cast<size_t>(i)], everyone, start_tag()); });
+}
+
+// Worker w's part of the result: its losses per iteration, its ops'
+// timings, the weights of the layers it updates first and the statistics of
+// those it runs forward first (result() takes each layer from there), and
+// the bytes it sent to each endpoint.
+std::vector<float> Interpreter::result_record(int32_t worker, const ExecResult& r) const {
+  const auto w = static_cast<size_t>(worker);
+  std::vector<float> out;
+  for (size_t i = 0; i < static_cast<size_t>(plan_.iterations); ++i) {
+    append_double(out, loss_sum_[w][i]);
+    append_double(out, static_cast<double>(loss_rows_[w][i]));
+  }
+  for (size_t id = 0; id < plan_.ops.size(); ++id) {
+    if (plan_.ops[id].worker != worker) continue;
+    append_double(out, r.timings[id].start_s);
+    append_double(out, r.timings[id].end_s);
+  }
+  const std::vector<int32_t> updater = first_worker_per_layer(OpKind::kUpdate);
+  const std::vector<int32_t> forwarder = first_worker_per_layer(OpKind::kForward);
+  for (size_t l = 0; l < network_.layers.size(); ++l) {
+    if (updater[l] == worker) {
+      for (const Tensor& t : workers_[w]->weights[l]) out.insert(out.end(), t.data.begin(), t.data.end());
+    }
+    if (forwarder[l] == worker) {
+      for (const Tensor& t : workers_[w]->statistics[l]) out.insert(out.end(), t.data.begin(), t.data.end());
+    }
+  }
+  for (size_t to = 0; to < local_.size(); ++to) {
+    append_double(out, static_cast<double>(r.traffic.pair_bytes.at(w).at(to)));
+    append_double(out, static_cast<double>(r.traffic.pair_messages.at(w).at(to)));
+  }
+  return out;
+}
+
+void Interpreter::read_result_record(int32_t worker, const std::vector<float>& record, ExecResult& r) {
+  const auto w = static_cast<size_t>(worker);
+  RecordReader in(record, worker);
+  for (size_t i = 0; i < static_cast<size_t>(plan_.iterations); ++i) {
+    loss_sum_[w][i] = in.next_double();
+    loss_rows_[w][i] = static_cast<int64_t>(in.next_double());
+  }
+  for (size_t id = 0; id < plan_.ops.size(); ++id) {
+    if (plan_.ops[id].worker != worker) continue;
+    r.timings[id].start_s = in.next_double();
+    r.timings[id].end_s = in.next_double();
+  }
+  const std::vector<int32_t> updater = first_worker_per_layer(OpKind::kUpdate);
+  const std::vector<int32_t> forwarder = first_worker_per_layer(OpKind::kForward);
+  for (size_t l = 0; l < network_.layers.size(); ++l) {
+    if (updater[l] == worker) {
+      for (Tensor& t : r.weights[l]) in.next_floats(t.data);
+    }
+    if (forwarder[l] == worker) {
+      for (Tensor& t : r.statistics[l]) in.next_floats(t.data);
+    }
+  }
+  for (size_t to = 0; to < local_.size(); ++to) {
+    r.traffic.pair_bytes.at(w).at(to) = static_cast<int64_t>(in.next_double());
+    r.traffic.pair_messages.at(w).at(to) = static_cast<int64_t>(in.next_double());
+  }
+  in.expect_end();
+}
+
+// Each process's workers send their part to endpoint 0, whose process
+// merges them into its result; the others' results stay their own.
+void Interpreter::gather_results(ExecResult& r) {
+  if (!local_[0]) {
+    r.complete = false;
+    for (size_t w = 0; w < plan_.workers.size(); ++w) {
+      if (local_[w]) transport_.send(static_cast<int>(w), 0, result_tag(), result_record(static_cast<int32_t>(w), r));
+    }
+    return;
+  }
+  for (size_t w = 0; w < plan_.workers.size(); ++w) {
+    if (local_[w]) continue;
+    read_result_record(static_cast<int32_t>(w), transport_.recv(0, static_cast<int>(w), result_tag()), r);
+  }
+  summarize(r);
+}
+
+}  // namespace trainsim::interp

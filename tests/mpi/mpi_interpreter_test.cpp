@@ -1,0 +1,126 @@
+// The plan interpreter across processes: every strategy's plan for as many
+// devices as there are ranks, each rank running its worker over the MPI
+// transport (ExecOptions::local_endpoints), against the same plan run by
+// rank 0 alone with its workers as threads: the same losses, weights and
+// op count, gathered to rank 0. A plan whose ops share memory across
+// workers is refused on every rank, with the reason.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "exec/interpreter.hpp"
+#include "exec/mpi/mpi_transport.hpp"
+#include "model/error.hpp"
+#include "tests/exec/strategy_runs.hpp"
+
+namespace trainsim {
+namespace {
+
+using strategy_runs::kWeightSeed;
+using strategy_runs::largest_weight_gap;
+using strategy_runs::synthetic_batch;
+
+constexpr int64_t kBatch = 8;
+
+int world_size() {
+  int size = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  return size;
+}
+
+int world_rank() {
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  return rank;
+}
+
+// fmnist-mlp's plan of `strategy` (with `settings`) on one device per rank, 4 iterations.
+Plan plan_for(const std::string& strategy, const std::vector<std::pair<std::string, std::string>>& settings = {}) {
+  Cluster cluster = load_cluster("p40x4-pcie3");
+  cluster.devices_per_machine = world_size();
+  const Model model = build_zoo_model("fmnist-mlp");
+  StrategyConfig config;
+  for (const auto& [key, value] : settings) config.set(key, value, "--set " + key);
+  return generate_plan(find_strategy(strategy, "--strategy"), analytic_profile(model, kBatch, cluster), cluster,
+                       config, 4);
+}
+
+ExecResult run(const Plan& plan, bool shared) {
+  const Network network = build_network(build_zoo_model("fmnist-mlp"));
+  ExecOptions options;
+  options.batch_size = kBatch;
+  options.sgd = {0.1, 0.9, 0.0};
+  options.recv_timeout_s = 60;
+  if (shared) {
+    options.local_endpoints = {world_rank()};
+    options.make_transport = [](int endpoints) {
+      auto transport = std::make_unique<MpiTransport>();
+      TRAINSIM_CHECK(transport->workers() == endpoints, "run the MPI tests with one rank per worker");
+      return transport;
+    };
+  }
+  return execute_plan(plan, network, init_weights(network, kWeightSeed), whole_batches(synthetic_batch), options);
+}
+
+class AcrossProcesses : public testing::TestWithParam<std::string> {};
+
+TEST_P(AcrossProcesses, TrainsAsTheWorkersDoAsThreadsOfOneProcess) {
+  const Plan plan = plan_for(GetParam());
+  ASSERT_EQ(plan.workers.size(), static_cast<size_t>(world_size()));
+  ExecResult alone;
+  if (world_rank() == 0) alone = run(plan, false);
+  const ExecResult shared = run(plan, true);
+  EXPECT_EQ(shared.complete, world_rank() == 0);
+  if (world_rank() != 0) return;
+  ASSERT_EQ(shared.loss_per_iteration.size(), alone.loss_per_iteration.size());
+  for (size_t i = 0; i < alone.loss_per_iteration.size(); ++i) {
+    EXPECT_NEAR(shared.loss_per_iteration[i], alone.loss_per_iteration[i],
+                1e-5 * std::max(1.0, std::abs(alone.loss_per_iteration[i])))
+        << "iteration " << i;
+  }
+  EXPECT_LE(largest_weight_gap(shared.weights, alone.weights), 1e-5);
+  // Every op ran and was timed, on whichever rank.
+  for (size_t id = 0; id < plan.ops.size(); ++id) {
+    EXPECT_GE(shared.timings[id].end_s, shared.timings[id].start_s) << "op " << id;
+    EXPECT_GT(shared.timings[id].end_s, 0.0) << "op " << id << " never ran";
+  }
+  // Each rank's sends reached rank 0's account of the traffic: the bytes
+  // the plan moves (the starting barrier's messages are empty).
+  for (int w = 0; w < world_size(); ++w) {
+    EXPECT_EQ(shared.traffic.sent_bytes(w), alone.traffic.sent_bytes(w)) << "worker " << w;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Strategies, AcrossProcesses,
+                         testing::Values("dp-ps", "dp-ring", "dp-overlap", "pipesgd", "pipedream", "pipedream-sync",
+                                         "dualpipe", "gpipe", "dsp", "parallax"),
+                         [](const testing::TestParamInfo<std::string>& param) {
+                           std::string name = param.param;
+                           for (char& c : name) c = c == '-' ? '_' : c;
+                           return name;
+                         });
+
+TEST(AcrossProcessesRefused, PlansWhoseOpsShareMemoryAcrossWorkers) {
+  // cgdp sums a machine's gradients in its host's memory; parallax in ps
+  // mode keeps its variables on servers of their own: neither runs across
+  // processes yet, and every rank says so (none waits for the others).
+  for (const auto& [strategy, settings] :
+       std::vector<std::pair<std::string, std::vector<std::pair<std::string, std::string>>>>{
+           {"cgdp", {}}, {"parallax", {{"mode", "ps"}}}}) {
+    SCOPED_TRACE(strategy);
+    const Plan plan = plan_for(strategy, settings);
+    try {
+      run(plan, true);
+      ADD_FAILURE() << "ran across processes";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("process"), std::string::npos) << e.what();
+    }
+  }
+}
+
+}  // namespace
+}  // namespace trainsim

@@ -1,0 +1,50 @@
+#!/usr/bin/env python3
+"""`trainsim run` started by mpirun: one worker per rank over MPI gives the
+losses and test accuracy of the same run with its workers as threads of one
+process, and only rank 0 writes the summary. Usage: run_under_mpirun.py
+TRAINSIM MPIEXEC (ctest: mpi_run_cli)."""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+STRATEGIES = ["dp-ring", "gpipe", "pipedream"]
+
+
+def run(command, env=None):
+    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
+    if done.returncode != 0:
+        sys.exit(f"{' '.join(command)} failed ({done.returncode}):\n{done.stdout}\n{done.stderr}")
+    return done
+
+
+def main():
+    trainsim, mpiexec = sys.argv[1], sys.argv[2]
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+               OMPI_MCA_btl_vader_single_copy_mechanism="none", OMPI_MCA_rmaps_base_oversubscribe="1")
+    with tempfile.TemporaryDirectory() as folder:
+        for strategy in STRATEGIES:
+            args = ["run", "--model", "fmnist-mlp", "--strategy", strategy, "--devices", "cpu:2", "--iterations", "6",
+                    "--batch", "16", "--quiet"]
+            threads, ranks = os.path.join(folder, f"{strategy}-threads.json"), os.path.join(folder, f"{strategy}-mpi.json")
+            run([trainsim, *args, "--json", threads])
+            run([mpiexec, "-np", "2", "--oversubscribe", trainsim, *args, "--json", ranks], env)
+            a, b = json.load(open(threads)), json.load(open(ranks))
+            for i, (x, y) in enumerate(zip(a["loss_per_iteration"], b["loss_per_iteration"], strict=True)):
+                if abs(x - y) > 1e-5 * max(1.0, abs(x)):
+                    sys.exit(f"{strategy}: iteration {i} loss {y} over MPI, {x} with threads")
+            if abs(a["test_accuracy"] - b["test_accuracy"]) > 1e-6:
+                sys.exit(f"{strategy}: test accuracy {b['test_accuracy']} over MPI, {a['test_accuracy']} with threads")
+            print(f"{strategy}: {len(a['loss_per_iteration'])} losses equal, accuracy {a['test_accuracy']}")
+        # Under mpirun, --devices must give one worker per rank.
+        wrong = subprocess.run([mpiexec, "-np", "2", "--oversubscribe", trainsim, "run", "--model", "fmnist-mlp",
+                                "--strategy", "dp-ring", "--devices", "cpu:3", "--iterations", "2", "--quiet"], capture_output=True, text=True, env=env, timeout=300)
+        if wrong.returncode == 0 or "one worker per rank" not in wrong.stderr:
+            sys.exit(f"cpu:3 under 2 ranks was not refused as it should be:\n{wrong.stderr}")
+    print("ok")
+
+
+if __name__ == "__main__":
+    main()
