@@ -57,7 +57,8 @@ Geometry make_geometry(const std::vector<int64_t>& in_shape, const WindowSpec& w
 // Which kernels a layer with a library implementation runs: `fastest`,
 // oneDNN's where it is built in and loads, else the project's own;
 // `reference`, the project's own always (im2col and matrix products for
-// conv2d, Eigen for the LSTM).
+// conv2d). oneDNN's LSTM primitive was tried too and was 6-7% slower here
+// than the Eigen recurrence (docs/results.md).
 enum class Kernels { fastest, reference };
 
 // Convolution over {C, H, W}; weight {out, C/groups, kh, kw}, bias {out}.
@@ -120,8 +121,7 @@ std::unique_ptr<ExecLayer> make_positional_encoding(int64_t tokens, int64_t dim)
 // split into i, f, g, o (hidden each); c_t = σ(f)⊙c_{t-1} + σ(i)⊙tanh(g),
 // h_t = σ(o)⊙tanh(c_t), h_0 = c_0 = 0; the output is every h_t. Parameters:
 // W {4·hidden, in + hidden}, b {4·hidden}, uniform ±1/sqrt(hidden) as torch.
-std::unique_ptr<ExecLayer> make_lstm(int64_t tokens, int64_t in_features, int64_t hidden,
-                                     Kernels kernels = Kernels::fastest);
+std::unique_ptr<ExecLayer> make_lstm(int64_t tokens, int64_t in_features, int64_t hidden);
 
 // Sum of looked-up table rows: ids {T} (floats, negative = padding) -> {dim};
 // table {vocabulary, dim}, sparse gradient. `name` appears in errors about ids.

@@ -2,12 +2,10 @@
 // input's products for the whole sequence at once and one recurrent product
 // per time step for the whole batch, and backpropagation through time.
 #include <cmath>
-#include <memory>
 #include <string>
 #include <utility>
 
 #include "exec/tensor/kernels_impl.hpp"
-#include "exec/tensor/lstm_onednn.hpp"
 #include "model/error.hpp"
 
 namespace trainsim {
@@ -29,10 +27,8 @@ void sigmoid_in_place(Block&& v) {
 // torch.nn.LSTM (gate order i, f, g, o; one bias vector).
 class Lstm final : public ExecLayer {
  public:
-  Lstm(int64_t tokens, int64_t in_features, int64_t hidden, Kernels kernels)
-      : tokens_(tokens), in_(in_features), hidden_(hidden), width_(in_features + hidden) {
-    if (kernels == Kernels::fastest) onednn_ = OneDnnLstm::make(tokens, in_features, hidden);
-  }
+  Lstm(int64_t tokens, int64_t in_features, int64_t hidden)
+      : tokens_(tokens), in_(in_features), hidden_(hidden), width_(in_features + hidden) {}
 
   std::vector<std::vector<int64_t>> param_shapes() const override { return {{4 * hidden_, width_}, {4 * hidden_}}; }
 
@@ -52,8 +48,7 @@ class Lstm final : public ExecLayer {
   // The input's part of every step is one product over the whole sequence
   // (as cuDNN and PyTorch do); only h_{t-1}·W_hᵀ waits for the step before.
   // Keeps x, the output (every h_t), and step-major ({T, B, ·}) the
-  // activated gates, c_t and tanh(c_t); through oneDNN, x, the output and
-  // its workspace.
+  // activated gates, c_t and tanh(c_t).
   Tensor forward(const LayerParams& params, const Tensor& x, LayerCache& cache) const override {
     Tensor y = run(params, x, cache);
     cache.saved[0] = x;
@@ -75,9 +70,6 @@ class Lstm final : public ExecLayer {
                   LayerGrads& grads) const override {
     check_params(params);
     check_grads(grads);
-    if (onednn_ != nullptr && cache.saved.size() == 3) {
-      return onednn_->backward(params, cache.saved[0], cache.saved[1], cache.saved[2], dy, grads);
-    }
     TRAINSIM_CHECK(cache.saved.size() == 5, "lstm: the cache is not from this layer's forward");
     const Tensor &x = cache.saved[0], &y = cache.saved[1], &gates = cache.saved[2], &c = cache.saved[3],
                  &tanh_c = cache.saved[4];
@@ -126,18 +118,10 @@ class Lstm final : public ExecLayer {
   }
 
  private:
-  // The forward; cache.saved = {(x, set by the caller), y, gates, c, tanh(c)},
-  // or through oneDNN {(x), y, its workspace}.
+  // The forward; cache.saved = {(x, set by the caller), y, gates, c, tanh(c)}.
   Tensor run(const LayerParams& params, const Tensor& x, LayerCache& cache) const {
     check_params(params);
     TRAINSIM_CHECK(is_sequence(x, in_), "lstm: input is not " + sequence_shape(in_));
-    if (onednn_ != nullptr && x.rows() > 0) {
-      Tensor workspace;
-      Tensor y = onednn_->forward(params, x, workspace);
-      cache = LayerCache{};
-      keep(cache, Tensor{}, y, std::move(workspace));
-      return y;
-    }
     const int64_t batch = x.rows(), h = hidden_, positions = batch * tokens_;
     Tensor y({batch, tokens_, h});
     Tensor gates({tokens_, batch, 4 * h}), c({tokens_, batch, h}), tanh_c({tokens_, batch, h});
@@ -203,14 +187,13 @@ class Lstm final : public ExecLayer {
   }
 
   int64_t tokens_, in_, hidden_, width_;  // width_ = in + hidden, the columns of W
-  std::unique_ptr<OneDnnLstm> onednn_;    // null: the Eigen recurrence
 };
 
 }  // namespace
 
-std::unique_ptr<ExecLayer> make_lstm(int64_t tokens, int64_t in_features, int64_t hidden, Kernels kernels) {
+std::unique_ptr<ExecLayer> make_lstm(int64_t tokens, int64_t in_features, int64_t hidden) {
   TRAINSIM_CHECK(tokens > 0 && in_features > 0 && hidden > 0, "lstm: tokens, input and hidden sizes must be positive");
-  return std::make_unique<Lstm>(tokens, in_features, hidden, kernels);
+  return std::make_unique<Lstm>(tokens, in_features, hidden);
 }
 
 }  // namespace trainsim

@@ -141,46 +141,8 @@ TRAINSIM_DNNL_FORWARD(dnnl_primitive_execute,
                       (const_dnnl_primitive_t primitive, dnnl_stream_t stream, int nargs, const dnnl_exec_arg_t* args),
                       (primitive, stream, nargs, args))
 
-TRAINSIM_DNNL_FORWARD(dnnl_memory_desc_init_by_strides,
-                      (dnnl_memory_desc_t * memory_desc, int ndims, const dnnl_dims_t dims,
-                       dnnl_data_type_t data_type, const dnnl_dims_t strides),
-                      (memory_desc, ndims, dims, data_type, strides))
-TRAINSIM_DNNL_FORWARD(dnnl_memory_get_data_handle, (const_dnnl_memory_t memory, void** handle), (memory, handle))
-TRAINSIM_DNNL_FORWARD(dnnl_lstm_forward_desc_init,
-                      (dnnl_rnn_desc_t * rnn_desc, dnnl_prop_kind_t prop_kind, dnnl_rnn_direction_t direction,
-                       const dnnl_memory_desc_t* src_layer_desc, const dnnl_memory_desc_t* src_iter_desc,
-                       const dnnl_memory_desc_t* src_iter_c_desc, const dnnl_memory_desc_t* weights_layer_desc,
-                       const dnnl_memory_desc_t* weights_iter_desc, const dnnl_memory_desc_t* bias_desc,
-                       const dnnl_memory_desc_t* dst_layer_desc, const dnnl_memory_desc_t* dst_iter_desc,
-                       const dnnl_memory_desc_t* dst_iter_c_desc, unsigned flags),
-                      (rnn_desc, prop_kind, direction, src_layer_desc, src_iter_desc, src_iter_c_desc,
-                       weights_layer_desc, weights_iter_desc, bias_desc, dst_layer_desc, dst_iter_desc,
-                       dst_iter_c_desc, flags))
-TRAINSIM_DNNL_FORWARD(dnnl_lstm_backward_desc_init,
-                      (dnnl_rnn_desc_t * rnn_desc, dnnl_prop_kind_t prop_kind, dnnl_rnn_direction_t direction,
-                       const dnnl_memory_desc_t* src_layer_desc, const dnnl_memory_desc_t* src_iter_desc,
-                       const dnnl_memory_desc_t* src_iter_c_desc, const dnnl_memory_desc_t* weights_layer_desc,
-                       const dnnl_memory_desc_t* weights_iter_desc, const dnnl_memory_desc_t* bias_desc,
-                       const dnnl_memory_desc_t* dst_layer_desc, const dnnl_memory_desc_t* dst_iter_desc,
-                       const dnnl_memory_desc_t* dst_iter_c_desc, const dnnl_memory_desc_t* diff_src_layer_desc,
-                       const dnnl_memory_desc_t* diff_src_iter_desc, const dnnl_memory_desc_t* diff_src_iter_c_desc,
-                       const dnnl_memory_desc_t* diff_weights_layer_desc,
-                       const dnnl_memory_desc_t* diff_weights_iter_desc, const dnnl_memory_desc_t* diff_bias_desc,
-                       const dnnl_memory_desc_t* diff_dst_layer_desc, const dnnl_memory_desc_t* diff_dst_iter_desc,
-                       const dnnl_memory_desc_t* diff_dst_iter_c_desc, unsigned flags),
-                      (rnn_desc, prop_kind, direction, src_layer_desc, src_iter_desc, src_iter_c_desc,
-                       weights_layer_desc, weights_iter_desc, bias_desc, dst_layer_desc, dst_iter_desc,
-                       dst_iter_c_desc, diff_src_layer_desc, diff_src_iter_desc, diff_src_iter_c_desc,
-                       diff_weights_layer_desc, diff_weights_iter_desc, diff_bias_desc, diff_dst_layer_desc,
-                       diff_dst_iter_desc, diff_dst_iter_c_desc, flags))
-
 // The entry points that return something other than a status: where the
 // library is missing, as if nothing matched.
-size_t DNNL_API dnnl_memory_desc_get_size(const dnnl_memory_desc_t* memory_desc) {
-  static auto* const target = trainsim::onednn_resolve<decltype(dnnl_memory_desc_get_size)>("dnnl_memory_desc_get_size");
-  return target != nullptr ? target(memory_desc) : 0;
-}
-
 int DNNL_API dnnl_memory_desc_equal(const dnnl_memory_desc_t* lhs, const dnnl_memory_desc_t* rhs) {
   static auto* const target = trainsim::onednn_resolve<decltype(dnnl_memory_desc_equal)>("dnnl_memory_desc_equal");
   return target != nullptr ? target(lhs, rhs) : 0;

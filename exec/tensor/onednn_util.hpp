@@ -1,4 +1,4 @@
-// What the oneDNN kernels share (conv_onednn.cpp, lstm_onednn.cpp): the CPU
+// What oneDNN's kernels share (conv_onednn.cpp, and those to come): the CPU
 // engine, and a memory in the layout a primitive wants. Included only where
 // TRAINSIM_WITH_ONEDNN is defined.
 #pragma once

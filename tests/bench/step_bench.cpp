@@ -5,7 +5,7 @@
 // plain Eigen loop (three GEMMs forward, their transposes backward), and the
 // plan interpreter running `single`'s plan of the same step (fmnist-mlp at 64;
 // the residual fmnist-resnet20 and the decoder fortunes-gpt at 16), and the
-// layers oneDNN runs (convolutions, LSTMs) against the project's own kernels.
+// convolutions through oneDNN against im2col.
 // The ratios are the kernels' and the interpreter's overheads. The kernel step
 // and the plain loop must give the same loss from the same weights before
 // anything is timed.
@@ -21,7 +21,6 @@
 #include "exec/interpreter.hpp"
 #include "exec/tensor/conv_onednn.hpp"
 #include "exec/tensor/kernels_impl.hpp"
-#include "exec/tensor/lstm_onednn.hpp"
 #include "exec/tensor/memory_reuse.hpp"
 #include "exec/tensor/layers.hpp"
 #include "exec/training.hpp"
@@ -244,75 +243,63 @@ void BM_InterpreterVersusKernels(benchmark::State& state, const char* model_id, 
   state.counters["interpreter_over_kernels"] = kernels_s > 0 ? interpreter_s / kernels_s : 0.0;
 }
 
-// Every layer of `model` with a library implementation (convolutions, LSTMs)
-// at `rows` a batch, forward then backward, through oneDNN's kernels and
-// through the project's own (im2col, the Eigen recurrence), timed apart in
-// each iteration: the two totals per step and their ratio.
-void BM_LibraryKernels(benchmark::State& state, const char* model_id, int64_t rows) {
+// Every convolution of `model` at `rows` a batch, forward then backward,
+// through oneDNN's kernels and through im2col, timed apart in each
+// iteration: the two totals per step and their ratio.
+void BM_ConvKernels(benchmark::State& state, const char* model_id, int64_t rows) {
   using Clock = std::chrono::steady_clock;
   const Model model = build_zoo_model(model_id);
   const Network network = build_network(model);
-  struct Pair {
-    std::unique_ptr<ExecLayer> onednn, reference;
+  struct Conv {
+    std::unique_ptr<ExecLayer> onednn, im2col;
     LayerParams params;
     Tensor x, dy;
   };
-  std::vector<Pair> pairs;
+  std::vector<Conv> convs;
   std::mt19937_64 rng(kSeed);
   for (size_t i = 0; i < model.layers.size(); ++i) {
     const Layer& layer = model.layers[i];
+    if (layer.op != "conv2d") continue;
     const int32_t input = network.inputs[i].front();
     std::vector<int64_t> in_shape = input < 0 ? network.input_shape : network.output_shapes[static_cast<size_t>(input)];
     std::string why;
-    Pair pair;
-    if (layer.op == "conv2d") {
-      if (OneDnnConv::make(make_geometry(in_shape, layer.window, false), layer.output_shape.front(), layer.bias,
-                           &why) == nullptr) {
-        state.SkipWithError(("oneDNN: " + why).c_str());
-        return;
-      }
-      pair.onednn = make_conv2d(in_shape, layer.output_shape.front(), layer.window, layer.bias, Kernels::fastest);
-      pair.reference = make_conv2d(in_shape, layer.output_shape.front(), layer.window, layer.bias, Kernels::reference);
-    } else if (layer.op == "lstm") {
-      const int64_t tokens = in_shape.front(), in = in_shape.back(), hidden = layer.output_shape.back();
-      if (OneDnnLstm::make(tokens, in, hidden, &why) == nullptr) {
-        state.SkipWithError(("oneDNN: " + why).c_str());
-        return;
-      }
-      pair.onednn = make_lstm(tokens, in, hidden, Kernels::fastest);
-      pair.reference = make_lstm(tokens, in, hidden, Kernels::reference);
-    } else {
-      continue;
+    const Geometry g = make_geometry(in_shape, layer.window, false);
+    if (OneDnnConv::make(g, layer.output_shape.front(), layer.bias, &why) == nullptr) {
+      state.SkipWithError(("oneDNN: " + why).c_str());
+      return;
     }
-    pair.onednn->init_params(pair.params, rng);
+    Conv conv{make_conv2d(in_shape, layer.output_shape.front(), layer.window, layer.bias, Kernels::fastest),
+              make_conv2d(in_shape, layer.output_shape.front(), layer.window, layer.bias, Kernels::reference),
+              {}, {}, {}};
+    conv.onednn->init_params(conv.params, rng);
     in_shape.insert(in_shape.begin(), rows);
-    pair.x = Tensor(in_shape, 0.5f);
+    conv.x = Tensor(in_shape, 0.5f);
     std::vector<int64_t> out_shape = network.output_shapes[i];
     out_shape.insert(out_shape.begin(), rows);
-    pair.dy = Tensor(out_shape, 0.25f);
-    pairs.push_back(std::move(pair));
+    conv.dy = Tensor(out_shape, 0.25f);
+    convs.push_back(std::move(conv));
   }
-  auto pass = [&](Pair& pair, const ExecLayer& kernels) {
+  auto pass = [&](Conv& conv, const ExecLayer& kernels) {
     LayerCache cache;
-    LayerGrads grads(pair.params.size());
-    for (size_t p = 0; p < pair.params.size(); ++p) grads[p].dense = Tensor(pair.params[p].shape);
-    benchmark::DoNotOptimize(kernels.forward(pair.params, pair.x, cache));
-    benchmark::DoNotOptimize(kernels.backward(pair.params, pair.dy, cache, grads));
+    LayerGrads grads(conv.params.size());
+    for (size_t p = 0; p < conv.params.size(); ++p) grads[p].dense = Tensor(conv.params[p].shape);
+    benchmark::DoNotOptimize(kernels.forward(conv.params, conv.x, cache));
+    benchmark::DoNotOptimize(kernels.backward(conv.params, conv.dy, cache, grads));
   };
-  double onednn_s = 0.0, reference_s = 0.0;
+  double onednn_s = 0.0, im2col_s = 0.0;
   for (auto _ : state) {
     const auto t0 = Clock::now();
-    for (Pair& pair : pairs) pass(pair, *pair.onednn);
+    for (Conv& conv : convs) pass(conv, *conv.onednn);
     const auto t1 = Clock::now();
-    for (Pair& pair : pairs) pass(pair, *pair.reference);
+    for (Conv& conv : convs) pass(conv, *conv.im2col);
     const auto t2 = Clock::now();
     onednn_s += std::chrono::duration<double>(t1 - t0).count();
-    reference_s += std::chrono::duration<double>(t2 - t1).count();
+    im2col_s += std::chrono::duration<double>(t2 - t1).count();
   }
   const double steps = static_cast<double>(state.iterations());
   state.counters["onednn_ms"] = 1e3 * onednn_s / steps;
-  state.counters["reference_ms"] = 1e3 * reference_s / steps;
-  state.counters["onednn_over_reference"] = reference_s > 0 ? onednn_s / reference_s : 0.0;
+  state.counters["im2col_ms"] = 1e3 * im2col_s / steps;
+  state.counters["onednn_over_im2col"] = im2col_s > 0 ? onednn_s / im2col_s : 0.0;
 }
 
 BENCHMARK_CAPTURE(BM_KernelStep, fmnist_mlp, "fmnist-mlp", kBatch)->Unit(benchmark::kMillisecond);
@@ -320,9 +307,8 @@ BENCHMARK_CAPTURE(BM_KernelStep, fmnist_cnn, "fmnist-cnn", kBatch)->Unit(benchma
 BENCHMARK_CAPTURE(BM_KernelStep, fmnist_resnet20, "fmnist-resnet20", 16)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_KernelStep, fortunes_gpt, "fortunes-gpt", 16)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_KernelStep, fortunes_lstm, "fortunes-lstm", 16)->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(BM_LibraryKernels, fmnist_cnn, "fmnist-cnn", kBatch)->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(BM_LibraryKernels, fmnist_resnet20, "fmnist-resnet20", 16)->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(BM_LibraryKernels, fortunes_lstm, "fortunes-lstm", 16)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_ConvKernels, fmnist_cnn, "fmnist-cnn", kBatch)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_ConvKernels, fmnist_resnet20, "fmnist-resnet20", 16)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_MlpKernelsVersusPlainEigen)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_InterpreterVersusKernels, fmnist_mlp, "fmnist-mlp", kBatch, 50)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_InterpreterVersusKernels, fmnist_resnet20, "fmnist-resnet20", 16, 10)

@@ -97,20 +97,14 @@ TEST(Lstm, OutputAtStepDoesNotDependOnLaterInputs) {
   for (int64_t t = 0; t < 4; ++t) EXPECT_EQ(change(1, t), 0.0) << "other sample, step " << t;
 }
 
-// Both kernels: oneDNN's where it is built in (Eigen otherwise), and Eigen's.
-constexpr Kernels kBothKernels[] = {Kernels::fastest, Kernels::reference};
-
 TEST(Lstm, GradientsMatchFiniteDifferences) {
-  for (const Kernels kernels : kBothKernels) {
-    SCOPED_TRACE(kernels == Kernels::reference ? "reference" : "fastest");
-    std::mt19937_64 rng(43);
-    const auto lstm = make_lstm(4, 5, 6, kernels);
-    LayerParams params;
-    lstm->init_params(params, rng);
-    expect_layer_gradients(*lstm, params, random_tensor({3, 4, 5}, rng), 44);
-    // Weights in ±1 drive the gates into their curved ranges.
-    expect_layer_gradients(*lstm, random_params(*lstm, rng), random_tensor({3, 4, 5}, rng), 45);
-  }
+  std::mt19937_64 rng(43);
+  const auto lstm = make_lstm(4, 5, 6);
+  LayerParams params;
+  lstm->init_params(params, rng);
+  expect_layer_gradients(*lstm, params, random_tensor({3, 4, 5}, rng), 44);
+  // Weights in ±1 drive the gates into their curved ranges.
+  expect_layer_gradients(*lstm, random_params(*lstm, rng), random_tensor({3, 4, 5}, rng), 45);
 }
 
 TEST(Lstm, GradientFlowsBackThroughTime) {
@@ -143,25 +137,22 @@ TEST(Lstm, GradientFlowsBackThroughTime) {
 }
 
 TEST(Lstm, BackwardAddsIntoGradients) {
-  for (const Kernels kernels : kBothKernels) {
-    SCOPED_TRACE(kernels == Kernels::reference ? "reference" : "fastest");
-    std::mt19937_64 rng(47);
-    const auto lstm = make_lstm(3, 4, 5, kernels);
-    const LayerParams params = random_params(*lstm, rng);
-    LayerCache cache;
-    const Tensor y = lstm->forward(params, random_tensor({2, 3, 4}, rng), cache);
-    EXPECT_EQ(y.shape, (std::vector<int64_t>{2, 3, 5}));
-    const Tensor dy = random_tensor(y.shape, rng);
-    LayerGrads grads = zero_layer_grads(*lstm, params);
-    const Tensor dx = lstm->backward(params, dy, cache, grads);
-    EXPECT_EQ(dx.shape, (std::vector<int64_t>{2, 3, 4}));
-    const LayerGrads once = grads;
-    const Tensor dx_again = lstm->backward(params, dy, cache, grads);
-    EXPECT_EQ(dx_again.data, dx.data);
-    for (size_t p = 0; p < 2; ++p) {
-      for (size_t i = 0; i < once[p].dense.data.size(); ++i) {
-        EXPECT_NEAR(grads[p].dense.data[i], 2.0f * once[p].dense.data[i], 1e-5) << "parameter " << p;
-      }
+  std::mt19937_64 rng(47);
+  const auto lstm = make_lstm(3, 4, 5);
+  const LayerParams params = random_params(*lstm, rng);
+  LayerCache cache;
+  const Tensor y = lstm->forward(params, random_tensor({2, 3, 4}, rng), cache);
+  EXPECT_EQ(y.shape, (std::vector<int64_t>{2, 3, 5}));
+  const Tensor dy = random_tensor(y.shape, rng);
+  LayerGrads grads = zero_layer_grads(*lstm, params);
+  const Tensor dx = lstm->backward(params, dy, cache, grads);
+  EXPECT_EQ(dx.shape, (std::vector<int64_t>{2, 3, 4}));
+  const LayerGrads once = grads;
+  const Tensor dx_again = lstm->backward(params, dy, cache, grads);
+  EXPECT_EQ(dx_again.data, dx.data);
+  for (size_t p = 0; p < 2; ++p) {
+    for (size_t i = 0; i < once[p].dense.data.size(); ++i) {
+      EXPECT_NEAR(grads[p].dense.data[i], 2.0f * once[p].dense.data[i], 1e-5) << "parameter " << p;
     }
   }
 }
