@@ -1,10 +1,12 @@
-// `trainsim cluster list` and `trainsim cluster show NAME [--json]`.
+// `trainsim cluster list`, `trainsim cluster show NAME [--json]`, and
+// `trainsim cluster emulate up|down|status` (emulate.hpp).
 #include <memory>
 
 #include "analysis/table.hpp"
 #include "model/units.hpp"
 #include "profiles/cluster.hpp"
 #include "tools/commands.hpp"
+#include "tools/emulate.hpp"
 
 namespace trainsim {
 namespace {
@@ -40,11 +42,59 @@ void print_cluster(std::ostream& out, const Cluster& c) {
       << format_seconds(c.collective.sync_s) << " per call\n";
 }
 
+void add_emulate_command(CLI::App& cluster, CommandContext& ctx) {
+  CLI::App* emulate = cluster.add_subcommand(
+      "emulate", "Emulate a cluster on this machine: hosts as network namespaces on a switch, links shaped by tc (root)");
+  emulate->require_subcommand(1);
+  struct Options {
+    std::string name = "emu";
+    int hosts = 2;
+    int workers_per_host = 1;
+    std::string link;
+  };
+  auto o = std::make_shared<Options>();
+  CLI::App* up = emulate->add_subcommand("up", "Build the hosts and print what mpirun needs to start ranks on them");
+  up->add_option("--hosts", o->hosts, "Hosts (network namespaces)")->capture_default_str();
+  up->add_option("--workers-per-host", o->workers_per_host, "Ranks per host (the hostfile's slots)")
+      ->capture_default_str();
+  up->add_option("--link", o->link, "Each host's link to the switch, as tc writes rates: 1gbit, 200mbit")->required();
+  up->add_option("--name", o->name, "The cluster's name (1-6 lowercase letters or digits)")->capture_default_str();
+  up->callback([&ctx, o] {
+    ctx.action = [&ctx, o] {
+      const EmulatedCluster c = emulate_up(o->name, o->hosts, o->workers_per_host, o->link);
+      ctx.out << "emulated cluster " << c.name << ": " << c.hosts << " hosts x " << c.workers_per_host
+              << " workers, " << c.link << " each way to the switch, subnet " << c.subnet << "\n";
+      for (int i = 0; i < c.hosts; ++i) ctx.out << "  " << c.namespaces[static_cast<size_t>(i)] << "  " << c.host_address(i) << "\n";
+      ctx.out << "hostfile " << c.hostfile() << "\n"
+              << "mpirun " << c.mpirun_options() << " -np " << c.hosts * c.workers_per_host << " trainsim run ...\n"
+              << "remove it with: trainsim cluster emulate down --name " << c.name << "\n";
+    };
+  });
+  CLI::App* down = emulate->add_subcommand("down", "Remove everything an emulated cluster made");
+  down->add_option("--name", o->name, "The cluster's name")->capture_default_str();
+  down->callback([&ctx, o] {
+    ctx.action = [&ctx, o] {
+      ctx.out << (emulate_down(o->name) ? "removed " : "nothing to remove for ") << o->name << "\n";
+    };
+  });
+  emulate->add_subcommand("status", "List the emulated clusters")->callback([&ctx] {
+    ctx.action = [&ctx] {
+      const std::vector<EmulatedStatus> all = emulate_status();
+      if (all.empty()) ctx.out << "no emulated cluster\n";
+      for (const EmulatedStatus& s : all) {
+        ctx.out << s.cluster.name << ": " << s.cluster.hosts << " hosts x " << s.cluster.workers_per_host << ", "
+                << s.cluster.link << ", " << s.cluster.subnet << (s.alive ? "" : " (incomplete: run down)") << "\n";
+      }
+    };
+  });
+}
+
 }  // namespace
 
 void add_cluster_command(CLI::App& app, CommandContext& ctx) {
-  CLI::App* cluster = app.add_subcommand("cluster", "The cluster presets: list them or show one");
+  CLI::App* cluster = app.add_subcommand("cluster", "The cluster presets: list them or show one; emulate a cluster");
   cluster->require_subcommand(1);
+  add_emulate_command(*cluster, ctx);
   cluster->add_subcommand("list", "List the presets")->callback([&ctx] {
     ctx.action = [&ctx] { print_cluster_list(ctx.out); };
   });

@@ -1,0 +1,69 @@
+#!/usr/bin/env python3
+"""`trainsim cluster emulate`: two hosts as network namespaces with shaped
+links; `trainsim run` started by mpirun on them, with the options `up`
+printed, gives the losses of the same run as threads of one process;
+`status` lists the cluster while it is up, and `down` leaves nothing behind.
+Exits 77 (ctest: skipped) with the reason where namespaces cannot be made.
+Usage: emulated_cluster.py TRAINSIM MPIEXEC (ctest: emulated_cluster)."""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+NAME = "tstemu"
+SKIPPED = 77
+
+
+def run(command, env=None, check=True):
+    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
+    if check and done.returncode != 0:
+        sys.exit(f"{' '.join(command)} failed ({done.returncode}):\n{done.stdout}\n{done.stderr}")
+    return done
+
+
+def main():
+    trainsim, mpiexec = sys.argv[1], sys.argv[2]
+    up = run([trainsim, "cluster", "emulate", "up", "--hosts", "2", "--link", "200mbit", "--name", NAME], check=False)
+    if up.returncode != 0:
+        if "needs root" in up.stderr or "ip netns add" in up.stderr:
+            print(f"skipped: {up.stderr.strip()}")
+            sys.exit(SKIPPED)
+        sys.exit(f"cluster emulate up failed:\n{up.stderr}")
+    try:
+        state = json.load(open(f"/run/trainsim-emulate/{NAME}/state.json"))
+        namespaces = run(["ip", "netns", "list"]).stdout
+        for ns in state["namespaces"]:
+            if ns not in namespaces:
+                sys.exit(f"namespace {ns} is missing after up")
+        if "tbf" not in run(["ip", "netns", "exec", state["namespaces"][0], "tc", "qdisc", "show", "dev", "eth0"]).stdout:
+            sys.exit("the host's link is not shaped")
+        status = run([trainsim, "cluster", "emulate", "status"]).stdout
+        if f"{NAME}: 2 hosts" not in status or "incomplete" in status:
+            sys.exit(f"status does not list the cluster as up:\n{status}")
+        env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+                   OMPI_MCA_btl_vader_single_copy_mechanism="none")
+        args = ["run", "--model", "fmnist-mlp", "--strategy", "dp-ring", "--devices", "cpu:2", "--iterations", "4",
+                "--batch", "16", "--quiet"]
+        with tempfile.TemporaryDirectory() as folder:
+            threads, hosts = os.path.join(folder, "threads.json"), os.path.join(folder, "hosts.json")
+            run([trainsim, *args, "--json", threads])
+            run([mpiexec, *state["mpirun_options"].split(), "-np", "2", trainsim, *args, "--json", hosts], env)
+            a, b = json.load(open(threads)), json.load(open(hosts))
+            for i, (x, y) in enumerate(zip(a["loss_per_iteration"], b["loss_per_iteration"], strict=True)):
+                if abs(x - y) > 1e-5 * max(1.0, abs(x)):
+                    sys.exit(f"iteration {i}: loss {y} across the emulated hosts, {x} with threads")
+            print(f"dp-ring across 2 emulated hosts: {len(a['loss_per_iteration'])} losses equal")
+    finally:
+        run([trainsim, "cluster", "emulate", "down", "--name", NAME], check=False)
+    left = [ns for ns in run(["ip", "netns", "list"]).stdout.split("\n") if ns.startswith(NAME)]
+    if left or os.path.exists(f"/run/trainsim-emulate/{NAME}") or run(["ip", "link", "show", f"{NAME}-br"], check=False).returncode == 0:
+        sys.exit(f"down left {left or 'its bridge or files'} behind")
+    if f"{NAME}:" in run([trainsim, "cluster", "emulate", "status"]).stdout:
+        sys.exit("status still lists the cluster after down")
+    print("ok")
+
+
+if __name__ == "__main__":
+    main()
