@@ -124,9 +124,14 @@ std::string EmulatedCluster::host_address(int host) const {
   return subnet.substr(0, subnet.rfind(".0/")) + "." + std::to_string(10 + host);
 }
 
+// rtc_hwloc_vmhole none: Open MPI 4.1's daemons otherwise share the machine's
+// topology through memory mapped into a hole they look for in their address
+// space, and one crashed doing so (SIGSEGV in hwloc_shmem_topology_write) in
+// about one start in ten here.
 std::string EmulatedCluster::mpirun_options() const {
   return "--hostfile " + hostfile() + " --mca plm_rsh_agent " + agent() +
-         " --mca btl tcp,self --mca btl_tcp_if_include " + subnet + " --mca oob_tcp_if_include " + subnet;
+         " --mca btl tcp,self --mca btl_tcp_if_include " + subnet + " --mca oob_tcp_if_include " + subnet +
+         " --mca rtc_hwloc_vmhole none";
 }
 
 std::string emulate_root() { return "/run/trainsim-emulate"; }
