@@ -6,37 +6,21 @@
 // library opened with dlopen on first use. Where it cannot be opened they
 // return CUBLAS_STATUS_NOT_INITIALIZED, and cublasGetStatusString says why.
 #include <cublas_v2.h>
-#include <dlfcn.h>
 
 #include <string>
 
+#include "exec/library_on_demand.hpp"
+
 namespace {
 
-struct Library {
-  void* handle = nullptr;
-  std::string error;
-};
-
-const Library& library() {
-  static const Library loaded = [] {
-    Library l;
-    const std::string name = "libcublas.so." + std::to_string(CUBLAS_VER_MAJOR);
-    l.handle = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (l.handle == nullptr) {
-      const char* why = dlerror();
-      l.error = "cuBLAS (" + name + ") could not be loaded: " + (why != nullptr ? why : "unknown reason");
-    }
-    return l;
-  }();
+const trainsim::LibraryOnDemand& library() {
+  static const trainsim::LibraryOnDemand loaded("cuBLAS", "libcublas.so." + std::to_string(CUBLAS_VER_MAJOR));
   return loaded;
 }
 
-// The library's own function `name`, of the type of the entry point F, or
-// nullptr when the library or the symbol is missing.
 template <typename F>
 F* resolve(const char* name) {
-  const Library& l = library();
-  return l.handle != nullptr ? reinterpret_cast<F*>(dlsym(l.handle, name)) : nullptr;
+  return library().resolve<F>(name);
 }
 
 }  // namespace

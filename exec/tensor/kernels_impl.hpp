@@ -23,6 +23,23 @@ void keep(LayerCache& cache, Tensors&&... tensors) {
   (cache.saved.push_back(std::forward<Tensors>(tensors)), ...);
 }
 
+// A layer whose backward reads its input: its forward is apply(), and the
+// input is kept in cache.saved[0], copied, or taken when the caller gives it.
+class KeepsInput : public ExecLayer {
+ public:
+  Tensor forward(const LayerParams& params, const Tensor& x, LayerCache& cache) const final {
+    Tensor y = apply(params, x);
+    keep(cache, x);
+    return y;
+  }
+  Tensor forward_consuming(const LayerParams& params, Tensor&& x, LayerCache& cache) const final {
+    Tensor y = apply(params, x);
+    keep(cache, std::move(x));
+    return y;
+  }
+  virtual Tensor apply(const LayerParams& params, const Tensor& x) const = 0;
+};
+
 // A float uniform in [-bound, bound) from the top 24 bits of one draw, so the
 // same engine state gives the same value with every standard library.
 float uniform_from_bits(std::mt19937_64& rng, float bound);

@@ -17,7 +17,7 @@
 namespace trainsim {
 namespace {
 
-class Conv2d final : public ExecLayer {
+class Conv2d final : public KeepsInput {
  public:
   Conv2d(const std::vector<int64_t>& in_shape, int64_t out_channels, const WindowSpec& window, bool bias,
          Kernels kernels)
@@ -35,20 +35,8 @@ class Conv2d final : public ExecLayer {
     return shapes;
   }
 
-  // The input is kept for the backward.
-  Tensor forward(const LayerParams& params, const Tensor& x, LayerCache& cache) const override {
-    Tensor y = apply(params, x);
-    cache.saved = {x};
-    return y;
-  }
-  Tensor forward_consuming(const LayerParams& params, Tensor&& x, LayerCache& cache) const override {
-    Tensor y = apply(params, x);
-    keep(cache, std::move(x));
-    return y;
-  }
-
   // Per sample and group: Y_g = W_g · cols_g (+ b), cols the im2col matrix.
-  Tensor apply(const LayerParams& params, const Tensor& x) const {
+  Tensor apply(const LayerParams& params, const Tensor& x) const override {
     TRAINSIM_CHECK(x.row_size() == g_.channels * g_.in_plane() || x.rows() == 0, "conv2d: input size mismatch");
     if (onednn_ != nullptr && x.rows() > 0) return onednn_->forward(params, x);
     const int64_t batch = x.rows();

@@ -18,7 +18,7 @@ void check_grads(const LayerGrads& grads, const std::vector<std::vector<int64_t>
 }
 
 // Linear on the last dimension: every leading position is one row of a GEMM.
-class Linear final : public ExecLayer {
+class Linear final : public KeepsInput {
  public:
   Linear(int64_t in_features, int64_t out_features, bool bias)
       : in_(in_features), out_(out_features), bias_(bias) {}
@@ -28,19 +28,8 @@ class Linear final : public ExecLayer {
     return {{out_, in_}};
   }
 
-  // y = x·Wᵀ + b, as torch.nn.Linear defines it; x is kept for the backward.
-  Tensor forward(const LayerParams& params, const Tensor& x, LayerCache& cache) const override {
-    Tensor y = apply(params, x);
-    cache.saved = {x};
-    return y;
-  }
-  Tensor forward_consuming(const LayerParams& params, Tensor&& x, LayerCache& cache) const override {
-    Tensor y = apply(params, x);
-    keep(cache, std::move(x));
-    return y;
-  }
-
-  Tensor apply(const LayerParams& params, const Tensor& x) const {
+  // y = x·Wᵀ + b, as torch.nn.Linear defines it.
+  Tensor apply(const LayerParams& params, const Tensor& x) const override {
     TRAINSIM_CHECK(!x.shape.empty() && x.shape.back() == in_, "linear: input's last dimension is not " +
                                                                    std::to_string(in_));
     const int64_t positions = x.size() / in_;

@@ -248,22 +248,11 @@ auto normal_cdf(const Values& v) {
 }
 
 // Hendrycks & Gimpel 2016, the exact form y = x·Φ(x) = 0.5·x·(1 + erf(x/√2)).
-class Gelu final : public ExecLayer {
+class Gelu final : public KeepsInput {
  public:
   // y = x·Φ(x), Φ(x) = (1 + erf(x/√2))/2, in float over whole packets
   // (Eigen's rational erf, within a few ulp; as PyTorch's exact GELU on CPU).
-  // x is kept for the backward.
-  Tensor forward(const LayerParams&, const Tensor& x, LayerCache& cache) const override {
-    Tensor y = apply(x);
-    cache.saved = {x};
-    return y;
-  }
-  Tensor forward_consuming(const LayerParams&, Tensor&& x, LayerCache& cache) const override {
-    Tensor y = apply(x);
-    keep(cache, std::move(x));
-    return y;
-  }
-  static Tensor apply(const Tensor& x) {
+  Tensor apply(const LayerParams&, const Tensor& x) const override {
     Tensor y(x.shape);
     const auto v = values(x);
     Eigen::Map<Eigen::ArrayXf>(y.data.data(), x.size()) = v * normal_cdf(v);

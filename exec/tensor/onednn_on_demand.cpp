@@ -7,36 +7,25 @@
 // onednn_loaded first and falls back to im2col.
 #include "exec/tensor/onednn_on_demand.hpp"
 
-#include <dlfcn.h>
-#include <stdlib.h>
 #include <oneapi/dnnl/dnnl.h>
+#include <stdlib.h>
 
 #include <string>
+
+#include "exec/library_on_demand.hpp"
 
 namespace trainsim {
 namespace {
 
-struct Library {
-  void* handle = nullptr;
-  std::string error;
-};
-
-const Library& library() {
-  static const Library loaded = [] {
-    Library l;
+const LibraryOnDemand& library() {
+  static const LibraryOnDemand loaded = [] {
     // Its OpenMP runtime reads these when it loads, here: one thread per
     // calling thread by default (onednn_use_calling_thread sets it for each
     // caller as well), and no idle threads spinning. Set once, before any
     // worker calls into oneDNN.
     setenv("OMP_NUM_THREADS", "1", 0);
     setenv("OMP_WAIT_POLICY", "PASSIVE", 0);
-    const std::string name = "libdnnl.so." + std::to_string(DNNL_VERSION_MAJOR);
-    l.handle = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (l.handle == nullptr) {
-      const char* why = dlerror();
-      l.error = "oneDNN (" + name + ") could not be loaded: " + (why != nullptr ? why : "unknown reason");
-    }
-    return l;
+    return LibraryOnDemand("oneDNN", "libdnnl.so." + std::to_string(DNNL_VERSION_MAJOR));
   }();
   return loaded;
 }
@@ -47,8 +36,7 @@ const Library& library() {
 // OpenMP's), of the type of F, or nullptr when missing.
 template <typename F>
 F* onednn_resolve(const char* name) {
-  const Library& l = library();
-  return l.handle != nullptr ? reinterpret_cast<F*>(dlsym(l.handle, name)) : nullptr;
+  return library().resolve<F>(name);
 }
 
 bool onednn_loaded(std::string* why) {

@@ -12,6 +12,8 @@ import subprocess
 import sys
 import tempfile
 
+from mpi_env import mpi_env
+
 NAME = "tstemu"
 SKIPPED = 77
 
@@ -46,9 +48,7 @@ def main():
         status = run([trainsim, "cluster", "emulate", "status"]).stdout
         if f"{NAME}: 2 hosts" not in status or "incomplete" in status:
             sys.exit(f"status does not list the cluster as up:\n{status}")
-        env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
-                   OMPI_MCA_btl_vader_single_copy_mechanism="none",
-               OMPI_MCA_rtc_hwloc_vmhole="none")
+        env = mpi_env()
         args = ["run", "--model", "fmnist-mlp", "--strategy", "dp-ring", "--devices", "cpu:2", "--iterations", "4",
                 "--batch", "16", "--quiet"]
         with tempfile.TemporaryDirectory() as folder:

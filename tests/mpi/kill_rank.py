@@ -11,6 +11,8 @@ import sys
 import tempfile
 import time
 
+from mpi_env import mpi_env
+
 
 def ranks_of(marker):
     """pid -> rank of the live processes whose command line holds `marker`."""
@@ -31,9 +33,7 @@ def ranks_of(marker):
 
 def main():
     trainsim, mpiexec = sys.argv[1], sys.argv[2]
-    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
-               OMPI_MCA_btl_vader_single_copy_mechanism="none",
-               OMPI_MCA_rtc_hwloc_vmhole="none", OMPI_MCA_rmaps_base_oversubscribe="1")
+    env = mpi_env()
     with tempfile.TemporaryDirectory() as folder:
         marker = os.path.join(folder, "killed.json")  # names this run's processes
         job = subprocess.Popen([mpiexec, "-np", "2", "--oversubscribe", trainsim, "run", "--model", "fmnist-mlp",

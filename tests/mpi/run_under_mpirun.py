@@ -10,6 +10,8 @@ import subprocess
 import sys
 import tempfile
 
+from mpi_env import mpi_env
+
 STRATEGIES = ["dp-ring", "gpipe", "pipedream"]
 
 
@@ -22,9 +24,7 @@ def run(command, env=None):
 
 def main():
     trainsim, mpiexec = sys.argv[1], sys.argv[2]
-    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
-               OMPI_MCA_btl_vader_single_copy_mechanism="none",
-               OMPI_MCA_rtc_hwloc_vmhole="none", OMPI_MCA_rmaps_base_oversubscribe="1")
+    env = mpi_env()
     with tempfile.TemporaryDirectory() as folder:
         for strategy in STRATEGIES:
             args = ["run", "--model", "fmnist-mlp", "--strategy", strategy, "--devices", "cpu:2", "--iterations", "6",
