@@ -72,8 +72,9 @@ test-asan:
 	cmake --build build-asan -j $(JOBS)
 	UBSAN_OPTIONS=print_stacktrace=1 ctest --test-dir build-asan -LE "gpu|notebook" --output-on-failure -j $(JOBS)
 
-# The executor's tests (exec_tests) under ThreadSanitizer; the other suites are
-# not built here, so their placeholders (*_NOT_BUILT) are left out.
+# The executor's threaded tests (exec_tests without the single-threaded layer
+# and dataset tests) under ThreadSanitizer; the other suites are not built
+# here, so their placeholders (*_NOT_BUILT) are left out.
 test-tsan:
 	@$(MAKE) --no-print-directory deps EXTRA_PACKAGES="$(SANITIZE_PACKAGES)"
 	@[ -f build-tsan/build.ninja ] || cmake -S . -B build-tsan -G Ninja $(SANITIZE_FLAGS) -DTRAINSIM_SANITIZE=thread
