@@ -29,7 +29,6 @@ Interpreter::Interpreter(const Plan& plan, const Network& network, const Weights
   TRAINSIM_CHECK(options.batch_size > 0, "the executor needs the plan's per-device batch size");
   TRAINSIM_CHECK(transport_.workers() == static_cast<int>(plan.workers.size() + plan.servers.size()),
                  "the transport must join the plan's workers and servers");
-  if (shared_) check_shareable(plan);
   workers_.resize(plan.workers.size());
   for (size_t i = 0; i < workers_.size(); ++i) {
     auto& w = workers_[i];

@@ -5,7 +5,6 @@
 // result it holds, the traffic it sent), which merges them.
 #include <algorithm>
 #include <bit>
-#include <cstring>
 #include <numeric>
 #include <string>
 
