@@ -55,4 +55,19 @@ void softmax_cross_entropy(const float* logits, const int32_t* labels, int64_t p
 void sgd_step(float* w, const float* g, float* v, int64_t n, float learning_rate, float momentum,
               float weight_decay, cudaStream_t stream);
 
+// Training-mode batch normalization of x {batch, channels, plane} with the
+// batch's own statistics (cuda_norm_kernels.cu): y = scale·(x − mean)·inv_std
+// + shift per channel, keeping mean and inv_std = 1/sqrt(biased variance +
+// eps) for the backward. `scratch` holds norm_scratch_floats floats.
+int64_t norm_scratch_floats(int64_t batch, int64_t channels, int64_t plane);
+void norm_forward_training(const float* x, float* y, const float* scale, const float* shift, float* mean,
+                           float* inv_std, float* scratch, int64_t batch, int64_t channels, int64_t plane, double eps,
+                           cudaStream_t stream);
+// Its backward from the forward's mean and inv_std: ADDS Σ dy·x̂ into dscale
+// and Σ dy into dshift; dx (when not null) is written, or added to when
+// `accumulate`.
+void norm_backward_training(const float* x, const float* dy, const float* scale, const float* mean,
+                            const float* inv_std, float* dx, bool accumulate, float* dscale, float* dshift,
+                            float* scratch, int64_t batch, int64_t channels, int64_t plane, cudaStream_t stream);
+
 }  // namespace trainsim::cuda

@@ -71,15 +71,13 @@ struct ConvPlan {
   ~ConvPlan();
 };
 
-// cuDNN's description of one batch normalization (training mode: the
-// batch's own statistics) and the statistics its forward keeps for its backward.
+// One batch normalization (training mode: the batch's own statistics) as
+// {batch, channels, plane}, the statistics its forward keeps for its
+// backward, and the kernels' scratch (cuda_kernels.hpp).
 struct NormPlan {
-  cudnnTensorDescriptor_t x = nullptr, params = nullptr;
+  int64_t channels = 0, plane = 1;
   DeviceArray<float> mean, inv_std;  // per channel, from the last forward
-  NormPlan() = default;
-  NormPlan(const NormPlan&) = delete;
-  NormPlan& operator=(const NormPlan&) = delete;
-  ~NormPlan();
+  DeviceArray<float> scratch;
 };
 
 enum class Op { linear, conv2d, relu, maxpool, batchnorm, global_avgpool, add, identity };
@@ -99,7 +97,7 @@ struct GpuLayer {
   bool has_bias = false;
   std::vector<DeviceArray<float>> params, grads, velocity;  // weights then bias
   std::vector<std::vector<int64_t>> param_shapes;
-  DeviceArray<float> own_y, own_dx;
+  DeviceArray<float> own_y;
   DeviceArray<int32_t> argmax;
   std::vector<const float*> xs;
   float* y = nullptr;

@@ -160,45 +160,38 @@ void conv_backward(const GpuLayer& l, Context& c) {
   }
 }
 
-// Training-mode batch normalization, the CPU kernel's epsilon (1e-5): cuDNN
-// normalizes by the batch's mean and biased variance per channel, as
-// exec/tensor/layers_norm.cpp does, and keeps them for the backward.
+// Training-mode batch normalization, the CPU kernel's epsilon (1e-5): the
+// batch's mean and biased variance per channel, as exec/tensor/layers_norm.cpp
+// takes them, kept for the backward (the device's own kernels: cuDNN's
+// cudnnBatchNormalization* spread a channel over one block and took 10-25x
+// longer at batch 1024, docs/results.md).
 constexpr double kNormEps = 1e-5;
 
 void plan_norm(GpuLayer& l) {
   NormPlan& p = l.norm;
-  const std::vector<int64_t> chw = l.in_shape.size() == 3 ? l.in_shape : std::vector<int64_t>{l.in_shape[0], 1, 1};
-  p.x = nchw(l.batch, chw);
-  TRAINSIM_CUDNN(cudnnCreateTensorDescriptor(&p.params));
-  TRAINSIM_CUDNN(cudnnDeriveBNTensorDescriptor(p.params, p.x, CUDNN_BATCHNORM_SPATIAL));
-  p.mean = DeviceArray<float>(chw[0]);
-  p.inv_std = DeviceArray<float>(chw[0]);
+  p.channels = l.in_shape[0];
+  p.plane = l.in_shape.size() == 3 ? l.in_shape[1] * l.in_shape[2] : 1;
+  p.mean = DeviceArray<float>(p.channels);
+  p.inv_std = DeviceArray<float>(p.channels);
+  p.scratch = DeviceArray<float>(norm_scratch_floats(l.batch, p.channels, p.plane));
 }
 
 void norm_forward(const GpuLayer& l, Context& c) {
   const NormPlan& p = l.norm;
-  TRAINSIM_CUDNN(cudnnBatchNormalizationForwardTraining(c.dnn, CUDNN_BATCHNORM_SPATIAL, &kOne, &kZero, p.x, l.x(),
-                                                        p.x, l.y, p.params, l.params[0].get(), l.params[1].get(), 1.0,
-                                                        nullptr, nullptr, kNormEps, p.mean.get(), p.inv_std.get()));
+  norm_forward_training(l.x(), l.y, l.params[0].get(), l.params[1].get(), p.mean.get(), p.inv_std.get(),
+                        p.scratch.get(), l.batch, p.channels, p.plane, kNormEps, c.stream);
 }
 
 void norm_backward(const GpuLayer& l, Context& c) {
   const NormPlan& p = l.norm;
-  // cuDNN makes dx with the parameter gradients: where nothing reads it, the
-  // layer writes a scratch buffer of its own (cuda_network.cpp).
-  TRAINSIM_CUDNN(cudnnBatchNormalizationBackward(c.dnn, CUDNN_BATCHNORM_SPATIAL, &kOne, l.dx_beta(), &kOne, &kOne, p.x, l.x(), p.x, l.dy, p.x, l.dx(),
-                                                 p.params, l.params[0].get(), l.grads[0].get(), l.grads[1].get(),
-                                                 kNormEps, p.mean.get(), p.inv_std.get()));
+  norm_backward_training(l.x(), l.dy, l.params[0].get(), p.mean.get(), p.inv_std.get(), l.dx(), l.accumulate[0],
+                         l.grads[0].get(), l.grads[1].get(), p.scratch.get(), l.batch, p.channels, p.plane,
+                         c.stream);
 }
 
 }  // namespace
 
 const float* GpuLayer::dx_beta() const { return accumulate[0] ? &kOne : &kZero; }
-
-NormPlan::~NormPlan() {
-  if (x != nullptr) cudnnDestroyTensorDescriptor(x);
-  if (params != nullptr) cudnnDestroyTensorDescriptor(params);
-}
 
 ConvPlan::~ConvPlan() {
   if (x != nullptr) cudnnDestroyTensorDescriptor(x);

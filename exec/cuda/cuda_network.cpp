@@ -119,8 +119,7 @@ std::unique_ptr<GpuLayer> make_layer(const Model& model, size_t i, const std::ve
 // last layer's; each layer's backward writes or adds into the gradients of
 // what it reads, the first to run (the last reader) writing. Unless
 // `input_gradient`, tensors made before the first layer with parameters get
-// none: nothing reads them (a batch normalization there writes a scratch
-// buffer of its own).
+// none: nothing reads them.
 void wire_gradients(NetworkState& s, const Model& model, bool input_gradient) {
   const auto count = static_cast<int32_t>(s.layers.size());
   int32_t first_with_params = count;
@@ -162,10 +161,6 @@ void wire_gradients(NetworkState& s, const Model& model, bool input_gradient) {
       if (l.op == Op::identity) continue;  // shares its output's gradient, writes nothing
       l.accumulate[k] = written[static_cast<size_t>(r) + 1];
       written[static_cast<size_t>(r) + 1] = true;
-    }
-    if (l.op == Op::batchnorm && l.dxs[0] == nullptr) {
-      l.own_dx = DeviceArray<float>(l.in_count());
-      l.dxs[0] = l.own_dx.get();
     }
   }
 }

@@ -224,6 +224,23 @@ TEST(CudaNetwork, ResidualNetworkLayersConformToTheirCpuKernels) {
   for (const size_t i : distinct_layers(resnet)) expect_layer_conforms(make_case(layer_alone(resnet, i), 8));
 }
 
+// The device's batch normalization splits each channel over blocks of whole
+// samples (8192 values each) and combines their partial sums: several
+// blocks per channel with a short last one, over values far from zero (the
+// variance taken naively as E[x²] − E[x]² would lose it), for planes and for
+// features (a plane of 1).
+TEST(CudaNetwork, ABatchNormSplitOverBlocksConforms) {
+  SKIP_WITHOUT_GPU();
+  for (const auto& [shape, batch] : {std::pair{std::vector<int64_t>{5, 30, 30}, int64_t{40}},
+                                     std::pair{std::vector<int64_t>{24}, int64_t{9000}}}) {
+    ModelBuilder b("bn-alone", "test", shape, 8);
+    b.linear("head", b.flatten("head_flatten", b.batchnorm("bn", kModelInput)), 10);
+    Case c = make_case(std::move(b).build(), batch);
+    for (float& v : c.x.data) v = 30.0f + v;
+    expect_layer_conforms(c);
+  }
+}
+
 // Twenty-one batch normalizations over few values per channel (batch x 7 x 7
 // in the last stage) amplify rounding from step to step: on an H200, after
 // five steps at 0.05 with batch 4, the last stage's weights differed from the
