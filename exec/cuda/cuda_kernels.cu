@@ -78,12 +78,21 @@ __global__ void relu_backward_kernel(const float* y, const float* dy, float* dx,
   }
 }
 
-__global__ void add_kernel(const float* a, const float* b, float* y, int64_t n) {
-  TRAINSIM_GRID_LOOP(i, n) { y[i] = a[i] + b[i]; }
+__device__ float4 operator+(float4 a, float4 b) { return make_float4(a.x + b.x, a.y + b.y, a.z + b.z, a.w + b.w); }
+
+__global__ void add_kernel(const float* a, const float* b, float* y, int64_t n, int64_t quads) {
+  const float4* a4 = reinterpret_cast<const float4*>(a);
+  const float4* b4 = reinterpret_cast<const float4*>(b);
+  float4* y4 = reinterpret_cast<float4*>(y);
+  TRAINSIM_GRID_LOOP(i, quads) { y4[i] = a4[i] + b4[i]; }
+  TRAINSIM_GRID_LOOP(i, n - 4 * quads) { y[4 * quads + i] = a[4 * quads + i] + b[4 * quads + i]; }
 }
 
-__global__ void pass_gradient_kernel(const float* dy, float* dx, int64_t n) {
-  TRAINSIM_GRID_LOOP(i, n) { dx[i] += dy[i]; }
+__global__ void pass_gradient_kernel(const float* dy, float* dx, int64_t n, int64_t quads) {
+  const float4* dy4 = reinterpret_cast<const float4*>(dy);
+  float4* dx4 = reinterpret_cast<float4*>(dx);
+  TRAINSIM_GRID_LOOP(i, quads) { dx4[i] = dx4[i] + dy4[i]; }
+  TRAINSIM_GRID_LOOP(i, n - 4 * quads) { dx[4 * quads + i] += dy[4 * quads + i]; }
 }
 
 // One warp per plane.
@@ -197,13 +206,15 @@ void relu_backward(const float* y, const float* dy, float* dx, int64_t n, bool a
 }
 
 void add_forward(const float* a, const float* b, float* y, int64_t n, cudaStream_t stream) {
-  if (n > 0) add_kernel<<<blocks_for(n), kThreads, 0, stream>>>(a, b, y, n);
+  const int64_t quads = aligned16(a) && aligned16(b) && aligned16(y) ? n / 4 : 0;
+  if (n > 0) add_kernel<<<blocks_for(n - 3 * quads), kThreads, 0, stream>>>(a, b, y, n, quads);
 }
 
 void pass_gradient(const float* dy, float* dx, int64_t n, bool accumulate, cudaStream_t stream) {
   if (n <= 0) return;
   if (accumulate) {
-    pass_gradient_kernel<<<blocks_for(n), kThreads, 0, stream>>>(dy, dx, n);
+    const int64_t quads = aligned16(dy) && aligned16(dx) ? n / 4 : 0;
+    pass_gradient_kernel<<<blocks_for(n - 3 * quads), kThreads, 0, stream>>>(dy, dx, n, quads);
   } else {
     cudaMemcpyAsync(dx, dy, sizeof(float) * static_cast<size_t>(n), cudaMemcpyDeviceToDevice, stream);
   }

@@ -241,6 +241,16 @@ TEST(CudaNetwork, ABatchNormSplitOverBlocksConforms) {
   }
 }
 
+// The elementwise kernels take four floats at a time and the rest one by
+// one: an add (of the input to itself: its gradient written, then added to)
+// over 7 × 105 values leaves three to the tail.
+TEST(CudaNetwork, AnAddOverAnOddCountConforms) {
+  SKIP_WITHOUT_GPU();
+  ModelBuilder b("add-odd", "test", {3, 5, 7}, 8);
+  b.linear("head", b.flatten("head_flatten", b.add("add", {kModelInput, kModelInput})), 10);
+  expect_layer_conforms(make_case(std::move(b).build(), 7));
+}
+
 // Twenty-one batch normalizations over few values per channel (batch x 7 x 7
 // in the last stage) amplify rounding from step to step: on an H200, after
 // five steps at 0.05 with batch 4, the last stage's weights differed from the

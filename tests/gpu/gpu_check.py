@@ -23,7 +23,7 @@ BATCHES = [64, 1024]
 RUNS = 3
 # Under memcheck, every kernel of every layer alone (the whole networks' five
 # steps take minutes there).
-MEMCHECK_TESTS = "CudaNetwork.EveryLayer*:CudaNetwork.ABatchNorm*:CudaNetwork.ResidualNetworkLayers*:CudaNetwork.ATimedPass*"
+MEMCHECK_TESTS = "CudaNetwork.EveryLayer*:CudaNetwork.ABatchNorm*:CudaNetwork.AnAdd*:CudaNetwork.ResidualNetworkLayers*:CudaNetwork.ATimedPass*"
 
 
 def run(cmd, log, check=True, timeout=None):
