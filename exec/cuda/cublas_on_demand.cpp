@@ -46,6 +46,13 @@ TRAINSIM_CUBLAS_FORWARD(cublasSgemm_v2,
                          int k, const float* alpha, const float* a, int lda, const float* b, int ldb,
                          const float* beta, float* c, int ldc),
                         (handle, transa, transb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc))
+TRAINSIM_CUBLAS_FORWARD(cublasSgemmStridedBatched,
+                        (cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m, int n,
+                         int k, const float* alpha, const float* a, int lda, long long int stride_a, const float* b,
+                         int ldb, long long int stride_b, const float* beta, float* c, int ldc,
+                         long long int stride_c, int batch_count),
+                        (handle, transa, transb, m, n, k, alpha, a, lda, stride_a, b, ldb, stride_b, beta, c, ldc,
+                         stride_c, batch_count))
 
 const char* CUBLASWINAPI cublasGetStatusString(cublasStatus_t status) {
   static auto* const target = resolve<decltype(cublasGetStatusString)>("cublasGetStatusString");

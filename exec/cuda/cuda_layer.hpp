@@ -80,7 +80,21 @@ struct NormPlan {
   DeviceArray<float> scratch;
 };
 
-enum class Op { linear, conv2d, relu, maxpool, batchnorm, global_avgpool, add, identity };
+// One self-attention layer (cuda_sequence_ops.cpp): its geometry, Q, K, V
+// and the heads' concatenated outputs {positions, d}, the probabilities
+// {batch, heads, T, T}, and the backward's gradients of each.
+struct AttentionPlan {
+  int64_t tokens = 0, heads = 0, head_dim = 0;
+  bool causal = false;
+  float scale = 1.0f;  // 1/sqrt(head_dim)
+  DeviceArray<float> q, k, v, concat, probs;
+  DeviceArray<float> dq, dk, dv, dconcat, dprobs;
+};
+
+enum class Op {
+  linear, conv2d, relu, maxpool, batchnorm, global_avgpool, add, identity,
+  embedding, positional_encoding, layernorm, gelu, attention  // cuda_sequence_ops.cpp
+};
 
 // One model layer on the GPU. xs point at the outputs it reads, dy at the
 // gradient of its own output; dxs at the gradients of what it reads (null
@@ -104,10 +118,13 @@ struct GpuLayer {
   const float* dy = nullptr;
   std::vector<float*> dxs;
   std::vector<bool> accumulate;
-  int64_t rows = 0, in_features = 0, out_features = 0;  // linear
+  int64_t rows = 0, in_features = 0, out_features = 0;  // linear; rows also of the sequence layers
+  int64_t vocabulary = 0;                                // embedding
   ConvPlan conv;
-  NormPlan norm;
+  NormPlan norm;  // batchnorm per channel, layernorm per row
   PoolGeometry pool;
+  AttentionPlan attention;
+  DeviceArray<float> table;  // positional encoding: the {T, d} table
 
   const float* x() const { return xs[0]; }
   float* dx() const { return dxs[0]; }
@@ -127,5 +144,20 @@ size_t plan_layer(GpuLayer& layer, const Layer& model_layer, Context& context);
 void forward(const GpuLayer& layer, Context& context);
 // dx from dy (when dx is not null); ADDS the parameter gradients into grads.
 void backward(const GpuLayer& layer, Context& context);
+
+// y = x·Wᵀ (+ b where b is not null) over `rows` rows, W row-major {out, in}.
+void dense_forward(Context& c, const float* x, const float* w, const float* b, float* y, int64_t rows, int64_t in,
+                   int64_t out);
+// dW += dyᵀ·x, db += Σ_rows dy (where db is not null), dx = dy·W (where dx is
+// not null; added to it when `accumulate`).
+void dense_backward(Context& c, const float* x, const float* dy, const float* w, float* dw, float* db, float* dx,
+                    bool accumulate, int64_t rows, int64_t in, int64_t out);
+
+// The Transformer layers (cuda_sequence_ops.cpp): embedding, positional
+// encoding, layer norm, GELU and causal or full self-attention.
+bool is_sequence_op(Op op);
+void plan_sequence(GpuLayer& layer, const Layer& model_layer);
+void sequence_forward(const GpuLayer& layer, Context& context);
+void sequence_backward(const GpuLayer& layer, Context& context);
 
 }  // namespace trainsim::cuda

@@ -25,9 +25,15 @@ Op op_of(const Layer& layer, const std::string& where) {
   if (layer.op == "add" && layer.inputs.size() == 2) return Op::add;
   if (layer.op == "avgpool" && layer.output_shape.size() == 1) return Op::global_avgpool;
   if (layer.op == "flatten" || layer.op == "dropout" || layer.op == "softmax") return Op::identity;
+  if (layer.op == "embedding" && !layer.sparse) return Op::embedding;
+  if (layer.op == "positional_encoding") return Op::positional_encoding;
+  if (layer.op == "layernorm") return Op::layernorm;
+  if (layer.op == "gelu") return Op::gelu;
+  if (layer.op == "attention" && layer.inputs.size() == 1) return Op::attention;
   throw InputError(where, "op '" + layer.op + "' has no CUDA kernel yet",
                    "a model of linear, conv2d, batchnorm, relu, maxpool, global avgpool, add (of two), flatten, "
-                   "dropout and softmax layers");
+                   "dropout, softmax, dense embedding, positional encoding, layernorm, gelu and self-attention "
+                   "layers");
 }
 
 namespace {
@@ -114,28 +120,13 @@ size_t plan_conv(GpuLayer& l, const Layer& layer, Context& c) {
 constexpr float kOne = 1.0f, kZero = 0.0f;
 
 void linear_forward(const GpuLayer& l, Context& c) {
-  const int m = static_cast<int>(l.out_features), n = static_cast<int>(l.rows), k = static_cast<int>(l.in_features);
-  TRAINSIM_CUBLAS(cublasSgemm(c.blas, CUBLAS_OP_T, CUBLAS_OP_N, m, n, k, &kOne, l.params[0].get(), k, l.x(), k,
-                              &kZero, l.y, m));
-  if (l.has_bias) add_row_bias(l.y, l.params[1].get(), l.rows, l.out_features, c.stream);
+  dense_forward(c, l.x(), l.params[0].get(), l.has_bias ? l.params[1].get() : nullptr, l.y, l.rows, l.in_features,
+                l.out_features);
 }
 
 void linear_backward(const GpuLayer& l, Context& c) {
-  const int in = static_cast<int>(l.in_features), out = static_cast<int>(l.out_features);
-  const int rows = static_cast<int>(l.rows);
-  // dW (row-major {out, in}) += dyᵀ·x.
-  TRAINSIM_CUBLAS(cublasSgemm(c.blas, CUBLAS_OP_N, CUBLAS_OP_T, in, out, rows, &kOne, l.x(), in, l.dy, out, &kOne,
-                              l.grads[0].get(), in));
-  // db += the column sums of dy.
-  if (l.has_bias) {
-    TRAINSIM_CUBLAS(cublasSgemv(c.blas, CUBLAS_OP_N, out, rows, &kOne, l.dy, out, c.ones.get(), 1, &kOne,
-                                l.grads[1].get(), 1));
-  }
-  // dx = dy·W.
-  if (l.dx() != nullptr) {
-    TRAINSIM_CUBLAS(cublasSgemm(c.blas, CUBLAS_OP_N, CUBLAS_OP_N, in, rows, out, &kOne, l.params[0].get(), in, l.dy,
-                                out, l.dx_beta(), l.dx(), in));
-  }
+  dense_backward(c, l.x(), l.dy, l.params[0].get(), l.grads[0].get(), l.has_bias ? l.grads[1].get() : nullptr,
+                 l.dx(), l.dx() != nullptr && l.accumulate[0], l.rows, l.in_features, l.out_features);
 }
 
 void conv_forward(const GpuLayer& l, Context& c) {
@@ -193,6 +184,29 @@ void norm_backward(const GpuLayer& l, Context& c) {
 
 const float* GpuLayer::dx_beta() const { return accumulate[0] ? &kOne : &kZero; }
 
+void dense_forward(Context& c, const float* x, const float* w, const float* b, float* y, int64_t rows, int64_t in,
+                   int64_t out) {
+  const int m = static_cast<int>(out), n = static_cast<int>(rows), k = static_cast<int>(in);
+  TRAINSIM_CUBLAS(cublasSgemm(c.blas, CUBLAS_OP_T, CUBLAS_OP_N, m, n, k, &kOne, w, k, x, k, &kZero, y, m));
+  if (b != nullptr) add_row_bias(y, b, rows, out, c.stream);
+}
+
+void dense_backward(Context& c, const float* x, const float* dy, const float* w, float* dw, float* db, float* dx,
+                    bool accumulate, int64_t rows, int64_t in, int64_t out) {
+  const int i = static_cast<int>(in), o = static_cast<int>(out), n = static_cast<int>(rows);
+  // dW (row-major {out, in}) += dyᵀ·x.
+  TRAINSIM_CUBLAS(cublasSgemm(c.blas, CUBLAS_OP_N, CUBLAS_OP_T, i, o, n, &kOne, x, i, dy, o, &kOne, dw, i));
+  // db += the column sums of dy (c.ones holds at least `rows` ones).
+  if (db != nullptr) {
+    TRAINSIM_CUBLAS(cublasSgemv(c.blas, CUBLAS_OP_N, o, n, &kOne, dy, o, c.ones.get(), 1, &kOne, db, 1));
+  }
+  // dx = dy·W.
+  if (dx != nullptr) {
+    TRAINSIM_CUBLAS(cublasSgemm(c.blas, CUBLAS_OP_N, CUBLAS_OP_N, i, n, o, &kOne, w, i, dy, o,
+                                accumulate ? &kOne : &kZero, dx, i));
+  }
+}
+
 ConvPlan::~ConvPlan() {
   if (x != nullptr) cudnnDestroyTensorDescriptor(x);
   if (y != nullptr) cudnnDestroyTensorDescriptor(y);
@@ -219,6 +233,7 @@ size_t plan_layer(GpuLayer& l, const Layer& layer, Context& c) {
   }
   if (l.op == Op::conv2d) return plan_conv(l, layer, c);
   if (l.op == Op::batchnorm) plan_norm(l);
+  if (is_sequence_op(l.op)) plan_sequence(l, layer);
   return 0;
 }
 
@@ -233,6 +248,7 @@ void forward(const GpuLayer& l, Context& c) {
       return global_avgpool_forward(l.x(), l.y, l.out_count(), l.in_shape[1] * l.in_shape[2], c.stream);
     case Op::add: return add_forward(l.xs[0], l.xs[1], l.y, l.out_count(), c.stream);
     case Op::identity: return;
+    default: return sequence_forward(l, c);
   }
 }
 
@@ -259,6 +275,7 @@ void backward(const GpuLayer& l, Context& c) {
       }
       return;
     case Op::identity: return;
+    default: return sequence_backward(l, c);
   }
 }
 

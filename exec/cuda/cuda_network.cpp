@@ -2,6 +2,7 @@
 #include "exec/cuda/cuda_network.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include "exec/cuda/cuda_layer.hpp"
 #include "model/error.hpp"
@@ -236,6 +237,18 @@ void CudaNetwork::set_batch(const Tensor& x, std::span<const int32_t> labels) {
   for (const int32_t label : labels) {
     if (label < 0 || label >= s.classes) {
       throw InputError("set_batch: labels", "hold " + std::to_string(label), "classes in [0, " + std::to_string(s.classes) + ")");
+    }
+  }
+  const int64_t tokens = x.row_size();
+  for (const auto& l : s.layers) {
+    if (l->op != cuda::Op::embedding || l->x() != s.input.get()) continue;
+    for (int64_t i = 0; i < x.size(); ++i) {  // ids travel as floats, exact below 2^24
+      const float id = x.data[static_cast<size_t>(i)];
+      if (!(id >= 0.0f && id < static_cast<float>(l->vocabulary)) || std::floor(id) != id) {
+        throw InputError("set_batch: x[" + std::to_string(i / tokens) + "][" + std::to_string(i % tokens) + "]",
+                         "token id " + std::to_string(id),
+                         "an integer in [0, " + std::to_string(l->vocabulary) + ") for " + l->name);
+      }
     }
   }
   cuda::upload(s.input.get(), x, s.context.stream);

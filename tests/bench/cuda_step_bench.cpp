@@ -33,9 +33,16 @@ void BM_CudaStep(benchmark::State& state, const std::string& model_name) {
   CudaNetwork gpu(model, init_weights(network, 1), batch, 0);
   std::mt19937_64 rng(2);
   std::uniform_real_distribution<float> pixel(-1.0f, 1.0f);
-  Tensor x({batch, 1, 28, 28});
-  for (float& v : x.data) v = pixel(rng);
-  gpu.set_batch(x, std::vector<int32_t>(static_cast<size_t>(batch), 0));
+  std::vector<int64_t> shape{batch};
+  shape.insert(shape.end(), model.input_shape.begin(), model.input_shape.end());
+  Tensor x(shape);
+  const Layer& first = model.layers.front();
+  for (float& v : x.data) {  // token ids where the model starts with an embedding, else pixels
+    v = first.op == "embedding" ? static_cast<float>(rng() % static_cast<uint64_t>(first.sparse_rows)) : pixel(rng);
+  }
+  const std::vector<int64_t>& out = model.layers.back().output_shape;
+  const int64_t positions = batch * element_count(out) / out.back();
+  gpu.set_batch(x, std::vector<int32_t>(static_cast<size_t>(positions), 0));
   for (int i = 0; i < 10; ++i) gpu.timed_pass(kSgd);  // warm-up: cuDNN, caches, clocks
   for (auto _ : state) state.SetIterationTime(gpu.timed_pass(kSgd).step_s);
   state.counters["samples/s"] =
@@ -49,6 +56,8 @@ BENCHMARK_CAPTURE(BM_CudaStep, fmnist_mlp, std::string("fmnist-mlp"))
 BENCHMARK_CAPTURE(BM_CudaStep, fmnist_cnn, std::string("fmnist-cnn"))
     ->Arg(64)->Arg(1024)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_CudaStep, fmnist_resnet20, std::string("fmnist-resnet20"))
+    ->Arg(64)->Arg(1024)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_CudaStep, fortunes_gpt, std::string("fortunes-gpt"))
     ->Arg(64)->Arg(1024)->UseManualTime()->Unit(benchmark::kMicrosecond);
 
 }  // namespace

@@ -7,8 +7,8 @@
 // weights within 1e-2 (a ReLU output within rounding of 0 can send a
 // max-pooling gradient to another position of its window, on either
 // device); the residual fmnist-resnet20 by its first gradients and its
-// losses (AResidualNetworkTrainsAsOnTheCpu says why). Labelled gpu; skipped
-// without a GPU.
+// losses (AResidualNetworkTrainsAsOnTheCpu says why); the decoder
+// fortunes-gpt layer by layer and whole. Labelled gpu; skipped without a GPU.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -17,6 +17,7 @@
 
 #include "exec/cuda/cuda_network.hpp"
 #include "exec/tensor/layers.hpp"
+#include "model/error.hpp"
 #include "model/zoo/builder.hpp"
 #include "model/zoo/zoo.hpp"
 #include "tests/gpu/skip_without_gpu.hpp"
@@ -67,7 +68,10 @@ Case make_case(Model model, int64_t batch) {
   std::vector<int64_t> shape{batch};
   shape.insert(shape.end(), model.input_shape.begin(), model.input_shape.end());
   Case c{std::move(model), batch, Tensor(shape), {}};
-  for (float& v : c.x.data) v = value(rng);
+  const Layer& first = c.model.layers.front();
+  for (float& v : c.x.data) {
+    v = first.op == "embedding" ? static_cast<float>(rng() % static_cast<uint64_t>(first.sparse_rows)) : value(rng);
+  }
   const std::vector<int64_t>& out = c.model.layers.back().output_shape;
   const int64_t positions = batch * element_count(out) / out.back();
   for (int64_t i = 0; i < positions; ++i) c.labels.push_back(static_cast<int32_t>(rng() % static_cast<uint64_t>(out.back())));
@@ -249,6 +253,40 @@ TEST(CudaNetwork, AnAddOverAnOddCountConforms) {
   ModelBuilder b("add-odd", "test", {3, 5, 7}, 8);
   b.linear("head", b.flatten("head_flatten", b.add("add", {kModelInput, kModelInput})), 10);
   expect_layer_conforms(make_case(std::move(b).build(), 7));
+}
+
+// fortunes-gpt's layers alone (token embedding, positional encoding, layer
+// norm, causal self-attention, GELU, linear over positions), and a full
+// (not causal) attention of 3 heads over 5 tokens.
+TEST(CudaNetwork, TransformerLayersConformToTheirCpuKernels) {
+  SKIP_WITHOUT_GPU();
+  const Model gpt = build_zoo_model("fortunes-gpt");
+  for (const size_t i : distinct_layers(gpt)) expect_layer_conforms(make_case(layer_alone(gpt, i), 4));
+  ModelBuilder b("full-attention", "test", {5, 12}, 8);
+  b.linear("head", b.flatten("head_flatten", b.attention("attn", kModelInput, kModelInput, 3, false)), 10);
+  expect_layer_conforms(make_case(std::move(b).build(), 6));
+}
+
+// The whole decoder over five steps: its first gradients and its losses
+// within 1e-3, its weights within 1e-2.
+TEST(CudaNetwork, ADecoderTrainsAsOnTheCpu) {
+  SKIP_WITHOUT_GPU();
+  expect_network_trains_alike(make_case(build_zoo_model("fortunes-gpt"), 4), CudaPrecision::exact,
+                              {1e-3, 1e-2, 1e-3});
+}
+
+// Token ids are checked where the batch arrives.
+TEST(CudaNetwork, ATokenIdOutsideTheVocabularyIsRefused) {
+  SKIP_WITHOUT_GPU();
+  Case c = make_case(build_zoo_model("fortunes-gpt"), 2);
+  const Network net = build_network(c.model);
+  CudaNetwork gpu(c.model, init_weights(net, 7), c.batch, 0);
+  c.x.data[70] = 256.0f;
+  EXPECT_THROW(gpu.set_batch(c.x, c.labels), InputError);
+  c.x.data[70] = 2.5f;
+  EXPECT_THROW(gpu.set_batch(c.x, c.labels), InputError);
+  c.x.data[70] = 255.0f;
+  EXPECT_NO_THROW(gpu.set_batch(c.x, c.labels));
 }
 
 // Twenty-one batch normalizations over few values per channel (batch x 7 x 7

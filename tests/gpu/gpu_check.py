@@ -18,12 +18,12 @@ import subprocess
 import sys
 import time
 
-MODELS = ["fmnist-mlp", "fmnist-cnn", "fmnist-resnet20"]
+MODELS = ["fmnist-mlp", "fmnist-cnn", "fmnist-resnet20", "fortunes-gpt"]
 BATCHES = [64, 1024]
 RUNS = 3
 # Under memcheck, every kernel of every layer alone (the whole networks' five
 # steps take minutes there).
-MEMCHECK_TESTS = "CudaNetwork.EveryLayer*:CudaNetwork.ABatchNorm*:CudaNetwork.AnAdd*:CudaNetwork.ResidualNetworkLayers*:CudaNetwork.ATimedPass*"
+MEMCHECK_TESTS = "CudaNetwork.EveryLayer*:CudaNetwork.ABatchNorm*:CudaNetwork.AnAdd*:CudaNetwork.Transformer*:CudaNetwork.ResidualNetworkLayers*:CudaNetwork.ATimedPass*"
 
 
 def run(cmd, log, check=True, timeout=None):
@@ -66,9 +66,12 @@ def torch_steps(model_name, batch, params, steps=50, warmups=10):
     count = trainable_parameters(model)
     if count != params:
         raise ValueError(f"{model_name}: PyTorch's model has {count} parameters, trainsim's {params}")
-    shape = (1, 28, 28)  # every model here reads Fashion-MNIST images
-    x = torch.rand((batch,) + shape, device="cuda") * 2 - 1
-    y = torch.zeros(batch, dtype=torch.long, device="cuda")
+    if model_name.startswith("fortunes"):  # 64 bytes in, the next byte at every position out
+        x = torch.randint(0, 256, (batch, 64), device="cuda")
+        y = torch.zeros((batch, 64), dtype=torch.long, device="cuda")
+    else:  # Fashion-MNIST images
+        x = torch.rand((batch, 1, 28, 28), device="cuda") * 2 - 1
+        y = torch.zeros(batch, dtype=torch.long, device="cuda")
     opt = torch.optim.SGD(model.parameters(), lr=1e-4, momentum=0.9)
     loss_fn = torch.nn.CrossEntropyLoss()
     times = []
@@ -76,7 +79,8 @@ def torch_steps(model_name, batch, params, steps=50, warmups=10):
         start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
         opt.zero_grad(set_to_none=False)
-        loss_fn(model(x), y).backward()
+        logits = model(x)
+        loss_fn(logits.reshape(-1, logits.shape[-1]), y.reshape(-1)).backward()
         opt.step()
         stop.record()
         torch.cuda.synchronize()

@@ -1,0 +1,49 @@
+// The GPU device's own kernels for Transformer layers
+// (cuda_sequence_kernels.cu), each launched on `stream` over raw device
+// pointers and mirroring the CPU kernel of the same layer in exec/tensor
+// (layers_norm.cpp, layers_sequence.cpp), its reference.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace trainsim::cuda {
+
+// Layer norm over rows of `width` values: y = scale·(x − mean)·inv_std +
+// shift per row, keeping each row's mean and inv_std = 1/sqrt(biased
+// variance + eps) for the backward.
+void layernorm_forward(const float* x, float* y, const float* scale, const float* shift, float* mean, float* inv_std,
+                       int64_t rows, int64_t width, double eps, cudaStream_t stream);
+// Its backward: dx (when not null; += when `accumulate`) = inv_std/d·(d·g −
+// Σg − x̂·Σ(g·x̂)) with g = dy·scale per row; ADDS Σ_rows dy·x̂ into dscale
+// and Σ_rows dy into dshift.
+void layernorm_backward(const float* x, const float* dy, const float* scale, const float* mean, const float* inv_std,
+                        float* dx, bool accumulate, float* dscale, float* dshift, int64_t rows, int64_t width,
+                        cudaStream_t stream);
+
+// Exact GELU, y = x·Φ(x); backward dx = dy·(Φ(x) + x·φ(x)) (+= when `accumulate`).
+void gelu_forward(const float* x, float* y, int64_t n, cudaStream_t stream);
+void gelu_backward(const float* x, const float* dy, float* dx, int64_t n, bool accumulate, cudaStream_t stream);
+
+// Embedding: y[i] = table[ids[i]] (rows of `width`; ids are floats holding
+// integers below `vocabulary`, checked on the host); backward ADDS dy[i]
+// into dtable[ids[i]].
+void embedding_forward(const float* ids, const float* table, float* y, int64_t positions, int64_t width,
+                       int64_t vocabulary, cudaStream_t stream);
+void embedding_backward(const float* ids, const float* dy, float* dtable, int64_t positions, int64_t width,
+                        int64_t vocabulary, cudaStream_t stream);
+
+// y = x + table, the {tokens, width} table added to each sample.
+void add_table(const float* x, const float* table, float* y, int64_t batch, int64_t table_size,
+               cudaStream_t stream);
+
+// Attention's probabilities: for each of `rows` rows of `tokens` scores
+// (row t of its {tokens, tokens} block), p = softmax(scores·scale) over
+// s ≤ t when `causal` (else every s), 0 beyond; written over the scores.
+void attention_softmax(float* scores, int64_t rows, int64_t tokens, float scale, bool causal, cudaStream_t stream);
+// Its backward in place: dp becomes dS = p ⊙ (dp − rowsum(p ⊙ dp))·scale.
+void attention_softmax_backward(const float* p, float* dp, int64_t rows, int64_t tokens, float scale,
+                                cudaStream_t stream);
+
+}  // namespace trainsim::cuda

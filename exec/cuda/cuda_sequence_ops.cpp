@@ -1,0 +1,192 @@
+// The GPU device's Transformer layers: token embedding, positional encoding,
+// layer norm, exact GELU (cuda_sequence_kernels.cu) and multi-head
+// self-attention, its projections and per-head products through cuBLAS
+// (one strided-batched product over the batch per head), as exec/tensor's
+// Attention computes them (layers_sequence.cpp).
+#include <cmath>
+#include <cstdint>
+#include <utility>
+
+#include "exec/cuda/cuda_layer.hpp"
+#include "exec/cuda/cuda_sequence_kernels.hpp"
+#include "exec/tensor/layers.hpp"
+
+namespace trainsim::cuda {
+namespace {
+
+constexpr double kNormEps = 1e-5;  // exec/tensor's LayerNorm
+constexpr float kOne = 1.0f, kZero = 0.0f;
+
+// The {T, d} table of `layer` as exec/tensor computes it: the CPU kernel's
+// output for a zero input.
+Tensor positional_table(const Layer& layer, const std::vector<int64_t>& in_shape) {
+  Layer alone = layer;
+  alone.inputs = {kModelInput};
+  const Model model{"positional-table", "", in_shape, 1, {alone}};
+  const Network net = build_network(model);
+  std::vector<int64_t> shape{1};
+  shape.insert(shape.end(), in_shape.begin(), in_shape.end());
+  std::vector<LayerCache> caches(1);
+  return forward_range(net, Weights(1), 0, 0, Tensor(shape), caches);
+}
+
+// C = op(A)·op(B) for every sample of the batch, A, B and C `stride_*`
+// floats apart from one sample to the next (column-major, as cuBLAS).
+struct Batched {
+  const float* a;
+  int lda;
+  int64_t stride_a;
+  const float* b;
+  int ldb;
+  int64_t stride_b;
+  float* c;
+  int ldc;
+  int64_t stride_c;
+};
+
+void gemm_batched(Context& c, cublasOperation_t ta, cublasOperation_t tb, int64_t m, int64_t n, int64_t k,
+                  const Batched& g, int64_t batch) {
+  TRAINSIM_CUBLAS(cublasSgemmStridedBatched(c.blas, ta, tb, static_cast<int>(m), static_cast<int>(n),
+                                            static_cast<int>(k), &kOne, g.a, g.lda, g.stride_a, g.b, g.ldb,
+                                            g.stride_b, &kZero, g.c, g.ldc, g.stride_c, static_cast<int>(batch)));
+}
+
+void attention_forward(const GpuLayer& l, Context& c) {
+  const AttentionPlan& p = l.attention;
+  const int64_t d = l.in_shape[1], t = p.tokens, hd = p.head_dim, sample = t * d, block = p.heads * t * t;
+  const auto param = [&](size_t i) { return l.params[i].get(); };
+  dense_forward(c, l.x(), param(0), param(1), p.q.get(), l.rows, d, d);
+  dense_forward(c, l.x(), param(2), param(3), p.k.get(), l.rows, d, d);
+  dense_forward(c, l.x(), param(4), param(5), p.v.get(), l.rows, d, d);
+  const auto ld = static_cast<int>(d), lt = static_cast<int>(t);
+  for (int64_t h = 0; h < p.heads; ++h) {
+    // Row-major S_h = Q_h·K_hᵀ is column-major K_hᵀᵀ·Q_h over {hd, T} views with leading dimension d.
+    gemm_batched(c, CUBLAS_OP_T, CUBLAS_OP_N, t, t, hd,
+                 {p.k.get() + h * hd, ld, sample, p.q.get() + h * hd, ld, sample, p.probs.get() + h * t * t, lt, block},
+                 l.batch);
+  }
+  attention_softmax(p.probs.get(), l.batch * p.heads * t, t, p.scale, p.causal, c.stream);
+  for (int64_t h = 0; h < p.heads; ++h) {
+    // O_h = P_h·V_h.
+    gemm_batched(c, CUBLAS_OP_N, CUBLAS_OP_N, hd, t, t,
+                 {p.v.get() + h * hd, ld, sample, p.probs.get() + h * t * t, lt, block, p.concat.get() + h * hd, ld,
+                  sample},
+                 l.batch);
+  }
+  dense_forward(c, p.concat.get(), param(6), param(7), l.y, l.rows, d, d);
+}
+
+void attention_backward(const GpuLayer& l, Context& c) {
+  const AttentionPlan& p = l.attention;
+  const int64_t d = l.in_shape[1], t = p.tokens, hd = p.head_dim, sample = t * d, block = p.heads * t * t;
+  const auto param = [&](size_t i) { return l.params[i].get(); };
+  const auto grad = [&](size_t i) { return l.grads[i].get(); };
+  dense_backward(c, p.concat.get(), l.dy, param(6), grad(6), grad(7), p.dconcat.get(), false, l.rows, d, d);
+  const auto ld = static_cast<int>(d), lt = static_cast<int>(t);
+  for (int64_t h = 0; h < p.heads; ++h) {
+    // dV_h = P_hᵀ·dO_h and dP_h = dO_h·V_hᵀ.
+    gemm_batched(c, CUBLAS_OP_N, CUBLAS_OP_T, hd, t, t,
+                 {p.dconcat.get() + h * hd, ld, sample, p.probs.get() + h * t * t, lt, block, p.dv.get() + h * hd, ld,
+                  sample},
+                 l.batch);
+    gemm_batched(c, CUBLAS_OP_T, CUBLAS_OP_N, t, t, hd,
+                 {p.v.get() + h * hd, ld, sample, p.dconcat.get() + h * hd, ld, sample, p.dprobs.get() + h * t * t,
+                  lt, block},
+                 l.batch);
+  }
+  attention_softmax_backward(p.probs.get(), p.dprobs.get(), l.batch * p.heads * t, t, p.scale, c.stream);
+  for (int64_t h = 0; h < p.heads; ++h) {
+    // dQ_h = dS_h·K_h and dK_h = dS_hᵀ·Q_h.
+    gemm_batched(c, CUBLAS_OP_N, CUBLAS_OP_N, hd, t, t,
+                 {p.k.get() + h * hd, ld, sample, p.dprobs.get() + h * t * t, lt, block, p.dq.get() + h * hd, ld,
+                  sample},
+                 l.batch);
+    gemm_batched(c, CUBLAS_OP_N, CUBLAS_OP_T, hd, t, t,
+                 {p.q.get() + h * hd, ld, sample, p.dprobs.get() + h * t * t, lt, block, p.dk.get() + h * hd, ld,
+                  sample},
+                 l.batch);
+  }
+  // dx = dQ·W_q + dK·W_k + dV·W_v (the first written or added as the layer's dx is).
+  float* dx = l.dx();
+  dense_backward(c, l.x(), p.dq.get(), param(0), grad(0), grad(1), dx, dx != nullptr && l.accumulate[0], l.rows, d,
+                 d);
+  dense_backward(c, l.x(), p.dk.get(), param(2), grad(2), grad(3), dx, true, l.rows, d, d);
+  dense_backward(c, l.x(), p.dv.get(), param(4), grad(4), grad(5), dx, true, l.rows, d, d);
+}
+
+}  // namespace
+
+bool is_sequence_op(Op op) {
+  return op == Op::embedding || op == Op::positional_encoding || op == Op::layernorm || op == Op::gelu ||
+         op == Op::attention;
+}
+
+void plan_sequence(GpuLayer& l, const Layer& layer) {
+  const int64_t width = l.out_shape.back();
+  l.rows = l.out_count() / width;  // positions (or rows of the normalization)
+  if (l.op == Op::embedding) l.vocabulary = layer.sparse_rows;
+  if (l.op == Op::positional_encoding) {
+    const Tensor table = positional_table(layer, l.in_shape);
+    l.table = DeviceArray<float>(table.size());
+    TRAINSIM_CUDA(cudaMemcpy(l.table.get(), table.data.data(), l.table.bytes(), cudaMemcpyHostToDevice));
+  }
+  if (l.op == Op::layernorm) {
+    l.norm.mean = DeviceArray<float>(l.rows);
+    l.norm.inv_std = DeviceArray<float>(l.rows);
+  }
+  if (l.op == Op::attention) {
+    AttentionPlan& p = l.attention;
+    p.tokens = l.in_shape[0];
+    p.heads = layer.heads;
+    p.head_dim = width / layer.heads;
+    p.causal = layer.causal;
+    p.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(p.head_dim)));
+    for (DeviceArray<float>* a : {&p.q, &p.k, &p.v, &p.concat, &p.dq, &p.dk, &p.dv, &p.dconcat}) {
+      *a = DeviceArray<float>(l.out_count());
+    }
+    p.probs = DeviceArray<float>(l.batch * p.heads * p.tokens * p.tokens);
+    p.dprobs = DeviceArray<float>(p.probs.size());
+  }
+}
+
+void sequence_forward(const GpuLayer& l, Context& c) {
+  const int64_t width = l.out_shape.back();
+  switch (l.op) {
+    case Op::embedding:
+      return embedding_forward(l.x(), l.params[0].get(), l.y, l.rows, width, l.vocabulary, c.stream);
+    case Op::positional_encoding: return add_table(l.x(), l.table.get(), l.y, l.batch, l.table.size(), c.stream);
+    case Op::layernorm:
+      return layernorm_forward(l.x(), l.y, l.params[0].get(), l.params[1].get(), l.norm.mean.get(),
+                               l.norm.inv_std.get(), l.rows, width, kNormEps, c.stream);
+    case Op::gelu: return gelu_forward(l.x(), l.y, l.out_count(), c.stream);
+    case Op::attention: return attention_forward(l, c);
+    default: return;
+  }
+}
+
+void sequence_backward(const GpuLayer& l, Context& c) {
+  const int64_t width = l.out_shape.back();
+  switch (l.op) {
+    case Op::embedding:
+      embedding_backward(l.x(), l.dy, l.grads[0].get(), l.rows, width, l.vocabulary, c.stream);
+      // The ids carry no gradient.
+      if (l.dx() != nullptr && !l.accumulate[0]) {
+        TRAINSIM_CUDA(cudaMemsetAsync(l.dx(), 0, sizeof(float) * static_cast<size_t>(l.in_count()), c.stream));
+      }
+      return;
+    case Op::positional_encoding:
+      if (l.dx() != nullptr) pass_gradient(l.dy, l.dx(), l.out_count(), l.accumulate[0], c.stream);
+      return;
+    case Op::layernorm:
+      return layernorm_backward(l.x(), l.dy, l.params[0].get(), l.norm.mean.get(), l.norm.inv_std.get(), l.dx(),
+                                l.dx() != nullptr && l.accumulate[0], l.grads[0].get(), l.grads[1].get(), l.rows,
+                                width, c.stream);
+    case Op::gelu:
+      if (l.dx() != nullptr) gelu_backward(l.x(), l.dy, l.dx(), l.out_count(), l.accumulate[0], c.stream);
+      return;
+    case Op::attention: return attention_backward(l, c);
+    default: return;
+  }
+}
+
+}  // namespace trainsim::cuda
