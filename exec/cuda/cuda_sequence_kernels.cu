@@ -24,9 +24,9 @@ unsigned blocks_for_rows(int64_t rows) { return static_cast<unsigned>((rows * kW
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < (n); i += int64_t{blockDim.x} * gridDim.x)
 
 // The warp's row (rows beyond the last leave whole warps at once) and lane.
-#define TRAINSIM_WARP_ROW(r, lane, rows)                                            \
+#define TRAINSIM_WARP_ROW(r, lane, rows)                                      \
   const int64_t r = (blockIdx.x * int64_t{blockDim.x} + threadIdx.x) / kWarp; \
-  const int lane = static_cast<int>(threadIdx.x % kWarp);                        \
+  const int lane = static_cast<int>(threadIdx.x % kWarp);                     \
   if (r >= (rows)) return
 
 __device__ float warp_sum(float v) {
@@ -63,8 +63,8 @@ __global__ void layernorm_forward_kernel(const float* __restrict__ x, float* __r
 
 __global__ void layernorm_input_grad_kernel(const float* __restrict__ x, const float* __restrict__ dy,
                                             const float* __restrict__ scale, const float* __restrict__ mean,
-                                            const float* __restrict__ inv_std, float* __restrict__ dx,
-                                            bool accumulate, int64_t rows, int64_t width) {
+                                            const float* __restrict__ inv_std, float* __restrict__ dx, bool accumulate,
+                                            int64_t rows, int64_t width) {
   TRAINSIM_WARP_ROW(r, lane, rows);
   const float m = mean[r], inv = inv_std[r], d = static_cast<float>(width);
   float sum_g = 0.0f, sum_gx = 0.0f;
@@ -83,19 +83,30 @@ __global__ void layernorm_input_grad_kernel(const float* __restrict__ x, const f
   }
 }
 
-// Blocks of 32 columns × 8 row phases: each thread sums every 8th row of
-// one column, the block adds its 8 partials in a fixed order.
+// The parameter gradients in two steps, each deterministic. First, blocks
+// of 32 columns × about kRowsPerSlice rows, each thread summing every 8th row of
+// its column, write one partial per column and slice; then one warp per
+// column adds its slices' partials.
 constexpr int kRowPhases = kThreads / kWarp;
+constexpr int64_t kRowsPerSlice = 256, kMaxSlices = 65535;  // the latter: gridDim.y
 
-__global__ void layernorm_param_grads_kernel(const float* __restrict__ x, const float* __restrict__ dy,
-                                             const float* __restrict__ mean, const float* __restrict__ inv_std,
-                                             float* __restrict__ dscale, float* __restrict__ dshift, int64_t rows,
-                                             int64_t width) {
+int64_t row_slices(int64_t rows) {
+  const int64_t slices = (rows + kRowsPerSlice - 1) / kRowsPerSlice;
+  return slices < kMaxSlices ? slices : kMaxSlices;
+}
+int64_t rows_per_slice(int64_t rows) { return (rows + row_slices(rows) - 1) / row_slices(rows); }
+
+__global__ void layernorm_param_partials_kernel(const float* __restrict__ x, const float* __restrict__ dy,
+                                                const float* __restrict__ mean, const float* __restrict__ inv_std,
+                                                float* __restrict__ partials, int64_t rows, int64_t width,
+                                                int64_t slice_rows) {
   const int64_t j = blockIdx.x * int64_t{kWarp} + threadIdx.x % kWarp;
   const int phase = static_cast<int>(threadIdx.x / kWarp);
+  const int64_t first = int64_t{blockIdx.y} * slice_rows;
+  const int64_t last = first + slice_rows < rows ? first + slice_rows : rows;
   float dot = 0.0f, sum = 0.0f;
   if (j < width) {
-    for (int64_t r = phase; r < rows; r += kRowPhases) {
+    for (int64_t r = first + phase; r < last; r += kRowPhases) {
       const int64_t i = r * width + j;
       dot += dy[i] * (x[i] - mean[r]) * inv_std[r];
       sum += dy[i];
@@ -110,6 +121,23 @@ __global__ void layernorm_param_grads_kernel(const float* __restrict__ x, const 
       dot += dots[p][threadIdx.x];
       sum += sums[p][threadIdx.x];
     }
+    float* out = partials + (blockIdx.y * width + j) * 2;
+    out[0] = dot;
+    out[1] = sum;
+  }
+}
+
+__global__ void layernorm_param_grads_kernel(const float* __restrict__ partials, float* __restrict__ dscale,
+                                             float* __restrict__ dshift, int64_t slices, int64_t width) {
+  TRAINSIM_WARP_ROW(j, lane, width);
+  float dot = 0.0f, sum = 0.0f;
+  for (int64_t k = lane; k < slices; k += kWarp) {
+    dot += partials[(k * width + j) * 2];
+    sum += partials[(k * width + j) * 2 + 1];
+  }
+  dot = warp_sum(dot);
+  sum = warp_sum(sum);
+  if (lane == 0) {
     dscale[j] += dot;
     dshift[j] += sum;
   }
@@ -122,8 +150,8 @@ __global__ void gelu_forward_kernel(const float* __restrict__ x, float* __restri
   TRAINSIM_GRID_LOOP(i, n) { y[i] = x[i] * normal_cdf(x[i]); }
 }
 
-__global__ void gelu_backward_kernel(const float* __restrict__ x, const float* __restrict__ dy,
-                                     float* __restrict__ dx, int64_t n, bool accumulate) {
+__global__ void gelu_backward_kernel(const float* __restrict__ x, const float* __restrict__ dy, float* __restrict__ dx,
+                                     int64_t n, bool accumulate) {
   TRAINSIM_GRID_LOOP(i, n) {
     const float v = x[i];
     const float g = dy[i] * (normal_cdf(v) + v * expf(-0.5f * v * v) * 0.39894228040143268f);  // 1/√(2π)
@@ -137,8 +165,7 @@ __device__ int64_t token(const float* ids, int64_t i, int64_t vocabulary) {
 }
 
 __global__ void embedding_forward_kernel(const float* __restrict__ ids, const float* __restrict__ table,
-                                         float* __restrict__ y, int64_t positions, int64_t width,
-                                         int64_t vocabulary) {
+                                         float* __restrict__ y, int64_t positions, int64_t width, int64_t vocabulary) {
   TRAINSIM_GRID_LOOP(i, positions * width) {
     const int64_t id = token(ids, i / width, vocabulary);
     y[i] = id < 0 ? 0.0f : table[id * width + i % width];
@@ -154,8 +181,8 @@ __global__ void embedding_backward_kernel(const float* __restrict__ ids, const f
   }
 }
 
-__global__ void add_table_kernel(const float* __restrict__ x, const float* __restrict__ table,
-                                 float* __restrict__ y, int64_t n, int64_t table_size) {
+__global__ void add_table_kernel(const float* __restrict__ x, const float* __restrict__ table, float* __restrict__ y,
+                                 int64_t n, int64_t table_size) {
   TRAINSIM_GRID_LOOP(i, n) { y[i] = x[i] + table[i % table_size]; }
 }
 
@@ -198,17 +225,21 @@ void layernorm_forward(const float* x, float* y, const float* scale, const float
 }
 
 void layernorm_backward(const float* x, const float* dy, const float* scale, const float* mean, const float* inv_std,
-                        float* dx, bool accumulate, float* dscale, float* dshift, int64_t rows, int64_t width,
-                        cudaStream_t stream) {
+                        float* dx, bool accumulate, float* dscale, float* dshift, float* scratch, int64_t rows,
+                        int64_t width, cudaStream_t stream) {
   if (rows * width == 0) return;
   if (dx != nullptr) {
     layernorm_input_grad_kernel<<<blocks_for_rows(rows), kThreads, 0, stream>>>(x, dy, scale, mean, inv_std, dx,
                                                                                 accumulate, rows, width);
   }
-  const auto column_blocks = static_cast<unsigned>((width + kWarp - 1) / kWarp);
-  layernorm_param_grads_kernel<<<column_blocks, kThreads, 0, stream>>>(x, dy, mean, inv_std, dscale, dshift, rows,
-                                                                       width);
+  const dim3 grid(static_cast<unsigned>((width + kWarp - 1) / kWarp), static_cast<unsigned>(row_slices(rows)));
+  layernorm_param_partials_kernel<<<grid, kThreads, 0, stream>>>(x, dy, mean, inv_std, scratch, rows, width,
+                                                                 rows_per_slice(rows));
+  layernorm_param_grads_kernel<<<blocks_for_rows(width), kThreads, 0, stream>>>(scratch, dscale, dshift,
+                                                                                row_slices(rows), width);
 }
+
+int64_t layernorm_scratch_floats(int64_t rows, int64_t width) { return row_slices(rows) * width * 2; }
 
 void gelu_forward(const float* x, float* y, int64_t n, cudaStream_t stream) {
   if (n > 0) gelu_forward_kernel<<<blocks_for(n), kThreads, 0, stream>>>(x, y, n);
@@ -229,8 +260,8 @@ void embedding_forward(const float* ids, const float* table, float* y, int64_t p
 void embedding_backward(const float* ids, const float* dy, float* dtable, int64_t positions, int64_t width,
                         int64_t vocabulary, cudaStream_t stream) {
   if (positions * width > 0) {
-    embedding_backward_kernel<<<blocks_for(positions * width), kThreads, 0, stream>>>(ids, dy, dtable, positions,
-                                                                                      width, vocabulary);
+    embedding_backward_kernel<<<blocks_for(positions * width), kThreads, 0, stream>>>(ids, dy, dtable, positions, width,
+                                                                                      vocabulary);
   }
 }
 

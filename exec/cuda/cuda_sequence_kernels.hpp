@@ -17,10 +17,11 @@ void layernorm_forward(const float* x, float* y, const float* scale, const float
                        int64_t rows, int64_t width, double eps, cudaStream_t stream);
 // Its backward: dx (when not null; += when `accumulate`) = inv_std/d·(d·g −
 // Σg − x̂·Σ(g·x̂)) with g = dy·scale per row; ADDS Σ_rows dy·x̂ into dscale
-// and Σ_rows dy into dshift.
+// and Σ_rows dy into dshift. `scratch` holds layernorm_scratch_floats floats.
+int64_t layernorm_scratch_floats(int64_t rows, int64_t width);
 void layernorm_backward(const float* x, const float* dy, const float* scale, const float* mean, const float* inv_std,
-                        float* dx, bool accumulate, float* dscale, float* dshift, int64_t rows, int64_t width,
-                        cudaStream_t stream);
+                        float* dx, bool accumulate, float* dscale, float* dshift, float* scratch, int64_t rows,
+                        int64_t width, cudaStream_t stream);
 
 // Exact GELU, y = x·Φ(x); backward dx = dy·(Φ(x) + x·φ(x)) (+= when `accumulate`).
 void gelu_forward(const float* x, float* y, int64_t n, cudaStream_t stream);
@@ -35,8 +36,7 @@ void embedding_backward(const float* ids, const float* dy, float* dtable, int64_
                         int64_t vocabulary, cudaStream_t stream);
 
 // y = x + table, the {tokens, width} table added to each sample.
-void add_table(const float* x, const float* table, float* y, int64_t batch, int64_t table_size,
-               cudaStream_t stream);
+void add_table(const float* x, const float* table, float* y, int64_t batch, int64_t table_size, cudaStream_t stream);
 
 // Attention's probabilities: for each of `rows` rows of `tokens` scores
 // (row t of its {tokens, tokens} block), p = softmax(scores·scale) over

@@ -47,8 +47,8 @@ struct Batched {
 void gemm_batched(Context& c, cublasOperation_t ta, cublasOperation_t tb, int64_t m, int64_t n, int64_t k,
                   const Batched& g, int64_t batch) {
   TRAINSIM_CUBLAS(cublasSgemmStridedBatched(c.blas, ta, tb, static_cast<int>(m), static_cast<int>(n),
-                                            static_cast<int>(k), &kOne, g.a, g.lda, g.stride_a, g.b, g.ldb,
-                                            g.stride_b, &kZero, g.c, g.ldc, g.stride_c, static_cast<int>(batch)));
+                                            static_cast<int>(k), &kOne, g.a, g.lda, g.stride_a, g.b, g.ldb, g.stride_b,
+                                            &kZero, g.c, g.ldc, g.stride_c, static_cast<int>(batch)));
 }
 
 void attention_forward(const GpuLayer& l, Context& c) {
@@ -68,10 +68,10 @@ void attention_forward(const GpuLayer& l, Context& c) {
   attention_softmax(p.probs.get(), l.batch * p.heads * t, t, p.scale, p.causal, c.stream);
   for (int64_t h = 0; h < p.heads; ++h) {
     // O_h = P_h·V_h.
-    gemm_batched(c, CUBLAS_OP_N, CUBLAS_OP_N, hd, t, t,
-                 {p.v.get() + h * hd, ld, sample, p.probs.get() + h * t * t, lt, block, p.concat.get() + h * hd, ld,
-                  sample},
-                 l.batch);
+    gemm_batched(
+        c, CUBLAS_OP_N, CUBLAS_OP_N, hd, t, t,
+        {p.v.get() + h * hd, ld, sample, p.probs.get() + h * t * t, lt, block, p.concat.get() + h * hd, ld, sample},
+        l.batch);
   }
   dense_forward(c, p.concat.get(), param(6), param(7), l.y, l.rows, d, d);
 }
@@ -85,31 +85,30 @@ void attention_backward(const GpuLayer& l, Context& c) {
   const auto ld = static_cast<int>(d), lt = static_cast<int>(t);
   for (int64_t h = 0; h < p.heads; ++h) {
     // dV_h = P_hᵀ·dO_h and dP_h = dO_h·V_hᵀ.
-    gemm_batched(c, CUBLAS_OP_N, CUBLAS_OP_T, hd, t, t,
-                 {p.dconcat.get() + h * hd, ld, sample, p.probs.get() + h * t * t, lt, block, p.dv.get() + h * hd, ld,
-                  sample},
-                 l.batch);
-    gemm_batched(c, CUBLAS_OP_T, CUBLAS_OP_N, t, t, hd,
-                 {p.v.get() + h * hd, ld, sample, p.dconcat.get() + h * hd, ld, sample, p.dprobs.get() + h * t * t,
-                  lt, block},
-                 l.batch);
+    gemm_batched(
+        c, CUBLAS_OP_N, CUBLAS_OP_T, hd, t, t,
+        {p.dconcat.get() + h * hd, ld, sample, p.probs.get() + h * t * t, lt, block, p.dv.get() + h * hd, ld, sample},
+        l.batch);
+    gemm_batched(
+        c, CUBLAS_OP_T, CUBLAS_OP_N, t, t, hd,
+        {p.v.get() + h * hd, ld, sample, p.dconcat.get() + h * hd, ld, sample, p.dprobs.get() + h * t * t, lt, block},
+        l.batch);
   }
   attention_softmax_backward(p.probs.get(), p.dprobs.get(), l.batch * p.heads * t, t, p.scale, c.stream);
   for (int64_t h = 0; h < p.heads; ++h) {
     // dQ_h = dS_h·K_h and dK_h = dS_hᵀ·Q_h.
-    gemm_batched(c, CUBLAS_OP_N, CUBLAS_OP_N, hd, t, t,
-                 {p.k.get() + h * hd, ld, sample, p.dprobs.get() + h * t * t, lt, block, p.dq.get() + h * hd, ld,
-                  sample},
-                 l.batch);
-    gemm_batched(c, CUBLAS_OP_N, CUBLAS_OP_T, hd, t, t,
-                 {p.q.get() + h * hd, ld, sample, p.dprobs.get() + h * t * t, lt, block, p.dk.get() + h * hd, ld,
-                  sample},
-                 l.batch);
+    gemm_batched(
+        c, CUBLAS_OP_N, CUBLAS_OP_N, hd, t, t,
+        {p.k.get() + h * hd, ld, sample, p.dprobs.get() + h * t * t, lt, block, p.dq.get() + h * hd, ld, sample},
+        l.batch);
+    gemm_batched(
+        c, CUBLAS_OP_N, CUBLAS_OP_T, hd, t, t,
+        {p.q.get() + h * hd, ld, sample, p.dprobs.get() + h * t * t, lt, block, p.dk.get() + h * hd, ld, sample},
+        l.batch);
   }
   // dx = dQ·W_q + dK·W_k + dV·W_v (the first written or added as the layer's dx is).
   float* dx = l.dx();
-  dense_backward(c, l.x(), p.dq.get(), param(0), grad(0), grad(1), dx, dx != nullptr && l.accumulate[0], l.rows, d,
-                 d);
+  dense_backward(c, l.x(), p.dq.get(), param(0), grad(0), grad(1), dx, dx != nullptr && l.accumulate[0], l.rows, d, d);
   dense_backward(c, l.x(), p.dk.get(), param(2), grad(2), grad(3), dx, true, l.rows, d, d);
   dense_backward(c, l.x(), p.dv.get(), param(4), grad(4), grad(5), dx, true, l.rows, d, d);
 }
@@ -133,6 +132,7 @@ void plan_sequence(GpuLayer& l, const Layer& layer) {
   if (l.op == Op::layernorm) {
     l.norm.mean = DeviceArray<float>(l.rows);
     l.norm.inv_std = DeviceArray<float>(l.rows);
+    l.norm.scratch = DeviceArray<float>(layernorm_scratch_floats(l.rows, width));
   }
   if (l.op == Op::attention) {
     AttentionPlan& p = l.attention;
@@ -154,13 +154,17 @@ void sequence_forward(const GpuLayer& l, Context& c) {
   switch (l.op) {
     case Op::embedding:
       return embedding_forward(l.x(), l.params[0].get(), l.y, l.rows, width, l.vocabulary, c.stream);
-    case Op::positional_encoding: return add_table(l.x(), l.table.get(), l.y, l.batch, l.table.size(), c.stream);
+    case Op::positional_encoding:
+      return add_table(l.x(), l.table.get(), l.y, l.batch, l.table.size(), c.stream);
     case Op::layernorm:
       return layernorm_forward(l.x(), l.y, l.params[0].get(), l.params[1].get(), l.norm.mean.get(),
                                l.norm.inv_std.get(), l.rows, width, kNormEps, c.stream);
-    case Op::gelu: return gelu_forward(l.x(), l.y, l.out_count(), c.stream);
-    case Op::attention: return attention_forward(l, c);
-    default: return;
+    case Op::gelu:
+      return gelu_forward(l.x(), l.y, l.out_count(), c.stream);
+    case Op::attention:
+      return attention_forward(l, c);
+    default:
+      return;
   }
 }
 
@@ -179,13 +183,15 @@ void sequence_backward(const GpuLayer& l, Context& c) {
       return;
     case Op::layernorm:
       return layernorm_backward(l.x(), l.dy, l.params[0].get(), l.norm.mean.get(), l.norm.inv_std.get(), l.dx(),
-                                l.dx() != nullptr && l.accumulate[0], l.grads[0].get(), l.grads[1].get(), l.rows,
-                                width, c.stream);
+                                l.dx() != nullptr && l.accumulate[0], l.grads[0].get(), l.grads[1].get(),
+                                l.norm.scratch.get(), l.rows, width, c.stream);
     case Op::gelu:
       if (l.dx() != nullptr) gelu_backward(l.x(), l.dy, l.dx(), l.out_count(), l.accumulate[0], c.stream);
       return;
-    case Op::attention: return attention_backward(l, c);
-    default: return;
+    case Op::attention:
+      return attention_backward(l, c);
+    default:
+      return;
   }
 }
 
