@@ -1,5 +1,6 @@
-// The GPU device's layers: linear with cuBLAS, conv2d with cuDNN, relu and
-// max pooling with the device's own kernels, identity layers as aliases.
+// The GPU device's layers: linear with cuBLAS, conv2d with cuDNN, relu,
+// pooling, add and batch norm with the device's own kernels, identity layers
+// as aliases; the Transformer layers are in cuda_sequence_ops.cpp.
 // Row-major {rows, features} buffers are column-major {features, rows} to
 // cuBLAS, so y = x·Wᵀ is the column-major product W(as stored, transposed)·x.
 #include <algorithm>

@@ -46,7 +46,8 @@ struct GpuPassTimes {
 class CudaNetwork {
  public:
   // `model` (linear, conv2d, batchnorm, relu, maxpool, global avgpool, add
-  // of two, flatten, dropout and softmax layers, over its layer graph) on
+  // of two, flatten, dropout, softmax, dense embedding, positional
+  // encoding, layernorm, gelu and self-attention layers, over its layer graph) on
   // GPU `device` at `batch` samples, starting from `weights` (as
   // init_weights lays them out). InputError naming the layer for another op
   // or an input that is not an earlier layer; InputError naming --device for a device index the driver does not have
