@@ -66,7 +66,9 @@ void add_emulate_command(CLI::App& cluster, CommandContext& ctx) {
               << " workers, " << c.link << " each way to the switch, subnet " << c.subnet << "\n";
       for (int i = 0; i < c.hosts; ++i) ctx.out << "  " << c.namespaces[static_cast<size_t>(i)] << "  " << c.host_address(i) << "\n";
       ctx.out << "hostfile " << c.hostfile() << "\n"
-              << "mpirun " << c.mpirun_options() << " -np " << c.hosts * c.workers_per_host << " trainsim run ...\n"
+              << "trainsim run --launcher mpi --emulated " << c.name << " --devices cpu:" << c.hosts * c.workers_per_host
+              << " ...\n"
+              << "or: mpirun " << c.mpirun_options() << " -np " << c.hosts * c.workers_per_host << " trainsim run ...\n"
               << "remove it with: trainsim cluster emulate down --name " << c.name << "\n";
     };
   });

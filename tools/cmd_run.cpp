@@ -1,9 +1,13 @@
 // `trainsim run`: trains a model with one strategy for real on this machine's
 // CPU threads (the plan interpreter), and reports the iteration time, the
-// losses and the test accuracy (trainsim.run/1). Started by mpirun, each
-// rank runs one worker and the workers talk over MPI; rank 0 reports.
+// losses and the test accuracy (trainsim.run/1). Started by mpirun, or with
+// --launcher mpi starting mpirun itself, each rank runs one worker and the
+// workers talk over MPI; rank 0 reports.
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <iomanip>
+#include <limits>
 #include <memory>
 #include <sstream>
 #include <stdexcept>
@@ -16,6 +20,7 @@
 #include "sim/cost/driver.hpp"
 #include "sim/cost/strategies.hpp"
 #include "tools/commands.hpp"
+#include "tools/mpi_launch.hpp"
 #include "tools/progress.hpp"
 
 #if defined(TRAINSIM_WITH_MPI)
@@ -42,7 +47,41 @@ struct RunOptions {
   std::string metrics;
   std::string json;
   bool quiet = false;
+  LaunchOptions launch;
 };
+
+std::string exact(double v) {
+  std::ostringstream text;
+  text << std::setprecision(std::numeric_limits<double>::max_digits10) << v;
+  return text.str();
+}
+
+// The command line of each rank --launcher mpi starts: these options, with
+// progress reported as lines.
+std::vector<std::string> rank_arguments(const RunOptions& o) {
+  std::vector<std::string> a{"run", "--model", o.model, "--strategy", o.strategy, "--devices", o.devices};
+  for (const std::string& s : o.settings) a.insert(a.end(), {"--set", s});
+  const auto add = [&a](const char* flag, const std::string& value) {
+    if (!value.empty()) a.insert(a.end(), {flag, value});
+  };
+  add("--dataset", o.dataset);
+  add("--data-dir", o.data_dir);
+  if (o.batch > 0) add("--batch", std::to_string(o.batch));
+  if (o.iterations > 0) {
+    add("--iterations", std::to_string(o.iterations));
+  } else {
+    add("--epochs", std::to_string(o.epochs));
+  }
+  add("--seed", std::to_string(o.seed));
+  add("--learning-rate", exact(o.learning_rate));
+  add("--momentum", exact(o.momentum));
+  add("--trace", o.trace);
+  add("--metrics", o.metrics);
+  add("--json", o.json);
+  a.push_back("--progress-lines");
+  if (o.quiet) a.push_back("--quiet");
+  return a;
+}
 
 void write_metrics(const std::string& path, const TrainingResult& r, std::ostream& standard_output) {
   std::ostringstream csv;
@@ -53,9 +92,6 @@ void write_metrics(const std::string& path, const TrainingResult& r, std::ostrea
   }
   write_text_output(path, csv.str(), standard_output, "--metrics");
 }
-
-// Whether mpirun started this process (OpenMPI's environment, or a PMI launcher's).
-bool under_mpirun() { return std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr || std::getenv("PMI_SIZE") != nullptr; }
 
 // A run whose loss became NaN or infinite has diverged: its weights, losses
 // and accuracy mean nothing, so it stops there, nothing is written and the
@@ -74,6 +110,7 @@ void run_training(const RunOptions& o, CommandContext& ctx) {
   if (!(o.momentum >= 0 && o.momentum < 1)) {
     throw InputError("--momentum", "is " + format_number(o.momentum), "a number in [0, 1)");
   }
+  check_launch_options(o.launch);
   const Model model = load_model(o.model, "--model");
   const int64_t workers = parse_cpu_devices(o.devices);
   const Cluster cluster = nominal_cpu_cluster(workers);
@@ -82,6 +119,7 @@ void run_training(const RunOptions& o, CommandContext& ctx) {
     const Setting s = parse_setting(text, "--set");
     config.set(s.key, s.value, s.where);
   }
+  if (o.launch.launcher == "mpi") return launch_ranks(o.launch, workers, rank_arguments(o), ctx, "training", o.quiet);
   const Dataset data = load_dataset(o.dataset, model, o.data_dir);
   TrainingOptions options;
   bool reports = true;  // rank 0 of a shared run, or the only process
@@ -109,8 +147,18 @@ void run_training(const RunOptions& o, CommandContext& ctx) {
   options.epochs = o.epochs;
   options.seed = o.seed;
   options.sgd = {o.learning_rate, o.momentum, 0.0};
-  ProgressBar bar(ctx.err, "training", !o.quiet && reports);
-  options.on_iteration = [&bar](int32_t i, int32_t n) { bar.update(i + 1, n); };
+  ProgressBar bar(ctx.err, "training", !o.quiet && reports && !o.launch.progress_lines);
+  auto last_line = std::chrono::steady_clock::now() - std::chrono::hours(1);
+  options.on_iteration = [&](int32_t i, int32_t n) {
+    bar.update(i + 1, n);
+    // The launcher's progress and the iteration it names when a rank is
+    // lost: a line at most every 0.1 s, and the last one.
+    const auto now = std::chrono::steady_clock::now();
+    if (o.launch.progress_lines && reports && (now - last_line > std::chrono::milliseconds(100) || i + 1 == n)) {
+      ctx.err << progress_line(i + 1, n) << '\n' << std::flush;
+      last_line = now;
+    }
+  };
   // Stale gradients with momentum: one line before training when unstable (docs/results.md).
   options.on_stale_gradients = [&](const StaleMomentumCheck& check) {
     const std::string warning = stale_momentum_warning(check, o.strategy);
@@ -149,7 +197,8 @@ void run_training(const RunOptions& o, CommandContext& ctx) {
 
 void add_run_command(CLI::App& app, CommandContext& ctx) {
   auto o = std::make_shared<RunOptions>();
-  CLI::App* cmd = app.add_subcommand("run", "Train a model with one strategy for real on CPU threads");
+  CLI::App* cmd = app.add_subcommand(
+      "run", "Train a model with one strategy for real on CPU threads, or one process per worker over MPI");
   cmd->add_option("--model", o->model, "Zoo model id or model JSON file (of layers the CPU executor has kernels for)");
   cmd->add_option("--strategy", o->strategy, "Strategy id (see trainsim predict --help)");
   cmd->add_option("--set", o->settings, "Strategy setting key=value (repeatable)");
@@ -174,6 +223,7 @@ void add_run_command(CLI::App& app, CommandContext& ctx) {
   cmd->add_option("--metrics", o->metrics, "Write per-iteration loss and time (CSV) here");
   cmd->add_option("--json", o->json, "Write the trainsim.run/1 summary here ('-' for standard output)");
   cmd->add_flag("--quiet", o->quiet, "No progress bar and no summary");
+  add_launch_options(*cmd, o->launch);
   cmd->callback([&ctx, o] { ctx.action = [&ctx, o] { run_training(*o, ctx); }; });
 }
 

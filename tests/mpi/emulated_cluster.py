@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """`trainsim cluster emulate`: two hosts as network namespaces with shaped
 links; `trainsim run` started by mpirun on them, with the options `up`
-printed, gives the losses of the same run as threads of one process;
+printed, and `trainsim run --launcher mpi --emulated NAME` (starting mpirun
+itself) give the losses of the same run as threads of one process;
 `status` lists the cluster while it is up, and `down` leaves nothing behind.
 Exits 77 (ctest: skipped) with the reason where namespaces cannot be made.
 Usage: emulated_cluster.py TRAINSIM MPIEXEC (ctest: emulated_cluster)."""
@@ -53,13 +54,18 @@ def main():
                 "--batch", "16", "--quiet"]
         with tempfile.TemporaryDirectory() as folder:
             threads, hosts = os.path.join(folder, "threads.json"), os.path.join(folder, "hosts.json")
+            launched = os.path.join(folder, "launched.json")
             run([trainsim, *args, "--json", threads])
             run([mpiexec, *state["mpirun_options"].split(), "-np", "2", trainsim, *args, "--json", hosts], env)
-            a, b = json.load(open(threads)), json.load(open(hosts))
-            for i, (x, y) in enumerate(zip(a["loss_per_iteration"], b["loss_per_iteration"], strict=True)):
-                if abs(x - y) > 1e-5 * max(1.0, abs(x)):
-                    sys.exit(f"iteration {i}: loss {y} across the emulated hosts, {x} with threads")
-            print(f"dp-ring across 2 emulated hosts: {len(a['loss_per_iteration'])} losses equal")
+            # The launcher's own defaults, not the test's environment.
+            run([trainsim, *args, "--json", launched, "--launcher", "mpi", "--emulated", NAME, "--mpirun", mpiexec])
+            a = json.load(open(threads))
+            for how, path in (("mpirun", hosts), ("--launcher mpi", launched)):
+                b = json.load(open(path))
+                for i, (x, y) in enumerate(zip(a["loss_per_iteration"], b["loss_per_iteration"], strict=True)):
+                    if abs(x - y) > 1e-5 * max(1.0, abs(x)):
+                        sys.exit(f"iteration {i}: loss {y} across the emulated hosts ({how}), {x} with threads")
+                print(f"dp-ring across 2 emulated hosts ({how}): {len(a['loss_per_iteration'])} losses equal")
     finally:
         run([trainsim, "cluster", "emulate", "down", "--name", NAME], check=False)
     left = [ns for ns in run(["ip", "netns", "list"]).stdout.split("\n") if ns.startswith(NAME)]

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
-"""`trainsim run` started by mpirun: one worker per rank over MPI gives the
-losses and test accuracy of the same run with its workers as threads of one
-process, and only rank 0 writes the summary. Usage: run_under_mpirun.py
-TRAINSIM MPIEXEC (ctest: mpi_run_cli)."""
+"""`trainsim run` started by mpirun, and `trainsim run --launcher mpi`
+starting mpirun itself: one worker per rank over MPI gives the losses and
+test accuracy of the same run with its workers as threads of one process,
+and only rank 0 writes the summary. Usage: run_under_mpirun.py TRAINSIM
+MPIEXEC (ctest: mpi_run_cli)."""
 
 import json
 import os
@@ -31,14 +32,23 @@ def main():
                     "--batch", "16", "--quiet"]
             threads, ranks = os.path.join(folder, f"{strategy}-threads.json"), os.path.join(folder, f"{strategy}-mpi.json")
             run([trainsim, *args, "--json", threads])
+            launched = os.path.join(folder, f"{strategy}-launched.json")
             run([mpiexec, "-np", "2", "--oversubscribe", trainsim, *args, "--json", ranks], env)
-            a, b = json.load(open(threads)), json.load(open(ranks))
-            for i, (x, y) in enumerate(zip(a["loss_per_iteration"], b["loss_per_iteration"], strict=True)):
-                if abs(x - y) > 1e-5 * max(1.0, abs(x)):
-                    sys.exit(f"{strategy}: iteration {i} loss {y} over MPI, {x} with threads")
-            if abs(a["test_accuracy"] - b["test_accuracy"]) > 1e-6:
-                sys.exit(f"{strategy}: test accuracy {b['test_accuracy']} over MPI, {a['test_accuracy']} with threads")
-            print(f"{strategy}: {len(a['loss_per_iteration'])} losses equal, accuracy {a['test_accuracy']}")
+            # The launcher with its own defaults, not the test's environment.
+            summary = run([trainsim, *args[:-1], "--json", launched, "--launcher", "mpi", "--mpirun", mpiexec]).stdout
+            if strategy not in summary or "iteration" not in summary:
+                sys.exit(f"{strategy}: rank 0's summary did not come through the launcher:\n{summary}")
+            a = json.load(open(threads))
+            for how, path in (("mpirun", ranks), ("--launcher mpi", launched)):
+                b = json.load(open(path))
+                for i, (x, y) in enumerate(zip(a["loss_per_iteration"], b["loss_per_iteration"], strict=True)):
+                    if abs(x - y) > 1e-5 * max(1.0, abs(x)):
+                        sys.exit(f"{strategy}: iteration {i} loss {y} over MPI ({how}), {x} with threads")
+                if abs(a["test_accuracy"] - b["test_accuracy"]) > 1e-6:
+                    sys.exit(f"{strategy}: test accuracy {b['test_accuracy']} over MPI ({how}), "
+                             f"{a['test_accuracy']} with threads")
+            print(f"{strategy}: {len(a['loss_per_iteration'])} losses equal (mpirun, --launcher mpi), "
+                  f"accuracy {a['test_accuracy']}")
         # Under mpirun, --devices must give one worker per rank.
         wrong = subprocess.run([mpiexec, "-np", "2", "--oversubscribe", trainsim, "run", "--model", "fmnist-mlp",
                                 "--strategy", "dp-ring", "--devices", "cpu:3", "--iterations", "2", "--quiet"], capture_output=True, text=True, env=env, timeout=300)

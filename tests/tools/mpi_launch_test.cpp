@@ -1,0 +1,98 @@
+// `--launcher mpi` without starting mpirun: the command line it builds, the
+// lines it reads back from the ranks and from mpirun, and the option
+// errors. tests/mpi/launcher.py runs it for real (ctest mpi_launcher).
+#include "tools/mpi_launch.hpp"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "tests/tools/cli_fixtures.hpp"
+
+namespace trainsim {
+namespace {
+
+using testing_fixtures::run_cli;
+
+bool has(const std::vector<std::string>& words, const std::string& word) {
+  return std::find(words.begin(), words.end(), word) != words.end();
+}
+
+TEST(MpiLaunch, TheCommandStartsOneRankPerWorkerOnTheHostsNamed) {
+  LaunchOptions o;
+  o.launcher = "mpi";
+  o.hosts = "a:2,b:2";
+  const auto command = mpirun_command(o, 4, {"run", "--model", "fmnist-mlp"}, "/opt/trainsim");
+  ASSERT_GE(command.size(), 9u);
+  EXPECT_EQ(command.front(), "mpirun");
+  const auto host = std::find(command.begin(), command.end(), "--host");
+  ASSERT_NE(host, command.end());
+  EXPECT_EQ(*(host + 1), "a:2,b:2");
+  const auto np = std::find(command.begin(), command.end(), "-np");
+  ASSERT_NE(np, command.end());
+  EXPECT_EQ(*(np + 1), "4");
+  EXPECT_EQ(*(np + 2), "/opt/trainsim");
+  EXPECT_EQ(command.back(), "fmnist-mlp");
+  EXPECT_FALSE(has(command, "--oversubscribe")) << "hosts named: their slots count";
+  EXPECT_EQ(has(command, "--allow-run-as-root"), geteuid() == 0 && std::getenv("OMPI_ALLOW_RUN_AS_ROOT") == nullptr);
+}
+
+TEST(MpiLaunch, WithoutHostsTheRanksShareThisMachine) {
+  LaunchOptions o;
+  o.launcher = "mpi";
+  o.mpirun = "/usr/bin/mpiexec";
+  const auto command = mpirun_command(o, 3, {"run"}, "/opt/trainsim");
+  EXPECT_EQ(command.front(), "/usr/bin/mpiexec");
+  EXPECT_FALSE(has(command, "--host"));
+  EXPECT_FALSE(has(command, "--hostfile"));
+  EXPECT_EQ(has(command, "--oversubscribe"), std::getenv("OMPI_MCA_rmaps_base_oversubscribe") == nullptr);
+  // Each Open MPI parameter is given once: mpirun refuses one listed twice.
+  EXPECT_LE(std::count(command.begin(), command.end(), "rtc_hwloc_vmhole"), 1);
+}
+
+TEST(MpiLaunch, ProgressLinesAndLostRanksAreRead) {
+  int64_t done = 0, total = 0;
+  EXPECT_TRUE(read_progress_line(progress_line(17, 100), done, total));
+  EXPECT_EQ(done, 17);
+  EXPECT_EQ(total, 100);
+  EXPECT_FALSE(read_progress_line("training 17/100", done, total));
+  LostRank lost;
+  // Open MPI 4.1's words when a rank dies of a signal.
+  EXPECT_TRUE(read_lost_rank(
+      "mpirun noticed that process rank 1 with PID 4242 on node tsim-h2 exited on signal 9 (Killed).", lost));
+  EXPECT_EQ(lost.rank, 1);
+  EXPECT_EQ(lost.host, "tsim-h2");
+  EXPECT_EQ(lost.signal, 9);
+  EXPECT_FALSE(read_lost_rank("Primary job  terminated normally, but 1 process returned", lost));
+}
+
+TEST(MpiLaunch, HostsNeedTheMpiLauncherAndOneSource) {
+  const std::vector<std::string> run{"run", "--model", "fmnist-mlp", "--strategy", "dp-ring", "--devices", "cpu:2",
+                                     "--iterations", "1", "--quiet"};
+  auto with = [&run](std::vector<std::string> extra) {
+    std::vector<std::string> args = run;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return run_cli(args);
+  };
+  auto r = with({"--hosts", "a,b"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("--hosts"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--launcher mpi"), std::string::npos) << r.err;
+  r = with({"--launcher", "mpi", "--hosts", "a,b", "--hostfile", "/etc/hostname"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("one of --hosts, --hostfile, --emulated"), std::string::npos) << r.err;
+  r = with({"--launcher", "mpi", "--hostfile", "/nonexistent/hostfile"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("--hostfile"), std::string::npos) << r.err;
+  r = with({"--launcher", "mpi", "--emulated", "nosuch"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("--emulated"), std::string::npos) << r.err;
+  r = with({"--launcher", "ssh"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("--launcher"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace trainsim
