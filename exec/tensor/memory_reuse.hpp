@@ -10,7 +10,8 @@ namespace trainsim {
 // ran 10% slower, and the profiler, which allocates each pass afresh, timed
 // the layers late in a pass up to 1.9x slow. Blocks up to 32 MB (glibc's
 // largest threshold) now come from the heap and stay there; as a framework's
-// caching allocator, the process keeps its peak. Call once, at start, before
+// caching allocator, the process keeps its peak. Every thread allocates from
+// that one heap (glibc's per-thread arenas give memory back on their own). Call once, at start, before
 // threads start; a no-op where the C library is not glibc. Returns whether
 // the policy took effect.
 bool reuse_freed_memory();
