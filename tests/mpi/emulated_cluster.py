@@ -13,7 +13,7 @@ import subprocess
 import sys
 import tempfile
 
-from mpi_env import mpi_env
+from mpi_env import expect_same_losses, mpi_env
 
 NAME = "tstemu"
 SKIPPED = 77
@@ -59,13 +59,10 @@ def main():
             run([mpiexec, *state["mpirun_options"].split(), "-np", "2", trainsim, *args, "--json", hosts], env)
             # The launcher's own defaults, not the test's environment.
             run([trainsim, *args, "--json", launched, "--launcher", "mpi", "--emulated", NAME, "--mpirun", mpiexec])
-            a = json.load(open(threads))
-            for how, path in (("mpirun", hosts), ("--launcher mpi", launched)):
-                b = json.load(open(path))
-                for i, (x, y) in enumerate(zip(a["loss_per_iteration"], b["loss_per_iteration"], strict=True)):
-                    if abs(x - y) > 1e-5 * max(1.0, abs(x)):
-                        sys.exit(f"iteration {i}: loss {y} across the emulated hosts ({how}), {x} with threads")
-                print(f"dp-ring across 2 emulated hosts ({how}): {len(a['loss_per_iteration'])} losses equal")
+            a = expect_same_losses(threads, (("mpirun", hosts), ("--launcher mpi", launched)),
+                                   "dp-ring across 2 emulated hosts")
+            print(f"dp-ring across 2 emulated hosts (mpirun, --launcher mpi): {len(a['loss_per_iteration'])} "
+                  "losses equal")
     finally:
         run([trainsim, "cluster", "emulate", "down", "--name", NAME], check=False)
     left = [ns for ns in run(["ip", "netns", "list"]).stdout.split("\n") if ns.startswith(NAME)]

@@ -11,7 +11,7 @@ import subprocess
 import sys
 import tempfile
 
-from mpi_env import mpi_env
+from mpi_env import expect_same_losses, mpi_env
 
 STRATEGIES = ["dp-ring", "gpipe", "pipedream"]
 
@@ -38,15 +38,7 @@ def main():
             summary = run([trainsim, *args[:-1], "--json", launched, "--launcher", "mpi", "--mpirun", mpiexec]).stdout
             if strategy not in summary or "iteration" not in summary:
                 sys.exit(f"{strategy}: rank 0's summary did not come through the launcher:\n{summary}")
-            a = json.load(open(threads))
-            for how, path in (("mpirun", ranks), ("--launcher mpi", launched)):
-                b = json.load(open(path))
-                for i, (x, y) in enumerate(zip(a["loss_per_iteration"], b["loss_per_iteration"], strict=True)):
-                    if abs(x - y) > 1e-5 * max(1.0, abs(x)):
-                        sys.exit(f"{strategy}: iteration {i} loss {y} over MPI ({how}), {x} with threads")
-                if abs(a["test_accuracy"] - b["test_accuracy"]) > 1e-6:
-                    sys.exit(f"{strategy}: test accuracy {b['test_accuracy']} over MPI ({how}), "
-                             f"{a['test_accuracy']} with threads")
+            a = expect_same_losses(threads, (("mpirun", ranks), ("--launcher mpi", launched)), strategy)
             print(f"{strategy}: {len(a['loss_per_iteration'])} losses equal (mpirun, --launcher mpi), "
                   f"accuracy {a['test_accuracy']}")
         # Under mpirun, --devices must give one worker per rank.
