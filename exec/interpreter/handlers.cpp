@@ -93,6 +93,16 @@ void Interpreter::check_supported(const Op& op) const {
                                             " with compression " + codec_name(op.codec),
                      "algorithm=ring (compressed gradients are reduced hop by hop around the ring)");
   }
+  if (op.kind == OpKind::kAllReduce && op.algorithm == CollectiveAlgorithm::kLibrary) {
+    if (!transport_.has_library_all_reduce()) {
+      throw InputError("--set algorithm", "is mpi, the MPI library's own AllReduce",
+                       "a run across MPI processes (trainsim run under mpirun, or --launcher mpi)");
+    }
+    if (plan_.groups.at(static_cast<size_t>(op.group)).size() != plan_.workers.size()) {
+      throw InputError("--set algorithm", "is mpi for an AllReduce among some of the workers",
+                       "algorithm=mpi where every worker takes part in the AllReduce");
+    }
+  }
   if (!plan_.servers.empty() && (op.kind == OpKind::kSend || op.kind == OpKind::kRecv)) {
     throw InputError("--devices", "parallax across machines (remote servers) is not executed",
                      "the workers of one machine");

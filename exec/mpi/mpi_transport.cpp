@@ -6,6 +6,7 @@
 #include <limits>
 #include <thread>
 
+#include "exec/transport/collectives.hpp"
 #include "model/error.hpp"
 
 namespace trainsim {
@@ -59,6 +60,7 @@ MpiTransport::MpiTransport(MPI_Comm comm) : Transport(size_of(comm)) {
   TRAINSIM_CHECK(level == MPI_THREAD_MULTIPLE, "MpiTransport: MPI is not initialized with MPI_THREAD_MULTIPLE");
   check_mpi(MPI_Comm_dup(comm, &comm_), "MPI_Comm_dup");
   check_mpi(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
+  check_mpi(MPI_Comm_dup(comm_, &library_comm_), "MPI_Comm_dup");
   check_mpi(MPI_Comm_rank(comm_, &rank_), "MPI_Comm_rank");
   int* upper = nullptr;
   int found = 0;
@@ -73,7 +75,18 @@ MpiTransport::~MpiTransport() {
     for (auto& [request, buffer] : pending_) MPI_Wait(&request, MPI_STATUS_IGNORE);
     pending_.clear();
   }
+  MPI_Comm_free(&library_comm_);
   MPI_Comm_free(&comm_);
+}
+
+void MpiTransport::run_all_reduce(CollectivePeers& peers, std::span<float> data, CollectiveAlgorithm algorithm) {
+  if (algorithm != CollectiveAlgorithm::kLibrary) return Transport::run_all_reduce(peers, data, algorithm);
+  TRAINSIM_CHECK(peers.size() == workers(), "MpiTransport: algorithm=mpi over some of the ranks");
+  TRAINSIM_CHECK(data.size() <= static_cast<size_t>(std::numeric_limits<int>::max()),
+                 "MpiTransport: an AllReduce of more than 2^31 values");
+  const std::lock_guard<std::mutex> lock(library_mutex_);
+  check_mpi(MPI_Allreduce(MPI_IN_PLACE, data.data(), static_cast<int>(data.size()), MPI_FLOAT, MPI_SUM, library_comm_),
+            "MPI_Allreduce");
 }
 
 void MpiTransport::check_own(int worker, const char* role) const {

@@ -50,6 +50,8 @@ class MpiTransport final : public Transport {
   ~MpiTransport() override;
 
   int rank() const { return rank_; }
+  // CollectiveAlgorithm::kLibrary: MPI_Allreduce over every rank.
+  bool has_library_all_reduce() const override { return true; }
   // The largest tag a message may carry (MPI_TAG_UB); a larger one is a plan
   // bug (logic_error).
   int64_t max_tag() const { return max_tag_; }
@@ -63,6 +65,9 @@ class MpiTransport final : public Transport {
   // A matched probe then receive (MPI_Improbe, MPI_Mrecv): another thread's
   // receive cannot take the message in between. Polls, so an abort wakes it.
   std::vector<float> wait_for(int to, int from, int64_t tag) override;
+  // kLibrary over every rank: MPI_Allreduce on a communicator of its own;
+  // the other algorithms as Transport runs them.
+  void run_all_reduce(CollectivePeers& peers, std::span<float> data, CollectiveAlgorithm algorithm) override;
 
  private:
   void check_own(int worker, const char* role) const;
@@ -71,6 +76,8 @@ class MpiTransport final : public Transport {
   void reap_sends();
 
   MPI_Comm comm_ = MPI_COMM_NULL;
+  MPI_Comm library_comm_ = MPI_COMM_NULL;  // the library's collectives, apart from the messages
+  std::mutex library_mutex_;               // one collective at a time on it
   int rank_ = 0;
   int64_t max_tag_ = 0;
   std::mutex pending_mutex_;

@@ -21,6 +21,7 @@ class CollectivePeers {
 
   int rank() const { return rank_; }
   int size() const { return static_cast<int>(group_.size()); }
+  const std::vector<int>& group() const { return group_; }
   int64_t sent_bytes() const { return sent_bytes_; }
 
   void send(int to_rank, std::vector<float> payload);

@@ -75,6 +75,10 @@ class Transport {
 
   TrafficStats traffic() const;
 
+  // Whether the backend runs CollectiveAlgorithm::kLibrary (the MPI
+  // library's own AllReduce) over every worker.
+  virtual bool has_library_all_reduce() const { return false; }
+
  protected:
   // After abort() has set aborted(): the backend wakes the waiters it blocks
   // (a backend whose waits poll aborted() has none).

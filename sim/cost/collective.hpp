@@ -18,9 +18,11 @@ struct LinkParams {
   double gamma_s_per_byte = 0;  // 1 / reduction throughput
 };
 
-enum class CollectiveAlgorithm { kRing, kRecursiveDoubling, kRabenseifner, kBinomialTree };
+// kLibrary: the MPI library's own AllReduce (MPI_Allreduce), executed only
+// across MPI processes, as a baseline beside the project's algorithms.
+enum class CollectiveAlgorithm { kRing, kRecursiveDoubling, kRabenseifner, kBinomialTree, kLibrary };
 
-// Names used in configs: "ring", "recursive-doubling", "rabenseifner", "tree".
+// Names used in configs: "ring", "recursive-doubling", "rabenseifner", "tree", "mpi".
 const std::vector<std::string>& collective_algorithm_names();
 CollectiveAlgorithm parse_collective_algorithm(const std::string& name, const std::string& where);
 std::string collective_algorithm_name(CollectiveAlgorithm algorithm);

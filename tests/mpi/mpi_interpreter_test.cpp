@@ -104,6 +104,34 @@ INSTANTIATE_TEST_SUITE_P(Strategies, AcrossProcesses,
                            return name;
                          });
 
+// algorithm=mpi: the MPI library's own AllReduce over every rank trains as
+// the project's ring does with the workers as threads (sums in another
+// order: the losses within 1e-5); the threads' transport refuses it.
+TEST(AcrossProcesses, TheLibraryAllReduceTrainsAsTheRing) {
+  for (const std::string strategy : {"dp-ring", "dp-overlap"}) {
+    SCOPED_TRACE(strategy);
+    ExecResult ring;
+    if (world_rank() == 0) ring = run(plan_for(strategy), false);
+    const Plan library = plan_for(strategy, {{"algorithm", "mpi"}});
+    const ExecResult shared = run(library, true);
+    if (world_rank() == 0) {
+      ASSERT_EQ(shared.loss_per_iteration.size(), ring.loss_per_iteration.size());
+      for (size_t i = 0; i < ring.loss_per_iteration.size(); ++i) {
+        EXPECT_NEAR(shared.loss_per_iteration[i], ring.loss_per_iteration[i],
+                    1e-5 * std::max(1.0, std::abs(ring.loss_per_iteration[i])))
+            << "iteration " << i;
+      }
+      EXPECT_LE(largest_weight_gap(shared.weights, ring.weights), 1e-5);
+      try {
+        run(library, false);
+        ADD_FAILURE() << "algorithm=mpi ran on threads";
+      } catch (const InputError& e) {
+        EXPECT_NE(std::string(e.what()).find("MPI processes"), std::string::npos) << e.what();
+      }
+    }
+  }
+}
+
 TEST(AcrossProcessesRefused, PlansWhoseOpsShareMemoryAcrossWorkers) {
   // cgdp sums a machine's gradients in its host's memory; parallax in ps
   // mode keeps its variables on servers of their own: neither runs across

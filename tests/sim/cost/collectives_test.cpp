@@ -88,6 +88,15 @@ TEST(Collectives, DispatchReachesEachAlgorithm) {
             allreduce_rabenseifner_s(kBytes, 6, kLink));
 }
 
+// algorithm=mpi, the MPI library's own AllReduce, is priced as the ring
+// (docs/equations.md §2): 2·(p−1)·α + 2·(p−1)/p·n·β + (p−1)/p·n·γ.
+TEST(Collectives, TheLibraryAllReduceIsPricedAsTheRing) {
+  const double expected = 2 * 5 * kLink.alpha_s + 2.0 * 5 / 6 * kBytes * kLink.beta_s_per_byte +
+                          5.0 / 6 * kBytes * kLink.gamma_s_per_byte;
+  EXPECT_NEAR(allreduce_s(CollectiveAlgorithm::kLibrary, kBytes, 6, kLink), expected, 1e-12 * expected);
+  EXPECT_EQ(parse_collective_algorithm("mpi", "--set algorithm"), CollectiveAlgorithm::kLibrary);
+}
+
 TEST(Collectives, NamesRoundTripAndUnknownNameIsAnInputError) {
   for (const std::string& name : collective_algorithm_names()) {
     EXPECT_EQ(collective_algorithm_name(parse_collective_algorithm(name, "--set algorithm")), name);
