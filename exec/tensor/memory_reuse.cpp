@@ -16,10 +16,10 @@ bool reuse_freed_memory() {
   constexpr int kMmapThresholdBytes = 32 << 20;
   const bool mmap_set = mallopt(M_MMAP_THRESHOLD, kMmapThresholdBytes) == 1;
   const bool trim_set = mallopt(M_TRIM_THRESHOLD, INT_MAX) == 1;
-  // One arena for every thread: each worker thread's own arena grows in
-  // mmap'd heaps that glibc hands back and faults in again, which made one
-  // of two fmnist-resnet20 workers' backward 20-50% slower than the other's
-  // at batch 64, from run to run (docs/results.md).
+  // One arena for every thread: with glibc's per-thread arenas one of two
+  // fmnist-resnet20 workers' backward ran 20-50% slower than the other's at
+  // batch 64, from run to run (docs/results.md; how is not established).
+  // The price: threads allocating at once wait on its lock.
   const bool arena_set = mallopt(M_ARENA_MAX, 1) == 1;
   return mmap_set && trim_set && arena_set;
 #else
