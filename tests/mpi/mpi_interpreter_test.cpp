@@ -66,6 +66,17 @@ ExecResult run(const Plan& plan, bool shared) {
   return execute_plan(plan, network, init_weights(network, kWeightSeed), whole_batches(synthetic_batch), options);
 }
 
+// Every iteration's loss and the final weights within 1e-5 of `reference`'s.
+void expect_trains_alike(const ExecResult& run, const ExecResult& reference) {
+  ASSERT_EQ(run.loss_per_iteration.size(), reference.loss_per_iteration.size());
+  for (size_t i = 0; i < reference.loss_per_iteration.size(); ++i) {
+    EXPECT_NEAR(run.loss_per_iteration[i], reference.loss_per_iteration[i],
+                1e-5 * std::max(1.0, std::abs(reference.loss_per_iteration[i])))
+        << "iteration " << i;
+  }
+  EXPECT_LE(largest_weight_gap(run.weights, reference.weights), 1e-5);
+}
+
 class AcrossProcesses : public testing::TestWithParam<std::string> {};
 
 TEST_P(AcrossProcesses, TrainsAsTheWorkersDoAsThreadsOfOneProcess) {
@@ -76,13 +87,7 @@ TEST_P(AcrossProcesses, TrainsAsTheWorkersDoAsThreadsOfOneProcess) {
   const ExecResult shared = run(plan, true);
   EXPECT_EQ(shared.complete, world_rank() == 0);
   if (world_rank() != 0) return;
-  ASSERT_EQ(shared.loss_per_iteration.size(), alone.loss_per_iteration.size());
-  for (size_t i = 0; i < alone.loss_per_iteration.size(); ++i) {
-    EXPECT_NEAR(shared.loss_per_iteration[i], alone.loss_per_iteration[i],
-                1e-5 * std::max(1.0, std::abs(alone.loss_per_iteration[i])))
-        << "iteration " << i;
-  }
-  EXPECT_LE(largest_weight_gap(shared.weights, alone.weights), 1e-5);
+  expect_trains_alike(shared, alone);
   // Every op ran and was timed, on whichever rank.
   for (size_t id = 0; id < plan.ops.size(); ++id) {
     EXPECT_GE(shared.timings[id].end_s, shared.timings[id].start_s) << "op " << id;
@@ -115,13 +120,7 @@ TEST(AcrossProcesses, TheLibraryAllReduceTrainsAsTheRing) {
     const Plan library = plan_for(strategy, {{"algorithm", "mpi"}});
     const ExecResult shared = run(library, true);
     if (world_rank() == 0) {
-      ASSERT_EQ(shared.loss_per_iteration.size(), ring.loss_per_iteration.size());
-      for (size_t i = 0; i < ring.loss_per_iteration.size(); ++i) {
-        EXPECT_NEAR(shared.loss_per_iteration[i], ring.loss_per_iteration[i],
-                    1e-5 * std::max(1.0, std::abs(ring.loss_per_iteration[i])))
-            << "iteration " << i;
-      }
-      EXPECT_LE(largest_weight_gap(shared.weights, ring.weights), 1e-5);
+      expect_trains_alike(shared, ring);
       try {
         run(library, false);
         ADD_FAILURE() << "algorithm=mpi ran on threads";
