@@ -110,6 +110,17 @@ pid_t start(const std::vector<std::string>& command, int& out_fd, int& err_fd) {
   return pid;
 }
 
+// Whether `program` runs: a path to an executable, or a name on PATH.
+bool runnable(const std::string& program) {
+  if (program.find('/') != std::string::npos) return access(program.c_str(), X_OK) == 0;
+  const char* path = std::getenv("PATH");
+  std::istringstream dirs(path != nullptr ? path : "");
+  for (std::string dir; std::getline(dirs, dir, ':');) {
+    if (!dir.empty() && access((dir + "/" + program).c_str(), X_OK) == 0) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 void add_launch_options(CLI::App& cmd, LaunchOptions& o) {
@@ -186,6 +197,10 @@ bool read_lost_rank(const std::string& line, LostRank& lost) {
 
 void launch_ranks(const LaunchOptions& o, int64_t ranks, const std::vector<std::string>& rank_args,
                   CommandContext& ctx, const std::string& what, bool quiet) {
+  if (!runnable(o.mpirun)) {
+    throw InputError("--mpirun", "'" + o.mpirun + "' is not a program here",
+                     "Open MPI's mpirun (Debian's openmpi-bin), or its path");
+  }
   const std::vector<std::string> command = mpirun_command(o, ranks, rank_args, this_executable());
   int out_fd = -1, err_fd = -1;
   const pid_t pid = start(command, out_fd, err_fd);

@@ -89,7 +89,10 @@ TEST(MpiLaunch, HostsNeedTheMpiLauncherAndOneSource) {
   r = with({"--launcher", "mpi", "--emulated", "nosuch"});
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.err.find("--emulated"), std::string::npos) << r.err;
-  r = with({"--launcher", "ssh"});
+  r = with({"--launcher", "mpi", "--mpirun", "/nonexistent/mpirun"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("--mpirun"), std::string::npos) << r.err;
+    r = with({"--launcher", "ssh"});
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.err.find("--launcher"), std::string::npos) << r.err;
 }
