@@ -3,20 +3,10 @@
 #include <cfloat>
 
 #include "exec/cuda/cuda_kernels.hpp"
+#include "exec/cuda/cuda_launch.cuh"
 
 namespace trainsim::cuda {
 namespace {
-
-constexpr int kThreads = 256;
-
-// Enough blocks to cover n, capped (the loops stride over the rest).
-unsigned blocks_for(int64_t n) {
-  const int64_t blocks = (n + kThreads - 1) / kThreads;
-  return static_cast<unsigned>(blocks < 1 ? 1 : (blocks > 65535 ? 65535 : blocks));
-}
-
-#define TRAINSIM_GRID_LOOP(i, n) \
-  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < (n); i += int64_t{blockDim.x} * gridDim.x)
 
 __global__ void add_row_bias_kernel(float* y, const float* bias, int64_t rows, int64_t width) {
   TRAINSIM_GRID_LOOP(i, rows * width) { y[i] += bias[i % width]; }
@@ -102,7 +92,7 @@ __global__ void global_avgpool_forward_kernel(const float* x, float* y, int64_t 
   for (int64_t p = (blockIdx.x * int64_t{blockDim.x} + threadIdx.x) / 32; p < planes; p += warps) {
     float sum = 0.0f;
     for (int64_t i = lane; i < plane; i += 32) sum += x[p * plane + i];
-    for (int offset = 16; offset > 0; offset /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, offset);
+    sum = warp_sum(sum);
     if (lane == 0) y[p] = sum / static_cast<float>(plane);
   }
 }
@@ -153,10 +143,10 @@ __global__ void softmax_cross_entropy_kernel(const float* logits, const int32_t*
     const float* z = logits + r * classes;
     float max_z = -FLT_MAX;
     for (int64_t j = lane; j < classes; j += 32) max_z = fmaxf(max_z, z[j]);
-    for (int offset = 16; offset > 0; offset /= 2) max_z = fmaxf(max_z, __shfl_xor_sync(0xffffffffu, max_z, offset));
+    max_z = warp_max(max_z);
     float sum_exp = 0.0f;
     for (int64_t j = lane; j < classes; j += 32) sum_exp += expf(z[j] - max_z);
-    for (int offset = 16; offset > 0; offset /= 2) sum_exp += __shfl_xor_sync(0xffffffffu, sum_exp, offset);
+    sum_exp = warp_sum(sum_exp);
     const int32_t label = labels[r];
     if (lane == 0) loss[r] = logf(sum_exp) + max_z - z[label];
     const float scale = 1.0f / static_cast<float>(positions);

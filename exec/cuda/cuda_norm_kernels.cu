@@ -11,11 +11,11 @@
 #include <cstdint>
 
 #include "exec/cuda/cuda_kernels.hpp"
+#include "exec/cuda/cuda_launch.cuh"
 
 namespace trainsim::cuda {
 namespace {
 
-constexpr int kThreads = 256;
 // About this many values per block: enough to hide memory latency, few
 // enough that a 16-channel layer still gives hundreds of blocks.
 constexpr int64_t kValuesPerBlock = 8192;
@@ -74,8 +74,8 @@ __device__ int64_t offset(const Slicing& s, const Slice& b, int j) {
 
 // The block's sum of `v` (every thread gets it).
 __device__ float block_sum(float v) {
-  __shared__ float partial[kThreads / 32];
-  for (int o = 16; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffffu, v, o);
+  __shared__ float partial[kThreads / kWarp];
+  v = warp_sum(v);
   __syncthreads();  // partial[] may still be read from a previous call
   if (threadIdx.x % 32 == 0) partial[threadIdx.x / 32] = v;
   __syncthreads();

@@ -4,40 +4,20 @@
 #include <cmath>
 #include <cstdint>
 
+#include "exec/cuda/cuda_launch.cuh"
 #include "exec/cuda/cuda_sequence_kernels.hpp"
 
 namespace trainsim::cuda {
 namespace {
 
-constexpr int kThreads = 256;
-constexpr int kWarp = 32;
-
-unsigned blocks_for(int64_t n) {
-  const int64_t blocks = (n + kThreads - 1) / kThreads;
-  return static_cast<unsigned>(blocks < 1 ? 1 : (blocks > 65535 ? 65535 : blocks));
-}
-
 // Blocks of kThreads holding one warp per row.
 unsigned blocks_for_rows(int64_t rows) { return static_cast<unsigned>((rows * kWarp + kThreads - 1) / kThreads); }
-
-#define TRAINSIM_GRID_LOOP(i, n) \
-  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < (n); i += int64_t{blockDim.x} * gridDim.x)
 
 // The warp's row (rows beyond the last leave whole warps at once) and lane.
 #define TRAINSIM_WARP_ROW(r, lane, rows)                                      \
   const int64_t r = (blockIdx.x * int64_t{blockDim.x} + threadIdx.x) / kWarp; \
   const int lane = static_cast<int>(threadIdx.x % kWarp);                     \
   if (r >= (rows)) return
-
-__device__ float warp_sum(float v) {
-  for (int o = kWarp / 2; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffffu, v, o);
-  return v;
-}
-
-__device__ float warp_max(float v) {
-  for (int o = kWarp / 2; o > 0; o /= 2) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-  return v;
-}
 
 // Ba, Kiros & Hinton 2016, as exec/tensor's LayerNorm: the mean and the
 // biased variance in float, 1/sqrt(variance + eps) in double.

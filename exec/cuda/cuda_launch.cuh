@@ -1,0 +1,33 @@
+// What the GPU device's kernel files share: the block size, the grid of an
+// elementwise loop, and warp reductions. Included by .cu files only.
+#pragma once
+
+#include <cstdint>
+
+namespace trainsim::cuda {
+
+constexpr int kThreads = 256;
+constexpr int kWarp = 32;
+
+// Enough blocks to cover n, capped (the loops stride over the rest).
+inline unsigned blocks_for(int64_t n) {
+  const int64_t blocks = (n + kThreads - 1) / kThreads;
+  return static_cast<unsigned>(blocks < 1 ? 1 : (blocks > 65535 ? 65535 : blocks));
+}
+
+// The sum and the largest of `v` over the warp (every lane gets it).
+__device__ inline float warp_sum(float v) {
+  for (int o = kWarp / 2; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+__device__ inline float warp_max(float v) {
+  for (int o = kWarp / 2; o > 0; o /= 2) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+
+}  // namespace trainsim::cuda
+
+// A grid-stride loop over 64-bit indices.
+#define TRAINSIM_GRID_LOOP(i, n) \
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < (n); i += int64_t{blockDim.x} * gridDim.x)
