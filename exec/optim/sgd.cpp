@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <string>
-#include <unordered_map>
 
 #include "model/error.hpp"
 
@@ -24,30 +24,44 @@ void check_range(const Gradients& grads, int64_t first, int64_t last) {
 // first appearance, values summed in the order the rows appear.
 struct MergedRows {
   std::vector<int64_t> rows;
-  std::vector<float> values;  // rows.size() x width
+  std::vector<float> values;         // rows.size() x width
+  std::vector<int32_t> slot_of_row;  // per table row: its index in `rows`, or -1
 };
 
-MergedRows merge_rows(const ParamGrad& grad, int64_t width) {
-  MergedRows merged;
-  std::unordered_map<int64_t, size_t> slot_of_row;
-  slot_of_row.reserve(grad.rows.size());
-  merged.rows.reserve(grad.rows.size());
-  merged.values.reserve(grad.rows.size() * static_cast<size_t>(width));
+// Merges into `merged`, whose buffers keep their capacity from one step to
+// the next: once grown, a merge allocates nothing (every thread shares one
+// malloc arena, exec/tensor/memory_reuse.cpp, so allocations of two workers
+// would wait on each other). `table_rows` bounds the row ids.
+void merge_rows(const ParamGrad& grad, int64_t width, int64_t table_rows, MergedRows& merged) {
   const auto& values = grad.row_values.data;
   TRAINSIM_CHECK(values.size() == grad.rows.size() * static_cast<size_t>(width),
                  "sparse gradient holds " + std::to_string(values.size()) + " values for " +
                      std::to_string(grad.rows.size()) + " rows of width " + std::to_string(width));
+  TRAINSIM_CHECK(table_rows <= std::numeric_limits<int32_t>::max(), "sparse table of over 2^31 rows");
+  if (static_cast<int64_t>(merged.slot_of_row.size()) < table_rows) {
+    merged.slot_of_row.assign(static_cast<size_t>(table_rows), -1);
+  }
+  // Every row checked before any slot is set, so a refused gradient leaves
+  // the slots all -1.
+  for (const int64_t row : grad.rows) {
+    TRAINSIM_CHECK(row >= 0 && row < table_rows,
+                   "sparse row " + std::to_string(row) + " outside a table of " + std::to_string(table_rows));
+  }
+  merged.rows.clear();
+  merged.values.clear();
   for (size_t i = 0; i < grad.rows.size(); ++i) {
-    auto [it, inserted] = slot_of_row.try_emplace(grad.rows[i], merged.rows.size());
-    if (inserted) {
-      merged.rows.push_back(grad.rows[i]);
+    const int64_t row = grad.rows[i];
+    int32_t& slot = merged.slot_of_row[static_cast<size_t>(row)];
+    if (slot < 0) {
+      slot = static_cast<int32_t>(merged.rows.size());
+      merged.rows.push_back(row);
       merged.values.resize(merged.values.size() + static_cast<size_t>(width), 0.0f);
     }
-    float* out = merged.values.data() + it->second * static_cast<size_t>(width);
+    float* out = merged.values.data() + static_cast<size_t>(slot) * static_cast<size_t>(width);
     const float* in = values.data() + i * static_cast<size_t>(width);
     for (int64_t j = 0; j < width; ++j) out[j] += in[j];
   }
-  return merged;
+  for (const int64_t row : merged.rows) merged.slot_of_row[static_cast<size_t>(row)] = -1;
 }
 
 // Row width of a sparse gradient's values ({rows, width}).
@@ -155,8 +169,8 @@ void Sgd::step_sparse(Tensor& param, const ParamGrad& grad, Tensor* velocity) co
   // stepped as they are; others are merged first (a row's values add).
   const bool distinct = std::adjacent_find(grad.rows.begin(), grad.rows.end(), std::greater_equal<>()) ==
                         grad.rows.end();
-  MergedRows merged;
-  if (!distinct) merged = merge_rows(grad, grad.rows.empty() ? width : sparse_width(grad));
+  thread_local MergedRows merged;
+  if (!distinct) merge_rows(grad, grad.rows.empty() ? width : sparse_width(grad), param.rows(), merged);
   const std::vector<int64_t>& rows = distinct ? grad.rows : merged.rows;
   const float* values = distinct ? grad.row_values.data.data() : merged.values.data();
   const auto lr = static_cast<float>(options_.learning_rate);

@@ -117,6 +117,23 @@ TEST(Sgd, SparseStepEqualsDenseStepWithoutMomentum) {
   EXPECT_EQ(sparse_weights[0][0].data, dense_weights[0][0].data);
 }
 
+TEST(Sgd, ARefusedSparseRowLeavesLaterMergesExact) {
+  // One thread merges for every table it steps: a gradient refused for a row
+  // outside its table, then a larger table, then the first again, each with
+  // a repeated row (lr = 1, no momentum: w -= the row's sum).
+  Sgd sgd({.learning_rate = 1.0});
+  Weights small = {{make_tensor({2, 1}, {10.0f, 20.0f})}};
+  Gradients bad = {{sparse_grad({1, 0, 1, 5}, 1, {1.0f, 2.0f, 3.0f, 4.0f})}};
+  EXPECT_THROW(sgd.step(small, bad, 0, 0), InternalError);
+  Weights large = {{make_tensor({6, 1}, {0, 0, 0, 0, 0, 0})}};
+  Gradients repeated = {{sparse_grad({5, 1, 5}, 1, {1.0f, 2.0f, 3.0f})}};
+  sgd.step(large, repeated, 0, 0);
+  EXPECT_EQ(large[0][0].data, (std::vector<float>{0, -2, 0, 0, 0, -4}));
+  Gradients again = {{sparse_grad({1, 0, 1}, 1, {1.0f, 2.0f, 3.0f})}};
+  sgd.step(small, again, 0, 0);
+  EXPECT_EQ(small[0][0].data, (std::vector<float>{8.0f, 16.0f}));
+}
+
 TEST(Sgd, RejectsBadOptionsNamingTheKey) {
   EXPECT_THROW(Sgd({.learning_rate = 0}), InputError);
   EXPECT_THROW(Sgd({.learning_rate = 0.1, .momentum = 1.0}), InputError);
