@@ -81,8 +81,8 @@ void Interpreter::all_reduce(OpId id, const Op& op) {
     Gradients& grads = gradients_of(w, op.iteration);
     // Parallax reduces the dense variables only (dense_only); the sparse go
     // to servers (hybrid) or around the ring as rows (ar).
-    if (!op.dense_only) densify_range(grads, w.weights, op.first_layer, op.last_layer);
-    flat = flatten_gradients(grads, op.first_layer, op.last_layer);
+    flat = op.dense_only ? flatten_gradients(grads, op.first_layer, op.last_layer)
+                         : flatten_densified(grads, w.weights, op.first_layer, op.last_layer);
   }
   const std::vector<int>& members = group(op);
   if (op.codec == Codec::kNone) {
@@ -94,7 +94,12 @@ void Interpreter::all_reduce(OpId id, const Op& op) {
   const float mean = 1.0f / static_cast<float>(members.size());
   for (float& v : flat) v *= mean;
   std::lock_guard lock(w.mu);
-  unflatten_gradients(flat, gradients_of(w, op.iteration), op.first_layer, op.last_layer);
+  Gradients& grads = gradients_of(w, op.iteration);
+  if (op.dense_only) {
+    unflatten_gradients(flat, grads, op.first_layer, op.last_layer);
+  } else {
+    unflatten_densified(flat, grads, w.weights, op.first_layer, op.last_layer);
+  }
 }
 
 // The group's first member's weights of the op's layers to every member.

@@ -46,4 +46,64 @@ void densify_range(Gradients& grads, const Weights& weights, int64_t first, int6
   }
 }
 
+namespace {
+
+// Floats of a gradient in a densified flat buffer: its parameter's.
+size_t densified_size(const ParamGrad& g, const Tensor& param) {
+  return g.sparse ? param.data.size() : g.dense.data.size();
+}
+
+}  // namespace
+
+std::vector<float> flatten_densified(const Gradients& grads, const Weights& weights, int64_t first, int64_t last) {
+  size_t size = 0;
+  for (int64_t l = first; l <= last; ++l) {
+    const auto& layer = grads[static_cast<size_t>(l)];
+    for (size_t p = 0; p < layer.size(); ++p) size += densified_size(layer[p], weights[static_cast<size_t>(l)][p]);
+  }
+  std::vector<float> flat;
+  flat.reserve(size);
+  for (int64_t l = first; l <= last; ++l) {
+    const auto& layer = grads[static_cast<size_t>(l)];
+    for (size_t p = 0; p < layer.size(); ++p) {
+      const ParamGrad& g = layer[p];
+      if (!g.sparse) {
+        flat.insert(flat.end(), g.dense.data.begin(), g.dense.data.end());
+        continue;
+      }
+      const Tensor& table = weights[static_cast<size_t>(l)][p];
+      const size_t at = flat.size();
+      flat.resize(at + table.data.size(), 0.0f);
+      scatter_add_rows(g, std::span<float>(flat).subspan(at, table.data.size()), table.row_size());
+    }
+  }
+  return flat;
+}
+
+void unflatten_densified(std::span<const float> flat, Gradients& grads, const Weights& weights, int64_t first,
+                         int64_t last) {
+  size_t at = 0;
+  for (int64_t l = first; l <= last; ++l) {
+    auto& layer = grads[static_cast<size_t>(l)];
+    for (size_t p = 0; p < layer.size(); ++p) {
+      ParamGrad& g = layer[p];
+      const Tensor& param = weights[static_cast<size_t>(l)][p];
+      const size_t n = densified_size(g, param);
+      TRAINSIM_CHECK(at + n <= flat.size(), "gradient payload shorter than its layers");
+      const auto slice = flat.subspan(at, n);
+      if (g.sparse) {
+        g.dense.shape = param.shape;
+        g.dense.data.assign(slice.begin(), slice.end());
+        g.sparse = false;
+        g.rows.clear();
+        g.row_values = Tensor();
+      } else {
+        std::copy(slice.begin(), slice.end(), g.dense.data.begin());
+      }
+      at += n;
+    }
+  }
+  TRAINSIM_CHECK(at == flat.size(), "gradient payload longer than its layers");
+}
+
 }  // namespace trainsim::interp

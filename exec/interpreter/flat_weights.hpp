@@ -19,4 +19,15 @@ void unflatten_weights(std::span<const float> flat, Weights& weights, int64_t fi
 // Sparse gradients of layers [first, last] made dense, so they reduce as flat buffers.
 void densify_range(Gradients& grads, const Weights& weights, int64_t first, int64_t last);
 
+// Every gradient of layers [first, last] in flatten_gradients' order, a
+// sparse one as its dense table (zeros but its rows, repeats added) written
+// straight into the buffer: what densify_range then flatten_gradients give,
+// with one pass over each table instead of three. `grads` stays as it was.
+std::vector<float> flatten_densified(const Gradients& grads, const Weights& weights, int64_t first, int64_t last);
+
+// The inverse: `flat` into those gradients, a sparse one replaced by the
+// dense tensor of its slice (as densify_range leaves it).
+void unflatten_densified(std::span<const float> flat, Gradients& grads, const Weights& weights, int64_t first,
+                         int64_t last);
+
 }  // namespace trainsim::interp

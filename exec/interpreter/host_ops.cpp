@@ -27,9 +27,7 @@ void Interpreter::copy_to_host(const Op& op) {
   std::vector<float> flat;
   {
     std::lock_guard lock(w.mu);
-    Gradients& grads = gradients_of(w, op.iteration);
-    densify_range(grads, w.weights, op.first_layer, op.last_layer);
-    flat = flatten_gradients(grads, op.first_layer, op.last_layer);
+    flat = flatten_densified(gradients_of(w, op.iteration), w.weights, op.first_layer, op.last_layer);
   }
   std::lock_guard lock(host_.mu);
   host_.copies[{op.iteration, op.first_layer}][op.worker] = std::move(flat);
@@ -69,7 +67,7 @@ void Interpreter::copy_to_device(const Op& op) {
   }
   WorkerState& w = *workers_[op.worker];
   std::lock_guard lock(w.mu);
-  unflatten_gradients(mean, gradients_of(w, op.iteration), op.first_layer, op.last_layer);
+  unflatten_densified(mean, gradients_of(w, op.iteration), w.weights, op.first_layer, op.last_layer);
 }
 
 // --- the plan's servers (parallax) ----------------------------------------------

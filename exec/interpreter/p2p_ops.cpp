@@ -52,9 +52,7 @@ void Interpreter::send(OpId id, const Op& op) {
         break;
       }
       case Payload::kParamGradient: {
-        Gradients& grads = gradients_of(w, op.iteration);
-        densify_range(grads, w.weights, op.first_layer, op.last_layer);
-        payload = flatten_gradients(grads, op.first_layer, op.last_layer);
+        payload = flatten_densified(gradients_of(w, op.iteration), w.weights, op.first_layer, op.last_layer);
         auto left = w.gradient_sends_left.find(op.iteration);
         if (left != w.gradient_sends_left.end() && --left->second == 0) {
           w.gradient_sends_left.erase(left);

@@ -71,20 +71,7 @@ int64_t sparse_width(const ParamGrad& grad) {
 }
 
 // dense[rows[i]] += row_values[i] for every listed row.
-void scatter_add(const ParamGrad& grad, Tensor& dense) {
-  const int64_t width = dense.row_size();
-  TRAINSIM_CHECK(grad.rows.empty() || sparse_width(grad) == width,
-                 "sparse gradient width " + std::to_string(sparse_width(grad)) + " vs table width " +
-                     std::to_string(width));
-  for (size_t i = 0; i < grad.rows.size(); ++i) {
-    const int64_t row = grad.rows[i];
-    TRAINSIM_CHECK(row >= 0 && row < dense.rows(),
-                   "sparse row " + std::to_string(row) + " outside a table of " + std::to_string(dense.rows()));
-    float* out = dense.data.data() + row * width;
-    const float* in = grad.row_values.data.data() + static_cast<int64_t>(i) * width;
-    for (int64_t j = 0; j < width; ++j) out[j] += in[j];
-  }
-}
+void scatter_add(const ParamGrad& grad, Tensor& dense) { scatter_add_rows(grad, dense.data, dense.row_size()); }
 
 void add_param_grad(ParamGrad& into, const ParamGrad& from) {
   if (!into.sparse && !from.sparse) {
@@ -224,6 +211,23 @@ void clear_gradients(Gradients& grads, int64_t first, int64_t last) {
         std::fill(grad.dense.data.begin(), grad.dense.data.end(), 0.0f);
       }
     }
+  }
+}
+
+void scatter_add_rows(const ParamGrad& grad, std::span<float> dense, int64_t width) {
+  TRAINSIM_CHECK(width > 0 && static_cast<int64_t>(dense.size()) % width == 0, "a table of rows of width " +
+                                                                                     std::to_string(width));
+  TRAINSIM_CHECK(grad.rows.empty() || sparse_width(grad) == width,
+                 "sparse gradient width " + std::to_string(sparse_width(grad)) + " vs table width " +
+                     std::to_string(width));
+  const int64_t table_rows = static_cast<int64_t>(dense.size()) / width;
+  for (size_t i = 0; i < grad.rows.size(); ++i) {
+    const int64_t row = grad.rows[i];
+    TRAINSIM_CHECK(row >= 0 && row < table_rows,
+                   "sparse row " + std::to_string(row) + " outside a table of " + std::to_string(table_rows));
+    float* out = dense.data() + row * width;
+    const float* in = grad.row_values.data.data() + static_cast<int64_t>(i) * width;
+    for (int64_t j = 0; j < width; ++j) out[j] += in[j];
   }
 }
 

@@ -64,6 +64,10 @@ void scale_gradients(Gradients& grads, float factor, int64_t first, int64_t last
 // Zeroes dense gradients and empties sparse ones (no rows), layers [first, last].
 void clear_gradients(Gradients& grads, int64_t first, int64_t last);
 
+// dense[row · width ...] += each listed row of a sparse gradient; `dense` is
+// a table of width-wide rows.
+void scatter_add_rows(const ParamGrad& grad, std::span<float> dense, int64_t width);
+
 // The dense tensor of shape `param_shape` ({table rows, width}) equal to a
 // sparse gradient (repeated rows add); a dense gradient is returned as is.
 Tensor densify_gradient(const ParamGrad& grad, const std::vector<int64_t>& param_shape);

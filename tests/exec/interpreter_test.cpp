@@ -86,6 +86,28 @@ TEST(Interpreter, SynchronousDataParallelEqualsSingleWithTheWholeBatch) {
   expect_same_training(single, run("cgdp", kBatch, {{"chunk_size", "1"}}), "cgdp");
 }
 
+TEST(Interpreter, DenseExchangesOfASparseTableEqualSingleWithTheWholeBatch) {
+  // text-bag's 50,000 x 64 table made dense for the AllReduce (dp-ring,
+  // dp-overlap), the server push (dp-ps) and the host's sum (cgdp). Without
+  // momentum the dense step of the summed table equals the lazy sparse step
+  // of single's (sgd_test), so each equals single with twice the batch.
+  const auto text = [](const std::string& strategy, int64_t batch,
+                       std::vector<std::pair<std::string, std::string>> settings) {
+    return strategy_runs::run({.strategy = strategy, .batch = batch, .settings = std::move(settings),
+                               .iterations = kIterations, .sgd = {0.1, 0.0, 0.0}, .text = true});
+  };
+  const strategy_runs::StrategyRun single = text("single", 2 * kBatch, {});
+  EXPECT_NE(single.result.loss_per_iteration.front(), single.result.loss_per_iteration.back());
+  strategy_runs::expect_same_training(single.result, text("dp-ring", kBatch, {}).result, "dp-ring");
+  strategy_runs::expect_same_training(single.result, text("dp-overlap", kBatch, {{"bucket_bytes", "64KiB"}}).result,
+                                      "dp-overlap");
+  strategy_runs::expect_same_training(single.result, text("dp-ps", kBatch, {{"server", "device"}}).result,
+                                      "dp-ps on a device");
+  strategy_runs::expect_same_training(single.result, text("dp-ps", kBatch, {{"server", "host"}}).result,
+                                      "dp-ps on the host");
+  strategy_runs::expect_same_training(single.result, text("cgdp", kBatch, {{"chunk_size", "1"}}).result, "cgdp");
+}
+
 TEST(Interpreter, GpipeEqualsSingleWithTheWholeMiniBatch) {
   const TrainingRun single = run("single", kBatch, {});
   expect_same_training(single, run("gpipe", kBatch, {{"microbatches", "4"}}), "gpipe, 4 micro-batches");
