@@ -19,6 +19,7 @@ LinkSpec read_link(const nlohmann::json& doc, const std::string& key, const std:
 nlohmann::json collective_json(const CollectiveSpec& k) {
   nlohmann::json j{{"reduce_bytes_per_s", k.reduce_bytes_per_s}, {"sync_s", k.sync_s}};
   if (k.pack_bytes_per_s != 0) j["pack_bytes_per_s"] = k.pack_bytes_per_s;  // optional: absent means in place
+  if (k.hop_bytes_per_s != 0) j["hop_bytes_per_s"] = k.hop_bytes_per_s;  // optional: absent means the link's
   return j;
 }
 
@@ -96,6 +97,9 @@ Cluster cluster_from_json(const nlohmann::json& doc, const std::string& where) {
   c.collective.sync_s = require_nonnegative(k, "sync_s", where + ": collective");
   if (k.contains("pack_bytes_per_s")) {
     c.collective.pack_bytes_per_s = require_positive(k, "pack_bytes_per_s", where + ": collective");
+  }
+  if (k.contains("hop_bytes_per_s")) {
+    c.collective.hop_bytes_per_s = require_positive(k, "hop_bytes_per_s", where + ": collective");
   }
   return c;
 }

@@ -59,6 +59,12 @@ struct CollectiveSpec {
   // default) where the collective reads the tensors in place (NCCL on
   // bucket views). The CPU probe measures the executor's own packing.
   double pack_bytes_per_s = 0;
+  // Bytes per second of one hop of a collective inside a machine: every
+  // member sends a chunk to one peer and receives one from another at once,
+  // putting what it received in place. Optional in the file: 0 (the
+  // default) where a hop runs at the intra-machine link's bandwidth. The CPU
+  // probe measures it: two threads' copies at once share the memory system.
+  double hop_bytes_per_s = 0;
 };
 
 struct Cluster {

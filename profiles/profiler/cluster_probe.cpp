@@ -63,11 +63,34 @@ double measure_update_bytes_per_s(int64_t workers, const ClusterProbeOptions& o)
   return kUpdatePassesPerParamByte * 4.0 * static_cast<double>(floats) / seconds;
 }
 
-// Rate of summing one float buffer into another (a += b), in bytes of one buffer.
-double measure_reduce_bytes_per_s(const ClusterProbeOptions& o) {
-  const auto floats = static_cast<Eigen::Index>(o.reduce_bytes / 4);
-  Eigen::VectorXf a = Eigen::VectorXf::Constant(floats, 1.0f), b = Eigen::VectorXf::Constant(floats, 1e-3f);
-  const double seconds = concurrent_median_s(1, o.warmups, o.repeats, [&](int64_t) { a += b; });
+// Rate of summing one float buffer into another (a += b) on `threads`
+// threads at once, each its own buffers of `bytes`, in bytes of one buffer.
+double measure_reduce_bytes_per_s(int64_t threads, int64_t bytes, int64_t repeats, const ClusterProbeOptions& o) {
+  const auto floats = static_cast<Eigen::Index>(std::max<int64_t>(1, bytes / 4));
+  std::vector<Eigen::VectorXf> a(static_cast<size_t>(threads), Eigen::VectorXf::Constant(floats, 1.0f));
+  std::vector<Eigen::VectorXf> b(a.size(), Eigen::VectorXf::Constant(floats, 1e-3f));
+  const double seconds = concurrent_median_s(threads, o.warmups, repeats, [&](int64_t t) {
+    a[static_cast<size_t>(t)] += b[static_cast<size_t>(t)];
+  });
+  return static_cast<double>(floats) * 4.0 / seconds;
+}
+
+// One hop of a collective as the executor's run (exec/transport/ring_all_reduce.cpp):
+// every worker sends a chunk of `bytes` to the next (copying it into the
+// message) and receives the previous one's, copying it into place, all at
+// once; bytes of one chunk per second.
+double measure_hop_bytes_per_s(int64_t workers, int64_t bytes, const ClusterProbeOptions& o) {
+  const auto floats = static_cast<size_t>(std::max<int64_t>(1, bytes / 4));
+  const int p = static_cast<int>(workers);
+  InProcessTransport transport(p);
+  std::vector<std::vector<float>> chunks(static_cast<size_t>(p), std::vector<float>(floats, 1.0f));
+  const double seconds = concurrent_median_s(workers, o.warmups, o.pack_repeats, [&](int64_t t) {
+    const int self = static_cast<int>(t);
+    std::vector<float>& chunk = chunks[static_cast<size_t>(t)];
+    transport.send(self, (self + 1) % p, 0, std::vector<float>(chunk));
+    const std::vector<float> received = transport.recv(self, (self - 1 + p) % p, 0);
+    std::copy(received.begin(), received.end(), chunk.begin());
+  });
   return static_cast<double>(floats) * 4.0 / seconds;
 }
 
@@ -328,19 +351,30 @@ Cluster measure_cpu_cluster(int64_t workers, const ClusterProbeOptions& options)
   c.inter_link = c.intra_link;
   c.host.link_bandwidth_bytes_per_s = channel.bandwidth_bytes_per_s;
   c.host.link_latency_s = channel.latency_s;
-  c.host.reduce_bytes_per_s = measure_reduce_bytes_per_s(options);
+  c.host.reduce_bytes_per_s = measure_reduce_bytes_per_s(1, options.reduce_bytes, options.repeats, options);
   c.host.threads = std::max<int64_t>(1, std::thread::hardware_concurrency());
   c.host.stream_sync_s = 0;
-  c.collective.reduce_bytes_per_s = c.host.reduce_bytes_per_s;
   c.collective.sync_s = measure_barrier_s(workers, options);
   c.collective.pack_bytes_per_s = measure_pack_bytes_per_s(workers, options);
+  // A ring member's chunk: the packed gradient over the workers.
+  const int64_t chunk_bytes = std::max<int64_t>(4, options.pack_bytes / workers);
+  c.collective.reduce_bytes_per_s =
+      workers > 1 ? measure_reduce_bytes_per_s(workers, chunk_bytes, options.pack_repeats, options)
+                  : c.host.reduce_bytes_per_s;
+  // Hops of at least 1 MiB, so the message's fixed cost (α, priced apart)
+  // stays small beside its bytes.
+  if (workers > 1) {
+    c.collective.hop_bytes_per_s = measure_hop_bytes_per_s(workers, std::max<int64_t>(chunk_bytes, 1 << 20), options);
+  }
   c.description = "measured on " + c.device.name + " with " + std::to_string(workers) +
                   " worker threads: GEMM " + std::to_string(options.gemm_size) + "^3, momentum-SGD update of " +
                   std::to_string(options.update_bytes) + " B, in-process ping-pong " +
                   std::to_string(options.min_message_bytes) + " B.." + std::to_string(options.max_message_bytes) +
                   " B (bandwidth: least-squares slope of the large ones), a message's path to asleep threads "
                   "(latency), packing of " +
-                  std::to_string(options.pack_bytes) + " B of gradients, hand-off to a communication thread";
+                  std::to_string(options.pack_bytes) + " B of gradients, collective hops and sums of a ring chunk (" +
+                  std::to_string(std::max<int64_t>(4, options.pack_bytes / workers)) +
+                  " B) by every worker at once, hand-off to a communication thread";
   validate_cluster(c, "measured cluster " + c.name);
   return c;
 }

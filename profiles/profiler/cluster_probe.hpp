@@ -70,9 +70,16 @@ struct ClusterProbeOptions {
 //     worker 0 to the wake-up of worker 1's compute thread, through its
 //     receive thread, both asleep (handoff_work_s between messages), on the
 //     cores worker_thread_core gives them: the executor's path of a message;
-//   host.reduce_bytes_per_s = collective.reduce_bytes_per_s = bytes of one
-//     buffer / median time of a += b (one thread); host.threads =
-//     hardware_concurrency; host.stream_sync_s = 0 (no streams on a CPU);
+//   host.reduce_bytes_per_s = bytes of one buffer / median time of a += b
+//     (one thread, reduce_bytes); host.threads = hardware_concurrency;
+//     host.stream_sync_s = 0 (no streams on a CPU);
+//   collective.reduce_bytes_per_s = the same sum on `workers` threads at once,
+//     each over a ring member's chunk (pack_bytes / workers), as the members
+//     of a collective sum at once (one thread's rate where workers = 1);
+//   collective.hop_bytes_per_s (workers > 1) = bytes / median time of
+//     one hop of the executor's ring with every worker at once: send a chunk
+//     to the next (a copy into the message), receive the previous one's and
+//     copy it into place (chunks of at least 1 MiB, so α stays small);
 //   collective.sync_s = median time of a barrier of `workers` threads from the
 //     last arrival to the last release, the last thread arriving
 //     barrier_late_s after the others (asleep by then, as a pipeline stage

@@ -295,7 +295,8 @@ TEST(MeasuredCluster, IsOneMachineOfCpuWorkersWithPositiveRatesThatValidates) {
   EXPECT_EQ(c.inter_link.bandwidth_bytes_per_s, c.intra_link.bandwidth_bytes_per_s);
   EXPECT_EQ(c.host.link_latency_s, c.intra_link.latency_s);
   EXPECT_GT(c.host.reduce_bytes_per_s, 0);
-  EXPECT_EQ(c.collective.reduce_bytes_per_s, c.host.reduce_bytes_per_s);
+  EXPECT_GT(c.collective.reduce_bytes_per_s, 0);  // both workers at once, a chunk each
+  EXPECT_GT(c.collective.hop_bytes_per_s, 0);
   EXPECT_GE(c.host.threads, 1);
   EXPECT_EQ(c.host.stream_sync_s, 0);
   EXPECT_GE(c.collective.sync_s, 0);
@@ -306,9 +307,12 @@ TEST(MeasuredCluster, IsOneMachineOfCpuWorkersWithPositiveRatesThatValidates) {
   EXPECT_LT(c.device.handoff_s, 0.1);
   const Cluster one = measure_cpu_cluster(1, quick_probe());  // no peer thread to wake
   EXPECT_GT(one.device.handoff_s, 0);
+  EXPECT_EQ(one.collective.hop_bytes_per_s, 0);  // no hop: the link's bandwidth
+  EXPECT_EQ(one.collective.reduce_bytes_per_s, one.host.reduce_bytes_per_s);
   const Cluster back = cluster_from_json(cluster_to_json(c), "round trip");
   EXPECT_EQ(back.name, c.name);
   EXPECT_DOUBLE_EQ(back.device.peak_flops_per_s, c.device.peak_flops_per_s);
+  EXPECT_DOUBLE_EQ(back.collective.hop_bytes_per_s, c.collective.hop_bytes_per_s);
 }
 
 TEST(MeasuredCluster, ComputeSharesTheCoresWithTheCommunicationThreads) {

@@ -91,15 +91,18 @@ LinkParams collective_link(const Cluster& cluster, int64_t group) {
 
 LinkParams collective_link_for(const Cluster& cluster, bool crosses_machines) {
   LinkParams link;
+  // A hop inside a machine at the measured rate of every member sending and
+  // receiving at once, where the cluster has one.
+  const double intra_bytes_per_s = cluster.collective.hop_bytes_per_s > 0 ? cluster.collective.hop_bytes_per_s
+                                                                          : cluster.intra_link.bandwidth_bytes_per_s;
   if (!crosses_machines) {
     link.alpha_s = cluster.intra_link.latency_s;
-    link.beta_s_per_byte = 1.0 / cluster.intra_link.bandwidth_bytes_per_s;
+    link.beta_s_per_byte = 1.0 / intra_bytes_per_s;
   } else {
     // Crossing machines, a flat collective waits on its slowest hop: the lower
     // bandwidth and the higher latency, taken separately.
     link.alpha_s = std::max(cluster.intra_link.latency_s, cluster.inter_link.latency_s);
-    link.beta_s_per_byte = 1.0 / std::min(cluster.intra_link.bandwidth_bytes_per_s,
-                                          cluster.inter_link.bandwidth_bytes_per_s);
+    link.beta_s_per_byte = 1.0 / std::min(intra_bytes_per_s, cluster.inter_link.bandwidth_bytes_per_s);
   }
   link.gamma_s_per_byte = 1.0 / cluster.collective.reduce_bytes_per_s;
   return link;

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "model/error.hpp"
+#include "profiles/cluster.hpp"
 #include "sim/cost/collective.hpp"
 #include "tests/sim/cost/fixtures.hpp"
 
@@ -136,6 +137,27 @@ TEST(CollectiveLink, GroupAcrossMachinesTakesTheSlowerBandwidthAndLargerLatency)
   const LinkParams slowest = collective_link(mixed, 8);
   EXPECT_DOUBLE_EQ(slowest.alpha_s, 20e-6);
   EXPECT_DOUBLE_EQ(slowest.beta_s_per_byte, 1 / 10e9);
+}
+
+TEST(CollectiveLink, AMeasuredHopRateReplacesTheIntraBandwidth) {
+  // A hop of every member at once measured at 4 GB/s (the intra link's 10
+  // GB/s measured one message at a time): β = 1/4e9 inside the machine, and
+  // across machines still the slower of the hop and the 1 GB/s network.
+  Cluster cluster = testing_fixtures::simple_cluster(2, 4);
+  cluster.collective.hop_bytes_per_s = 4e9;
+  EXPECT_DOUBLE_EQ(collective_link(cluster, 4).beta_s_per_byte, 1 / 4e9);
+  EXPECT_DOUBLE_EQ(collective_link(cluster, 4).alpha_s, 10e-6);
+  EXPECT_DOUBLE_EQ(collective_link(cluster, 5).beta_s_per_byte, 1 / 1e9);
+  cluster.inter_link = {50e9, 20e-6};
+  EXPECT_DOUBLE_EQ(collective_link(cluster, 8).beta_s_per_byte, 1 / 4e9);
+  // Ring AllReduce of 8 MB on 4 members (docs/equations.md §2):
+  // 6(α + 2 MB β) + 3 · 2 MB γ = 6(10 us + 500 us) + 6 MB / 50 GB/s = 3060 us + 120 us.
+  EXPECT_NEAR(allreduce_s(CollectiveAlgorithm::kRing, 8e6, 4, collective_link(cluster, 4)), 3180e-6, 1e-12);
+  // The file keeps it; absent, it is 0 and the link's bandwidth stands.
+  const Cluster back = cluster_from_json(cluster_to_json(cluster), "round trip");
+  EXPECT_DOUBLE_EQ(back.collective.hop_bytes_per_s, 4e9);
+  cluster.collective.hop_bytes_per_s = 0;
+  EXPECT_FALSE(cluster_to_json(cluster)["collective"].contains("hop_bytes_per_s"));
 }
 
 TEST(Collectives, CallOverheadIsTsyncPlusMeasuredPacking) {
