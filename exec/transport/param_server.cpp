@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <numeric>
 
 #include "model/error.hpp"
@@ -99,31 +100,41 @@ void ParamServerShard::update_dense(int64_t tag) {
 
 void ParamServerShard::update_sparse(int64_t tag) {
   const auto width = static_cast<size_t>(shape_.row_floats);
-  // Every push's rows in worker order, then push order; a stable sort by row
-  // keeps that order among a row's values, so each row sums them as before.
-  std::vector<int64_t> pushed_rows;
-  std::vector<float> pushed_values;
+  std::vector<SparseRows> pushes;
+  pushes.reserve(workers_.size());
   for (int worker : workers_) {
-    SparseRows push = decode_sparse_rows(transport_.recv(server_, worker, tag), shape_.row_floats);
-    check_rows(push.rows, shape_, "ParamServerShard");
-    pushed_rows.insert(pushed_rows.end(), push.rows.begin(), push.rows.end());
-    pushed_values.insert(pushed_values.end(), push.values.begin(), push.values.end());
+    pushes.push_back(decode_sparse_rows(transport_.recv(server_, worker, tag), shape_.row_floats));
+    check_rows(pushes.back().rows, shape_, "ParamServerShard");
   }
-  std::vector<size_t> order(pushed_rows.size());
-  std::iota(order.begin(), order.end(), size_t{0});
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return pushed_rows[a] < pushed_rows[b]; });
-  std::vector<int64_t> rows;  // ascending, distinct
-  std::vector<float> gradient;
-  rows.reserve(pushed_rows.size());
-  gradient.reserve(pushed_values.size());
-  for (size_t i : order) {
-    if (rows.empty() || rows.back() != pushed_rows[i]) {
-      rows.push_back(pushed_rows[i]);
-      gradient.resize(gradient.size() + width, 0.0f);
+  // Each row's values summed in worker order, then push order, into its slot
+  // (a table of one slot per row: linear in the pushed rows, where sorting
+  // them was n log n); then the distinct rows ascending, each with its sum.
+  size_t pushed = 0;
+  for (const SparseRows& push : pushes) pushed += push.rows.size();
+  TRAINSIM_CHECK(pushed <= static_cast<size_t>(std::numeric_limits<int32_t>::max()),
+                 "ParamServerShard: over 2^31 rows pushed in one round");
+  if (slot_of_row_.empty()) slot_of_row_.assign(static_cast<size_t>(shape_.rows), -1);
+  std::vector<int64_t> rows;
+  slot_sums_.clear();
+  for (const SparseRows& push : pushes) {
+    for (size_t i = 0; i < push.rows.size(); ++i) {
+      int32_t& slot = slot_of_row_[static_cast<size_t>(push.rows[i])];
+      if (slot < 0) {
+        slot = static_cast<int32_t>(rows.size());
+        rows.push_back(push.rows[i]);
+        slot_sums_.resize(slot_sums_.size() + width, 0.0f);
+      }
+      float* sum = slot_sums_.data() + static_cast<size_t>(slot) * width;
+      const float* values = push.values.data() + i * width;
+      for (size_t k = 0; k < width; ++k) sum[k] += values[k];
     }
-    float* sum = gradient.data() + gradient.size() - width;
-    const float* values = pushed_values.data() + i * width;
-    for (size_t k = 0; k < width; ++k) sum[k] += values[k];
+  }
+  std::sort(rows.begin(), rows.end());
+  std::vector<float> gradient(rows.size() * width);
+  for (size_t r = 0; r < rows.size(); ++r) {
+    int32_t& slot = slot_of_row_[static_cast<size_t>(rows[r])];
+    std::copy_n(slot_sums_.data() + static_cast<size_t>(slot) * width, width, gradient.data() + r * width);
+    slot = -1;
   }
   update_(ShardUpdate{weights_, rows, gradient, shape_.row_floats});
 }

@@ -71,6 +71,10 @@ class ParamServerShard {
   ShardShape shape_;
   std::vector<float> weights_;
   ShardUpdateFn update_;
+  // A sparse round's merge: per table row its slot among the round's rows,
+  // or -1 (all -1 between rounds); the slots' sums.
+  std::vector<int32_t> slot_of_row_;
+  std::vector<float> slot_sums_;
 };
 
 // A worker's side: per round one push, then one pull, under the round's tag.

@@ -105,6 +105,39 @@ TEST(ParamServer, SparsePushesAddRepeatedRowsAndPullsReturnTheRowsAsked) {
   EXPECT_EQ(traffic.pair_bytes[kServer][0], 16);
 }
 
+TEST(ParamServer, EachSparseRoundSumsOnlyItsOwnPushes) {
+  // Round 1: rows 3 and 1 (worker 0 pushes row 3 twice); round 2: rows 1
+  // and 0. Round 2's sums start from zero: row 1 gets 5 there, not 2 + 5.
+  const ShardShape shape{4, 1, true};
+  InProcessTransport transport(kWorkers + 1, 30.0);
+  int calls = 0;
+  std::vector<int64_t> updated_rows;
+  ParamServerShard shard(transport, kServer, kPushers, shape, std::vector<float>(4, 0.0f),
+                         sgd(1.0f, &calls, &updated_rows));
+  std::vector<std::vector<int64_t>> rows_per_round;
+  run_workers(transport, kWorkers + 1, [&](int w) {
+    if (w == kServer) {
+      shard.serve_round(1);
+      rows_per_round.push_back(updated_rows);
+      shard.serve_round(2);
+      rows_per_round.push_back(updated_rows);
+      return;
+    }
+    ParamServerClient client(transport, w, kServer, shape);
+    const bool first = w == 0;
+    client.push_rows(1, first ? std::vector<int64_t>{3, 3} : std::vector<int64_t>{1},
+                     first ? std::vector<float>{10, 20} : std::vector<float>{1});
+    client.pull_rows(1, {});
+    client.push_rows(2, first ? std::vector<int64_t>{1} : std::vector<int64_t>{0},
+                     first ? std::vector<float>{5} : std::vector<float>{100});
+    client.pull_rows(2, {});
+  });
+  EXPECT_EQ(calls, 2);
+  EXPECT_EQ(rows_per_round, (std::vector<std::vector<int64_t>>{{1, 3}, {0, 1}}));
+  // Row 1: 1 + 1 (workers 1 and 2) in round 1, 5 in round 2; row 3: 30; row 0: 2 · 100.
+  EXPECT_EQ(shard.weights(), (std::vector<float>{-200, -7, 0, -30}));
+}
+
 TEST(ParamServer, AFailingUpdateStopsTheWorkersWaitingToPull) {
   const ShardShape shape{1, 3, false};
   InProcessTransport transport(kWorkers + 1);
