@@ -30,10 +30,13 @@ const Weights& Interpreter::weights_for(WorkerState& w, OpId id, const Op& op, c
       only.skip.resize(network_.layers.size(), 0);
       for (size_t l = 0; l < network_.layers.size(); ++l) only.skip[l] = !network_.layers[l]->backward_reads_params();
     } else if (x != nullptr && op.first_layer == 0 && network_.layers[0]->sparse()) {
-      for (float id_value : x->data) rows.push_back(static_cast<int64_t>(id_value));
-      std::sort(rows.begin(), rows.end());
-      rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
-      rows.erase(rows.begin(), std::lower_bound(rows.begin(), rows.end(), 0));  // padding ids are not looked up
+      // In batch order: a repeated id predicts its row again, to the same
+      // values, which costs less than sorting the ids; padding ids (< 0)
+      // are not looked up.
+      rows.reserve(x->data.size());
+      for (float id_value : x->data) {
+        if (id_value >= 0) rows.push_back(static_cast<int64_t>(id_value));
+      }
       only.sparse_layer = 0;
       only.rows = rows;
     }

@@ -52,6 +52,7 @@ class SpecTrain {
   // Which rows of which layers a prediction writes: `rows` of layer
   // `sparse_layer` only (an embedding's forward reads just its batch's rows),
   // and none of the layers `skip` marks (a backward that does not read them).
+  // `rows` in any order; a repeated row is written again, to the same values.
   struct Only {
     int64_t sparse_layer = -1;
     std::span<const int64_t> rows;
