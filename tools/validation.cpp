@@ -125,14 +125,18 @@ StrategyValidation compare_strategy(const Validation& v, const StrategyRuns& s, 
   out.interval = median_interval(out.measured_rounds_s, o.confidence);
   const TrainingResult& run = s.runs[representative_round(out.measured_rounds_s)];
   out.config = run.plan.config;
-  // The plan that ran, timed from the median profile: same settings, same ops.
+  // The plan that ran, timed from the median profile: same settings, same
+  // ops. Layers timed with as many threads busy as the plan has workers: a
+  // plan of one worker from the profiles taken alone.
+  const bool alone = run.plan.workers.size() == 1 && !v.alone_round_profiles.empty();
+  const Profile& median = alone ? v.alone_profile : v.profile;
   const StrategyConfig config = first_run_settings(s);
-  const Plan plan = generate_plan(*s.strategy, v.profile, v.cluster, config, run.plan.iterations);
+  const Plan plan = generate_plan(*s.strategy, median, v.cluster, config, run.plan.iterations);
   TRAINSIM_CHECK(plan.ops.size() == run.plan.ops.size(), "the predicted plan is not the plan that ran");
-  out.predicted_analytic_s = predict_strategy(*s.strategy, v.profile, v.cluster, config).iteration_s;
+  out.predicted_analytic_s = predict_strategy(*s.strategy, median, v.cluster, config).iteration_s;
   const SimResult sim = simulate_plan(plan, v.cluster, SimOptions{});
   out.predicted_simulated_s = sim.iteration_s;
-  for (const Profile& profile : v.round_profiles) {
+  for (const Profile& profile : alone ? v.alone_round_profiles : v.round_profiles) {
     const Plan round_plan = generate_plan(*s.strategy, profile, v.cluster, config, run.plan.iterations);
     out.predicted_rounds_s.push_back(simulate_plan(round_plan, v.cluster, SimOptions{}).iteration_s);
   }
@@ -213,7 +217,7 @@ Validation validate(const Model& model, const Dataset& data, int64_t workers, co
   }
   const int32_t rounds = options.rounds;
   const int32_t max_rounds = std::max(rounds, options.max_rounds);
-  int32_t total = rounds * (static_cast<int32_t>(runs.size()) + 1) + 1;
+  int32_t total = rounds * (static_cast<int32_t>(runs.size()) + (workers > 1 ? 2 : 1)) + 1;
   int32_t done = 0;
   const auto report = [&](const std::string& what) {
     if (options.progress) options.progress(what, done++, total);
@@ -227,6 +231,8 @@ Validation validate(const Model& model, const Dataset& data, int64_t workers, co
   measure.concurrent = workers;
   measure.seed = options.seed;
   measure.source = &data.train_x;  // the batches the runs draw, so the gather and the touched rows match
+  MeasureOptions alone = measure;
+  alone.concurrent = 1;
   // Round after round rather than strategy after strategy: a disturbance of
   // the machine lasting a few seconds then falls on one run of several
   // strategies, and each strategy's median over rounds leaves it out. Each of
@@ -258,6 +264,10 @@ Validation validate(const Model& model, const Dataset& data, int64_t workers, co
     if (round < rounds) {
       report("profiling " + model.name + of_round);
       profiles.push_back(measure_profile(model, batch, measure));
+      if (workers > 1) {
+        report("profiling " + model.name + " on one thread" + of_round);
+        v.alone_round_profiles.push_back(measure_profile(model, batch, alone));
+      }
     }
     if (round == 0) {
       report("probing the channels");
@@ -278,6 +288,7 @@ Validation validate(const Model& model, const Dataset& data, int64_t workers, co
                                     : std::to_string(rounds) + " rounds, as asked";
   }
   v.profile = median_profile(profiles);
+  if (!v.alone_round_profiles.empty()) v.alone_profile = median_profile(v.alone_round_profiles);
   v.probe = median_interval(v.probe_s, options.confidence);
   for (const StrategyRuns& s : runs) v.results.push_back(compare_strategy(v, s, options));
   v.elapsed_s = now_s() - start_s;

@@ -91,6 +91,10 @@ struct Validation {
   MedianInterval probe;         // their median's interval: the machine's variability while it ran
   Profile profile;   // each layer's median over the rounds' profiles: what the predictions read
   std::vector<Profile> round_profiles;  // each round's, in order (round r's runs were planned from it)
+  // The same with one thread measuring (workers > 1 only): a plan of one
+  // worker runs with the other cores idle, and is priced from these.
+  Profile alone_profile;
+  std::vector<Profile> alone_round_profiles;
   Cluster cluster;   // probed once, after the first round's profile
   int64_t workers = 0;
   int32_t rounds = 0;

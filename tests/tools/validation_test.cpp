@@ -123,6 +123,41 @@ TEST(Validate, PredictsTheFirstRunsPlanFromTheMedianOfTheRoundsProfiles) {
   EXPECT_DOUBLE_EQ(r.predicted_simulated_s, simulate_plan(plan, v.cluster, SimOptions{}).iteration_s);
 }
 
+TEST(Validate, PredictsAOneWorkerPlanFromTheLayersTimedAlone) {
+  // Two workers: each round profiles with both threads busy and with one;
+  // single (one worker) is priced from the median of the one-thread
+  // profiles, gpipe (two) from the two-thread ones.
+  const Model model = build_zoo_model("text-bag");
+  const Dataset data = make_synthetic_text(kTextVocabulary, kTextTokensPerSample, kTextClasses, 256, 16, 1);
+  ValidationOptions options;
+  options.batch_size = 16;
+  options.iterations = 4;
+  options.rounds = 2;
+  options.max_rounds = 2;
+  options.profile_repeats = 2;
+  options.strategies = {"single", "gpipe"};
+  const Validation v = validate(model, data, 2, options);
+  ASSERT_EQ(v.alone_round_profiles.size(), 2u);
+  EXPECT_EQ(profile_to_json(v.alone_profile), profile_to_json(median_profile(v.alone_round_profiles)));
+  ASSERT_EQ(v.results.size(), 2u);
+  for (const StrategyValidation& r : v.results) {
+    ASSERT_TRUE(r.skipped.empty()) << r.skipped;
+    const bool one_worker = r.strategy == "single";
+    const Profile& profile = one_worker ? v.alone_profile : v.profile;
+    const Plan plan = generate_plan(find_strategy(r.strategy, "test"), profile, v.cluster,
+                                    StrategyConfig::from_resolved(r.config, "test"), options.iterations);
+    EXPECT_DOUBLE_EQ(r.predicted_simulated_s, simulate_plan(plan, v.cluster, SimOptions{}).iteration_s) << r.strategy;
+    ASSERT_EQ(r.predicted_rounds_s.size(), 2u);
+    const auto& rounds = one_worker ? v.alone_round_profiles : v.round_profiles;
+    const Plan first = generate_plan(find_strategy(r.strategy, "test"), rounds.front(), v.cluster,
+                                     StrategyConfig::from_resolved(r.config, "test"), options.iterations);
+    EXPECT_DOUBLE_EQ(r.predicted_rounds_s.front(), simulate_plan(first, v.cluster, SimOptions{}).iteration_s);
+  }
+  // One worker in all: nothing to profile apart.
+  options.strategies = {"single"};
+  EXPECT_TRUE(validate(model, data, 1, options).alone_round_profiles.empty());
+}
+
 TEST(ValidateCli, PredictsRunsAndComparesEachStrategy) {
   const auto r = run_cli({"validate", "--model", "fmnist-mlp", "--devices", "cpu:2", "--strategies",
                           "single,dp-ring", "--iterations", "6", "--rounds", "1", "--max-rounds", "1", "--repeats", "2", "--batch", "16", "--json", "-",
