@@ -176,7 +176,7 @@ void Interpreter::backward(OpId id, const Op& op) {
     }
     grads = &gradients_of(w, op.iteration);
   }
-  Tensor dx = w.device->backward(network_, weights_for(w, id, op), op.first_layer, op.last_layer, dy,
+  Tensor dx = w.device->backward(network_, weights_for(w, id, op), op.first_layer, op.last_layer, std::move(dy),
                              caches, *grads);
   done_reading(w, op, network_);
   if (op.first_layer > 0) {

@@ -42,13 +42,15 @@ void Interpreter::send(OpId id, const Op& op) {
     std::lock_guard lock(w.mu);
     switch (payload_of(id)) {
       case Payload::kActivation: {
-        payload = take(w.outputs, {source.iteration, mb, source.last_layer},
-                       "plan: sending an activation the worker lacks").data;
+        payload = packed_boundary(take(w.outputs, {source.iteration, mb, source.last_layer},
+                                       "plan: sending an activation the worker lacks"))
+                      .data;
         break;
       }
       case Payload::kInputGradient: {
-        payload = take(w.output_grads, {source.iteration, mb, source.first_layer - 1},
-                       "plan: sending a gradient the worker lacks").data;
+        payload = packed_boundary(take(w.output_grads, {source.iteration, mb, source.first_layer - 1},
+                                       "plan: sending a gradient the worker lacks"))
+                      .data;
         break;
       }
       case Payload::kParamGradient: {

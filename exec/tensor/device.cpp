@@ -15,8 +15,8 @@ Tensor EigenCpuDevice::forward(const Network& network, const Weights& weights, i
 }
 
 Tensor EigenCpuDevice::backward(const Network& network, const Weights& weights, int64_t first, int64_t last,
-                                const Tensor& dy, const std::vector<LayerCache>& caches, Gradients& grads) {
-  return backward_range(network, weights, first, last, dy, caches, grads);
+                                Tensor dy, const std::vector<LayerCache>& caches, Gradients& grads) {
+  return backward_range(network, weights, first, last, std::move(dy), caches, grads);
 }
 
 void EigenCpuDevice::update_statistics(const Network& network, int64_t first, int64_t last,

@@ -26,9 +26,9 @@ class Device {
   virtual Tensor forward(const Network& network, const Weights& weights, int64_t first, int64_t last, Tensor x,
                          std::vector<LayerCache>& caches) = 0;
   // Backward from dL/d(output of last) to dL/d(input of first), adding into
-  // `grads` (as backward_range).
-  virtual Tensor backward(const Network& network, const Weights& weights, int64_t first, int64_t last,
-                          const Tensor& dy, const std::vector<LayerCache>& caches, Gradients& grads) = 0;
+  // `grads` (as backward_range). dy is the device's, as x of forward.
+  virtual Tensor backward(const Network& network, const Weights& weights, int64_t first, int64_t last, Tensor dy,
+                          const std::vector<LayerCache>& caches, Gradients& grads) = 0;
   // Layers [first, last] fold their training forward's caches into their
   // statistics (batch norm's running mean and variance; as update_statistics).
   virtual void update_statistics(const Network& network, int64_t first, int64_t last,
@@ -44,7 +44,7 @@ class EigenCpuDevice final : public Device {
   Gradients zero_gradients(const Network& network, const Weights& weights) override;
   Tensor forward(const Network& network, const Weights& weights, int64_t first, int64_t last, Tensor x,
                  std::vector<LayerCache>& caches) override;
-  Tensor backward(const Network& network, const Weights& weights, int64_t first, int64_t last, const Tensor& dy,
+  Tensor backward(const Network& network, const Weights& weights, int64_t first, int64_t last, Tensor dy,
                   const std::vector<LayerCache>& caches, Gradients& grads) override;
   void update_statistics(const Network& network, int64_t first, int64_t last, const std::vector<LayerCache>& caches,
                          Statistics& statistics) override;

@@ -125,8 +125,9 @@ void update_statistics(const Network& network, int64_t first, int64_t last, cons
 // tensors a residual block keeps live, copies a pass does not make).
 using AfterLayer = std::function<void(int64_t layer)>;
 
-// Runs layers [first, last] forward from `x`, cut `first` packed, to cut
-// last + 1 packed; caches[i - first] receives layer i's cache. A tensor whose
+// Runs layers [first, last] forward from `x`, cut `first`, to cut last + 1
+// (packed or in parts, packed_boundary below); caches[i - first] receives
+// layer i's cache. A tensor whose
 // last reader is a one-input layer goes to that layer's forward_consuming;
 // given as an rvalue, `x` too.
 Tensor forward_range(const Network& network, const Weights& weights, int64_t first, int64_t last, const Tensor& x,
@@ -134,16 +135,27 @@ Tensor forward_range(const Network& network, const Weights& weights, int64_t fir
 Tensor forward_range(const Network& network, const Weights& weights, int64_t first, int64_t last, Tensor&& x,
                      std::vector<LayerCache>& caches, const AfterLayer& after_layer = {});
 
+// A boundary that several tensors cross comes out of forward_range and
+// backward_range as its parts (Tensor::parts), which the next range takes
+// without a copy. packed_boundary gives it as one row-major buffer of the
+// cut's packed shape, each sample's row holding the tensors' values in the
+// cut's order: what a transport carries, and what the ranges also accept.
+// A boundary already in one buffer is returned as it is.
+Tensor packed_boundary(Tensor boundary);
+
 // The whole network forward in evaluation mode (PyTorch's eval()): layers
 // with statistics use them, so each sample's output is its own, whatever
 // else is in the batch.
 Tensor forward_eval(const Network& network, const Weights& weights, const Statistics& statistics, const Tensor& x);
 
-// And backward from dL/d(cut last + 1), packed, to dL/d(cut first), packed,
-// adding into grads.
+// And backward from dL/d(cut last + 1) to dL/d(cut first), adding into
+// grads; given as an rvalue, dy's tensors are taken (a gradient that passes
+// through the range untouched leaves as it came, without a copy).
 Tensor backward_range(const Network& network, const Weights& weights, int64_t first, int64_t last,
                       const Tensor& dy, const std::vector<LayerCache>& caches, Gradients& grads,
                       const AfterLayer& after_layer = {});
+Tensor backward_range(const Network& network, const Weights& weights, int64_t first, int64_t last, Tensor&& dy,
+                      const std::vector<LayerCache>& caches, Gradients& grads, const AfterLayer& after_layer = {});
 
 // Mean softmax cross-entropy over the positions of `logits`, {B, classes} (a
 // class per sample) or {B, T, classes} (a label per token, a language

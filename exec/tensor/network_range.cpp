@@ -48,10 +48,22 @@ struct Slots {
 void unpack(const Network& network, int64_t i, const Tensor& packed, Slots& slots, Tensor* owned = nullptr) {
   const std::vector<int32_t>& cut = network.cuts[static_cast<size_t>(i)];
   if (cut.size() == 1) {
+    TRAINSIM_CHECK(packed.parts.empty(), "a boundary of one tensor arrived in parts");
     if (owned != nullptr) {
       slots.hold(cut[0], std::move(*owned));
     } else {
       slots.at[cut[0] + 1] = &packed;
+    }
+    return;
+  }
+  if (!packed.parts.empty()) {  // the tensors themselves: taken or seen, not copied
+    TRAINSIM_CHECK(packed.parts.size() == cut.size(), "a boundary's parts are not its cut's tensors");
+    for (size_t k = 0; k < cut.size(); ++k) {
+      if (owned != nullptr) {
+        slots.hold(cut[k], std::move(owned->parts[k]));
+      } else {
+        slots.at[cut[k] + 1] = &packed.parts[k];
+      }
     }
     return;
   }
@@ -71,7 +83,8 @@ void unpack(const Network& network, int64_t i, const Tensor& packed, Slots& slot
   TRAINSIM_CHECK(rows == 0 || column == packed.row_size(), "a packed boundary is wider than its cut");
 }
 
-// Cut `i`'s tensors packed; a missing one (a gradient nothing produced) is zeros.
+// Cut `i`'s tensors, a lone one as itself and several as the boundary's
+// parts; a missing one (a gradient nothing produced) is zeros.
 Tensor pack(const Network& network, int64_t i, Slots& slots, int64_t rows) {
   const std::vector<int32_t>& cut = network.cuts[static_cast<size_t>(i)];
   const auto tensor_or_zeros = [&](int32_t t) {
@@ -85,18 +98,15 @@ Tensor pack(const Network& network, int64_t i, Slots& slots, int64_t rows) {
     return *slots.at[t + 1];
   };
   if (cut.size() == 1) return tensor_or_zeros(cut[0]);
-  std::vector<int64_t> shape{rows};
-  shape.insert(shape.end(), network.cut_shapes[static_cast<size_t>(i)].begin(),
-               network.cut_shapes[static_cast<size_t>(i)].end());
-  Tensor packed(shape);
-  int64_t column = 0;
+  Tensor boundary;
+  boundary.shape = {rows};
+  boundary.shape.insert(boundary.shape.end(), network.cut_shapes[static_cast<size_t>(i)].begin(),
+                        network.cut_shapes[static_cast<size_t>(i)].end());
   for (int32_t t : cut) {
-    const Tensor value = tensor_or_zeros(t);
-    TRAINSIM_CHECK(value.rows() == rows, "a boundary's tensors differ in batch size");
-    if (rows > 0) packed.matrix().middleCols(column, value.row_size()) = value.matrix();
-    column += rows == 0 ? 0 : value.row_size();
+    boundary.parts.push_back(tensor_or_zeros(t));
+    TRAINSIM_CHECK(boundary.parts.back().rows() == rows, "a boundary's tensors differ in batch size");
   }
-  return packed;
+  return boundary;
 }
 
 // Layers [first, last] forward over the graph, each output from
@@ -164,6 +174,22 @@ Tensor forward_range(const Network& network, const Weights& weights, int64_t fir
   return forward_training(network, weights, first, last, x, caches, after_layer, &x);
 }
 
+Tensor packed_boundary(Tensor boundary) {
+  if (boundary.parts.empty()) return boundary;
+  const int64_t rows = boundary.rows();
+  Tensor packed(boundary.shape);
+  int64_t column = 0;
+  for (const Tensor& part : boundary.parts) {
+    TRAINSIM_CHECK(part.rows() == rows, "a boundary's tensors differ in batch size");
+    const int64_t width = rows == 0 ? 0 : part.row_size();
+    TRAINSIM_CHECK(column + width <= packed.row_size(), "a boundary's parts are wider than its shape");
+    if (rows > 0) packed.matrix().middleCols(column, width) = part.matrix();
+    column += width;
+  }
+  TRAINSIM_CHECK(rows == 0 || column == packed.row_size(), "a boundary's parts are narrower than its shape");
+  return packed;
+}
+
 Tensor forward_eval(const Network& network, const Weights& weights, const Statistics& statistics, const Tensor& x) {
   const auto last = static_cast<int64_t>(network.layers.size()) - 1;
   check_range(network, weights, 0, last);
@@ -173,13 +199,17 @@ Tensor forward_eval(const Network& network, const Weights& weights, const Statis
   });
 }
 
-Tensor backward_range(const Network& network, const Weights& weights, int64_t first, int64_t last, const Tensor& dy,
-                      const std::vector<LayerCache>& caches, Gradients& grads, const AfterLayer& after_layer) {
+namespace {
+
+Tensor backward_graph(const Network& network, const Weights& weights, int64_t first, int64_t last, const Tensor& dy,
+                      const std::vector<LayerCache>& caches, Gradients& grads, const AfterLayer& after_layer,
+                      Tensor* owned) {
   check_range(network, weights, first, last);
   TRAINSIM_CHECK(static_cast<int64_t>(caches.size()) == last - first + 1, "caches are not one per layer of the range");
   TRAINSIM_CHECK(grads.size() == weights.size(), "gradients are not one entry per layer");
+  const int64_t rows = dy.rows();
   Slots slots(network.layers.size());  // gradients, by tensor
-  unpack(network, last + 1, dy, slots);
+  unpack(network, last + 1, dy, slots, owned);
   for (int64_t i = last; i >= first; --i) {
     const auto self = static_cast<int32_t>(i);
     TRAINSIM_CHECK(slots.at[self + 1] != nullptr, "a layer's output has no gradient");
@@ -199,7 +229,19 @@ Tensor backward_range(const Network& network, const Weights& weights, int64_t fi
     }
     if (after_layer) after_layer(i);
   }
-  return pack(network, first, slots, dy.rows());
+  return pack(network, first, slots, rows);
+}
+
+}  // namespace
+
+Tensor backward_range(const Network& network, const Weights& weights, int64_t first, int64_t last, const Tensor& dy,
+                      const std::vector<LayerCache>& caches, Gradients& grads, const AfterLayer& after_layer) {
+  return backward_graph(network, weights, first, last, dy, caches, grads, after_layer, nullptr);
+}
+
+Tensor backward_range(const Network& network, const Weights& weights, int64_t first, int64_t last, Tensor&& dy,
+                      const std::vector<LayerCache>& caches, Gradients& grads, const AfterLayer& after_layer) {
+  return backward_graph(network, weights, first, last, dy, caches, grads, after_layer, &dy);
 }
 
 }  // namespace trainsim

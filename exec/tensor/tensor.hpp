@@ -16,6 +16,11 @@ using ConstMatrixView = Eigen::Map<const RowMajorMatrix>;
 struct Tensor {
   std::vector<int64_t> shape;  // row-major, e.g. {batch, 1, 28, 28} or {out, in} for a weight
   std::vector<float> data;     // element_count(shape) values
+  // A network boundary that several tensors cross (a residual block's cut),
+  // kept as those tensors in the cut's order while it stays with its worker:
+  // `data` is then empty and `shape` is the packed boundary's.
+  // packed_boundary (exec/tensor/layers.hpp) makes it one buffer.
+  std::vector<Tensor> parts;
 
   Tensor() = default;
   explicit Tensor(std::vector<int64_t> shape_in, float fill = 0.0f);

@@ -178,9 +178,9 @@ class CountingDevice final : public Device {
     ++forwards_;
     return cpu_.forward(network, weights, first, last, std::move(x), caches);
   }
-  Tensor backward(const Network& network, const Weights& weights, int64_t first, int64_t last, const Tensor& dy,
+  Tensor backward(const Network& network, const Weights& weights, int64_t first, int64_t last, Tensor dy,
                   const std::vector<LayerCache>& caches, Gradients& grads) override {
-    return cpu_.backward(network, weights, first, last, dy, caches, grads);
+    return cpu_.backward(network, weights, first, last, std::move(dy), caches, grads);
   }
   void update_statistics(const Network& network, int64_t first, int64_t last, const std::vector<LayerCache>& caches,
                          Statistics& statistics) override {

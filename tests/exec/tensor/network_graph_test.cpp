@@ -1,5 +1,6 @@
 // Networks over a layer graph: residual joins (add) and concats, the cuts a
-// pipeline boundary carries packed, stages that equal the whole network, and
+// boundary carries (in parts, or packed for a transport), stages that equal
+// the whole network, and
 // the whole graph's gradient against finite differences.
 #include <gtest/gtest.h>
 
@@ -74,6 +75,46 @@ TEST(NetworkGraph, EveryTwoStageSplitEqualsTheWholeForwardAndBackward) {
       }
     }
   }
+}
+
+TEST(NetworkGraph, ABoundaryOfSeveralTensorsTravelsInPartsOrPacked) {
+  // Cut 4 carries fc1 (8), act (8) and fc2 (8): three parts, packed as each
+  // sample's row [fc1 | act | fc2]. The next range takes either form alike.
+  const Network network = build_network(graph_model());
+  const Weights weights = init_weights(network, 3);
+  std::mt19937_64 rng(5);
+  const Tensor x = random_tensor({4, 6}, rng);
+  const int64_t last = static_cast<int64_t>(network.layers.size()) - 1;
+  std::vector<LayerCache> front, back, back_packed;
+  const Tensor boundary = forward_range(network, weights, 0, 3, x, front);
+  ASSERT_EQ(boundary.parts.size(), 3u);
+  EXPECT_TRUE(boundary.data.empty());
+  EXPECT_EQ(boundary.shape, (std::vector<int64_t>{4, 24}));
+  const Tensor packed = packed_boundary(boundary);
+  ASSERT_TRUE(packed.parts.empty());
+  ASSERT_EQ(packed.data.size(), 4u * 24u);
+  for (int64_t row = 0; row < 4; ++row) {
+    for (int64_t part = 0; part < 3; ++part) {
+      for (int64_t j = 0; j < 8; ++j) {
+        EXPECT_EQ(packed.data[static_cast<size_t>(row * 24 + part * 8 + j)],
+                  boundary.parts[static_cast<size_t>(part)].data[static_cast<size_t>(row * 8 + j)]);
+      }
+    }
+  }
+  const Tensor y = forward_range(network, weights, 4, last, boundary, back);
+  EXPECT_EQ(forward_range(network, weights, 4, last, packed, back_packed).data, y.data);
+  // Backward over layer 3 alone (fc2): fc1's and act's gradients pass
+  // through it untouched, and given as an rvalue they leave without a copy.
+  Tensor dy;
+  dy.shape = boundary.shape;
+  for (const Tensor& part : boundary.parts) dy.parts.push_back(random_tensor(part.shape, rng));
+  const float* fc1_gradient = dy.parts[0].data.data();
+  Gradients grads = zero_gradients(network, weights);
+  const Tensor d_copied = backward_range(network, weights, 3, 3, dy, {front[3]}, grads);
+  const Tensor d_taken = backward_range(network, weights, 3, 3, std::move(dy), {front[3]}, grads);
+  ASSERT_EQ(d_taken.parts.size(), 2u);  // cut 3: fc1 and act
+  EXPECT_EQ(d_taken.parts[0].data.data(), fc1_gradient);
+  EXPECT_EQ(packed_boundary(d_taken).data, packed_boundary(d_copied).data);
 }
 
 TEST(NetworkGraph, ARangeReportsEachLayerAsItEndsInOrder) {
