@@ -71,11 +71,8 @@ void Engine::on_ready(OpId id) {
     record_.collective_ready_ns[id] = now_ns_;
     Collective& c = collectives_[op.index];
     if (++c.ready < c.members) return;
-    for (int32_t m = 0; m < c.members; ++m) {
-      const OpId member = collective_ops_[c.first_slot + m];
-      start(member);
-      push(later_ns(now_ns_, c.duration_ns, member), member, kOpEnd);
-    }
+    for (int32_t m = 0; m < c.members; ++m) start(collective_ops_[c.first_slot + m]);
+    start_collective(c);
   } else {
     op.index = open_flow(id);
     start(id);
@@ -98,6 +95,7 @@ void Engine::start_compute(OpId id) {
   share.remaining_ns = static_cast<double>(duration);
   share.since_ns = now_ns_;
   reschedule_compute(share);
+  set_computing(states_[id].worker, +1);
 }
 
 void Engine::reschedule_compute(CoreShare& share) {
@@ -122,6 +120,63 @@ void Engine::set_communicating(int32_t worker, int32_t delta) {
   reschedule_compute(share);
 }
 
+// The other side of that sharing: a collective whose members communicate on
+// their workers' cores runs at the shared rate while any member's worker
+// computes (the slowest member paces it), at full rate otherwise.
+void Engine::start_collective(Collective& c) {
+  c.remaining_ns = static_cast<double>(c.duration_ns);
+  c.since_ns = now_ns_;
+  c.computing = 0;
+  c.running = true;
+  if (shared_rate_ < 1 && uses_worker_cores(c.kind)) {  // not a barrier, whose members wait asleep
+    for (int32_t m = 0; m < c.members; ++m) {
+      const int32_t worker = states_[collective_ops_[c.first_slot + m]].worker;
+      if (core_shares_[worker].running >= 0) ++c.computing;
+      running_collectives_[worker].push_back(static_cast<int32_t>(&c - collectives_.data()));
+    }
+  }
+  reschedule_collective(c);
+}
+
+void Engine::reschedule_collective(Collective& c) {
+  const double rate = c.computing > 0 ? shared_rate_ : 1.0;
+  const OpId first = collective_ops_[c.first_slot];
+  const SimTime left_ns = to_clock_ns(std::ceil(c.remaining_ns / rate), first);
+  for (int32_t m = 0; m < c.members; ++m) {
+    const OpId member = collective_ops_[c.first_slot + m];
+    OpState& op = states_[member];
+    ++op.version;
+    push(later_ns(c.since_ns, left_ns, member), member, kOpEnd | (op.version << 2));
+  }
+}
+
+// A compute op of `worker` starts (+1) or ends (−1): each collective it is
+// in banks its progress at the old rate and has its end moved when its rate
+// changes.
+void Engine::set_computing(int32_t worker, int32_t delta) {
+  for (const int32_t index : running_collectives_[worker]) {
+    Collective& c = collectives_[index];
+    const bool was = c.computing > 0;
+    c.computing += delta;
+    if (was == (c.computing > 0)) continue;
+    const double old_rate = was ? shared_rate_ : 1.0;
+    c.remaining_ns = std::max(0.0, c.remaining_ns - old_rate * static_cast<double>(now_ns_ - c.since_ns));
+    c.since_ns = now_ns_;
+    reschedule_collective(c);
+  }
+}
+
+void Engine::end_collective(Collective& c) {
+  if (!c.running) return;  // ended by an earlier member
+  c.running = false;
+  if (shared_rate_ >= 1 || !uses_worker_cores(c.kind)) return;
+  const auto index = static_cast<int32_t>(&c - collectives_.data());
+  for (int32_t m = 0; m < c.members; ++m) {
+    std::vector<int32_t>& list = running_collectives_[states_[collective_ops_[c.first_slot + m]].worker];
+    list.erase(std::remove(list.begin(), list.end(), index), list.end());
+  }
+}
+
 void Engine::start(OpId id) {
   const OpState& op = states_[id];
   result_.timings[id].start_ns = now_ns_;
@@ -140,9 +195,13 @@ void Engine::start(OpId id) {
 void Engine::finish(OpId id) {
   const OpState& op = states_[id];
   result_.timings[id].end_ns = now_ns_;
+  if (is_collective(op.kind)) end_collective(collectives_[op.index]);
   if (shared_rate_ < 1) {
     if (uses_worker_cores(op.kind)) set_communicating(op.worker, -1);
-    if (core_shares_[op.worker].running == id) core_shares_[op.worker].running = -1;
+    if (core_shares_[op.worker].running == id) {
+      core_shares_[op.worker].running = -1;
+      set_computing(op.worker, -1);
+    }
   }
   if (op.memory >= 0) live_bytes_[op.worker] -= memory_bytes_[op.memory][1];
   ++finished_;
@@ -186,7 +245,7 @@ SimResult Engine::run() {
     now_ns_ = event.time_ns();
     switch (event.tag & 3u) {
       case kOpEnd:
-        if ((event.tag >> 2) != states_[event.op].version) break;  // a compute op rescheduled since
+        if ((event.tag >> 2) != states_[event.op].version) break;  // a compute op or collective rescheduled since
         finish(event.op);
         break;
       case kFlowJoin:

@@ -68,6 +68,7 @@ Engine::Engine(const Plan& plan, const Cluster& cluster, const SimOptions& optio
   shared_rate_ = cluster.device.compute_rate_while_communicating;
   handoff_ns_ = duration_ns(cluster.device.handoff_s, -1);
   core_shares_.assign(workers, CoreShare{});
+  running_collectives_.assign(workers, {});
   result_.warmup_iterations = resolve_warmup_iterations(options.warmup_iterations, plan.iterations);
   result_.seed = options.seed;
   const auto groups = static_cast<int32_t>(plan.groups.size());

@@ -36,7 +36,7 @@ struct OpState {
   int32_t pending = 0;         // deps + stream predecessor not yet ended
   int32_t memory = -1;         // allocates or frees: its entry in Engine::memory_bytes_, else -1
   union {
-    uint32_t version = 0;      // compute ops: bumped when a rate change reschedules its end
+    uint32_t version = 0;      // compute ops and collectives: bumped when a rate change reschedules its end
     int32_t target;            // transfers (never rescheduled): kSend: the peer's device; copies: 1 to the host, 0 to the device
   };
   OpKind kind = OpKind::kForward;
@@ -83,6 +83,13 @@ struct Collective {
   int32_t machine = 0;     // of the first member listed
   bool crosses_machines = false;
   SimTime duration_ns = 0;
+  // While it runs, where communication shares the workers' cores: its time
+  // left at full rate as of since_ns, and how many members' workers are
+  // computing (it then runs at the shared rate, paced by those members).
+  bool running = false;
+  double remaining_ns = 0;
+  SimTime since_ns = 0;
+  int32_t computing = 0;
 };
 
 
@@ -107,6 +114,10 @@ class Engine {
   void start_compute(OpId id);
   void set_communicating(int32_t worker, int32_t delta);
   void reschedule_compute(CoreShare& share);
+  void start_collective(Collective& c);
+  void reschedule_collective(Collective& c);
+  void set_computing(int32_t worker, int32_t delta);
+  void end_collective(Collective& c);
   double draw_uniform();
   void push_completions();
 
@@ -129,6 +140,7 @@ class Engine {
   SimTime handoff_ns_ = 0;              // cluster's handoff_s
   std::vector<OpId> handed_off_by_;     // per op released after a hand-off or a latency: the op releasing it, else -1
   std::vector<CoreShare> core_shares_;  // per worker, used when shared_rate_ < 1
+  std::vector<std::vector<int32_t>> running_collectives_;  // per worker, likewise: the collectives it is in
 
   std::vector<Collective> collectives_;
   std::vector<OpId> collective_ops_;

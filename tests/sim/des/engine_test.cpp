@@ -310,11 +310,13 @@ std::vector<SimTime> ends(const SimResult& r) {
   return e;
 }
 
-// DeviceSpec::compute_rate_while_communicating: a compute op progresses at
-// the shared rate while its worker's collective is in flight. The AllReduce
-// of 1e6 B over 2 members (ring, docs/equations.md §2): 2α = 20 us, nβ = 100 us,
-// nγ/2 = 10 us, + t_sync 20 us = 150 us.
-TEST(DesCoreSharing, ComputeBesideAnAllReduceLosesTheSharedPartOfItsTime) {
+// DeviceSpec::compute_rate_while_communicating: where a worker's compute and
+// its communication share the cores, a compute op progresses at the shared
+// rate while its worker's collective is in flight, and the collective at the
+// shared rate while any member's worker computes. The AllReduce of 1e6 B
+// over 2 members (ring, docs/equations.md §2): 2α = 20 us, nβ = 100 us,
+// nγ/2 = 10 us, + t_sync 20 us = 150 us at full rate.
+TEST(DesCoreSharing, ComputeAndAnAllReduceBesideItShareTheCores) {
   for (const double rate : {1.0, 0.5, 0.25}) {
     PlanBuilder b("test", 2, 1, 1);
     const int32_t g = b.group({0, 1});
@@ -326,31 +328,46 @@ TEST(DesCoreSharing, ComputeBesideAnAllReduceLosesTheSharedPartOfItsTime) {
     Cluster cluster = simple_cluster(1, 2);
     cluster.device.compute_rate_while_communicating = rate;
     const SimResult r = run(b, cluster);
-    // 1 ms of work, of which only rate x 150 us is done during the AllReduce.
-    const auto expected = static_cast<SimTime>(std::llround(1e6 + (1 - rate) * 150e3));
+    // Both at `rate` until the AllReduce's 150 us of work is done, at 150/rate
+    // us; by then the compute has done 150 us of its 1 ms, the rest at full rate.
+    const auto ar_end = static_cast<SimTime>(std::llround(150e3 / rate));
     for (int32_t w = 0; w < 2; ++w) {
-      EXPECT_EQ(r.timings[ar[w]].end_ns, 150 * kUs) << "rate " << rate;
-      EXPECT_EQ(r.timings[work[w]].end_ns, expected) << "rate " << rate;
+      EXPECT_EQ(r.timings[ar[w]].end_ns, ar_end) << "rate " << rate;
+      EXPECT_EQ(r.timings[work[w]].end_ns, ar_end + 850 * kUs) << "rate " << rate;
     }
   }
 }
 
-TEST(DesCoreSharing, AnOpStartedDuringTheAllReduceSpeedsUpWhenItEnds) {
+TEST(DesCoreSharing, OneMemberComputingPacesTheAllReduceAndOpsSpeedUpWhenItEnds) {
   PlanBuilder b("test", 2, 1, 1);
   const int32_t g = b.group({0, 1});
   const OpId first = b.add(compute_op(0, 100e-6));
   const OpId second = b.add(compute_op(0, 1e-3));
   const OpId ar0 = b.add(collective_op(0, OpKind::kAllReduce, g, 1e6));
-  b.add(collective_op(1, OpKind::kAllReduce, g, 1e6));
+  const OpId ar1 = b.add(collective_op(1, OpKind::kAllReduce, g, 1e6));
   Cluster cluster = simple_cluster(1, 2);
   cluster.device.compute_rate_while_communicating = 0.5;
   const SimResult r = run(b, cluster);
-  // The first op does 75 us of its 100 us by 150 us, the rest alone: ends at
-  // 175 us; the second runs alone from there.
-  EXPECT_EQ(r.timings[ar0].end_ns, 150 * kUs);
-  EXPECT_EQ(r.timings[first].end_ns, 175 * kUs);
-  EXPECT_EQ(r.timings[second].start_ns, 175 * kUs);
-  EXPECT_EQ(r.timings[second].end_ns, 1175 * kUs);
+  // Worker 0 computes throughout, so the AllReduce runs at half rate on both
+  // members: 150 us of work, ends at 300 us. The first op's 100 us at half
+  // rate end at 200 us; the second does 50 us by 300 us, then 950 us alone.
+  EXPECT_EQ(r.timings[ar0].end_ns, 300 * kUs);
+  EXPECT_EQ(r.timings[ar1].end_ns, 300 * kUs);
+  EXPECT_EQ(r.timings[first].end_ns, 200 * kUs);
+  EXPECT_EQ(r.timings[second].start_ns, 200 * kUs);
+  EXPECT_EQ(r.timings[second].end_ns, 1250 * kUs);
+}
+
+TEST(DesCoreSharing, ABarrierKeepsItsTimeBesideCompute) {
+  // A barrier's members wait asleep: it takes t_sync (20 us) whatever runs.
+  PlanBuilder b("test", 2, 1, 1);
+  const int32_t g = b.group({0, 1});
+  b.add(compute_op(0, 1e-3));
+  const OpId barrier = b.add(collective_op(0, OpKind::kBarrier, g, 0));
+  b.add(collective_op(1, OpKind::kBarrier, g, 0));
+  Cluster cluster = simple_cluster(1, 2);
+  cluster.device.compute_rate_while_communicating = 0.5;
+  EXPECT_EQ(run(b, cluster).timings[barrier].end_ns, 20 * kUs);
 }
 
 // DeviceSpec::handoff_s: a compute op that releases another stream of its
