@@ -136,9 +136,11 @@ StrategyValidation compare_strategy(const Validation& v, const StrategyRuns& s, 
   out.predicted_analytic_s = predict_strategy(*s.strategy, median, v.cluster, config).iteration_s;
   const SimResult sim = simulate_plan(plan, v.cluster, SimOptions{});
   out.predicted_simulated_s = sim.iteration_s;
-  for (const Profile& profile : alone ? v.alone_round_profiles : v.round_profiles) {
-    const Plan round_plan = generate_plan(*s.strategy, profile, v.cluster, config, run.plan.iterations);
-    out.predicted_rounds_s.push_back(simulate_plan(round_plan, v.cluster, SimOptions{}).iteration_s);
+  const std::vector<Profile>& round_profiles = alone ? v.alone_round_profiles : v.round_profiles;
+  for (size_t r = 0; r < round_profiles.size(); ++r) {
+    const Cluster& cluster = v.round_clusters.at(r);
+    const Plan round_plan = generate_plan(*s.strategy, round_profiles[r], cluster, config, run.plan.iterations);
+    out.predicted_rounds_s.push_back(simulate_plan(round_plan, cluster, SimOptions{}).iteration_s);
   }
   out.prediction_spread = prediction_spread(out.predicted_rounds_s);
   out.uncertainty = combined_uncertainty(out.interval, out.prediction_spread);
@@ -217,7 +219,7 @@ Validation validate(const Model& model, const Dataset& data, int64_t workers, co
   }
   const int32_t rounds = options.rounds;
   const int32_t max_rounds = std::max(rounds, options.max_rounds);
-  int32_t total = rounds * (static_cast<int32_t>(runs.size()) + (workers > 1 ? 2 : 1)) + 1;
+  int32_t total = rounds * (static_cast<int32_t>(runs.size()) + (workers > 1 ? 3 : 2)) + 1;
   int32_t done = 0;
   const auto report = [&](const std::string& what) {
     if (options.progress) options.progress(what, done++, total);
@@ -239,8 +241,11 @@ Validation validate(const Model& model, const Dataset& data, int64_t workers, co
   // the first `rounds` rounds profiles the layers first, and the prediction
   // reads the median of these profiles, so one profile taken in a disturbance
   // moves nothing either. Later rounds run only the strategies whose
-  // measurement is not yet as sure as asked. A capacity probe before every
-  // run records how much of the machine it had.
+  // measurement is not yet as sure as asked. Each profiling round also
+  // probes the channels, collectives and memory after its profiles, and the
+  // prediction reads each rate's median over these probes (memory-bound
+  // rates move with the machine's other tenants as much as the layers do).
+  // A capacity probe before every run records how much of the machine it had.
   std::vector<Profile>& profiles = v.round_profiles;
   for (int32_t round = 0; round < max_rounds; ++round) {
     std::vector<StrategyRuns*> todo;
@@ -269,16 +274,16 @@ Validation validate(const Model& model, const Dataset& data, int64_t workers, co
         v.alone_round_profiles.push_back(measure_profile(model, batch, alone));
       }
     }
-    if (round == 0) {
-      report("probing the channels");
-      v.cluster = measure_cpu_cluster(workers, probe_options_for(profiles.front()));
+    if (round < rounds) {
+      report("probing the channels" + of_round);
+      v.round_clusters.push_back(measure_cpu_cluster(workers, probe_options_for(profiles.back())));
     }
     for (StrategyRuns* s : todo) {
       report(s->strategy->id + of_round);
       const double probe_s = capacity_probe_s(workers);
       v.probe_s.push_back(probe_s);
       const size_t before = s->runs.size();
-      run_once(model, data, profiles.back(), v.cluster, options, *s);
+      run_once(model, data, profiles.back(), v.round_clusters.back(), options, *s);
       if (s->runs.size() > before) s->probes_s.push_back(probe_s);
     }
     v.rounds = round + 1;
@@ -288,6 +293,7 @@ Validation validate(const Model& model, const Dataset& data, int64_t workers, co
                                     : std::to_string(rounds) + " rounds, as asked";
   }
   v.profile = median_profile(profiles);
+  v.cluster = median_cluster(v.round_clusters);
   if (!v.alone_round_profiles.empty()) v.alone_profile = median_profile(v.alone_round_profiles);
   v.probe = median_interval(v.probe_s, options.confidence);
   for (const StrategyRuns& s : runs) v.results.push_back(compare_strategy(v, s, options));

@@ -95,7 +95,8 @@ struct Validation {
   // worker runs with the other cores idle, and is priced from these.
   Profile alone_profile;
   std::vector<Profile> alone_round_profiles;
-  Cluster cluster;   // probed once, after the first round's profile
+  Cluster cluster;   // each measured rate's median over the rounds' probes: what the predictions read
+  std::vector<Cluster> round_clusters;  // each profiling round's probe, after its profiles (round r's runs used it)
   int64_t workers = 0;
   int32_t rounds = 0;
   std::vector<StrategyValidation> results;

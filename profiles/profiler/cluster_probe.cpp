@@ -325,6 +325,35 @@ double cpu_compute_rate_while_communicating(int64_t workers, int64_t cores) {
   return communication_shares_compute_core(workers, std::max<int64_t>(1, cores)) ? 0.5 : 1.0;
 }
 
+Cluster median_cluster(const std::vector<Cluster>& clusters) {
+  TRAINSIM_CHECK(!clusters.empty(), "at least one cluster");
+  Cluster out = clusters.front();
+  for (const Cluster& c : clusters) {
+    TRAINSIM_CHECK(c.machines == out.machines && c.devices_per_machine == out.devices_per_machine,
+                   "probes of one machine");
+  }
+  const auto median_of = [&](auto field) {
+    std::vector<double> samples;
+    for (const Cluster& c : clusters) samples.push_back(field(c));
+    return median_s(samples);
+  };
+  out.device.peak_flops_per_s = median_of([](const Cluster& c) { return c.device.peak_flops_per_s; });
+  out.device.memory_bytes_per_s = median_of([](const Cluster& c) { return c.device.memory_bytes_per_s; });
+  out.device.handoff_s = median_of([](const Cluster& c) { return c.device.handoff_s; });
+  out.intra_link.bandwidth_bytes_per_s = median_of([](const Cluster& c) { return c.intra_link.bandwidth_bytes_per_s; });
+  out.intra_link.latency_s = median_of([](const Cluster& c) { return c.intra_link.latency_s; });
+  out.inter_link.bandwidth_bytes_per_s = median_of([](const Cluster& c) { return c.inter_link.bandwidth_bytes_per_s; });
+  out.inter_link.latency_s = median_of([](const Cluster& c) { return c.inter_link.latency_s; });
+  out.host.link_bandwidth_bytes_per_s = median_of([](const Cluster& c) { return c.host.link_bandwidth_bytes_per_s; });
+  out.host.link_latency_s = median_of([](const Cluster& c) { return c.host.link_latency_s; });
+  out.host.reduce_bytes_per_s = median_of([](const Cluster& c) { return c.host.reduce_bytes_per_s; });
+  out.collective.reduce_bytes_per_s = median_of([](const Cluster& c) { return c.collective.reduce_bytes_per_s; });
+  out.collective.sync_s = median_of([](const Cluster& c) { return c.collective.sync_s; });
+  out.collective.pack_bytes_per_s = median_of([](const Cluster& c) { return c.collective.pack_bytes_per_s; });
+  out.collective.hop_bytes_per_s = median_of([](const Cluster& c) { return c.collective.hop_bytes_per_s; });
+  return out;
+}
+
 ClusterProbeOptions probe_options_for(const Profile& profile) {
   ClusterProbeOptions o;
   o.pack_bytes = std::max<int64_t>(4, std::llround(total_param_bytes(profile)));

@@ -92,6 +92,12 @@ struct ClusterProbeOptions {
 // worker count comes from) when workers < 1.
 Cluster measure_cpu_cluster(int64_t workers, const ClusterProbeOptions& options = {});
 
+// Several probes of one machine folded into one: each measured rate and
+// time is the median over `clusters` (so one probe taken while the machine
+// was disturbed moves nothing); names, counts and derived fields are the
+// first's. TRAINSIM_CHECK that they are not empty and have the same shape.
+Cluster median_cluster(const std::vector<Cluster>& clusters);
+
 // A worker's compute rate while it communicates, relative to its profiled
 // rate, derived from where the executor runs its threads rather than timed (a
 // timing on a shared 2-core machine ranged from 0.1 to 1): 1 when each worker

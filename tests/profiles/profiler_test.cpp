@@ -315,6 +315,33 @@ TEST(MeasuredCluster, IsOneMachineOfCpuWorkersWithPositiveRatesThatValidates) {
   EXPECT_DOUBLE_EQ(back.collective.hop_bytes_per_s, c.collective.hop_bytes_per_s);
 }
 
+TEST(MeasuredCluster, TheMedianOfProbesTakesEachRatesMedian) {
+  // Three probes of one machine: each measured field is the middle value,
+  // whichever probe it came from; the name and counts are the first's.
+  Cluster a = load_cluster("p40x4-pcie3");
+  Cluster b = a, c = a;
+  a.device.peak_flops_per_s = 1;
+  b.device.peak_flops_per_s = 3;
+  c.device.peak_flops_per_s = 2;
+  a.collective.hop_bytes_per_s = 9;
+  b.collective.hop_bytes_per_s = 7;
+  c.collective.hop_bytes_per_s = 8;
+  a.intra_link.latency_s = 5e-6;
+  b.intra_link.latency_s = 4e-6;
+  c.intra_link.latency_s = 6e-6;
+  c.name = "another";
+  const Cluster m = median_cluster({a, b, c});
+  EXPECT_EQ(m.device.peak_flops_per_s, 2);
+  EXPECT_EQ(m.collective.hop_bytes_per_s, 8);
+  EXPECT_EQ(m.intra_link.latency_s, 5e-6);
+  EXPECT_EQ(m.collective.reduce_bytes_per_s, a.collective.reduce_bytes_per_s);
+  EXPECT_EQ(m.name, a.name);
+  Cluster bigger = a;
+  bigger.devices_per_machine = 8;
+  EXPECT_THROW(median_cluster({a, bigger}), InternalError);
+  EXPECT_THROW(median_cluster({}), InternalError);
+}
+
 TEST(MeasuredCluster, ComputeSharesTheCoresWithTheCommunicationThreads) {
   // A worker's two threads share its core unless each worker has a spare
   // one: 2 workers on 2 or 3 cores share (0.5), on 4 or 16 they do not (1);

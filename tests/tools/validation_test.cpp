@@ -9,6 +9,8 @@
 
 #include "exec/data/synthetic_text.hpp"
 #include "exec/training.hpp"
+#include "profiles/cluster.hpp"
+#include "profiles/profiler/cluster_probe.hpp"
 #include "model/zoo/zoo.hpp"
 #include "profiles/analytic_profiler.hpp"
 #include "profiles/profiler/profiler.hpp"
@@ -115,6 +117,9 @@ TEST(Validate, PredictsTheFirstRunsPlanFromTheMedianOfTheRoundsProfiles) {
   const Validation v = validate(model, data, 2, options);
   ASSERT_EQ(v.round_profiles.size(), 3u);
   EXPECT_EQ(profile_to_json(v.profile), profile_to_json(median_profile(v.round_profiles)));
+  // Each profiling round probes the machine too; the prediction reads the medians.
+  ASSERT_EQ(v.round_clusters.size(), 3u);
+  EXPECT_EQ(cluster_to_json(v.cluster), cluster_to_json(median_cluster(v.round_clusters)));
   ASSERT_EQ(v.results.size(), 1u);
   const StrategyValidation& r = v.results.front();
   ASSERT_TRUE(r.skipped.empty()) << r.skipped;
@@ -149,9 +154,10 @@ TEST(Validate, PredictsAOneWorkerPlanFromTheLayersTimedAlone) {
     EXPECT_DOUBLE_EQ(r.predicted_simulated_s, simulate_plan(plan, v.cluster, SimOptions{}).iteration_s) << r.strategy;
     ASSERT_EQ(r.predicted_rounds_s.size(), 2u);
     const auto& rounds = one_worker ? v.alone_round_profiles : v.round_profiles;
-    const Plan first = generate_plan(find_strategy(r.strategy, "test"), rounds.front(), v.cluster,
+    const Plan first = generate_plan(find_strategy(r.strategy, "test"), rounds.front(), v.round_clusters.front(),
                                      StrategyConfig::from_resolved(r.config, "test"), options.iterations);
-    EXPECT_DOUBLE_EQ(r.predicted_rounds_s.front(), simulate_plan(first, v.cluster, SimOptions{}).iteration_s);
+    EXPECT_DOUBLE_EQ(r.predicted_rounds_s.front(),
+                     simulate_plan(first, v.round_clusters.front(), SimOptions{}).iteration_s);
   }
   // One worker in all: nothing to profile apart.
   options.strategies = {"single"};
