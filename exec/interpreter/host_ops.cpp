@@ -200,14 +200,15 @@ void Interpreter::push_to_servers(const Op& op) {
 // without a sparse server.
 std::vector<int64_t> Interpreter::rows_to_pull(const Op& op) {
   std::vector<int64_t> rows;
-  const bool serves_sparse =
-      std::any_of(servers_.begin(), servers_.end(), [](const auto& s) { return s->shape.sparse; });
-  if (op.iteration + 1 < plan_.iterations && serves_sparse) {
+  const auto sparse =
+      std::find_if(servers_.begin(), servers_.end(), [](const auto& s) { return s->shape.sparse; });
+  if (op.iteration + 1 < plan_.iterations && sparse != servers_.end()) {
     Tensor x;
     batch_rows(plan_.ops[static_cast<size_t>(forward_of(op.worker, op.iteration + 1))], &x, nullptr);
-    for (float id : x.data) rows.push_back(static_cast<int64_t>(id));
-    std::sort(rows.begin(), rows.end());
-    rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
+    std::vector<int64_t> ids;
+    ids.reserve(x.data.size());
+    for (float id : x.data) ids.push_back(static_cast<int64_t>(id));
+    rows = distinct_ascending(ids, (*sparse)->shape.rows);
   }
   return rows;
 }

@@ -3,6 +3,7 @@
 #include "exec/transport/param_server.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 #include <limits>
 #include <numeric>
@@ -98,6 +99,27 @@ void ParamServerShard::update_dense(int64_t tag) {
   update_(ShardUpdate{weights_, rows, sum, shape_.row_floats});
 }
 
+std::vector<int64_t> distinct_ascending(std::span<const int64_t> ids, int64_t limit) {
+  TRAINSIM_CHECK(limit >= 0, "a negative row count");
+  std::vector<uint64_t> bits(static_cast<size_t>((limit + 63) / 64), 0);
+  size_t marked = 0;
+  for (const int64_t id : ids) {
+    TRAINSIM_CHECK(id >= 0 && id < limit, "row " + std::to_string(id) + " outside 0.." + std::to_string(limit - 1));
+    uint64_t& word = bits[static_cast<size_t>(id) / 64];
+    const uint64_t bit = uint64_t{1} << (id % 64);
+    marked += (word & bit) == 0;
+    word |= bit;
+  }
+  std::vector<int64_t> distinct;
+  distinct.reserve(marked);
+  for (size_t w = 0; w < bits.size(); ++w) {
+    for (uint64_t word = bits[w]; word != 0; word &= word - 1) {
+      distinct.push_back(static_cast<int64_t>(w * 64) + std::countr_zero(word));
+    }
+  }
+  return distinct;
+}
+
 void ParamServerShard::update_sparse(int64_t tag) {
   const auto width = static_cast<size_t>(shape_.row_floats);
   std::vector<SparseRows> pushes;
@@ -107,8 +129,8 @@ void ParamServerShard::update_sparse(int64_t tag) {
     check_rows(pushes.back().rows, shape_, "ParamServerShard");
   }
   // Each row's values summed in worker order, then push order, into its slot
-  // (a table of one slot per row: linear in the pushed rows, where sorting
-  // them was n log n); then the distinct rows ascending, each with its sum.
+  // (a table of one slot per row); then the distinct rows ascending, each
+  // with its sum: linear in the pushed rows, where sorting them was n log n.
   size_t pushed = 0;
   for (const SparseRows& push : pushes) pushed += push.rows.size();
   TRAINSIM_CHECK(pushed <= static_cast<size_t>(std::numeric_limits<int32_t>::max()),
@@ -129,7 +151,7 @@ void ParamServerShard::update_sparse(int64_t tag) {
       for (size_t k = 0; k < width; ++k) sum[k] += values[k];
     }
   }
-  std::sort(rows.begin(), rows.end());
+  rows = distinct_ascending(rows, shape_.rows);
   std::vector<float> gradient(rows.size() * width);
   for (size_t r = 0; r < rows.size(); ++r) {
     int32_t& slot = slot_of_row_[static_cast<size_t>(rows[r])];

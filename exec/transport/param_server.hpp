@@ -25,6 +25,12 @@ struct SparseRows {
 // The inverse, for rows of `width` floats; TRAINSIM_CHECK on a partial row.
 SparseRows decode_sparse_rows(std::span<const float> message, int64_t width);
 
+// The distinct values of `ids`, ascending: marked in a bitmap of `limit`
+// bits and read back in order, linear in the ids and in limit / 64 (a table's
+// rows, where sorting the ids is n log n). TRAINSIM_CHECK that each is in
+// [0, limit).
+std::vector<int64_t> distinct_ascending(std::span<const int64_t> ids, int64_t limit);
+
 struct ShardShape {
   int64_t rows = 0;        // e.g. an embedding table's rows in this shard; 1 for a flat dense range
   int64_t row_floats = 0;  // values per row

@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "exec/transport/in_process.hpp"
+#include "model/error.hpp"
 
 namespace trainsim {
 namespace {
@@ -136,6 +137,15 @@ TEST(ParamServer, EachSparseRoundSumsOnlyItsOwnPushes) {
   EXPECT_EQ(rows_per_round, (std::vector<std::vector<int64_t>>{{1, 3}, {0, 1}}));
   // Row 1: 1 + 1 (workers 1 and 2) in round 1, 5 in round 2; row 3: 30; row 0: 2 · 100.
   EXPECT_EQ(shard.weights(), (std::vector<float>{-200, -7, 0, -30}));
+}
+
+TEST(ParamServer, DistinctRowsComeAscendingOnceEach) {
+  // Across the bitmap's 64-bit words: 0, 63, 64 and 129 of a 130-row table.
+  EXPECT_EQ(distinct_ascending(std::vector<int64_t>{129, 64, 0, 63, 64, 129, 0}, 130),
+            (std::vector<int64_t>{0, 63, 64, 129}));
+  EXPECT_TRUE(distinct_ascending({}, 130).empty());
+  EXPECT_THROW(distinct_ascending(std::vector<int64_t>{130}, 130), InternalError);
+  EXPECT_THROW(distinct_ascending(std::vector<int64_t>{-1}, 130), InternalError);
 }
 
 TEST(ParamServer, AFailingUpdateStopsTheWorkersWaitingToPull) {
