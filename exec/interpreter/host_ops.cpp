@@ -44,9 +44,7 @@ void Interpreter::host_accumulate_op(const Op& op) {
   std::vector<std::span<const float>> chunks;
   for (const auto& [worker, flat] : copies) chunks.emplace_back(flat);
   std::vector<float> mean(copies.begin()->second.size());
-  host_accumulate(chunks, mean, 1);
-  const float scale = 1.0f / static_cast<float>(copies.size());
-  for (float& v : mean) v *= scale;
+  host_accumulate(chunks, mean, 1, 1.0f / static_cast<float>(copies.size()));
   std::lock_guard lock(host_.mu);
   host_.means[{op.iteration, op.first_layer}] = {std::move(mean), static_cast<int64_t>(copies.size())};
 }

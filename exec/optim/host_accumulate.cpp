@@ -12,14 +12,23 @@
 namespace trainsim {
 namespace {
 
+// Blocks of elements small enough that the chunks' parts stay in cache
+// between the sum and the scale.
+constexpr size_t kBlock = 4096;
+
 void accumulate_range(std::span<const std::span<const float>> worker_chunks, std::span<float> host_sum,
-                      int64_t begin, int64_t end) {
-  const auto b = static_cast<size_t>(begin);
-  const auto e = static_cast<size_t>(end);
-  std::copy(worker_chunks[0].begin() + begin, worker_chunks[0].begin() + end, host_sum.begin() + begin);
-  for (size_t w = 1; w < worker_chunks.size(); ++w) {
-    const std::span<const float> chunk = worker_chunks[w];
-    for (size_t i = b; i < e; ++i) host_sum[i] += chunk[i];
+                      int64_t begin, int64_t end, float scale) {
+  for (auto b = static_cast<size_t>(begin); b < static_cast<size_t>(end); b += kBlock) {
+    const size_t e = std::min(static_cast<size_t>(end), b + kBlock);
+    std::copy(worker_chunks[0].begin() + static_cast<std::ptrdiff_t>(b),
+              worker_chunks[0].begin() + static_cast<std::ptrdiff_t>(e), host_sum.begin() + static_cast<std::ptrdiff_t>(b));
+    for (size_t w = 1; w < worker_chunks.size(); ++w) {
+      const std::span<const float> chunk = worker_chunks[w];
+      for (size_t i = b; i < e; ++i) host_sum[i] += chunk[i];
+    }
+    if (scale != 1.0f) {
+      for (size_t i = b; i < e; ++i) host_sum[i] *= scale;
+    }
   }
 }
 
@@ -34,7 +43,7 @@ std::pair<int64_t, int64_t> host_thread_range(int64_t count, int64_t threads, in
 }
 
 void host_accumulate(std::span<const std::span<const float>> worker_chunks, std::span<float> host_sum,
-                     int64_t threads) {
+                     int64_t threads, float scale) {
   TRAINSIM_CHECK(threads >= 1, "host accumulation needs at least one thread");
   TRAINSIM_CHECK(!worker_chunks.empty(), "host accumulation over no workers");
   for (const auto& chunk : worker_chunks) {
@@ -51,14 +60,14 @@ void host_accumulate(std::span<const std::span<const float>> worker_chunks, std:
     for (int64_t t = 1; t < threads; ++t) {
       const auto [begin, end] = host_thread_range(count, threads, t);
       if (begin == end) continue;
-      helpers.emplace_back(accumulate_range, worker_chunks, host_sum, begin, end);
+      helpers.emplace_back(accumulate_range, worker_chunks, host_sum, begin, end, scale);
     }
   } catch (...) {
     join_all();  // a thread that failed to start must not leave running ones unjoined
     throw;
   }
   const auto [begin, end] = host_thread_range(count, threads, 0);
-  if (begin < end) accumulate_range(worker_chunks, host_sum, begin, end);
+  if (begin < end) accumulate_range(worker_chunks, host_sum, begin, end, scale);
   join_all();
 }
 

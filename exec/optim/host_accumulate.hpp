@@ -16,12 +16,13 @@ namespace trainsim {
 // (the first count % threads ranges are one longer).
 std::pair<int64_t, int64_t> host_thread_range(int64_t count, int64_t threads, int64_t index);
 
-// host_sum[i] = Σ_w worker_chunks[w][i], w ascending, computed by `threads`
-// host threads (std::thread; the calling thread takes range 0). Every chunk
-// must have host_sum.size() elements; threads >= 1 (more threads than
-// elements leaves the extra ones idle).
+// host_sum[i] = (Σ_w worker_chunks[w][i]) · scale, w ascending, computed by
+// `threads` host threads (std::thread; the calling thread takes range 0) in
+// one pass over the chunks (scale 1/N gives the mean: the same bits as the
+// sum scaled afterwards). Every chunk must have host_sum.size() elements;
+// threads >= 1 (more threads than elements leaves the extra ones idle).
 void host_accumulate(std::span<const std::span<const float>> worker_chunks, std::span<float> host_sum,
-                     int64_t threads);
+                     int64_t threads, float scale = 1.0f);
 
 // Copies the host sum into every worker's chunk (the H2D broadcast).
 void broadcast_from_host(std::span<const float> host_sum, std::span<const std::span<float>> worker_chunks);

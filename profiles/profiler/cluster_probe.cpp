@@ -75,6 +75,20 @@ double measure_reduce_bytes_per_s(int64_t threads, int64_t bytes, int64_t repeat
   return static_cast<double>(floats) * 4.0 / seconds;
 }
 
+// Every worker copying `bytes` into a buffer of its own at once, as CGDP's
+// workers copy their chunks to and from the host together (seed 003 §3.2);
+// bytes of one copy per second.
+double measure_concurrent_copy_bytes_per_s(int64_t workers, int64_t bytes, const ClusterProbeOptions& o) {
+  const auto floats = static_cast<size_t>(std::max<int64_t>(1, bytes / 4));
+  std::vector<std::vector<float>> from(static_cast<size_t>(workers), std::vector<float>(floats, 1.0f));
+  std::vector<std::vector<float>> to(from.size(), std::vector<float>(floats, 0.0f));
+  const double seconds = concurrent_median_s(workers, o.warmups, o.pack_repeats, [&](int64_t t) {
+    const auto i = static_cast<size_t>(t);
+    std::copy(from[i].begin(), from[i].end(), to[i].begin());
+  });
+  return static_cast<double>(floats) * 4.0 / seconds;
+}
+
 // One hop of a collective as the executor's run (exec/transport/ring_all_reduce.cpp):
 // every worker sends a chunk of `bytes` to the next (copying it into the
 // message) and receives the previous one's, copying it into place, all at
@@ -378,7 +392,9 @@ Cluster measure_cpu_cluster(int64_t workers, const ClusterProbeOptions& options)
   channel.latency_s = measure_message_latency_s(workers, options);
   c.intra_link = {channel.bandwidth_bytes_per_s, channel.latency_s};
   c.inter_link = c.intra_link;
-  c.host.link_bandwidth_bytes_per_s = channel.bandwidth_bytes_per_s;
+  // A copy to or from the host: all workers at once, their whole gradient.
+  c.host.link_bandwidth_bytes_per_s = workers > 1 ? measure_concurrent_copy_bytes_per_s(workers, options.pack_bytes, options)
+                                                  : channel.bandwidth_bytes_per_s;
   c.host.link_latency_s = channel.latency_s;
   c.host.reduce_bytes_per_s = measure_reduce_bytes_per_s(1, options.reduce_bytes, options.repeats, options);
   c.host.threads = std::max<int64_t>(1, std::thread::hardware_concurrency());

@@ -63,7 +63,11 @@ struct ClusterProbeOptions {
 //     from an op's end to its next op when the op wakes a communication
 //     thread on that thread's core (worker_thread_core): the executor's
 //     flag, wake-up and yield, the other thread's turn and its sleep;
-//   intra_link = inter_link = host link: bandwidth from fit_channel of a
+//   host.link_bandwidth_bytes_per_s (workers > 1) = pack_bytes / median time
+//     of every worker copying pack_bytes into a buffer of its own at once,
+//     as CGDP's workers copy their chunks together (one worker: the link's);
+//   intra_link = inter_link (and the host link's latency, and its bandwidth
+//     with one worker): bandwidth from fit_channel of a
 //     ping-pong between two threads over InProcessTransport (one-way = half
 //     the median round trip; the sender copies its buffer into the message,
 //     as workers do); latency = the median time from a send's start on

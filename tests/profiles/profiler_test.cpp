@@ -294,6 +294,7 @@ TEST(MeasuredCluster, IsOneMachineOfCpuWorkersWithPositiveRatesThatValidates) {
   EXPECT_GT(c.intra_link.latency_s, 0);
   EXPECT_EQ(c.inter_link.bandwidth_bytes_per_s, c.intra_link.bandwidth_bytes_per_s);
   EXPECT_EQ(c.host.link_latency_s, c.intra_link.latency_s);
+  EXPECT_GT(c.host.link_bandwidth_bytes_per_s, 0);  // both workers copying at once
   EXPECT_GT(c.host.reduce_bytes_per_s, 0);
   EXPECT_GT(c.collective.reduce_bytes_per_s, 0);  // both workers at once, a chunk each
   EXPECT_GT(c.collective.hop_bytes_per_s, 0);
@@ -308,6 +309,7 @@ TEST(MeasuredCluster, IsOneMachineOfCpuWorkersWithPositiveRatesThatValidates) {
   const Cluster one = measure_cpu_cluster(1, quick_probe());  // no peer thread to wake
   EXPECT_GT(one.device.handoff_s, 0);
   EXPECT_EQ(one.collective.hop_bytes_per_s, 0);  // no hop: the link's bandwidth
+  EXPECT_EQ(one.host.link_bandwidth_bytes_per_s, one.intra_link.bandwidth_bytes_per_s);
   EXPECT_EQ(one.collective.reduce_bytes_per_s, one.host.reduce_bytes_per_s);
   const Cluster back = cluster_from_json(cluster_to_json(c), "round trip");
   EXPECT_EQ(back.name, c.name);

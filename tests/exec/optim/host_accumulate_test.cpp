@@ -67,6 +67,25 @@ TEST(HostAccumulate, EqualsTheSerialSumForOneTwoAndThreeThreads) {
   }
 }
 
+TEST(HostAccumulate, TheScaledSumIsTheSumScaledAfterwardsBitForBit) {
+  // 3 workers x 10,000 values (blocks of 4,096 and a partial one), scale 1/3:
+  // each element equals the serial sum multiplied by the scale afterwards.
+  std::mt19937_64 engine(7);
+  std::uniform_real_distribution<float> value(-1.0f, 1.0f);
+  std::vector<std::vector<float>> workers(3, std::vector<float>(10000));
+  for (auto& chunk : workers) {
+    for (float& v : chunk) v = value(engine);
+  }
+  const float scale = 1.0f / 3.0f;
+  std::vector<float> expected(10000);
+  for (size_t i = 0; i < expected.size(); ++i) expected[i] = ((workers[0][i] + workers[1][i]) + workers[2][i]) * scale;
+  for (int64_t threads = 1; threads <= 3; ++threads) {
+    std::vector<float> mean(10000);
+    host_accumulate(const_views(workers), mean, threads, scale);
+    EXPECT_EQ(mean, expected) << threads << " threads";
+  }
+}
+
 TEST(HostAccumulate, BroadcastGivesEveryWorkerTheSum) {
   std::vector<std::vector<float>> workers = {{1, 2}, {3, 4}};
   std::vector<float> sum(2);
