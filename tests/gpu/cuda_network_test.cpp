@@ -140,7 +140,7 @@ void expect_layer_conforms(const Case& c) {
     for (int64_t i = count - 1; i >= 0; --i)
       dy = backward_range(net, cpu_weights, i, i, dy, caches[static_cast<size_t>(i)], grads);
     EXPECT_NEAR(gpu.forward_and_loss(), loss, kExactTolerance * std::abs(loss));
-    EXPECT_LE(relative_error(gpu.output(0), outputs.front()), kExactTolerance) << "output";
+    EXPECT_LE(relative_error(gpu.output(0), packed_boundary(outputs.front())), kExactTolerance) << "output";
     gpu.backward();
     EXPECT_LE(relative_error(gpu.input_gradient(0), dy), kExactTolerance) << "input gradient";
     const Gradients gpu_grads = gpu.gradients();
