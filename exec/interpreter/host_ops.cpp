@@ -11,6 +11,7 @@
 #include "exec/interpreter/handlers.hpp"
 #include "exec/interpreter/tags.hpp"
 #include "exec/optim/host_accumulate.hpp"
+#include "exec/tensor/sparse_rows.hpp"
 #include "model/error.hpp"
 
 namespace trainsim::interp {

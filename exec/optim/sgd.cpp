@@ -6,9 +6,9 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
-#include <limits>
 #include <string>
 
+#include "exec/tensor/sparse_rows.hpp"
 #include "model/error.hpp"
 
 namespace trainsim {
@@ -18,50 +18,6 @@ void check_range(const Gradients& grads, int64_t first, int64_t last) {
   TRAINSIM_CHECK(first >= 0 && first <= last && last < static_cast<int64_t>(grads.size()),
                  "layer range [" + std::to_string(first) + ", " + std::to_string(last) + "] outside " +
                      std::to_string(grads.size()) + " layers");
-}
-
-// A sparse gradient with its repeated rows summed: unique rows in order of
-// first appearance, values summed in the order the rows appear.
-struct MergedRows {
-  std::vector<int64_t> rows;
-  std::vector<float> values;         // rows.size() x width
-  std::vector<int32_t> slot_of_row;  // per table row: its index in `rows`, or -1
-};
-
-// Merges into `merged`, whose buffers keep their capacity from one step to
-// the next: once grown, a merge allocates nothing (every thread shares one
-// malloc arena, exec/tensor/memory_reuse.cpp, so allocations of two workers
-// would wait on each other). `table_rows` bounds the row ids.
-void merge_rows(const ParamGrad& grad, int64_t width, int64_t table_rows, MergedRows& merged) {
-  const auto& values = grad.row_values.data;
-  TRAINSIM_CHECK(values.size() == grad.rows.size() * static_cast<size_t>(width),
-                 "sparse gradient holds " + std::to_string(values.size()) + " values for " +
-                     std::to_string(grad.rows.size()) + " rows of width " + std::to_string(width));
-  TRAINSIM_CHECK(table_rows <= std::numeric_limits<int32_t>::max(), "sparse table of over 2^31 rows");
-  if (static_cast<int64_t>(merged.slot_of_row.size()) < table_rows) {
-    merged.slot_of_row.assign(static_cast<size_t>(table_rows), -1);
-  }
-  // Every row checked before any slot is set, so a refused gradient leaves
-  // the slots all -1.
-  for (const int64_t row : grad.rows) {
-    TRAINSIM_CHECK(row >= 0 && row < table_rows,
-                   "sparse row " + std::to_string(row) + " outside a table of " + std::to_string(table_rows));
-  }
-  merged.rows.clear();
-  merged.values.clear();
-  for (size_t i = 0; i < grad.rows.size(); ++i) {
-    const int64_t row = grad.rows[i];
-    int32_t& slot = merged.slot_of_row[static_cast<size_t>(row)];
-    if (slot < 0) {
-      slot = static_cast<int32_t>(merged.rows.size());
-      merged.rows.push_back(row);
-      merged.values.resize(merged.values.size() + static_cast<size_t>(width), 0.0f);
-    }
-    float* out = merged.values.data() + static_cast<size_t>(slot) * static_cast<size_t>(width);
-    const float* in = values.data() + i * static_cast<size_t>(width);
-    for (int64_t j = 0; j < width; ++j) out[j] += in[j];
-  }
-  for (const int64_t row : merged.rows) merged.slot_of_row[static_cast<size_t>(row)] = -1;
 }
 
 // Row width of a sparse gradient's values ({rows, width}).
@@ -156,10 +112,13 @@ void Sgd::step_sparse(Tensor& param, const ParamGrad& grad, Tensor* velocity) co
   // stepped as they are; others are merged first (a row's values add).
   const bool distinct = std::adjacent_find(grad.rows.begin(), grad.rows.end(), std::greater_equal<>()) ==
                         grad.rows.end();
-  thread_local MergedRows merged;
-  if (!distinct) merge_rows(grad, grad.rows.empty() ? width : sparse_width(grad), param.rows(), merged);
-  const std::vector<int64_t>& rows = distinct ? grad.rows : merged.rows;
-  const float* values = distinct ? grad.row_values.data.data() : merged.values.data();
+  thread_local RowMerge merged;
+  if (!distinct) {
+    const RowMerge::Part part{grad.rows, grad.row_values.data};
+    merged.merge({&part, 1}, param.rows(), grad.rows.empty() ? width : sparse_width(grad));
+  }
+  const std::vector<int64_t>& rows = distinct ? grad.rows : merged.rows();
+  const float* values = distinct ? grad.row_values.data.data() : merged.values().data();
   const auto lr = static_cast<float>(options_.learning_rate);
   const auto mu = static_cast<float>(options_.momentum);
   const auto wd = static_cast<float>(options_.weight_decay);

@@ -3,9 +3,7 @@
 #include "exec/transport/param_server.hpp"
 
 #include <algorithm>
-#include <bit>
 #include <cstring>
-#include <limits>
 #include <numeric>
 
 #include "model/error.hpp"
@@ -99,27 +97,6 @@ void ParamServerShard::update_dense(int64_t tag) {
   update_(ShardUpdate{weights_, rows, sum, shape_.row_floats});
 }
 
-std::vector<int64_t> distinct_ascending(std::span<const int64_t> ids, int64_t limit) {
-  TRAINSIM_CHECK(limit >= 0, "a negative row count");
-  std::vector<uint64_t> bits(static_cast<size_t>((limit + 63) / 64), 0);
-  size_t marked = 0;
-  for (const int64_t id : ids) {
-    TRAINSIM_CHECK(id >= 0 && id < limit, "row " + std::to_string(id) + " outside 0.." + std::to_string(limit - 1));
-    uint64_t& word = bits[static_cast<size_t>(id) / 64];
-    const uint64_t bit = uint64_t{1} << (id % 64);
-    marked += (word & bit) == 0;
-    word |= bit;
-  }
-  std::vector<int64_t> distinct;
-  distinct.reserve(marked);
-  for (size_t w = 0; w < bits.size(); ++w) {
-    for (uint64_t word = bits[w]; word != 0; word &= word - 1) {
-      distinct.push_back(static_cast<int64_t>(w * 64) + std::countr_zero(word));
-    }
-  }
-  return distinct;
-}
-
 void ParamServerShard::update_sparse(int64_t tag) {
   const auto width = static_cast<size_t>(shape_.row_floats);
   std::vector<SparseRows> pushes;
@@ -128,35 +105,17 @@ void ParamServerShard::update_sparse(int64_t tag) {
     pushes.push_back(decode_sparse_rows(transport_.recv(server_, worker, tag), shape_.row_floats));
     check_rows(pushes.back().rows, shape_, "ParamServerShard");
   }
-  // Each row's values summed in worker order, then push order, into its slot
-  // (a table of one slot per row); then the distinct rows ascending, each
-  // with its sum: linear in the pushed rows, where sorting them was n log n.
-  size_t pushed = 0;
-  for (const SparseRows& push : pushes) pushed += push.rows.size();
-  TRAINSIM_CHECK(pushed <= static_cast<size_t>(std::numeric_limits<int32_t>::max()),
-                 "ParamServerShard: over 2^31 rows pushed in one round");
-  if (slot_of_row_.empty()) slot_of_row_.assign(static_cast<size_t>(shape_.rows), -1);
-  std::vector<int64_t> rows;
-  slot_sums_.clear();
-  for (const SparseRows& push : pushes) {
-    for (size_t i = 0; i < push.rows.size(); ++i) {
-      int32_t& slot = slot_of_row_[static_cast<size_t>(push.rows[i])];
-      if (slot < 0) {
-        slot = static_cast<int32_t>(rows.size());
-        rows.push_back(push.rows[i]);
-        slot_sums_.resize(slot_sums_.size() + width, 0.0f);
-      }
-      float* sum = slot_sums_.data() + static_cast<size_t>(slot) * width;
-      const float* values = push.values.data() + i * width;
-      for (size_t k = 0; k < width; ++k) sum[k] += values[k];
-    }
-  }
-  rows = distinct_ascending(rows, shape_.rows);
+  // Each row's values summed in worker order, then push order; then the
+  // distinct rows ascending, each with its sum: linear in the pushed rows,
+  // where sorting them was n log n.
+  std::vector<RowMerge::Part> parts;
+  for (const SparseRows& push : pushes) parts.push_back({push.rows, push.values});
+  merge_.merge(parts, shape_.rows, shape_.row_floats);
+  const std::vector<int64_t> rows = distinct_ascending(merge_.rows(), shape_.rows);
   std::vector<float> gradient(rows.size() * width);
   for (size_t r = 0; r < rows.size(); ++r) {
-    int32_t& slot = slot_of_row_[static_cast<size_t>(rows[r])];
-    std::copy_n(slot_sums_.data() + static_cast<size_t>(slot) * width, width, gradient.data() + r * width);
-    slot = -1;
+    const std::span<const float> sum = merge_.sum_of(rows[r]);
+    std::copy(sum.begin(), sum.end(), gradient.begin() + static_cast<std::ptrdiff_t>(r * width));
   }
   update_(ShardUpdate{weights_, rows, gradient, shape_.row_floats});
 }

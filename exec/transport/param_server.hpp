@@ -10,6 +10,7 @@
 #include <span>
 #include <vector>
 
+#include "exec/tensor/sparse_rows.hpp"
 #include "exec/transport/transport.hpp"
 
 namespace trainsim {
@@ -24,12 +25,6 @@ struct SparseRows {
 };
 // The inverse, for rows of `width` floats; TRAINSIM_CHECK on a partial row.
 SparseRows decode_sparse_rows(std::span<const float> message, int64_t width);
-
-// The distinct values of `ids`, ascending: marked in a bitmap of `limit`
-// bits and read back in order, linear in the ids and in limit / 64 (a table's
-// rows, where sorting the ids is n log n). TRAINSIM_CHECK that each is in
-// [0, limit).
-std::vector<int64_t> distinct_ascending(std::span<const int64_t> ids, int64_t limit);
 
 struct ShardShape {
   int64_t rows = 0;        // e.g. an embedding table's rows in this shard; 1 for a flat dense range
@@ -77,10 +72,7 @@ class ParamServerShard {
   ShardShape shape_;
   std::vector<float> weights_;
   ShardUpdateFn update_;
-  // A sparse round's merge: per table row its slot among the round's rows,
-  // or -1 (all -1 between rounds); the slots' sums.
-  std::vector<int32_t> slot_of_row_;
-  std::vector<float> slot_sums_;
+  RowMerge merge_;  // a sparse round's pushes, summed by row
 };
 
 // A worker's side: per round one push, then one pull, under the round's tag.

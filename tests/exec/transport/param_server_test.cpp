@@ -139,15 +139,6 @@ TEST(ParamServer, EachSparseRoundSumsOnlyItsOwnPushes) {
   EXPECT_EQ(shard.weights(), (std::vector<float>{-200, -7, 0, -30}));
 }
 
-TEST(ParamServer, DistinctRowsComeAscendingOnceEach) {
-  // Across the bitmap's 64-bit words: 0, 63, 64 and 129 of a 130-row table.
-  EXPECT_EQ(distinct_ascending(std::vector<int64_t>{129, 64, 0, 63, 64, 129, 0}, 130),
-            (std::vector<int64_t>{0, 63, 64, 129}));
-  EXPECT_TRUE(distinct_ascending({}, 130).empty());
-  EXPECT_THROW(distinct_ascending(std::vector<int64_t>{130}, 130), InternalError);
-  EXPECT_THROW(distinct_ascending(std::vector<int64_t>{-1}, 130), InternalError);
-}
-
 TEST(ParamServer, AFailingUpdateStopsTheWorkersWaitingToPull) {
   const ShardShape shape{1, 3, false};
   InProcessTransport transport(kWorkers + 1);

@@ -1,0 +1,48 @@
+// Rows of a sparse table's gradient: repeated rows summed through a slot per
+// table row, and a set of rows made distinct and ascending through a bitmap.
+// What SGD's sparse step and a sparse parameter server both do.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace trainsim {
+
+// Sums the values of repeated rows: the rows in order of first appearance,
+// each row's values added in the order they come (part by part, row by row).
+// Its buffers keep their capacity from one merge to the next, so once grown
+// a merge allocates nothing (every thread shares one malloc arena,
+// memory_reuse.hpp, and allocations of two workers would wait on each
+// other). One per thread or per owner; not for concurrent use.
+class RowMerge {
+ public:
+  struct Part {
+    std::span<const int64_t> rows;
+    std::span<const float> values;  // rows.size() x width
+  };
+
+  // Merges `parts` of a table of `table_rows` rows of `width` floats.
+  // TRAINSIM_CHECK that every row is in the table and every part holds a
+  // row of values per row, all before any is merged.
+  void merge(std::span<const Part> parts, int64_t table_rows, int64_t width);
+
+  const std::vector<int64_t>& rows() const { return rows_; }    // the last merge's, distinct
+  const std::vector<float>& values() const { return values_; }  // rows().size() x width, their sums
+  // The sum of `row` in the last merge, which holds it.
+  std::span<const float> sum_of(int64_t row) const;
+
+ private:
+  std::vector<int64_t> rows_;
+  std::vector<float> values_;
+  std::vector<int32_t> slot_of_row_;  // per table row: its index in rows_, or -1
+  int64_t width_ = 0;
+};
+
+// The distinct values of `ids`, ascending: marked in a bitmap of `limit`
+// bits and read back in order, linear in the ids and in limit / 64 (a table's
+// rows, where sorting the ids is n log n). TRAINSIM_CHECK that each is in
+// [0, limit).
+std::vector<int64_t> distinct_ascending(std::span<const int64_t> ids, int64_t limit);
+
+}  // namespace trainsim

@@ -1,0 +1,60 @@
+// Sparse rows: repeated rows summed in the order they come, part by part,
+// a merge leaving nothing behind for the next; distinct rows ascending.
+#include "exec/tensor/sparse_rows.hpp"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "model/error.hpp"
+
+namespace trainsim {
+namespace {
+
+TEST(RowMerge, SumsRepeatedRowsInTheOrderTheyCome) {
+  // Part 1: rows 4, 1, 4; part 2: rows 1, 0 (width 2). Rows by first
+  // appearance 4, 1, 0; row 4 = [1,2] + [5,6], row 1 = [3,4] + [7,8].
+  const std::vector<int64_t> rows1{4, 1, 4}, rows2{1, 0};
+  const std::vector<float> values1{1, 2, 3, 4, 5, 6}, values2{7, 8, 9, 10};
+  const std::vector<RowMerge::Part> parts{{rows1, values1}, {rows2, values2}};
+  RowMerge merge;
+  merge.merge(parts, 5, 2);
+  EXPECT_EQ(merge.rows(), (std::vector<int64_t>{4, 1, 0}));
+  EXPECT_EQ(merge.values(), (std::vector<float>{6, 8, 10, 12, 9, 10}));
+  const auto row1 = merge.sum_of(1);
+  EXPECT_EQ(std::vector<float>(row1.begin(), row1.end()), (std::vector<float>{10, 12}));
+  EXPECT_THROW(merge.sum_of(2), InternalError);  // not in this merge
+}
+
+TEST(RowMerge, EachMergeStartsFromNothingAndARefusedOneChangesNothing) {
+  RowMerge merge;
+  const std::vector<int64_t> first{2, 2};
+  const std::vector<float> ones{1, 1};
+  const std::vector<RowMerge::Part> one{{first, ones}};
+  merge.merge(one, 3, 1);
+  EXPECT_EQ(merge.values(), (std::vector<float>{2}));
+  const std::vector<int64_t> outside{0, 3};
+  const std::vector<RowMerge::Part> bad{{outside, ones}};
+  EXPECT_THROW(merge.merge(bad, 3, 1), InternalError);
+  const std::vector<float> short_values{1};
+  const std::vector<RowMerge::Part> ragged{{first, short_values}};
+  EXPECT_THROW(merge.merge(ragged, 3, 1), InternalError);
+  const std::vector<int64_t> second{0, 2};
+  const std::vector<RowMerge::Part> again{{second, ones}};
+  merge.merge(again, 3, 1);  // row 2 sums this merge's value only
+  EXPECT_EQ(merge.rows(), (std::vector<int64_t>{0, 2}));
+  EXPECT_EQ(merge.values(), (std::vector<float>{1, 1}));
+  EXPECT_THROW(merge.sum_of(1), InternalError);
+}
+
+TEST(DistinctAscending, DistinctRowsComeAscendingOnceEach) {
+  // Across the bitmap's 64-bit words: 0, 63, 64 and 129 of a 130-row table.
+  EXPECT_EQ(distinct_ascending(std::vector<int64_t>{129, 64, 0, 63, 64, 129, 0}, 130),
+            (std::vector<int64_t>{0, 63, 64, 129}));
+  EXPECT_TRUE(distinct_ascending({}, 130).empty());
+  EXPECT_THROW(distinct_ascending(std::vector<int64_t>{130}, 130), InternalError);
+  EXPECT_THROW(distinct_ascending(std::vector<int64_t>{-1}, 130), InternalError);
+}
+
+}  // namespace
+}  // namespace trainsim
