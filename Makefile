@@ -7,7 +7,7 @@ TRAINSIM = $(BUILD)/tools/trainsim
 # Debian packages the build, the tests, the data, the plots, the notebooks
 # and the report's browser test need.
 PACKAGES = build-essential cmake ninja-build pkg-config \
-  libeigen3-dev libopenblas-pthread-dev libdnnl-dev nlohmann-json3-dev libgtest-dev libbenchmark-dev libcli11-dev \
+  libeigen3-dev libopenblas-pthread-dev libdnnl-dev libxsmm-dev nlohmann-json3-dev libgtest-dev libbenchmark-dev libcli11-dev \
   zlib1g-dev libopenmpi-dev openmpi-bin iproute2 dataset-fashion-mnist fortunes fortunes-min python3-matplotlib python3-numpy \
   jupyter-nbconvert python3-ipykernel chromium
 

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "exec/tensor/kernels_impl.hpp"
+#include "exec/tensor/small_product.hpp"
 #include "model/error.hpp"
 
 namespace trainsim {
@@ -83,6 +84,8 @@ class Lstm final : public ExecLayer {
     Tensor dgates_all({batch, tokens_, 4 * h});  // d gates of every step, {B, T, 4h} as x
     RowMajorMatrix dh_next = RowMajorMatrix::Zero(batch, h), dc_next = RowMajorMatrix::Zero(batch, h);
     RowMajorMatrix dh(batch, h), dc(batch, h);
+    // dh_next = d gates·W_h: W_h (4h×h) read in place, rows width_ apart.
+    const SmallProduct through_w_h(batch, h, 4 * h, tokens_ * 4 * h, width_, h, false);
     for (int64_t t = tokens_ - 1; t >= 0 && batch > 0; --t) {
       ConstMatrixView act(gates.data.data() + t * batch * 4 * h, batch, 4 * h);
       ConstMatrixView tct(tanh_c.data.data() + t * batch * h, batch, h);
@@ -100,7 +103,7 @@ class Lstm final : public ExecLayer {
       }
       dgates.middleCols(2 * h, h).array() = dc.array() * i * (1.0f - g.square());
       dgates.rightCols(h).array() = dh.array() * tct.array() * o * (1.0f - o);
-      dh_next.noalias() = dgates * w.rightCols(h);
+      through_w_h(dgates.data(), w.data() + in_, dh_next.data());
       dc_next.array() = dc.array() * f;
     }
     Tensor dx({batch, tokens_, in_});
@@ -126,6 +129,9 @@ class Lstm final : public ExecLayer {
     Tensor y({batch, tokens_, h});
     Tensor gates({tokens_, batch, 4 * h}), c({tokens_, batch, h}), tanh_c({tokens_, batch, h});
     ConstMatrixView w(params[0].data.data(), 4 * h, width_);
+    // h_{t-1}·W_hᵀ of every step, with W_hᵀ (h×4h) made once.
+    const RowMajorMatrix w_h_t = w.rightCols(h).transpose();
+    const SmallProduct times_w_h_t(batch, 4 * h, h, tokens_ * h, 4 * h, 4 * h, true);
     // Every step's x_t·W_xᵀ + b, {B, T, 4h} as x.
     Tensor x_part({batch, tokens_, 4 * h});
     if (batch > 0) {  // no sample (build_network infers shapes so): no views into empty storage
@@ -136,7 +142,7 @@ class Lstm final : public ExecLayer {
     for (int64_t t = 0; batch > 0 && t < tokens_; ++t) {
       MatrixView act(gates.data.data() + t * batch * 4 * h, batch, 4 * h);
       act = step(std::as_const(x_part), t, 4 * h);
-      if (t > 0) act.noalias() += step(std::as_const(y), t - 1, h) * w.rightCols(h).transpose();
+      if (t > 0) times_w_h_t(step(std::as_const(y), t - 1, h).data(), w_h_t.data(), act.data());
       sigmoid_in_place(act.leftCols(2 * h).array());
       act.middleCols(2 * h, h).array() = act.middleCols(2 * h, h).array().tanh();
       sigmoid_in_place(act.rightCols(h).array());
