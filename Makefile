@@ -88,7 +88,7 @@ test-tsan:
 PEER_VENV = $(BUILD)/peer-venv
 peer-bench: build
 	@[ -x $(PEER_VENV)/bin/python ] || python3 -m venv $(PEER_VENV)
-	@$(PEER_VENV)/bin/python -c 'import torch' 2>/dev/null || $(PEER_VENV)/bin/pip install --quiet torch
+	@$(PEER_VENV)/bin/python -c 'import torch' 2>/dev/null || $(PEER_VENV)/bin/pip install --quiet torch numpy
 	$(PEER_VENV)/bin/python tests/bench/peer_bench.py --build $(BUILD)
 
 # On a machine with a GPU: the GPU tests, GPU profiles and cluster probe,

@@ -7,6 +7,7 @@
 extern "C" {
 void openblas_set_num_threads(int num_threads);
 int openblas_get_num_threads(void);
+char* openblas_get_corename(void);
 }
 #endif
 
@@ -19,6 +20,14 @@ int use_one_blas_thread_per_caller() {
   return openblas_get_num_threads();
 #else
   return 0;
+#endif
+}
+
+std::string blas_kernels() {
+#if defined(TRAINSIM_WITH_OPENBLAS)
+  return openblas_get_corename();
+#else
+  return "Eigen";
 #endif
 }
 

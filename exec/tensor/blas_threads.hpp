@@ -1,6 +1,8 @@
 // How many threads a matrix product through OpenBLAS uses: one, its caller's.
 #pragma once
 
+#include <string>
+
 namespace trainsim {
 
 // The executor's workers (and the profiler's measuring threads) are the
@@ -10,5 +12,10 @@ namespace trainsim {
 // caller's thread; idempotent and thread-safe; build_network calls it.
 // Returns the threads a call now uses (1), or 0 without OpenBLAS.
 int use_one_blas_thread_per_caller();
+
+// The kernels the matrix products run: OpenBLAS's core ("Haswell",
+// "SkylakeX", ...: chosen for the processor at start, or as the environment's
+// OPENBLAS_CORETYPE says), or "Eigen" without OpenBLAS.
+std::string blas_kernels();
 
 }  // namespace trainsim

@@ -18,10 +18,11 @@ using ConstRowVectorView = Eigen::Map<const Eigen::RowVectorXf>;
 using StepView = Eigen::Map<RowMajorMatrix, 0, Eigen::OuterStride<>>;
 using ConstStepView = Eigen::Map<const RowMajorMatrix, 0, Eigen::OuterStride<>>;
 
-// σ(v) in place, on an Eigen array expression.
+// σ(v) in place, on an Eigen array expression: Eigen's logistic (a rational
+// approximation, exp only below -9), not 1 / (1 + exp(-v)).
 template <typename Block>
 void sigmoid_in_place(Block&& v) {
-  v = (1.0f + (-v).exp()).inverse();
+  v = v.logistic();
 }
 
 // Hochreiter & Schmidhuber 1997 with the forget gate of Gers et al. 2000, as

@@ -29,14 +29,24 @@ LEARNING_RATE = 0.01
 
 
 def trainsim_step_s(build, model):
-    """Mean time of trainsim's step from one step_bench run (at least 1 s of steps)."""
+    """Mean time of trainsim's step from one step_bench run (at least 1 s of steps), and
+    the run's context (step_bench's blas_kernels: the kernels its products ran)."""
     name = "BM_KernelStep/" + model.replace("-", "_")
     done = subprocess.run([os.path.join(build, "tests", "bench", "step_bench"), f"--benchmark_filter={name}$",
                            "--benchmark_min_time=1", "--benchmark_format=json"], capture_output=True, text=True,
                           check=True)
-    bench = json.loads(done.stdout)["benchmarks"][0]
+    report = json.loads(done.stdout)
+    bench = report["benchmarks"][0]
     scale = {"ms": 1e-3, "us": 1e-6, "ns": 1e-9, "s": 1.0}[bench["time_unit"]]
-    return bench["real_time"] * scale
+    return bench["real_time"] * scale, report["context"]
+
+
+def kernels_line(context):
+    """Which kernels trainsim's matrix products ran, and whether the environment chose them."""
+    kernels = context.get("blas_kernels", "unknown")
+    forced = os.environ.get("OPENBLAS_CORETYPE")
+    chosen = f", as OPENBLAS_CORETYPE={forced} in the environment says" if forced else ""
+    return f"trainsim's matrix products: {kernels} kernels{chosen}"
 
 
 def pytorch_step_s(torch, make_module, model, batch, seconds=1.0):
@@ -87,7 +97,7 @@ def main():
     torch.set_num_interop_threads(1)
     torch.manual_seed(1)
     trainsim = os.path.join(args.build, "tools", "trainsim")
-    rows = []
+    rows, context = [], {}
     for model, batch in MODELS:
         params = json.loads(subprocess.run([trainsim, "zoo", "show", model, "--json"], capture_output=True,
                                            text=True, check=True).stdout)["param_count"]
@@ -97,13 +107,15 @@ def main():
             return 1
         ours, theirs = [], []
         for r in range(args.rounds):
-            ours.append(trainsim_step_s(args.build, model))
+            step_s, context = trainsim_step_s(args.build, model)
+            ours.append(step_s)
             theirs.append(pytorch_step_s(torch, MODULES[model], model, batch))
             print(f"{model} round {r + 1}: trainsim {ours[-1] * 1e3:.2f} ms, PyTorch {theirs[-1] * 1e3:.2f} ms",
                   file=sys.stderr, flush=True)
         rows.append(f"| {model} | {batch} | {spread_ms(ours)} | {spread_ms(theirs)} | "
                     f"{statistics.median(ours) / statistics.median(theirs):.2f} |")
-    table = "\n".join([f"PyTorch {torch.__version__}, one thread each, {args.rounds} rounds:", "",
+    table = "\n".join([f"PyTorch {torch.__version__} (CPU capability {torch.backends.cpu.get_cpu_capability()}), "
+                       f"{kernels_line(context)}; one thread each, {args.rounds} rounds:", "",
                        "| model | batch | trainsim step | PyTorch step | trainsim / PyTorch |",
                        "|---|---|---|---|---|"] + rows)
     print(table)

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "exec/interpreter.hpp"
+#include "exec/tensor/blas_threads.hpp"
 #include "exec/tensor/conv_onednn.hpp"
 #include "exec/tensor/kernels_impl.hpp"
 #include "exec/tensor/memory_reuse.hpp"
@@ -322,6 +323,7 @@ BENCHMARK_CAPTURE(BM_InterpreterVersusKernels, fortunes_gpt, "fortunes-gpt", 16,
 int main(int argc, char** argv) {
   trainsim::reuse_freed_memory();
   benchmark::Initialize(&argc, argv);
+  benchmark::AddCustomContext("blas_kernels", trainsim::blas_kernels());
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
