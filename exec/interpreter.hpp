@@ -16,6 +16,7 @@
 
 #include "exec/data/batching.hpp"
 #include "exec/optim/sgd.hpp"
+#include "exec/run_state.hpp"
 #include "exec/tensor/device.hpp"
 #include "exec/tensor/layers.hpp"
 #include "exec/transport/transport.hpp"
@@ -75,6 +76,12 @@ struct ExecOptions {
   // processes start together (a barrier) and the results are gathered to
   // the one running endpoint 0 (ExecResult::complete).
   std::vector<int32_t> local_endpoints;
+  // Where the run starts from, when set: an earlier run's state (keep_state)
+  // of the same plan's endpoints, instead of `initial` with fresh optimizers.
+  const RunState* resume = nullptr;
+  // Fills ExecResult::state at the end of the run, for a next one to resume.
+  // Both refused (InputError) in a run shared by several processes.
+  bool keep_state = false;
 };
 
 // The run stopped at a loss that is NaN or infinite (stop_on_divergence).
@@ -100,6 +107,7 @@ struct ExecResult {
   Weights weights;                          // after the run: each layer from the first worker holding it
   Statistics statistics;                    // after the run: each layer's from the first worker running its forward
   TrafficStats traffic;                     // bytes moved between workers
+  RunState state;                           // with ExecOptions::keep_state: every endpoint's, after the run
 };
 
 // Runs `plan` with `network` from `initial` weights on batches from `batches`.

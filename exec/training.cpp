@@ -63,6 +63,55 @@ double test_accuracy(const Network& network, const Weights& weights, const Stati
   return static_cast<double>(correct) / static_cast<double>(samples * data.labels_per_sample);
 }
 
+namespace {
+
+// Runs iterations [start, iterations) as plans of at most checkpoint_every
+// iterations each, every one starting from the state the last left (or the
+// checkpoint's); r.exec gathers their losses and iteration ends (on one
+// clock), and keeps the last one's timings, weights and statistics.
+void train_in_stretches(TrainingResult& r, const StrategyInfo& strategy, const Cluster& cluster,
+                        const StrategyConfig& config, const TrainingOptions& options, const Network& network,
+                        const Weights& initial, const BatchSource& batches, ExecOptions exec, int32_t iterations) {
+  const Checkpoint* resume = options.resume;
+  const int32_t start = resume != nullptr ? resume->next_iteration : 0;
+  if (resume != nullptr && (start < 0 || static_cast<size_t>(start) != resume->losses.size())) {
+    throw InputError("--resume", "the checkpoint's losses do not end at its next iteration", "a whole checkpoint");
+  }
+  if (start >= iterations) {
+    throw InputError("--iterations", "is " + std::to_string(iterations) + ", which the checkpoint has reached",
+                     "more than the checkpoint's " + std::to_string(start) + " iterations");
+  }
+  Checkpoint carried;
+  if (resume != nullptr) carried = *resume;
+  exec.keep_state = options.checkpoint_every > 0;
+  std::vector<double> ends;
+  double clock = 0;
+  for (int32_t first = start; first < iterations;) {
+    const int32_t every = options.checkpoint_every;
+    const int32_t end = every > 0 ? static_cast<int32_t>(std::min<int64_t>(iterations, (first / every + 1) * int64_t{every}))
+                                  : iterations;
+    r.plan = generate_plan(strategy, r.profile, cluster, config, end - first);
+    exec.resume = first > start || resume != nullptr ? &carried.state : nullptr;
+    const BatchSource shifted = [&, first](int32_t iteration, int64_t rows, RowRange range, Tensor* x,
+                                           std::vector<int32_t>* y) { batches(iteration + first, rows, range, x, y); };
+    ExecResult stretch = execute_plan(r.plan, network, initial, shifted, exec);
+    for (double e : stretch.iteration_end_s) ends.push_back(clock + e);
+    clock = ends.empty() ? clock : ends.back();
+    carried.losses.insert(carried.losses.end(), stretch.loss_per_iteration.begin(), stretch.loss_per_iteration.end());
+    carried.next_iteration = end;
+    if (exec.keep_state) {
+      carried.state = std::move(stretch.state);
+      if (options.on_checkpoint) options.on_checkpoint(carried);
+    }
+    r.exec = std::move(stretch);
+    first = end;
+  }
+  r.exec.iteration_end_s = std::move(ends);
+  r.exec.loss_per_iteration = std::move(carried.losses);
+}
+
+}  // namespace
+
 TrainingResult train(const Model& model, const Dataset& data, const Cluster& cluster, StrategyConfig config,
                      const TrainingOptions& options, const Profile* profile) {
   const Network network = build_network(model);
@@ -119,7 +168,11 @@ TrainingResult train(const Model& model, const Dataset& data, const Cluster& clu
   exec.make_transport = options.make_transport;
   exec.local_endpoints = options.local_endpoints;
   const Weights initial = init_weights(network, options.seed);
-  r.exec = execute_plan(r.plan, network, initial, batches, exec);
+  if (options.checkpoint_every > 0 || options.resume != nullptr) {
+    train_in_stretches(r, strategy, cluster, config, options, network, initial, batches, exec, iterations);
+  } else {
+    r.exec = execute_plan(r.plan, network, initial, batches, exec);
+  }
 
   r.iteration = iteration_stats(r.exec.iteration_end_s, r.plan.iteration_period,
                                 static_cast<int32_t>(std::min<int64_t>(r.plan.drain_iterations, INT32_MAX)));
@@ -145,7 +198,7 @@ nlohmann::json training_to_json(const TrainingResult& r, const std::string& mode
                       {"devices", devices},
                       {"batch_size", r.profile.batch_size},
                       {"samples_per_iteration", r.plan.samples_per_iteration},
-                      {"iterations", r.plan.iterations},
+                      {"iterations", r.exec.loss_per_iteration.size()},
                       {"iterations_per_epoch", r.iterations_per_epoch},
                       {"seed", seed},
                       {"iteration_s", r.iteration.median_s},

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "exec/checkpoint.hpp"
 #include "exec/data/dataset.hpp"
 #include "exec/interpreter.hpp"
 #include "exec/optim/stale_momentum.hpp"
@@ -42,6 +43,14 @@ struct TrainingOptions {
   // local_endpoints): the transport joining them and this process's workers.
   std::function<std::unique_ptr<Transport>(int endpoints)> make_transport;
   std::vector<int32_t> local_endpoints;
+  // Every `checkpoint_every` iterations (> 0) the run drains its plan (the
+  // next stretch starts from the state it left) and calls on_checkpoint with
+  // what going on needs (its identity left for the caller to fill). A
+  // synchronous strategy trains as without; a pipeline drains once more per
+  // stretch. `resume`, when set, starts from such a checkpoint.
+  int32_t checkpoint_every = 0;
+  std::function<void(const Checkpoint&)> on_checkpoint;
+  const Checkpoint* resume = nullptr;
 };
 
 struct IterationStats {
@@ -52,8 +61,8 @@ struct IterationStats {
 };
 
 struct TrainingResult {
-  Plan plan;
-  ExecResult exec;
+  Plan plan;                            // with checkpoints: the last stretch's
+  ExecResult exec;                      // with checkpoints: timings of the last stretch, losses of every iteration
   Profile profile;                      // what the plan was generated from
   IterationStats iteration;
   double samples_per_s = 0;             // samples of the whole job per second, from iteration.median_s

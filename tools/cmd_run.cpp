@@ -47,6 +47,9 @@ struct RunOptions {
   std::string metrics;
   std::string json;
   bool quiet = false;
+  std::string checkpoint;  // a directory
+  int32_t checkpoint_every = 0;
+  std::string resume;      // a directory
   LaunchOptions launch;
 };
 
@@ -78,6 +81,9 @@ std::vector<std::string> rank_arguments(const RunOptions& o) {
   add("--trace", o.trace);
   add("--metrics", o.metrics);
   add("--json", o.json);
+  add("--checkpoint", o.checkpoint);
+  if (o.checkpoint_every > 0) add("--checkpoint-every", std::to_string(o.checkpoint_every));
+  add("--resume", o.resume);
   a.push_back("--progress-lines");
   if (o.quiet) a.push_back("--quiet");
   return a;
@@ -86,9 +92,13 @@ std::vector<std::string> rank_arguments(const RunOptions& o) {
 void write_metrics(const std::string& path, const TrainingResult& r, std::ostream& standard_output) {
   std::ostringstream csv;
   csv << "iteration,epoch,loss,end_s\n";
+  // A resumed run timed only the iterations after its checkpoint: end_s is empty before them.
+  const size_t timed_from = r.exec.loss_per_iteration.size() - r.exec.iteration_end_s.size();
   for (size_t i = 0; i < r.exec.loss_per_iteration.size(); ++i) {
     csv << i << ',' << static_cast<int64_t>(i) / std::max(1, r.iterations_per_epoch) << ','
-        << r.exec.loss_per_iteration[i] << ',' << r.exec.iteration_end_s[i] << '\n';
+        << r.exec.loss_per_iteration[i] << ',';
+    if (i >= timed_from) csv << r.exec.iteration_end_s[i - timed_from];
+    csv << '\n';
   }
   write_text_output(path, csv.str(), standard_output, "--metrics");
 }
@@ -111,6 +121,10 @@ void run_training(const RunOptions& o, CommandContext& ctx) {
     throw InputError("--momentum", "is " + format_number(o.momentum), "a number in [0, 1)");
   }
   check_launch_options(o.launch);
+  if (o.checkpoint.empty() != (o.checkpoint_every == 0)) {
+    throw InputError(o.checkpoint.empty() ? "--checkpoint-every" : "--checkpoint", "is given alone",
+                     "--checkpoint DIR with --checkpoint-every N");
+  }
   const Model model = load_model(o.model, "--model");
   const int64_t workers = parse_cpu_devices(o.devices);
   const Cluster cluster = nominal_cpu_cluster(workers);
@@ -165,6 +179,27 @@ void run_training(const RunOptions& o, CommandContext& ctx) {
     if (!warning.empty() && reports) ctx.err << warning << "\n" << std::flush;
   };
   options.stop_on_divergence = true;
+  // Checkpoints: what a resumed run must share with the one that wrote them
+  // (not --checkpoint-every: stretches of another length drain elsewhere).
+  const nlohmann::json identity = {{"model", model.name},    {"strategy", o.strategy},
+                                   {"settings", o.settings}, {"devices", o.devices},
+                                   {"batch", o.batch},       {"seed", o.seed},
+                                   {"dataset", data.name},   {"learning_rate", o.learning_rate},
+                                   {"momentum", o.momentum}};
+  Checkpoint resume;
+  if (!o.resume.empty()) {
+    resume = read_checkpoint(o.resume);
+    check_same_run(resume, identity);
+    options.resume = &resume;
+  }
+  if (!o.checkpoint.empty()) {
+    options.checkpoint_every = o.checkpoint_every;
+    options.on_checkpoint = [&](const Checkpoint& c) {
+      Checkpoint named = c;
+      named.identity = identity;
+      write_checkpoint(o.checkpoint, named);
+    };
+  }
   TrainingResult r;
   try {
     r = train(model, data, cluster, config, options);
@@ -185,7 +220,8 @@ void run_training(const RunOptions& o, CommandContext& ctx) {
   if (!o.quiet && o.json != "-") {
     ctx.out << r.plan.strategy << " on " << model.name << " (" << data.name << "), " << o.devices << ", batch "
             << r.profile.batch_size
-            << " per device: " << r.plan.iterations << " iterations\n"
+            << " per device: " << r.exec.loss_per_iteration.size() << " iterations"
+            << (o.resume.empty() ? "" : " (" + std::to_string(resume.next_iteration) + " before --resume)") << "\n"
             << "iteration " << format_seconds(r.iteration.median_s) << " median (min "
             << format_seconds(r.iteration.min_s) << ", max " << format_seconds(r.iteration.max_s) << "), "
             << format_count(r.samples_per_s) << " samples/s\n"
@@ -223,6 +259,16 @@ void add_run_command(CLI::App& app, CommandContext& ctx) {
   cmd->add_option("--metrics", o->metrics, "Write per-iteration loss and time (CSV) here");
   cmd->add_option("--json", o->json, "Write the trainsim.run/1 summary here ('-' for standard output)");
   cmd->add_flag("--quiet", o->quiet, "No progress bar and no summary");
+  cmd->add_option("--checkpoint", o->checkpoint,
+                  "Write a checkpoint into this directory every --checkpoint-every iterations (DIR/checkpoint, "
+                  "replaced atomically)");
+  cmd->add_option("--checkpoint-every", o->checkpoint_every,
+                  "Iterations between checkpoints; the plan drains at each (a pipeline's bubble), and --trace "
+                  "shows the last stretch")
+      ->check(CLI::Range(1, 10'000'000));
+  cmd->add_option("--resume", o->resume,
+                  "Go on from the checkpoint in this directory: the same command that wrote it, --iterations "
+                  "(or --epochs) as long or longer");
   add_launch_options(*cmd, o->launch);
   cmd->callback([&ctx, o] { ctx.action = [&ctx, o] { run_training(*o, ctx); }; });
 }

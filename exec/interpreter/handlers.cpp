@@ -27,6 +27,9 @@ Interpreter::Interpreter(const Plan& plan, const Network& network, const Weights
       shared_(std::find(local_.begin(), local_.end(), 0) != local_.end()),
       scheduler_(plan, transport_, options.pin_workers, local_workers()) {
   TRAINSIM_CHECK(options.batch_size > 0, "the executor needs the plan's per-device batch size");
+  if (shared_ && (options.resume != nullptr || options.keep_state)) {
+    throw InputError("--checkpoint", "is set for a run across MPI processes", "a run of one process");
+  }
   TRAINSIM_CHECK(transport_.workers() == static_cast<int>(plan.workers.size() + plan.servers.size()),
                  "the transport must join the plan's workers and servers");
   workers_.resize(plan.workers.size());
@@ -64,6 +67,7 @@ Interpreter::Interpreter(const Plan& plan, const Network& network, const Weights
   }
   assign_collective_tags();
   make_servers(initial);
+  if (options.resume != nullptr) resume_from(*options.resume);
   loss_sum_.assign(plan.workers.size(), std::vector<double>(static_cast<size_t>(plan.iterations), 0.0));
   loss_rows_.assign(plan.workers.size(), std::vector<int64_t>(static_cast<size_t>(plan.iterations), 0));
 }
@@ -152,7 +156,84 @@ ExecResult Interpreter::result() {
     }
   }
   r.traffic = transport_.traffic();
+  if (options_.keep_state) r.state = state();
   return r;
+}
+
+// A worker's copy of a layer it does not update itself (a parameter
+// server's client, a stage's view of other stages) is whatever it last
+// received, which the drained plan may have left a step behind: the state
+// gives it the layer as its updater (a worker, or the server) holds it, as
+// every worker held `initial` at the start.
+RunState Interpreter::state() const {
+  const size_t layers = network_.layers.size();
+  std::vector<std::vector<uint8_t>> updates(workers_.size(), std::vector<uint8_t>(layers, 0));
+  for (const Op& op : plan_.ops) {
+    if (op.kind != OpKind::kUpdate) continue;
+    for (int32_t l = std::max(0, op.first_layer); l <= op.last_layer; ++l) {
+      updates[static_cast<size_t>(op.worker)][static_cast<size_t>(l)] = 1;
+    }
+  }
+  const std::vector<int32_t> updater = first_worker_per_layer(OpKind::kUpdate);
+  std::vector<const LayerParams*> latest(layers, nullptr);
+  for (size_t l = 0; l < layers; ++l) {
+    if (updater[l] >= 0) latest[l] = &workers_[static_cast<size_t>(updater[l])]->weights[l];
+  }
+  for (const auto& s : servers_) {  // a server's layers are its, whatever the workers step
+    for (int32_t l = s->first; l <= s->last; ++l) {
+      latest[static_cast<size_t>(l)] = &s->table[static_cast<size_t>(l)];
+      for (auto& worker : updates) worker[static_cast<size_t>(l)] = 0;
+    }
+  }
+  RunState state;
+  for (size_t i = 0; i < workers_.size(); ++i) {
+    const WorkerState& w = *workers_[i];
+    EndpointState e{w.weights, w.optimizer->velocity(), w.spectrain ? w.spectrain->smoothed_gradient() : Weights{},
+                    w.statistics};
+    for (size_t l = 0; l < layers; ++l) {
+      if (!updates[i][l] && latest[l] != nullptr) e.weights[l] = *latest[l];
+    }
+    state.endpoints.push_back(std::move(e));
+  }
+  for (const auto& s : servers_) state.endpoints.push_back(EndpointState{s->table, s->optimizer->velocity(), {}, {}});
+  return state;
+}
+
+void Interpreter::resume_from(const RunState& state) {
+  const auto shapes_of = [](const Weights& weights) {
+    std::vector<std::vector<std::vector<int64_t>>> shapes;
+    for (const LayerParams& layer : weights) {
+      shapes.emplace_back();
+      for (const Tensor& t : layer) shapes.back().push_back(t.shape);
+    }
+    return shapes;
+  };
+  if (state.endpoints.size() != workers_.size() + servers_.size()) {
+    throw InputError("--resume", "holds " + std::to_string(state.endpoints.size()) + " workers and servers",
+                     "a checkpoint of this plan's " + std::to_string(workers_.size() + servers_.size()));
+  }
+  for (size_t i = 0; i < workers_.size(); ++i) {
+    WorkerState& w = *workers_[i];
+    const EndpointState& e = state.endpoints[i];
+    if (shapes_of(e.weights) != shapes_of(w.weights) || shapes_of(e.statistics) != shapes_of(w.statistics)) {
+      throw InputError("--resume", "holds weights of another model", "a checkpoint of this model");
+    }
+    w.weights = e.weights;
+    w.statistics = e.statistics;
+    w.optimizer->set_velocity(e.velocity);
+    if (w.spectrain) w.spectrain->set_smoothed_gradient(e.smoothed);
+  }
+  for (size_t k = 0; k < servers_.size(); ++k) {
+    VariableServer& s = *servers_[k];
+    const EndpointState& e = state.endpoints[workers_.size() + k];
+    if (shapes_of(e.weights) != shapes_of(s.table)) {
+      throw InputError("--resume", "holds a server of other variables", "a checkpoint of this plan");
+    }
+    s.table = e.weights;
+    s.optimizer->set_velocity(e.velocity);
+    s.shard->set_weights(s.shape.sparse ? s.table[static_cast<size_t>(s.first)][0].data
+                                        : flatten_weights(s.table, s.first, s.last));
+  }
 }
 
 void Interpreter::summarize(ExecResult& r) const {

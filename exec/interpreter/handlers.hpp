@@ -62,6 +62,9 @@ class Interpreter final : public OpHandler {
   ExecResult result();
   // The iterations' ends from r.timings and their losses from the workers'.
   void summarize(ExecResult& r) const;
+  // Every endpoint's state (ExecOptions::keep_state), and a run started from one (resume).
+  RunState state() const;
+  void resume_from(const RunState& state);
 
   // shared_run.cpp: a run shared by several processes (ExecOptions::local_endpoints)
   static std::vector<uint8_t> local_mask(const Plan& plan, const ExecOptions& options);

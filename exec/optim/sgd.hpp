@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "exec/tensor/tensor.hpp"
@@ -43,6 +44,8 @@ class Sgd {
   // The velocity buffers, shaped like the weights (empty before a layer's
   // first step, or when momentum is 0).
   const Weights& velocity() const { return velocity_; }
+  // Replaces the velocity buffers (a checkpoint's), shaped as velocity() gives them.
+  void set_velocity(Weights velocity) { velocity_ = std::move(velocity); }
 
  private:
   void step_dense(Tensor& param, const Tensor& grad, Tensor* velocity) const;

@@ -70,6 +70,13 @@ ParamServerShard::ParamServerShard(Transport& transport, int server, std::vector
   TRAINSIM_CHECK(static_cast<bool>(update_), "ParamServerShard: needs an update callback");
 }
 
+void ParamServerShard::set_weights(std::vector<float> weights) {
+  TRAINSIM_CHECK(static_cast<int64_t>(weights.size()) == shape_.floats(),
+                 "ParamServerShard: " + std::to_string(weights.size()) + " values for a shard of " +
+                     std::to_string(shape_.floats()));
+  weights_ = std::move(weights);
+}
+
 void ParamServerShard::serve_round(int64_t tag) {
   if (shape_.sparse) {
     update_sparse(tag);

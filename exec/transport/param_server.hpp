@@ -59,6 +59,8 @@ class ParamServerShard {
   void serve_round(int64_t tag);
 
   const std::vector<float>& weights() const { return weights_; }
+  // Replaces the shard's values (a checkpoint's), shape().floats() of them.
+  void set_weights(std::vector<float> weights);
   const ShardShape& shape() const { return shape_; }
 
  private:

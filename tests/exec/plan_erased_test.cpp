@@ -22,44 +22,9 @@ using strategy_runs::execute;
 using strategy_runs::plan_of;
 using strategy_runs::RunSpec;
 using strategy_runs::StrategyRun;
-
-constexpr SgdOptions kMomentum{0.1, 0.9, 0.0};
-
-struct Case {
-  std::string name;  // a test name: letters, digits, underscores
-  RunSpec spec;
-};
-
-// Every strategy, with the settings that exercise what its plan must carry:
-// both dp-ps servers, pipesgd's compressed AllReduce with stale weights,
-// PipeDream's stashed versions, SpecTrain's predictions, DSP's
-// recomputation, and Parallax's three exchanges on a model with a sparse table.
-const std::vector<Case>& cases() {
-  static const std::vector<Case> all = {
-      {"single", {.strategy = "single", .sgd = kMomentum}},
-      {"dp_ps_device", {.strategy = "dp-ps", .settings = {{"server", "device"}}, .sgd = kMomentum}},
-      {"dp_ps_host", {.strategy = "dp-ps", .settings = {{"server", "host"}}, .sgd = kMomentum}},
-      {"dp_ring", {.strategy = "dp-ring", .sgd = kMomentum}},
-      {"dp_overlap", {.strategy = "dp-overlap", .sgd = kMomentum}},
-      {"pipesgd_quant8",
-       {.strategy = "pipesgd", .settings = {{"width", "2"}, {"compression", "quant8"}}, .sgd = kMomentum}},
-      {"pipesgd_trunc16",
-       {.strategy = "pipesgd", .settings = {{"width", "2"}, {"compression", "trunc16"}, {"segments", "2"}},
-        .sgd = kMomentum}},
-      {"cgdp", {.strategy = "cgdp", .sgd = kMomentum}},
-      {"pipedream", {.strategy = "pipedream", .iterations = 6, .sgd = kMomentum}},
-      {"pipedream_sync", {.strategy = "pipedream-sync", .iterations = 6, .sgd = kMomentum}},
-      {"dualpipe_spectrain", {.strategy = "dualpipe", .settings = {{"spectrain", "true"}}, .iterations = 6}},
-      {"gpipe", {.strategy = "gpipe", .settings = {{"microbatches", "2"}}, .sgd = kMomentum}},
-      {"dsp", {.strategy = "dsp", .iterations = 6, .sgd = kMomentum}},
-      {"parallax_hybrid", {.strategy = "parallax", .settings = {{"mode", "hybrid"}}, .sgd = kMomentum, .text = true}},
-      {"parallax_ps", {.strategy = "parallax", .settings = {{"mode", "ps"}}, .sgd = kMomentum, .text = true}},
-      {"parallax_ar", {.strategy = "parallax", .settings = {{"mode", "ar"}}, .sgd = kMomentum, .text = true}},
-  };
-  return all;
-}
-
-void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
+using Case = strategy_runs::StrategyCase;
+using strategy_runs::cases;
+using strategy_runs::kMomentum;
 
 Plan erased(Plan plan) {
   plan.strategy.clear();

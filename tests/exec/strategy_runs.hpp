@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <ostream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -102,8 +103,11 @@ inline Plan plan_of(const RunSpec& spec) {
   return generate_plan(find_strategy(spec.strategy, "--strategy"), profile, two_devices(), config, spec.iterations);
 }
 
-// Runs `plan` (the spec's, or one changed from it) from the spec's seed on its data.
-inline StrategyRun execute(const RunSpec& spec, Plan plan) {
+// Runs `plan` (the spec's, or one changed from it) from the spec's seed on
+// its data; or, given `resume`, from that state, its iteration 0 being the
+// data's iteration `first_iteration`. keep_state: ExecOptions::keep_state.
+inline StrategyRun execute(const RunSpec& spec, Plan plan, int32_t first_iteration = 0,
+                           const RunState* resume = nullptr, bool keep_state = false) {
   const Network network = build_network(model_of(spec));
   const Weights initial = init_weights(network, kWeightSeed);
   StrategyRun r;
@@ -112,6 +116,8 @@ inline StrategyRun execute(const RunSpec& spec, Plan plan) {
   options.batch_size = spec.batch;
   options.sgd = spec.sgd;
   options.recv_timeout_s = 30;
+  options.resume = resume;
+  options.keep_state = keep_state;
   std::mutex mu;
   if (spec.record_weights) {
     options.on_weights_read = [&](OpId id, const Weights& w) {
@@ -119,9 +125,11 @@ inline StrategyRun execute(const RunSpec& spec, Plan plan) {
       r.read[id] = w;
     };
   }
-  const BatchSource batches = spec.text         ? text_batches()
-                              : spec.make_batch ? whole_batches(spec.make_batch)
-                                                : whole_batches(synthetic_batch);
+  const BatchSource all = spec.text         ? text_batches()
+                          : spec.make_batch ? whole_batches(spec.make_batch)
+                                            : whole_batches(synthetic_batch);
+  const BatchSource batches = [&](int32_t iteration, int64_t rows, RowRange range, Tensor* x,
+                                  std::vector<int32_t>* y) { all(iteration + first_iteration, rows, range, x, y); };
   r.result = execute_plan(r.plan, network, initial, batches, options);
   return r;
 }
@@ -155,5 +163,43 @@ inline StrategyRun run_text(const std::string& strategy, int64_t batch, int32_t 
   return run({.strategy = strategy, .batch = batch, .settings = settings, .iterations = iterations,
               .sgd = {0.1, 0.9, 0.0}, .text = true});
 }
+
+inline constexpr SgdOptions kMomentum{0.1, 0.9, 0.0};
+
+struct StrategyCase {
+  std::string name;  // a test name: letters, digits, underscores
+  RunSpec spec;
+};
+
+// Every strategy (PlanErased, Checkpoints), with the settings that exercise what its plan must carry:
+// both dp-ps servers, pipesgd's compressed AllReduce with stale weights,
+// PipeDream's stashed versions, SpecTrain's predictions, DSP's
+// recomputation, and Parallax's three exchanges on a model with a sparse table.
+inline const std::vector<StrategyCase>& cases() {
+  static const std::vector<StrategyCase> all = {
+      {"single", {.strategy = "single", .sgd = kMomentum}},
+      {"dp_ps_device", {.strategy = "dp-ps", .settings = {{"server", "device"}}, .sgd = kMomentum}},
+      {"dp_ps_host", {.strategy = "dp-ps", .settings = {{"server", "host"}}, .sgd = kMomentum}},
+      {"dp_ring", {.strategy = "dp-ring", .sgd = kMomentum}},
+      {"dp_overlap", {.strategy = "dp-overlap", .sgd = kMomentum}},
+      {"pipesgd_quant8",
+       {.strategy = "pipesgd", .settings = {{"width", "2"}, {"compression", "quant8"}}, .sgd = kMomentum}},
+      {"pipesgd_trunc16",
+       {.strategy = "pipesgd", .settings = {{"width", "2"}, {"compression", "trunc16"}, {"segments", "2"}},
+        .sgd = kMomentum}},
+      {"cgdp", {.strategy = "cgdp", .sgd = kMomentum}},
+      {"pipedream", {.strategy = "pipedream", .iterations = 6, .sgd = kMomentum}},
+      {"pipedream_sync", {.strategy = "pipedream-sync", .iterations = 6, .sgd = kMomentum}},
+      {"dualpipe_spectrain", {.strategy = "dualpipe", .settings = {{"spectrain", "true"}}, .iterations = 6}},
+      {"gpipe", {.strategy = "gpipe", .settings = {{"microbatches", "2"}}, .sgd = kMomentum}},
+      {"dsp", {.strategy = "dsp", .iterations = 6, .sgd = kMomentum}},
+      {"parallax_hybrid", {.strategy = "parallax", .settings = {{"mode", "hybrid"}}, .sgd = kMomentum, .text = true}},
+      {"parallax_ps", {.strategy = "parallax", .settings = {{"mode", "ps"}}, .sgd = kMomentum, .text = true}},
+      {"parallax_ar", {.strategy = "parallax", .settings = {{"mode", "ar"}}, .sgd = kMomentum, .text = true}},
+  };
+  return all;
+}
+
+inline void PrintTo(const StrategyCase& c, std::ostream* os) { *os << c.name; }
 
 }  // namespace trainsim::strategy_runs
