@@ -195,6 +195,7 @@ void run_training(const RunOptions& o, CommandContext& ctx) {
   if (!o.checkpoint.empty()) {
     options.checkpoint_every = o.checkpoint_every;
     options.on_checkpoint = [&](const Checkpoint& c) {
+      if (!reports) return;  // across MPI processes rank 0 holds every worker's state and writes it
       Checkpoint named = c;
       named.identity = identity;
       write_checkpoint(o.checkpoint, named);

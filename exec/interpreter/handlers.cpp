@@ -27,9 +27,6 @@ Interpreter::Interpreter(const Plan& plan, const Network& network, const Weights
       shared_(std::find(local_.begin(), local_.end(), 0) != local_.end()),
       scheduler_(plan, transport_, options.pin_workers, local_workers()) {
   TRAINSIM_CHECK(options.batch_size > 0, "the executor needs the plan's per-device batch size");
-  if (shared_ && (options.resume != nullptr || options.keep_state)) {
-    throw InputError("--checkpoint", "is set for a run across MPI processes", "a run of one process");
-  }
   TRAINSIM_CHECK(transport_.workers() == static_cast<int>(plan.workers.size() + plan.servers.size()),
                  "the transport must join the plan's workers and servers");
   workers_.resize(plan.workers.size());
@@ -88,6 +85,14 @@ ExecResult Interpreter::run() {
   scheduler_.run(*this);
   ExecResult r = result();
   if (shared_) gather_results(r);
+  if (options_.keep_state) {
+    if (shared_) {
+      share_state(r);
+    } else {
+      r.state = raw_state();
+      complete_state(r.state);
+    }
+  }
   return r;
 }
 
@@ -156,16 +161,32 @@ ExecResult Interpreter::result() {
     }
   }
   r.traffic = transport_.traffic();
-  if (options_.keep_state) r.state = state();
   return r;
+}
+
+// What each endpoint holds (this process's; the others' left empty).
+RunState Interpreter::raw_state() const {
+  RunState state;
+  state.endpoints.resize(workers_.size() + servers_.size());
+  for (size_t i = 0; i < workers_.size(); ++i) {
+    if (!local_[i]) continue;
+    const WorkerState& w = *workers_[i];
+    state.endpoints[i] = EndpointState{w.weights, w.optimizer->velocity(),
+                                       w.spectrain ? w.spectrain->smoothed_gradient() : Weights{}, w.statistics};
+  }
+  for (size_t k = 0; k < servers_.size(); ++k) {
+    const VariableServer& s = *servers_[k];
+    state.endpoints[workers_.size() + k] = EndpointState{s.table, s.optimizer->velocity(), {}, {}};
+  }
+  return state;
 }
 
 // A worker's copy of a layer it does not update itself (a parameter
 // server's client, a stage's view of other stages) is whatever it last
 // received, which the drained plan may have left a step behind: the state
 // gives it the layer as its updater (a worker, or the server) holds it, as
-// every worker held `initial` at the start.
-RunState Interpreter::state() const {
+// every worker held `initial` at the start. Needs every endpoint's state.
+void Interpreter::complete_state(RunState& state) const {
   const size_t layers = network_.layers.size();
   std::vector<std::vector<uint8_t>> updates(workers_.size(), std::vector<uint8_t>(layers, 0));
   for (const Op& op : plan_.ops) {
@@ -177,26 +198,25 @@ RunState Interpreter::state() const {
   const std::vector<int32_t> updater = first_worker_per_layer(OpKind::kUpdate);
   std::vector<const LayerParams*> latest(layers, nullptr);
   for (size_t l = 0; l < layers; ++l) {
-    if (updater[l] >= 0) latest[l] = &workers_[static_cast<size_t>(updater[l])]->weights[l];
+    if (updater[l] >= 0) latest[l] = &state.endpoints[static_cast<size_t>(updater[l])].weights[l];
   }
-  for (const auto& s : servers_) {  // a server's layers are its, whatever the workers step
-    for (int32_t l = s->first; l <= s->last; ++l) {
-      latest[static_cast<size_t>(l)] = &s->table[static_cast<size_t>(l)];
+  for (size_t k = 0; k < servers_.size(); ++k) {  // a server's layers are its, whatever the workers step
+    const VariableServer& s = *servers_[k];
+    for (int32_t l = s.first; l <= s.last; ++l) {
+      latest[static_cast<size_t>(l)] = &state.endpoints[workers_.size() + k].weights[static_cast<size_t>(l)];
       for (auto& worker : updates) worker[static_cast<size_t>(l)] = 0;
     }
   }
-  RunState state;
+  // Copies first: a worker's layer may be another's source.
+  std::vector<std::vector<std::pair<size_t, LayerParams>>> taken(workers_.size());
   for (size_t i = 0; i < workers_.size(); ++i) {
-    const WorkerState& w = *workers_[i];
-    EndpointState e{w.weights, w.optimizer->velocity(), w.spectrain ? w.spectrain->smoothed_gradient() : Weights{},
-                    w.statistics};
     for (size_t l = 0; l < layers; ++l) {
-      if (!updates[i][l] && latest[l] != nullptr) e.weights[l] = *latest[l];
+      if (!updates[i][l] && latest[l] != nullptr) taken[i].emplace_back(l, *latest[l]);
     }
-    state.endpoints.push_back(std::move(e));
   }
-  for (const auto& s : servers_) state.endpoints.push_back(EndpointState{s->table, s->optimizer->velocity(), {}, {}});
-  return state;
+  for (size_t i = 0; i < workers_.size(); ++i) {
+    for (auto& [l, params] : taken[i]) state.endpoints[i].weights[l] = std::move(params);
+  }
 }
 
 void Interpreter::resume_from(const RunState& state) {
@@ -213,6 +233,7 @@ void Interpreter::resume_from(const RunState& state) {
                      "a checkpoint of this plan's " + std::to_string(workers_.size() + servers_.size()));
   }
   for (size_t i = 0; i < workers_.size(); ++i) {
+    if (!local_[i]) continue;  // another process's
     WorkerState& w = *workers_[i];
     const EndpointState& e = state.endpoints[i];
     if (shapes_of(e.weights) != shapes_of(w.weights) || shapes_of(e.statistics) != shapes_of(w.statistics)) {

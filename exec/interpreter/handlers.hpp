@@ -63,7 +63,8 @@ class Interpreter final : public OpHandler {
   // The iterations' ends from r.timings and their losses from the workers'.
   void summarize(ExecResult& r) const;
   // Every endpoint's state (ExecOptions::keep_state), and a run started from one (resume).
-  RunState state() const;
+  RunState raw_state() const;
+  void complete_state(RunState& state) const;
   void resume_from(const RunState& state);
 
   // shared_run.cpp: a run shared by several processes (ExecOptions::local_endpoints)
@@ -73,6 +74,9 @@ class Interpreter final : public OpHandler {
   std::vector<float> result_record(int32_t worker, const ExecResult& r) const;
   void read_result_record(int32_t worker, const std::vector<float>& record, ExecResult& r);
   void gather_results(ExecResult& r);
+  // keep_state in a shared run: endpoint 0's process gathers every worker's
+  // state, completes it, and sends each worker its own back.
+  void share_state(ExecResult& r);
   // Per layer, the worker of the first op of `kind` covering it (-1: none).
   std::vector<int32_t> first_worker_per_layer(OpKind kind) const;
 

@@ -39,12 +39,31 @@ class RecordReader {
     std::copy_n(record_.begin() + static_cast<std::ptrdiff_t>(at_), into.size(), into.begin());
     at_ += into.size();
   }
+  Weights next_weights() {
+    Weights w(static_cast<size_t>(next_count()));
+    for (LayerParams& layer : w) {
+      layer.resize(static_cast<size_t>(next_count()));
+      for (Tensor& t : layer) {
+        t.shape.resize(static_cast<size_t>(next_count()));
+        for (int64_t& d : t.shape) d = next_count();
+        t.data.resize(static_cast<size_t>(next_count()));
+        next_floats(t.data);
+      }
+    }
+    return w;
+  }
   void expect_end() const {
     TRAINSIM_CHECK(at_ == record_.size(), "the result of worker " + std::to_string(worker_) +
                                               " is longer than its plan's: the processes ran different plans");
   }
 
  private:
+  int64_t next_count() {
+    const double v = next_double();
+    TRAINSIM_CHECK(v >= 0 && v <= static_cast<double>(record_.size()) * 4,
+                   "the state of worker " + std::to_string(worker_) + " holds a count beyond its record");
+    return static_cast<int64_t>(v);
+  }
   void check(size_t count) const {
     TRAINSIM_CHECK(at_ + count <= record_.size(), "the result of worker " + std::to_string(worker_) +
                                                       " is shorter than its plan's: the processes ran different plans");
@@ -53,6 +72,33 @@ class RecordReader {
   int32_t worker_;
   size_t at_ = 0;
 };
+
+void append_weights(std::vector<float>& out, const Weights& w) {
+  append_double(out, static_cast<double>(w.size()));
+  for (const LayerParams& layer : w) {
+    append_double(out, static_cast<double>(layer.size()));
+    for (const Tensor& t : layer) {
+      append_double(out, static_cast<double>(t.shape.size()));
+      for (int64_t d : t.shape) append_double(out, static_cast<double>(d));
+      append_double(out, static_cast<double>(t.data.size()));
+      out.insert(out.end(), t.data.begin(), t.data.end());
+    }
+  }
+}
+
+std::vector<float> state_record(const EndpointState& e) {
+  std::vector<float> out;
+  for (const Weights* w : {&e.weights, &e.velocity, &e.smoothed, &e.statistics}) append_weights(out, *w);
+  return out;
+}
+
+EndpointState read_state_record(const std::vector<float>& record, int32_t worker) {
+  RecordReader in(record, worker);
+  EndpointState e;
+  for (Weights* w : {&e.weights, &e.velocity, &e.smoothed, &e.statistics}) *w = in.next_weights();
+  in.expect_end();
+  return e;
+}
 
 std::string op_name(const Op& op) {
   return std::string(op_kind_name(op.kind)) + " of worker " + std::to_string(op.worker) + " (iteration " +
@@ -193,6 +239,30 @@ void Interpreter::gather_results(ExecResult& r) {
     read_result_record(static_cast<int32_t>(w), transport_.recv(0, static_cast<int>(w), result_tag()), r);
   }
   summarize(r);
+}
+
+void Interpreter::share_state(ExecResult& r) {
+  r.state = raw_state();
+  const size_t workers = plan_.workers.size();
+  if (!local_[0]) {
+    for (size_t w = 0; w < workers; ++w) {
+      if (local_[w]) transport_.send(static_cast<int>(w), 0, state_tag(), state_record(r.state.endpoints[w]));
+    }
+    for (size_t w = 0; w < workers; ++w) {
+      if (local_[w]) r.state.endpoints[w] = read_state_record(transport_.recv(static_cast<int>(w), 0, state_tag()),
+                                                               static_cast<int32_t>(w));
+    }
+    return;
+  }
+  for (size_t w = 0; w < workers; ++w) {
+    if (local_[w]) continue;
+    r.state.endpoints[w] = read_state_record(transport_.recv(0, static_cast<int>(w), state_tag()),
+                                             static_cast<int32_t>(w));
+  }
+  complete_state(r.state);
+  for (size_t w = 0; w < workers; ++w) {
+    if (!local_[w]) transport_.send(0, static_cast<int>(w), state_tag(), state_record(r.state.endpoints[w]));
+  }
 }
 
 }  // namespace trainsim::interp

@@ -4,7 +4,7 @@
 // classes interleaved: a send's (its op id), a collective's (its instance:
 // the k-th collective of one kind in one group, the same on every member), a
 // parameter server's round, and the exchanges of a run several processes
-// share (its starting barrier, its results).
+// share (its starting barrier, its results, its state).
 #pragma once
 
 #include <cstdint>
@@ -18,5 +18,6 @@ inline int64_t collective_tag(int64_t instance) { return 4 * instance + 1; }
 inline int64_t server_round_tag(int64_t round) { return 4 * round + 2; }
 inline int64_t start_tag() { return 3; }
 inline int64_t result_tag() { return 7; }
+inline int64_t state_tag() { return 11; }
 
 }  // namespace trainsim::interp

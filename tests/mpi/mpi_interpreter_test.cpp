@@ -49,12 +49,17 @@ Plan plan_for(const std::string& strategy, const std::vector<std::pair<std::stri
                        config, 4);
 }
 
-ExecResult run(const Plan& plan, bool shared) {
+// Runs `plan` on rank 0's threads or across the ranks; given `resume`, from
+// that state, its iteration 0 being batch `first_iteration`.
+ExecResult run(const Plan& plan, bool shared, bool keep_state = false, const RunState* resume = nullptr,
+               int32_t first_iteration = 0) {
   const Network network = build_network(build_zoo_model("fmnist-mlp"));
   ExecOptions options;
   options.batch_size = kBatch;
   options.sgd = {0.1, 0.9, 0.0};
   options.recv_timeout_s = 60;
+  options.keep_state = keep_state;
+  options.resume = resume;
   if (shared) {
     options.local_endpoints = {world_rank()};
     options.make_transport = [](int endpoints) {
@@ -63,7 +68,10 @@ ExecResult run(const Plan& plan, bool shared) {
       return transport;
     };
   }
-  return execute_plan(plan, network, init_weights(network, kWeightSeed), whole_batches(synthetic_batch), options);
+  const BatchSource batches = whole_batches(synthetic_batch);
+  const BatchSource shifted = [&](int32_t iteration, int64_t rows, RowRange range, Tensor* x,
+                                  std::vector<int32_t>* y) { batches(iteration + first_iteration, rows, range, x, y); };
+  return execute_plan(plan, network, init_weights(network, kWeightSeed), shifted, options);
 }
 
 // Every iteration's loss and the final weights within 1e-5 of `reference`'s.
@@ -128,6 +136,47 @@ TEST(AcrossProcesses, TheLibraryAllReduceTrainsAsTheRing) {
         EXPECT_NE(std::string(e.what()).find("MPI processes"), std::string::npos) << e.what();
       }
     }
+  }
+}
+
+// Checkpoints across processes: rank 0 gathers every worker's state, and
+// completes it (dp-ps's client takes the server worker's weights), and
+// each rank gets its own back; a second stretch resumed from it trains as
+// the same two stretches on rank 0's threads.
+TEST(AcrossProcesses, ASecondStretchResumesAsOnThreads) {
+  for (const std::string strategy : {"dp-ps", "gpipe", "pipedream"}) {
+    SCOPED_TRACE(strategy);
+    const Plan plan = plan_for(strategy);
+    ExecResult first_alone, second_alone;
+    if (world_rank() == 0) {
+      first_alone = run(plan, false, true);
+      second_alone = run(plan, false, true, &first_alone.state, 4);
+    }
+    const ExecResult first = run(plan, true, true);
+    ASSERT_EQ(first.state.endpoints.size(), plan.workers.size());
+    const ExecResult second = run(plan, true, true, &first.state, 4);
+    // Each rank holds its own worker's completed state, as the threads' run has it.
+    std::vector<float> mine;
+    for (const LayerParams& layer : first.state.endpoints[static_cast<size_t>(world_rank())].weights) {
+      for (const Tensor& t : layer) mine.insert(mine.end(), t.data.begin(), t.data.end());
+    }
+    std::vector<float> all(mine.size() * static_cast<size_t>(world_size()));
+    MPI_Gather(mine.data(), static_cast<int>(mine.size()), MPI_FLOAT, all.data(), static_cast<int>(mine.size()),
+               MPI_FLOAT, 0, MPI_COMM_WORLD);
+    if (world_rank() != 0) continue;
+    for (int w = 0; w < world_size(); ++w) {
+      std::vector<float> alone;
+      for (const LayerParams& layer : first_alone.state.endpoints[static_cast<size_t>(w)].weights) {
+        for (const Tensor& t : layer) alone.insert(alone.end(), t.data.begin(), t.data.end());
+      }
+      ASSERT_EQ(alone.size(), mine.size());
+      double gap = 0;
+      for (size_t i = 0; i < alone.size(); ++i) {
+        gap = std::max(gap, static_cast<double>(std::fabs(alone[i] - all[static_cast<size_t>(w) * mine.size() + i])));
+      }
+      EXPECT_LE(gap, 1e-5) << "worker " << w << "'s state";
+    }
+    expect_trains_alike(second, second_alone);
   }
 }
 

@@ -2,7 +2,8 @@
 """`trainsim run` started by mpirun, and `trainsim run --launcher mpi`
 starting mpirun itself: one worker per rank over MPI gives the losses and
 test accuracy of the same run with its workers as threads of one process,
-and only rank 0 writes the summary. Usage: run_under_mpirun.py TRAINSIM
+and only rank 0 writes the summary; a checkpoint written across ranks
+resumes across ranks as the run never stopped. Usage: run_under_mpirun.py TRAINSIM
 MPIEXEC (ctest: mpi_run_cli)."""
 
 import json
@@ -41,6 +42,19 @@ def main():
             a = expect_same_losses(threads, (("mpirun", ranks), ("--launcher mpi", launched)), strategy)
             print(f"{strategy}: {len(a['loss_per_iteration'])} losses equal (mpirun, --launcher mpi), "
                   f"accuracy {a['test_accuracy']}")
+        # A checkpoint across ranks: 4 iterations under mpirun, then resumed to 6 under
+        # mpirun, train as 6 on threads (gpipe: synchronous).
+        args = ["run", "--model", "fmnist-mlp", "--strategy", "gpipe", "--devices", "cpu:2", "--batch", "16",
+                "--quiet"]
+        checkpoints = os.path.join(folder, "checkpoints")
+        threads, resumed = os.path.join(folder, "whole.json"), os.path.join(folder, "resumed.json")
+        run([trainsim, *args, "--iterations", "6", "--json", threads])
+        run([mpiexec, "-np", "2", "--oversubscribe", trainsim, *args, "--iterations", "4", "--checkpoint", checkpoints,
+             "--checkpoint-every", "2"], env)
+        run([mpiexec, "-np", "2", "--oversubscribe", trainsim, *args, "--iterations", "6", "--resume", checkpoints,
+             "--json", resumed], env)
+        expect_same_losses(threads, (("mpirun after --resume", resumed),), "gpipe checkpoint")
+        print("gpipe: 4 iterations across ranks, a checkpoint, resumed to 6: the losses of 6 on threads")
         # Under mpirun, --devices must give one worker per rank.
         wrong = subprocess.run([mpiexec, "-np", "2", "--oversubscribe", trainsim, "run", "--model", "fmnist-mlp",
                                 "--strategy", "dp-ring", "--devices", "cpu:3", "--iterations", "2", "--quiet"], capture_output=True, text=True, env=env, timeout=300)
