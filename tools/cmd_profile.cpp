@@ -1,7 +1,9 @@
 // `trainsim profile`: per-layer profiles measured on this machine with exec's
 // CPU kernels (`--device cpu`) or its GPU device (`--device cuda:N`), estimated by the analytic (roofline) model, or
 // imported from PipeDream's graph.txt; `--cluster-out` also writes the
-// measured machine as a cluster file.
+// measured machine as a cluster file. Under mpirun (or --launcher mpi) each
+// rank is one CPU worker: all profile at once and the cluster is measured
+// across the ranks and their hosts; rank 0 writes.
 #include <charconv>
 #include <memory>
 #include <optional>
@@ -16,8 +18,14 @@
 #include "profiles/profiler/cuda_profiler.hpp"
 #include "profiles/profiler/profiler.hpp"
 #include "profiles/profiler/timing.hpp"
+#include "profiles/profiler/transport_probe.hpp"
 #include "tools/commands.hpp"
+#include "tools/mpi_launch.hpp"
 #include "tools/progress.hpp"
+
+#if defined(TRAINSIM_WITH_MPI)
+#include "exec/mpi/mpi_transport.hpp"
+#endif
 
 namespace trainsim {
 namespace {
@@ -34,6 +42,7 @@ struct ProfileOptions {
   std::string out = "-";
   std::string cluster_out;
   bool quiet = false;
+  LaunchOptions launch;
 };
 
 // Measuring threads from `--device cpu` / `cpu:N` and `--concurrent N`.
@@ -107,14 +116,61 @@ void run_measured_gpu(const ProfileOptions& o, const Model& model, CommandContex
   }
 }
 
+// The command line of each rank --launcher mpi starts: one measuring thread each.
+std::vector<std::string> rank_arguments(const ProfileOptions& o) {
+  std::vector<std::string> a{"profile", "--model", o.model, "--device", "cpu", "--repeats", std::to_string(o.repeats),
+                             "--out", o.out};
+  if (o.batch > 0) a.insert(a.end(), {"--batch", std::to_string(o.batch)});
+  if (!o.cluster_out.empty()) a.insert(a.end(), {"--cluster-out", o.cluster_out});
+  a.push_back("--progress-lines");
+  if (o.quiet) a.push_back("--quiet");
+  return a;
+}
+
+// Under mpirun: every rank profiles the layers at once (each on one
+// thread), then the ranks measure their links and hosts together
+// (measure_transport_cluster); rank 0 writes both.
+void run_measured_ranks(const ProfileOptions& o, const Model& model, CommandContext& ctx) {
+#if defined(TRAINSIM_WITH_MPI)
+  MpiSession mpi(nullptr, nullptr);
+  if (parse_cpu_device(o.device, o.concurrent) != 1) {
+    throw InputError("--device", "is " + o.device + " under mpirun", "cpu: one worker, one measuring thread, per rank");
+  }
+  const bool reports = mpi.rank() == 0;
+  MeasureOptions measure;
+  measure.repeats = o.repeats;
+  measure.concurrent = 1;
+  ProgressBar bar(ctx.err, "profiling " + model.name, !o.quiet && reports && !o.launch.progress_lines);
+  measure.progress = [&](int64_t done, int64_t total) {
+    bar.update(done, total);
+    if (o.launch.progress_lines && reports) ctx.err << progress_line(done, total) << '\n' << std::flush;
+  };
+  const Profile profile = measure_profile(model, o.batch > 0 ? o.batch : model.default_batch, measure);
+  bar.finish();
+  if (reports) write_text_output(o.out, profile_to_json(profile).dump(2) + "\n", ctx.out, "--out");
+  if (o.cluster_out.empty()) return;
+  const std::vector<int> host_of = mpi_host_of_ranks();
+  MpiTransport transport;
+  const Cluster cluster = measure_transport_cluster(transport, mpi.rank(), host_of, probe_options_for(profile));
+  if (reports) write_text_output(o.cluster_out, cluster_to_json(cluster).dump(2) + "\n", ctx.out, "--cluster-out");
+#else
+  (void)o, (void)model, (void)ctx;
+  throw InputError("mpirun", "started trainsim, which was built without MPI",
+                   "a build with TRAINSIM_WITH_MPI (libopenmpi-dev installed)");
+#endif
+}
+
 void run_measured(const ProfileOptions& o, CommandContext& ctx) {
   if (o.model.empty()) throw InputError("--model", "is missing", "a model to profile");
   if (o.analytic || !o.pipedream_graph.empty()) {
     throw InputError("--device", "given with --analytic or --import-pipedream", "one source");
   }
   if (o.device.starts_with("cuda")) return run_measured_gpu(o, load_model(o.model, "--model"), ctx);
+  check_launch_options(o.launch);
   const int64_t threads = parse_cpu_device(o.device, o.concurrent);
   const Model model = load_model(o.model, "--model");
+  if (o.launch.launcher == "mpi") return launch_ranks(o.launch, threads, rank_arguments(o), ctx, "profiling", o.quiet);
+  if (under_mpirun()) return run_measured_ranks(o, model, ctx);
   MeasureOptions measure;
   measure.repeats = o.repeats;
   measure.concurrent = threads;
@@ -158,8 +214,8 @@ void add_profile_command(CLI::App& app, CommandContext& ctx) {
   cmd->add_option("--batch", opts->batch, "Batch size (default: the model's; for imports, inferred)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--device", opts->device,
-                  "Measure here: cpu, cpu:N (N threads measuring at once), cuda, cuda:N or cuda:NxW "
-                  "(GPU N; W workers sharing it in --cluster-out)");
+                  "Measure here: cpu, cpu:N (N threads measuring at once; with --launcher mpi, N ranks), cuda, "
+                  "cuda:N or cuda:NxW (GPU N; W workers sharing it in --cluster-out)");
   cmd->add_option("--repeats", opts->repeats, "Timed runs per layer with --device (the median is kept)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
@@ -172,6 +228,7 @@ void add_profile_command(CLI::App& app, CommandContext& ctx) {
   cmd->add_option("--out", opts->out, "Where to write the profile JSON ('-' for standard output)")
       ->capture_default_str();
   cmd->add_flag("--quiet", opts->quiet, "No progress bar");
+  add_launch_options(*cmd, opts->launch);
   cmd->callback([&ctx, opts] { ctx.action = [&ctx, opts] { run_profile(*opts, ctx); }; });
 }
 

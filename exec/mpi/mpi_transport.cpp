@@ -30,6 +30,27 @@ int size_of(MPI_Comm comm) {
 
 }  // namespace
 
+std::vector<int> mpi_host_of_ranks(MPI_Comm comm) {
+  int rank = 0, size = 1;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  MPI_Comm node = MPI_COMM_NULL;
+  check_mpi(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node), "MPI_Comm_split_type");
+  int lowest = rank;
+  check_mpi(MPI_Allreduce(&rank, &lowest, 1, MPI_INT, MPI_MIN, node), "MPI_Allreduce");
+  MPI_Comm_free(&node);
+  std::vector<int> lowest_of(static_cast<size_t>(size));
+  check_mpi(MPI_Allgather(&lowest, 1, MPI_INT, lowest_of.data(), 1, MPI_INT, comm), "MPI_Allgather");
+  std::vector<int> host_of(static_cast<size_t>(size), -1), host_of_lowest(static_cast<size_t>(size), -1);
+  int hosts = 0;
+  for (int r = 0; r < size; ++r) {
+    int& host = host_of_lowest[static_cast<size_t>(lowest_of[static_cast<size_t>(r)])];
+    if (host < 0) host = hosts++;
+    host_of[static_cast<size_t>(r)] = host;
+  }
+  return host_of;
+}
+
 MpiSession::MpiSession(int* argc, char*** argv) {
   int initialized = 0;
   MPI_Initialized(&initialized);

@@ -40,6 +40,12 @@ class MpiSession {
   int size_ = 1;
 };
 
+// The host each rank of `comm` runs on, numbered 0, 1, ... in the order of
+// each host's lowest rank: ranks that can share memory
+// (MPI_COMM_TYPE_SHARED, one node to the MPI runtime) share a host. Every
+// rank calls it (collective over `comm`).
+std::vector<int> mpi_host_of_ranks(MPI_Comm comm = MPI_COMM_WORLD);
+
 class MpiTransport final : public Transport {
  public:
   // The ranks of `comm` (duplicated, so the transport's tags never meet the

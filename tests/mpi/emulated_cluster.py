@@ -3,6 +3,8 @@
 links; `trainsim run` started by mpirun on them, with the options `up`
 printed, and `trainsim run --launcher mpi --emulated NAME` (starting mpirun
 itself) give the losses of the same run as threads of one process;
+`profile --launcher mpi --emulated NAME --cluster-out` measures two
+machines joined by the shaped link;
 `status` lists the cluster while it is up, and `down` leaves nothing behind.
 Exits 77 (ctest: skipped) with the reason where namespaces cannot be made.
 Usage: emulated_cluster.py TRAINSIM MPIEXEC (ctest: emulated_cluster)."""
@@ -63,6 +65,21 @@ def main():
                                    "dp-ring across 2 emulated hosts")
             print(f"dp-ring across 2 emulated hosts (mpirun, --launcher mpi): {len(a['loss_per_iteration'])} "
                   "losses equal")
+            # The cluster measured across the hosts: two machines of one worker,
+            # joined by the shaped link (200 Mbit/s: 25 MB/s less the headers).
+            cluster_file = os.path.join(folder, "cluster.json")
+            run([trainsim, "profile", "--model", "fmnist-mlp", "--device", "cpu:2", "--repeats", "3", "--out",
+                 os.path.join(folder, "profile.json"), "--cluster-out", cluster_file, "--quiet", "--launcher", "mpi",
+                 "--emulated", NAME, "--mpirun", mpiexec])
+            cluster = json.load(open(cluster_file))
+            link = cluster["inter_link"]["bandwidth_bytes_per_s"]
+            if (cluster["machines"], cluster["devices_per_machine"]) != (2, 1):
+                sys.exit(f"the measured cluster has {cluster['machines']} x {cluster['devices_per_machine']} devices, "
+                         "not 2 machines of 1")
+            if not 0.8 * 25e6 <= link <= 1.02 * 25e6:
+                sys.exit(f"the measured link between the hosts carries {link / 1e6:.1f} MB/s, not the shaped 25 MB/s")
+            print(f"profile --cluster-out across the hosts: 2 machines x 1, link {link / 1e6:.1f} MB/s "
+                  f"(shaped 25 MB/s), latency {cluster['inter_link']['latency_s'] * 1e6:.0f} us")
     finally:
         run([trainsim, "cluster", "emulate", "down", "--name", NAME], check=False)
     left = [ns for ns in run(["ip", "netns", "list"]).stdout.split("\n") if ns.startswith(NAME)]

@@ -1,0 +1,157 @@
+// measure_transport_cluster: ping-pong sweeps and ring hops over the
+// workers' transport, the device probe on every worker at once, and worker
+// 0's assembly sent to the others.
+#include "profiles/profiler/transport_probe.hpp"
+
+#include <algorithm>
+#include <numeric>
+#include <string>
+
+#include "exec/interpreter.hpp"
+#include "model/error.hpp"
+#include "profiles/profiler/timing.hpp"
+
+namespace trainsim {
+namespace {
+
+// Tags of the probe's messages: its own range, apart from the interpreter's.
+constexpr int64_t kPhaseTag = 30001;
+constexpr int64_t kClusterTag = 30003;
+constexpr int64_t kPingTag = 30005;  // + 2 per message size
+constexpr int64_t kHopTag = 30901;
+
+// Ping-pong between `from` (which times) and `to` over the sweep's sizes.
+std::vector<ChannelSample> ping_pong(Transport& t, int self, int from, int to, const ClusterProbeOptions& o) {
+  std::vector<ChannelSample> samples;
+  int64_t k = 0;
+  for (int64_t bytes = o.min_message_bytes; bytes <= o.max_message_bytes; bytes *= 4, ++k) {
+    const int64_t tag = kPingTag + 2 * k;
+    std::vector<float> buffer(static_cast<size_t>(std::max<int64_t>(1, bytes / 4)), 1.0f);
+    std::vector<double> round_trip_s;
+    for (int64_t r = 0; r < o.warmups + o.repeats; ++r) {
+      const double start_s = now_s();
+      if (self == from) {
+        t.send(from, to, tag, std::vector<float>(buffer));
+        buffer = t.recv(from, to, tag);
+      } else {
+        buffer = t.recv(to, from, tag);
+        t.send(to, from, tag, std::vector<float>(buffer));
+      }
+      if (r >= o.warmups) round_trip_s.push_back(now_s() - start_s);
+    }
+    if (self == from) samples.push_back({static_cast<double>(buffer.size() * sizeof(float)), median_s(round_trip_s) / 2});
+  }
+  return samples;
+}
+
+// One ring hop within `members` (this worker's host), every member at once:
+// send a chunk to the next, receive the previous one's, copy it into place.
+double hop_bytes_per_s(Transport& t, int self, const std::vector<int>& members, int64_t bytes,
+                       const ClusterProbeOptions& o) {
+  const auto at = std::find(members.begin(), members.end(), self) - members.begin();
+  const auto p = static_cast<std::ptrdiff_t>(members.size());
+  const int next = members[static_cast<size_t>((at + 1) % p)], previous = members[static_cast<size_t>((at - 1 + p) % p)];
+  std::vector<float> chunk(static_cast<size_t>(std::max<int64_t>(1, bytes / 4)), 1.0f);
+  std::vector<double> samples_s;
+  for (int64_t r = 0; r < o.warmups + o.pack_repeats; ++r) {
+    t.barrier(self, members, kHopTag + 2);
+    const double start_s = now_s();
+    t.send(self, next, kHopTag, std::vector<float>(chunk));
+    const std::vector<float> received = t.recv(self, previous, kHopTag);
+    std::copy(received.begin(), received.end(), chunk.begin());
+    if (r >= o.warmups) samples_s.push_back(now_s() - start_s);
+  }
+  return static_cast<double>(chunk.size() * sizeof(float)) / median_s(samples_s);
+}
+
+std::vector<float> text_as_floats(const std::string& text) {
+  std::vector<float> out(text.size());
+  std::transform(text.begin(), text.end(), out.begin(), [](char c) { return static_cast<float>(static_cast<unsigned char>(c)); });
+  return out;
+}
+
+std::string floats_as_text(const std::vector<float>& values) {
+  std::string out(values.size(), '\0');
+  std::transform(values.begin(), values.end(), out.begin(), [](float v) { return static_cast<char>(static_cast<unsigned char>(v)); });
+  return out;
+}
+
+}  // namespace
+
+Cluster measure_transport_cluster(Transport& t, int self, const std::vector<int>& host_of,
+                                  const ClusterProbeOptions& o) {
+  const int workers = t.workers();
+  TRAINSIM_CHECK(static_cast<int>(host_of.size()) == workers && self >= 0 && self < workers,
+                 "a host for every worker of the transport");
+  const int hosts = *std::max_element(host_of.begin(), host_of.end()) + 1;
+  std::vector<std::vector<int>> on_host(static_cast<size_t>(hosts));
+  for (int w = 0; w < workers; ++w) {
+    TRAINSIM_CHECK(host_of[static_cast<size_t>(w)] >= 0, "hosts numbered from 0");
+    on_host[static_cast<size_t>(host_of[static_cast<size_t>(w)])].push_back(w);
+  }
+  const size_t per_host = on_host.front().size();
+  for (const auto& members : on_host) {
+    if (members.size() != per_host) {
+      throw InputError("mpirun", "placed " + std::to_string(on_host.front().size()) + " ranks on the first host and " +
+                                     std::to_string(members.size()) + " on another",
+                       "as many ranks on every host (a cluster's machines are alike)");
+    }
+  }
+  std::vector<int> everyone(static_cast<size_t>(workers));
+  std::iota(everyone.begin(), everyone.end(), 0);
+
+  // Every worker's device at once.
+  t.barrier(self, everyone, kPhaseTag);
+  Cluster c = measure_cpu_cluster(1, o);
+  t.barrier(self, everyone, kPhaseTag);
+  ChannelFit intra{}, inter{};
+  if (per_host >= 2) {
+    const int a = on_host[0][0], b = on_host[0][1];
+    if (self == a || self == b) {
+      const auto samples = ping_pong(t, self, a, b, o);
+      if (self == a) intra = fit_channel(samples);
+    }
+  }
+  t.barrier(self, everyone, kPhaseTag);
+  if (hosts >= 2) {
+    const int a = on_host[0][0], b = on_host[1][0];
+    if (self == a || self == b) {
+      const auto samples = ping_pong(t, self, a, b, o);
+      if (self == a) inter = fit_channel(samples);
+    }
+  }
+  t.barrier(self, everyone, kPhaseTag);
+  double hop = 0;
+  if (per_host >= 2) {
+    const int64_t chunk_bytes = std::max<int64_t>(o.pack_bytes / static_cast<int64_t>(per_host), 1 << 20);
+    hop = hop_bytes_per_s(t, self, on_host[static_cast<size_t>(host_of[static_cast<size_t>(self)])], chunk_bytes, o);
+  }
+  t.barrier(self, everyone, kPhaseTag);
+
+  if (self != 0) {
+    return cluster_from_json(nlohmann::json::parse(floats_as_text(t.recv(self, 0, kClusterTag))),
+                             "the cluster worker 0 measured");
+  }
+  c.machines = hosts;
+  c.devices_per_machine = static_cast<int64_t>(per_host);
+  c.name = "cpu" + std::to_string(hosts) + "x" + std::to_string(per_host) + "-measured";
+  c.device.compute_rate_while_communicating =
+      cpu_compute_rate_while_communicating(static_cast<int64_t>(per_host), usable_cores());
+  if (per_host < 2) intra = inter;
+  if (hosts < 2) inter = intra;
+  c.intra_link = {intra.bandwidth_bytes_per_s, intra.latency_s};
+  c.inter_link = {inter.bandwidth_bytes_per_s, inter.latency_s};
+  c.collective.hop_bytes_per_s = hop;
+  c.description = "measured across " + std::to_string(workers) + " workers (" + std::to_string(hosts) + " hosts of " +
+                  std::to_string(per_host) + ") over their transport: ping-pong " +
+                  std::to_string(o.min_message_bytes) + " B.." + std::to_string(o.max_message_bytes) +
+                  " B within and between hosts (bandwidth: least-squares slope of the large ones; latency: the "
+                  "smallest's one-way time), ring hops within each host at once; each device probed with every "
+                  "worker busy (" + c.device.name + ")";
+  validate_cluster(c, "measured cluster " + c.name);
+  const std::string text = cluster_to_json(c).dump();
+  for (int w = 1; w < workers; ++w) t.send(0, w, kClusterTag, text_as_floats(text));
+  return c;
+}
+
+}  // namespace trainsim

@@ -1,0 +1,87 @@
+// measure_transport_cluster over threads joined by InProcessTransport, each
+// calling it as an MPI rank would: two hosts of two workers give a cluster
+// of two machines with both links and the hop measured, the same on every
+// worker; one worker per host leaves the hop to the inter link; hosts of
+// unequal sizes are refused on every worker.
+#include <gtest/gtest.h>
+
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "exec/transport/in_process.hpp"
+#include "model/error.hpp"
+#include "profiles/profiler/transport_probe.hpp"
+
+namespace trainsim {
+namespace {
+
+ClusterProbeOptions quick() {
+  ClusterProbeOptions o;
+  o.repeats = 3;
+  o.warmups = 1;
+  o.gemm_size = 64;
+  o.update_bytes = 1 << 16;
+  o.max_message_bytes = 1 << 16;
+  o.reduce_bytes = 1 << 16;
+  o.barrier_repeats = 5;
+  o.pack_bytes = 1 << 16;
+  o.pack_repeats = 3;
+  o.handoff_repeats = 5;
+  return o;
+}
+
+std::vector<Cluster> probe_on_threads(const std::vector<int>& host_of) {
+  const int workers = static_cast<int>(host_of.size());
+  InProcessTransport transport(workers);
+  std::vector<Cluster> seen(static_cast<size_t>(workers));
+  run_workers(transport, workers, [&](int self) {
+    seen[static_cast<size_t>(self)] = measure_transport_cluster(transport, self, host_of, quick());
+  });
+  return seen;
+}
+
+TEST(TransportProbe, TwoHostsOfTwoWorkersMeasureBothLinksAndTheHop) {
+  const std::vector<Cluster> seen = probe_on_threads({0, 0, 1, 1});
+  const Cluster& c = seen[0];
+  EXPECT_EQ(c.machines, 2);
+  EXPECT_EQ(c.devices_per_machine, 2);
+  EXPECT_EQ(c.device.kind, "cpu");
+  EXPECT_GT(c.device.peak_flops_per_s, 0);
+  EXPECT_GT(c.intra_link.bandwidth_bytes_per_s, 0);
+  EXPECT_GT(c.intra_link.latency_s, 0);
+  EXPECT_GT(c.inter_link.bandwidth_bytes_per_s, 0);
+  EXPECT_GT(c.inter_link.latency_s, 0);
+  EXPECT_GT(c.collective.hop_bytes_per_s, 0);
+  EXPECT_EQ(c.name, "cpu2x2-measured");
+  for (const Cluster& other : seen) EXPECT_EQ(cluster_to_json(other), cluster_to_json(c));  // worker 0's, everywhere
+}
+
+TEST(TransportProbe, OneWorkerPerHostLeavesTheRingToTheInterLink) {
+  const std::vector<Cluster> seen = probe_on_threads({0, 1, 2});
+  const Cluster& c = seen[0];
+  EXPECT_EQ(c.machines, 3);
+  EXPECT_EQ(c.devices_per_machine, 1);
+  EXPECT_EQ(c.collective.hop_bytes_per_s, 0);
+  EXPECT_EQ(c.intra_link.bandwidth_bytes_per_s, c.inter_link.bandwidth_bytes_per_s);  // none inside a host
+  EXPECT_GT(c.inter_link.bandwidth_bytes_per_s, 0);
+}
+
+TEST(TransportProbe, HostsOfUnequalSizesAreRefusedOnEveryWorker) {
+  InProcessTransport transport(3);
+  std::mutex mu;
+  std::vector<std::string> errors;
+  run_workers(transport, 3, [&](int self) {
+    try {
+      measure_transport_cluster(transport, self, {0, 0, 1}, quick());
+    } catch (const InputError& e) {
+      std::lock_guard lock(mu);
+      errors.push_back(e.what());
+    }
+  });
+  ASSERT_EQ(errors.size(), 3u);
+  EXPECT_NE(errors[0].find("as many ranks on every host"), std::string::npos) << errors[0];
+}
+
+}  // namespace
+}  // namespace trainsim
