@@ -2,6 +2,8 @@
 // and the files mpirun reads (see emulate.hpp).
 #include "tools/emulate.hpp"
 
+#include "tools/mpi_launch.hpp"
+
 #include <spawn.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -131,7 +133,7 @@ std::string EmulatedCluster::host_address(int host) const {
 std::string EmulatedCluster::mpirun_options() const {
   return "--hostfile " + hostfile() + " --mca plm_rsh_agent " + agent() +
          " --mca btl tcp,self --mca btl_tcp_if_include " + subnet + " --mca oob_tcp_if_include " + subnet +
-         " --mca rtc_hwloc_vmhole none";
+         " --mca rtc_hwloc_vmhole none --mca btl_tcp_eager_limit " + kTcpEagerLimit;
 }
 
 std::string emulate_root() { return "/run/trainsim-emulate"; }

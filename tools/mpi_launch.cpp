@@ -165,6 +165,12 @@ std::vector<std::string> mpirun_command(const LaunchOptions& o, int64_t ranks, c
   if (!mca_set(command, "btl_vader_single_copy_mechanism")) {
     command.insert(command.end(), {"--mca", "btl_vader_single_copy_mechanism", "none"});
   }
+  // Every message eagerly over TCP: Open MPI sends one above its eager
+  // limit (64 KiB) by rendezvous, and two ranks exchanging such messages at
+  // once (every step of a ring) got half of a shaped link each way (12 of 25
+  // MB/s at 200 Mbit/s, where TCP carries 24 each way); eagerly, 22-24
+  // (docs/results.md).
+  if (!mca_set(command, "btl_tcp_eager_limit")) command.insert(command.end(), {"--mca", "btl_tcp_eager_limit", kTcpEagerLimit});
   command.insert(command.end(), {"-np", std::to_string(ranks), executable});
   command.insert(command.end(), rank_args.begin(), rank_args.end());
   return command;

@@ -15,6 +15,10 @@
 
 namespace trainsim {
 
+// Open MPI's TCP eager limit the launcher and emulated clusters set (1 GiB:
+// every message the executor sends goes eagerly; see mpirun_command).
+inline constexpr const char* kTcpEagerLimit = "1073741824";
+
 struct LaunchOptions {
   std::string launcher = "local";  // local: this process runs every worker; mpi: mpirun starts one rank each
   std::string hosts;               // mpirun's --host list: a,b or a:2,b:2

@@ -50,6 +50,15 @@ TEST(MpiLaunch, WithoutHostsTheRanksShareThisMachine) {
   EXPECT_EQ(has(command, "--oversubscribe"), std::getenv("OMPI_MCA_rmaps_base_oversubscribe") == nullptr);
   // Each Open MPI parameter is given once: mpirun refuses one listed twice.
   EXPECT_LE(std::count(command.begin(), command.end(), "rtc_hwloc_vmhole"), 1);
+  // Messages go eagerly over TCP (a rendezvous halved a ring's exchange),
+  // unless the environment chose otherwise.
+  const auto eager = std::find(command.begin(), command.end(), "btl_tcp_eager_limit");
+  if (std::getenv("OMPI_MCA_btl_tcp_eager_limit") == nullptr) {
+    ASSERT_NE(eager, command.end());
+    EXPECT_EQ(*(eager + 1), kTcpEagerLimit);
+  } else {
+    EXPECT_EQ(eager, command.end());
+  }
 }
 
 TEST(MpiLaunch, ProgressLinesAndLostRanksAreRead) {
