@@ -9,6 +9,7 @@
 #include <iomanip>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 
@@ -17,6 +18,8 @@
 #include "exec/training.hpp"
 #include "model/error.hpp"
 #include "model/units.hpp"
+#include "profiles/cluster.hpp"
+#include "profiles/profile.hpp"
 #include "sim/cost/driver.hpp"
 #include "sim/cost/strategies.hpp"
 #include "tools/commands.hpp"
@@ -47,6 +50,8 @@ struct RunOptions {
   std::string metrics;
   std::string json;
   bool quiet = false;
+  std::string profile;     // plan from this measured profile (default: analytic, on the nominal cluster)
+  std::string cluster;     // plan for this cluster (default: nominal_cpu_cluster of --devices)
   std::string checkpoint;  // a directory
   int32_t checkpoint_every = 0;
   std::string resume;      // a directory
@@ -81,6 +86,8 @@ std::vector<std::string> rank_arguments(const RunOptions& o) {
   add("--trace", o.trace);
   add("--metrics", o.metrics);
   add("--json", o.json);
+  add("--profile", o.profile);
+  add("--cluster", o.cluster);
   add("--checkpoint", o.checkpoint);
   if (o.checkpoint_every > 0) add("--checkpoint-every", std::to_string(o.checkpoint_every));
   add("--resume", o.resume);
@@ -127,7 +134,25 @@ void run_training(const RunOptions& o, CommandContext& ctx) {
   }
   const Model model = load_model(o.model, "--model");
   const int64_t workers = parse_cpu_devices(o.devices);
-  const Cluster cluster = nominal_cpu_cluster(workers);
+  const Cluster cluster = o.cluster.empty() ? nominal_cpu_cluster(workers) : load_cluster(o.cluster, "--cluster");
+  if (device_count(cluster) != workers) {
+    throw InputError("--cluster", cluster.name + " has " + std::to_string(device_count(cluster)) + " devices",
+                     "a cluster of the " + std::to_string(workers) + " workers --devices " + o.devices + " runs");
+  }
+  std::optional<Profile> profile;
+  if (!o.profile.empty()) {
+    profile = read_profile_file(o.profile);
+    if (profile->model != model.name || profile->layers.size() != model.layers.size()) {
+      throw InputError("--profile", o.profile + " profiles " + profile->model + " (" +
+                                        std::to_string(profile->layers.size()) + " layers)",
+                       "a profile of " + model.name + " (" + std::to_string(model.layers.size()) + " layers)");
+    }
+    if (o.batch > 0 && o.batch != profile->batch_size) {
+      throw InputError("--batch", "is " + std::to_string(o.batch) + ", the profile's " +
+                                      std::to_string(profile->batch_size),
+                       "no --batch with --profile, or the profile's");
+    }
+  }
   StrategyConfig config;
   for (const std::string& text : o.settings) {
     const Setting s = parse_setting(text, "--set");
@@ -156,7 +181,7 @@ void run_training(const RunOptions& o, CommandContext& ctx) {
   }
 #endif
   options.strategy = o.strategy;
-  options.batch_size = o.batch;
+  options.batch_size = profile ? profile->batch_size : o.batch;
   options.iterations = o.iterations;
   options.epochs = o.epochs;
   options.seed = o.seed;
@@ -203,7 +228,7 @@ void run_training(const RunOptions& o, CommandContext& ctx) {
   }
   TrainingResult r;
   try {
-    r = train(model, data, cluster, config, options);
+    r = train(model, data, cluster, config, options, profile ? &*profile : nullptr);
   } catch (const LossDiverged& e) {
     bar.finish();
     diverged(e, o.learning_rate);
@@ -260,6 +285,12 @@ void add_run_command(CLI::App& app, CommandContext& ctx) {
   cmd->add_option("--metrics", o->metrics, "Write per-iteration loss and time (CSV) here");
   cmd->add_option("--json", o->json, "Write the trainsim.run/1 summary here ('-' for standard output)");
   cmd->add_flag("--quiet", o->quiet, "No progress bar and no summary");
+  cmd->add_option("--profile", o->profile,
+                  "Plan from this measured profile of the model (trainsim profile --device cpu; default: the "
+                  "analytic one), as validate and predict price it");
+  cmd->add_option("--cluster", o->cluster,
+                  "Plan for this cluster (trainsim profile --cluster-out, or a preset) of --devices' workers "
+                  "(default: nominal figures of this machine)");
   cmd->add_option("--checkpoint", o->checkpoint,
                   "Write a checkpoint into this directory every --checkpoint-every iterations (DIR/checkpoint, "
                   "replaced atomically)");
