@@ -117,7 +117,8 @@ class Lstm final : public ExecLayer {
     for (int64_t t = 1; t < tokens_; ++t) step(h_prev, t, h) = step(y, t - 1, h);
     dw.rightCols(h).noalias() += dg.transpose() * ConstMatrixView(h_prev.data.data(), positions, h);
     RowVectorView(grads[1].dense.data.data(), 4 * h) += dg.colwise().sum();
-    MatrixView(dx.data.data(), positions, in_).noalias() = dg * w.leftCols(in_);
+    // dx = d gates·W_x: W_x (4h×in) read in place, rows width_ apart.
+    SmallProduct(positions, in_, 4 * h, 4 * h, width_, in_, false)(dg.data(), w.data(), dx.data.data());
     return dx;
   }
 
@@ -130,20 +131,22 @@ class Lstm final : public ExecLayer {
     Tensor y({batch, tokens_, h});
     Tensor gates({tokens_, batch, 4 * h}), c({tokens_, batch, h}), tanh_c({tokens_, batch, h});
     ConstMatrixView w(params[0].data.data(), 4 * h, width_);
-    // h_{t-1}·W_hᵀ of every step, with W_hᵀ (h×4h) made once.
-    const RowMajorMatrix w_h_t = w.rightCols(h).transpose();
+    // Wᵀ ({in + h}×4h) made once: x·W_xᵀ over the sequence and h_{t-1}·W_hᵀ
+    // at every step read its rows.
+    const RowMajorMatrix w_t = w.transpose();
+    const float* w_h_t = w_t.data() + in_ * 4 * h;
     const SmallProduct times_w_h_t(batch, 4 * h, h, tokens_ * h, 4 * h, 4 * h, true);
     // Every step's x_t·W_xᵀ + b, {B, T, 4h} as x.
     Tensor x_part({batch, tokens_, 4 * h});
     if (batch > 0) {  // no sample (build_network infers shapes so): no views into empty storage
       MatrixView xw(x_part.data.data(), positions, 4 * h);
-      xw.noalias() = ConstMatrixView(x.data.data(), positions, in_) * w.leftCols(in_).transpose();
+      SmallProduct(positions, 4 * h, in_, in_, 4 * h, 4 * h, false)(x.data.data(), w_t.data(), xw.data());
       xw.rowwise() += ConstRowVectorView(params[1].data.data(), 4 * h);
     }
     for (int64_t t = 0; batch > 0 && t < tokens_; ++t) {
       MatrixView act(gates.data.data() + t * batch * 4 * h, batch, 4 * h);
       act = step(std::as_const(x_part), t, 4 * h);
-      if (t > 0) times_w_h_t(step(std::as_const(y), t - 1, h).data(), w_h_t.data(), act.data());
+      if (t > 0) times_w_h_t(step(std::as_const(y), t - 1, h).data(), w_h_t, act.data());
       sigmoid_in_place(act.leftCols(2 * h).array());
       act.middleCols(2 * h, h).array() = act.middleCols(2 * h, h).array().tanh();
       sigmoid_in_place(act.rightCols(h).array());
