@@ -16,6 +16,7 @@
 #include "model/zoo/zoo.hpp"
 #include "exec/interpreter.hpp"
 #include "profiles/profiler/cluster_probe.hpp"
+#include "tests/profiles/quick_probe.hpp"
 #include "profiles/profiler/timing.hpp"
 
 namespace trainsim {
@@ -268,18 +269,7 @@ TEST(ChannelFit, FallsBackToLargestMessageRateWithoutTwoLargeSizes) {
   EXPECT_DOUBLE_EQ(noisy.bandwidth_bytes_per_s, 4e9);
 }
 
-ClusterProbeOptions quick_probe() {
-  ClusterProbeOptions o;
-  o.repeats = 3;
-  o.warmups = 1;
-  o.gemm_size = 96;
-  o.update_bytes = 4 << 20;
-  o.max_message_bytes = 1 << 20;
-  o.reduce_bytes = 1 << 20;
-  o.barrier_repeats = 20;
-  o.handoff_repeats = 20;
-  return o;
-}
+using testing_fixtures::quick_probe;
 
 TEST(MeasuredCluster, IsOneMachineOfCpuWorkersWithPositiveRatesThatValidates) {
   const Cluster c = measure_cpu_cluster(2, quick_probe());

@@ -12,31 +12,19 @@
 #include "exec/transport/in_process.hpp"
 #include "model/error.hpp"
 #include "profiles/profiler/transport_probe.hpp"
+#include "tests/profiles/quick_probe.hpp"
 
 namespace trainsim {
 namespace {
 
-ClusterProbeOptions quick() {
-  ClusterProbeOptions o;
-  o.repeats = 3;
-  o.warmups = 1;
-  o.gemm_size = 64;
-  o.update_bytes = 1 << 16;
-  o.max_message_bytes = 1 << 16;
-  o.reduce_bytes = 1 << 16;
-  o.barrier_repeats = 5;
-  o.pack_bytes = 1 << 16;
-  o.pack_repeats = 3;
-  o.handoff_repeats = 5;
-  return o;
-}
+using testing_fixtures::quick_probe;
 
 std::vector<Cluster> probe_on_threads(const std::vector<int>& host_of) {
   const int workers = static_cast<int>(host_of.size());
   InProcessTransport transport(workers);
   std::vector<Cluster> seen(static_cast<size_t>(workers));
   run_workers(transport, workers, [&](int self) {
-    seen[static_cast<size_t>(self)] = measure_transport_cluster(transport, self, host_of, quick());
+    seen[static_cast<size_t>(self)] = measure_transport_cluster(transport, self, host_of, quick_probe());
   });
   return seen;
 }
@@ -73,7 +61,7 @@ TEST(TransportProbe, HostsOfUnequalSizesAreRefusedOnEveryWorker) {
   std::vector<std::string> errors;
   run_workers(transport, 3, [&](int self) {
     try {
-      measure_transport_cluster(transport, self, {0, 0, 1}, quick());
+      measure_transport_cluster(transport, self, {0, 0, 1}, quick_probe());
     } catch (const InputError& e) {
       std::lock_guard lock(mu);
       errors.push_back(e.what());
