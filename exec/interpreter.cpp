@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -52,6 +53,18 @@ ExecResult execute_plan(const Plan& plan, const Network& network, const Weights&
                         const ExecOptions& options) {
   const auto endpoints = static_cast<int>(plan.workers.size() + plan.servers.size());
   if (!options.local_endpoints.empty()) interp::Interpreter::check_shareable(plan);  // before the processes connect
+  const bool sits_out = !options.local_endpoints.empty() &&
+                        std::all_of(options.local_endpoints.begin(), options.local_endpoints.end(),
+                                    [&](int32_t e) { return e >= endpoints; });
+  if (sits_out) {
+    if (options.make_transport) options.make_transport(endpoints);  // the joining is collective; none for this process
+    ExecResult idle;
+    idle.complete = false;
+    idle.timings.resize(plan.ops.size());
+    idle.iteration_end_s.assign(static_cast<size_t>(plan.iterations), 0.0);
+    idle.loss_per_iteration.assign(static_cast<size_t>(plan.iterations), std::numeric_limits<double>::quiet_NaN());
+    return idle;
+  }
   std::unique_ptr<Transport> transport = options.make_transport
                                              ? options.make_transport(endpoints)
                                              : std::make_unique<InProcessTransport>(endpoints, options.recv_timeout_s);

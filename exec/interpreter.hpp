@@ -74,7 +74,11 @@ struct ExecOptions {
   // share memory across endpoints otherwise (host accumulation over a
   // machine's workers, Parallax's servers) is refused (InputError). The
   // processes start together (a barrier) and the results are gathered to
-  // the one running endpoint 0 (ExecResult::complete).
+  // the one running endpoint 0 (ExecResult::complete). A process whose
+  // endpoints are all beyond the plan's (more processes than the plan has
+  // endpoints) sits the run out: it calls make_transport, which joins the
+  // others collectively and may give it none, and returns an incomplete
+  // result without losses (NaN) or timings.
   std::vector<int32_t> local_endpoints;
   // Where the run starts from, when set: an earlier run's state (keep_state)
   // of the same plan's endpoints, instead of `initial` with fresh optimizers.

@@ -171,7 +171,7 @@ void run_training(const RunOptions& o, CommandContext& ctx) {
                        "cpu:" + std::to_string(mpi->size()) + ", one worker per rank");
     }
     options.local_endpoints = {mpi->rank()};
-    options.make_transport = [](int) { return std::make_unique<MpiTransport>(); };
+    options.make_transport = [](int endpoints) { return MpiTransport::for_endpoints(endpoints); };
     reports = mpi->rank() == 0;
   }
 #else

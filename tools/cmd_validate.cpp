@@ -1,5 +1,6 @@
 // `trainsim validate`: profiles this machine, predicts every strategy from the
-// profile (analytic and simulated), trains each for real on CPU threads, and
+// profile (analytic and simulated), trains each for real on CPU threads (or
+// one MPI process per worker: --launcher mpi, or under mpirun), and
 // prints how far the predictions were from the measurements, with the op
 // groups the simulator got most wrong (trainsim.validation/1).
 #include <algorithm>
@@ -13,9 +14,16 @@
 #include "model/error.hpp"
 #include "model/units.hpp"
 #include "sim/cost/driver.hpp"
+#include "profiles/profiler/cluster_probe.hpp"
+#include "profiles/profiler/transport_probe.hpp"
 #include "tools/commands.hpp"
+#include "tools/mpi_launch.hpp"
 #include "tools/progress.hpp"
 #include "tools/validation.hpp"
+
+#if defined(TRAINSIM_WITH_MPI)
+#include "exec/mpi/mpi_transport.hpp"
+#endif
 
 namespace trainsim {
 namespace {
@@ -40,7 +48,62 @@ struct ValidateCliOptions {
   std::string cluster_out;
   int32_t worst_ops = 3;
   bool quiet = false;
+  LaunchOptions launch;
 };
+
+// The command line of each rank --launcher mpi starts: these options, with
+// progress reported as lines.
+std::vector<std::string> rank_arguments(const ValidateCliOptions& o) {
+  std::vector<std::string> a{"validate", "--model", o.model, "--devices", o.devices, "--strategies", o.strategies};
+  const auto add = [&a](const char* flag, const std::string& value) {
+    if (!value.empty()) a.insert(a.end(), {flag, value});
+  };
+  add("--dataset", o.dataset);
+  add("--data-dir", o.data_dir);
+  if (o.batch > 0) add("--batch", std::to_string(o.batch));
+  add("--iterations", std::to_string(o.iterations));
+  add("--rounds", std::to_string(o.rounds));
+  if (o.max_rounds > 0) add("--max-rounds", std::to_string(o.max_rounds));
+  add("--target-uncertainty", format_number(o.target_percent));
+  add("--budget", format_number(o.budget_s));
+  add("--repeats", std::to_string(o.repeats));
+  add("--seed", std::to_string(o.seed));
+  add("--json", o.json);
+  add("--trace-dir", o.trace_dir);
+  add("--profile-out", o.profile_out);
+  add("--cluster-out", o.cluster_out);
+  add("--worst-ops", std::to_string(o.worst_ops));
+  a.push_back("--progress-lines");
+  if (o.quiet) a.push_back("--quiet");
+  return a;
+}
+
+// Under mpirun: the ranks agree through MPI, measure the cluster across
+// their links and hosts, and train over the MPI transport.
+ValidationRanks mpi_ranks([[maybe_unused]] const ValidateCliOptions& o, [[maybe_unused]] int64_t workers) {
+#if defined(TRAINSIM_WITH_MPI)
+  static MpiSession session(nullptr, nullptr);  // MPI ends with the process
+  if (session.size() != workers) {
+    throw InputError("--devices", "is " + o.devices + " under mpirun with " + std::to_string(session.size()) + " ranks",
+                     "cpu:" + std::to_string(session.size()) + ", one worker per rank");
+  }
+  ValidationRanks ranks;
+  ranks.rank = session.rank();
+  ranks.from_rank0 = [](const std::string& text) { return mpi_broadcast_text(text); };
+  ranks.measure_cluster = [rank = session.rank()](const Profile& profile) {
+    const std::vector<int> host_of = mpi_host_of_ranks();
+    MpiTransport transport;
+    const Cluster measured = measure_transport_cluster(transport, rank, host_of, probe_options_for(profile));
+    return cluster_from_json(nlohmann::json::parse(mpi_broadcast_text(cluster_to_json(measured).dump())),
+                             "rank 0's cluster");
+  };
+  ranks.make_transport = [](int endpoints) { return MpiTransport::for_endpoints(endpoints); };
+  return ranks;
+#else
+  throw InputError("mpirun", "started trainsim, which was built without MPI",
+                   "a build with TRAINSIM_WITH_MPI (libopenmpi-dev installed)");
+#endif
+}
 
 std::string percent(double fraction) {
   char text[32];
@@ -131,10 +194,16 @@ void write_traces(const std::string& dir, const Validation& v) {
 
 void run_validate(const ValidateCliOptions& o, CommandContext& ctx) {
   if (o.model.empty()) throw InputError("--model", "is missing", "a zoo model to validate on");
+  check_launch_options(o.launch);
   const Model model = load_model(o.model, "--model");
   const int64_t workers = parse_cpu_devices(o.devices);
+  if (o.launch.launcher == "mpi") {
+    return launch_ranks(o.launch, workers, rank_arguments(o), ctx, "validating", o.quiet);
+  }
   const Dataset data = load_dataset(o.dataset, model, o.data_dir);
   ValidationOptions options;
+  if (under_mpirun()) options.ranks = mpi_ranks(o, workers);
+  const bool reports = options.ranks.rank <= 0;
   options.batch_size = o.batch;
   options.iterations = o.iterations;
   options.rounds = o.rounds;
@@ -148,10 +217,14 @@ void run_validate(const ValidateCliOptions& o, CommandContext& ctx) {
   options.profile_repeats = o.repeats;
   options.seed = o.seed;
   if (o.strategies != "all") options.strategies = parse_strategy_list(o.strategies, "--strategies");
-  ProgressBar bar(ctx.err, "validating", !o.quiet);
-  options.progress = [&bar](const std::string&, int32_t done, int32_t total) { bar.update(done, total); };
+  ProgressBar bar(ctx.err, "validating", !o.quiet && reports && !o.launch.progress_lines);
+  options.progress = [&](const std::string&, int32_t done, int32_t total) {
+    bar.update(done, total);
+    if (o.launch.progress_lines && reports) ctx.err << progress_line(done, total) << '\n' << std::flush;
+  };
   const Validation v = validate(model, data, workers, options);
   bar.finish();
+  if (!reports) return;  // rank 0 holds the comparison and writes it
 
   if (!o.profile_out.empty()) write_text_output(o.profile_out, profile_to_json(v.profile).dump(2) + "\n", ctx.out, "--profile-out");
   if (!o.cluster_out.empty()) write_text_output(o.cluster_out, cluster_to_json(v.cluster).dump(2) + "\n", ctx.out, "--cluster-out");
@@ -189,7 +262,8 @@ void add_validate_command(CLI::App& app, CommandContext& ctx) {
   CLI::App* cmd = app.add_subcommand(
       "validate", "Profile this machine, predict every strategy, run each for real and compare");
   cmd->add_option("--model", o->model, "Zoo model id or model JSON file (of layers the CPU executor has kernels for)");
-  cmd->add_option("--devices", o->devices, "cpu:N, N worker threads")->capture_default_str();
+  cmd->add_option("--devices", o->devices, "cpu:N, N worker threads (with --launcher mpi or under mpirun, N ranks)")
+      ->capture_default_str();
   cmd->add_option("--strategies", o->strategies, "'all' or strategy ids separated by commas")->capture_default_str();
   cmd->add_option("--dataset", o->dataset, "fashion-mnist, fortunes (bytes of text), fortune-topics (word bags of four topics) or synthetic (default: by the model's input and output)");
   cmd->add_option("--data-dir", o->data_dir,
@@ -229,8 +303,11 @@ void add_validate_command(CLI::App& app, CommandContext& ctx) {
       ->check(CLI::Range(0, 1000))
       ->capture_default_str();
   cmd->add_flag("--quiet", o->quiet, "No progress bar and no table");
+  add_launch_options(*cmd, o->launch);
   cmd->footer(
-      "Example:\n  trainsim validate --model fmnist-mlp --devices cpu:2 --json validation.json --trace-dir traces\n"
+      "Examples:\n  trainsim validate --model fmnist-mlp --devices cpu:2 --json validation.json --trace-dir traces\n"
+      "  trainsim validate --model fmnist-mlp --devices cpu:4 --launcher mpi --emulated lab   (one process per "
+      "worker, on the hosts of `trainsim cluster emulate up --name lab`)\n"
       "Strategies the executor does not run are listed as not run, with the reason.");
   cmd->callback([&ctx, o] { ctx.action = [&ctx, o] { run_validate(*o, ctx); }; });
 }

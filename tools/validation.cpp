@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <sstream>
 #include <tuple>
 
 #include "model/error.hpp"
@@ -94,6 +95,10 @@ void run_once(const Model& model, const Dataset& data, const Profile& profile, c
   training.iterations = options.iterations;
   training.seed = options.seed;
   training.evaluate = false;  // timed, not scored
+  if (options.ranks.rank >= 0) {
+    training.local_endpoints = {options.ranks.rank};
+    training.make_transport = options.ranks.make_transport;
+  }
   try {
     s.runs.push_back(train(model, data, cluster, first_run_settings(s), training, &profile));
   } catch (const InputError& e) {
@@ -246,6 +251,18 @@ Validation validate(const Model& model, const Dataset& data, int64_t workers, co
   // prediction reads each rate's median over these probes (memory-bound
   // rates move with the machine's other tenants as much as the layers do).
   // A capacity probe before every run records how much of the machine it had.
+  //
+  // Across ranks every rank profiles with one thread, all at once, and plans
+  // from rank 0's profile; what to run next is rank 0's decision.
+  const ValidationRanks& ranks = options.ranks;
+  const bool shared = ranks.rank >= 0;
+  const bool leads = ranks.rank <= 0;
+  if (shared) measure.concurrent = 1;
+  const auto rank0_profile = [&](const Profile& mine) {
+    return shared ? profile_from_json(nlohmann::json::parse(ranks.from_rank0(profile_to_json(mine).dump())),
+                                      "rank 0's profile")
+                  : mine;
+  };
   std::vector<Profile>& profiles = v.round_profiles;
   for (int32_t round = 0; round < max_rounds; ++round) {
     std::vector<StrategyRuns*> todo;
@@ -253,14 +270,26 @@ Validation validate(const Model& model, const Dataset& data, int64_t workers, co
       if (s.skipped.empty() && (round < rounds || !settled(s, options))) todo.push_back(&s);
     }
     if (round >= rounds) {
+      std::string stop;
       if (todo.empty()) {
-        v.stopped = "every strategy within " + percent_text(options.target_uncertainty) + " after " +
-                    std::to_string(round) + " rounds";
-        break;
+        stop = "every strategy within " + percent_text(options.target_uncertainty) + " after " +
+               std::to_string(round) + " rounds";
+      } else if (options.budget_s > 0 && now_s() - start_s >= options.budget_s) {
+        stop = "the time budget of " + format_seconds(options.budget_s) + " was spent after " +
+               std::to_string(round) + " rounds";
       }
-      if (options.budget_s > 0 && now_s() - start_s >= options.budget_s) {
-        v.stopped = "the time budget of " + format_seconds(options.budget_s) + " was spent after " +
-                    std::to_string(round) + " rounds";
+      if (shared) {  // rank 0's measurements decide: its stop, or the strategies it runs again
+        std::string which;
+        for (const StrategyRuns* s : todo) which += std::to_string(s - runs.data()) + " ";
+        const nlohmann::json decided =
+            nlohmann::json::parse(ranks.from_rank0(nlohmann::json{{"stop", stop}, {"todo", which}}.dump()));
+        stop = decided.at("stop").get<std::string>();
+        todo.clear();
+        std::istringstream in(decided.at("todo").get<std::string>());
+        for (size_t i = 0; in >> i;) todo.push_back(&runs.at(i));
+      }
+      if (!stop.empty()) {
+        v.stopped = stop;
         break;
       }
       total += static_cast<int32_t>(todo.size());
@@ -268,22 +297,25 @@ Validation validate(const Model& model, const Dataset& data, int64_t workers, co
     const std::string of_round = " (round " + std::to_string(round + 1) + ")";
     if (round < rounds) {
       report("profiling " + model.name + of_round);
-      profiles.push_back(measure_profile(model, batch, measure));
+      profiles.push_back(rank0_profile(measure_profile(model, batch, measure)));
       if (workers > 1) {
         report("profiling " + model.name + " on one thread" + of_round);
-        v.alone_round_profiles.push_back(measure_profile(model, batch, alone));
+        v.alone_round_profiles.push_back(rank0_profile(leads ? measure_profile(model, batch, alone) : Profile{}));
       }
-    }
-    if (round < rounds) {
       report("probing the channels" + of_round);
-      v.round_clusters.push_back(measure_cpu_cluster(workers, probe_options_for(profiles.back())));
+      const ClusterProbeOptions probe = probe_options_for(profiles.back());
+      v.round_clusters.push_back(shared ? ranks.measure_cluster(profiles.back()) : measure_cpu_cluster(workers, probe));
     }
     for (StrategyRuns* s : todo) {
       report(s->strategy->id + of_round);
-      const double probe_s = capacity_probe_s(workers);
+      const double probe_s = capacity_probe_s(shared ? 1 : workers);
       v.probe_s.push_back(probe_s);
       const size_t before = s->runs.size();
       run_once(model, data, profiles.back(), v.round_clusters.back(), options, *s);
+      if (shared) {  // a strategy rank 0 could not run is not run
+        s->skipped = ranks.from_rank0(s->skipped);
+        if (!s->skipped.empty() && s->runs.size() > before) s->runs.pop_back();
+      }
       if (s->runs.size() > before) s->probes_s.push_back(probe_s);
     }
     v.rounds = round + 1;
@@ -296,7 +328,9 @@ Validation validate(const Model& model, const Dataset& data, int64_t workers, co
   v.cluster = median_cluster(v.round_clusters);
   if (!v.alone_round_profiles.empty()) v.alone_profile = median_profile(v.alone_round_profiles);
   v.probe = median_interval(v.probe_s, options.confidence);
-  for (const StrategyRuns& s : runs) v.results.push_back(compare_strategy(v, s, options));
+  if (leads) {  // rank 0 holds every run's gathered result
+    for (const StrategyRuns& s : runs) v.results.push_back(compare_strategy(v, s, options));
+  }
   v.elapsed_s = now_s() - start_s;
   report("done");
   return v;

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -20,6 +21,21 @@
 #include "sim/des/engine.hpp"
 
 namespace trainsim {
+
+// A validation shared by the ranks of an MPI job, one worker each: every
+// rank runs the same loop, and these make the ranks agree on what it
+// measured and decided. rank < 0: one process, every worker a thread.
+struct ValidationRanks {
+  int rank = -1;
+  // Collective: rank 0's text on every rank (the others wait asleep).
+  std::function<std::string(const std::string&)> from_rank0;
+  // Collective: the links, hosts and compute rates of the ranks, measured
+  // by all of them together; the same cluster on every rank.
+  std::function<Cluster(const Profile&)> measure_cluster;
+  // The transport of a plan of `endpoints` workers and servers, for this
+  // rank (none where the plan has fewer endpoints: it sits the run out).
+  std::function<std::unique_ptr<Transport>(int endpoints)> make_transport;
+};
 
 struct ValidationOptions {
   int64_t batch_size = 0;          // per device; 0 = the model's default
@@ -39,6 +55,12 @@ struct ValidationOptions {
   std::vector<std::string> strategies;  // empty: every registered strategy
   // Called before each step: (what, steps done, steps in all).
   std::function<void(const std::string& what, int32_t done, int32_t total)> progress;
+  // Across the ranks of an MPI job: each rank profiles with one thread (all
+  // at once) and rank 0's profile is the one every rank plans from; the
+  // profile of one worker alone is rank 0's with the others asleep; rank 0
+  // decides which strategies run again, and only rank 0's result holds the
+  // comparison (the other ranks' results are empty).
+  ValidationRanks ranks;
 };
 
 // Ops of one worker, stream, kind and layer range (all iterations after
@@ -114,7 +136,8 @@ std::vector<OpGroupComparison> compare_ops(const Plan& plan, const std::vector<O
 // tie). `rounds_s` holds one median per round and is not empty.
 size_t representative_round(const std::vector<double>& rounds_s);
 
-// The whole loop on `workers` CPU threads of this machine: `options.rounds`
+// The whole loop on `workers` CPU threads of this machine (or on the ranks
+// of `options.ranks`, one worker each): `options.rounds`
 // rounds, each of which profiles the layers and then runs every strategy once
 // (the channels are probed once, in the first). A strategy's later runs and
 // its predictions keep the settings its first run resolved (partition,

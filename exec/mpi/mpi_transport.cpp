@@ -3,6 +3,7 @@
 // wakes them.
 #include "exec/mpi/mpi_transport.hpp"
 
+#include <chrono>
 #include <limits>
 #include <thread>
 
@@ -51,6 +52,41 @@ std::vector<int> mpi_host_of_ranks(MPI_Comm comm) {
   return host_of;
 }
 
+namespace {
+
+// Waits for `request`, asleep between tests.
+void wait_asleep(MPI_Request& request, const char* call) {
+  for (int done = 0;;) {
+    check_mpi(MPI_Test(&request, &done, MPI_STATUS_IGNORE), call);
+    if (done != 0) return;
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+}
+
+}  // namespace
+
+std::string mpi_broadcast_text(const std::string& text, MPI_Comm comm) {
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  auto size = static_cast<long long>(text.size());
+  MPI_Request request = MPI_REQUEST_NULL;
+  check_mpi(MPI_Ibcast(&size, 1, MPI_LONG_LONG, 0, comm, &request), "MPI_Ibcast");
+  wait_asleep(request, "MPI_Ibcast");
+  std::string out = rank == 0 ? text : std::string(static_cast<size_t>(size), '\0');
+  TRAINSIM_CHECK(size <= std::numeric_limits<int>::max(), "mpi_broadcast_text: over 2 GiB");
+  check_mpi(MPI_Ibcast(out.data(), static_cast<int>(size), MPI_CHAR, 0, comm, &request), "MPI_Ibcast");
+  wait_asleep(request, "MPI_Ibcast");
+  return out;
+}
+
+std::vector<double> mpi_all_gather(double value, MPI_Comm comm) {
+  std::vector<double> out(static_cast<size_t>(size_of(comm)));
+  MPI_Request request = MPI_REQUEST_NULL;
+  check_mpi(MPI_Iallgather(&value, 1, MPI_DOUBLE, out.data(), 1, MPI_DOUBLE, comm, &request), "MPI_Iallgather");
+  wait_asleep(request, "MPI_Iallgather");
+  return out;
+}
+
 MpiSession::MpiSession(int* argc, char*** argv) {
   int initialized = 0;
   MPI_Initialized(&initialized);
@@ -87,6 +123,24 @@ MpiTransport::MpiTransport(MPI_Comm comm) : Transport(size_of(comm)) {
   int found = 0;
   check_mpi(MPI_Comm_get_attr(comm_, MPI_TAG_UB, &upper, &found), "MPI_Comm_get_attr");
   max_tag_ = found != 0 && upper != nullptr ? *upper : 32767;  // the standard's least MPI_TAG_UB
+}
+
+std::unique_ptr<MpiTransport> MpiTransport::for_endpoints(int endpoints, MPI_Comm comm) {
+  const int size = size_of(comm);
+  if (endpoints > size) {
+    throw InputError("mpirun", "started " + std::to_string(size) + " ranks for a plan of " + std::to_string(endpoints) +
+                                   " workers and servers",
+                     "a rank for each of the plan's workers and servers");
+  }
+  if (endpoints == size) return std::make_unique<MpiTransport>(comm);
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm part = MPI_COMM_NULL;
+  check_mpi(MPI_Comm_split(comm, rank < endpoints ? 0 : MPI_UNDEFINED, rank, &part), "MPI_Comm_split");
+  if (part == MPI_COMM_NULL) return nullptr;
+  auto transport = std::make_unique<MpiTransport>(part);  // duplicates it
+  MPI_Comm_free(&part);
+  return transport;
 }
 
 MpiTransport::~MpiTransport() {

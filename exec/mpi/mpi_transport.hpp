@@ -11,6 +11,7 @@
 #include <atomic>
 #include <cstdint>
 #include <list>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <utility>
@@ -46,12 +47,25 @@ class MpiSession {
 // rank calls it (collective over `comm`).
 std::vector<int> mpi_host_of_ranks(MPI_Comm comm = MPI_COMM_WORLD);
 
+// Rank 0's `text` on every rank of `comm` (collective). The others wait
+// asleep between polls, so a rank waiting here leaves its core to the ranks
+// still measuring or training.
+std::string mpi_broadcast_text(const std::string& text, MPI_Comm comm = MPI_COMM_WORLD);
+
+// Every rank's `value` on every rank of `comm`, in rank order (collective).
+std::vector<double> mpi_all_gather(double value, MPI_Comm comm = MPI_COMM_WORLD);
+
 class MpiTransport final : public Transport {
  public:
   // The ranks of `comm` (duplicated, so the transport's tags never meet the
   // caller's messages) are the workers. MPI must be initialized with
   // MPI_THREAD_MULTIPLE.
   explicit MpiTransport(MPI_Comm comm = MPI_COMM_WORLD);
+  // The transport of a plan with `endpoints` workers and servers: ranks
+  // 0..endpoints-1 of `comm` join it; a rank beyond them gets none (it sits
+  // the run out). Every rank of `comm` calls it (collective). InputError
+  // when `comm` has fewer ranks than the plan endpoints.
+  static std::unique_ptr<MpiTransport> for_endpoints(int endpoints, MPI_Comm comm = MPI_COMM_WORLD);
   // Waits for the sends still in flight, then frees the communicator.
   ~MpiTransport() override;
 

@@ -4,7 +4,8 @@ links; `trainsim run` started by mpirun on them, with the options `up`
 printed, and `trainsim run --launcher mpi --emulated NAME` (starting mpirun
 itself) give the losses of the same run as threads of one process;
 `profile --launcher mpi --emulated NAME --cluster-out` measures two
-machines joined by the shaped link;
+machines joined by the shaped link; `validate --launcher mpi` runs and
+prices strategies across them;
 `status` lists the cluster while it is up, and `down` leaves nothing behind.
 Exits 77 (ctest: skipped) with the reason where namespaces cannot be made.
 Usage: emulated_cluster.py TRAINSIM MPIEXEC (ctest: emulated_cluster)."""
@@ -80,6 +81,25 @@ def main():
                 sys.exit(f"the measured link between the hosts carries {link / 1e6:.1f} MB/s, not the shaped 25 MB/s")
             print(f"profile --cluster-out across the hosts: 2 machines x 1, link {link / 1e6:.1f} MB/s "
                   f"(shaped 25 MB/s), latency {cluster['inter_link']['latency_s'] * 1e6:.0f} us")
+            # validate across the hosts: every strategy asked ran (single on rank 0, the
+            # other rank sitting out), priced on the measured link; dp-ring's AllReduce
+            # crosses the shaped link and sets its time.
+            report = os.path.join(folder, "validation.json")
+            run([trainsim, "validate", "--model", "fmnist-mlp", "--devices", "cpu:2", "--strategies",
+                 "single,dp-ring,gpipe", "--rounds", "2", "--max-rounds", "2", "--iterations", "8", "--repeats", "5", "--json", report,
+                 "--quiet", "--launcher", "mpi", "--emulated", NAME, "--mpirun", mpiexec])
+            v = json.load(open(report))
+            results = {r["strategy"]: r for r in v["results"]}
+            for strategy in ("single", "dp-ring", "gpipe"):
+                r = results.get(strategy, {})
+                if "skipped" in r or len(r.get("measured_rounds_s", [])) != 2:
+                    sys.exit(f"validate across the hosts did not run {strategy} twice: {r}")
+            ring = results["dp-ring"]
+            if ring["measured_s"] < 5 * results["single"]["measured_s"] or abs(ring["error_simulated"]) > 0.25:
+                sys.exit(f"dp-ring across the shaped link: measured {ring['measured_s'] * 1e3:.2f} ms, predicted "
+                         f"{ring['predicted_simulated_s'] * 1e3:.2f} ms, single {results['single']['measured_s'] * 1e3:.2f} ms")
+            print(f"validate across the hosts: dp-ring measured {ring['measured_s'] * 1e3:.2f} ms, predicted "
+                  f"{ring['predicted_simulated_s'] * 1e3:.2f} ms ({ring['error_simulated'] * 100:+.1f}%)")
     finally:
         run([trainsim, "cluster", "emulate", "down", "--name", NAME], check=False)
     left = [ns for ns in run(["ip", "netns", "list"]).stdout.split("\n") if ns.startswith(NAME)]

@@ -180,6 +180,43 @@ TEST(AcrossProcesses, ASecondStretchResumesAsOnThreads) {
   }
 }
 
+TEST(AcrossProcesses, RanksBeyondThePlansEndpointsSitTheRunOut) {
+  // `single`'s plan has one worker: rank 0 runs it as alone, the others
+  // join the transport's split and return at once, without losses.
+  const Plan plan = plan_for("single");
+  ASSERT_EQ(plan.workers.size(), 1u);
+  ExecOptions options;
+  options.batch_size = kBatch;
+  options.sgd = {0.1, 0.9, 0.0};
+  options.local_endpoints = {world_rank()};
+  int transports = 0;
+  options.make_transport = [&transports](int endpoints) {
+    ++transports;
+    return MpiTransport::for_endpoints(endpoints);
+  };
+  const Network network = build_network(build_zoo_model("fmnist-mlp"));
+  const ExecResult shared =
+      execute_plan(plan, network, init_weights(network, kWeightSeed), whole_batches(synthetic_batch), options);
+  EXPECT_EQ(transports, 1);
+  ASSERT_EQ(shared.loss_per_iteration.size(), 4u);
+  if (world_rank() == 0) {
+    EXPECT_TRUE(shared.complete);
+    expect_trains_alike(shared, run(plan, false));
+  } else {
+    EXPECT_FALSE(shared.complete);
+    EXPECT_TRUE(std::isnan(shared.loss_per_iteration[0]));
+  }
+}
+
+TEST(AcrossProcessesRefused, APlanOfMoreEndpointsThanRanks) {
+  try {
+    MpiTransport::for_endpoints(world_size() + 1);
+    ADD_FAILURE() << "a transport of more endpoints than ranks";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("ranks"), std::string::npos) << e.what();
+  }
+}
+
 TEST(AcrossProcessesRefused, PlansWhoseOpsShareMemoryAcrossWorkers) {
   // cgdp sums a machine's gradients in its host's memory; parallax in ps
   // mode keeps its variables on servers of their own: neither runs across

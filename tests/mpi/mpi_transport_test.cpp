@@ -122,6 +122,18 @@ TEST(MpiTransport, BroadcastCopiesTheRootsVectorAndBarrierGathersAll) {
   }
 }
 
+TEST(MpiTransport, TextFromRankZeroAndAValueFromEveryRank) {
+  int rank = 0, size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  const std::string mine = rank == 0 ? std::string(100'000, 'x') + "end" : "rank " + std::to_string(rank);
+  EXPECT_EQ(mpi_broadcast_text(mine), std::string(100'000, 'x') + "end");
+  EXPECT_EQ(mpi_broadcast_text(rank == 0 ? "" : "ignored"), "");
+  const std::vector<double> all = mpi_all_gather(0.5 + rank);
+  ASSERT_EQ(all.size(), static_cast<size_t>(size));
+  for (int r = 0; r < size; ++r) EXPECT_EQ(all[static_cast<size_t>(r)], 0.5 + r);
+}
+
 TEST(MpiTransport, ARankSendsAndReceivesAsItselfWithTagsMpiCarries) {
   MpiTransport t;
   const int p = t.workers(), me = t.rank();

@@ -3,7 +3,8 @@
 starting mpirun itself: one worker per rank over MPI gives the losses and
 test accuracy of the same run with its workers as threads of one process,
 and only rank 0 writes the summary; a checkpoint written across ranks
-resumes across ranks as the run never stopped. Usage: run_under_mpirun.py TRAINSIM
+resumes across ranks as the run never stopped; `trainsim validate` under
+mpirun runs its strategies across the ranks and rank 0 alone reports. Usage: run_under_mpirun.py TRAINSIM
 MPIEXEC (ctest: mpi_run_cli)."""
 
 import json
@@ -55,6 +56,17 @@ def main():
              "--json", resumed], env)
         expect_same_losses(threads, (("mpirun after --resume", resumed),), "gpipe checkpoint")
         print("gpipe: 4 iterations across ranks, a checkpoint, resumed to 6: the losses of 6 on threads")
+        # validate started by mpirun: rank 0 alone writes the comparison, with
+        # every strategy asked run across the ranks (single on rank 0 alone).
+        report = os.path.join(folder, "validation.json")
+        printed = run([mpiexec, "-np", "2", "--oversubscribe", trainsim, "validate", "--model", "fmnist-mlp",
+                       "--devices", "cpu:2", "--strategies", "single,dp-ring,pipedream", "--rounds", "1",
+                       "--iterations", "5", "--repeats", "3", "--json", report, "--worst-ops", "0"], env).stdout
+        v = json.load(open(report))
+        ran = [r["strategy"] for r in v["results"] if "skipped" not in r and r["measured_s"] > 0]
+        if ran != ["single", "dp-ring", "pipedream"] or v["workers"] != 2 or printed.count("median |error|") != 1:
+            sys.exit(f"validate under mpirun ran {ran} on {v['workers']} workers; printed:\n{printed}")
+        print("validate under mpirun: single, dp-ring and pipedream ran across the ranks; rank 0 wrote once")
         # Under mpirun, --devices must give one worker per rank.
         wrong = subprocess.run([mpiexec, "-np", "2", "--oversubscribe", trainsim, "run", "--model", "fmnist-mlp",
                                 "--strategy", "dp-ring", "--devices", "cpu:3", "--iterations", "2", "--quiet"], capture_output=True, text=True, env=env, timeout=300)
