@@ -216,7 +216,7 @@ void run_validate(const ValidateCliOptions& o, CommandContext& ctx) {
   options.budget_s = o.budget_s;
   options.profile_repeats = o.repeats;
   options.seed = o.seed;
-  if (o.strategies != "all") options.strategies = parse_strategy_list(o.strategies, "--strategies");
+  options.strategies = parse_validated_strategies(o.strategies);
   ProgressBar bar(ctx.err, "validating", !o.quiet && reports && !o.launch.progress_lines);
   options.progress = [&](const std::string&, int32_t done, int32_t total) {
     bar.update(done, total);
@@ -264,7 +264,9 @@ void add_validate_command(CLI::App& app, CommandContext& ctx) {
   cmd->add_option("--model", o->model, "Zoo model id or model JSON file (of layers the CPU executor has kernels for)");
   cmd->add_option("--devices", o->devices, "cpu:N, N worker threads (with --launcher mpi or under mpirun, N ranks)")
       ->capture_default_str();
-  cmd->add_option("--strategies", o->strategies, "'all' or strategy ids separated by commas")->capture_default_str();
+  cmd->add_option("--strategies", o->strategies,
+                  "'all' or strategies separated by commas, each an id with settings of its own after colons "
+                  "(pipesgd:compression=quant8)")->capture_default_str();
   cmd->add_option("--dataset", o->dataset, "fashion-mnist, fortunes (bytes of text), fortune-topics (word bags of four topics) or synthetic (default: by the model's input and output)");
   cmd->add_option("--data-dir", o->data_dir,
                   "Folder holding Fashion-MNIST's IDX files (default: " + std::string(kFashionMnistDir) +

@@ -14,6 +14,7 @@
 #include "profiles/profiler/profiler.hpp"
 #include "profiles/profiler/spread.hpp"
 #include "profiles/profiler/timing.hpp"
+#include "sim/cost/driver.hpp"
 #include "sim/cost/strategies.hpp"
 
 namespace trainsim {
@@ -50,9 +51,23 @@ std::vector<double> measured_durations_s(const Plan& plan, const std::vector<Exe
   return durations_s;
 }
 
+// An entry of --strategies: its strategy id, and the settings after its colons.
+std::pair<std::string, std::vector<Setting>> read_entry(const std::string& entry) {
+  const size_t colon = entry.find(':');
+  std::vector<Setting> settings;
+  for (size_t at = colon; at != std::string::npos;) {
+    const size_t next = entry.find(':', at + 1);
+    settings.push_back(parse_setting(entry.substr(at + 1, next - at - 1), "--strategies " + entry));
+    at = next;
+  }
+  return {entry.substr(0, colon), settings};
+}
+
 // One strategy's runs, one per round; `skipped` says why it did not run.
 struct StrategyRuns {
   const StrategyInfo* strategy = nullptr;
+  std::string label;        // the entry as asked: the id, or id:key=value:...
+  StrategyConfig settings;  // the entry's settings, for its first run
   std::string skipped;
   std::vector<TrainingResult> runs;
   std::vector<double> probes_s;  // the capacity probe before each run
@@ -81,8 +96,8 @@ std::string percent_text(double fraction) {
 // first round's profile), so every later run and the prediction price one
 // plan whatever the later profiles would choose.
 StrategyConfig first_run_settings(const StrategyRuns& s) {
-  if (s.runs.empty()) return {};
-  return StrategyConfig::from_resolved(s.runs.front().plan.config, s.strategy->id + "'s first run");
+  if (s.runs.empty()) return s.settings;
+  return StrategyConfig::from_resolved(s.runs.front().plan.config, s.label + "'s first run");
 }
 
 // One run of a strategy: the plan train() executes on this round's profile
@@ -113,7 +128,7 @@ void run_once(const Model& model, const Dataset& data, const Profile& profile, c
 // representative round.
 StrategyValidation compare_strategy(const Validation& v, const StrategyRuns& s, const ValidationOptions& o) {
   StrategyValidation out;
-  out.strategy = s.strategy->id;
+  out.strategy = s.label;
   if (!s.skipped.empty() || s.runs.empty()) {
     out.skipped = s.skipped.empty() ? "not run" : s.skipped;
     return out;
@@ -217,10 +232,13 @@ Validation validate(const Model& model, const Dataset& data, int64_t workers, co
   }
   if (options.rounds < 1) throw InputError("--rounds", std::to_string(options.rounds), "at least 1");
   std::vector<StrategyRuns> runs;
-  if (options.strategies.empty()) {
-    for (const StrategyInfo& s : strategy_registry()) runs.push_back({&s, {}, {}, {}});
-  } else {
-    for (const std::string& id : options.strategies) runs.push_back({&find_strategy(id, "--strategies"), {}, {}, {}});
+  for (const std::string& entry : options.strategies.empty() ? parse_validated_strategies("all") : options.strategies) {
+    StrategyRuns s;
+    const auto [id, settings] = read_entry(entry);
+    s.strategy = &find_strategy(id, "--strategies");
+    s.label = entry;
+    for (const Setting& setting : settings) s.settings.set(setting.key, setting.value, setting.where);
+    runs.push_back(std::move(s));
   }
   const int32_t rounds = options.rounds;
   const int32_t max_rounds = std::max(rounds, options.max_rounds);
@@ -307,7 +325,7 @@ Validation validate(const Model& model, const Dataset& data, int64_t workers, co
       v.round_clusters.push_back(shared ? ranks.measure_cluster(profiles.back()) : measure_cpu_cluster(workers, probe));
     }
     for (StrategyRuns* s : todo) {
-      report(s->strategy->id + of_round);
+      report(s->label + of_round);
       const double probe_s = capacity_probe_s(shared ? 1 : workers);
       v.probe_s.push_back(probe_s);
       const size_t before = s->runs.size();
@@ -334,6 +352,22 @@ Validation validate(const Model& model, const Dataset& data, int64_t workers, co
   v.elapsed_s = now_s() - start_s;
   report("done");
   return v;
+}
+
+std::vector<std::string> parse_validated_strategies(const std::string& text) {
+  std::vector<std::string> entries;
+  if (text == "all") {
+    for (const StrategyInfo& s : strategy_registry()) entries.push_back(s.id);
+    return entries;
+  }
+  std::stringstream stream(text);
+  for (std::string entry; std::getline(stream, entry, ',');) {
+    if (entry.empty()) continue;
+    find_strategy(read_entry(entry).first, "--strategies");
+    if (std::find(entries.begin(), entries.end(), entry) == entries.end()) entries.push_back(entry);
+  }
+  if (entries.empty()) throw InputError("--strategies", "is empty", "all, or strategy ids separated by commas");
+  return entries;
 }
 
 double prediction_spread(const std::vector<double>& predictions_s) {

@@ -52,7 +52,8 @@ struct ValidationOptions {
   int64_t profile_repeats = 100;   // timed runs per layer when profiling (long enough that a
                                    // passing disturbance of a shared machine moves no median)
   uint64_t seed = 1;
-  std::vector<std::string> strategies;  // empty: every registered strategy
+  // Entries of parse_validated_strategies; empty: every registered strategy.
+  std::vector<std::string> strategies;
   // Called before each step: (what, steps done, steps in all).
   std::function<void(const std::string& what, int32_t done, int32_t total)> progress;
   // Across the ranks of an MPI job: each rank profiles with one thread (all
@@ -144,6 +145,13 @@ size_t representative_round(const std::vector<double>& rounds_s);
 // chunks, buckets), and the predictions time that plan from the median
 // profile.
 Validation validate(const Model& model, const Dataset& data, int64_t workers, const ValidationOptions& options);
+
+// The strategies to validate from "all" or entries separated by commas,
+// each a strategy id with settings of its own after colons
+// (pipesgd:compression=quant8, parallax:mode=ps:local_aggregation=false);
+// an entry's label in the results is the entry itself. InputError for an
+// unknown id or a setting not key=value.
+std::vector<std::string> parse_validated_strategies(const std::string& text);
 
 // Median |error_simulated| and |error_analytic| over the strategies run
 // (only those judged, not "too noisy to judge", with `judged_only`).

@@ -9,6 +9,7 @@
 
 #include "exec/data/synthetic_text.hpp"
 #include "exec/training.hpp"
+#include "model/error.hpp"
 #include "profiles/cluster.hpp"
 #include "profiles/profiler/cluster_probe.hpp"
 #include "model/zoo/zoo.hpp"
@@ -162,6 +163,32 @@ TEST(Validate, PredictsAOneWorkerPlanFromTheLayersTimedAlone) {
   // One worker in all: nothing to profile apart.
   options.strategies = {"single"};
   EXPECT_TRUE(validate(model, data, 1, options).alone_round_profiles.empty());
+}
+
+TEST(Validate, RunsAStrategyWithSettingsOfItsOwnBesideItsDefaults) {
+  // pipesgd with and without quant8: two entries, two plans, labelled as asked.
+  EXPECT_EQ(parse_validated_strategies("pipesgd,pipesgd:compression=quant8,pipesgd"),
+            (std::vector<std::string>{"pipesgd", "pipesgd:compression=quant8"}));
+  EXPECT_THROW(parse_validated_strategies("pipesgd:quant8"), InputError);
+  EXPECT_THROW(parse_validated_strategies("nosuch:compression=quant8"), InputError);
+  const Model model = build_zoo_model("text-bag");
+  const Dataset data = make_synthetic_text(kTextVocabulary, kTextTokensPerSample, kTextClasses, 256, 16, 1);
+  ValidationOptions options;
+  options.batch_size = 16;
+  options.iterations = 4;
+  options.rounds = 1;
+  options.max_rounds = 1;
+  options.profile_repeats = 2;
+  options.strategies = parse_validated_strategies("pipesgd,pipesgd:compression=quant8:width=1");
+  const Validation v = validate(model, data, 2, options);
+  ASSERT_EQ(v.results.size(), 2u);
+  EXPECT_EQ(v.results[0].strategy, "pipesgd");
+  EXPECT_EQ(v.results[1].strategy, "pipesgd:compression=quant8:width=1");
+  for (const StrategyValidation& r : v.results) ASSERT_TRUE(r.skipped.empty()) << r.skipped;
+  EXPECT_EQ(v.results[0].config.at("compression"), "none");
+  EXPECT_EQ(v.results[1].config.at("compression"), "quant8");
+  EXPECT_EQ(v.results[1].config.at("width"), 1);
+  EXPECT_EQ(v.results[0].config.at("width"), 2);
 }
 
 TEST(ValidateCli, PredictsRunsAndComparesEachStrategy) {
