@@ -63,6 +63,7 @@ Interpreter::Interpreter(const Plan& plan, const Network& network, const Weights
     for (const ParamGrad& g : layer) gradient_layout_.back().push_back(g.sparse);
   }
   assign_collective_tags();
+  link_host_ops();
   make_servers(initial);
   if (options.resume != nullptr) resume_from(*options.resume);
   loss_sum_.assign(plan.workers.size(), std::vector<double>(static_cast<size_t>(plan.iterations), 0.0));
@@ -128,13 +129,19 @@ void Interpreter::execute(OpId id, const Op& op) {
     case OpKind::kDecompress: break;  // the AllReduce's hops decode what they receive
     case OpKind::kSend: send(id, op); break;
     case OpKind::kRecv: recv(id, op); break;
-    case OpKind::kAllReduce: all_reduce(id, op); break;
+    case OpKind::kAllReduce:
+      if (host_source_[static_cast<size_t>(id)] >= 0) {
+        host_all_reduce(id, op);
+      } else {
+        all_reduce(id, op);
+      }
+      break;
     case OpKind::kBroadcast: broadcast(id, op); break;
     case OpKind::kBarrier: barrier(id, op); break;
-    case OpKind::kCopyToHost: copy_to_host(op); break;
-    case OpKind::kHostAccumulate: host_accumulate_op(op); break;
+    case OpKind::kCopyToHost: copy_to_host(id, op); break;
+    case OpKind::kHostAccumulate: host_accumulate_op(id, op); break;
     case OpKind::kServerStep: server_step(op); break;
-    case OpKind::kCopyToDevice: copy_to_device(op); break;
+    case OpKind::kCopyToDevice: copy_to_device(id, op); break;
     case OpKind::kRecompute: recompute(id, op); break;
   }
 }

@@ -117,9 +117,13 @@ class Interpreter final : public OpHandler {
   void barrier(OpId id, const Op& op);
 
   // host_ops.cpp: copies to and from the host, host accumulation, the plan's servers
-  void copy_to_host(const Op& op);
-  void host_accumulate_op(const Op& op);
-  void copy_to_device(const Op& op);
+  void link_host_ops();
+  OpId accumulation_of(OpId host_op) const;
+  void copy_to_host(OpId id, const Op& op);
+  void host_accumulate_op(OpId id, const Op& op);
+  void host_all_reduce(OpId id, const Op& op);
+  void hand_out_host_buffer(OpId id, OpId accumulation);
+  void copy_to_device(OpId id, const Op& op);
   void make_servers(const Weights& initial);
   void apply_on_server(VariableServer& s, const ShardUpdate& u, float workers) const;
   void server_step(const Op& op);
@@ -145,6 +149,11 @@ class Interpreter final : public OpHandler {
   Scheduler scheduler_;
   std::vector<std::unique_ptr<WorkerState>> workers_;
   HostState host_;
+  // Per op, the host op it reads or writes: a copy to host, the accumulation
+  // it feeds; the hosts' AllReduce, the accumulation it reduces; a copy to
+  // the device, the op whose buffer it copies back. -1 for other ops.
+  std::vector<OpId> host_source_;
+  std::map<OpId, std::vector<OpId>> host_readers_;  // op -> the copies to a device reading its buffer
   std::vector<int64_t> tags_;
   std::vector<std::vector<bool>> gradient_layout_;  // per layer and parameter: sparse
   int32_t microbatches_ = 1;

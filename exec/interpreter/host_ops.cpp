@@ -22,7 +22,37 @@ constexpr int64_t kShardsPerRound = 1024;
 
 }  // namespace
 
-void Interpreter::copy_to_host(const Op& op) {
+// Host memory is a machine's, held by the process of the worker whose op
+// accumulates there: a copy from a worker of another process comes as a
+// message, and so does the sum going back.
+void Interpreter::link_host_ops() {
+  host_source_.assign(plan_.ops.size(), -1);
+  for (size_t id = 0; id < plan_.ops.size(); ++id) {
+    const Op& op = plan_.ops[id];
+    for (const OpId dep : op.deps) {
+      const Op& from = plan_.ops[static_cast<size_t>(dep)];
+      const bool copy_in = op.kind == OpKind::kHostAccumulate && from.kind == OpKind::kCopyToHost;
+      const bool reduce = op.kind == OpKind::kAllReduce && from.kind == OpKind::kHostAccumulate;
+      const bool copy_back = op.kind == OpKind::kCopyToDevice &&
+                             (from.kind == OpKind::kHostAccumulate || host_source_[static_cast<size_t>(dep)] >= 0);
+      if (copy_in) host_source_[static_cast<size_t>(dep)] = static_cast<OpId>(id);
+      if (reduce || copy_back) host_source_[id] = dep;
+      if (copy_back) host_readers_[dep].push_back(static_cast<OpId>(id));
+    }
+  }
+}
+
+// The accumulation whose buffer a host op (the hosts' AllReduce, a copy
+// back) reads: its source, or its source's.
+OpId Interpreter::accumulation_of(OpId host_op) const {
+  const OpId source = host_source_[static_cast<size_t>(host_op)];
+  TRAINSIM_CHECK(source >= 0, "plan: a host op without its accumulation");
+  return plan_.ops[static_cast<size_t>(source)].kind == OpKind::kHostAccumulate
+             ? source
+             : host_source_[static_cast<size_t>(source)];
+}
+
+void Interpreter::copy_to_host(OpId id, const Op& op) {
   if (!servers_.empty()) return push_to_servers(op);
   WorkerState& w = *workers_[op.worker];
   std::vector<float> flat;
@@ -30,32 +60,90 @@ void Interpreter::copy_to_host(const Op& op) {
     std::lock_guard lock(w.mu);
     flat = flatten_densified(gradients_of(w, op.iteration), w.weights, op.first_layer, op.last_layer);
   }
+  const OpId accumulation = host_source_[static_cast<size_t>(id)];
+  TRAINSIM_CHECK(accumulation >= 0, "plan: a copy to host that no accumulation reads");
+  const int32_t host = plan_.ops[static_cast<size_t>(accumulation)].worker;
+  if (!local_[static_cast<size_t>(host)]) return transport_.send(op.worker, host, host_copy_tag(id), std::move(flat));
   std::lock_guard lock(host_.mu);
-  host_.copies[{op.iteration, op.first_layer}][op.worker] = std::move(flat);
+  host_.copies[accumulation][op.worker] = std::move(flat);
 }
 
-void Interpreter::host_accumulate_op(const Op& op) {
+void Interpreter::host_accumulate_op(OpId id, const Op& op) {
   std::map<int32_t, std::vector<float>> copies;
+  for (const OpId dep : op.deps) {  // the copies of workers in other processes
+    const Op& copy = plan_.ops[static_cast<size_t>(dep)];
+    if (copy.kind == OpKind::kCopyToHost && !local_[static_cast<size_t>(copy.worker)]) {
+      copies[copy.worker] = transport_.recv(op.worker, copy.worker, host_copy_tag(dep));
+    }
+  }
   {
     std::lock_guard lock(host_.mu);
-    copies = std::move(host_.copies[{op.iteration, op.first_layer}]);
-    host_.copies.erase({op.iteration, op.first_layer});
+    for (auto& [worker, flat] : host_.copies[id]) copies[worker] = std::move(flat);
+    host_.copies.erase(id);
   }
   TRAINSIM_CHECK(!copies.empty(), "plan: host accumulation without copies");
   std::vector<std::span<const float>> chunks;
   for (const auto& [worker, flat] : copies) chunks.emplace_back(flat);
   std::vector<float> mean(copies.begin()->second.size());
   host_accumulate(chunks, mean, 1, 1.0f / static_cast<float>(copies.size()));
-  std::lock_guard lock(host_.mu);
-  host_.means[{op.iteration, op.first_layer}] = {std::move(mean), static_cast<int64_t>(copies.size())};
-}
-
-void Interpreter::copy_to_device(const Op& op) {
-  if (!servers_.empty()) return pull_from_servers(op);
-  std::vector<float> mean;
   {
     std::lock_guard lock(host_.mu);
-    auto it = host_.means.find({op.iteration, op.first_layer});
+    host_.means[id] = {std::move(mean), 0};
+  }
+  if (host_readers_.contains(id)) hand_out_host_buffer(id, id);
+}
+
+// The hosts' AllReduce across machines (cgdp): the mean of the machines'
+// means, in host memory (machines of as many workers each: the mean of all).
+void Interpreter::host_all_reduce(OpId id, const Op& op) {
+  const OpId accumulation = accumulation_of(id);
+  std::vector<float> flat;
+  {
+    std::lock_guard lock(host_.mu);
+    flat = std::move(host_.means.at(accumulation).first);
+  }
+  const std::vector<int>& members = group(op);
+  transport_.all_reduce(op.worker, members, tags_[static_cast<size_t>(id)], flat, op.algorithm);
+  const float mean = 1.0f / static_cast<float>(members.size());
+  for (float& v : flat) v *= mean;
+  {
+    std::lock_guard lock(host_.mu);
+    host_.means.at(accumulation).first = std::move(flat);
+  }
+  if (host_readers_.contains(id)) hand_out_host_buffer(id, accumulation);
+}
+
+// Once `id` leaves the accumulation's buffer final: a copy to each reader in
+// another process; this process's readers take it from host memory.
+void Interpreter::hand_out_host_buffer(OpId id, OpId accumulation) {
+  std::vector<float> buffer;
+  int64_t here = 0;
+  {
+    std::lock_guard lock(host_.mu);
+    for (const OpId reader : host_readers_.at(id)) here += local_[static_cast<size_t>(plan_.ops[static_cast<size_t>(reader)].worker)];
+    auto it = host_.means.find(accumulation);
+    it->second.second = here;
+    buffer = here > 0 ? it->second.first : std::move(it->second.first);
+    if (here == 0) host_.means.erase(it);
+  }
+  const int32_t host = plan_.ops[static_cast<size_t>(id)].worker;
+  for (const OpId reader : host_readers_.at(id)) {
+    const int32_t to = plan_.ops[static_cast<size_t>(reader)].worker;
+    if (!local_[static_cast<size_t>(to)]) transport_.send(host, to, host_copy_tag(reader), buffer);
+  }
+}
+
+void Interpreter::copy_to_device(OpId id, const Op& op) {
+  if (!servers_.empty()) return pull_from_servers(op);
+  const OpId source = host_source_[static_cast<size_t>(id)];
+  TRAINSIM_CHECK(source >= 0, "plan: copying back a chunk never accumulated");
+  const int32_t host = plan_.ops[static_cast<size_t>(source)].worker;
+  std::vector<float> mean;
+  if (!local_[static_cast<size_t>(host)]) {
+    mean = transport_.recv(op.worker, host, host_copy_tag(id));
+  } else {
+    std::lock_guard lock(host_.mu);
+    auto it = host_.means.find(accumulation_of(id));
     TRAINSIM_CHECK(it != host_.means.end(), "plan: copying back a chunk never accumulated");
     if (--it->second.second == 0) {  // the last worker takes the buffer
       mean = std::move(it->second.first);

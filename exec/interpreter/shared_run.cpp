@@ -128,9 +128,11 @@ std::vector<uint8_t> Interpreter::local_workers() const {
 // send may also wait on another worker's send, which orders their use of
 // one link in the simulator (dp-ps's pushes into the server, one after
 // another); across processes the network orders them and the wait is
-// dropped. Anything else crossing workers shares memory (a machine's host
-// accumulation reads every worker's gradients) and has no message to wait
-// for. Every process checks every op, so all of them refuse a plan alike.
+// dropped. A machine's host accumulation waits on its workers' copies, and
+// their copies back on the sum: these come as messages to and from the
+// process of the worker accumulating (host_ops.cpp). Anything else crossing
+// workers shares memory and has no message to wait for. Every process
+// checks every op, so all of them refuse a plan alike.
 void Interpreter::check_shareable(const Plan& plan) {
   if (!plan.servers.empty()) {
     throw InputError("the plan's servers", "run in a process of their own (Parallax across processes)",
@@ -142,6 +144,12 @@ void Interpreter::check_shareable(const Plan& plan) {
       if (dep.worker == op.worker) continue;
       if (op.kind == OpKind::kRecv && k == 0) continue;                    // the message is the wait
       if (op.kind == OpKind::kSend && dep.kind == OpKind::kSend) continue;  // the order of a shared link
+      // A machine's host memory is its host worker's process's: a copy into
+      // it, and the sum copied back, come as messages.
+      if (op.kind == OpKind::kHostAccumulate && dep.kind == OpKind::kCopyToHost) continue;
+      if (op.kind == OpKind::kCopyToDevice && (dep.kind == OpKind::kHostAccumulate || dep.kind == OpKind::kAllReduce)) {
+        continue;
+      }
       throw InputError("the plan's " + op_name(op), "waits on the " + op_name(dep) + ", another worker's",
                        "ops that wait across workers only for a message (a recv on its send) to run across "
                        "processes");

@@ -19,5 +19,8 @@ inline int64_t server_round_tag(int64_t round) { return 4 * round + 2; }
 inline int64_t start_tag() { return 3; }
 inline int64_t result_tag() { return 7; }
 inline int64_t state_tag() { return 11; }
+// A copy between a worker and its machine's host memory held by another
+// process (cgdp across processes): the copy op's id, above the three above.
+inline int64_t host_copy_tag(OpId copy) { return 4 * (static_cast<int64_t>(copy) + 3) + 3; }
 
 }  // namespace trainsim::interp

@@ -67,11 +67,13 @@ struct WorkerState {
   std::mutex mu;
 };
 
-// Host memory shared by the workers of a machine (cgdp).
+// Host memory of each machine (cgdp), keyed by the host accumulation a
+// buffer belongs to (one per machine, chunk and iteration).
 struct HostState {
-  std::map<std::pair<int32_t, int32_t>, std::map<int32_t, std::vector<float>>> copies;  // (it, first layer) -> worker
-  // (it, first layer) -> the workers' mean, and how many workers are still to copy it back.
-  std::map<std::pair<int32_t, int32_t>, std::pair<std::vector<float>, int64_t>> means;
+  std::map<OpId, std::map<int32_t, std::vector<float>>> copies;  // accumulation -> worker -> its copy
+  // accumulation -> the workers' mean (after the hosts' AllReduce, where
+  // there is one), and how many of this process's workers are still to copy it back.
+  std::map<OpId, std::pair<std::vector<float>, int64_t>> means;
   std::mutex mu;
 };
 

@@ -49,11 +49,10 @@ struct TrainingRun {
 };
 
 TrainingRun run(const std::string& strategy, int64_t batch, std::vector<std::pair<std::string, std::string>> settings,
-                const std::function<void(ExecOptions&)>& adjust = {}) {
+                const std::function<void(ExecOptions&)>& adjust = {}, const Cluster& cluster = two_devices()) {
   const Model model = build_zoo_model("fmnist-mlp");
   const Network network = build_network(model);
   const Weights initial = init_weights(network, 7);
-  const Cluster cluster = two_devices();
   const Profile profile = analytic_profile(model, batch, cluster);
   StrategyConfig config;
   for (const auto& [key, value] : settings) config.set(key, value, "--set " + key);
@@ -84,6 +83,20 @@ TEST(Interpreter, SynchronousDataParallelEqualsSingleWithTheWholeBatch) {
   expect_same_training(single, run("dp-overlap", kBatch, {{"bucket_bytes", "64KiB"}}), "dp-overlap");
   expect_same_training(single, run("dp-ps", kBatch, {}), "dp-ps");
   expect_same_training(single, run("cgdp", kBatch, {{"chunk_size", "1"}}), "cgdp");
+}
+
+TEST(Interpreter, CgdpAcrossMachinesEqualsSingleWithTheWholeBatch) {
+  // Two machines of two: each host sums its two workers' chunks, the hosts
+  // all-reduce the sums, and every worker copies the mean of all four back.
+  Cluster two_by_two = two_devices();
+  two_by_two.machines = 2;
+  const TrainingRun single = run("single", 4 * kBatch, {});
+  const TrainingRun cgdp = run("cgdp", kBatch, {{"chunk_size", "1"}}, {}, two_by_two);
+  ASSERT_EQ(cgdp.plan.workers.size(), 4u);
+  expect_same_training(single, cgdp, "cgdp on 2 machines x 2");
+  two_by_two.devices_per_machine = 1;  // two machines of one: the hosts' AllReduce alone
+  expect_same_training(run("single", 2 * kBatch, {}), run("cgdp", kBatch, {{"chunk_size", "1"}}, {}, two_by_two),
+                       "cgdp on 2 machines x 1");
 }
 
 TEST(Interpreter, DenseExchangesOfASparseTableEqualSingleWithTheWholeBatch) {

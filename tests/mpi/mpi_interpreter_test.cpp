@@ -38,10 +38,13 @@ int world_rank() {
   return rank;
 }
 
-// fmnist-mlp's plan of `strategy` (with `settings`) on one device per rank, 4 iterations.
-Plan plan_for(const std::string& strategy, const std::vector<std::pair<std::string, std::string>>& settings = {}) {
+// fmnist-mlp's plan of `strategy` (with `settings`) on one device per rank,
+// all on one machine or `per_machine` on each, 4 iterations.
+Plan plan_for(const std::string& strategy, const std::vector<std::pair<std::string, std::string>>& settings = {},
+              int per_machine = 0) {
   Cluster cluster = load_cluster("p40x4-pcie3");
-  cluster.devices_per_machine = world_size();
+  cluster.devices_per_machine = per_machine > 0 ? per_machine : world_size();
+  cluster.machines = world_size() / static_cast<int>(cluster.devices_per_machine);
   const Model model = build_zoo_model("fmnist-mlp");
   StrategyConfig config;
   for (const auto& [key, value] : settings) config.set(key, value, "--set " + key);
@@ -217,13 +220,32 @@ TEST(AcrossProcessesRefused, APlanOfMoreEndpointsThanRanks) {
   }
 }
 
+TEST(AcrossProcesses, CgdpsHostMemoryIsItsHostWorkersProcess) {
+  // One machine of every rank: the workers' copies and the sum come and go
+  // as messages to rank 0, which holds the host; a machine per rank: the
+  // hosts' AllReduce alone. Both train as on threads, and as dp-ring.
+  for (const int per_machine : {world_size(), 1}) {
+    SCOPED_TRACE("workers per machine: " + std::to_string(per_machine));
+    const Plan plan = plan_for("cgdp", {{"chunk_size", "1"}}, per_machine);
+    ExecResult alone, ring;
+    if (world_rank() == 0) {
+      alone = run(plan, false);
+      ring = run(plan_for("dp-ring"), false);
+    }
+    const ExecResult shared = run(plan, true);
+    if (world_rank() != 0) continue;
+    expect_trains_alike(shared, alone);
+    expect_trains_alike(shared, ring);
+  }
+}
+
 TEST(AcrossProcessesRefused, PlansWhoseOpsShareMemoryAcrossWorkers) {
-  // cgdp sums a machine's gradients in its host's memory; parallax in ps
-  // mode keeps its variables on servers of their own: neither runs across
-  // processes yet, and every rank says so (none waits for the others).
+  // Parallax in ps mode keeps its variables on servers of their own: it
+  // does not run across processes yet, and every rank says so (none waits
+  // for the others).
   for (const auto& [strategy, settings] :
        std::vector<std::pair<std::string, std::vector<std::pair<std::string, std::string>>>>{
-           {"cgdp", {}}, {"parallax", {{"mode", "ps"}}}}) {
+           {"parallax", {{"mode", "ps"}}}}) {
     SCOPED_TRACE(strategy);
     const Plan plan = plan_for(strategy, settings);
     try {
