@@ -205,7 +205,14 @@ EmulatedCluster emulate_up(const std::string& name, int hosts, int workers_per_h
     for (const std::string& ns : c.namespaces) hostfile += ns + " slots=" + std::to_string(workers_per_host) + "\n";
     write_file(c.hostfile(), hostfile);
     // mpirun calls its agent as `agent HOST COMMAND...`: HOST is a namespace.
-    write_file(c.agent(), "#!/bin/sh\nhost=\"$1\"\nshift\nexec ip netns exec \"$host\" /bin/sh -c \"$*\"\n", true);
+    // Each host's daemon keeps its session directory apart: the namespaces
+    // share the machine's name and /tmp, where Open MPI's daemons otherwise
+    // make and remove one tree, and a daemon sometimes found its directory
+    // gone ("session_dir.c ... No such file or directory").
+    const std::string sessions = c.folder + "/sessions/";
+    write_file(c.agent(), "#!/bin/sh\nhost=\"$1\"\nshift\nmkdir -p \"" + sessions + "$host\"\nexec ip netns exec \"$host\" env OMPI_MCA_orte_tmpdir_base=\"" +
+                              sessions + "$host\" /bin/sh -c \"$*\"\n",
+               true);
     write_file(c.folder + "/state.json", to_json(c).dump(2) + "\n");
   } catch (...) {
     emulate_down(name);

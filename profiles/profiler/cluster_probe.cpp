@@ -178,17 +178,22 @@ double measure_barrier_s(int64_t workers, const ClusterProbeOptions& o) {
 // worker_thread_core gives them, so where worker 0's two share a core the
 // compute thread waits out the communication thread's turn, its wake-up of
 // the other core included. The compute thread spins handoff_work_s between
-// rounds, so the others are asleep each time, as after an op.
+// rounds, so the others are asleep each time, as after an op. In one process
+// of a run across processes (as_workers) the two threads sit as that
+// process's worker's do, and the peer's thread is another process's.
 double measure_handoff_s(int64_t workers, const ClusterProbeOptions& o) {
   const int64_t rounds = o.warmups + o.handoff_repeats;
   const auto ready = std::make_unique<std::atomic<bool>[]>(static_cast<size_t>(rounds));
   const auto done = std::make_unique<std::atomic<bool>[]>(static_cast<size_t>(rounds));
   const int64_t cores = usable_cores();
-  const int64_t threads = workers > 1 ? 3 : 2;  // compute, its communication, the peer's
+  const bool shared = o.as_workers > 0;  // worker as_worker of a run across processes
+  const int64_t threads = workers > 1 && !shared ? 3 : 2;  // compute, its communication, the peer's
+  const int32_t self = shared ? o.as_worker : 0;
+  const int64_t of = shared ? o.as_workers : workers;
   std::vector<double> samples_s;
   run_threads(threads, [&](int64_t thread, std::barrier<>& sync) {
-    pin_current_thread(thread == 2 ? worker_thread_core(1, workers, cores, false)
-                                   : worker_thread_core(0, workers, cores, thread == 0));
+    pin_current_thread(thread == 2 ? worker_thread_core(1, of, cores, false)
+                                   : worker_thread_core(self, of, cores, thread == 0));
     sync.arrive_and_wait();
     for (int64_t r = 0; r < rounds; ++r) {
       const auto i = static_cast<size_t>(r);
@@ -296,6 +301,7 @@ void check_probe_options(int64_t workers, const ClusterProbeOptions& o) {
   const bool ok = o.repeats >= 1 && o.warmups >= 0 && o.gemm_size >= 1 && o.update_bytes >= 4 &&
                   o.min_message_bytes >= 4 && o.max_message_bytes >= o.min_message_bytes && o.reduce_bytes >= 4 &&
                   o.barrier_repeats >= 1 && o.barrier_late_s >= 0 && o.pack_bytes >= 4 && o.pack_repeats >= 1 &&
+                  o.as_worker >= 0 && (o.as_workers == 0 || o.as_worker < o.as_workers) &&
                   o.handoff_repeats >= 1 && o.handoff_work_s >= 0;
   TRAINSIM_CHECK(ok, "cluster probe options out of range");
 }

@@ -46,6 +46,12 @@ struct ClusterProbeOptions {
   int64_t pack_repeats = 50;               // packings timed for collective.pack_bytes_per_s
   int64_t handoff_repeats = 200;           // hand-offs timed for device.handoff_s
   double handoff_work_s = 100e-6;          // compute between them (the other thread falls asleep)
+  // One process of a run shared by `as_workers` processes (> 0): the
+  // hand-off's threads sit where worker `as_worker`'s compute and
+  // communication threads sit in that run, and no peer thread is timed (the
+  // peer is another process). 0: a run of the probe's own workers.
+  int32_t as_worker = 0;
+  int64_t as_workers = 0;
 };
 
 // One machine, devices_per_machine = workers, device kind "cpu":

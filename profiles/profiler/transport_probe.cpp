@@ -102,7 +102,10 @@ Cluster measure_transport_cluster(Transport& t, int self, const std::vector<int>
 
   // Every worker's device at once.
   t.barrier(self, everyone, kPhaseTag);
-  Cluster c = measure_cpu_cluster(1, o);
+  ClusterProbeOptions mine = o;  // the hand-off's threads where this rank's worker runs them
+  mine.as_worker = self;
+  mine.as_workers = workers;
+  Cluster c = measure_cpu_cluster(1, mine);
   t.barrier(self, everyone, kPhaseTag);
   ChannelFit intra{}, inter{};
   if (per_host >= 2) {

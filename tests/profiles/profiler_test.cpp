@@ -307,6 +307,19 @@ TEST(MeasuredCluster, IsOneMachineOfCpuWorkersWithPositiveRatesThatValidates) {
   EXPECT_DOUBLE_EQ(back.collective.hop_bytes_per_s, c.collective.hop_bytes_per_s);
 }
 
+TEST(MeasuredCluster, AProcessOfASharedRunTimesItsWorkersHandOff) {
+  // Rank 3 of 4 (the MPI transport probe): its compute and communication
+  // threads where worker 3's sit in that run, no peer thread.
+  ClusterProbeOptions options = quick_probe();
+  options.as_worker = 3;
+  options.as_workers = 4;
+  const Cluster c = measure_cpu_cluster(1, options);
+  EXPECT_GT(c.device.handoff_s, 0);
+  EXPECT_LT(c.device.handoff_s, 0.1);
+  options.as_worker = 4;  // not one of the run's workers
+  EXPECT_THROW(measure_cpu_cluster(1, options), std::logic_error);
+}
+
 TEST(MeasuredCluster, TheMedianOfProbesTakesEachRatesMedian) {
   // Three probes of one machine: each measured field is the middle value,
   // whichever probe it came from; the name and counts are the first's.
