@@ -20,6 +20,11 @@ nlohmann::json collective_json(const CollectiveSpec& k) {
   nlohmann::json j{{"reduce_bytes_per_s", k.reduce_bytes_per_s}, {"sync_s", k.sync_s}};
   if (k.pack_bytes_per_s != 0) j["pack_bytes_per_s"] = k.pack_bytes_per_s;  // optional: absent means in place
   if (k.hop_bytes_per_s != 0) j["hop_bytes_per_s"] = k.hop_bytes_per_s;  // optional: absent means the link's
+  for (const auto& [name, rates] : {std::pair{"trunc16", k.trunc16}, std::pair{"quant8", k.quant8}}) {
+    if (rates.encode_bytes_per_s == 0 && rates.decode_bytes_per_s == 0) continue;  // optional: absent means free
+    j["codecs"][name] = {{"encode_bytes_per_s", rates.encode_bytes_per_s},
+                         {"decode_bytes_per_s", rates.decode_bytes_per_s}};
+  }
   return j;
 }
 
@@ -100,6 +105,17 @@ Cluster cluster_from_json(const nlohmann::json& doc, const std::string& where) {
   }
   if (k.contains("hop_bytes_per_s")) {
     c.collective.hop_bytes_per_s = require_positive(k, "hop_bytes_per_s", where + ": collective");
+  }
+  if (k.contains("codecs")) {
+    const nlohmann::json& codecs = k.at("codecs");
+    const std::string codecs_at = where + ": collective: codecs";
+    if (!codecs.is_object()) throw InputError(codecs_at, "is not an object", "{\"quant8\": {\"encode_bytes_per_s\": ..., ...}}");
+    for (const auto& [name, value] : codecs.items()) {
+      if (name != "trunc16" && name != "quant8") throw InputError(codecs_at, "names codec '" + name + "'", "trunc16 or quant8");
+      CodecRates& rates = name == "trunc16" ? c.collective.trunc16 : c.collective.quant8;
+      rates.encode_bytes_per_s = require_positive(value, "encode_bytes_per_s", codecs_at + ": " + name);
+      rates.decode_bytes_per_s = require_positive(value, "decode_bytes_per_s", codecs_at + ": " + name);
+    }
   }
   return c;
 }

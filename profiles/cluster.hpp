@@ -50,6 +50,14 @@ struct HostSpec {
   double stream_sync_s = 0;               // one device-stream synchronization
 };
 
+// Pipe-SGD's codec at a ring hop (seed 002 §3.2), in float32 bytes per
+// second: encoding (compress and pack) and decoding. 0: free, as in a
+// file without them.
+struct CodecRates {
+  double encode_bytes_per_s = 0;
+  double decode_bytes_per_s = 0;
+};
+
 struct CollectiveSpec {
   double reduce_bytes_per_s = 0;  // on-device reduction throughput (gamma = 1/this)
   double sync_s = 0;              // fixed cost per collective call (t_sync)
@@ -65,6 +73,10 @@ struct CollectiveSpec {
   // default) where a hop runs at the intra-machine link's bandwidth. The CPU
   // probe measures it: two threads' copies at once share the memory system.
   double hop_bytes_per_s = 0;
+  // The codecs' rates (optional in the file, under "codecs"); the CPU
+  // probe times the executor's own.
+  CodecRates trunc16 = {};
+  CodecRates quant8 = {};
 };
 
 struct Cluster {

@@ -356,15 +356,18 @@ Validation validate(const Model& model, const Dataset& data, int64_t workers, co
 
 std::vector<std::string> parse_validated_strategies(const std::string& text) {
   std::vector<std::string> entries;
-  if (text == "all") {
-    for (const StrategyInfo& s : strategy_registry()) entries.push_back(s.id);
-    return entries;
-  }
+  const auto add = [&entries](const std::string& entry) {
+    if (std::find(entries.begin(), entries.end(), entry) == entries.end()) entries.push_back(entry);
+  };
   std::stringstream stream(text);
   for (std::string entry; std::getline(stream, entry, ',');) {
     if (entry.empty()) continue;
+    if (entry == "all") {
+      for (const StrategyInfo& s : strategy_registry()) add(s.id);
+      continue;
+    }
     find_strategy(read_entry(entry).first, "--strategies");
-    if (std::find(entries.begin(), entries.end(), entry) == entries.end()) entries.push_back(entry);
+    add(entry);
   }
   if (entries.empty()) throw InputError("--strategies", "is empty", "all, or strategy ids separated by commas");
   return entries;

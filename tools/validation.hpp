@@ -146,8 +146,8 @@ size_t representative_round(const std::vector<double>& rounds_s);
 // profile.
 Validation validate(const Model& model, const Dataset& data, int64_t workers, const ValidationOptions& options);
 
-// The strategies to validate from "all" or entries separated by commas,
-// each a strategy id with settings of its own after colons
+// The strategies to validate from entries separated by commas, each "all"
+// (every registered strategy) or a strategy id with settings of its own after colons
 // (pipesgd:compression=quant8, parallax:mode=ps:local_aggregation=false);
 // an entry's label in the results is the entry itself. InputError for an
 // unknown id or a setting not key=value.

@@ -1,6 +1,7 @@
 // measure_cpu_cluster: the machine's compute, memory, reduction and channel
 // rates, measured with Eigen and exec's in-process transport, as a cluster.
 #include "profiles/profiler/cluster_probe.hpp"
+#include "profiles/profiler/codec_probe.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -371,6 +372,12 @@ Cluster median_cluster(const std::vector<Cluster>& clusters) {
   out.collective.sync_s = median_of([](const Cluster& c) { return c.collective.sync_s; });
   out.collective.pack_bytes_per_s = median_of([](const Cluster& c) { return c.collective.pack_bytes_per_s; });
   out.collective.hop_bytes_per_s = median_of([](const Cluster& c) { return c.collective.hop_bytes_per_s; });
+  for (CodecRates CollectiveSpec::*codec : {&CollectiveSpec::trunc16, &CollectiveSpec::quant8}) {
+    (out.collective.*codec).encode_bytes_per_s =
+        median_of([&](const Cluster& c) { return (c.collective.*codec).encode_bytes_per_s; });
+    (out.collective.*codec).decode_bytes_per_s =
+        median_of([&](const Cluster& c) { return (c.collective.*codec).decode_bytes_per_s; });
+  }
   return out;
 }
 
@@ -409,6 +416,8 @@ Cluster measure_cpu_cluster(int64_t workers, const ClusterProbeOptions& options)
   c.collective.pack_bytes_per_s = measure_pack_bytes_per_s(workers, options);
   // A ring member's chunk: the packed gradient over the workers.
   const int64_t chunk_bytes = std::max<int64_t>(4, options.pack_bytes / workers);
+  c.collective.trunc16 = measure_codec_rates(GradientCompression::kTrunc16, workers, chunk_bytes, options);
+  c.collective.quant8 = measure_codec_rates(GradientCompression::kQuant8, workers, chunk_bytes, options);
   c.collective.reduce_bytes_per_s =
       workers > 1 ? measure_reduce_bytes_per_s(workers, chunk_bytes, options.pack_repeats, options)
                   : c.host.reduce_bytes_per_s;

@@ -97,7 +97,9 @@ struct ClusterProbeOptions {
 //   collective.pack_bytes_per_s = pack_bytes / median time of what the
 //     executor does around an AllReduce: flatten four gradient tensors of
 //     pack_bytes in all into one buffer, scale it by 1/workers and unflatten
-//     it back, `workers` threads at once.
+//     it back, `workers` threads at once;
+//   collective.trunc16, quant8 = the codec's encode and decode rates of a
+//     ring member's chunk, `workers` threads at once (codec_probe.hpp).
 // name "cpu<workers>-measured". InputError naming --concurrent (the flag the
 // worker count comes from) when workers < 1.
 Cluster measure_cpu_cluster(int64_t workers, const ClusterProbeOptions& options = {});

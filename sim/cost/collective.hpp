@@ -50,6 +50,15 @@ double barrier_s(int64_t p, double sync_s);
 // buffer, as Horovod's and PyTorch DDP's buckets copy). t_sync alone when p == 1.
 double collective_call_overhead_s(const Cluster& cluster, double bytes, int64_t p);
 
+// Pipe-SGD's codec at every hop of a ring AllReduce of `gradient_bytes`
+// float32 bytes over p members (seed 002 §3.2, Fig. 3b; the executor's
+// all_reduce_ring_codec): each member encodes p chunks of 1/p (p − 1 partial
+// sums and its finished chunk) and decodes 2p − 1 (p − 1 partial sums, its
+// finished chunk, p − 1 forwarded results), each hop waiting on the last:
+// (p·e + (2p − 1)·d)·gradient_bytes/p, e and d the seconds per byte of the
+// cluster's codec rates (0 where it has none). 0 for "none" or p == 1.
+double ring_codec_s(const Cluster& cluster, const std::string& compression, double gradient_bytes, int64_t p);
+
 // Largest power of two <= p (p >= 1), and ⌈log2 p⌉ (0 for p == 1).
 int64_t floor_power_of_two(int64_t p);
 int64_t ceil_log2(int64_t p);

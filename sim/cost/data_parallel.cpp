@@ -111,18 +111,23 @@ struct PipeSgdComm {
 
 // For the ring, S·AllReduce(M'/S) = S·2(N-1)α + 2((N-1)/N)M'β + ((N-1)/N)M'γ,
 // exactly eq. (6)'s communication term; other algorithms follow the same rule.
+// With compression each AllReduce also runs the codec at its hops
+// (ring_codec_s of the segment's float32 bytes).
 PipeSgdComm communication(const Profile& profile, const Cluster& cluster, int64_t workers,
-                          CollectiveAlgorithm algorithm, double gradient_bytes, double wire_bytes,
+                          CollectiveAlgorithm algorithm, double gradient_bytes, const std::string& compression,
                           int64_t segments) {
   const LinkParams link = collective_link(cluster, workers);
+  const double wire_bytes = gradient_bytes * wire_fraction(compression);
   PipeSgdComm c;
-  c.sequential_s =
-      allreduce_s(algorithm, wire_bytes, workers, link) + collective_call_overhead_s(cluster, wire_bytes, workers);
+  c.sequential_s = allreduce_s(algorithm, wire_bytes, workers, link) +
+                   collective_call_overhead_s(cluster, wire_bytes, workers) +
+                   ring_codec_s(cluster, compression, gradient_bytes, workers);
   const double s = static_cast<double>(segments);
   const std::vector<GradientGroup> groups = group_gradients_by_bytes(profile, gradient_bytes / s);
   const double first_segment_bw_s = groups.empty() ? 0.0 : groups.front().ready_s;
   c.segmented_s = first_segment_bw_s + s * (allreduce_s(algorithm, wire_bytes / s, workers, link) +
-                                            collective_call_overhead_s(cluster, wire_bytes / s, workers));
+                                            collective_call_overhead_s(cluster, wire_bytes / s, workers) +
+                                            ring_codec_s(cluster, compression, gradient_bytes / s, workers));
   return c;
 }
 
@@ -140,12 +145,11 @@ PipeSgdTimes pipesgd_times(const Profile& profile, const Cluster& cluster, const
   const bool exchanges = settings.workers > 1 && t.param_bytes > 0;
   times.compute_s = t.forward_s + t.backward_s + exchanged_update_s(profile, cluster, exchanges ? settings.workers : 1);
   if (!exchanges) return times;
-  const double wire_bytes = t.param_bytes * wire_fraction(settings.compression);
   if (settings.compression != "none") {
     times.compute_s += kCompressionPassesPerGradientByte * t.param_bytes / cluster.device.memory_bytes_per_s;
   }
   const PipeSgdComm comm = communication(profile, cluster, settings.workers, settings.algorithm, t.param_bytes,
-                                         wire_bytes, settings.segments);
+                                         settings.compression, settings.segments);
   if (settings.width == 1 && settings.segments == 1) {
     times.exposed_s = comm.sequential_s;
   } else if (settings.width == 1) {

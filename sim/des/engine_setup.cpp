@@ -9,6 +9,7 @@
 #include "model/error.hpp"
 #include "model/units.hpp"
 #include "sim/cost/collective.hpp"
+#include "sim/cost/data_parallel.hpp"
 #include "sim/des/clock.hpp"
 #include "sim/des/engine_state.hpp"
 
@@ -197,6 +198,7 @@ void Engine::add_collective_member(OpId id, const Op& op) {
     c.members = static_cast<int32_t>(members.size());
     c.kind = op.kind;
     c.algorithm = op.algorithm;
+    c.codec = op.codec;
     c.bytes = op.bytes;
     c.machine = machine_of_worker_[op.worker];
     collectives_.push_back(c);
@@ -229,6 +231,10 @@ void Engine::price_collectives() {
     if (c.kind == OpKind::kAllReduce) {
       // docs/equations.md §2: the algorithm's α-β-γ time, plus the per-call t_sync (and packing) the cost models add.
       duration_s = allreduce_s(c.algorithm, c.bytes, c.members, link) + collective_call_overhead_s(cluster_, c.bytes, c.members);
+      if (c.codec != Codec::kNone) {  // the codec at every hop, on the float32 bytes the wire's encode
+        const std::string compression = codec_name(c.codec);
+        duration_s += ring_codec_s(cluster_, compression, c.bytes / wire_fraction(compression), c.members);
+      }
     } else if (c.kind == OpKind::kBroadcast) {
       // docs/equations.md §2, broadcast/binomial tree: ⌈lg p⌉(α + nβ), plus t_sync.
       duration_s = broadcast_tree_s(c.bytes, c.members, link) + collective_call_overhead_s(cluster_, c.bytes, c.members);

@@ -79,6 +79,7 @@ struct Collective {
   int32_t ready = 0;       // members whose op is ready
   OpKind kind = OpKind::kAllReduce;
   CollectiveAlgorithm algorithm = CollectiveAlgorithm::kRing;
+  Codec codec = Codec::kNone;  // an AllReduce's encoding at every hop
   double bytes = 0;
   int32_t machine = 0;     // of the first member listed
   bool crosses_machines = false;

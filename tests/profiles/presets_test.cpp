@@ -117,6 +117,22 @@ TEST(Presets, ADescriptionThatIsNoStringIsAnInputError) {
   EXPECT_EQ(cluster_from_json(doc, "f").description, "");
 }
 
+TEST(Presets, CodecRatesAreOptionalAndPositive) {
+  Cluster c = cluster_presets().front();
+  EXPECT_FALSE(cluster_to_json(c)["collective"].contains("codecs"));  // no rates: absent, the codec free
+  c.collective.quant8 = {1e9, 2e9};
+  const Cluster with_codec = cluster_from_json(cluster_to_json(c), "f");
+  EXPECT_EQ(with_codec.collective.quant8.encode_bytes_per_s, 1e9);
+  EXPECT_EQ(with_codec.collective.quant8.decode_bytes_per_s, 2e9);
+  EXPECT_EQ(with_codec.collective.trunc16.encode_bytes_per_s, 0.0);
+  nlohmann::json bad = cluster_to_json(c);
+  bad["collective"]["codecs"]["fp8"] = bad["collective"]["codecs"]["quant8"];
+  EXPECT_THROW(cluster_from_json(bad, "f"), InputError);
+  bad = cluster_to_json(c);
+  bad["collective"]["codecs"]["quant8"]["decode_bytes_per_s"] = 0;
+  EXPECT_THROW(cluster_from_json(bad, "f"), InputError);
+}
+
 TEST(Presets, HandoffIsOptionalAndNotNegative) {
   Cluster c = cluster_presets().front();
   EXPECT_FALSE(cluster_to_json(c)["device"].contains("handoff_s"));  // 0 is written as absent

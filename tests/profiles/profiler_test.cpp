@@ -296,6 +296,10 @@ TEST(MeasuredCluster, IsOneMachineOfCpuWorkersWithPositiveRatesThatValidates) {
             cpu_compute_rate_while_communicating(2, usable_cores()));
   EXPECT_GT(c.device.handoff_s, 0);  // at least the wake-up call
   EXPECT_LT(c.device.handoff_s, 0.1);
+  for (const CodecRates& codec : {c.collective.trunc16, c.collective.quant8}) {  // the executor's codecs, timed
+    EXPECT_GT(codec.encode_bytes_per_s, 0);
+    EXPECT_GT(codec.decode_bytes_per_s, 0);
+  }
   const Cluster one = measure_cpu_cluster(1, quick_probe());  // no peer thread to wake
   EXPECT_GT(one.device.handoff_s, 0);
   EXPECT_EQ(one.collective.hop_bytes_per_s, 0);  // no hop: the link's bandwidth

@@ -169,6 +169,9 @@ TEST(Validate, RunsAStrategyWithSettingsOfItsOwnBesideItsDefaults) {
   // pipesgd with and without quant8: two entries, two plans, labelled as asked.
   EXPECT_EQ(parse_validated_strategies("pipesgd,pipesgd:compression=quant8,pipesgd"),
             (std::vector<std::string>{"pipesgd", "pipesgd:compression=quant8"}));
+  const std::vector<std::string> all = parse_validated_strategies("all,pipesgd:compression=quant8,single");
+  EXPECT_EQ(all.size(), strategy_registry().size() + 1);
+  EXPECT_EQ(all.back(), "pipesgd:compression=quant8");
   EXPECT_THROW(parse_validated_strategies("pipesgd:quant8"), InputError);
   EXPECT_THROW(parse_validated_strategies("nosuch:compression=quant8"), InputError);
   const Model model = build_zoo_model("text-bag");

@@ -61,6 +61,16 @@ double collective_call_overhead_s(const Cluster& cluster, double bytes, int64_t 
   return cluster.collective.sync_s + (p > 1 && rate > 0 ? bytes / rate : 0.0);
 }
 
+double ring_codec_s(const Cluster& cluster, const std::string& compression, double gradient_bytes, int64_t p) {
+  if (compression == "none" || p <= 1) return 0;
+  TRAINSIM_CHECK(compression == "trunc16" || compression == "quant8", "unknown compression " + compression);
+  const CodecRates& rates = compression == "trunc16" ? cluster.collective.trunc16 : cluster.collective.quant8;
+  const auto per_byte = [](double rate) { return rate > 0 ? 1.0 / rate : 0.0; };
+  const auto n = static_cast<double>(p);
+  return (n * per_byte(rates.encode_bytes_per_s) + (2 * n - 1) * per_byte(rates.decode_bytes_per_s)) *
+         gradient_bytes / n;
+}
+
 int64_t floor_power_of_two(int64_t p) {
   TRAINSIM_CHECK(p >= 1, "a process count must be >= 1");
   int64_t power = 1;

@@ -171,6 +171,19 @@ TEST(Collectives, CallOverheadIsTsyncPlusMeasuredPacking) {
   EXPECT_NEAR(collective_call_overhead_s(cluster, 3e6, 1), 20e-6, 1e-15);
 }
 
+TEST(Collectives, TheRingsCodecEncodesPChunksAndDecodes2PMinus1) {
+  // 4 members, 4 MB of float32: chunks of 1 MB; quant8 encodes at 1 GB/s
+  // and decodes at 2 GB/s: 4·1e-3 + 7·0.5e-3 = 7.5 ms. Free without rates,
+  // for "none" and for one member.
+  Cluster cluster = testing_fixtures::simple_cluster(1, 4);
+  EXPECT_EQ(ring_codec_s(cluster, "quant8", 4e6, 4), 0.0);
+  cluster.collective.quant8 = {1e9, 2e9};
+  EXPECT_NEAR(ring_codec_s(cluster, "quant8", 4e6, 4), 7.5e-3, 1e-15);
+  EXPECT_EQ(ring_codec_s(cluster, "trunc16", 4e6, 4), 0.0);  // its own rates: none given
+  EXPECT_EQ(ring_codec_s(cluster, "none", 4e6, 4), 0.0);
+  EXPECT_EQ(ring_codec_s(cluster, "quant8", 4e6, 1), 0.0);
+}
+
 TEST(Collectives, BarrierIsOneGlobalSynchronization) {
   EXPECT_EQ(barrier_s(4, 20e-6), 20e-6);
   EXPECT_EQ(barrier_s(1, 20e-6), 0.0);

@@ -141,6 +141,20 @@ TEST(PipeSgdPlan, SimulatedIterationMatchesEquationsTwoAndFive) {
   EXPECT_NEAR(testing_fixtures::simulated_iteration_s(plan, four), 9.15e-3, 0.01 * 9.15e-3);
 }
 
+TEST(PipeSgdPlan, TheCodecAtEveryHopAddsToTheAllReduceInBothModels) {
+  // The 20 MB gradient over 4 members with quant8 at 1 GB/s encoding and
+  // 2 GB/s decoding: (4/1e9 + 7/2e9)·20e6/4 = 37.5 ms more AllReduce, which
+  // the communication-bound K = 2 iteration (7.895 ms without) takes whole.
+  Cluster two_by_two = simple_cluster(2, 2);
+  two_by_two.collective.quant8 = {1e9, 2e9};
+  const double expected_s = 7.895e-3 + 37.5e-3;
+  const testing_fixtures::Settings quant8 = {{"compression", "quant8"}};
+  EXPECT_NEAR(testing_fixtures::analytic_iteration_s("pipesgd", heavy_profile(), two_by_two, quant8), expected_s,
+              1e-12);
+  const Plan plan = generate("pipesgd", heavy_profile(), two_by_two, quant8, 12);
+  EXPECT_NEAR(testing_fixtures::simulated_iteration_s(plan, two_by_two), expected_s, 0.01 * expected_s);
+}
+
 TEST(PipeSgdPlan, PipelinedSegmentsHideTheFirstSegmentsBackward) {
   // Eq. (6) as reconstructed charges t_bw(first segment) + S·(AllReduce(M/S)
   // + t_sync) per iteration: 1e-3 + 2·1.547e-2 = 3.194e-2 s (PipeSgd's cost
