@@ -27,7 +27,7 @@ FUZZ_SECONDS ?= 20
 # interpreter, the data and kernels they run); TSAN_TESTS narrows it (ctest -R).
 TSAN_TESTS ?= .
 
-.PHONY: all deps configure build run test bench peer-bench fuzz test-asan test-tsan gpu-check clean
+.PHONY: all deps configure build run test bench peer-bench ddp-compare fuzz test-asan test-tsan gpu-check clean
 
 all: build
 
@@ -90,6 +90,16 @@ peer-bench: build
 	@[ -x $(PEER_VENV)/bin/python ] || python3 -m venv $(PEER_VENV)
 	@$(PEER_VENV)/bin/python -c 'import torch' 2>/dev/null || $(PEER_VENV)/bin/pip install --quiet torch numpy
 	$(PEER_VENV)/bin/python tests/bench/peer_bench.py --build $(BUILD)
+
+# PyTorch DDP (gloo) across emulated hosts (root) beside trainsim's
+# prediction of its step and trainsim's own dp-overlap run
+# (tests/bench/ddp_compare.py), with PyTorch from the same environment.
+DDP_HOSTS ?= 4
+DDP_LINK ?= 1gbit
+ddp-compare: build
+	@[ -x $(PEER_VENV)/bin/python ] || python3 -m venv $(PEER_VENV)
+	@$(PEER_VENV)/bin/python -c 'import torch' 2>/dev/null || $(PEER_VENV)/bin/pip install --quiet torch numpy
+	python3 tests/bench/ddp_compare.py $(BUILD)/tools/trainsim $(abspath $(PEER_VENV))/bin/python --hosts $(DDP_HOSTS) --link $(DDP_LINK)
 
 # On a machine with a GPU: the GPU tests, GPU profiles and cluster probe,
 # predictions from them and PyTorch's step beside trainsim's, written to
