@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <iostream>
 #include <memory>
 
 #include "analysis/table.hpp"
@@ -98,6 +99,10 @@ ValidationRanks mpi_ranks([[maybe_unused]] const ValidateCliOptions& o, [[maybe_
                              "rank 0's cluster");
   };
   ranks.make_transport = [](int endpoints) { return MpiTransport::for_endpoints(endpoints); };
+  ranks.fail = [rank = session.rank()](const std::string& why) {
+    std::cerr << "trainsim: failed: rank " << rank << ": " << why << std::endl;
+    mpi_abort_job(1);
+  };
   return ranks;
 #else
   throw InputError("mpirun", "started trainsim, which was built without MPI",

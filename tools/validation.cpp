@@ -119,6 +119,9 @@ void run_once(const Model& model, const Dataset& data, const Profile& profile, c
   } catch (const InputError& e) {
     s.skipped = e.what();  // a strategy the executor does not run, or that does not fit these workers
   } catch (const std::exception& e) {
+    // Across ranks the others would wait for this rank's messages: the
+    // validation stops (ValidationRanks::fail) rather than hang.
+    if (options.ranks.fail) options.ranks.fail(s.label + " failed while running: " + e.what());
     s.skipped = std::string("failed while running: ") + e.what();  // the other strategies still report
   }
 }

@@ -35,6 +35,9 @@ struct ValidationRanks {
   // The transport of a plan of `endpoints` workers and servers, for this
   // rank (none where the plan has fewer endpoints: it sits the run out).
   std::function<std::unique_ptr<Transport>(int endpoints)> make_transport;
+  // A run failed on this rank (not a plan it refuses, which every rank
+  // refuses alike): ends every rank with one line saying why; does not return.
+  std::function<void(const std::string& why)> fail;
 };
 
 struct ValidationOptions {

@@ -4,6 +4,7 @@
 #include "exec/mpi/mpi_transport.hpp"
 
 #include <chrono>
+#include <cstdlib>
 #include <limits>
 #include <thread>
 
@@ -77,6 +78,11 @@ std::string mpi_broadcast_text(const std::string& text, MPI_Comm comm) {
   check_mpi(MPI_Ibcast(out.data(), static_cast<int>(size), MPI_CHAR, 0, comm, &request), "MPI_Ibcast");
   wait_asleep(request, "MPI_Ibcast");
   return out;
+}
+
+void mpi_abort_job(int status) {
+  MPI_Abort(MPI_COMM_WORLD, status);
+  std::abort();  // MPI_Abort does not return
 }
 
 std::vector<double> mpi_all_gather(double value, MPI_Comm comm) {

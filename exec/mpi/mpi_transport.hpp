@@ -52,6 +52,10 @@ std::vector<int> mpi_host_of_ranks(MPI_Comm comm = MPI_COMM_WORLD);
 // still measuring or training.
 std::string mpi_broadcast_text(const std::string& text, MPI_Comm comm = MPI_COMM_WORLD);
 
+// Ends every rank of the job with `status` (MPI_Abort): where one rank
+// cannot go on and the others would wait for its messages.
+[[noreturn]] void mpi_abort_job(int status);
+
 // Every rank's `value` on every rank of `comm`, in rank order (collective).
 std::vector<double> mpi_all_gather(double value, MPI_Comm comm = MPI_COMM_WORLD);
 

@@ -17,6 +17,7 @@
 #include "profiles/profiler/profiler.hpp"
 #include "sim/cost/strategies.hpp"
 #include "sim/des/engine.hpp"
+#include "tests/profiles/quick_probe.hpp"
 #include "tests/tools/cli_fixtures.hpp"
 
 namespace trainsim {
@@ -192,6 +193,34 @@ TEST(Validate, RunsAStrategyWithSettingsOfItsOwnBesideItsDefaults) {
   EXPECT_EQ(v.results[1].config.at("compression"), "quant8");
   EXPECT_EQ(v.results[1].config.at("width"), 1);
   EXPECT_EQ(v.results[0].config.at("width"), 2);
+}
+
+TEST(Validate, ARunFailingOnARankEndsTheValidationThroughFail) {
+  // Across ranks a failed run would leave the others waiting for its
+  // messages: validate hands the reason to ValidationRanks::fail (which
+  // ends the MPI job) instead of going on to the next strategy.
+  const Model model = build_zoo_model("text-bag");
+  const Dataset data = make_synthetic_text(kTextVocabulary, kTextTokensPerSample, kTextClasses, 256, 16, 1);
+  ValidationOptions options;
+  options.batch_size = 16;
+  options.iterations = 4;
+  options.rounds = 1;
+  options.max_rounds = 1;
+  options.profile_repeats = 2;
+  options.strategies = {"single"};
+  options.ranks.rank = 0;
+  options.ranks.from_rank0 = [](const std::string& text) { return text; };
+  options.ranks.measure_cluster = [](const Profile&) { return measure_cpu_cluster(1, testing_fixtures::quick_probe()); };
+  options.ranks.make_transport = [](int) -> std::unique_ptr<Transport> {
+    throw std::runtime_error("the link went down");
+  };
+  std::string why;
+  options.ranks.fail = [&why](const std::string& reason) {
+    why = reason;
+    throw std::runtime_error("the job ends");
+  };
+  EXPECT_THROW(validate(model, data, 1, options), std::runtime_error);
+  EXPECT_EQ(why, "single failed while running: the link went down");
 }
 
 TEST(ValidateCli, PredictsRunsAndComparesEachStrategy) {
