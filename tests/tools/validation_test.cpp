@@ -107,6 +107,18 @@ TEST(ValidateCli, MeasuresEachStrategyAsTheMedianOverRounds) {
   }
 }
 
+// A validation small enough for a unit test: batch 16, 4 iterations per
+// run, exactly `rounds` rounds, 2 timed repeats per layer.
+ValidationOptions small_validation(int32_t rounds) {
+  ValidationOptions options;
+  options.batch_size = 16;
+  options.iterations = 4;
+  options.rounds = rounds;
+  options.max_rounds = rounds;
+  options.profile_repeats = 2;
+  return options;
+}
+
 TEST(Validate, PredictsTheFirstRunsPlanFromTheMedianOfTheRoundsProfiles) {
   const Model model = build_zoo_model("text-bag");
   const Dataset data = make_synthetic_text(kTextVocabulary, kTextTokensPerSample, kTextClasses, 256, 16, 1);
@@ -136,12 +148,7 @@ TEST(Validate, PredictsAOneWorkerPlanFromTheLayersTimedAlone) {
   // profiles, gpipe (two) from the two-thread ones.
   const Model model = build_zoo_model("text-bag");
   const Dataset data = make_synthetic_text(kTextVocabulary, kTextTokensPerSample, kTextClasses, 256, 16, 1);
-  ValidationOptions options;
-  options.batch_size = 16;
-  options.iterations = 4;
-  options.rounds = 2;
-  options.max_rounds = 2;
-  options.profile_repeats = 2;
+  ValidationOptions options = small_validation(2);
   options.strategies = {"single", "gpipe"};
   const Validation v = validate(model, data, 2, options);
   ASSERT_EQ(v.alone_round_profiles.size(), 2u);
@@ -177,12 +184,7 @@ TEST(Validate, RunsAStrategyWithSettingsOfItsOwnBesideItsDefaults) {
   EXPECT_THROW(parse_validated_strategies("nosuch:compression=quant8"), InputError);
   const Model model = build_zoo_model("text-bag");
   const Dataset data = make_synthetic_text(kTextVocabulary, kTextTokensPerSample, kTextClasses, 256, 16, 1);
-  ValidationOptions options;
-  options.batch_size = 16;
-  options.iterations = 4;
-  options.rounds = 1;
-  options.max_rounds = 1;
-  options.profile_repeats = 2;
+  ValidationOptions options = small_validation(1);
   options.strategies = parse_validated_strategies("pipesgd,pipesgd:compression=quant8:width=1");
   const Validation v = validate(model, data, 2, options);
   ASSERT_EQ(v.results.size(), 2u);
@@ -201,12 +203,7 @@ TEST(Validate, ARunFailingOnARankEndsTheValidationThroughFail) {
   // ends the MPI job) instead of going on to the next strategy.
   const Model model = build_zoo_model("text-bag");
   const Dataset data = make_synthetic_text(kTextVocabulary, kTextTokensPerSample, kTextClasses, 256, 16, 1);
-  ValidationOptions options;
-  options.batch_size = 16;
-  options.iterations = 4;
-  options.rounds = 1;
-  options.max_rounds = 1;
-  options.profile_repeats = 2;
+  ValidationOptions options = small_validation(1);
   options.strategies = {"single"};
   options.ranks.rank = 0;
   options.ranks.from_rank0 = [](const std::string& text) { return text; };
