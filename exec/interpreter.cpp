@@ -51,7 +51,7 @@ LossDiverged::LossDiverged(int32_t iteration_, double loss_)
 
 ExecResult execute_plan(const Plan& plan, const Network& network, const Weights& initial, const BatchSource& batches,
                         const ExecOptions& options) {
-  const auto endpoints = static_cast<int>(plan.workers.size() + plan.servers.size());
+  const auto endpoints = static_cast<int>(plan.workers.size());
   if (!options.local_endpoints.empty()) interp::Interpreter::check_shareable(plan);  // before the processes connect
   const bool sits_out = !options.local_endpoints.empty() &&
                         std::all_of(options.local_endpoints.begin(), options.local_endpoints.end(),

@@ -215,6 +215,7 @@ void Interpreter::update(OpId id, const Op& op) {
     scale_gradients(grads, 1.0f / static_cast<float>(contributions), op.first_layer, op.last_layer);
   }
   if (gathers_sparse_rows_) add_gathered_rows(w, op, grads);
+  drop_served_rows(grads);
   stash_before_change(w);
   // SpecTrain's eq. 1: v follows the gradients the worker applies.
   if (w.spectrain) w.spectrain->observe(w.weights, grads, op.first_layer, op.last_layer);

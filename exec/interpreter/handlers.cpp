@@ -27,8 +27,12 @@ Interpreter::Interpreter(const Plan& plan, const Network& network, const Weights
       shared_(std::find(local_.begin(), local_.end(), 0) != local_.end()),
       scheduler_(plan, transport_, options.pin_workers, local_workers()) {
   TRAINSIM_CHECK(options.batch_size > 0, "the executor needs the plan's per-device batch size");
-  TRAINSIM_CHECK(transport_.workers() == static_cast<int>(plan.workers.size() + plan.servers.size()),
-                 "the transport must join the plan's workers and servers");
+  TRAINSIM_CHECK(transport_.workers() == static_cast<int>(plan.workers.size()),
+                 "the transport must join the plan's workers");
+  if (shared_ && options.keep_state && !plan.servers.empty()) {
+    throw InputError("the plan's servers", "keep their state in the processes of their machines",
+                     "a run of Parallax's servers in one process to keep its state (a checkpoint)");
+  }
   workers_.resize(plan.workers.size());
   for (size_t i = 0; i < workers_.size(); ++i) {
     auto& w = workers_[i];
@@ -64,6 +68,7 @@ Interpreter::Interpreter(const Plan& plan, const Network& network, const Weights
   }
   assign_collective_tags();
   link_host_ops();
+  link_servers();
   make_servers(initial);
   if (options.resume != nullptr) resume_from(*options.resume);
   loss_sum_.assign(plan.workers.size(), std::vector<double>(static_cast<size_t>(plan.iterations), 0.0));
@@ -113,10 +118,6 @@ void Interpreter::check_supported(const Op& op) const {
                        "algorithm=mpi where every worker takes part in the AllReduce");
     }
   }
-  if (!plan_.servers.empty() && (op.kind == OpKind::kSend || op.kind == OpKind::kRecv)) {
-    throw InputError("--devices", "parallax across machines (remote servers) is not executed",
-                     "the workers of one machine");
-  }
   TRAINSIM_CHECK(op.kind != OpKind::kSend || op.payload != Payload::kNone, "plan: a send without its payload");
 }
 
@@ -144,6 +145,7 @@ void Interpreter::execute(OpId id, const Op& op) {
     case OpKind::kCopyToDevice: copy_to_device(id, op); break;
     case OpKind::kRecompute: recompute(id, op); break;
   }
+  if (!handout_readers_.empty()) hand_out_pulls(id);
 }
 
 ExecResult Interpreter::result() {
@@ -160,13 +162,7 @@ ExecResult Interpreter::result() {
     if (updater[l] >= 0) r.weights[l] = workers_[static_cast<size_t>(updater[l])]->weights[l];
     if (forwarder[l] >= 0) r.statistics[l] = workers_[static_cast<size_t>(forwarder[l])]->statistics[l];
   }
-  for (const auto& s : servers_) {
-    if (s->shape.sparse) {
-      r.weights[static_cast<size_t>(s->first)][0].data = s->shard->weights();
-    } else {
-      unflatten_weights(s->shard->weights(), r.weights, s->first, s->last);
-    }
-  }
+  take_server_shares(r.weights);
   r.traffic = transport_.traffic();
   return r;
 }
@@ -174,17 +170,15 @@ ExecResult Interpreter::result() {
 // What each endpoint holds (this process's; the others' left empty).
 RunState Interpreter::raw_state() const {
   RunState state;
-  state.endpoints.resize(workers_.size() + servers_.size());
+  state.endpoints.resize(workers_.size() + served_.size());
   for (size_t i = 0; i < workers_.size(); ++i) {
     if (!local_[i]) continue;
     const WorkerState& w = *workers_[i];
     state.endpoints[i] = EndpointState{w.weights, w.optimizer->velocity(),
                                        w.spectrain ? w.spectrain->smoothed_gradient() : Weights{}, w.statistics};
   }
-  for (size_t k = 0; k < servers_.size(); ++k) {
-    const VariableServer& s = *servers_[k];
-    state.endpoints[workers_.size() + k] = EndpointState{s.table, s.optimizer->velocity(), {}, {}};
-  }
+  std::vector<EndpointState> servers = served_.empty() ? std::vector<EndpointState>{} : server_states();
+  std::move(servers.begin(), servers.end(), state.endpoints.begin() + static_cast<std::ptrdiff_t>(workers_.size()));
   return state;
 }
 
@@ -207,8 +201,8 @@ void Interpreter::complete_state(RunState& state) const {
   for (size_t l = 0; l < layers; ++l) {
     if (updater[l] >= 0) latest[l] = &state.endpoints[static_cast<size_t>(updater[l])].weights[l];
   }
-  for (size_t k = 0; k < servers_.size(); ++k) {  // a server's layers are its, whatever the workers step
-    const VariableServer& s = *servers_[k];
+  for (size_t k = 0; k < served_.size(); ++k) {  // a server's layers are its, whatever the workers step
+    const ServedVariable& s = served_[k];
     for (int32_t l = s.first; l <= s.last; ++l) {
       latest[static_cast<size_t>(l)] = &state.endpoints[workers_.size() + k].weights[static_cast<size_t>(l)];
       for (auto& worker : updates) worker[static_cast<size_t>(l)] = 0;
@@ -235,9 +229,9 @@ void Interpreter::resume_from(const RunState& state) {
     }
     return shapes;
   };
-  if (state.endpoints.size() != workers_.size() + servers_.size()) {
+  if (state.endpoints.size() != workers_.size() + served_.size()) {
     throw InputError("--resume", "holds " + std::to_string(state.endpoints.size()) + " workers and servers",
-                     "a checkpoint of this plan's " + std::to_string(workers_.size() + servers_.size()));
+                     "a checkpoint of this plan's " + std::to_string(workers_.size() + served_.size()));
   }
   for (size_t i = 0; i < workers_.size(); ++i) {
     if (!local_[i]) continue;  // another process's
@@ -251,17 +245,7 @@ void Interpreter::resume_from(const RunState& state) {
     w.optimizer->set_velocity(e.velocity);
     if (w.spectrain) w.spectrain->set_smoothed_gradient(e.smoothed);
   }
-  for (size_t k = 0; k < servers_.size(); ++k) {
-    VariableServer& s = *servers_[k];
-    const EndpointState& e = state.endpoints[workers_.size() + k];
-    if (shapes_of(e.weights) != shapes_of(s.table)) {
-      throw InputError("--resume", "holds a server of other variables", "a checkpoint of this plan");
-    }
-    s.table = e.weights;
-    s.optimizer->set_velocity(e.velocity);
-    s.shard->set_weights(s.shape.sparse ? s.table[static_cast<size_t>(s.first)][0].data
-                                        : flatten_weights(s.table, s.first, s.last));
-  }
+  resume_servers(std::span<const EndpointState>(state.endpoints).subspan(workers_.size()));
 }
 
 void Interpreter::summarize(ExecResult& r) const {

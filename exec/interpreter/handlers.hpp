@@ -18,32 +18,15 @@
 
 #include "exec/interpreter.hpp"
 #include "exec/interpreter/scheduler.hpp"
+#include "exec/interpreter/server_state.hpp"
 #include "exec/interpreter/worker_state.hpp"
-#include "exec/transport/param_server.hpp"
 #include "exec/transport/transport.hpp"
 
 namespace trainsim::interp {
 
-// A server of the plan (Parallax, seed 004 §3): a sparse variable (an
-// embedding table) lives on a parameter-server shard, transport worker
-// `server`; the plan's kServerStep ops (on a host thread of its machine)
-// apply the optimizer to the rows the round's pushes touched. A dense server (Parallax's
-// ps mode) holds the dense variables, layers [first, last], and steps them on
-// the workers' mean.
-struct VariableServer {
-  int32_t first = 0;  // its layers: one sparse table, or (ps) the dense layers
-  int32_t last = 0;
-  int server = 0;
-  ShardShape shape;
-  std::unique_ptr<Sgd> optimizer;  // over `table`, the server's copy of the variables
-  Weights table;                   // layers 0..last filled (its own are [first, last])
-  std::unique_ptr<ParamServerShard> shard;
-};
-
 class Interpreter final : public OpHandler {
  public:
-  // `transport` joins the plan's workers then its servers
-  // (plan.workers.size() + plan.servers.size() endpoints).
+  // `transport` joins the plan's workers (plan.workers.size() endpoints).
   Interpreter(const Plan& plan, const Network& network, const Weights& initial, const BatchSource& batches,
               const ExecOptions& options, std::unique_ptr<Transport> transport);
 
@@ -99,6 +82,7 @@ class Interpreter final : public OpHandler {
   // p2p_ops.cpp: send, recv, their payloads; Parallax's gathered sparse rows
   OpId sender_of(OpId recv) const;
   Payload payload_of(OpId send) const;
+  bool server_payload(Payload payload) const;
   void send(OpId id, const Op& op);
   void recv(OpId id, const Op& op);
   Tensor as_layer_output(std::vector<float> data, int32_t layer) const;
@@ -116,7 +100,7 @@ class Interpreter final : public OpHandler {
   void broadcast(OpId id, const Op& op);
   void barrier(OpId id, const Op& op);
 
-  // host_ops.cpp: copies to and from the host, host accumulation, the plan's servers
+  // host_ops.cpp: copies to and from the host and host accumulation (cgdp); Parallax's go to server_ops.cpp
   void link_host_ops();
   OpId accumulation_of(OpId host_op) const;
   void copy_to_host(OpId id, const Op& op);
@@ -124,14 +108,34 @@ class Interpreter final : public OpHandler {
   void host_all_reduce(OpId id, const Op& op);
   void hand_out_host_buffer(OpId id, OpId accumulation);
   void copy_to_device(OpId id, const Op& op);
+
+  // server_ops.cpp: Parallax's servers, one per machine, each a share of every served variable
+  void link_servers();
   void make_servers(const Weights& initial);
-  void apply_on_server(VariableServer& s, const ShardUpdate& u, float workers) const;
-  void server_step(const Op& op);
+  size_t variable_of(const Op& step) const;
+  MachineServer& server_at(int32_t worker) const;
   std::vector<int64_t> rows_to_pull(const Op& op);
-  int64_t server_tag(int32_t iteration, const VariableServer& s) const;
-  void push_to_servers(const Op& op);
-  void pull_from_servers(const Op& op);
   OpId forward_of(int32_t worker, int32_t iteration) const;
+  ServerMessage gradient_message(WorkerState& w, const Op& op);
+  void copy_to_server_host(OpId id, const Op& op);
+  void gather_copies(MachineServer& s, const Op& op);
+  const ServerMessage& aggregate_of(MachineServer& s, const Op& op);
+  void send_push(OpId id, const Op& op);
+  void server_step(const Op& op);
+  void send_pull(OpId id, const Op& op);
+  void recv_server_message(OpId id, const Op& op, std::vector<float> payload);
+  ServerMessage host_pull_for(MachineServer& s, int32_t iteration, int32_t worker);
+  void pull_from_server_host(OpId id, const Op& op);
+  void install_pull(WorkerState& w, const ServerMessage& pull) const;
+  void hand_out_pulls(OpId done);
+  void drop_served_rows(Gradients& grads) const;
+  // The servers' shares of every served variable held here, into `weights`;
+  // one share's values in a flat record and back (a result across processes).
+  void take_server_shares(Weights& weights) const;
+  std::vector<float> share_record(int32_t share) const;
+  void read_share_record(int32_t share, std::span<const float> record, Weights& weights) const;
+  std::vector<EndpointState> server_states() const;  // per served variable
+  void resume_servers(std::span<const EndpointState> states);
 
   const Plan& plan_;
   const Network& network_;
@@ -140,11 +144,10 @@ class Interpreter final : public OpHandler {
   bool spectrain_ = false;              // ops read predicted weights (SpecTrain, seed 000)
   bool gathers_sparse_rows_ = false;    // updates add the rows the ring gathered (parallax, mode=ar)
   bool serves_dense_ = false;           // a server steps the dense variables (parallax, mode=ps)
-  std::vector<std::unique_ptr<VariableServer>> servers_;  // the plan's: sparse tables, then dense
   std::set<std::tuple<int32_t, int32_t, int32_t, int32_t>> recomputed_;  // (worker, it, mb, first layer) of recomputes
   std::unique_ptr<Transport> owned_transport_;
   Transport& transport_;
-  std::vector<uint8_t> local_;  // per endpoint (workers, then servers): run by this process
+  std::vector<uint8_t> local_;  // per worker: run by this process
   bool shared_ = false;         // some endpoint is another process's
   Scheduler scheduler_;
   std::vector<std::unique_ptr<WorkerState>> workers_;
@@ -154,6 +157,18 @@ class Interpreter final : public OpHandler {
   // the device, the op whose buffer it copies back. -1 for other ops.
   std::vector<OpId> host_source_;
   std::map<OpId, std::vector<OpId>> host_readers_;  // op -> the copies to a device reading its buffer
+  // Parallax's servers: the variables they step; per machine (share) its
+  // server, null where another process holds it, and the worker holding it;
+  // per worker its machine's share (-1: none).
+  std::vector<ServedVariable> served_;
+  std::vector<std::unique_ptr<MachineServer>> servers_;
+  std::vector<int32_t> server_workers_;
+  std::vector<int32_t> share_of_worker_;
+  bool aggregated_ = false;        // a machine's rows go summed from its host (local aggregation)
+  std::vector<uint8_t> to_host_;   // per op: a push from host memory, or a pull (and its send) into it
+  std::mutex handout_mu_;
+  std::map<OpId, std::vector<OpId>> handout_readers_;  // op -> the copies to a device in another process it feeds
+  std::map<OpId, size_t> handout_left_;                // such a copy -> its ops still to end
   std::vector<int64_t> tags_;
   std::vector<std::vector<bool>> gradient_layout_;  // per layer and parameter: sparse
   int32_t microbatches_ = 1;

@@ -12,6 +12,7 @@
 #include "exec/interpreter/flat_weights.hpp"
 #include "exec/interpreter/handlers.hpp"
 #include "exec/interpreter/tags.hpp"
+#include "exec/transport/param_server.hpp"
 #include "model/error.hpp"
 
 namespace trainsim::interp {
@@ -32,7 +33,16 @@ Payload Interpreter::payload_of(OpId send) const {
   return s.payload;
 }
 
+// With servers in the plan, parameter gradients and weights are Parallax's
+// pushes and pulls (server_ops.cpp).
+bool Interpreter::server_payload(Payload payload) const {
+  return !plan_.servers.empty() && (payload == Payload::kParamGradient || payload == Payload::kWeights);
+}
+
 void Interpreter::send(OpId id, const Op& op) {
+  if (server_payload(payload_of(id))) {
+    return payload_of(id) == Payload::kParamGradient ? send_push(id, op) : send_pull(id, op);
+  }
   WorkerState& w = *workers_[op.worker];
   const Op& source = plan_.ops[static_cast<size_t>(op.deps.front())];
   const int32_t mb = std::max(0, source.microbatch);
@@ -91,6 +101,7 @@ void Interpreter::recv(OpId id, const Op& op) {
   const Op& send_op = plan_.ops[static_cast<size_t>(from)];
   const Op& source = plan_.ops[static_cast<size_t>(send_op.deps.front())];
   std::vector<float> payload = transport_.recv(op.worker, op.peer, send_tag(from));
+  if (server_payload(payload_of(from))) return recv_server_message(id, op, std::move(payload));
   WorkerState& w = *workers_[op.worker];
   const int32_t mb = std::max(0, source.microbatch);
   std::lock_guard lock(w.mu);

@@ -52,6 +52,11 @@ class RecordReader {
     }
     return w;
   }
+  std::span<const float> rest() {
+    const std::span<const float> out = std::span<const float>(record_).subspan(at_);
+    at_ = record_.size();
+    return out;
+  }
   void expect_end() const {
     TRAINSIM_CHECK(at_ == record_.size(), "the result of worker " + std::to_string(worker_) +
                                               " is longer than its plan's: the processes ran different plans");
@@ -108,12 +113,12 @@ std::string op_name(const Op& op) {
 }  // namespace
 
 std::vector<uint8_t> Interpreter::local_mask(const Plan& plan, const ExecOptions& options) {
-  const size_t endpoints = plan.workers.size() + plan.servers.size();
+  const size_t endpoints = plan.workers.size();
   std::vector<uint8_t> local(endpoints, options.local_endpoints.empty() ? 1 : 0);
   for (const int32_t e : options.local_endpoints) {
     if (e < 0 || static_cast<size_t>(e) >= endpoints) {
       throw InputError("ExecOptions::local_endpoints", "names endpoint " + std::to_string(e),
-                       "one of the plan's " + std::to_string(endpoints) + " workers and servers");
+                       "one of the plan's " + std::to_string(endpoints) + " workers");
     }
     local[static_cast<size_t>(e)] = 1;
   }
@@ -128,16 +133,13 @@ std::vector<uint8_t> Interpreter::local_workers() const {
 // send may also wait on another worker's send, which orders their use of
 // one link in the simulator (dp-ps's pushes into the server, one after
 // another); across processes the network orders them and the wait is
-// dropped. A machine's host accumulation waits on its workers' copies, and
-// their copies back on the sum: these come as messages to and from the
-// process of the worker accumulating (host_ops.cpp). Anything else crossing
+// dropped. A machine's host accumulation (or Parallax's server) waits on its
+// workers' copies, and their copies back on the host: these come as
+// messages to and from the process of the worker accumulating or serving
+// (host_ops.cpp, server_ops.cpp). Anything else crossing
 // workers shares memory and has no message to wait for. Every process
 // checks every op, so all of them refuse a plan alike.
 void Interpreter::check_shareable(const Plan& plan) {
-  if (!plan.servers.empty()) {
-    throw InputError("the plan's servers", "run in a process of their own (Parallax across processes)",
-                     "a plan without parameter servers, or all of its endpoints in one process");
-  }
   for (const Op& op : plan.ops) {
     for (size_t k = 0; k < op.deps.size(); ++k) {
       const Op& dep = plan.ops[static_cast<size_t>(op.deps[k])];
@@ -150,6 +152,10 @@ void Interpreter::check_shareable(const Plan& plan) {
       if (op.kind == OpKind::kCopyToDevice && (dep.kind == OpKind::kHostAccumulate || dep.kind == OpKind::kAllReduce)) {
         continue;
       }
+      // Parallax: a server's step and the host's pushes read the machine's
+      // copies; a copy back reads what the server's host holds.
+      if ((op.kind == OpKind::kServerStep || op.kind == OpKind::kSend) && dep.kind == OpKind::kCopyToHost) continue;
+      if (op.kind == OpKind::kCopyToDevice && (dep.kind == OpKind::kServerStep || dep.kind == OpKind::kRecv)) continue;
       throw InputError("the plan's " + op_name(op), "waits on the " + op_name(dep) + ", another worker's",
                        "ops that wait across workers only for a message (a recv on its send) to run across "
                        "processes");
@@ -200,6 +206,11 @@ std::vector<float> Interpreter::result_record(int32_t worker, const ExecResult& 
     append_double(out, static_cast<double>(r.traffic.pair_bytes.at(w).at(to)));
     append_double(out, static_cast<double>(r.traffic.pair_messages.at(w).at(to)));
   }
+  const auto server = std::find(server_workers_.begin(), server_workers_.end(), worker);
+  if (server != server_workers_.end()) {  // the share of every served variable its server owns
+    const std::vector<float> shares = share_record(static_cast<int32_t>(server - server_workers_.begin()));
+    out.insert(out.end(), shares.begin(), shares.end());
+  }
   return out;
 }
 
@@ -228,6 +239,11 @@ void Interpreter::read_result_record(int32_t worker, const std::vector<float>& r
   for (size_t to = 0; to < local_.size(); ++to) {
     r.traffic.pair_bytes.at(w).at(to) = static_cast<int64_t>(in.next_double());
     r.traffic.pair_messages.at(w).at(to) = static_cast<int64_t>(in.next_double());
+  }
+  const auto server = std::find(server_workers_.begin(), server_workers_.end(), worker);
+  if (server != server_workers_.end()) {
+    read_share_record(static_cast<int32_t>(server - server_workers_.begin()), in.rest(), r.weights);
+    return;
   }
   in.expect_end();
 }

@@ -1,5 +1,5 @@
 // What the executor's strategy tests share: a strategy's plan for a small
-// model on two devices of one machine, and its run on deterministic data.
+// model on two devices of one machine (or machines of devices), and its run on deterministic data.
 // fmnist-mlp trains on a learnable synthetic image batch; text-bag (a 50,000
 // x 64 sparse table, then dense 64 -> 64 -> 4) on the synthetic text set.
 #pragma once
@@ -87,6 +87,8 @@ struct RunSpec {
   // synthetic_batch's images), when set.
   std::function<Model()> make_model{};
   WholeBatchSource make_batch{};
+  int32_t machines = 1;  // of `per_machine` devices each
+  int32_t per_machine = 2;
 };
 
 inline Model model_of(const RunSpec& spec) {
@@ -97,10 +99,13 @@ inline Model model_of(const RunSpec& spec) {
 // The strategy's plan for the spec's model, batch, settings and iterations.
 inline Plan plan_of(const RunSpec& spec) {
   const Model model = model_of(spec);
-  const Profile profile = analytic_profile(model, spec.batch, two_devices());
+  Cluster cluster = two_devices();
+  cluster.machines = spec.machines;
+  cluster.devices_per_machine = spec.per_machine;
+  const Profile profile = analytic_profile(model, spec.batch, cluster);
   StrategyConfig config;
   for (const auto& [key, value] : spec.settings) config.set(key, value, "--set " + key);
-  return generate_plan(find_strategy(spec.strategy, "--strategy"), profile, two_devices(), config, spec.iterations);
+  return generate_plan(find_strategy(spec.strategy, "--strategy"), profile, cluster, config, spec.iterations);
 }
 
 // Runs `plan` (the spec's, or one changed from it) from the spec's seed on

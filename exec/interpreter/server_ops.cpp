@@ -1,0 +1,484 @@
+// Parallax's parameter servers (seed 004 §3, docs/equations.md §3) as the
+// plan lays them out: one per machine, on its first worker, owning share j
+// of m of every served variable. A worker's kCopyToHost puts its gradient
+// (and the rows its next forward reads) in its machine's host memory; a
+// kSend of parameter gradients pushes its share j to machine j's server,
+// from the worker or, with local aggregation, from the host summing its
+// machine's rows; each kServerStep steps its share of one variable on the
+// mean of the pushes; a kSend of weights answers a pusher with its share of
+// the new values, to the worker or to the host; kCopyToDevice takes the
+// host's values. Host memory is the server's process's: a copy from, or to,
+// a worker of another process travels as a message (host_copy_tag).
+#include <algorithm>
+#include <numeric>
+#include <stdexcept>
+#include <string>
+
+#include "exec/interpreter/flat_weights.hpp"
+#include "exec/interpreter/handlers.hpp"
+#include "exec/interpreter/tags.hpp"
+#include "exec/tensor/sparse_rows.hpp"
+#include "model/error.hpp"
+
+namespace trainsim::interp {
+
+// The machines from the plan: each server step's worker holds its
+// machine's server (shares in ascending worker order), and a worker belongs
+// to the machine whose steps wait for its copy to host memory.
+void Interpreter::link_servers() {
+  to_host_.assign(plan_.ops.size(), 0);
+  share_of_worker_.assign(plan_.workers.size(), -1);
+  if (plan_.servers.empty()) return;
+  for (const Op& op : plan_.ops) {
+    if (op.kind == OpKind::kServerStep) server_workers_.push_back(op.worker);
+  }
+  std::sort(server_workers_.begin(), server_workers_.end());
+  server_workers_.erase(std::unique(server_workers_.begin(), server_workers_.end()), server_workers_.end());
+  for (const Op& op : plan_.ops) {
+    if (op.kind != OpKind::kServerStep) continue;
+    const auto share = static_cast<int32_t>(
+        std::lower_bound(server_workers_.begin(), server_workers_.end(), op.worker) - server_workers_.begin());
+    for (const OpId dep : op.deps) {
+      const Op& d = plan_.ops[static_cast<size_t>(dep)];
+      if (d.kind == OpKind::kCopyToHost) share_of_worker_[static_cast<size_t>(d.worker)] = share;
+    }
+  }
+  // Pushes from host memory (their send waits on the machine's copies), and
+  // pulls into it (their recv feeds a copy to a device), with their sends.
+  for (size_t id = 0; id < plan_.ops.size(); ++id) {
+    const Op& op = plan_.ops[id];
+    if (op.kind == OpKind::kSend && !op.deps.empty() &&
+        plan_.ops[static_cast<size_t>(op.deps.front())].kind == OpKind::kCopyToHost) {
+      to_host_[id] = 1;
+      aggregated_ = true;
+    }
+    if (op.kind != OpKind::kCopyToDevice) continue;
+    const int32_t share = share_of_worker_[static_cast<size_t>(op.worker)];
+    TRAINSIM_CHECK(share >= 0, "plan: a copy to a device of a worker no server serves");
+    const int32_t server = server_workers_[static_cast<size_t>(share)];
+    for (const OpId dep : op.deps) {
+      const Op& d = plan_.ops[static_cast<size_t>(dep)];
+      TRAINSIM_CHECK(d.worker == server, "plan: a copy to a device waits on another machine's host");
+      if (d.kind == OpKind::kRecv) to_host_[static_cast<size_t>(dep)] = to_host_[static_cast<size_t>(sender_of(dep))] = 1;
+    }
+    if (local_[static_cast<size_t>(server)] && !local_[static_cast<size_t>(op.worker)]) {
+      handout_left_[static_cast<OpId>(id)] = op.deps.size();
+      for (const OpId dep : op.deps) handout_readers_[dep].push_back(static_cast<OpId>(id));
+    }
+  }
+}
+
+void Interpreter::make_servers(const Weights& initial) {
+  for (const PlanServer& server : plan_.servers) {
+    ServedVariable v;
+    v.first = server.first_layer;
+    v.last = server.last_layer;
+    v.sparse = server.rule == ServerRule::kSparseRows;
+    if (v.sparse) {
+      TRAINSIM_CHECK(v.last == v.first, "a sparse server holds one layer's table");
+      const LayerParams& params = initial[static_cast<size_t>(v.first)];
+      TRAINSIM_CHECK(params.size() == 1, "a sparse layer holds one table");
+      if (v.first != 0) {
+        throw InputError("--model", "parallax with a sparse layer (" + std::to_string(v.first) + ") after the input",
+                         "the embedding table as the first layer (its rows are the batch's token ids)");
+      }
+      v.rows = params[0].rows();
+      v.width = params[0].row_size();
+    } else {
+      v.floats = static_cast<int64_t>(flatten_weights(initial, v.first, v.last).size());
+    }
+    served_.push_back(v);
+  }
+  servers_.resize(server_workers_.size());
+  for (size_t j = 0; j < server_workers_.size(); ++j) {
+    if (!local_[static_cast<size_t>(server_workers_[j])]) continue;
+    auto s = std::make_unique<MachineServer>();
+    s->share = static_cast<int32_t>(j);
+    s->worker = server_workers_[j];
+    for (const ServedVariable& v : served_) {
+      s->optimizers.push_back(std::make_unique<Sgd>(options_.sgd));
+      s->tables.emplace_back(initial.begin(), initial.begin() + v.last + 1);
+    }
+    servers_[j] = std::move(s);
+  }
+}
+
+size_t Interpreter::variable_of(const Op& step) const {
+  for (size_t v = 0; v < served_.size(); ++v) {
+    if (served_[v].first == step.first_layer && served_[v].last == step.last_layer) return v;
+  }
+  throw std::logic_error("plan: a server step of layers no server holds");
+}
+
+// The server of the machine whose server worker is `worker`, held here.
+MachineServer& Interpreter::server_at(int32_t worker) const {
+  const auto it = std::lower_bound(server_workers_.begin(), server_workers_.end(), worker);
+  TRAINSIM_CHECK(it != server_workers_.end() && *it == worker, "plan: a server op on a worker holding no server");
+  MachineServer* s = servers_[static_cast<size_t>(it - server_workers_.begin())].get();
+  TRAINSIM_CHECK(s != nullptr, "plan: a server op in a process not holding its server");
+  return *s;
+}
+
+// The table rows worker op.worker's next forward looks up (its next batch's
+// token ids), ascending and distinct; none after the last iteration or
+// without a sparse variable.
+std::vector<int64_t> Interpreter::rows_to_pull(const Op& op) {
+  const auto sparse = std::find_if(served_.begin(), served_.end(), [](const auto& v) { return v.sparse; });
+  if (op.iteration + 1 >= plan_.iterations || sparse == served_.end()) return {};
+  Tensor x;
+  batch_rows(plan_.ops[static_cast<size_t>(forward_of(op.worker, op.iteration + 1))], &x, nullptr);
+  std::vector<int64_t> ids;
+  ids.reserve(x.data.size());
+  for (float id : x.data) ids.push_back(static_cast<int64_t>(id));
+  return distinct_ascending(ids, sparse->rows);
+}
+
+OpId Interpreter::forward_of(int32_t worker, int32_t iteration) const {
+  for (OpId id : plan_.streams[static_cast<size_t>(worker)][static_cast<int>(StreamKind::kCompute)]) {
+    const Op& op = plan_.ops[static_cast<size_t>(id)];
+    if (op.kind == OpKind::kForward && op.iteration == iteration) return id;
+  }
+  throw std::logic_error("plan: no forward of iteration " + std::to_string(iteration));
+}
+
+// The worker's whole push: per variable its sparse rows and the rows its
+// next forward reads, or its dense gradient.
+ServerMessage Interpreter::gradient_message(WorkerState& w, const Op& op) {
+  std::vector<int64_t> wanted = rows_to_pull(op);
+  ServerMessage message(served_.size());
+  std::lock_guard lock(w.mu);
+  const Gradients& grads = gradients_of(w, op.iteration);
+  for (size_t v = 0; v < served_.size(); ++v) {
+    ServerPart& part = message[v];
+    if (!served_[v].sparse) {
+      part.dense = flatten_gradients(grads, served_[v].first, served_[v].last);
+      continue;
+    }
+    const ParamGrad& g = grads[static_cast<size_t>(served_[v].first)][0];
+    TRAINSIM_CHECK(g.sparse, "parallax: a sparse layer's gradient arrived dense");
+    part.rows = g.rows;
+    part.values = g.row_values.data;
+    part.wanted = std::move(wanted);
+    wanted.clear();
+  }
+  return message;
+}
+
+// kCopyToHost: the worker's whole push into its machine's host memory.
+void Interpreter::copy_to_server_host(OpId id, const Op& op) {
+  ServerMessage message = gradient_message(*workers_[op.worker], op);
+  const int32_t server = server_workers_[static_cast<size_t>(share_of_worker_[static_cast<size_t>(op.worker)])];
+  if (!local_[static_cast<size_t>(server)]) {
+    return transport_.send(op.worker, server, host_copy_tag(id), encode_server_message(message));
+  }
+  MachineServer& s = server_at(server);
+  std::lock_guard lock(s.mu);
+  for (const ServerPart& part : message) {
+    if (!part.wanted.empty()) s.host_wanted[{op.iteration, op.worker}] = part.wanted;
+  }
+  s.host_wanted.try_emplace({op.iteration, op.worker});
+  s.copies[id] = std::move(message);
+}
+
+// The copies `op` waits on, those of other processes' workers received.
+void Interpreter::gather_copies(MachineServer& s, const Op& op) {
+  std::lock_guard gather(s.gather_mu);
+  {
+    std::lock_guard lock(s.mu);
+    if (s.gathered[op.iteration]) return;
+  }
+  for (const OpId dep : op.deps) {
+    const Op& copy = plan_.ops[static_cast<size_t>(dep)];
+    if (copy.kind != OpKind::kCopyToHost || local_[static_cast<size_t>(copy.worker)]) continue;
+    ServerMessage message =
+        decode_server_message(transport_.recv(s.worker, copy.worker, host_copy_tag(dep)), served_.size());
+    std::lock_guard lock(s.mu);
+    std::vector<int64_t>& wanted = s.host_wanted[{copy.iteration, copy.worker}];
+    for (const ServerPart& part : message) {
+      if (!part.wanted.empty()) wanted = part.wanted;
+    }
+    s.copies[dep] = std::move(message);
+  }
+  std::lock_guard lock(s.mu);
+  s.gathered[op.iteration] = true;
+}
+
+// Local aggregation: the machine's copies' rows summed row by row (copies
+// in the plan's order), and the union of the rows they want. Under s.mu,
+// after gather_copies.
+const ServerMessage& Interpreter::aggregate_of(MachineServer& s, const Op& op) {
+  auto it = s.aggregate.find(op.iteration);
+  if (it != s.aggregate.end()) return it->second;
+  ServerMessage sum(served_.size());
+  for (size_t v = 0; v < served_.size(); ++v) {
+    if (!served_[v].sparse) continue;
+    std::vector<RowMerge::Part> parts;
+    std::vector<int64_t> wanted;
+    for (const OpId dep : op.deps) {
+      if (plan_.ops[static_cast<size_t>(dep)].kind != OpKind::kCopyToHost) continue;
+      const ServerPart& part = s.copies.at(dep)[v];
+      parts.push_back({part.rows, part.values});
+      wanted.insert(wanted.end(), part.wanted.begin(), part.wanted.end());
+    }
+    RowMerge merge;
+    merge.merge(parts, served_[v].rows, served_[v].width);
+    ServerPart& out = sum[v];
+    out.rows = distinct_ascending(merge.rows(), served_[v].rows);
+    for (const int64_t row : out.rows) {
+      const std::span<const float> values = merge.sum_of(row);
+      out.values.insert(out.values.end(), values.begin(), values.end());
+    }
+    out.wanted = distinct_ascending(wanted, served_[v].rows);
+  }
+  return s.aggregate.emplace(op.iteration, std::move(sum)).first->second;
+}
+
+// A push to machine j's server: the worker's share j (with local
+// aggregation only its dense part), or the host's summed rows of share j.
+void Interpreter::send_push(OpId id, const Op& op) {
+  const auto shares = static_cast<int64_t>(server_workers_.size());
+  const auto j = static_cast<int64_t>(
+      std::lower_bound(server_workers_.begin(), server_workers_.end(), op.peer) - server_workers_.begin());
+  ServerMessage message(served_.size());
+  if (to_host_[static_cast<size_t>(id)]) {
+    MachineServer& s = server_at(op.worker);
+    gather_copies(s, op);
+    std::lock_guard lock(s.mu);
+    const ServerMessage& sum = aggregate_of(s, op);
+    for (size_t v = 0; v < served_.size(); ++v) {
+      if (served_[v].sparse) message[v] = share_part(sum[v], served_[v].width, j, shares);
+    }
+  } else {
+    const ServerMessage whole = gradient_message(*workers_[op.worker], op);
+    for (size_t v = 0; v < served_.size(); ++v) {
+      if (aggregated_ && served_[v].sparse) continue;
+      message[v] = share_part(whole[v], served_[v].width, j, shares);
+    }
+  }
+  transport_.send(op.worker, op.peer, send_tag(id), encode_server_message(message));
+}
+
+// kServerStep: this machine's share of one variable stepped on the mean of
+// the round's pushes (the host's copies, or their sum, and those received),
+// through the same SGD a worker runs: lazily on a table's rows, on the
+// whole of a dense range (the share's slice is what the pulls read). Keeps
+// what each remote pusher wants back.
+void Interpreter::server_step(const Op& op) {
+  MachineServer& s = server_at(op.worker);
+  gather_copies(s, op);
+  const size_t v = variable_of(op);
+  const ServedVariable& var = served_[v];
+  const auto shares = static_cast<int64_t>(server_workers_.size());
+  std::lock_guard lock(s.mu);
+  std::vector<ServerPart> parts;
+  if (aggregated_ && var.sparse) parts.push_back(share_part(aggregate_of(s, op)[v], var.width, s.share, shares));
+  for (const OpId dep : op.deps) {
+    const Op& d = plan_.ops[static_cast<size_t>(dep)];
+    if (d.kind == OpKind::kCopyToHost) {
+      if (!(aggregated_ && var.sparse)) parts.push_back(share_part(s.copies.at(dep)[v], var.width, s.share, shares));
+    } else if (d.kind == OpKind::kRecv) {
+      const ServerPart& part = s.arrived.at(dep)[v];
+      parts.push_back(part);
+      if (var.sparse && to_host_[static_cast<size_t>(sender_of(dep))] == static_cast<uint8_t>(aggregated_)) {
+        auto& wanted = s.wanted[{op.iteration, d.peer}];
+        wanted.resize(served_.size());
+        wanted[v] = part.wanted;
+      }
+    }
+  }
+  const float mean = 1.0f / static_cast<float>(plan_.workers.size());
+  Weights& table = s.tables[v];
+  Gradients grads(table.size());
+  if (var.sparse) {
+    std::vector<RowMerge::Part> pieces;
+    for (const ServerPart& part : parts) pieces.push_back({part.rows, part.values});
+    RowMerge merge;
+    merge.merge(pieces, var.rows, var.width);
+    ParamGrad g;
+    g.sparse = true;
+    g.rows = distinct_ascending(merge.rows(), var.rows);
+    g.row_values = Tensor({static_cast<int64_t>(g.rows.size()), var.width});
+    for (size_t r = 0; r < g.rows.size(); ++r) {
+      const std::span<const float> sum = merge.sum_of(g.rows[r]);
+      for (int64_t c = 0; c < var.width; ++c) g.row_values.data[r * static_cast<size_t>(var.width) + c] = sum[c] * mean;
+    }
+    grads[static_cast<size_t>(var.first)].push_back(std::move(g));
+  } else {
+    std::vector<float> gradient(static_cast<size_t>(var.floats), 0.0f);
+    for (const ServerPart& part : parts) {
+      for (size_t i = 0; i < part.dense.size(); ++i) gradient[static_cast<size_t>(part.offset) + i] += part.dense[i];
+    }
+    for (float& g : gradient) g *= mean;
+    grads = zero_gradients(network_, table);
+    unflatten_gradients(gradient, grads, var.first, var.last);
+  }
+  s.optimizers[v]->step(table, grads, var.first, var.last);
+  // What iteration op.iteration - 2 left is read by no op still to run.
+  const auto old = [&](int32_t iteration) { return iteration + 2 <= op.iteration; };
+  std::erase_if(s.copies, [&](const auto& e) { return old(plan_.ops[static_cast<size_t>(e.first)].iteration); });
+  std::erase_if(s.arrived, [&](const auto& e) { return old(plan_.ops[static_cast<size_t>(e.first)].iteration); });
+  std::erase_if(s.aggregate, [&](const auto& e) { return old(e.first); });
+  std::erase_if(s.gathered, [&](const auto& e) { return old(e.first); });
+}
+
+// A pull to a pusher: its share of the new dense values and of the rows it
+// wants (to a worker: unless its host asked for them; to a host: the rows).
+void Interpreter::send_pull(OpId id, const Op& op) {
+  MachineServer& s = server_at(op.worker);
+  const auto shares = static_cast<int64_t>(server_workers_.size());
+  const bool to_host = to_host_[static_cast<size_t>(id)] != 0;
+  ServerMessage message(served_.size());
+  {
+    std::lock_guard lock(s.mu);
+    std::vector<std::vector<int64_t>> wanted;
+    if (to_host || !aggregated_) {  // the rows go where they were asked from
+      auto it = s.wanted.find({op.iteration, op.peer});
+      if (it != s.wanted.end()) {
+        wanted = std::move(it->second);
+        s.wanted.erase(it);
+      }
+    }
+    wanted.resize(served_.size());
+    for (size_t v = 0; v < served_.size(); ++v) {
+      const ServedVariable& var = served_[v];
+      ServerPart& part = message[v];
+      const Weights& table = s.tables[v];
+      if (var.sparse) {
+        part.rows = std::move(wanted[v]);
+        const std::vector<float>& values = table[static_cast<size_t>(var.first)][0].data;
+        for (const int64_t row : part.rows) {
+          const auto from = values.begin() + row * var.width;
+          part.values.insert(part.values.end(), from, from + var.width);
+        }
+      } else if (!to_host) {
+        const std::vector<float> flat = flatten_weights(table, var.first, var.last);
+        const auto [first, count] = dense_slice(var.floats, s.share, shares);
+        part.offset = first;
+        part.dense.assign(flat.begin() + first, flat.begin() + first + count);
+      }
+    }
+  }
+  transport_.send(op.worker, op.peer, send_tag(id), encode_server_message(message));
+}
+
+// A push arriving at a server, kept for its step; a pull arriving at a
+// worker, installed; at a host, its rows kept for the machine's copies back.
+void Interpreter::recv_server_message(OpId id, const Op& op, std::vector<float> payload) {
+  ServerMessage message = decode_server_message(payload, served_.size());
+  if (payload_of(sender_of(id)) == Payload::kParamGradient) {
+    MachineServer& s = server_at(op.worker);
+    std::lock_guard lock(s.mu);
+    s.arrived[id] = std::move(message);
+    return;
+  }
+  if (!to_host_[static_cast<size_t>(id)]) return install_pull(*workers_[op.worker], message);
+  MachineServer& s = server_at(op.worker);
+  std::lock_guard lock(s.mu);
+  for (size_t v = 0; v < served_.size(); ++v) {
+    const ServerPart& part = message[v];
+    std::vector<float>& values = s.tables[v][static_cast<size_t>(served_[v].first)][0].data;
+    for (size_t r = 0; r < part.rows.size(); ++r) {
+      std::copy_n(part.values.begin() + static_cast<std::ptrdiff_t>(r) * served_[v].width, served_[v].width,
+                  values.begin() + part.rows[r] * served_[v].width);
+    }
+  }
+}
+
+// What a worker's copy back takes from its host: the rows it wants (of the
+// host's own share, or all of them where the host pulled the others) and
+// the host's share of the dense values. Under s.mu.
+ServerMessage Interpreter::host_pull_for(MachineServer& s, int32_t iteration, int32_t worker) {
+  const auto shares = static_cast<int64_t>(server_workers_.size());
+  std::vector<int64_t> wanted;
+  if (auto it = s.host_wanted.find({iteration, worker}); it != s.host_wanted.end()) {
+    wanted = std::move(it->second);
+    s.host_wanted.erase(it);
+  }
+  ServerMessage message(served_.size());
+  for (size_t v = 0; v < served_.size(); ++v) {
+    const ServedVariable& var = served_[v];
+    ServerPart& part = message[v];
+    if (var.sparse) {
+      const std::vector<float>& values = s.tables[v][static_cast<size_t>(var.first)][0].data;
+      for (const int64_t row : wanted) {
+        if (!aggregated_ && share_of_row(row, shares) != s.share) continue;
+        part.rows.push_back(row);
+        const auto from = values.begin() + row * var.width;
+        part.values.insert(part.values.end(), from, from + var.width);
+      }
+    } else {
+      const std::vector<float> flat = flatten_weights(s.tables[v], var.first, var.last);
+      const auto [first, count] = dense_slice(var.floats, s.share, shares);
+      part.offset = first;
+      part.dense.assign(flat.begin() + first, flat.begin() + first + count);
+    }
+  }
+  return message;
+}
+
+// kCopyToDevice: the host's values into the worker's copy of the variables.
+void Interpreter::pull_from_server_host(OpId id, const Op& op) {
+  const int32_t server = server_workers_[static_cast<size_t>(share_of_worker_[static_cast<size_t>(op.worker)])];
+  ServerMessage message;
+  if (!local_[static_cast<size_t>(server)]) {
+    message = decode_server_message(transport_.recv(op.worker, server, host_copy_tag(id)), served_.size());
+  } else {
+    MachineServer& s = server_at(server);
+    std::lock_guard lock(s.mu);
+    message = host_pull_for(s, op.iteration, op.worker);
+  }
+  install_pull(*workers_[op.worker], message);
+}
+
+void Interpreter::install_pull(WorkerState& w, const ServerMessage& pull) const {
+  std::lock_guard lock(w.mu);
+  for (size_t v = 0; v < served_.size(); ++v) {
+    const ServedVariable& var = served_[v];
+    const ServerPart& part = pull[v];
+    if (var.sparse) {
+      std::vector<float>& table = w.weights[static_cast<size_t>(var.first)][0].data;
+      for (size_t r = 0; r < part.rows.size(); ++r) {
+        std::copy_n(part.values.begin() + static_cast<std::ptrdiff_t>(r) * var.width, var.width,
+                    table.begin() + part.rows[r] * var.width);
+      }
+    } else if (!part.dense.empty()) {
+      std::vector<float> flat = flatten_weights(w.weights, var.first, var.last);
+      std::copy(part.dense.begin(), part.dense.end(), flat.begin() + part.offset);
+      unflatten_weights(flat, w.weights, var.first, var.last);
+    }
+  }
+}
+
+// After op `done` ends here: a copy back to a worker of another process
+// whose host ops have all ended gets its values as a message.
+void Interpreter::hand_out_pulls(OpId done) {
+  const auto readers = handout_readers_.find(done);
+  if (readers == handout_readers_.end()) return;
+  for (const OpId reader : readers->second) {
+    {
+      std::lock_guard lock(handout_mu_);
+      if (--handout_left_.at(reader) > 0) continue;
+    }
+    const Op& copy = plan_.ops[static_cast<size_t>(reader)];
+    MachineServer& s = server_at(plan_.ops[static_cast<size_t>(done)].worker);
+    ServerMessage message;
+    {
+      std::lock_guard lock(s.mu);
+      message = host_pull_for(s, copy.iteration, copy.worker);
+    }
+    transport_.send(s.worker, copy.worker, host_copy_tag(reader), encode_server_message(message));
+  }
+}
+
+// A worker's own copy of a served table moves only by pulls: its update
+// drops the table's rows (which went to the servers).
+void Interpreter::drop_served_rows(Gradients& grads) const {
+  for (const ServedVariable& var : served_) {
+    if (!var.sparse) continue;
+    ParamGrad& g = grads[static_cast<size_t>(var.first)][0];
+    g.rows.clear();
+    g.row_values = Tensor({0, var.width});
+  }
+}
+
+}  // namespace trainsim::interp
