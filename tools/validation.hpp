@@ -32,7 +32,7 @@ struct ValidationRanks {
   // Collective: the links, hosts and compute rates of the ranks, measured
   // by all of them together; the same cluster on every rank.
   std::function<Cluster(const Profile&)> measure_cluster;
-  // The transport of a plan of `endpoints` workers and servers, for this
+  // The transport of a plan of `endpoints` workers, for this
   // rank (none where the plan has fewer endpoints: it sits the run out).
   std::function<std::unique_ptr<Transport>(int endpoints)> make_transport;
   // A run failed on this rank (not a plan it refuses, which every rank
