@@ -166,7 +166,7 @@ int32_t Interpreter::weight_sends_of(OpId update_id) {
 // --- parallax, mode=ar -------------------------------------------------------
 
 // The block a send of the ring allgather carries: at its first step the
-// worker's own sparse rows of every sparse layer, each as its row count (a
+// worker's own sparse rows of every sparse layer (each row once, summed), each as its row count (a
 // float, exact below 2^24) then encode_sparse_rows; later, the block the
 // worker received the step before (kept for its own update).
 std::vector<float> Interpreter::sparse_rows_block(WorkerState& w, const Op& send) {
@@ -177,12 +177,17 @@ std::vector<float> Interpreter::sparse_rows_block(WorkerState& w, const Op& send
     return it->second;
   }
   std::vector<float> block;
-  for (const LayerGrads& layer : gradients_of(w, send.iteration)) {
-    for (const ParamGrad& g : layer) {
+  const Gradients& grads = gradients_of(w, send.iteration);
+  for (size_t l = 0; l < grads.size(); ++l) {
+    for (size_t p = 0; p < grads[l].size(); ++p) {
+      const ParamGrad& g = grads[l][p];
       if (!g.sparse) continue;
-      TRAINSIM_CHECK(g.rows.size() < (size_t{1} << 24), "parallax: too many sparse rows for one block");
-      block.push_back(static_cast<float>(g.rows.size()));
-      const std::vector<float> rows = encode_sparse_rows(g.rows, g.row_values.data);
+      const Tensor& table = w.weights[l][p];
+      const RowMerge::Part touched{g.rows, g.row_values.data};  // each row once, its tokens' gradients summed
+      const SummedRows summed = sum_rows(std::span(&touched, 1), table.rows(), table.row_size());
+      TRAINSIM_CHECK(summed.rows.size() < (size_t{1} << 24), "parallax: too many sparse rows for one block");
+      block.push_back(static_cast<float>(summed.rows.size()));
+      const std::vector<float> rows = encode_sparse_rows(summed.rows, summed.values);
       block.insert(block.end(), rows.begin(), rows.end());
     }
   }

@@ -141,8 +141,9 @@ OpId Interpreter::forward_of(int32_t worker, int32_t iteration) const {
   throw std::logic_error("plan: no forward of iteration " + std::to_string(iteration));
 }
 
-// The worker's whole push: per variable its sparse rows and the rows its
-// next forward reads, or its dense gradient.
+// The worker's whole push: per variable its sparse rows (each once, the
+// sum of its tokens' gradients) and the rows its next forward reads, or its
+// dense gradient.
 ServerMessage Interpreter::gradient_message(WorkerState& w, const Op& op) {
   std::vector<int64_t> wanted = rows_to_pull(op);
   ServerMessage message(served_.size());
@@ -156,8 +157,10 @@ ServerMessage Interpreter::gradient_message(WorkerState& w, const Op& op) {
     }
     const ParamGrad& g = grads[static_cast<size_t>(served_[v].first)][0];
     TRAINSIM_CHECK(g.sparse, "parallax: a sparse layer's gradient arrived dense");
-    part.rows = g.rows;
-    part.values = g.row_values.data;
+    const RowMerge::Part touched{g.rows, g.row_values.data};  // a row per token: summed, a row per row touched
+    SummedRows summed = sum_rows(std::span(&touched, 1), served_[v].rows, served_[v].width);
+    part.rows = std::move(summed.rows);
+    part.values = std::move(summed.values);
     part.wanted = std::move(wanted);
     wanted.clear();
   }
@@ -220,14 +223,10 @@ const ServerMessage& Interpreter::aggregate_of(MachineServer& s, const Op& op) {
       parts.push_back({part.rows, part.values});
       wanted.insert(wanted.end(), part.wanted.begin(), part.wanted.end());
     }
-    RowMerge merge;
-    merge.merge(parts, served_[v].rows, served_[v].width);
+    SummedRows summed = sum_rows(parts, served_[v].rows, served_[v].width);
     ServerPart& out = sum[v];
-    out.rows = distinct_ascending(merge.rows(), served_[v].rows);
-    for (const int64_t row : out.rows) {
-      const std::span<const float> values = merge.sum_of(row);
-      out.values.insert(out.values.end(), values.begin(), values.end());
-    }
+    out.rows = std::move(summed.rows);
+    out.values = std::move(summed.values);
     out.wanted = distinct_ascending(wanted, served_[v].rows);
   }
   return s.aggregate.emplace(op.iteration, std::move(sum)).first->second;
@@ -292,16 +291,13 @@ void Interpreter::server_step(const Op& op) {
   if (var.sparse) {
     std::vector<RowMerge::Part> pieces;
     for (const ServerPart& part : parts) pieces.push_back({part.rows, part.values});
-    RowMerge merge;
-    merge.merge(pieces, var.rows, var.width);
+    SummedRows summed = sum_rows(pieces, var.rows, var.width);
+    for (float& value : summed.values) value *= mean;
     ParamGrad g;
     g.sparse = true;
-    g.rows = distinct_ascending(merge.rows(), var.rows);
-    g.row_values = Tensor({static_cast<int64_t>(g.rows.size()), var.width});
-    for (size_t r = 0; r < g.rows.size(); ++r) {
-      const std::span<const float> sum = merge.sum_of(g.rows[r]);
-      for (int64_t c = 0; c < var.width; ++c) g.row_values.data[r * static_cast<size_t>(var.width) + c] = sum[c] * mean;
-    }
+    g.row_values = Tensor({static_cast<int64_t>(summed.rows.size()), var.width});
+    g.row_values.data = std::move(summed.values);
+    g.rows = std::move(summed.rows);
     grads[static_cast<size_t>(var.first)].push_back(std::move(g));
   } else {
     std::vector<float> gradient(static_cast<size_t>(var.floats), 0.0f);

@@ -74,4 +74,17 @@ std::vector<int64_t> distinct_ascending(std::span<const int64_t> ids, int64_t li
   return distinct;
 }
 
+SummedRows sum_rows(std::span<const RowMerge::Part> parts, int64_t table_rows, int64_t width) {
+  thread_local RowMerge merge;
+  merge.merge(parts, table_rows, width);
+  SummedRows out;
+  out.rows = distinct_ascending(merge.rows(), table_rows);
+  out.values.reserve(out.rows.size() * static_cast<size_t>(width));
+  for (const int64_t row : out.rows) {
+    const std::span<const float> sum = merge.sum_of(row);
+    out.values.insert(out.values.end(), sum.begin(), sum.end());
+  }
+  return out;
+}
+
 }  // namespace trainsim

@@ -45,4 +45,13 @@ class RowMerge {
 // [0, limit).
 std::vector<int64_t> distinct_ascending(std::span<const int64_t> ids, int64_t limit);
 
+// The rows of `parts` with their values summed: distinct, ascending, each
+// with its sum (rows.size() x width values): what a worker sends of its
+// sparse gradient, one entry per row it touched.
+struct SummedRows {
+  std::vector<int64_t> rows;
+  std::vector<float> values;
+};
+SummedRows sum_rows(std::span<const RowMerge::Part> parts, int64_t table_rows, int64_t width);
+
 }  // namespace trainsim

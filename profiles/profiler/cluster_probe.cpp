@@ -405,9 +405,10 @@ Cluster measure_cpu_cluster(int64_t workers, const ClusterProbeOptions& options)
   channel.latency_s = measure_message_latency_s(workers, options);
   c.intra_link = {channel.bandwidth_bytes_per_s, channel.latency_s};
   c.inter_link = c.intra_link;
-  // A copy to or from the host: all workers at once, their whole gradient.
-  c.host.link_bandwidth_bytes_per_s = workers > 1 ? measure_concurrent_copy_bytes_per_s(workers, options.pack_bytes, options)
-                                                  : channel.bandwidth_bytes_per_s;
+  // A copy to or from the host: all workers at once, their whole gradient
+  // (one worker too: a copy in its process's memory, not a message between
+  // threads, which a busy core slows by its hand-offs).
+  c.host.link_bandwidth_bytes_per_s = measure_concurrent_copy_bytes_per_s(workers, options.pack_bytes, options);
   c.host.link_latency_s = channel.latency_s;
   c.host.reduce_bytes_per_s = measure_reduce_bytes_per_s(1, options.reduce_bytes, options.repeats, options);
   c.host.threads = std::max<int64_t>(1, std::thread::hardware_concurrency());
