@@ -35,6 +35,18 @@ void check_flops(double value, const std::string& where) { check_nonnegative(val
 
 }  // namespace
 
+double touched_fraction(const LayerProfile& layer, int64_t workers) {
+  if (!layer.sparse) return 1.0;
+  std::vector<double> at_powers{layer.sparsity};  // at 1, 2, 4, ... workers
+  at_powers.insert(at_powers.end(), layer.union_sparsity.begin(), layer.union_sparsity.end());
+  const double x = std::log2(static_cast<double>(std::max<int64_t>(1, workers)));
+  const auto last = static_cast<double>(at_powers.size() - 1);
+  if (x >= last) return 1.0 - std::pow(1.0 - at_powers.back(), std::exp2(x - last));
+  const auto k = static_cast<size_t>(x);
+  const double t = x - static_cast<double>(k);
+  return at_powers[k] + t * (at_powers[k + 1] - at_powers[k]);
+}
+
 void validate_profile(const Profile& profile, const std::string& where) {
   if (profile.layers.empty()) throw InputError(where + ": layers", "is empty", "at least one layer");
   if (profile.batch_size < 1) {
@@ -62,6 +74,15 @@ void validate_profile(const Profile& profile, const std::string& where) {
     if (!(l.sparsity > 0 && l.sparsity <= 1)) {
       throw InputError(at + ".sparsity", "is " + format_number(l.sparsity), "a fraction in (0, 1]");
     }
+    double below = l.sparsity;
+    for (size_t k = 0; k < l.union_sparsity.size(); ++k) {
+      const double f = l.union_sparsity[k];
+      if (!(f >= below && f <= 1)) {
+        throw InputError(at + ".union_sparsity[" + std::to_string(k) + "]", "is " + format_number(f),
+                         "a fraction in [" + format_number(below) + ", 1]: the rows of more workers' batches");
+      }
+      below = f;
+    }
     if (l.backward_input_s) check_seconds(*l.backward_input_s, at + ".backward_input_s");
     if (l.backward_weight_s) check_seconds(*l.backward_weight_s, at + ".backward_weight_s");
     if (l.workspace_bytes) check_bytes(*l.workspace_bytes, at + ".workspace_bytes");
@@ -87,6 +108,7 @@ nlohmann::json profile_to_json(const Profile& profile) {
                         {"activation_bytes", l.activation_bytes},
                         {"sparse", l.sparse},
                         {"sparsity", l.sparsity}};
+    if (!l.union_sparsity.empty()) j["union_sparsity"] = l.union_sparsity;
     if (l.backward_input_s) j["backward_input_s"] = *l.backward_input_s;
     if (l.backward_weight_s) j["backward_weight_s"] = *l.backward_weight_s;
     if (l.workspace_bytes) j["workspace_bytes"] = *l.workspace_bytes;
@@ -132,6 +154,18 @@ Profile profile_from_json(const nlohmann::json& doc, const std::string& where) {
     l.activation_bytes = require_nonnegative(j, "activation_bytes", at);
     l.sparse = optional_bool(j, "sparse", at, false);
     l.sparsity = j.contains("sparsity") ? require_number(j, "sparsity", at) : 1.0;
+    if (j.contains("union_sparsity")) {
+      const nlohmann::json& fractions = j.at("union_sparsity");
+      if (!fractions.is_array()) {
+        throw InputError(at + ".union_sparsity", "is not a list", "fractions of rows 2, 4, 8, ... workers touch");
+      }
+      for (size_t k = 0; k < fractions.size(); ++k) {
+        if (!fractions[k].is_number()) {
+          throw InputError(at + ".union_sparsity[" + std::to_string(k) + "]", "is not a number", "a fraction");
+        }
+        l.union_sparsity.push_back(fractions[k].get<double>());
+      }
+    }
     l.backward_input_s = optional_nonnegative(j, "backward_input_s", at);
     l.backward_weight_s = optional_nonnegative(j, "backward_weight_s", at);
     l.workspace_bytes = optional_nonnegative(j, "workspace_bytes", at);

@@ -19,6 +19,10 @@ struct LayerProfile {
   double activation_bytes = 0;        // this layer's output for the whole batch
   bool sparse = false;                // gradient touches only some rows
   double sparsity = 1.0;              // fraction of rows touched per iteration (1 = dense)
+  // Fractions of rows the batches of 2, 4, 8, ... workers touch together,
+  // where measured: real text repeats its common words across batches, so
+  // they overlap more than independent draws would.
+  std::vector<double> union_sparsity;
   std::optional<double> backward_input_s;   // split of backward_s, when measured
   std::optional<double> backward_weight_s;
   std::optional<double> workspace_bytes;    // scratch memory while running
@@ -47,8 +51,15 @@ struct Profile {
 // The number formats a profile may be measured in (its `dtype`).
 inline const std::vector<std::string> kKnownDtypes = {"fp32", "fp16", "bf16", "tf32", "fp64", "fp8", "int8"};
 
+// The fraction of a layer's rows `workers` workers' batches touch together:
+// sparsity for one, union_sparsity at 2, 4, 8, ... interpolated linearly in
+// log2(workers) between them; beyond the last measured (or without any) as
+// independent draws, 1 − (1 − f)^(workers / its workers). 1 for a dense layer.
+double touched_fraction(const LayerProfile& layer, int64_t workers);
+
 // Checks every field: dtype known, names unique, inputs earlier, times and bytes finite
-// and >= 0, sparsity in (0, 1]; InputError naming `where` otherwise.
+// and >= 0, sparsity in (0, 1], union_sparsity non-decreasing from it within
+// (0, 1]; InputError naming `where` otherwise.
 void validate_profile(const Profile& profile, const std::string& where);
 
 nlohmann::json profile_to_json(const Profile& profile);

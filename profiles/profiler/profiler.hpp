@@ -43,7 +43,9 @@ struct MeasureOptions {
 // before each pass), and thread 0's medians are reported, so the times
 // include the contention of N workers. param_bytes = 4·params,
 // activation_bytes = 4·batch·output elements, sparsity = distinct rows the
-// last pass's backward touched / table rows. device = {"<CPU model> (N
+// last pass's backward touched / table rows; for a first layer looking rows
+// up by token ids, union_sparsity = the distinct ids of 2, 4, 8, 16 batches
+// drawn alike / table rows. device = {"<CPU model> (N
 // threads)", "cpu"}. InputError naming --batch, --repeats or --concurrent for
 // values < 1, and the model's own errors when exec cannot build it.
 Profile measure_profile(const Model& model, int64_t batch, const MeasureOptions& options = {});

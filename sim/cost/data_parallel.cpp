@@ -245,7 +245,7 @@ VariableBytes variable_bytes(const Profile& profile) {
 double sparse_union_bytes(const Profile& profile, int64_t d) {
   double bytes = 0;
   for (const LayerProfile& l : profile.layers) {
-    if (l.sparse) bytes += l.param_bytes * (1.0 - std::pow(1.0 - l.sparsity, static_cast<double>(d)));
+    if (l.sparse) bytes += l.param_bytes * touched_fraction(l, d);
   }
   return bytes;
 }

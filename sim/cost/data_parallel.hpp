@@ -126,9 +126,10 @@ struct VariableBytes {
 };
 VariableBytes variable_bytes(const Profile& profile);
 
-// parallax: rows d workers touch together, with rows drawn independently and
-// uniformly (as model/layer.hpp's sparse_fraction assumes): Σ w (1 - (1 - α)^d)
-// over the sparse layers. Local aggregation sends this union, not d copies.
+// parallax: rows d workers touch together, Σ w·U_d over the sparse layers,
+// U_d = touched_fraction (the profile's measured union of d batches, else
+// rows drawn independently, 1 - (1 - α)^d, as model/layer.hpp's
+// sparse_fraction assumes). Local aggregation sends this union, not d copies.
 double sparse_union_bytes(const Profile& profile, int64_t d);
 
 // parallax: the layers each parameter server holds: one per sparse layer (its

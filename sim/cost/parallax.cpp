@@ -95,7 +95,7 @@ double parallax_server_step_s(const Profile& profile, const Cluster& cluster, in
   for (int64_t i = layers.first; i <= layers.last; ++i) {
     const LayerProfile& l = profile.layers[static_cast<size_t>(i)];
     pushed_bytes += n * touched_bytes(l);
-    const double union_fraction = l.sparse ? (1.0 - std::pow(1.0 - l.sparsity, n)) / l.sparsity : 1.0;
+    const double union_fraction = touched_fraction(l, workers) / (l.sparse ? l.sparsity : 1.0);
     optimizer_s += touched_step_s(l, cluster) * union_fraction;
   }
   return (2.0 * pushed_bytes / cluster.host.reduce_bytes_per_s + optimizer_s) / machines;

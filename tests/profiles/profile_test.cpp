@@ -3,7 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <limits>
+#include <string>
+#include <vector>
 
 #include "model/error.hpp"
 #include "profiles/cluster.hpp"
@@ -38,6 +41,42 @@ TEST(Profile, JsonRoundTrip) {
   EXPECT_DOUBLE_EQ(back.layers[0].backward_input_s.value(), 1e-3);
   EXPECT_FALSE(back.layers[1].backward_input_s.has_value());
   EXPECT_DOUBLE_EQ(total_forward_s(back), 4e-3);
+}
+
+TEST(Profile, RowsSeveralWorkersTouchAreMeasuredWhereTheProfileHasThem) {
+  LayerProfile table = testing_fixtures::layer("a", {"input"}, 1e-3, 2e-3, 100, 200);
+  table.sparse = true;
+  table.sparsity = 0.1;
+  // Independent draws: 1 − 0.9^d.
+  EXPECT_DOUBLE_EQ(touched_fraction(table, 1), 0.1);
+  EXPECT_NEAR(touched_fraction(table, 2), 0.19, 1e-12);
+  EXPECT_NEAR(touched_fraction(table, 4), 1 - 0.9 * 0.9 * 0.9 * 0.9, 1e-12);
+  // Measured at 2 and 4: those; at 3 linear in log2(3) = 1.585 between them;
+  // at 8 two independent draws of the 4 workers' 0.2: 1 − 0.8².
+  table.union_sparsity = {0.15, 0.2};
+  EXPECT_DOUBLE_EQ(touched_fraction(table, 2), 0.15);
+  EXPECT_NEAR(touched_fraction(table, 3), 0.15 + (std::log2(3.0) - 1) * 0.05, 1e-12);
+  EXPECT_DOUBLE_EQ(touched_fraction(table, 4), 0.2);
+  EXPECT_NEAR(touched_fraction(table, 8), 0.36, 1e-12);
+  LayerProfile dense = table;
+  dense.sparse = false;
+  EXPECT_EQ(touched_fraction(dense, 8), 1.0);
+
+  Profile p = small_profile();
+  p.layers[0] = table;
+  const Profile back = profile_from_json(profile_to_json(p), "p.json");
+  EXPECT_EQ(back.layers[0].union_sparsity, (std::vector<double>{0.15, 0.2}));
+  EXPECT_TRUE(back.layers[1].union_sparsity.empty());
+  for (const double bad : {0.05, 1.5}) {  // below one worker's fraction; above the whole table
+    auto doc = profile_to_json(p);
+    doc["layers"][0]["union_sparsity"][1] = bad;
+    try {
+      profile_from_json(doc, "p.json");
+      ADD_FAILURE() << bad;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("layers[0].union_sparsity[1]"), std::string::npos) << e.what();
+    }
+  }
 }
 
 TEST(Profile, NegativeTimeIsRejected) {

@@ -14,6 +14,7 @@
 #include "model/error.hpp"
 #include "model/zoo/builder.hpp"
 #include "model/zoo/zoo.hpp"
+#include "exec/data/synthetic_text.hpp"
 #include "exec/interpreter.hpp"
 #include "profiles/profiler/cluster_probe.hpp"
 #include "tests/profiles/quick_probe.hpp"
@@ -155,6 +156,33 @@ TEST(MeasuredProfile, BatchesComeFromTheGivenDataSet) {
   Tensor wrong({100, 7});
   o.source = &wrong;
   EXPECT_THROW(measure_profile(build_zoo_model("text-bag"), 16, o), InputError);
+}
+
+TEST(MeasuredProfile, MeasuresTheRowsSeveralWorkersBatchesTouchTogether) {
+  // text-bag's batches of 64 from the synthetic text set, whose tokens
+  // repeat common words (a Zipf background): 2, 4, 8 and 16 batches touch
+  // more rows than one, and fewer than independent draws of one batch's
+  // fraction would (the workers' rows overlap). Random ids: about as many
+  // as independent draws.
+  const Dataset text = make_synthetic_text(kTextVocabulary, kTextTokensPerSample, kTextClasses, 2000, 10, 5);
+  MeasureOptions o = quick();
+  o.source = &text.train_x;
+  const Profile zipf = measure_profile(build_zoo_model("text-bag"), 64, o);
+  const LayerProfile& table = zipf.layers[0];
+  ASSERT_EQ(table.union_sparsity.size(), 4u);
+  double below = table.sparsity;
+  for (size_t k = 0; k < 4; ++k) {
+    const double workers = std::exp2(static_cast<double>(k + 1));
+    EXPECT_GT(table.union_sparsity[k], below) << k;
+    EXPECT_LT(table.union_sparsity[k], 1 - std::pow(1 - table.sparsity, workers)) << k;
+    below = table.union_sparsity[k];
+  }
+  EXPECT_LT(table.union_sparsity[3], 0.8 * (1 - std::pow(1 - table.sparsity, 16.0)));  // 16 workers: far fewer
+  EXPECT_TRUE(zipf.layers[1].union_sparsity.empty());  // fc1 is dense
+  const Profile random = measure_profile(build_zoo_model("text-bag"), 64, quick());
+  const double independent = 1 - std::pow(1 - random.layers[0].sparsity, 2.0);
+  EXPECT_NEAR(random.layers[0].union_sparsity.at(0), independent, 0.05 * independent);
+  EXPECT_TRUE(measure_profile(build_zoo_model("fmnist-mlp"), 16, quick()).layers[0].union_sparsity.empty());
 }
 
 TEST(MeasuredProfile, MeasuresTheLanguageModelsOnTokenIdsWithALabelPerPosition) {
