@@ -397,34 +397,50 @@ Cluster measure_cpu_cluster(int64_t workers, const ClusterProbeOptions& options)
   c.device.name = cpu_model_name();
   c.device.kind = "cpu";
   c.device.memory_bytes = total_memory_bytes() / static_cast<double>(workers);
+  const auto together = [&] {
+    if (options.together) options.together();
+  };
+  together();
   c.device.peak_flops_per_s = measure_gemm_flops_per_s(workers, options);
+  together();
   c.device.memory_bytes_per_s = measure_update_bytes_per_s(workers, options);
   c.device.compute_rate_while_communicating = cpu_compute_rate_while_communicating(workers, usable_cores());
+  together();
   c.device.handoff_s = measure_handoff_s(workers, options);
+  together();
   ChannelFit channel = fit_channel(measure_channel(options));
+  together();
   channel.latency_s = measure_message_latency_s(workers, options);
   c.intra_link = {channel.bandwidth_bytes_per_s, channel.latency_s};
   c.inter_link = c.intra_link;
   // A copy to or from the host: all workers at once, their whole gradient
   // (one worker too: a copy in its process's memory, not a message between
   // threads, which a busy core slows by its hand-offs).
+  together();
   c.host.link_bandwidth_bytes_per_s = measure_concurrent_copy_bytes_per_s(workers, options.pack_bytes, options);
   c.host.link_latency_s = channel.latency_s;
+  together();
   c.host.reduce_bytes_per_s = measure_reduce_bytes_per_s(1, options.reduce_bytes, options.repeats, options);
   c.host.threads = std::max<int64_t>(1, std::thread::hardware_concurrency());
   c.host.stream_sync_s = 0;
+  together();
   c.collective.sync_s = measure_barrier_s(workers, options);
+  together();
   c.collective.pack_bytes_per_s = measure_pack_bytes_per_s(workers, options);
   // A ring member's chunk: the packed gradient over the workers.
   const int64_t chunk_bytes = std::max<int64_t>(4, options.pack_bytes / workers);
+  together();
   c.collective.trunc16 = measure_codec_rates(GradientCompression::kTrunc16, workers, chunk_bytes, options);
+  together();
   c.collective.quant8 = measure_codec_rates(GradientCompression::kQuant8, workers, chunk_bytes, options);
+  together();
   c.collective.reduce_bytes_per_s =
       workers > 1 ? measure_reduce_bytes_per_s(workers, chunk_bytes, options.pack_repeats, options)
                   : c.host.reduce_bytes_per_s;
   // Hops of at least 1 MiB, so the message's fixed cost (α, priced apart)
   // stays small beside its bytes.
   if (workers > 1) {
+    together();
     c.collective.hop_bytes_per_s = measure_hop_bytes_per_s(workers, std::max<int64_t>(chunk_bytes, 1 << 20), options);
   }
   c.description = "measured on " + c.device.name + " with " + std::to_string(workers) +

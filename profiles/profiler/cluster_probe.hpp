@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "profiles/cluster.hpp"
@@ -52,6 +53,10 @@ struct ClusterProbeOptions {
   // peer is another process). 0: a run of the probe's own workers.
   int32_t as_worker = 0;
   int64_t as_workers = 0;
+  // Called before each of measure_cpu_cluster's probes: processes probing
+  // at once (a barrier) start each probe together, so one's latency is
+  // never timed while another's GEMM holds the cores.
+  std::function<void()> together;
 };
 
 // One machine, devices_per_machine = workers, device kind "cpu":
@@ -71,7 +76,7 @@ struct ClusterProbeOptions {
 //     flag, wake-up and yield, the other thread's turn and its sleep;
 //   host.link_bandwidth_bytes_per_s (workers > 1) = pack_bytes / median time
 //     of every worker copying pack_bytes into a buffer of its own at once,
-//     as CGDP's workers copy their chunks together (one worker: the link's);
+//     as CGDP's workers copy their chunks together (one worker too);
 //   intra_link = inter_link (and the host link's latency, and its bandwidth
 //     with one worker): bandwidth from fit_channel of a
 //     ping-pong between two threads over InProcessTransport (one-way = half

@@ -17,6 +17,7 @@ namespace {
 // Tags of the probe's messages: its own range, apart from the interpreter's.
 constexpr int64_t kPhaseTag = 30001;
 constexpr int64_t kClusterTag = 30003;
+constexpr int64_t kDeviceTag = 30803;
 constexpr int64_t kPingTag = 30005;  // + 2 per message size
 constexpr int64_t kHopTag = 30901;
 
@@ -105,6 +106,7 @@ Cluster measure_transport_cluster(Transport& t, int self, const std::vector<int>
   ClusterProbeOptions mine = o;  // the hand-off's threads where this rank's worker runs them
   mine.as_worker = self;
   mine.as_workers = workers;
+  mine.together = [&] { t.barrier(self, everyone, kPhaseTag); };
   Cluster c = measure_cpu_cluster(1, mine);
   t.barrier(self, everyone, kPhaseTag);
   ChannelFit intra{}, inter{};
@@ -131,10 +133,20 @@ Cluster measure_transport_cluster(Transport& t, int self, const std::vector<int>
   }
   t.barrier(self, everyone, kPhaseTag);
 
+  // Each device's figures (compute, memory, hand-off, the host's copies and
+  // sums, packing, codecs) as the median over the workers' probes: one
+  // worker's probe that other ranks' probes held off its core moves none.
   if (self != 0) {
+    t.send(self, 0, kDeviceTag, text_as_floats(cluster_to_json(c).dump()));
     return cluster_from_json(nlohmann::json::parse(floats_as_text(t.recv(self, 0, kClusterTag))),
                              "the cluster worker 0 measured");
   }
+  std::vector<Cluster> devices{c};
+  for (int w = 1; w < workers; ++w) {
+    devices.push_back(cluster_from_json(nlohmann::json::parse(floats_as_text(t.recv(0, w, kDeviceTag))),
+                                        "the device worker " + std::to_string(w) + " measured"));
+  }
+  c = median_cluster(devices);
   c.machines = hosts;
   c.devices_per_machine = static_cast<int64_t>(per_host);
   c.name = "cpu" + std::to_string(hosts) + "x" + std::to_string(per_host) + "-measured";

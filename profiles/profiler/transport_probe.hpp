@@ -19,7 +19,8 @@ namespace trainsim {
 // cluster worker 0 assembles:
 //   machines = hosts, devices_per_machine = workers per host;
 //   device and host figures: measure_cpu_cluster(1) taken by every worker at
-//     once (each device's rate while all work), worker 0's, with
+//     once (each device's rate while all work), each figure the median over
+//     the workers (median_cluster), with
 //     compute_rate_while_communicating for its host's workers;
 //   intra_link (two or more workers per host): fit_channel of a ping-pong
 //     sweep between host 0's first two workers, each sending its buffer
