@@ -10,6 +10,8 @@
 #include <cmath>
 #include <stdexcept>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "model/error.hpp"
 #include "model/zoo/builder.hpp"
@@ -156,6 +158,18 @@ TEST(MeasuredProfile, BatchesComeFromTheGivenDataSet) {
   Tensor wrong({100, 7});
   o.source = &wrong;
   EXPECT_THROW(measure_profile(build_zoo_model("text-bag"), 16, o), InputError);
+}
+
+TEST(MeasuredCluster, CallsTogetherBeforeEachProbe) {
+  // Processes probing at once start each probe together: twelve probes for
+  // one worker, and a ring hop's for two.
+  for (const auto& [workers, probes] : std::vector<std::pair<int64_t, int>>{{1, 12}, {2, 13}}) {
+    ClusterProbeOptions o = testing_fixtures::quick_probe();
+    int calls = 0;
+    o.together = [&] { ++calls; };
+    measure_cpu_cluster(workers, o);
+    EXPECT_EQ(calls, probes) << workers;
+  }
 }
 
 TEST(MeasuredProfile, MeasuresTheRowsSeveralWorkersBatchesTouchTogether) {
