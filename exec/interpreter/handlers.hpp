@@ -122,13 +122,14 @@ class Interpreter final : public OpHandler {
   const ServerMessage& aggregate_of(MachineServer& s, const Op& op);
   void send_push(OpId id, const Op& op);
   void server_step(const Op& op);
+  void drop_served_rows(Gradients& grads) const;
+  // server_pulls.cpp: the servers' answers and the copies back
   void send_pull(OpId id, const Op& op);
   void recv_server_message(OpId id, const Op& op, std::vector<float> payload);
   ServerMessage host_pull_for(MachineServer& s, int32_t iteration, int32_t worker);
   void pull_from_server_host(OpId id, const Op& op);
   void install_pull(WorkerState& w, const ServerMessage& pull) const;
   void hand_out_pulls(OpId done);
-  void drop_served_rows(Gradients& grads) const;
   // The servers' shares of every served variable held here, into `weights`;
   // one share's values in a flat record and back (a result across processes).
   void take_server_shares(Weights& weights) const;
