@@ -1,16 +1,12 @@
 // Host ops: CGDP's copies to the host, their accumulation there and the
 // copies back (Parallax's copies, to its servers' hosts, are server_ops.cpp's).
 #include <algorithm>
-#include <numeric>
 #include <span>
-#include <stdexcept>
-#include <string>
 
 #include "exec/interpreter/flat_weights.hpp"
 #include "exec/interpreter/handlers.hpp"
 #include "exec/interpreter/tags.hpp"
 #include "exec/optim/host_accumulate.hpp"
-#include "exec/tensor/sparse_rows.hpp"
 #include "model/error.hpp"
 
 namespace trainsim::interp {

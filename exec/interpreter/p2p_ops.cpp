@@ -12,7 +12,7 @@
 #include "exec/interpreter/flat_weights.hpp"
 #include "exec/interpreter/handlers.hpp"
 #include "exec/interpreter/tags.hpp"
-#include "exec/transport/param_server.hpp"
+#include "exec/tensor/sparse_rows.hpp"
 #include "model/error.hpp"
 
 namespace trainsim::interp {
@@ -223,7 +223,7 @@ void Interpreter::add_gathered_rows(WorkerState& w, const Op& update, Gradients&
         const int64_t width = w.weights[l][p].row_size();
         const size_t floats = count * static_cast<size_t>(2 + width);
         TRAINSIM_CHECK(at + floats <= block.size(), "parallax: a gathered block ends early");
-        const SparseRows rows = decode_sparse_rows(std::span<const float>(block).subspan(at, floats), width);
+        const SummedRows rows = decode_sparse_rows(std::span<const float>(block).subspan(at, floats), width);
         at += floats;
         g.rows.insert(g.rows.end(), rows.rows.begin(), rows.rows.end());
         g.row_values.data.insert(g.row_values.data.end(), rows.values.begin(), rows.values.end());

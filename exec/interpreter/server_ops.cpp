@@ -11,7 +11,6 @@
 // copy from, or to, a worker of another process travels as a message
 // (host_copy_tag).
 #include <algorithm>
-#include <numeric>
 #include <stdexcept>
 #include <string>
 

@@ -1,7 +1,9 @@
-// RowMerge and distinct_ascending (see the header).
+// RowMerge, distinct_ascending, sum_rows and the rows' wire format (see the header).
 #include "exec/tensor/sparse_rows.hpp"
 
+#include <algorithm>
 #include <bit>
+#include <cstring>
 #include <limits>
 #include <string>
 
@@ -84,6 +86,31 @@ SummedRows sum_rows(std::span<const RowMerge::Part> parts, int64_t table_rows, i
     const std::span<const float> sum = merge.sum_of(row);
     out.values.insert(out.values.end(), sum.begin(), sum.end());
   }
+  return out;
+}
+
+namespace {
+
+constexpr size_t kFloatsPerIndex = sizeof(int64_t) / sizeof(float);
+static_assert(sizeof(int64_t) == 2 * sizeof(float));
+
+}  // namespace
+
+std::vector<float> encode_sparse_rows(std::span<const int64_t> rows, std::span<const float> values) {
+  std::vector<float> message(rows.size() * kFloatsPerIndex + values.size());
+  if (!rows.empty()) std::memcpy(message.data(), rows.data(), rows.size_bytes());
+  std::copy(values.begin(), values.end(), message.begin() + static_cast<std::ptrdiff_t>(rows.size() * kFloatsPerIndex));
+  return message;
+}
+
+SummedRows decode_sparse_rows(std::span<const float> message, int64_t width) {
+  TRAINSIM_CHECK(width >= 1 && message.size() % (kFloatsPerIndex + static_cast<size_t>(width)) == 0,
+                 "sparse rows with a partial row");
+  const size_t count = message.size() / (kFloatsPerIndex + static_cast<size_t>(width));
+  SummedRows out;
+  out.rows.resize(count);
+  if (count > 0) std::memcpy(out.rows.data(), message.data(), count * sizeof(int64_t));
+  out.values.assign(message.begin() + static_cast<std::ptrdiff_t>(count * kFloatsPerIndex), message.end());
   return out;
 }
 

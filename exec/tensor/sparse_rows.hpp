@@ -1,6 +1,7 @@
 // Rows of a sparse table's gradient: repeated rows summed through a slot per
 // table row, and a set of rows made distinct and ascending through a bitmap.
-// What SGD's sparse step and a sparse parameter server both do.
+// What SGD's sparse step and Parallax's servers do; and sparse rows on the
+// wire (Parallax's ar mode gathers them around the ring).
 #pragma once
 
 #include <cstdint>
@@ -53,5 +54,11 @@ struct SummedRows {
   std::vector<float> values;
 };
 SummedRows sum_rows(std::span<const RowMerge::Part> parts, int64_t table_rows, int64_t width);
+
+// Sparse rows in a float message: the row indices (each int64 in two
+// floats' bytes), then their values, rows.size() × width.
+std::vector<float> encode_sparse_rows(std::span<const int64_t> rows, std::span<const float> values);
+// The inverse, for rows of `width` floats; TRAINSIM_CHECK on a partial row.
+SummedRows decode_sparse_rows(std::span<const float> message, int64_t width);
 
 }  // namespace trainsim

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <span>
 #include <vector>
 
 #include "model/error.hpp"
@@ -54,6 +55,27 @@ TEST(DistinctAscending, DistinctRowsComeAscendingOnceEach) {
   EXPECT_TRUE(distinct_ascending({}, 130).empty());
   EXPECT_THROW(distinct_ascending(std::vector<int64_t>{130}, 130), InternalError);
   EXPECT_THROW(distinct_ascending(std::vector<int64_t>{-1}, 130), InternalError);
+}
+
+TEST(SumRows, EachRowOnceWithItsSumAscending) {
+  const std::vector<int64_t> rows{7, 2, 7, 5};
+  const std::vector<float> values{1, 2, 10, 20, 100, 200, 1000, 2000};  // width 2
+  const RowMerge::Part part{rows, values};
+  const SummedRows summed = sum_rows(std::span(&part, 1), 10, 2);
+  EXPECT_EQ(summed.rows, (std::vector<int64_t>{2, 5, 7}));
+  EXPECT_EQ(summed.values, (std::vector<float>{10, 20, 1000, 2000, 101, 202}));
+}
+
+TEST(SparseRowsOnTheWire, RoundTripAndAPartialRowIsRefused) {
+  const std::vector<int64_t> rows{3, 40000000000};  // an index beyond what a float holds exactly
+  const std::vector<float> values{1.5f, -2, 3, 4};
+  const std::vector<float> message = encode_sparse_rows(rows, values);
+  EXPECT_EQ(message.size(), 2u * 2 + 4);
+  const SummedRows back = decode_sparse_rows(message, 2);
+  EXPECT_EQ(back.rows, rows);
+  EXPECT_EQ(back.values, values);
+  EXPECT_TRUE(decode_sparse_rows({}, 2).rows.empty());
+  EXPECT_THROW(decode_sparse_rows(std::span(message).first(7), 2), InternalError);
 }
 
 }  // namespace
