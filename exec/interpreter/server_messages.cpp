@@ -5,6 +5,7 @@
 #include <cstring>
 #include <string>
 
+#include "exec/interpreter/flat_weights.hpp"
 #include "exec/interpreter/server_state.hpp"
 #include "model/error.hpp"
 
@@ -117,6 +118,31 @@ ServerPart share_part(const ServerPart& part, int64_t width, int64_t share, int6
     out.dense.assign(part.dense.begin() + first, part.dense.begin() + first + count);
   }
   return out;
+}
+
+std::vector<float> rows_of_table(std::span<const float> table, std::span<const int64_t> rows, int64_t width) {
+  std::vector<float> values;
+  values.reserve(rows.size() * static_cast<size_t>(width));
+  for (const int64_t row : rows) {
+    const auto from = table.begin() + row * width;
+    values.insert(values.end(), from, from + width);
+  }
+  return values;
+}
+
+void put_rows(std::span<float> table, std::span<const int64_t> rows, std::span<const float> values, int64_t width) {
+  for (size_t r = 0; r < rows.size(); ++r) {
+    std::copy_n(values.begin() + static_cast<std::ptrdiff_t>(r) * width, width, table.begin() + rows[r] * width);
+  }
+}
+
+ServerPart dense_share(const Weights& weights, const ServedVariable& var, int64_t share, int64_t shares) {
+  const std::vector<float> flat = flatten_weights(weights, var.first, var.last);
+  const auto [first, count] = dense_slice(var.floats, share, shares);
+  ServerPart part;
+  part.offset = first;
+  part.dense.assign(flat.begin() + first, flat.begin() + first + count);
+  return part;
 }
 
 }  // namespace trainsim::interp

@@ -3,6 +3,7 @@
 // values copied back to its machine's workers, as messages to a worker of
 // another process once the host's ops they wait on have ended.
 #include <algorithm>
+#include <iterator>
 
 #include "exec/interpreter/flat_weights.hpp"
 #include "exec/interpreter/handlers.hpp"
@@ -32,19 +33,11 @@ void Interpreter::send_pull(OpId id, const Op& op) {
     for (size_t v = 0; v < served_.size(); ++v) {
       const ServedVariable& var = served_[v];
       ServerPart& part = message[v];
-      const Weights& table = s.tables[v];
       if (var.sparse) {
         part.rows = std::move(wanted[v]);
-        const std::vector<float>& values = table[static_cast<size_t>(var.first)][0].data;
-        for (const int64_t row : part.rows) {
-          const auto from = values.begin() + row * var.width;
-          part.values.insert(part.values.end(), from, from + var.width);
-        }
+        part.values = rows_of_table(s.tables[v][static_cast<size_t>(var.first)][0].data, part.rows, var.width);
       } else if (!to_host) {
-        const std::vector<float> flat = flatten_weights(table, var.first, var.last);
-        const auto [first, count] = dense_slice(var.floats, s.share, shares);
-        part.offset = first;
-        part.dense.assign(flat.begin() + first, flat.begin() + first + count);
+        part = dense_share(s.tables[v], var, s.share, shares);
       }
     }
   }
@@ -66,11 +59,7 @@ void Interpreter::recv_server_message(OpId id, const Op& op, std::vector<float> 
   std::lock_guard lock(s.mu);
   for (size_t v = 0; v < served_.size(); ++v) {
     const ServerPart& part = message[v];
-    std::vector<float>& values = s.tables[v][static_cast<size_t>(served_[v].first)][0].data;
-    for (size_t r = 0; r < part.rows.size(); ++r) {
-      std::copy_n(part.values.begin() + static_cast<std::ptrdiff_t>(r) * served_[v].width, served_[v].width,
-                  values.begin() + part.rows[r] * served_[v].width);
-    }
+    put_rows(s.tables[v][static_cast<size_t>(served_[v].first)][0].data, part.rows, part.values, served_[v].width);
   }
 }
 
@@ -89,18 +78,11 @@ ServerMessage Interpreter::host_pull_for(MachineServer& s, int32_t iteration, in
     const ServedVariable& var = served_[v];
     ServerPart& part = message[v];
     if (var.sparse) {
-      const std::vector<float>& values = s.tables[v][static_cast<size_t>(var.first)][0].data;
-      for (const int64_t row : wanted) {
-        if (!aggregated_ && share_of_row(row, shares) != s.share) continue;
-        part.rows.push_back(row);
-        const auto from = values.begin() + row * var.width;
-        part.values.insert(part.values.end(), from, from + var.width);
-      }
+      std::copy_if(wanted.begin(), wanted.end(), std::back_inserter(part.rows),
+                   [&](int64_t row) { return aggregated_ || share_of_row(row, shares) == s.share; });
+      part.values = rows_of_table(s.tables[v][static_cast<size_t>(var.first)][0].data, part.rows, var.width);
     } else {
-      const std::vector<float> flat = flatten_weights(s.tables[v], var.first, var.last);
-      const auto [first, count] = dense_slice(var.floats, s.share, shares);
-      part.offset = first;
-      part.dense.assign(flat.begin() + first, flat.begin() + first + count);
+      part = dense_share(s.tables[v], var, s.share, shares);
     }
   }
   return message;
@@ -126,11 +108,7 @@ void Interpreter::install_pull(WorkerState& w, const ServerMessage& pull) const 
     const ServedVariable& var = served_[v];
     const ServerPart& part = pull[v];
     if (var.sparse) {
-      std::vector<float>& table = w.weights[static_cast<size_t>(var.first)][0].data;
-      for (size_t r = 0; r < part.rows.size(); ++r) {
-        std::copy_n(part.values.begin() + static_cast<std::ptrdiff_t>(r) * var.width, var.width,
-                    table.begin() + part.rows[r] * var.width);
-      }
+      put_rows(w.weights[static_cast<size_t>(var.first)][0].data, part.rows, part.values, var.width);
     } else if (!part.dense.empty()) {
       std::vector<float> flat = flatten_weights(w.weights, var.first, var.last);
       std::copy(part.dense.begin(), part.dense.end(), flat.begin() + part.offset);

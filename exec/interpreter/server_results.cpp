@@ -70,9 +70,8 @@ std::vector<float> Interpreter::share_record(int32_t share) const {
         out.insert(out.end(), table.begin() + row * var.width, table.begin() + (row + 1) * var.width);
       }
     } else {
-      const std::vector<float> flat = flatten_weights(s.tables[v], var.first, var.last);
-      const auto [first, count] = dense_slice(var.floats, share, shares);
-      out.insert(out.end(), flat.begin() + first, flat.begin() + first + count);
+      const ServerPart part = dense_share(s.tables[v], var, share, shares);
+      out.insert(out.end(), part.dense.begin(), part.dense.end());
     }
   }
   return out;

@@ -46,6 +46,11 @@ std::pair<int64_t, int64_t> dense_slice(int64_t floats, int64_t share, int64_t s
 // wanted rows of that share, and the share's slice of a whole dense range.
 ServerPart share_part(const ServerPart& part, int64_t width, int64_t share, int64_t shares);
 
+// The values of `rows` of a table of `width`-wide rows, one row after another.
+std::vector<float> rows_of_table(std::span<const float> table, std::span<const int64_t> rows, int64_t width);
+// `values` (rows.size() x width) written into those rows of the table.
+void put_rows(std::span<float> table, std::span<const int64_t> rows, std::span<const float> values, int64_t width);
+
 // A variable the servers step: one sparse table (layer `first`), or dense layers.
 struct ServedVariable {
   int32_t first = 0;
@@ -77,5 +82,9 @@ struct MachineServer {
   std::mutex mu;
   std::mutex gather_mu;  // held while the copies of other processes' workers arrive
 };
+
+// Slice `share` of `shares` of a dense variable's values in `weights`, as
+// a pull's part (its offset and values).
+ServerPart dense_share(const Weights& weights, const ServedVariable& var, int64_t share, int64_t shares);
 
 }  // namespace trainsim::interp
