@@ -130,10 +130,18 @@ std::string EmulatedCluster::host_address(int host) const {
 // topology through memory mapped into a hole they look for in their address
 // space, and one crashed doing so (SIGSEGV in hwloc_shmem_topology_write) in
 // about one start in ten here.
+//
+// btl_tcp_sndbuf: a link's token bucket queues up to 100 ms of its rate,
+// and Linux lets one socket keep 4 MB in that queue (tcp_limit_output_bytes),
+// so a send completed with megabytes still to cross: a server's weights
+// sent to three workers one after another crossed at once, sharing the link.
+// A 64 KiB socket buffer leaves at most that much behind a completed send
+// (2.6 ms at 200 Mbit/s), as a NIC's short queue does.
 std::string EmulatedCluster::mpirun_options() const {
   return "--hostfile " + hostfile() + " --mca plm_rsh_agent " + agent() +
          " --mca btl tcp,self --mca btl_tcp_if_include " + subnet + " --mca oob_tcp_if_include " + subnet +
-         " --mca rtc_hwloc_vmhole none --mca btl_tcp_eager_limit " + kTcpEagerLimit;
+         " --mca rtc_hwloc_vmhole none --mca btl_tcp_eager_limit " + kTcpEagerLimit + " --mca btl_tcp_sndbuf " +
+         kEmulatedSocketBuffer;
 }
 
 std::string emulate_root() { return "/run/trainsim-emulate"; }

@@ -29,10 +29,6 @@ Interpreter::Interpreter(const Plan& plan, const Network& network, const Weights
   TRAINSIM_CHECK(options.batch_size > 0, "the executor needs the plan's per-device batch size");
   TRAINSIM_CHECK(transport_.workers() == static_cast<int>(plan.workers.size()),
                  "the transport must join the plan's workers");
-  if (shared_ && options.keep_state && !plan.servers.empty()) {
-    throw InputError("the plan's servers", "keep their state in the processes of their machines",
-                     "a run of Parallax's servers in one process to keep its state (a checkpoint)");
-  }
   workers_.resize(plan.workers.size());
   for (size_t i = 0; i < workers_.size(); ++i) {
     auto& w = workers_[i];

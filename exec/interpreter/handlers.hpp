@@ -58,7 +58,8 @@ class Interpreter final : public OpHandler {
   void read_result_record(int32_t worker, const std::vector<float>& record, ExecResult& r);
   void gather_results(ExecResult& r);
   // keep_state in a shared run: endpoint 0's process gathers every worker's
-  // state, completes it, and sends each worker its own back.
+  // state and every server's share, completes it, and sends each worker its
+  // own back and each server's process the served variables.
   void share_state(ExecResult& r);
   // Per layer, the worker of the first op of `kind` covering it (-1: none).
   std::vector<int32_t> first_worker_per_layer(OpKind kind) const;
@@ -136,6 +137,9 @@ class Interpreter final : public OpHandler {
   std::vector<float> share_record(int32_t share) const;
   void read_share_record(int32_t share, std::span<const float> record, Weights& weights) const;
   std::vector<EndpointState> server_states() const;  // per served variable
+  // Share `share`'s part of served variable `variable`'s state `from` into
+  // `into` (which takes `from` whole while it is empty).
+  void add_server_share(int32_t share, size_t variable, const EndpointState& from, EndpointState& into) const;
   void resume_servers(std::span<const EndpointState> states);
 
   const Plan& plan_;

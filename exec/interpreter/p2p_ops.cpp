@@ -92,7 +92,7 @@ void Interpreter::send(OpId id, const Op& op) {
       }
     }
   }
-  transport_.send(op.worker, op.peer, send_tag(id), std::move(payload));
+  transport_.send(op.worker, op.peer, send_tag(id), std::move(payload), SendReturns::kLeft);
   if (released) release_gradients(w, std::move(*released));
 }
 

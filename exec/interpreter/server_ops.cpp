@@ -254,7 +254,7 @@ void Interpreter::send_push(OpId id, const Op& op) {
       message[v] = share_part(whole[v], served_[v].width, j, shares);
     }
   }
-  transport_.send(op.worker, op.peer, send_tag(id), encode_server_message(message));
+  transport_.send(op.worker, op.peer, send_tag(id), encode_server_message(message), SendReturns::kLeft);
 }
 
 // kServerStep: this machine's share of one variable stepped on the mean of

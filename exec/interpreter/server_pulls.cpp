@@ -41,7 +41,7 @@ void Interpreter::send_pull(OpId id, const Op& op) {
       }
     }
   }
-  transport_.send(op.worker, op.peer, send_tag(id), encode_server_message(message));
+  transport_.send(op.worker, op.peer, send_tag(id), encode_server_message(message), SendReturns::kLeft);
 }
 
 // A push arriving at a server, kept for its step; a pull arriving at a

@@ -106,26 +106,26 @@ void Interpreter::read_share_record(int32_t share, std::span<const float> record
                                           " is longer than its plan's: the processes ran different plans");
 }
 
-// Each served variable as one endpoint of the state: every share's weights
-// and velocity (all servers are this process's: a shared run keeps no state
-// of its servers).
+// Each served variable as one endpoint of the state: the weights and
+// velocity of every share a server of this process owns (another process's
+// shares come through share_state; with none here, empty).
 std::vector<EndpointState> Interpreter::server_states() const {
-  const auto shares = static_cast<int64_t>(server_workers_.size());
   std::vector<EndpointState> states(served_.size());
-  for (size_t v = 0; v < served_.size(); ++v) {
-    for (const auto& s : servers_) {
-      TRAINSIM_CHECK(s != nullptr, "the state of a server another process holds");
-      if (s->share == 0) {
-        states[v].weights = s->tables[v];
-        states[v].velocity = s->optimizers[v]->velocity();
-      }
-    }
-    for (const auto& s : servers_) {
-      copy_share(served_[v], s->share, shares, s->tables[v], states[v].weights);
-      copy_share(served_[v], s->share, shares, s->optimizers[v]->velocity(), states[v].velocity);
+  for (const auto& s : servers_) {
+    if (!s) continue;
+    for (size_t v = 0; v < served_.size(); ++v) {
+      add_server_share(s->share, v, EndpointState{s->tables[v], s->optimizers[v]->velocity(), {}, {}}, states[v]);
     }
   }
   return states;
+}
+
+void Interpreter::add_server_share(int32_t share, size_t variable, const EndpointState& from,
+                                   EndpointState& into) const {
+  if (into.weights.empty()) into = EndpointState{from.weights, from.velocity, {}, {}};
+  const auto shares = static_cast<int64_t>(server_workers_.size());
+  copy_share(served_[variable], share, shares, from.weights, into.weights);
+  copy_share(served_[variable], share, shares, from.velocity, into.velocity);
 }
 
 void Interpreter::resume_servers(std::span<const EndpointState> states) {

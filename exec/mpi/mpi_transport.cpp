@@ -6,6 +6,8 @@
 #include <chrono>
 #include <cstdlib>
 #include <limits>
+#include <sstream>
+#include <string>
 #include <thread>
 
 #include "exec/transport/collectives.hpp"
@@ -31,6 +33,21 @@ int size_of(MPI_Comm comm) {
 }
 
 }  // namespace
+
+int64_t tcp_eager_bytes_of(const char* btl, const char* pml, const char* eager_limit) {
+  if (btl == nullptr || (pml != nullptr && std::string(pml) != "ob1")) return 0;
+  std::istringstream list(btl);
+  bool tcp = false;
+  for (std::string name; std::getline(list, name, ',');) {
+    if (name != "tcp" && name != "self") return 0;
+    tcp = tcp || name == "tcp";
+  }
+  if (!tcp) return 0;
+  if (eager_limit == nullptr) return 65536;  // Open MPI's default TCP eager limit
+  char* end = nullptr;
+  const long long limit = std::strtoll(eager_limit, &end, 10);
+  return end != eager_limit && *end == '\0' && limit > 0 ? limit : 0;
+}
 
 std::vector<int> mpi_host_of_ranks(MPI_Comm comm) {
   int rank = 0, size = 1;
@@ -129,6 +146,8 @@ MpiTransport::MpiTransport(MPI_Comm comm) : Transport(size_of(comm)) {
   int found = 0;
   check_mpi(MPI_Comm_get_attr(comm_, MPI_TAG_UB, &upper, &found), "MPI_Comm_get_attr");
   max_tag_ = found != 0 && upper != nullptr ? *upper : 32767;  // the standard's least MPI_TAG_UB
+  eager_bytes_ = tcp_eager_bytes_of(std::getenv("OMPI_MCA_btl"), std::getenv("OMPI_MCA_pml"),
+                                    std::getenv("OMPI_MCA_btl_tcp_eager_limit"));
 }
 
 std::unique_ptr<MpiTransport> MpiTransport::for_endpoints(int endpoints, MPI_Comm comm) {
@@ -190,12 +209,31 @@ void MpiTransport::reap_sends() {
   }
 }
 
-void MpiTransport::deliver(int from, int to, int64_t tag, std::vector<float> payload) {
+void MpiTransport::deliver(int from, int to, int64_t tag, std::vector<float> payload, SendReturns returns) {
   check_own(from, "sending");
   if (aborted()) throw_aborted();
   TRAINSIM_CHECK(payload.size() <= static_cast<size_t>(std::numeric_limits<int>::max()),
                  "MpiTransport: a message of " + std::to_string(payload.size()) + " floats is over MPI's int count");
   const int mpi_tag_value = mpi_tag(tag);
+  // The header Open MPI adds counts against its eager limit.
+  const auto bytes = static_cast<int64_t>(payload.size() * sizeof(float));
+  if (returns == SendReturns::kLeft && bytes + kEagerHeaderBytes <= eager_bytes_) {
+    MPI_Request request = MPI_REQUEST_NULL;
+    check_mpi(MPI_Isend(payload.data(), static_cast<int>(payload.size()), MPI_FLOAT, to, mpi_tag_value, comm_, &request),
+              "MPI_Isend");
+    for (int done = 0; done == 0;) {
+      check_mpi(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test");
+      if (done != 0) break;
+      if (aborted()) {
+        // The message stays in flight with its buffer, as a queued one does.
+        const std::lock_guard<std::mutex> lock(pending_mutex_);
+        pending_.emplace_back(request, std::move(payload));
+        throw_aborted();
+      }
+      std::this_thread::yield();
+    }
+    return;
+  }
   const std::lock_guard<std::mutex> lock(pending_mutex_);
   reap_sends();
   auto& [request, buffer] = pending_.emplace_back(MPI_REQUEST_NULL, std::move(payload));

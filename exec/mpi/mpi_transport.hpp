@@ -59,6 +59,12 @@ std::string mpi_broadcast_text(const std::string& text, MPI_Comm comm = MPI_COMM
 // Every rank's `value` on every rank of `comm`, in rank order (collective).
 std::vector<double> mpi_all_gather(double value, MPI_Comm comm = MPI_COMM_WORLD);
 
+// The largest message Open MPI's ob1 sends eagerly between every pair of
+// ranks, from its MCA settings (the launcher passes them as OMPI_MCA_*
+// variables): the TCP eager limit where `btl` names only tcp and self and
+// `pml` is unset or ob1; else 0 (shared memory's eager limit is a few KB).
+int64_t tcp_eager_bytes_of(const char* btl, const char* pml, const char* eager_limit);
+
 class MpiTransport final : public Transport {
  public:
   // The ranks of `comm` (duplicated, so the transport's tags never meet the
@@ -83,9 +89,14 @@ class MpiTransport final : public Transport {
  protected:
   // An abort (Transport::abort) wakes this process's receives, which poll;
   // the other processes learn of it when the launcher stops the job.
-  // MPI_Isend; the payload is kept until MPI has sent it, so the call never
-  // waits for the receiver.
-  void deliver(int from, int to, int64_t tag, std::vector<float> payload) override;
+  // MPI_Isend; the payload is kept until MPI has sent it. kQueued returns at
+  // once. kLeft polls until the send completes locally where the message
+  // goes eagerly over TCP (tcp_eager_bytes_of): its bytes have then reached
+  // the socket, and the receiver was not waited for. Otherwise (shared
+  // memory, a rendezvous, another transport layer) completing would wait
+  // for the receive to be posted, which the plan does not order against
+  // the stream's next op; it returns at once, as kQueued.
+  void deliver(int from, int to, int64_t tag, std::vector<float> payload, SendReturns returns) override;
   // A matched probe then receive (MPI_Improbe, MPI_Mrecv): another thread's
   // receive cannot take the message in between. Polls, so an abort wakes it.
   std::vector<float> wait_for(int to, int from, int64_t tag) override;
@@ -104,6 +115,8 @@ class MpiTransport final : public Transport {
   std::mutex library_mutex_;               // one collective at a time on it
   int rank_ = 0;
   int64_t max_tag_ = 0;
+  int64_t eager_bytes_ = 0;                       // tcp_eager_bytes_of this process's settings
+  static constexpr int64_t kEagerHeaderBytes = 64;  // ob1's match header, rounded up
   std::mutex pending_mutex_;
   std::list<std::pair<MPI_Request, std::vector<float>>> pending_;  // sends in flight and their buffers
 };

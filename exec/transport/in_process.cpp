@@ -25,7 +25,7 @@ void InProcessTransport::wake_waiters() {
   }
 }
 
-void InProcessTransport::deliver(int from, int to, int64_t tag, std::vector<float> payload) {
+void InProcessTransport::deliver(int from, int to, int64_t tag, std::vector<float> payload, SendReturns /*returns*/) {
   if (aborted()) throw_aborted();
   Mailbox& mailbox = *mailboxes_[static_cast<size_t>(to)];
   {

@@ -27,7 +27,8 @@ class InProcessTransport final : public Transport {
 
  protected:
   void wake_waiters() override;
-  void deliver(int from, int to, int64_t tag, std::vector<float> payload) override;
+  // A copy into the receiver's mailbox: queued and gone at once.
+  void deliver(int from, int to, int64_t tag, std::vector<float> payload, SendReturns returns) override;
   std::vector<float> wait_for(int to, int from, int64_t tag) override;
 
  private:

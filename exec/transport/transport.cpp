@@ -60,11 +60,11 @@ void Transport::check_group(int self, const std::vector<int>& group) const {
                  "transport: worker " + std::to_string(self) + " runs a collective of a group it is not in");
 }
 
-void Transport::send(int from, int to, int64_t tag, std::vector<float> payload) {
+void Transport::send(int from, int to, int64_t tag, std::vector<float> payload, SendReturns returns) {
   check_worker(from, "sending");
   check_worker(to, "receiving");
   const auto bytes = static_cast<int64_t>(payload.size() * sizeof(float));
-  deliver(from, to, tag, std::move(payload));
+  deliver(from, to, tag, std::move(payload), returns);
   // Counted once the message is handed over: an aborted send carried nothing.
   const std::lock_guard<std::mutex> lock(traffic_mutex_);
   traffic_.pair_bytes[static_cast<size_t>(from)][static_cast<size_t>(to)] += bytes;

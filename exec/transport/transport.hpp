@@ -39,6 +39,14 @@ struct TrafficStats {
 
 class CollectivePeers;
 
+// When a send returns. kQueued: once the message is handed over, never
+// waiting for the receiver (collectives post their sends, then receive).
+// kLeft: once the message has left the sender (MPI: the send completed
+// locally, its buffer free), so the sends of one plan stream take the link
+// one after another, as the simulator runs a plan's send ops. On memory
+// copies between threads the two are the same.
+enum class SendReturns { kQueued, kLeft };
+
 // Messages between two workers with the same tag arrive in the order they
 // were sent (MPI's non-overtaking rule); messages of different tags or pairs
 // in any order. A collective uses its tag for all its messages: every member
@@ -54,8 +62,8 @@ class Transport {
 
   int workers() const { return workers_; }
 
-  // Enqueues `payload` for `to`; never waits for the receiver.
-  void send(int from, int to, int64_t tag, std::vector<float> payload);
+  // Sends `payload` to `to`; returns as `returns` says.
+  void send(int from, int to, int64_t tag, std::vector<float> payload, SendReturns returns = SendReturns::kQueued);
   // Blocks until the next message from `from` to `to` with `tag` arrives.
   std::vector<float> recv(int to, int from, int64_t tag);
 
@@ -86,7 +94,7 @@ class Transport {
   [[noreturn]] void throw_aborted() const;
 
   // The backend's message layer, called after the arguments are checked.
-  virtual void deliver(int from, int to, int64_t tag, std::vector<float> payload) = 0;
+  virtual void deliver(int from, int to, int64_t tag, std::vector<float> payload, SendReturns returns) = 0;
   virtual std::vector<float> wait_for(int to, int from, int64_t tag) = 0;
 
   // The collectives' algorithms; the defaults run them over send/recv

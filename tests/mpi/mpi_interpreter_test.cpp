@@ -262,15 +262,31 @@ TEST(AcrossProcesses, ParallaxsServersAreInTheirMachinesFirstWorkers) {
   }
 }
 
-TEST(AcrossProcessesRefused, KeepingTheStateOfServersInOtherProcesses) {
-  // A checkpoint gathers each served variable's shares from its machines'
-  // processes: not done; every rank refuses alike (none waits for the others).
-  const Plan plan = plan_for("parallax", {{"mode", "ps"}}, 1, "text-bag");
-  try {
-    run(plan, true, true, nullptr, 0, true);
-    ADD_FAILURE() << "kept the state across processes";
-  } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("servers"), std::string::npos) << e.what();
+TEST(AcrossProcesses, ParallaxsServersSpreadOverProcessesResumeAsOnThreads) {
+  // A checkpoint gathers each served variable's shares from the processes
+  // of its machines' servers into rank 0, and sends every server's process
+  // the whole back: a second stretch resumed from it trains as the same two
+  // stretches on rank 0's threads.
+  for (const std::string mode : {"ps", "hybrid"}) {
+    SCOPED_TRACE(mode);
+    const Plan plan = plan_for("parallax", {{"mode", mode}}, 1, "text-bag");
+    ASSERT_FALSE(plan.servers.empty());
+    ExecResult first_alone, second_alone;
+    if (world_rank() == 0) {
+      first_alone = run(plan, false, true, nullptr, 0, true);
+      second_alone = run(plan, false, true, &first_alone.state, 4, true);
+    }
+    const ExecResult first = run(plan, true, true, nullptr, 0, true);
+    const ExecResult second = run(plan, true, true, &first.state, 4, true);
+    if (world_rank() != 0) continue;
+    ASSERT_EQ(first.state.endpoints.size(), first_alone.state.endpoints.size());
+    for (size_t e = plan.workers.size(); e < first.state.endpoints.size(); ++e) {
+      EXPECT_LE(largest_weight_gap(first.state.endpoints[e].weights, first_alone.state.endpoints[e].weights), 1e-5)
+          << "served variable " << e - plan.workers.size();
+      EXPECT_LE(largest_weight_gap(first.state.endpoints[e].velocity, first_alone.state.endpoints[e].velocity), 1e-5)
+          << "served variable " << e - plan.workers.size();
+    }
+    expect_trains_alike(second, second_alone);
   }
 }
 

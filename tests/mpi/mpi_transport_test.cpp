@@ -144,6 +144,32 @@ TEST(MpiTransport, ARankSendsAndReceivesAsItselfWithTagsMpiCarries) {
   EXPECT_GE(t.max_tag(), 32767);
 }
 
+// A plan's send waits until its message has left the rank where the
+// message goes eagerly over TCP, and never for its receiver: here each rank
+// receives its neighbour's second message before the first (1 MB: a
+// rendezvous over shared memory, eager in the run over TCP alone).
+TEST(MpiTransport, ASendThatWaitsToLeaveNeverWaitsForItsReceiver) {
+  MpiTransport t;
+  const int p = t.workers(), me = t.rank();
+  const int next = (me + 1) % p, previous = (me + p - 1) % p;
+  const std::vector<float> big = values_of(me, 1 << 18);
+  t.send(me, next, 5, big, SendReturns::kLeft);
+  t.send(me, next, 6, {static_cast<float>(me)}, SendReturns::kLeft);
+  EXPECT_EQ(t.recv(me, previous, 6), (std::vector<float>{static_cast<float>(previous)}));
+  EXPECT_EQ(t.recv(me, previous, 5), values_of(previous, 1 << 18));
+}
+
+// Which messages Open MPI sends eagerly, from its settings.
+TEST(MpiTransport, EagerMessagesAreThoseOfTcpAloneWithinItsLimit) {
+  EXPECT_EQ(tcp_eager_bytes_of("tcp,self", nullptr, "1073741824"), int64_t{1} << 30);
+  EXPECT_EQ(tcp_eager_bytes_of("self,tcp", "ob1", nullptr), 65536);  // Open MPI's default limit
+  EXPECT_EQ(tcp_eager_bytes_of("vader,tcp,self", nullptr, "1073741824"), 0);  // shared memory between a host's ranks
+  EXPECT_EQ(tcp_eager_bytes_of(nullptr, nullptr, "1073741824"), 0);           // whatever Open MPI picks
+  EXPECT_EQ(tcp_eager_bytes_of("tcp,self", "ucx", "1073741824"), 0);
+  EXPECT_EQ(tcp_eager_bytes_of("self", nullptr, nullptr), 0);
+  EXPECT_EQ(tcp_eager_bytes_of("tcp,self", nullptr, "1g"), 0);
+}
+
 TEST(MpiTransport, AnAbortWakesAWaitingReceive) {
   MpiTransport t;
   const int me = t.rank();
