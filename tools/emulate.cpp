@@ -135,8 +135,9 @@ std::string EmulatedCluster::host_address(int host) const {
 // and Linux lets one socket keep 4 MB in that queue (tcp_limit_output_bytes),
 // so a send completed with megabytes still to cross: a server's weights
 // sent to three workers one after another crossed at once, sharing the link.
-// A 64 KiB socket buffer leaves at most that much behind a completed send
-// (2.6 ms at 200 Mbit/s), as a NIC's short queue does.
+// A 128 KiB socket buffer leaves at most that much behind a completed send
+// (5.2 ms at 200 Mbit/s), as a NIC's short queue does; 64 KiB held Open
+// MPI's own MPI_Allreduce to 15-16 MB/s on a 25 MB/s link (docs/results.md).
 std::string EmulatedCluster::mpirun_options() const {
   return "--hostfile " + hostfile() + " --mca plm_rsh_agent " + agent() +
          " --mca btl tcp,self --mca btl_tcp_if_include " + subnet + " --mca oob_tcp_if_include " + subnet +
