@@ -122,6 +122,16 @@ void write_file(const std::string& path, const std::string& text, bool executabl
 
 }  // namespace
 
+// 5 ms of the link, 128 KiB at least: what a completed send leaves behind,
+// as a NIC's short queue does. Open MPI's own blocking collectives move
+// about one socket buffer per 4 ms between the emulated hosts: 64 KiB held
+// MPI_Allreduce to 15-16 MB/s on a 25 MB/s link, 128 KiB to 22-32 MB/s at
+// 1 Gbit/s; 5 ms of the link keeps it at the link's rate
+// (docs/results.md).
+int64_t emulated_socket_buffer_bytes(const std::string& link) {
+  return std::max<int64_t>(131072, static_cast<int64_t>(rate_bits_per_s(link) / 8 * 0.005));
+}
+
 std::string EmulatedCluster::host_address(int host) const {
   return subnet.substr(0, subnet.rfind(".0/")) + "." + std::to_string(10 + host);
 }
@@ -131,18 +141,16 @@ std::string EmulatedCluster::host_address(int host) const {
 // space, and one crashed doing so (SIGSEGV in hwloc_shmem_topology_write) in
 // about one start in ten here.
 //
-// btl_tcp_sndbuf: a link's token bucket queues up to 100 ms of its rate,
-// and Linux lets one socket keep 4 MB in that queue (tcp_limit_output_bytes),
-// so a send completed with megabytes still to cross: a server's weights
-// sent to three workers one after another crossed at once, sharing the link.
-// A 128 KiB socket buffer leaves at most that much behind a completed send
-// (5.2 ms at 200 Mbit/s), as a NIC's short queue does; 64 KiB held Open
-// MPI's own MPI_Allreduce to 15-16 MB/s on a 25 MB/s link (docs/results.md).
+// btl_tcp_sndbuf (emulated_socket_buffer_bytes): a link's token bucket
+// queues up to 100 ms of its rate, and Linux lets one socket keep 4 MB in
+// that queue (tcp_limit_output_bytes), so a send completed with megabytes
+// still to cross: a server's weights sent to three workers one after
+// another crossed at once, sharing the link.
 std::string EmulatedCluster::mpirun_options() const {
   return "--hostfile " + hostfile() + " --mca plm_rsh_agent " + agent() +
          " --mca btl tcp,self --mca btl_tcp_if_include " + subnet + " --mca oob_tcp_if_include " + subnet +
          " --mca rtc_hwloc_vmhole none --mca btl_tcp_eager_limit " + kTcpEagerLimit + " --mca btl_tcp_sndbuf " +
-         kEmulatedSocketBuffer;
+         std::to_string(emulated_socket_buffer_bytes(link));
 }
 
 std::string emulate_root() { return "/run/trainsim-emulate"; }

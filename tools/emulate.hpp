@@ -28,6 +28,10 @@ struct EmulatedCluster {
   std::string mpirun_options() const;
 };
 
+// The TCP socket send buffer of the cluster's ranks for a link of tc's rate
+// `link` (mpirun_options' btl_tcp_sndbuf).
+int64_t emulated_socket_buffer_bytes(const std::string& link);
+
 // The folder emulated clusters keep their files in (one folder per name).
 std::string emulate_root();
 

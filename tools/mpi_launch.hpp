@@ -18,9 +18,6 @@ namespace trainsim {
 // Open MPI's TCP eager limit the launcher and emulated clusters set (1 GiB:
 // every message the executor sends goes eagerly; see mpirun_command).
 inline constexpr const char* kTcpEagerLimit = "1073741824";
-// The TCP socket send buffer of an emulated cluster's ranks (128 KiB; see
-// EmulatedCluster::mpirun_options).
-inline constexpr const char* kEmulatedSocketBuffer = "131072";
 
 struct LaunchOptions {
   std::string launcher = "local";  // local: this process runs every worker; mpi: mpirun starts one rank each

@@ -2,6 +2,7 @@
 // lines it reads back from the ranks and from mpirun, and the option
 // errors. tests/mpi/launcher.py runs it for real (ctest mpi_launcher).
 #include "tools/mpi_launch.hpp"
+#include "tools/emulate.hpp"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -104,6 +105,18 @@ TEST(MpiLaunch, HostsNeedTheMpiLauncherAndOneSource) {
     r = with({"--launcher", "ssh"});
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.err.find("--launcher"), std::string::npos) << r.err;
+}
+
+// An emulated cluster's ranks keep 5 ms of their link in a socket buffer,
+// 128 KiB at least; mpirun's options say so.
+TEST(EmulatedCluster, SocketBuffersHoldFiveMillisecondsOfTheLink) {
+  EXPECT_EQ(emulated_socket_buffer_bytes("200mbit"), 131072);  // 125,000 B is below the floor
+  EXPECT_EQ(emulated_socket_buffer_bytes("1gbit"), 625000);
+  EXPECT_EQ(emulated_socket_buffer_bytes("10gbit"), 6250000);
+  EmulatedCluster c;
+  c.link = "1gbit";
+  c.subnet = "10.77.1.0/24";
+  EXPECT_NE(c.mpirun_options().find("--mca btl_tcp_sndbuf 625000"), std::string::npos) << c.mpirun_options();
 }
 
 }  // namespace
