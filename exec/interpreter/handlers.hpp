@@ -137,6 +137,9 @@ class Interpreter final : public OpHandler {
   std::vector<float> share_record(int32_t share) const;
   void read_share_record(int32_t share, std::span<const float> record, Weights& weights) const;
   std::vector<EndpointState> server_states() const;  // per served variable
+  // What server `s` holds of served variable `variable` (the whole table's
+  // shape; its own share current), as a state endpoint.
+  EndpointState server_share_state(const MachineServer& s, size_t variable) const;
   // Share `share`'s part of served variable `variable`'s state `from` into
   // `into` (which takes `from` whole while it is empty).
   void add_server_share(int32_t share, size_t variable, const EndpointState& from, EndpointState& into) const;

@@ -114,10 +114,14 @@ std::vector<EndpointState> Interpreter::server_states() const {
   for (const auto& s : servers_) {
     if (!s) continue;
     for (size_t v = 0; v < served_.size(); ++v) {
-      add_server_share(s->share, v, EndpointState{s->tables[v], s->optimizers[v]->velocity(), {}, {}}, states[v]);
+      add_server_share(s->share, v, server_share_state(*s, v), states[v]);
     }
   }
   return states;
+}
+
+EndpointState Interpreter::server_share_state(const MachineServer& s, size_t variable) const {
+  return EndpointState{s.tables[variable], s.optimizers[variable]->velocity(), {}, {}};
 }
 
 void Interpreter::add_server_share(int32_t share, size_t variable, const EndpointState& from,

@@ -268,35 +268,25 @@ void Interpreter::gather_results(ExecResult& r) {
 void Interpreter::share_state(ExecResult& r) {
   r.state = raw_state();
   const size_t workers = plan_.workers.size();
-  const auto servers_where = [&](bool here) {  // (share, its worker) of the servers in this process, or of the others
-    std::vector<std::pair<int32_t, int>> out;
-    for (size_t j = 0; j < server_workers_.size(); ++j) {
-      if ((local_[static_cast<size_t>(server_workers_[j])] != 0) == here) {
-        out.emplace_back(static_cast<int32_t>(j), server_workers_[j]);
-      }
-    }
-    return out;
-  };
+  const size_t shares = server_workers_.size();  // servers_[j]: share j's server, where this process holds it
   if (!local_[0]) {
     for (size_t w = 0; w < workers; ++w) {
       if (local_[w]) transport_.send(static_cast<int>(w), 0, state_tag(), state_record(r.state.endpoints[w]));
     }
-    for (const auto& [share, worker] : servers_where(true)) {
-      for (const auto& s : servers_) {
-        if (!s || s->share != share) continue;
-        for (size_t v = 0; v < served_.size(); ++v) {
-          transport_.send(worker, 0, state_tag(),
-                          state_record(EndpointState{s->tables[v], s->optimizers[v]->velocity(), {}, {}}));
-        }
+    for (const auto& s : servers_) {
+      if (!s) continue;
+      for (size_t v = 0; v < served_.size(); ++v) {
+        transport_.send(s->worker, 0, state_tag(), state_record(server_share_state(*s, v)));
       }
     }
     for (size_t w = 0; w < workers; ++w) {
       if (local_[w]) r.state.endpoints[w] = read_state_record(transport_.recv(static_cast<int>(w), 0, state_tag()),
                                                                static_cast<int32_t>(w));
     }
-    for (const auto& [share, worker] : servers_where(true)) {
+    for (const auto& s : servers_) {
+      if (!s) continue;
       for (size_t v = 0; v < served_.size(); ++v) {
-        r.state.endpoints[workers + v] = read_state_record(transport_.recv(worker, 0, state_tag()), worker);
+        r.state.endpoints[workers + v] = read_state_record(transport_.recv(s->worker, 0, state_tag()), s->worker);
       }
     }
     return;
@@ -306,9 +296,11 @@ void Interpreter::share_state(ExecResult& r) {
     r.state.endpoints[w] = read_state_record(transport_.recv(0, static_cast<int>(w), state_tag()),
                                              static_cast<int32_t>(w));
   }
-  for (const auto& [share, worker] : servers_where(false)) {
+  for (size_t j = 0; j < shares; ++j) {
+    if (servers_[j]) continue;
     for (size_t v = 0; v < served_.size(); ++v) {
-      add_server_share(share, v, read_state_record(transport_.recv(0, worker, state_tag()), worker),
+      add_server_share(static_cast<int32_t>(j), v,
+                       read_state_record(transport_.recv(0, server_workers_[j], state_tag()), server_workers_[j]),
                        r.state.endpoints[workers + v]);
     }
   }
@@ -316,9 +308,10 @@ void Interpreter::share_state(ExecResult& r) {
   for (size_t w = 0; w < workers; ++w) {
     if (!local_[w]) transport_.send(0, static_cast<int>(w), state_tag(), state_record(r.state.endpoints[w]));
   }
-  for (const auto& [share, worker] : servers_where(false)) {
+  for (size_t j = 0; j < shares; ++j) {
+    if (servers_[j]) continue;
     for (size_t v = 0; v < served_.size(); ++v) {
-      transport_.send(0, worker, state_tag(), state_record(r.state.endpoints[workers + v]));
+      transport_.send(0, server_workers_[j], state_tag(), state_record(r.state.endpoints[workers + v]));
     }
   }
 }
