@@ -167,6 +167,7 @@ TrainingResult train(const Model& model, const Dataset& data, const Cluster& clu
   exec.stop_on_divergence = options.stop_on_divergence;
   exec.make_transport = options.make_transport;
   exec.local_endpoints = options.local_endpoints;
+  exec.make_device = options.make_device;
   const Weights initial = init_weights(network, options.seed);
   if (options.checkpoint_every > 0 || options.resume != nullptr) {
     train_in_stretches(r, strategy, cluster, config, options, network, initial, batches, exec, iterations);

@@ -43,6 +43,8 @@ struct TrainingOptions {
   // local_endpoints): the transport joining them and this process's workers.
   std::function<std::unique_ptr<Transport>(int endpoints)> make_transport;
   std::vector<int32_t> local_endpoints;
+  // Each worker's device (ExecOptions::make_device; the CPU's when unset).
+  std::function<std::unique_ptr<Device>(int32_t worker)> make_device;
   // Every `checkpoint_every` iterations (> 0) the run drains its plan (the
   // next stretch starts from the state it left) and calls on_checkpoint with
   // what going on needs (its identity left for the caller to fill). A

@@ -3,6 +3,7 @@
 #include "tools/cli.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cstdlib>
 #include <filesystem>
 #include <limits>
@@ -89,9 +90,41 @@ int64_t parse_cpu_devices(const std::string& text) {
     if (n >= 1 && n == static_cast<double>(static_cast<int64_t>(n))) return static_cast<int64_t>(n);
   }
   if (text.rfind("cuda", 0) == 0) {
-    throw InputError("--devices", "'" + text + "': the CUDA executor is not built yet", "cpu:N");
+    throw InputError("--devices", "'" + text + "': GPU workers run under trainsim run; this command runs CPU workers",
+                     "cpu:N");
   }
   throw InputError("--devices", "'" + text + "'", "cpu:N with N >= 1 worker threads");
+}
+
+GpuDevice parse_gpu_device(const std::string& device, const std::string& flag) {
+  const char* expected = "cuda, cuda:N or cuda:NxW (W workers sharing GPU N, 1 to 64)";
+  GpuDevice gpu;
+  if (device == "cuda") return gpu;
+  const std::string rest = device.size() > 5 ? device.substr(5) : std::string();
+  const char* end = rest.data() + rest.size();
+  auto [at, error] = std::from_chars(rest.data(), end, gpu.index);
+  if (device.size() < 6 || device.rfind("cuda:", 0) != 0 || error != std::errc{} || gpu.index < 0) {
+    throw InputError(flag, "'" + device + "' does not name a GPU", expected);
+  }
+  if (at != end) {
+    if (*at != 'x') throw InputError(flag, "'" + device + "' does not name a GPU", expected);
+    const auto [workers_end, workers_error] = std::from_chars(at + 1, end, gpu.workers);
+    if (workers_error != std::errc{} || workers_end != end || gpu.workers < 1 || gpu.workers > 64) {
+      throw InputError(flag, "'" + device + "' does not name 1 to 64 workers", expected);
+    }
+  }
+  return gpu;
+}
+
+WorkerDevices parse_worker_devices(const std::string& text) {
+  WorkerDevices d;
+  if (text.rfind("cuda", 0) == 0) {
+    d.gpu = parse_gpu_device(text, "--devices");
+    d.workers = d.gpu->workers;
+  } else {
+    d.workers = parse_cpu_devices(text);
+  }
+  return d;
 }
 
 Dataset load_dataset(const std::string& name, const Model& model, const std::string& data_dir) {

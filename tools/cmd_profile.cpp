@@ -70,35 +70,8 @@ int64_t parse_cpu_device(const std::string& device, int64_t concurrent) {
   return n;
 }
 
-// A GPU and how many workers share it: `cuda` (GPU 0, one worker), `cuda:N`,
-// `cuda:NxW` (W virtual workers on GPU N, for --cluster-out).
-struct GpuDevice {
-  int index = 0;
-  int64_t workers = 1;
-};
-
-GpuDevice parse_gpu_device(const std::string& device) {
-  const char* expected = "cuda, cuda:N or cuda:NxW (W workers sharing GPU N, 1 to 64)";
-  GpuDevice gpu;
-  if (device == "cuda") return gpu;
-  const std::string rest = device.substr(std::string("cuda:").size());
-  const char* end = rest.data() + rest.size();
-  auto [at, error] = std::from_chars(rest.data(), end, gpu.index);
-  if (device.size() < 6 || device[4] != ':' || error != std::errc{} || gpu.index < 0) {
-    throw InputError("--device", "'" + device + "' does not name a GPU", expected);
-  }
-  if (at != end) {
-    if (*at != 'x') throw InputError("--device", "'" + device + "' does not name a GPU", expected);
-    const auto [workers_end, workers_error] = std::from_chars(at + 1, end, gpu.workers);
-    if (workers_error != std::errc{} || workers_end != end || gpu.workers < 1 || gpu.workers > 64) {
-      throw InputError("--device", "'" + device + "' does not name 1 to 64 workers", expected);
-    }
-  }
-  return gpu;
-}
-
 void run_measured_gpu(const ProfileOptions& o, const Model& model, CommandContext& ctx) {
-  const GpuDevice gpu = parse_gpu_device(o.device);
+  const GpuDevice gpu = parse_gpu_device(o.device, "--device");
   if (o.concurrent > 1) {
     throw InputError("--concurrent", std::to_string(o.concurrent) + " with a GPU",
                      "1: GPU workers are measured alone; cuda:NxW makes W workers for --cluster-out");

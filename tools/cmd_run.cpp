@@ -1,5 +1,5 @@
 // `trainsim run`: trains a model with one strategy for real on this machine's
-// CPU threads (the plan interpreter), and reports the iteration time, the
+// CPU threads or GPU workers (the plan interpreter), and reports the iteration time, the
 // losses and the test accuracy (trainsim.run/1). Started by mpirun, or with
 // --launcher mpi starting mpirun itself, each rank runs one worker and the
 // workers talk over MPI; rank 0 reports.
@@ -13,6 +13,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "exec/cuda/cuda_device.hpp"
 #include "exec/data/fashion_mnist.hpp"
 #include "exec/data/fortunes_text.hpp"
 #include "exec/training.hpp"
@@ -133,7 +134,12 @@ void run_training(const RunOptions& o, CommandContext& ctx) {
                      "--checkpoint DIR with --checkpoint-every N");
   }
   const Model model = load_model(o.model, "--model");
-  const int64_t workers = parse_cpu_devices(o.devices);
+  const WorkerDevices devices = parse_worker_devices(o.devices);
+  const int64_t workers = devices.workers;
+  if (devices.gpu && (o.launch.launcher == "mpi" || under_mpirun())) {
+    throw InputError("--devices", "is " + o.devices + " across MPI processes",
+                     "GPU workers in one process (no --launcher mpi, not under mpirun), or cpu:N");
+  }
   const Cluster cluster = o.cluster.empty() ? nominal_cpu_cluster(workers) : load_cluster(o.cluster, "--cluster");
   if (device_count(cluster) != workers) {
     throw InputError("--cluster", cluster.name + " has " + std::to_string(device_count(cluster)) + " devices",
@@ -159,8 +165,14 @@ void run_training(const RunOptions& o, CommandContext& ctx) {
     config.set(s.key, s.value, s.where);
   }
   if (o.launch.launcher == "mpi") return launch_ranks(o.launch, workers, rank_arguments(o), ctx, "training", o.quiet);
-  const Dataset data = load_dataset(o.dataset, model, o.data_dir);
   TrainingOptions options;
+  if (devices.gpu) {  // checked before the data loads; each worker then gets its device on this GPU
+    check_cuda_device(model, devices.gpu->index, "--devices");
+    options.make_device = [&model, gpu = devices.gpu->index](int32_t) {
+      return make_cuda_device(model, gpu, CudaPrecision::fast);
+    };
+  }
+  const Dataset data = load_dataset(o.dataset, model, o.data_dir);
   bool reports = true;  // rank 0 of a shared run, or the only process
 #if defined(TRAINSIM_WITH_MPI)
   std::unique_ptr<MpiSession> mpi;
@@ -260,11 +272,13 @@ void run_training(const RunOptions& o, CommandContext& ctx) {
 void add_run_command(CLI::App& app, CommandContext& ctx) {
   auto o = std::make_shared<RunOptions>();
   CLI::App* cmd = app.add_subcommand(
-      "run", "Train a model with one strategy for real on CPU threads, or one process per worker over MPI");
+      "run", "Train a model with one strategy for real on CPU threads or a GPU, or one process per worker over MPI");
   cmd->add_option("--model", o->model, "Zoo model id or model JSON file (of layers the CPU executor has kernels for)");
   cmd->add_option("--strategy", o->strategy, "Strategy id (see trainsim predict --help)");
   cmd->add_option("--set", o->settings, "Strategy setting key=value (repeatable)");
-  cmd->add_option("--devices", o->devices, "cpu:N, N worker threads")->capture_default_str();
+  cmd->add_option("--devices", o->devices,
+                  "cpu:N (N worker threads), or cuda, cuda:G or cuda:GxW (W workers sharing GPU G; every worker's "
+                  "forwards and backwards on the GPU, its weights, optimizer and messages on the host)")->capture_default_str();
   cmd->add_option("--dataset", o->dataset, "fashion-mnist, fortunes (bytes of text), fortune-topics (word bags of four topics) or synthetic (default: by the model's input and output)");
   cmd->add_option("--data-dir", o->data_dir,
                   "Folder holding Fashion-MNIST's IDX files (default: " + std::string(kFashionMnistDir) +

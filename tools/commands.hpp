@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 #include <functional>
 #include <ostream>
+#include <optional>
 #include <string>
 
 #include "exec/data/dataset.hpp"
@@ -50,6 +51,22 @@ SimOptions parse_sim_options(const std::string& straggler, double jitter, uint64
 
 // `--devices cpu:N` -> N worker threads (InputError naming --devices otherwise).
 int64_t parse_cpu_devices(const std::string& text);
+
+// A GPU and how many workers share it: `cuda` (GPU 0, one worker), `cuda:N`,
+// `cuda:NxW` (W virtual workers on GPU N); InputError naming `flag` otherwise.
+struct GpuDevice {
+  int index = 0;
+  int64_t workers = 1;
+};
+GpuDevice parse_gpu_device(const std::string& device, const std::string& flag);
+
+// `--devices` of trainsim run: cpu:N worker threads, or workers on a GPU
+// (parse_gpu_device).
+struct WorkerDevices {
+  int64_t workers = 1;
+  std::optional<GpuDevice> gpu;
+};
+WorkerDevices parse_worker_devices(const std::string& text);
 
 // `--dataset` for a model: fashion-mnist or synthetic (text), by default the
 // one the model's input shape takes. `data_dir` (`--data-dir`) is where

@@ -5,43 +5,11 @@
 #include <cmath>
 
 #include "exec/cuda/cuda_layer.hpp"
+#include "exec/cuda/cuda_network_state.hpp"
 #include "model/error.hpp"
 
 namespace trainsim {
 namespace cuda {
-
-struct NetworkState {
-  Context context;
-  std::vector<std::unique_ptr<GpuLayer>> layers;
-  std::vector<std::vector<int32_t>> inputs;  // per layer, the tensors it reads (-1: the model's input)
-  std::vector<DeviceArray<float>> grad_buffers;  // per tensor + 1 that roots a gradient, else empty
-  std::string device_name;
-  int64_t batch = 0;
-  int64_t positions = 0, classes = 0;  // of the loss
-  DeviceArray<float> input, loss, dlogits;
-  DeviceArray<int32_t> labels;
-  std::vector<cudaEvent_t> events;  // one before the pass, then one after each timed piece
-
-  ~NetworkState() {
-    for (cudaEvent_t e : events) cudaEventDestroy(e);
-    if (context.dnn != nullptr) cudnnDestroy(context.dnn);
-    if (context.blas != nullptr) cublasDestroy(context.blas);
-    if (context.stream != nullptr) cudaStreamDestroy(context.stream);
-  }
-};
-
-namespace {
-
-void select_device(int device) {
-  int count = 0;
-  if (cudaGetDeviceCount(&count) != cudaSuccess) count = 0;
-  if (device < 0 || device >= count) {
-    throw InputError("--device", "'cuda:" + std::to_string(device) + "' is not a GPU of this machine",
-                     count == 0 ? std::string("a machine with a GPU and its driver")
-                                : "cuda:0 to cuda:" + std::to_string(count - 1));
-  }
-  TRAINSIM_CUDA(cudaSetDevice(device));
-}
 
 void upload(float* to, const Tensor& from, cudaStream_t stream) {
   TRAINSIM_CUDA(cudaMemcpyAsync(to, from.data.data(), sizeof(float) * from.data.size(), cudaMemcpyHostToDevice, stream));
@@ -58,6 +26,34 @@ std::vector<int64_t> batched(int64_t batch, const std::vector<int64_t>& shape) {
   std::vector<int64_t> out{batch};
   out.insert(out.end(), shape.begin(), shape.end());
   return out;
+}
+
+void check_token_ids(const NetworkState& s, const Tensor& x) {
+  const int64_t tokens = x.row_size();
+  for (const auto& l : s.layers) {
+    if (l->op != Op::embedding || l->x() != s.input.get()) continue;
+    for (int64_t i = 0; i < x.size(); ++i) {  // ids travel as floats, exact below 2^24
+      const float id = x.data[static_cast<size_t>(i)];
+      if (!(id >= 0.0f && id < static_cast<float>(l->vocabulary)) || std::floor(id) != id) {
+        throw InputError("set_batch: x[" + std::to_string(i / tokens) + "][" + std::to_string(i % tokens) + "]",
+                         "token id " + std::to_string(id),
+                         "an integer in [0, " + std::to_string(l->vocabulary) + ") for " + l->name);
+      }
+    }
+  }
+}
+
+namespace {
+
+void select_device(int device, const std::string& flag = "--device") {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) count = 0;
+  if (device < 0 || device >= count) {
+    throw InputError(flag, "'cuda:" + std::to_string(device) + "' is not a GPU of this machine",
+                     count == 0 ? std::string("a machine with a GPU and its driver")
+                                : "cuda:0 to cuda:" + std::to_string(count - 1));
+  }
+  TRAINSIM_CUDA(cudaSetDevice(device));
 }
 
 // The tensors each layer reads, by index (-1: the model's input), from the
@@ -171,6 +167,12 @@ void wire_gradients(NetworkState& s, const Model& model, bool input_gradient) {
 
 using cuda::NetworkState;
 
+void check_cuda_device(const Model& model, int gpu, const std::string& flag) {
+  cuda::layer_inputs(model);
+  for (const Layer& layer : model.layers) cuda::op_of(layer, model.name + ": " + layer.name + ".op");
+  cuda::select_device(gpu, flag);
+}
+
 CudaNetwork::CudaNetwork(const Model& model, const Weights& weights, int64_t batch, int device,
                          const CudaNetworkOptions& options)
     : state_(std::make_unique<NetworkState>()) {
@@ -239,18 +241,7 @@ void CudaNetwork::set_batch(const Tensor& x, std::span<const int32_t> labels) {
       throw InputError("set_batch: labels", "hold " + std::to_string(label), "classes in [0, " + std::to_string(s.classes) + ")");
     }
   }
-  const int64_t tokens = x.row_size();
-  for (const auto& l : s.layers) {
-    if (l->op != cuda::Op::embedding || l->x() != s.input.get()) continue;
-    for (int64_t i = 0; i < x.size(); ++i) {  // ids travel as floats, exact below 2^24
-      const float id = x.data[static_cast<size_t>(i)];
-      if (!(id >= 0.0f && id < static_cast<float>(l->vocabulary)) || std::floor(id) != id) {
-        throw InputError("set_batch: x[" + std::to_string(i / tokens) + "][" + std::to_string(i % tokens) + "]",
-                         "token id " + std::to_string(id),
-                         "an integer in [0, " + std::to_string(l->vocabulary) + ") for " + l->name);
-      }
-    }
-  }
+  cuda::check_token_ids(s, x);
   cuda::upload(s.input.get(), x, s.context.stream);
   TRAINSIM_CUDA(cudaMemcpyAsync(s.labels.get(), labels.data(), s.labels.bytes(), cudaMemcpyHostToDevice,
                                 s.context.stream));

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "exec/optim/sgd.hpp"
+#include "exec/tensor/layers.hpp"
 #include "exec/tensor/tensor.hpp"
 #include "model/layer.hpp"
 
@@ -42,6 +43,11 @@ struct GpuPassTimes {
   std::vector<double> forward_s, backward_s, update_s;
   double step_s = 0;  // the whole pass, from before the first kernel to after the last
 };
+
+// Before any GPU memory is taken: every layer of `model` has a GPU kernel
+// (InputError naming the layer), and GPU `gpu` answers (InputError naming
+// `flag` for an index the driver does not have or a build without CUDA).
+void check_cuda_device(const Model& model, int gpu, const std::string& flag);
 
 class CudaNetwork {
  public:
@@ -78,6 +84,23 @@ class CudaNetwork {
   // layer's kernels between two CUDA events, and no host synchronization
   // but one at the end to read them.
   GpuPassTimes timed_pass(const SgdOptions& sgd);
+
+  // Passes over layers [first, last] of `network` (built from the same
+  // model), as the interpreter's GPU device runs a worker's ops
+  // (cuda_device.hpp; cuda_network_range.cpp); the network is built with
+  // options.input_gradient. The range's weights, from the host:
+  void load_weights(const Weights& weights, int64_t first, int64_t last);
+  // The cut before `first` from x (a lone tensor, or the cut's tensors as
+  // parts or packed side by side, as network_range.cpp passes them), the
+  // range's forward, and the cut after `last` back in the same form.
+  Tensor forward_range(const Network& network, int64_t first, int64_t last, const Tensor& x);
+  // Batch normalization `layer`'s mean and biased variance per channel over
+  // the last forward; empty for any other layer.
+  std::vector<Tensor> batch_statistics(int64_t layer) const;
+  // dL/d(the cut after `last`) from dy, the range's backward, its parameter
+  // gradients ADDED into `grads` (dense, shaped like the weights), and
+  // dL/d(the cut before `first`) back.
+  Tensor backward_range(const Network& network, int64_t first, int64_t last, const Tensor& dy, Gradients& grads);
 
   // Copies back, for tests and checks: a layer's output, dL/d(its input)
   // (where has_input_gradient), the gradients and the weights.

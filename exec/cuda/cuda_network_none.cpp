@@ -7,6 +7,10 @@ namespace cuda {
 struct NetworkState {};
 }  // namespace cuda
 
+void check_cuda_device(const Model&, int, const std::string& flag) {
+  throw InputError(flag, "cuda: this trainsim was built without CUDA", "a build with -DTRAINSIM_WITH_CUDA=ON");
+}
+
 CudaNetwork::CudaNetwork(const Model&, const Weights&, int64_t, int, const CudaNetworkOptions&) {
   throw InputError("--device", "cuda: this trainsim was built without CUDA", "a build with -DTRAINSIM_WITH_CUDA=ON");
 }
@@ -25,5 +29,9 @@ bool CudaNetwork::has_input_gradient(int64_t) const { return false; }
 Tensor CudaNetwork::input_gradient(int64_t) const { return {}; }
 Gradients CudaNetwork::gradients() const { return {}; }
 Weights CudaNetwork::weights() const { return {}; }
+void CudaNetwork::load_weights(const Weights&, int64_t, int64_t) {}
+Tensor CudaNetwork::forward_range(const Network&, int64_t, int64_t, const Tensor&) { return {}; }
+std::vector<Tensor> CudaNetwork::batch_statistics(int64_t) const { return {}; }
+Tensor CudaNetwork::backward_range(const Network&, int64_t, int64_t, const Tensor&, Gradients&) { return {}; }
 
 }  // namespace trainsim

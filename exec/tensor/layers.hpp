@@ -22,6 +22,9 @@ namespace trainsim {
 struct LayerCache {
   std::vector<Tensor> saved;         // e.g. the input, the im2col buffer, the output
   std::vector<int64_t> indices;      // e.g. max-pool argmax positions
+  // What the device that ran the forward keeps for the backward (the GPU
+  // device's activations), let go with the last cache holding it.
+  std::shared_ptr<void> device_state;
 };
 
 class ExecLayer {

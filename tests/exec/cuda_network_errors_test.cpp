@@ -3,6 +3,7 @@
 // build without CUDA, any device.
 #include <gtest/gtest.h>
 
+#include "exec/cuda/cuda_device.hpp"
 #include "exec/cuda/cuda_network.hpp"
 #include "exec/devices.hpp"
 #include "exec/tensor/layers.hpp"
@@ -53,6 +54,30 @@ TEST(CudaNetworkErrors, NoGpuOrABadIndexNamesTheDevice) {
   const int index = gpus.empty() ? 0 : static_cast<int>(gpus.size());  // one past the last
   const std::string error = error_of(build_zoo_model("fmnist-mlp"), index);
   EXPECT_NE(error.find("--device"), std::string::npos) << error;
+}
+
+// The interpreter's GPU device checks the model and the GPU when it is made,
+// naming --devices (trainsim run's flag) for the GPU.
+std::string device_error_of(const Model& model, int gpu) {
+  try {
+    make_cuda_device(model, gpu, CudaPrecision::exact);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(CudaNetworkErrors, TheInterpretersDeviceNamesAnOpWithoutAKernel) {
+  SKIP_WITHOUT_CUDA();
+  const std::string error = device_error_of(build_zoo_model("text-bag"), 0);
+  EXPECT_NE(error.find("op 'embedding_bag'"), std::string::npos) << error;
+}
+
+TEST(CudaNetworkErrors, TheInterpretersDeviceNamesDevicesWithoutThatGpu) {
+  std::string reason;
+  const auto gpus = list_cuda_devices(reason);
+  const std::string error = device_error_of(build_zoo_model("fmnist-mlp"), static_cast<int>(gpus.size()));
+  EXPECT_EQ(error.rfind("--devices", 0), 0u) << error;
 }
 
 }  // namespace

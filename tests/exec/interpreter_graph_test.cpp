@@ -15,16 +15,9 @@ namespace {
 
 using strategy_runs::RunSpec;
 using strategy_runs::StrategyRun;
-
-// 0 flatten, 1 fc1, 2 ln, 3 act, 4 fc2, 5 res = fc2 + fc1, 6 act2, 7 out.
-Model residual_mlp() {
-  ModelBuilder b("residual-mlp", "test", {1, 28, 28}, 8);
-  const std::string fc1 = b.linear("fc1", b.flatten("flatten", kModelInput), 32);
-  const std::string act = b.activation("act", "gelu", b.layernorm("ln", fc1));
-  const std::string res = b.add("res", {b.linear("fc2", act, 32), fc1});
-  b.linear("out", b.activation("act2", "gelu", res), 10);
-  return std::move(b).build();
-}
+using strategy_runs::batchnorm_mlp;
+using strategy_runs::byte_batch;
+using strategy_runs::residual_mlp;
 
 StrategyRun run(const std::string& strategy, int64_t batch, std::vector<std::pair<std::string, std::string>> settings) {
   return strategy_runs::run({.strategy = strategy, .batch = batch, .settings = std::move(settings),
@@ -53,14 +46,6 @@ TEST(InterpreterGraph, GpipeAcrossTheResidualBranchEqualsSingle) {
   EXPECT_EQ(gpipe.result.traffic.pair_bytes[1][0], packed_bytes);
 }
 
-// 0 flatten, 1 fc1, 2 bn, 3 act, 4 out.
-Model batchnorm_mlp() {
-  ModelBuilder b("bn-mlp", "test", {1, 28, 28}, 8);
-  const std::string fc1 = b.linear("fc1", b.flatten("flatten", kModelInput), 16);
-  b.linear("out", b.activation("act", "relu", b.batchnorm("bn", fc1)), 10);
-  return std::move(b).build();
-}
-
 TEST(InterpreterGraph, BatchNormsRunningStatisticsComeFromTheWorkerRunningItsForward) {
   // GPipe with one micro-batch normalizes over the same batch as `single`:
   // the same losses, and the running statistics its second stage (worker 1)
@@ -78,21 +63,6 @@ TEST(InterpreterGraph, BatchNormsRunningStatisticsComeFromTheWorkerRunningItsFor
   EXPECT_NE(single.result.statistics[2][1].data, std::vector<float>(16, 1.0f));
   for (size_t p = 0; p < 2; ++p) {
     EXPECT_EQ(gpipe.result.statistics[2][p].data, single.result.statistics[2][p].data) << "statistic " << p;
-  }
-}
-
-// Byte sequences of fortunes-gpt's context: token (5·iteration + 3·row + t)
-// mod 7 + 97, labelled by the next one, a pattern the decoder can learn.
-void byte_batch(int32_t iteration, int64_t rows, Tensor& x, std::vector<int32_t>& y) {
-  constexpr int64_t kContext = 64;
-  x = Tensor({rows, kContext});
-  y.resize(static_cast<size_t>(rows * kContext));
-  const auto token = [&](int64_t r, int64_t t) { return static_cast<int32_t>((5 * iteration + 3 * r + t) % 7 + 97); };
-  for (int64_t r = 0; r < rows; ++r) {
-    for (int64_t t = 0; t < kContext; ++t) {
-      x.data[static_cast<size_t>(r * kContext + t)] = static_cast<float>(token(r, t));
-      y[static_cast<size_t>(r * kContext + t)] = token(r, t + 1);
-    }
   }
 }
 

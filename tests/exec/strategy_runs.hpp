@@ -19,6 +19,7 @@
 
 #include "exec/data/synthetic_text.hpp"
 #include "exec/interpreter.hpp"
+#include "model/zoo/builder.hpp"
 #include "model/zoo/zoo.hpp"
 #include "profiles/analytic_profiler.hpp"
 #include "sim/cost/strategies.hpp"
@@ -89,11 +90,46 @@ struct RunSpec {
   WholeBatchSource make_batch{};
   int32_t machines = 1;  // of `per_machine` devices each
   int32_t per_machine = 2;
+  // Each worker's device (ExecOptions::make_device; the CPU's when unset).
+  std::function<std::unique_ptr<Device>(int32_t worker)> make_device{};
 };
 
 inline Model model_of(const RunSpec& spec) {
   if (spec.make_model) return spec.make_model();
   return build_zoo_model(spec.text ? "text-bag" : "fmnist-mlp");
+}
+
+// 0 flatten, 1 fc1, 2 ln, 3 act, 4 fc2, 5 res = fc2 + fc1, 6 act2, 7 out.
+inline Model residual_mlp() {
+  ModelBuilder b("residual-mlp", "test", {1, 28, 28}, 8);
+  const std::string fc1 = b.linear("fc1", b.flatten("flatten", kModelInput), 32);
+  const std::string act = b.activation("act", "gelu", b.layernorm("ln", fc1));
+  const std::string res = b.add("res", {b.linear("fc2", act, 32), fc1});
+  b.linear("out", b.activation("act2", "gelu", res), 10);
+  return std::move(b).build();
+}
+
+// 0 flatten, 1 fc1, 2 bn, 3 act, 4 out.
+inline Model batchnorm_mlp() {
+  ModelBuilder b("bn-mlp", "test", {1, 28, 28}, 8);
+  const std::string fc1 = b.linear("fc1", b.flatten("flatten", kModelInput), 16);
+  b.linear("out", b.activation("act", "relu", b.batchnorm("bn", fc1)), 10);
+  return std::move(b).build();
+}
+
+// Byte sequences of fortunes-gpt's context: token (5·iteration + 3·row + t)
+// mod 7 + 97, labelled by the next one, a pattern the decoder can learn.
+inline void byte_batch(int32_t iteration, int64_t rows, Tensor& x, std::vector<int32_t>& y) {
+  constexpr int64_t kContext = 64;
+  x = Tensor({rows, kContext});
+  y.resize(static_cast<size_t>(rows * kContext));
+  const auto token = [&](int64_t r, int64_t t) { return static_cast<int32_t>((5 * iteration + 3 * r + t) % 7 + 97); };
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t t = 0; t < kContext; ++t) {
+      x.data[static_cast<size_t>(r * kContext + t)] = static_cast<float>(token(r, t));
+      y[static_cast<size_t>(r * kContext + t)] = token(r, t + 1);
+    }
+  }
 }
 
 // The strategy's plan for the spec's model, batch, settings and iterations.
@@ -123,6 +159,7 @@ inline StrategyRun execute(const RunSpec& spec, Plan plan, int32_t first_iterati
   options.recv_timeout_s = 30;
   options.resume = resume;
   options.keep_state = keep_state;
+  options.make_device = spec.make_device;
   std::mutex mu;
   if (spec.record_weights) {
     options.on_weights_read = [&](OpId id, const Weights& w) {

@@ -19,6 +19,9 @@ import sys
 import time
 
 MODELS = ["fmnist-mlp", "fmnist-cnn", "fmnist-resnet20", "fortunes-gpt"]
+# Every strategy run by the interpreter on four workers sharing the GPU.
+STRATEGIES = ["single", "dp-ps", "dp-ring", "dp-overlap", "pipesgd", "cgdp", "pipedream", "pipedream-sync", "dualpipe",
+              "gpipe", "dsp", "parallax"]
 BATCHES = [64, 1024]
 RUNS = 3
 # Under memcheck, every kernel of every layer alone (the whole networks' five
@@ -94,6 +97,7 @@ def main():
     parser.add_argument("--build", default="build", help="trainsim's build folder")
     parser.add_argument("--out", default="docs/gpu-check", help="where the report and measurements go")
     parser.add_argument("--commit", default="unknown", help="the trainsim commit measured")
+    parser.add_argument("--data-dir", default="", help="Fashion-MNIST's folder for trainsim run (default: Debian's)")
     args = parser.parse_args()
     os.makedirs(args.out, exist_ok=True)
     trainsim = os.path.join(args.build, "tools", "trainsim")
@@ -130,6 +134,24 @@ def main():
         summary = [l for l in (done.stdout + done.stderr).splitlines() if "ERROR SUMMARY" in l]
         report.append(f"- `compute-sanitizer --tool memcheck gpu_tests --gtest_filter={MEMCHECK_TESTS}`: exit "
                       f"{done.returncode}: {summary[-1] if summary else gtest_summary(done.stdout)}")
+
+    flush()
+    report += ["", "## Every strategy on four workers sharing the GPU", "",
+               "`trainsim run --model fmnist-cnn --devices cuda:0x4 --batch 64 --iterations 30` (fmnist-cnn on "
+               "Fashion-MNIST, momentum SGD): each worker's forwards and backwards on the GPU, its weights, "
+               "optimizer and messages on the host.", "",
+               "| strategy | first loss | last loss | iteration |", "|---|---|---|---|"]
+    data = ["--data-dir", args.data_dir] if args.data_dir else []
+    for strategy in STRATEGIES:
+        done = run([trainsim, "run", "--model", "fmnist-cnn", "--strategy", strategy, "--devices", "cuda:0x4",
+                    "--batch", "64", "--iterations", "30", "--json", "-", "--quiet"] + data, log, timeout=300)
+        failed |= done.returncode != 0
+        if done.returncode != 0:
+            report.append(f"| {strategy} | failed: {(done.stderr.strip().splitlines() or ['?'])[-1]} | | |")
+            continue
+        j = json.loads(done.stdout)
+        losses = j["loss_per_iteration"]
+        report.append(f"| {strategy} | {losses[0]:.3f} | {losses[-1]:.3f} | {j['iteration_s'] * 1e3:.2f} ms |")
 
     flush()
     report += ["", "## Training step: trainsim's GPU device and PyTorch", "",

@@ -64,6 +64,35 @@ TEST(RunCli, SameSeedRepeatsTheLossesExactly) {
   EXPECT_EQ(nlohmann::json::parse(a.out)["loss_per_iteration"], nlohmann::json::parse(b.out)["loss_per_iteration"]);
 }
 
+// GPU workers: malformed devices, a model without GPU kernels, MPI and a
+// missing GPU (or CUDA) each give one line naming what to change; validate
+// runs CPU workers only.
+TEST(RunCli, GpuWorkersAreCheckedBeforeAnyDataLoads) {
+  for (const char* devices : {"cuda:x2", "cuda:0x0", "cuda:0x65", "cudax"}) {
+    const auto r = run_cli({"run", "--model", "fmnist-mlp", "--strategy", "dp-ring", "--devices", devices,
+                            "--iterations", "1"});
+    EXPECT_EQ(r.status, 2) << devices;
+    EXPECT_NE(r.err.find("--devices: '" + std::string(devices) + "'"), std::string::npos) << r.err;
+  }
+  auto r = run_cli({"run", "--model", "fortunes-lstm", "--strategy", "single", "--devices", "cuda:0", "--iterations", "1"});
+  EXPECT_EQ(r.status, 2);
+#if defined(TRAINSIM_WITH_CUDA)
+  EXPECT_NE(r.err.find("op 'lstm' has no CUDA kernel"), std::string::npos) << r.err;
+#else
+  EXPECT_NE(r.err.find("without CUDA"), std::string::npos) << r.err;
+#endif
+  r = run_cli({"run", "--model", "fmnist-mlp", "--strategy", "dp-ring", "--devices", "cuda:0x2", "--launcher", "mpi",
+               "--iterations", "1"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("across MPI processes"), std::string::npos) << r.err;
+  r = run_cli({"run", "--model", "fmnist-mlp", "--strategy", "dp-ring", "--devices", "cuda:63x2", "--iterations", "1"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(r.err.find("trainsim: error: --devices"), 0u) << r.err;
+  r = run_cli({"validate", "--model", "fmnist-mlp", "--devices", "cuda:0x2"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("GPU workers run under trainsim run"), std::string::npos) << r.err;
+}
+
 TEST(RunCli, BadDevicesAndUnexecutedSettingsAreInputErrors) {
   auto r = run_cli({"run", "--model", "fmnist-mlp", "--strategy", "single", "--devices", "tpu:2", "--iterations", "1"});
   EXPECT_EQ(r.status, 2);

@@ -1,0 +1,173 @@
+// CudaNetwork's passes over a range of layers: the boundary before the range
+// comes from the host, the range runs on the network's stream, and the
+// boundary after it goes back, as exec/tensor/network_range.cpp cuts them.
+// Every tensor of the model has its buffer here, so a cut's tensors land in
+// the buffers the range's layers read, and their gradients in those the
+// range's backward adds into.
+#include <string>
+
+#include "exec/cuda/cuda_network.hpp"
+#include "exec/cuda/cuda_network_state.hpp"
+#include "model/error.hpp"
+
+namespace trainsim {
+namespace cuda {
+namespace {
+
+const std::vector<int64_t>& sample_shape(const Network& network, int32_t t) {
+  return t < 0 ? network.input_shape : network.output_shapes[static_cast<size_t>(t)];
+}
+
+float* value_of(NetworkState& s, int32_t t) { return t < 0 ? s.input.get() : s.layers[static_cast<size_t>(t)]->y; }
+
+// The buffer the backward reads tensor t's gradient from (the one its
+// readers write or add into); tensors an identity layer passes on share it.
+float* gradient_of(NetworkState& s, int32_t t) {
+  if (t >= 0) return const_cast<float*>(s.layers[static_cast<size_t>(t)]->dy);
+  return s.grad_buffers.empty() ? nullptr : s.grad_buffers[0].get();
+}
+
+void check_range(const NetworkState& s, const Network& network, int64_t first, int64_t last) {
+  TRAINSIM_CHECK(network.layers.size() == s.layers.size() && network.cuts.size() == s.layers.size() + 1,
+                 "the GPU network and the exec network are of one model");
+  TRAINSIM_CHECK(0 <= first && first <= last && last < static_cast<int64_t>(s.layers.size()),
+                 "layer range [" + std::to_string(first) + ", " + std::to_string(last) + "] outside the network");
+  TRAINSIM_CUDA(cudaSetDevice(s.context.device));  // the calling thread may be any of its worker's
+}
+
+// Copies cut `i` from the host tensor x into the buffers `where` names.
+template <typename Where>
+void upload_cut(NetworkState& s, const Network& network, int64_t i, const Tensor& x, Where where) {
+  const std::vector<int32_t>& cut = network.cuts[static_cast<size_t>(i)];
+  TRAINSIM_CHECK(x.rows() == s.batch, "a boundary of " + std::to_string(x.rows()) + " rows for a GPU network of " +
+                                          std::to_string(s.batch));
+  const auto count = [&](int32_t t) { return s.batch * element_count(sample_shape(network, t)); };
+  if (cut.size() == 1 || !x.parts.empty()) {
+    TRAINSIM_CHECK(cut.size() == 1 ? x.parts.empty() : x.parts.size() == cut.size(),
+                   "a boundary's parts are not its cut's tensors");
+    for (size_t k = 0; k < cut.size(); ++k) {
+      const Tensor& part = cut.size() == 1 ? x : x.parts[k];
+      TRAINSIM_CHECK(part.size() == count(cut[k]), "a boundary tensor of the wrong size");
+      upload(where(cut[k]), part, s.context.stream);
+    }
+    return;
+  }
+  const int64_t width = x.row_size();
+  int64_t column = 0;
+  for (const int32_t t : cut) {  // packed: each sample's row holds the cut's tensors side by side
+    const int64_t w = element_count(sample_shape(network, t));
+    TRAINSIM_CHECK(column + w <= width, "a packed boundary is narrower than its cut");
+    TRAINSIM_CUDA(cudaMemcpy2DAsync(where(t), sizeof(float) * w, x.data.data() + column, sizeof(float) * width,
+                                    sizeof(float) * w, s.batch, cudaMemcpyHostToDevice, s.context.stream));
+    column += w;
+  }
+  TRAINSIM_CHECK(column == width, "a packed boundary is wider than its cut");
+}
+
+// Cut `i` back from the buffers `where` names: a lone tensor as itself,
+// several as the boundary's parts (zeros where a buffer is missing).
+template <typename Where>
+Tensor download_cut(NetworkState& s, const Network& network, int64_t i, Where where) {
+  const std::vector<int32_t>& cut = network.cuts[static_cast<size_t>(i)];
+  const auto one = [&](int32_t t) {
+    const float* from = where(t);
+    std::vector<int64_t> shape = batched(s.batch, sample_shape(network, t));
+    return from == nullptr ? Tensor(shape) : download(from, std::move(shape), s.context.stream);
+  };
+  if (cut.size() == 1) return one(cut[0]);
+  Tensor boundary;
+  boundary.shape = batched(s.batch, network.cut_shapes[static_cast<size_t>(i)]);
+  for (const int32_t t : cut) boundary.parts.push_back(one(t));
+  return boundary;
+}
+
+// Two tensors of one cut sharing a gradient buffer (an identity layer's
+// input and output, both read past the cut) would need their gradients summed.
+void check_distinct_gradients(NetworkState& s, const Network& network, int64_t i) {
+  const std::vector<int32_t>& cut = network.cuts[static_cast<size_t>(i)];
+  for (size_t a = 0; a < cut.size(); ++a) {
+    for (size_t b = a + 1; b < cut.size(); ++b) {
+      if (gradient_of(s, cut[a]) == gradient_of(s, cut[b])) {
+        throw InputError(network.model + ": " + network.layer_names[static_cast<size_t>(cut[b])],
+                         "passes on a tensor also read past the boundary before layer " + std::to_string(i),
+                         "a pipeline cut on the GPU device where no identity layer's input and output both cross");
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace cuda
+
+void CudaNetwork::load_weights(const Weights& weights, int64_t first, int64_t last) {
+  cuda::NetworkState& s = *state_;
+  TRAINSIM_CHECK(weights.size() == s.layers.size(), "weights of every layer");
+  TRAINSIM_CUDA(cudaSetDevice(s.context.device));
+  for (int64_t i = first; i <= last; ++i) {
+    cuda::GpuLayer& l = *s.layers[static_cast<size_t>(i)];
+    const LayerParams& params = weights[static_cast<size_t>(i)];
+    TRAINSIM_CHECK(params.size() == l.params.size(), l.name + ": weights of every parameter");
+    for (size_t p = 0; p < params.size(); ++p) {
+      TRAINSIM_CHECK(params[p].size() == l.params[p].size(), l.name + ": a weight of the wrong size");
+      cuda::upload(l.params[p].get(), params[p], s.context.stream);
+    }
+  }
+}
+
+Tensor CudaNetwork::forward_range(const Network& network, int64_t first, int64_t last, const Tensor& x) {
+  cuda::NetworkState& s = *state_;
+  cuda::check_range(s, network, first, last);
+  if (first == 0) cuda::check_token_ids(s, x);
+  cuda::upload_cut(s, network, first, x, [&](int32_t t) { return cuda::value_of(s, t); });
+  for (int64_t i = first; i <= last; ++i) cuda::forward(*s.layers[static_cast<size_t>(i)], s.context);
+  TRAINSIM_CUDA(cudaGetLastError());
+  return cuda::download_cut(s, network, last + 1, [&](int32_t t) { return cuda::value_of(s, t); });
+}
+
+std::vector<Tensor> CudaNetwork::batch_statistics(int64_t layer) const {
+  const cuda::NetworkState& s = *state_;
+  TRAINSIM_CHECK(layer >= 0 && layer < static_cast<int64_t>(s.layers.size()), "a layer of the network");
+  const cuda::GpuLayer& l = *s.layers[static_cast<size_t>(layer)];
+  if (l.op != cuda::Op::batchnorm) return {};
+  TRAINSIM_CUDA(cudaSetDevice(s.context.device));
+  Tensor mean = cuda::download(l.norm.mean.get(), {l.norm.channels}, s.context.stream);
+  Tensor variance = cuda::download(l.norm.inv_std.get(), {l.norm.channels}, s.context.stream);
+  for (float& v : variance.data) {  // the kernels keep 1/sqrt(variance + eps) (exec/tensor's eps)
+    v = static_cast<float>(1.0 / (static_cast<double>(v) * static_cast<double>(v)) - 1e-5);
+  }
+  return {std::move(mean), std::move(variance)};
+}
+
+Tensor CudaNetwork::backward_range(const Network& network, int64_t first, int64_t last, const Tensor& dy,
+                                   Gradients& grads) {
+  cuda::NetworkState& s = *state_;
+  cuda::check_range(s, network, first, last);
+  TRAINSIM_CHECK(grads.size() == s.layers.size(), "gradients of every layer");
+  cuda::check_distinct_gradients(s, network, last + 1);
+  cuda::check_distinct_gradients(s, network, first);
+  for (int64_t i = first; i <= last; ++i) {
+    for (const auto& g : s.layers[static_cast<size_t>(i)]->grads) {
+      TRAINSIM_CUDA(cudaMemsetAsync(g.get(), 0, g.bytes(), s.context.stream));
+    }
+  }
+  cuda::upload_cut(s, network, last + 1, dy, [&](int32_t t) {
+    float* g = cuda::gradient_of(s, t);
+    TRAINSIM_CHECK(g != nullptr, "a GPU network built without input gradients");
+    return g;
+  });
+  for (int64_t i = last; i >= first; --i) cuda::backward(*s.layers[static_cast<size_t>(i)], s.context);
+  TRAINSIM_CUDA(cudaGetLastError());
+  for (int64_t i = first; i <= last; ++i) {
+    const cuda::GpuLayer& l = *s.layers[static_cast<size_t>(i)];
+    LayerGrads& into = grads[static_cast<size_t>(i)];
+    TRAINSIM_CHECK(into.size() == l.grads.size(), l.name + ": gradients of every parameter");
+    for (size_t p = 0; p < l.grads.size(); ++p) {
+      TRAINSIM_CHECK(!into[p].sparse && into[p].dense.size() == l.grads[p].size(), l.name + ": a dense gradient");
+      const Tensor g = cuda::download(l.grads[p].get(), l.param_shapes[p], s.context.stream);
+      for (size_t k = 0; k < g.data.size(); ++k) into[p].dense.data[k] += g.data[k];
+    }
+  }
+  return cuda::download_cut(s, network, first, [&](int32_t t) { return cuda::gradient_of(s, t); });
+}
+
+}  // namespace trainsim

@@ -1,0 +1,41 @@
+// Inside CudaNetwork: its context, layers and buffers, shared by the whole
+// passes (cuda_network.cpp) and the passes over a range of layers that the
+// interpreter's GPU device runs (cuda_network_range.cpp). Host code only.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "exec/cuda/cuda_layer.hpp"
+
+namespace trainsim::cuda {
+
+struct NetworkState {
+  Context context;
+  std::vector<std::unique_ptr<GpuLayer>> layers;
+  std::vector<std::vector<int32_t>> inputs;  // per layer, the tensors it reads (-1: the model's input)
+  std::vector<DeviceArray<float>> grad_buffers;  // per tensor + 1 that roots a gradient, else empty
+  std::string device_name;
+  int64_t batch = 0;
+  int64_t positions = 0, classes = 0;  // of the loss
+  DeviceArray<float> input, loss, dlogits;
+  DeviceArray<int32_t> labels;
+  std::vector<cudaEvent_t> events;  // one before the pass, then one after each timed piece
+
+  ~NetworkState() {
+    for (cudaEvent_t e : events) cudaEventDestroy(e);
+    if (context.dnn != nullptr) cudnnDestroy(context.dnn);
+    if (context.blas != nullptr) cublasDestroy(context.blas);
+    if (context.stream != nullptr) cudaStreamDestroy(context.stream);
+  }
+};
+
+// Host to device and back on `stream`; download waits for the copy.
+void upload(float* to, const Tensor& from, cudaStream_t stream);
+Tensor download(const float* from, std::vector<int64_t> shape, cudaStream_t stream);
+std::vector<int64_t> batched(int64_t batch, const std::vector<int64_t>& shape);
+// Token ids of `x` checked against each embedding that reads the model's input.
+void check_token_ids(const NetworkState& s, const Tensor& x);
+
+}  // namespace trainsim::cuda

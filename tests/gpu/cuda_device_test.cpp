@@ -1,0 +1,108 @@
+// The interpreter on the GPU device (make_cuda_device, fp32 exact): every
+// strategy's plan trains on workers sharing the GPU as it trains on CPU
+// workers, and data parallelism on virtual GPU workers equals `single` with
+// the whole batch; pipeline cuts across a residual branch and batch
+// normalization's running statistics come through. Skipped without a GPU.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+
+#include "exec/cuda/cuda_device.hpp"
+#include "tests/exec/strategy_runs.hpp"
+#include "tests/gpu/skip_without_gpu.hpp"
+
+namespace trainsim {
+namespace {
+
+using strategy_runs::RunSpec;
+using strategy_runs::StrategyRun;
+
+// Within the rounding of fp32 kernels summing in another order: every
+// iteration's loss within 1e-3 relative, the final weights within 1e-3.
+void expect_alike(const ExecResult& cpu, const ExecResult& gpu, const std::string& what) {
+  ASSERT_EQ(cpu.loss_per_iteration.size(), gpu.loss_per_iteration.size()) << what;
+  for (size_t i = 0; i < cpu.loss_per_iteration.size(); ++i) {
+    EXPECT_NEAR(gpu.loss_per_iteration[i], cpu.loss_per_iteration[i], 1e-3 * std::fabs(cpu.loss_per_iteration[i]))
+        << what << ", iteration " << i;
+  }
+  EXPECT_LT(strategy_runs::largest_weight_gap(cpu.weights, gpu.weights), 1e-3) << what;
+}
+
+RunSpec on_gpu(RunSpec spec) {
+  spec.make_device = [model = strategy_runs::model_of(spec)](int32_t) {
+    return make_cuda_device(model, 0, CudaPrecision::exact);
+  };
+  return spec;
+}
+
+class CudaDeviceStrategies : public testing::TestWithParam<strategy_runs::StrategyCase> {};
+
+TEST_P(CudaDeviceStrategies, TrainsOnTwoWorkersSharingTheGpuAsOnTheCpu) {
+  SKIP_WITHOUT_GPU();
+  const RunSpec& spec = GetParam().spec;
+  const StrategyRun cpu = strategy_runs::run(spec);
+  const StrategyRun gpu = strategy_runs::run(on_gpu(spec));
+  EXPECT_GT(gpu.result.loss_per_iteration.front(), gpu.result.loss_per_iteration.back());
+  expect_alike(cpu.result, gpu.result, GetParam().name);
+}
+
+// Every case but those on text-bag, whose bag of embeddings has no GPU kernel.
+std::vector<strategy_runs::StrategyCase> dense_cases() {
+  std::vector<strategy_runs::StrategyCase> out;
+  for (const auto& c : strategy_runs::cases()) {
+    if (!c.spec.text) out.push_back(c);
+  }
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryStrategy, CudaDeviceStrategies, testing::ValuesIn(dense_cases()),
+                         [](const testing::TestParamInfo<strategy_runs::StrategyCase>& p) { return p.param.name; });
+
+TEST(CudaDevice, DataParallelOnFourVirtualWorkersEqualsSingleWithTheWholeBatch) {
+  SKIP_WITHOUT_GPU();
+  const StrategyRun single =
+      strategy_runs::run(on_gpu({.strategy = "single", .batch = 4 * strategy_runs::kBatch, .sgd = strategy_runs::kMomentum,
+                                 .per_machine = 1}));
+  for (const char* strategy : {"dp-ring", "dp-ps", "cgdp"}) {
+    const StrategyRun dp =
+        strategy_runs::run(on_gpu({.strategy = strategy, .sgd = strategy_runs::kMomentum, .per_machine = 4}));
+    strategy_runs::expect_same_training(single.result, dp.result, strategy);
+  }
+}
+
+TEST(CudaDevice, APipelineCutAcrossAResidualBranchTrainsAsOnTheCpu) {
+  SKIP_WITHOUT_GPU();
+  // The boundary before fc2 carries fc1's output (for res) and act's.
+  const RunSpec spec{.strategy = "gpipe", .settings = {{"microbatches", "4"}, {"stages", "0-3,4-7"}},
+                     .sgd = {0.1, 0.9, 0.0}, .make_model = strategy_runs::residual_mlp};
+  expect_alike(strategy_runs::run(spec).result, strategy_runs::run(on_gpu(spec)).result, "gpipe across the branch");
+  // fortunes-gpt cut inside block 0's second residual (add1 and fc2 cross).
+  const RunSpec gpt{.strategy = "gpipe", .batch = 4, .settings = {{"microbatches", "2"}, {"stages", "0-8,9-19"}},
+                    .iterations = 3, .sgd = {0.05, 0.9, 0.0},
+                    .make_model = [] { return build_zoo_model("fortunes-gpt"); },
+                    .make_batch = strategy_runs::byte_batch};
+  expect_alike(strategy_runs::run(gpt).result, strategy_runs::run(on_gpu(gpt)).result, "gpipe across a decoder block");
+}
+
+TEST(CudaDevice, BatchNormsRunningStatisticsComeBackFromTheGpu) {
+  SKIP_WITHOUT_GPU();
+  const RunSpec spec{.strategy = "gpipe", .settings = {{"microbatches", "2"}, {"stages", "0-1,2-4"}},
+                     .sgd = {0.1, 0.9, 0.0}, .make_model = strategy_runs::batchnorm_mlp};
+  const StrategyRun cpu = strategy_runs::run(spec);
+  const StrategyRun gpu = strategy_runs::run(on_gpu(spec));
+  expect_alike(cpu.result, gpu.result, "gpipe with batch norm");
+  ASSERT_EQ(gpu.result.statistics.size(), 5u);
+  ASSERT_EQ(gpu.result.statistics[2].size(), 2u);
+  for (size_t p = 0; p < 2; ++p) {
+    const std::vector<float>& want = cpu.result.statistics[2][p].data;
+    const std::vector<float>& got = gpu.result.statistics[2][p].data;
+    ASSERT_EQ(want.size(), got.size());
+    for (size_t c = 0; c < want.size(); ++c) {
+      EXPECT_NEAR(got[c], want[c], 1e-4 * std::max(1.0f, std::fabs(want[c]))) << "statistic " << p << ", channel " << c;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace trainsim
