@@ -40,6 +40,10 @@ struct DeviceSpec {
 struct LinkSpec {
   double bandwidth_bytes_per_s = 0;  // one direction, 12e9 for PCIe 3.0 x16
   double latency_s = 0;              // per message, 1e-5
+  // Bytes of a send that may still be on their way when the send returns
+  // and its stream goes on: the socket send buffer a message is written
+  // into (TCP); 0: a send holds its stream until its message has arrived.
+  double send_buffer_bytes = 0;
 };
 
 struct HostSpec {

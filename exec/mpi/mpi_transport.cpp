@@ -49,6 +49,13 @@ int64_t tcp_eager_bytes_of(const char* btl, const char* pml, const char* eager_l
   return end != eager_limit && *end == '\0' && limit > 0 ? limit : 0;
 }
 
+int64_t tcp_send_buffer_bytes_of(int64_t eager_bytes, const char* sndbuf) {
+  if (eager_bytes <= 0 || sndbuf == nullptr) return 0;
+  char* end = nullptr;
+  const long long bytes = std::strtoll(sndbuf, &end, 10);
+  return end != sndbuf && *end == '\0' && bytes > 0 ? bytes : 0;
+}
+
 std::vector<int> mpi_host_of_ranks(MPI_Comm comm) {
   int rank = 0, size = 1;
   MPI_Comm_rank(comm, &rank);
@@ -148,6 +155,7 @@ MpiTransport::MpiTransport(MPI_Comm comm) : Transport(size_of(comm)) {
   max_tag_ = found != 0 && upper != nullptr ? *upper : 32767;  // the standard's least MPI_TAG_UB
   eager_bytes_ = tcp_eager_bytes_of(std::getenv("OMPI_MCA_btl"), std::getenv("OMPI_MCA_pml"),
                                     std::getenv("OMPI_MCA_btl_tcp_eager_limit"));
+  send_buffer_bytes_ = tcp_send_buffer_bytes_of(eager_bytes_, std::getenv("OMPI_MCA_btl_tcp_sndbuf"));
 }
 
 std::unique_ptr<MpiTransport> MpiTransport::for_endpoints(int endpoints, MPI_Comm comm) {

@@ -64,6 +64,11 @@ std::vector<double> mpi_all_gather(double value, MPI_Comm comm = MPI_COMM_WORLD)
 // variables): the TCP eager limit where `btl` names only tcp and self and
 // `pml` is unset or ob1; else 0 (shared memory's eager limit is a few KB).
 int64_t tcp_eager_bytes_of(const char* btl, const char* pml, const char* eager_limit);
+// Open MPI's TCP socket send buffer where `sndbuf` (btl_tcp_sndbuf) sets it
+// and the sends go eagerly over TCP (eager_bytes > 0): a send that waits to
+// leave (SendReturns::kLeft) returns with at most that much still in the
+// kernel. 0 otherwise (Linux then sizes the buffer itself).
+int64_t tcp_send_buffer_bytes_of(int64_t eager_bytes, const char* sndbuf);
 
 class MpiTransport final : public Transport {
  public:
@@ -82,6 +87,7 @@ class MpiTransport final : public Transport {
   int rank() const { return rank_; }
   // CollectiveAlgorithm::kLibrary: MPI_Allreduce over every rank.
   bool has_library_all_reduce() const override { return true; }
+  int64_t send_buffer_bytes() const override { return send_buffer_bytes_; }
   // The largest tag a message may carry (MPI_TAG_UB); a larger one is a plan
   // bug (logic_error).
   int64_t max_tag() const { return max_tag_; }
@@ -116,6 +122,7 @@ class MpiTransport final : public Transport {
   int rank_ = 0;
   int64_t max_tag_ = 0;
   int64_t eager_bytes_ = 0;                       // tcp_eager_bytes_of this process's settings
+  int64_t send_buffer_bytes_ = 0;                 // tcp_send_buffer_bytes_of them
   static constexpr int64_t kEagerHeaderBytes = 64;  // ob1's match header, rounded up
   std::mutex pending_mutex_;
   std::list<std::pair<MPI_Request, std::vector<float>>> pending_;  // sends in flight and their buffers

@@ -86,6 +86,10 @@ class Transport {
   // Whether the backend runs CollectiveAlgorithm::kLibrary (the MPI
   // library's own AllReduce) over every worker.
   virtual bool has_library_all_reduce() const { return false; }
+  // Bytes of a SendReturns::kLeft send that may still be on their way when
+  // it returns (the socket send buffer its message is written into); 0 where
+  // the send returns once the message has reached its receiver or is unknown.
+  virtual int64_t send_buffer_bytes() const { return 0; }
 
  protected:
   // After abort() has set aborted(): the backend wakes the waiters it blocks

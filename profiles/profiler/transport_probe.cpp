@@ -154,8 +154,10 @@ Cluster measure_transport_cluster(Transport& t, int self, const std::vector<int>
       cpu_compute_rate_while_communicating(static_cast<int64_t>(per_host), usable_cores());
   if (per_host < 2) intra = inter;
   if (hosts < 2) inter = intra;
-  c.intra_link = {intra.bandwidth_bytes_per_s, intra.latency_s};
-  c.inter_link = {inter.bandwidth_bytes_per_s, inter.latency_s};
+  // The transport's sends leave every rank alike (one launch's settings).
+  const auto buffer = static_cast<double>(t.send_buffer_bytes());
+  c.intra_link = {intra.bandwidth_bytes_per_s, intra.latency_s, buffer};
+  c.inter_link = {inter.bandwidth_bytes_per_s, inter.latency_s, buffer};
   c.collective.hop_bytes_per_s = hop;
   c.description = "measured across " + std::to_string(workers) + " workers (" + std::to_string(hosts) + " hosts of " +
                   std::to_string(per_host) + ") over their transport: ping-pong " +

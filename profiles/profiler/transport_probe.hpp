@@ -29,6 +29,7 @@ namespace trainsim {
 //   inter_link (two or more hosts): the same between worker 0 and host 1's
 //     first worker;
 //   a link the cluster lacks takes the other's figures;
+//   both links' send_buffer_bytes: the transport's (Transport::send_buffer_bytes);
 //   collective.hop_bytes_per_s (two or more workers per host): one hop of a
 //     ring within each host, every host at once (β inside a machine); 0 with
 //     one worker per host (a ring's hops then cross the inter link).

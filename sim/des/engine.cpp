@@ -208,6 +208,7 @@ void Engine::finish(OpId id) {
   int32_t s = successor_offsets_[id];
   if (op.hands_off) push(later_ns(now_ns_, handoff_ns_, id), successors_[s++], kHandedOff);  // its stream successor
   if (op.kind == OpKind::kSend) {
+    if (op.posted) ++s;  // its stream went on when only its send buffer's bytes were left
     // Its message reaches the receiving worker the link's latency later.
     const SimTime latency_ns = flows_.send_latency_ns(device_of_worker_[op.worker], op.target);
     for (; s < successor_offsets_[id + 1]; ++s) {
@@ -223,6 +224,17 @@ void Engine::finish(OpId id) {
   for (; s < successor_offsets_[id + 1]; ++s) release(successors_[s], id);
 }
 
+// A send's flow has only its send buffer's bytes left (or never had more):
+// the send returns and its stream successor may start (the executor's send
+// waits until its message is in the socket, SendReturns::kLeft); the message
+// still arrives when the flow ends.
+void Engine::post(OpId id) {
+  OpState& op = states_[id];
+  if (!op.posts || op.posted) return;
+  op.posted = true;
+  release(successors_[successor_offsets_[id]], id);
+}
+
 void Engine::release(OpId next, OpId by) {
   OpState& successor = states_[next];
   if (--successor.pending == 0) {
@@ -232,7 +244,9 @@ void Engine::release(OpId next, OpId by) {
 }
 
 void Engine::push_completions() {
-  for (const FlowCompletion& c : completions_) push(c.time_ns, flows_.op(c.flow), kFlowDone | (c.version << 2));
+  for (const FlowCompletion& c : completions_) {
+    push(c.time_ns, flows_.op(c.flow), kFlowDone | ((c.version | (c.posts ? kFlowPostsBit : 0u)) << 2));
+  }
   completions_.clear();
 }
 
@@ -260,7 +274,13 @@ SimResult Engine::run() {
         break;
       case kFlowDone: {
         const int32_t f = states_[event.op].index;
-        if (!flows_.is_current(f, event.tag >> 2)) break;  // rescheduled since
+        const uint32_t version = event.tag >> 2;
+        if (!flows_.is_current(f, version & ~kFlowPostsBit)) break;  // rescheduled since
+        if ((version & kFlowPostsBit) != 0) {
+          flows_.posted(f);
+          post(event.op);
+          break;
+        }
         flows_.leave(f, now_ns_, completions_);
         push_completions();
         finish(event.op);

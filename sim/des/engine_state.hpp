@@ -42,6 +42,9 @@ struct OpState {
   OpKind kind = OpKind::kForward;
   bool hands_off = false;      // a compute op another stream of its worker waits on, with a stream
                                // successor: that successor is released DeviceSpec::handoff_s later
+  bool posts = false;          // a send with a stream successor: its flow may release that successor
+                               // before it ends (LinkSpec::send_buffer_bytes)
+  bool posted = false;         // ... and has
 };
 static_assert(sizeof(OpState) == 32, "two op states per cache line");
 
@@ -111,6 +114,7 @@ class Engine {
   void start(OpId id);
   void finish(OpId id);
   void release(OpId next, OpId by);
+  void post(OpId id);
   SimTime compute_duration_ns(OpId id);
   void start_compute(OpId id);
   void set_communicating(int32_t worker, int32_t delta);

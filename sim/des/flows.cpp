@@ -12,7 +12,8 @@
 namespace trainsim {
 namespace {
 
-constexpr uint32_t kVersionMask = 0x3fffffffu;  // versions count modulo 2^30: the engine packs them in 30 bits
+constexpr uint32_t kVersionMask = kFlowPostsBit - 1;  // versions count modulo 2^29: the engine packs them and
+                                                      // the posts bit in 30 bits
 
 // Port index ranges, in this order: per device intra egress, intra ingress,
 // host egress (device to host), host ingress; per machine NIC egress, NIC
@@ -64,6 +65,8 @@ int32_t FlowNetwork::add_flow(OpId op, double bytes, SimTime latency_ns) {
   flow.bytes = bytes;
   flow.latency_ns = latency_ns;
   flow.port_count = 0;
+  flow.buffer_bytes = 0;
+  flow.posting = false;
   return f;
 }
 
@@ -92,6 +95,8 @@ int32_t FlowNetwork::add_send(OpId op, int32_t from_device, int32_t to_device, d
     add_port(f, machine_port(kNicEgress, from_machine));
     add_port(f, machine_port(kNicIngress, to_machine));
   }
+  flows_[f].buffer_bytes = (crosses ? cluster_.inter_link : cluster_.intra_link).send_buffer_bytes;
+  flows_[f].posting = flows_[f].buffer_bytes > 0;
   return f;
 }
 
@@ -121,7 +126,7 @@ bool FlowNetwork::join(int32_t f, SimTime now_ns, std::vector<FlowCompletion>& s
     active_[port].push_back(f);
     update_share(port);
   }
-  reshare(f, now_ns, schedule);
+  reshare(f, now_ns, schedule);  // its rate changed from 0: its completion and post are scheduled
   return true;
 }
 
@@ -165,8 +170,17 @@ void FlowNetwork::reshare(int32_t f, SimTime now_ns, std::vector<FlowCompletion>
       flow.version = (flow.version + 1) & kVersionMask;
       const SimTime left_ns = to_clock_ns(round_ns(flow.remaining_bytes / rate), flow.op);
       schedule.push_back({g, later_ns(now_ns, left_ns, flow.op), flow.version});
+      schedule_post(g, now_ns, schedule);
     }
   }
+}
+
+void FlowNetwork::schedule_post(int32_t f, SimTime now_ns, std::vector<FlowCompletion>& schedule) {
+  const Flow& flow = flows_[f];
+  if (!flow.posting) return;
+  const double over_bytes = std::max(0.0, flow.remaining_bytes - flow.buffer_bytes);  // 0: it fits, posts now
+  const SimTime until_ns = to_clock_ns(round_ns(over_bytes / flow.rate_bytes_per_ns), flow.op);
+  schedule.push_back({f, later_ns(now_ns, until_ns, flow.op), flow.version, true});
 }
 
 }  // namespace trainsim

@@ -15,13 +15,17 @@
 
 namespace trainsim {
 
-// A flow's predicted completion. A later reschedule of the same flow bumps its
-// version, so an older completion is stale.
+// A flow's predicted completion, or (posts) the time a send's flow has only
+// its send buffer's bytes left. A later reschedule of the same flow bumps its
+// version, so an older completion is stale. Versions count modulo 2^29; the
+// engine carries `posts` as kFlowPostsBit of the version.
 struct FlowCompletion {
   int32_t flow = 0;
   SimTime time_ns = 0;
   uint32_t version = 0;
+  bool posts = false;
 };
+inline constexpr uint32_t kFlowPostsBit = 1u << 29;
 
 class FlowNetwork {
  public:
@@ -36,8 +40,10 @@ class FlowNetwork {
   // the network holds the flows in flight, not one per transfer of the run.
   // A send crossing machines also uses both machines' NICs. A send moves its
   // bytes at once: its link's latency (send_latency_ns) is in flight after
-  // it, not on its stream. Copies wait the host-link latency first; host
-  // accumulation none.
+  // it, not on its stream. Where its link has a send buffer
+  // (LinkSpec::send_buffer_bytes), the flow also posts: once no more than
+  // that many bytes are left to move (at once for a message that fits). Copies
+  // wait the host-link latency first; host accumulation none.
   int32_t add_send(OpId op, int32_t from_device, int32_t to_device, double bytes);
   int32_t add_copy(OpId op, int32_t device, bool to_host, double bytes);
   int32_t add_host_accumulate(OpId op, int32_t machine, double bytes);
@@ -49,6 +55,8 @@ class FlowNetwork {
   }
   OpId op(int32_t f) const { return flows_[f].op; }
   bool is_current(int32_t f, uint32_t version) const { return flows_[f].version == version; }
+  // Flow f's post has come: no more are scheduled.
+  void posted(int32_t f) { flows_[f].posting = false; }
 
   // Flow f's latency has passed at now_ns: it joins its ports. Returns false
   // when it has no bytes to move (it is done now, and its slot free); else
@@ -69,6 +77,8 @@ class FlowNetwork {
     int32_t port_count = 0;
     std::array<int32_t, 4> ports{};
     OpId op = -1;
+    double buffer_bytes = 0;  // a send's link's send buffer
+    bool posting = false;     // its post is still to come
   };
 
   int32_t device_port(int range, int32_t device) const;    // range: one of flows.cpp's PortRange
@@ -78,6 +88,8 @@ class FlowNetwork {
   void free_slot(int32_t f);
   void update_share(int32_t port);  // after its active flows changed
   void reshare(int32_t f, SimTime now_ns, std::vector<FlowCompletion>& schedule);
+  // A posting flow's post, from its remaining bytes at its rate, and whether it came.
+  void schedule_post(int32_t f, SimTime now_ns, std::vector<FlowCompletion>& schedule);
 
   const Cluster& cluster_;
   const std::string where_;

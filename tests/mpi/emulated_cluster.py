@@ -79,6 +79,12 @@ def main():
                          "not 2 machines of 1")
             if not 0.8 * 25e6 <= link <= 1.02 * 25e6:
                 sys.exit(f"the measured link between the hosts carries {link / 1e6:.1f} MB/s, not the shaped 25 MB/s")
+            # The ranks' sends leave into a socket buffer of 131072 B (5 ms of the
+            # link, 128 KiB at least: emulated_socket_buffer_bytes), which the
+            # simulator lets a send's stream move on past.
+            buffer = cluster["inter_link"].get("send_buffer_bytes")
+            if buffer != 131072:
+                sys.exit(f"the measured cluster's send buffer is {buffer}, not the 131072 B the ranks were given")
             print(f"profile --cluster-out across the hosts: 2 machines x 1, link {link / 1e6:.1f} MB/s "
                   f"(shaped 25 MB/s), latency {cluster['inter_link']['latency_s'] * 1e6:.0f} us")
             # validate across the hosts: every strategy asked ran (single on rank 0, the

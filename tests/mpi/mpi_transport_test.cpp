@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
 #include <numeric>
 #include <random>
 #include <stdexcept>
@@ -166,8 +168,24 @@ TEST(MpiTransport, EagerMessagesAreThoseOfTcpAloneWithinItsLimit) {
   EXPECT_EQ(tcp_eager_bytes_of("vader,tcp,self", nullptr, "1073741824"), 0);  // shared memory between a host's ranks
   EXPECT_EQ(tcp_eager_bytes_of(nullptr, nullptr, "1073741824"), 0);           // whatever Open MPI picks
   EXPECT_EQ(tcp_eager_bytes_of("tcp,self", "ucx", "1073741824"), 0);
+  // The socket buffer a send that waits to leave returns with: btl_tcp_sndbuf, where sends are eager over TCP.
+  EXPECT_EQ(tcp_send_buffer_bytes_of(int64_t{1} << 30, "655360"), 655360);
+  EXPECT_EQ(tcp_send_buffer_bytes_of(int64_t{1} << 30, nullptr), 0);  // Linux sizes it: unknown
+  EXPECT_EQ(tcp_send_buffer_bytes_of(0, "655360"), 0);                // not eager over TCP
+  EXPECT_EQ(tcp_send_buffer_bytes_of(65536, "0"), 0);                 // Open MPI's "the system's"
   EXPECT_EQ(tcp_eager_bytes_of("self", nullptr, nullptr), 0);
   EXPECT_EQ(tcp_eager_bytes_of("tcp,self", nullptr, "1g"), 0);
+}
+
+// Under ctest's mpi_transport_tcp (tcp and self alone, btl_tcp_sndbuf
+// 262144) the sends leave into that buffer; on shared memory, none.
+TEST(MpiTransport, ItsSendBufferIsTheTcpSocketsWhereSendsGoEagerlyOverTcp) {
+  MpiTransport t;
+  const char* btl = std::getenv("OMPI_MCA_btl");
+  const bool tcp_alone = btl != nullptr && std::string(btl) == "tcp,self";
+  const char* sndbuf = std::getenv("OMPI_MCA_btl_tcp_sndbuf");
+  EXPECT_EQ(t.send_buffer_bytes(), tcp_alone && sndbuf != nullptr ? std::atoll(sndbuf) : 0)
+      << (btl != nullptr ? btl : "btl unset");
 }
 
 TEST(MpiTransport, AnAbortWakesAWaitingReceive) {

@@ -169,6 +169,23 @@ TEST(Presets, PackBytesPerSecondIsOptionalAndPositive) {
   }
 }
 
+TEST(Presets, SendBuffersAreOptionalAndNotNegative) {
+  Cluster c = cluster_presets().front();
+  EXPECT_FALSE(cluster_to_json(c)["inter_link"].contains("send_buffer_bytes"));  // presets: none
+  c.inter_link.send_buffer_bytes = 131072;
+  nlohmann::json doc = cluster_to_json(c);
+  EXPECT_EQ(cluster_from_json(doc, "f").inter_link.send_buffer_bytes, 131072.0);
+  EXPECT_EQ(cluster_from_json(doc, "f").intra_link.send_buffer_bytes, 0.0);
+  doc["intra_link"]["send_buffer_bytes"] = -1;
+  try {
+    cluster_from_json(doc, "f");
+    FAIL() << "a negative send buffer was accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("intra_link"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("send_buffer_bytes"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Presets, LoadClusterFindsEveryPresetByName) {
   for (const Cluster& c : cluster_presets()) expect_same_cluster(load_cluster(c.name), c);
 }
