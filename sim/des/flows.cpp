@@ -67,6 +67,8 @@ int32_t FlowNetwork::add_flow(OpId op, double bytes, SimTime latency_ns) {
   flow.port_count = 0;
   flow.buffer_bytes = 0;
   flow.posting = false;
+  flow.connection = -1;
+  flow.waiting = false;
   return f;
 }
 
@@ -95,8 +97,10 @@ int32_t FlowNetwork::add_send(OpId op, int32_t from_device, int32_t to_device, d
     add_port(f, machine_port(kNicEgress, from_machine));
     add_port(f, machine_port(kNicIngress, to_machine));
   }
-  flows_[f].buffer_bytes = (crosses ? cluster_.inter_link : cluster_.intra_link).send_buffer_bytes;
-  flows_[f].posting = flows_[f].buffer_bytes > 0;
+  Flow& flow = flows_[f];
+  flow.buffer_bytes = (crosses ? cluster_.inter_link : cluster_.intra_link).send_buffer_bytes;
+  flow.posting = flow.buffer_bytes > 0;
+  if (flow.posting) flow.connection = static_cast<int64_t>(from_device) * devices_ + to_device;
   return f;
 }
 
@@ -121,13 +125,29 @@ bool FlowNetwork::join(int32_t f, SimTime now_ns, std::vector<FlowCompletion>& s
   flow.remaining_bytes = flow.bytes;
   flow.updated_ns = now_ns;
   flow.rate_bytes_per_ns = 0;
+  if (flow.connection >= 0) {
+    std::deque<int32_t>& queue = connections_[flow.connection];
+    queue.push_back(f);
+    if (queue.size() > 1) {  // behind another message of its connection: it waits, and may post
+      flow.waiting = true;
+      schedule_post(f, now_ns, schedule);
+      return true;
+    }
+  }
+  start_moving(f, now_ns, schedule);
+  return true;
+}
+
+void FlowNetwork::start_moving(int32_t f, SimTime now_ns, std::vector<FlowCompletion>& schedule) {
+  Flow& flow = flows_[f];
+  flow.waiting = false;
+  flow.updated_ns = now_ns;
   for (int32_t p = 0; p < flow.port_count; ++p) {
     const int32_t port = flow.ports[p];
     active_[port].push_back(f);
     update_share(port);
   }
   reshare(f, now_ns, schedule);  // its rate changed from 0: its completion and post are scheduled
-  return true;
 }
 
 void FlowNetwork::leave(int32_t f, SimTime now_ns, std::vector<FlowCompletion>& schedule) {
@@ -142,6 +162,16 @@ void FlowNetwork::leave(int32_t f, SimTime now_ns, std::vector<FlowCompletion>& 
   }
   reshare(f, now_ns, schedule);
   free_slot(f);
+  if (flow.connection < 0) return;
+  const auto it = connections_.find(flow.connection);
+  TRAINSIM_CHECK(it != connections_.end() && !it->second.empty() && it->second.front() == f,
+                 "a finished send was not the first of its connection");
+  it->second.pop_front();
+  if (it->second.empty()) {
+    connections_.erase(it);
+    return;
+  }
+  start_moving(it->second.front(), now_ns, schedule);  // the next message of the connection
 }
 
 void FlowNetwork::update_share(int32_t port) {
@@ -170,16 +200,36 @@ void FlowNetwork::reshare(int32_t f, SimTime now_ns, std::vector<FlowCompletion>
       flow.version = (flow.version + 1) & kVersionMask;
       const SimTime left_ns = to_clock_ns(round_ns(flow.remaining_bytes / rate), flow.op);
       schedule.push_back({g, later_ns(now_ns, left_ns, flow.op), flow.version});
-      schedule_post(g, now_ns, schedule);
+      if (flow.connection >= 0) schedule_connection_posts(flow.connection, now_ns, schedule);
     }
   }
 }
 
+double FlowNetwork::remaining_at(const Flow& flow, SimTime now_ns) const {
+  return std::max(0.0, flow.remaining_bytes - flow.rate_bytes_per_ns * static_cast<double>(now_ns - flow.updated_ns));
+}
+
+void FlowNetwork::schedule_connection_posts(int64_t connection, SimTime now_ns, std::vector<FlowCompletion>& schedule) {
+  for (const int32_t f : connections_.at(connection)) schedule_post(f, now_ns, schedule);
+}
+
 void FlowNetwork::schedule_post(int32_t f, SimTime now_ns, std::vector<FlowCompletion>& schedule) {
-  const Flow& flow = flows_[f];
+  Flow& flow = flows_[f];
   if (!flow.posting) return;
-  const double over_bytes = std::max(0.0, flow.remaining_bytes - flow.buffer_bytes);  // 0: it fits, posts now
-  const SimTime until_ns = to_clock_ns(round_ns(over_bytes / flow.rate_bytes_per_ns), flow.op);
+  const std::deque<int32_t>& queue = connections_.at(flow.connection);
+  const Flow& head = flows_[queue.front()];
+  double queued_bytes = 0;  // the connection's bytes to move up to and including f's
+  for (const int32_t g : queue) {
+    queued_bytes += g == queue.front() ? remaining_at(head, now_ns) : flows_[g].remaining_bytes;
+    if (g == f) break;
+  }
+  const double over_bytes = std::max(0.0, queued_bytes - flow.buffer_bytes);  // 0: it fits, posts now
+  if (over_bytes > 0 && !(over_bytes <= remaining_at(head, now_ns) && head.rate_bytes_per_ns > 0)) {
+    return;  // not while the head moves: scheduled again when the next message starts
+  }
+  if (flow.waiting) flow.version = (flow.version + 1) & kVersionMask;  // its earlier post is stale
+  const SimTime until_ns =
+      over_bytes > 0 ? to_clock_ns(round_ns(over_bytes / head.rate_bytes_per_ns), flow.op) : SimTime{0};
   schedule.push_back({f, later_ns(now_ns, until_ns, flow.op), flow.version, true});
 }
 

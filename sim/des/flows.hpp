@@ -7,7 +7,9 @@
 
 #include <array>
 #include <cstdint>
+#include <deque>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "profiles/cluster.hpp"
@@ -41,9 +43,11 @@ class FlowNetwork {
   // A send crossing machines also uses both machines' NICs. A send moves its
   // bytes at once: its link's latency (send_latency_ns) is in flight after
   // it, not on its stream. Where its link has a send buffer
-  // (LinkSpec::send_buffer_bytes), the flow also posts: once no more than
-  // that many bytes are left to move (at once for a message that fits). Copies
-  // wait the host-link latency first; host accumulation none.
+  // (LinkSpec::send_buffer_bytes), the sends from one device to another go
+  // one after another, as over one TCP connection, and each also posts once
+  // no more than the buffer's bytes of its connection, its own included, are
+  // left to move (at once where they fit). Copies wait the host-link latency
+  // first; host accumulation none.
   int32_t add_send(OpId op, int32_t from_device, int32_t to_device, double bytes);
   int32_t add_copy(OpId op, int32_t device, bool to_host, double bytes);
   int32_t add_host_accumulate(OpId op, int32_t machine, double bytes);
@@ -79,6 +83,8 @@ class FlowNetwork {
     OpId op = -1;
     double buffer_bytes = 0;  // a send's link's send buffer
     bool posting = false;     // its post is still to come
+    int64_t connection = -1;  // a send with a buffer: its connection (from device · devices + to device)
+    bool waiting = false;     // ... behind another message of it, off its ports
   };
 
   int32_t device_port(int range, int32_t device) const;    // range: one of flows.cpp's PortRange
@@ -88,8 +94,15 @@ class FlowNetwork {
   void free_slot(int32_t f);
   void update_share(int32_t port);  // after its active flows changed
   void reshare(int32_t f, SimTime now_ns, std::vector<FlowCompletion>& schedule);
-  // A posting flow's post, from its remaining bytes at its rate, and whether it came.
+  // The flow joins its ports: it moves bytes from now.
+  void start_moving(int32_t f, SimTime now_ns, std::vector<FlowCompletion>& schedule);
+  // A posting flow's post: when the bytes of its connection up to and
+  // including it, moving at the head's rate, are down to its buffer.
   void schedule_post(int32_t f, SimTime now_ns, std::vector<FlowCompletion>& schedule);
+  // Every posting flow of a connection, after its head's rate changed.
+  void schedule_connection_posts(int64_t connection, SimTime now_ns, std::vector<FlowCompletion>& schedule);
+  // Flow f's bytes still to move at now_ns.
+  double remaining_at(const Flow& flow, SimTime now_ns) const;
 
   const Cluster& cluster_;
   const std::string where_;
@@ -102,6 +115,7 @@ class FlowNetwork {
   std::vector<uint32_t> stamp_of_flow_;        // marks flows already reshared in one pass
   uint32_t stamp_ = 0;
   std::vector<int32_t> free_slots_;            // flows_ entries whose flow has finished
+  std::unordered_map<int64_t, std::deque<int32_t>> connections_;  // posting sends in flight, in order, by connection
   std::vector<int32_t> machine_of_device_;
   SimTime intra_latency_ns_ = 0;  // the links' latencies on the clock
   SimTime inter_latency_ns_ = 0;
