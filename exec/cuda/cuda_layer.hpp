@@ -56,6 +56,10 @@ struct Context {
   DeviceArray<float> ones;
 };
 
+// Batch and layer normalization's eps, exec/tensor's: the kernels keep
+// 1/sqrt(variance + eps) per channel or row.
+inline constexpr double kNormEps = 1e-5;
+
 // cuDNN's description of one convolution and the algorithms chosen for it.
 struct ConvPlan {
   cudnnTensorDescriptor_t x = nullptr, y = nullptr, bias = nullptr;

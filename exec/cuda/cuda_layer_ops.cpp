@@ -157,8 +157,6 @@ void conv_backward(const GpuLayer& l, Context& c) {
 // takes them, kept for the backward (the device's own kernels: cuDNN's
 // cudnnBatchNormalization* spread a channel over one block and took 10-25x
 // longer at batch 1024, docs/results.md).
-constexpr double kNormEps = 1e-5;
-
 void plan_norm(GpuLayer& l) {
   NormPlan& p = l.norm;
   p.channels = l.in_shape[0];

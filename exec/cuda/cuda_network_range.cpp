@@ -132,8 +132,8 @@ std::vector<Tensor> CudaNetwork::batch_statistics(int64_t layer) const {
   TRAINSIM_CUDA(cudaSetDevice(s.context.device));
   Tensor mean = cuda::download(l.norm.mean.get(), {l.norm.channels}, s.context.stream);
   Tensor variance = cuda::download(l.norm.inv_std.get(), {l.norm.channels}, s.context.stream);
-  for (float& v : variance.data) {  // the kernels keep 1/sqrt(variance + eps) (exec/tensor's eps)
-    v = static_cast<float>(1.0 / (static_cast<double>(v) * static_cast<double>(v)) - 1e-5);
+  for (float& v : variance.data) {  // the kernels keep 1/sqrt(variance + eps)
+    v = static_cast<float>(1.0 / (static_cast<double>(v) * static_cast<double>(v)) - cuda::kNormEps);
   }
   return {std::move(mean), std::move(variance)};
 }

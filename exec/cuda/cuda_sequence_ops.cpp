@@ -14,7 +14,6 @@
 namespace trainsim::cuda {
 namespace {
 
-constexpr double kNormEps = 1e-5;  // exec/tensor's LayerNorm
 constexpr float kOne = 1.0f, kZero = 0.0f;
 
 // The {T, d} table of `layer` as exec/tensor computes it: the CPU kernel's
