@@ -25,8 +25,10 @@ STRATEGIES = ["single", "dp-ps", "dp-ring", "dp-overlap", "pipesgd", "cgdp", "pi
 BATCHES = [64, 1024]
 RUNS = 3
 # Under memcheck, every kernel of every layer alone (the whole networks' five
-# steps take minutes there).
-MEMCHECK_TESTS = "CudaNetwork.EveryLayer*:CudaNetwork.ABatchNorm*:CudaNetwork.AnAdd*:CudaNetwork.Transformer*:CudaNetwork.ResidualNetworkLayers*:CudaNetwork.ATimedPass*"
+# steps take minutes there), and the interpreter's range passes on a small
+# pipeline with batch normalization.
+MEMCHECK_TESTS = ("CudaNetwork.EveryLayer*:CudaNetwork.ABatchNorm*:CudaNetwork.AnAdd*:CudaNetwork.Transformer*:"
+                  "CudaNetwork.ResidualNetworkLayers*:CudaNetwork.ATimedPass*:CudaDevice.BatchNorms*")
 
 
 def run(cmd, log, check=True, timeout=None):
