@@ -208,11 +208,11 @@ void Engine::finish(OpId id) {
   int32_t s = successor_offsets_[id];
   if (op.hands_off) push(later_ns(now_ns_, handoff_ns_, id), successors_[s++], kHandedOff);  // its stream successor
   if (op.kind == OpKind::kSend) {
-    if (op.posted) ++s;  // its stream went on when only its send buffer's bytes were left
     // Its message reaches the receiving worker the link's latency later.
     const SimTime latency_ns = flows_.send_latency_ns(device_of_worker_[op.worker], op.target);
     for (; s < successor_offsets_[id + 1]; ++s) {
       const OpId next = successors_[s];
+      if (op.posted && states_[next].worker == op.worker) continue;  // went on when the send returned
       if (handed_off_by_[next] == id && latency_ns > 0) {
         push(later_ns(now_ns_, latency_ns, id), next, kHandedOff);
       } else {
@@ -225,14 +225,17 @@ void Engine::finish(OpId id) {
 }
 
 // A send's flow has only its send buffer's bytes left (or never had more):
-// the send returns and its stream successor may start (the executor's send
-// waits until its message is in the socket, SendReturns::kLeft); the message
-// still arrives when the flow ends.
+// the send returns, and what its own worker runs after it (its stream
+// successor, a barrier waiting on it) may start, as the executor's send op
+// is done once its message is in the socket (SendReturns::kLeft); the
+// message still arrives when the flow ends.
 void Engine::post(OpId id) {
   OpState& op = states_[id];
   if (!op.posts || op.posted) return;
   op.posted = true;
-  release(successors_[successor_offsets_[id]], id);
+  for (int32_t s = successor_offsets_[id]; s < successor_offsets_[id + 1]; ++s) {
+    if (states_[successors_[s]].worker == op.worker) release(successors_[s], id);
+  }
 }
 
 void Engine::release(OpId next, OpId by) {

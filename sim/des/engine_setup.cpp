@@ -126,7 +126,7 @@ void Engine::read_ops() {
     has_work_ |= op.work_s > 0 || op.bytes > 0;
     state.pending = static_cast<int32_t>(op.deps.size()) + has_stream_predecessor[id];
     if (stream_next[id] >= 0) ++successor_offsets_[id + 1];
-    state.posts = op.kind == OpKind::kSend && stream_next[id] >= 0;
+    state.posts = op.kind == OpKind::kSend;
     const size_t end = dep_pairs_end + 2 * op.deps.size();
     if (end > dep_of.size()) dep_of.resize(std::max(end, 2 * dep_of.size()));
     OpId* pair = dep_of.data() + dep_pairs_end;

@@ -1,7 +1,8 @@
 // Sends into a send buffer (LinkSpec::send_buffer_bytes): a device's
 // messages to one peer go in order, as over one TCP connection; a send's
-// stream goes on once no more than the buffer's bytes of its connection are
-// left to move, while its message still arrives when all of it has. Clusters are
+// stream, and whatever else of its worker waits on it, goes on once no more
+// than the buffer's bytes of its connection are left to move, while its
+// message still arrives when all of it has. Clusters are
 // simple_cluster's round numbers: intra link 10 B/ns and 10 us, inter link
 // 1 B/ns and 50 us.
 #include <gtest/gtest.h>
@@ -67,6 +68,38 @@ TEST(DesSendBuffer, WithoutABufferASendHoldsItsStreamUntilItsMessageHasMoved) {
   EXPECT_EQ(t.r.timings[t.small].end_ns, 1100 * kUs);
   EXPECT_EQ(t.r.timings[t.after].start_ns, 1100 * kUs);
   EXPECT_EQ(t.r.timings[t.big_recv].end_ns, 1050 * kUs);
+}
+
+// A send of 1e6 B from worker 0 (machine 0) to worker 1 (machine 1), alone
+// on its stream, and 1 us of work on each worker's compute stream that
+// waits on it (as a pipeline's barrier waits on the iteration's last send):
+// the send's end and each work's start.
+struct WaitOnSend {
+  SimTime send_end, own_start, peer_start;
+};
+WaitOnSend wait_on_send(double buffer_bytes) {
+  PlanBuilder b("test", 2, 1, 1);
+  const OpId send = b.add(send_op(0, 1, 1e6));
+  const OpId own = b.add(compute_op(0, 1e-6, {send}));
+  const OpId recv = b.add(recv_op(1, 0, send));
+  const OpId peer = b.add(compute_op(1, 1e-6, {recv}));
+  Cluster cluster = simple_cluster(2, 1);
+  cluster.inter_link.send_buffer_bytes = buffer_bytes;
+  const SimResult r = simulate_plan(std::move(b).build(), cluster, {});
+  return {r.timings[send].end_ns, r.timings[own].start_ns, r.timings[peer].start_ns};
+}
+
+TEST(DesSendBuffer, WhatTheSenderRunsAfterTheSendGoesOnWhenTheSendReturnsOnAnyStream) {
+  // 1e6 B at 1 B/ns: 2.5e5 B left at 750 us, when the send returns and the
+  // sender's work after it starts; the message has moved at 1000 us and
+  // the peer's work starts after its recv, 50 us later.
+  const WaitOnSend posted = wait_on_send(2.5e5);
+  EXPECT_EQ(posted.own_start, 750 * kUs);
+  EXPECT_EQ(posted.send_end, 1000 * kUs);
+  EXPECT_EQ(posted.peer_start, 1050 * kUs);
+  const WaitOnSend held = wait_on_send(0);  // no buffer: both wait for the whole message
+  EXPECT_EQ(held.own_start, 1000 * kUs);
+  EXPECT_EQ(held.peer_start, 1050 * kUs);
 }
 
 // Three sends of 1e5 B on one stream within a machine (10 B/ns), then 1 us
