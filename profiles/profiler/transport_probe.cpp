@@ -150,8 +150,10 @@ Cluster measure_transport_cluster(Transport& t, int self, const std::vector<int>
   c.machines = hosts;
   c.devices_per_machine = static_cast<int64_t>(per_host);
   c.name = "cpu" + std::to_string(hosts) + "x" + std::to_string(per_host) + "-measured";
-  c.device.compute_rate_while_communicating =
-      cpu_compute_rate_while_communicating(static_cast<int64_t>(per_host), usable_cores());
+  // As the run pins its threads: every worker of the plan on this rank's
+  // cores (worker_thread_core), so that the ranks of emulated hosts, which
+  // share one machine's cores, share them as they run.
+  c.device.compute_rate_while_communicating = cpu_compute_rate_while_communicating(workers, usable_cores());
   if (per_host < 2) intra = inter;
   if (hosts < 2) inter = intra;
   // The transport's sends leave every rank alike (one launch's settings).

@@ -121,7 +121,7 @@ void Engine::set_communicating(int32_t worker, int32_t delta) {
 }
 
 // The other side of that sharing: a collective whose members communicate on
-// their workers' cores runs at the shared rate while any member's worker
+// their workers' cores runs at its shared rate while any member's worker
 // computes (the slowest member paces it), at full rate otherwise.
 void Engine::start_collective(Collective& c) {
   c.remaining_ns = static_cast<double>(c.duration_ns);
@@ -139,7 +139,7 @@ void Engine::start_collective(Collective& c) {
 }
 
 void Engine::reschedule_collective(Collective& c) {
-  const double rate = c.computing > 0 ? shared_rate_ : 1.0;
+  const double rate = c.computing > 0 ? c.shared_rate : 1.0;
   const OpId first = collective_ops_[c.first_slot];
   const SimTime left_ns = to_clock_ns(std::ceil(c.remaining_ns / rate), first);
   for (int32_t m = 0; m < c.members; ++m) {
@@ -159,7 +159,7 @@ void Engine::set_computing(int32_t worker, int32_t delta) {
     const bool was = c.computing > 0;
     c.computing += delta;
     if (was == (c.computing > 0)) continue;
-    const double old_rate = was ? shared_rate_ : 1.0;
+    const double old_rate = was ? c.shared_rate : 1.0;
     c.remaining_ns = std::max(0.0, c.remaining_ns - old_rate * static_cast<double>(now_ns_ - c.since_ns));
     c.since_ns = now_ns_;
     reschedule_collective(c);

@@ -227,20 +227,31 @@ void Engine::price_collectives() {
                                 std::to_string(plan_.ops[listed].group));
     }
     const LinkParams link = collective_link_for(cluster_, c.crosses_machines);
+    const double pack_s = collective_call_overhead_s(cluster_, c.bytes, c.members) - cluster_.collective.sync_s;
     // A barrier: one global synchronization, t_sync (docs/equations.md §2).
     double duration_s = barrier_s(c.members, cluster_.collective.sync_s);
+    double cores_s = 0;  // the part the workers' cores do: reductions (γ), packing, the codec
     if (c.kind == OpKind::kAllReduce) {
       // docs/equations.md §2: the algorithm's α-β-γ time, plus the per-call t_sync (and packing) the cost models add.
       duration_s = allreduce_s(c.algorithm, c.bytes, c.members, link) + collective_call_overhead_s(cluster_, c.bytes, c.members);
+      cores_s = allreduce_s(c.algorithm, c.bytes, c.members, {0, 0, link.gamma_s_per_byte}) + pack_s;
       if (c.codec != Codec::kNone) {  // the codec at every hop, on the float32 bytes the wire's encode
         const std::string compression = codec_name(c.codec);
-        duration_s += ring_codec_s(cluster_, compression, c.bytes / wire_fraction(compression), c.members);
+        const double codec_s = ring_codec_s(cluster_, compression, c.bytes / wire_fraction(compression), c.members);
+        duration_s += codec_s;
+        cores_s += codec_s;
       }
     } else if (c.kind == OpKind::kBroadcast) {
       // docs/equations.md §2, broadcast/binomial tree: ⌈lg p⌉(α + nβ), plus t_sync.
       duration_s = broadcast_tree_s(c.bytes, c.members, link) + collective_call_overhead_s(cluster_, c.bytes, c.members);
+      cores_s = pack_s;
     }
     c.duration_ns = duration_ns(duration_s, collective_ops_[c.first_slot]);
+    c.shared_rate = shared_rate_;
+    if (c.crosses_machines && duration_s > 0) {  // the links' time goes on at full rate
+      const double on_cores = std::clamp(cores_s / duration_s, 0.0, 1.0);
+      c.shared_rate = 1 / (on_cores / shared_rate_ + (1 - on_cores));
+    }
   }
 }
 

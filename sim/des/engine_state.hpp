@@ -87,9 +87,14 @@ struct Collective {
   int32_t machine = 0;     // of the first member listed
   bool crosses_machines = false;
   SimTime duration_ns = 0;
+  // Its rate while a member's worker computes, where communication shares
+  // the workers' cores: the device's shared rate on the part of its time
+  // those cores do (all of it within a machine; across machines its
+  // reductions, packing and codec, not the links' time).
+  double shared_rate = 1;
   // While it runs, where communication shares the workers' cores: its time
   // left at full rate as of since_ns, and how many members' workers are
-  // computing (it then runs at the shared rate, paced by those members).
+  // computing (it then runs at shared_rate, paced by those members).
   bool running = false;
   double remaining_ns = 0;
   SimTime since_ns = 0;

@@ -9,8 +9,10 @@
 #include <string>
 #include <vector>
 
+#include "exec/interpreter.hpp"
 #include "exec/transport/in_process.hpp"
 #include "model/error.hpp"
+#include "profiles/profiler/cluster_probe.hpp"
 #include "profiles/profiler/transport_probe.hpp"
 #include "tests/profiles/quick_probe.hpp"
 
@@ -53,6 +55,12 @@ TEST(TransportProbe, OneWorkerPerHostLeavesTheRingToTheInterLink) {
   EXPECT_EQ(c.collective.hop_bytes_per_s, 0);
   EXPECT_EQ(c.intra_link.bandwidth_bytes_per_s, c.inter_link.bandwidth_bytes_per_s);  // none inside a host
   EXPECT_GT(c.inter_link.bandwidth_bytes_per_s, 0);
+  // The run pins all three workers' threads on this machine's cores
+  // (worker_thread_core over the plan's workers), as emulated hosts share
+  // them: compute shares its core with communication where 3 workers'
+  // 6 threads find fewer cores.
+  EXPECT_EQ(c.device.compute_rate_while_communicating, cpu_compute_rate_while_communicating(3, usable_cores()));
+  EXPECT_EQ(c.device.compute_rate_while_communicating, usable_cores() < 6 ? 0.5 : 1.0);
 }
 
 TEST(TransportProbe, HostsOfUnequalSizesAreRefusedOnEveryWorker) {

@@ -1,0 +1,165 @@
+// Cores shared between a worker's compute and its communication
+// (DeviceSpec::compute_rate_while_communicating) and the hand-off between
+// its streams (DeviceSpec::handoff_s). Clusters are simple_cluster's round
+// numbers: intra link 10 GB/s (10 B/ns) and 10 us, inter link 1 GB/s and
+// 50 us, collective reduction 50 GB/s and t_sync 20 us.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "sim/des/engine.hpp"
+#include "tests/fixtures/profiles.hpp"
+#include "tests/sim/des/des_fixtures.hpp"
+
+namespace trainsim {
+namespace {
+
+using testing_fixtures::collective_op;
+using testing_fixtures::compute_op;
+using testing_fixtures::recv_op;
+using testing_fixtures::send_op;
+using testing_fixtures::simple_cluster;
+
+constexpr SimTime kUs = 1000;  // nanoseconds
+constexpr SimTime kMs = 1000000;
+
+SimResult run(PlanBuilder& b, const Cluster& cluster) { return simulate_plan(std::move(b).build(), cluster, {}); }
+
+// DeviceSpec::compute_rate_while_communicating: where a worker's compute and
+// its communication share the cores, a compute op progresses at the shared
+// rate while its worker's collective is in flight, and the collective at the
+// shared rate while any member's worker computes. The AllReduce of 1e6 B
+// over 2 members (ring, docs/equations.md §2): 2α = 20 us, nβ = 100 us,
+// nγ/2 = 10 us, + t_sync 20 us = 150 us at full rate.
+TEST(DesCoreSharing, ComputeAndAnAllReduceBesideItShareTheCores) {
+  for (const double rate : {1.0, 0.5, 0.25}) {
+    PlanBuilder b("test", 2, 1, 1);
+    const int32_t g = b.group({0, 1});
+    std::vector<OpId> work, ar;
+    for (int32_t w = 0; w < 2; ++w) {
+      work.push_back(b.add(compute_op(w, 1e-3)));
+      ar.push_back(b.add(collective_op(w, OpKind::kAllReduce, g, 1e6)));
+    }
+    Cluster cluster = simple_cluster(1, 2);
+    cluster.device.compute_rate_while_communicating = rate;
+    const SimResult r = run(b, cluster);
+    // Both at `rate` until the AllReduce's 150 us of work is done, at 150/rate
+    // us; by then the compute has done 150 us of its 1 ms, the rest at full rate.
+    const auto ar_end = static_cast<SimTime>(std::llround(150e3 / rate));
+    for (int32_t w = 0; w < 2; ++w) {
+      EXPECT_EQ(r.timings[ar[w]].end_ns, ar_end) << "rate " << rate;
+      EXPECT_EQ(r.timings[work[w]].end_ns, ar_end + 850 * kUs) << "rate " << rate;
+    }
+  }
+}
+
+// Across machines only the part of a collective the cores do slows beside
+// compute; the links' time goes on. The AllReduce of 1e6 B between two
+// machines (ring, docs/equations.md §2): 2α = 100 us, nβ = 1000 us, nγ/2 =
+// 10 us, t_sync 20 us, packing at 1 GB/s 1000 us: 2130 us, of which the
+// cores do 1010 us (γ and packing). At r = 0.5 it runs at 1 / (1010/2130 /
+// 0.5 + 1120/2130) = 2130/3140 of full rate while a member computes.
+TEST(DesCoreSharing, AcrossMachinesTheLinksTimeGoesOnBesideCompute) {
+  for (const double rate : {1.0, 0.5}) {
+    PlanBuilder b("test", 2, 1, 1);
+    const int32_t g = b.group({0, 1});
+    std::vector<OpId> work, ar;
+    for (int32_t w = 0; w < 2; ++w) {
+      work.push_back(b.add(compute_op(w, 5e-3)));
+      ar.push_back(b.add(collective_op(w, OpKind::kAllReduce, g, 1e6)));
+    }
+    Cluster cluster = simple_cluster(2, 1);
+    cluster.collective.pack_bytes_per_s = 1e9;
+    cluster.device.compute_rate_while_communicating = rate;
+    const SimResult r = run(b, cluster);
+    // Both computing throughout: the AllReduce takes 2130 us of work at its
+    // shared rate, 3140 us at r = 0.5 (4260 us if all of it slowed); the
+    // compute does 1570 us of its 5 ms by then at 0.5, the rest at full rate.
+    const double ar_end_us = rate == 1.0 ? 2130 : 3140;
+    const double work_end_us = rate == 1.0 ? 5000 : 3140 + (5000 - 1570);
+    for (int32_t w = 0; w < 2; ++w) {
+      EXPECT_NEAR(static_cast<double>(r.timings[ar[w]].end_ns), ar_end_us * kUs, 2) << "rate " << rate;
+      EXPECT_NEAR(static_cast<double>(r.timings[work[w]].end_ns), work_end_us * kUs, 2) << "rate " << rate;
+    }
+  }
+}
+
+TEST(DesCoreSharing, OneMemberComputingPacesTheAllReduceAndOpsSpeedUpWhenItEnds) {
+  PlanBuilder b("test", 2, 1, 1);
+  const int32_t g = b.group({0, 1});
+  const OpId first = b.add(compute_op(0, 100e-6));
+  const OpId second = b.add(compute_op(0, 1e-3));
+  const OpId ar0 = b.add(collective_op(0, OpKind::kAllReduce, g, 1e6));
+  const OpId ar1 = b.add(collective_op(1, OpKind::kAllReduce, g, 1e6));
+  Cluster cluster = simple_cluster(1, 2);
+  cluster.device.compute_rate_while_communicating = 0.5;
+  const SimResult r = run(b, cluster);
+  // Worker 0 computes throughout, so the AllReduce runs at half rate on both
+  // members: 150 us of work, ends at 300 us. The first op's 100 us at half
+  // rate end at 200 us; the second does 50 us by 300 us, then 950 us alone.
+  EXPECT_EQ(r.timings[ar0].end_ns, 300 * kUs);
+  EXPECT_EQ(r.timings[ar1].end_ns, 300 * kUs);
+  EXPECT_EQ(r.timings[first].end_ns, 200 * kUs);
+  EXPECT_EQ(r.timings[second].start_ns, 200 * kUs);
+  EXPECT_EQ(r.timings[second].end_ns, 1250 * kUs);
+}
+
+TEST(DesCoreSharing, ABarrierKeepsItsTimeBesideCompute) {
+  // A barrier's members wait asleep: it takes t_sync (20 us) whatever runs.
+  PlanBuilder b("test", 2, 1, 1);
+  const int32_t g = b.group({0, 1});
+  b.add(compute_op(0, 1e-3));
+  const OpId barrier = b.add(collective_op(0, OpKind::kBarrier, g, 0));
+  b.add(collective_op(1, OpKind::kBarrier, g, 0));
+  Cluster cluster = simple_cluster(1, 2);
+  cluster.device.compute_rate_while_communicating = 0.5;
+  EXPECT_EQ(run(b, cluster).timings[barrier].end_ns, 20 * kUs);
+}
+
+// DeviceSpec::handoff_s: a compute op that releases another stream of its
+// own worker delays its stream's next op, not the op it releases.
+TEST(DesHandoff, TheComputeStreamResumesAfterTheHandoffAndTheSendStartsAtOnce) {
+  for (const double handoff_s : {30e-6, 0.0}) {
+    PlanBuilder b("test", 2, 1, 1);
+    const OpId f = b.add(compute_op(0, 1e-3));
+    const OpId s = b.add(send_op(0, 1, 1e6, {f}));
+    b.add(recv_op(1, 0, s));
+    const OpId next = b.add(compute_op(0, 1e-3));
+    const OpId alone = b.add(compute_op(0, 1e-3));  // hands nothing over: no gap after `next`
+    Cluster cluster = simple_cluster(1, 2);
+    cluster.device.handoff_s = handoff_s;
+    const SimResult r = run(b, cluster);
+    const auto gap = static_cast<SimTime>(std::llround(handoff_s * 1e9));
+    EXPECT_EQ(r.timings[s].start_ns, 1 * kMs);
+    EXPECT_EQ(r.timings[s].end_ns, 1100 * kUs);  // 1e6 B / 10 B/ns, with or without a hand-off
+    EXPECT_EQ(r.timings[next].start_ns, 1 * kMs + gap);
+    EXPECT_EQ(r.timings[alone].start_ns, 2 * kMs + gap);
+  }
+}
+
+TEST(DesHandoff, AnOpOnAnotherWorkerIsNotAHandoff) {
+  PlanBuilder b("test", 2, 1, 1);
+  const OpId f = b.add(compute_op(0, 1e-3));
+  const OpId next = b.add(compute_op(0, 1e-3));
+  const OpId other = b.add(compute_op(1, 1e-3, {f}));  // another worker's compute waits on f
+  Cluster cluster = simple_cluster(1, 2);
+  cluster.device.handoff_s = 30e-6;
+  const SimResult r = run(b, cluster);
+  EXPECT_EQ(r.timings[next].start_ns, 1 * kMs);
+  EXPECT_EQ(r.timings[other].start_ns, 1 * kMs);
+}
+
+TEST(DesCoreSharing, AWorkerWithoutCommunicationKeepsItsFullRate) {
+  PlanBuilder b("test", 3, 1, 1);
+  const int32_t g = b.group({0, 1});
+  b.add(collective_op(0, OpKind::kAllReduce, g, 1e6));
+  b.add(collective_op(1, OpKind::kAllReduce, g, 1e6));
+  const OpId alone = b.add(compute_op(2, 1e-3));
+  Cluster cluster = simple_cluster(1, 3);
+  cluster.device.compute_rate_while_communicating = 0.5;
+  EXPECT_EQ(run(b, cluster).timings[alone].end_ns, 1 * kMs);
+}
+
+}  // namespace
+}  // namespace trainsim
