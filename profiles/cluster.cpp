@@ -14,7 +14,8 @@ LinkSpec read_link(const nlohmann::json& doc, const std::string& key, const std:
   const nlohmann::json& j = require_field(doc, key, where);
   const std::string at = where + ": " + key;
   return LinkSpec{require_positive(j, "bandwidth_bytes_per_s", at), require_nonnegative(j, "latency_s", at),
-                  optional_nonnegative(j, "send_buffer_bytes", at).value_or(0.0)};
+                  optional_nonnegative(j, "send_buffer_bytes", at).value_or(0.0),
+                  optional_nonnegative(j, "burst_bytes", at).value_or(0.0)};
 }
 
 nlohmann::json collective_json(const CollectiveSpec& k) {
@@ -32,6 +33,7 @@ nlohmann::json collective_json(const CollectiveSpec& k) {
 nlohmann::json link_json(const LinkSpec& link) {
   nlohmann::json j{{"bandwidth_bytes_per_s", link.bandwidth_bytes_per_s}, {"latency_s", link.latency_s}};
   if (link.send_buffer_bytes != 0) j["send_buffer_bytes"] = link.send_buffer_bytes;  // optional: absent means none
+  if (link.burst_bytes != 0) j["burst_bytes"] = link.burst_bytes;                    // optional: absent means none
   return j;
 }
 

@@ -44,6 +44,11 @@ struct LinkSpec {
   // and its stream goes on: the socket send buffer a message is written
   // into (TCP); 0: a send holds its stream until its message has arrived.
   double send_buffer_bytes = 0;
+  // A token bucket on the link (as `tc tbf` shapes one, or a cloud NIC's
+  // burst allowance): after an idle period up to this many bytes cross at
+  // once, the bucket refilling at the bandwidth while the link is idle;
+  // 0: every byte at the bandwidth.
+  double burst_bytes = 0;
 };
 
 struct HostSpec {

@@ -204,7 +204,11 @@ ChannelFit fit_channel(std::vector<ChannelSample> samples) {
     variance += (s.bytes - mean_bytes) * (s.bytes - mean_bytes);
   }
   const double slope_s_per_byte = covariance / variance;
-  if (slope_s_per_byte > 0) fit.bandwidth_bytes_per_s = 1.0 / slope_s_per_byte;
+  if (slope_s_per_byte > 0) {
+    fit.bandwidth_bytes_per_s = 1.0 / slope_s_per_byte;
+    const double intercept_s = mean_s - slope_s_per_byte * mean_bytes;
+    fit.burst_bytes = std::max(0.0, fit.latency_s - intercept_s) * fit.bandwidth_bytes_per_s;
+  }
   return fit;
 }
 

@@ -23,6 +23,11 @@ struct ChannelSample {
 struct ChannelFit {
   double latency_s = 0;
   double bandwidth_bytes_per_s = 0;
+  // A token bucket's depth (LinkSpec::burst_bytes): where the large
+  // messages' line crosses the time axis below the latency, the bytes the
+  // bandwidth moves in that gap crossed at once (each ping-pong message
+  // starts on a link idle while the reply crossed it); 0 where it does not.
+  double burst_bytes = 0;
 };
 
 // Fits a sweep (any order, at least one sample, times > 0): latency_s = the

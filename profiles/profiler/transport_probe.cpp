@@ -158,8 +158,8 @@ Cluster measure_transport_cluster(Transport& t, int self, const std::vector<int>
   if (hosts < 2) inter = intra;
   // The transport's sends leave every rank alike (one launch's settings).
   const auto buffer = static_cast<double>(t.send_buffer_bytes());
-  c.intra_link = {intra.bandwidth_bytes_per_s, intra.latency_s, buffer};
-  c.inter_link = {inter.bandwidth_bytes_per_s, inter.latency_s, buffer};
+  c.intra_link = {intra.bandwidth_bytes_per_s, intra.latency_s, buffer, intra.burst_bytes};
+  c.inter_link = {inter.bandwidth_bytes_per_s, inter.latency_s, buffer, inter.burst_bytes};
   c.collective.hop_bytes_per_s = hop;
   c.description = "measured across " + std::to_string(workers) + " workers (" + std::to_string(hosts) + " hosts of " +
                   std::to_string(per_host) + ") over their transport: ping-pong " +

@@ -35,6 +35,11 @@ FlowNetwork::FlowNetwork(const Cluster& cluster, std::string where)
   for (double c : {inter, inter, reduce}) capacity_bytes_per_ns_.insert(capacity_bytes_per_ns_.end(), machines_, c);
   active_.assign(capacity_bytes_per_ns_.size(), {});
   share_bytes_per_ns_.assign(capacity_bytes_per_ns_.size(), 0.0);
+  const double intra_burst = cluster.intra_link.burst_bytes, inter_burst = cluster.inter_link.burst_bytes;
+  for (double b : {intra_burst, intra_burst, 0.0, 0.0}) burst_bytes_.insert(burst_bytes_.end(), devices_, b);
+  for (double b : {inter_burst, inter_burst, 0.0}) burst_bytes_.insert(burst_bytes_.end(), machines_, b);
+  credit_bytes_ = burst_bytes_;  // full at the start
+  idle_since_ns_.assign(capacity_bytes_per_ns_.size(), 0);
   machine_of_device_.resize(devices_);
   for (int32_t d = 0; d < devices_; ++d) machine_of_device_[d] = static_cast<int32_t>(d / cluster.devices_per_machine);
   intra_latency_ns_ = duration_ns(cluster.intra_link.latency_s, -1);
@@ -138,10 +143,32 @@ bool FlowNetwork::join(int32_t f, SimTime now_ns, std::vector<FlowCompletion>& s
   return true;
 }
 
+double FlowNetwork::take_burst(const Flow& flow, SimTime now_ns) {
+  double burst = flow.remaining_bytes;
+  bool bucketed = false;
+  for (int32_t p = 0; p < flow.port_count; ++p) {
+    const int32_t port = flow.ports[p];
+    if (!(burst_bytes_[port] > 0)) continue;
+    bucketed = true;
+    if (active_[port].empty()) {  // idle since its last flow left: refilled at its bandwidth since
+      const double refill = capacity_bytes_per_ns_[port] * static_cast<double>(now_ns - idle_since_ns_[port]);
+      credit_bytes_[port] = std::min(burst_bytes_[port], credit_bytes_[port] + refill);
+      idle_since_ns_[port] = now_ns;
+    }
+    burst = std::min(burst, credit_bytes_[port]);
+  }
+  if (!bucketed) return 0;
+  for (int32_t p = 0; p < flow.port_count; ++p) {
+    if (burst_bytes_[flow.ports[p]] > 0) credit_bytes_[flow.ports[p]] -= burst;
+  }
+  return burst;
+}
+
 void FlowNetwork::start_moving(int32_t f, SimTime now_ns, std::vector<FlowCompletion>& schedule) {
   Flow& flow = flows_[f];
   flow.waiting = false;
   flow.updated_ns = now_ns;
+  flow.remaining_bytes -= take_burst(flow, now_ns);
   for (int32_t p = 0; p < flow.port_count; ++p) {
     const int32_t port = flow.ports[p];
     active_[port].push_back(f);
@@ -158,6 +185,7 @@ void FlowNetwork::leave(int32_t f, SimTime now_ns, std::vector<FlowCompletion>& 
     TRAINSIM_CHECK(it != on_port.end(), "a finished flow was not on its port");
     *it = on_port.back();
     on_port.pop_back();
+    if (on_port.empty()) idle_since_ns_[flow.ports[p]] = now_ns;  // its bucket refills from now
     update_share(flow.ports[p]);
   }
   reshare(f, now_ns, schedule);

@@ -17,6 +17,11 @@
 
 namespace trainsim {
 
+// A link's token bucket (LinkSpec::burst_bytes): a flow that starts moving
+// takes, at once, as many of its bytes as every bucketed port on its path
+// holds (a path without one takes none); a port's bucket refills at its
+// bandwidth while no flow moves through it, up to the depth.
+
 // A flow's predicted completion, or (posts) the time a send's flow has only
 // its send buffer's bytes left. A later reschedule of the same flow bumps its
 // version, so an older completion is stale. Versions count modulo 2^29; the
@@ -94,8 +99,10 @@ class FlowNetwork {
   void free_slot(int32_t f);
   void update_share(int32_t port);  // after its active flows changed
   void reshare(int32_t f, SimTime now_ns, std::vector<FlowCompletion>& schedule);
-  // The flow joins its ports: it moves bytes from now.
+  // The flow joins its ports: it takes its burst and moves bytes from now.
   void start_moving(int32_t f, SimTime now_ns, std::vector<FlowCompletion>& schedule);
+  // Flow f's bytes that cross at once from the buckets of its ports, taken from them.
+  double take_burst(const Flow& flow, SimTime now_ns);
   // A posting flow's post: when the bytes of its connection up to and
   // including it, moving at the head's rate, are down to its buffer.
   void schedule_post(int32_t f, SimTime now_ns, std::vector<FlowCompletion>& schedule);
@@ -112,6 +119,9 @@ class FlowNetwork {
   std::vector<double> capacity_bytes_per_ns_;  // per port
   std::vector<std::vector<int32_t>> active_;   // per port: the flows moving bytes through it
   std::vector<double> share_bytes_per_ns_;     // per port: its capacity over its active flows
+  std::vector<double> burst_bytes_;            // per port: its token bucket's depth (0: none)
+  std::vector<double> credit_bytes_;           // per port: its bucket's bytes as of idle_since_ns_
+  std::vector<SimTime> idle_since_ns_;         // per port: when its last active flow left
   std::vector<uint32_t> stamp_of_flow_;        // marks flows already reshared in one pass
   uint32_t stamp_ = 0;
   std::vector<int32_t> free_slots_;            // flows_ entries whose flow has finished

@@ -186,6 +186,23 @@ TEST(Presets, SendBuffersAreOptionalAndNotNegative) {
   }
 }
 
+TEST(Presets, BurstsAreOptionalAndNotNegative) {
+  Cluster c = cluster_presets().front();
+  EXPECT_FALSE(cluster_to_json(c)["inter_link"].contains("burst_bytes"));  // presets: none
+  c.inter_link.burst_bytes = 125000;
+  nlohmann::json doc = cluster_to_json(c);
+  EXPECT_EQ(cluster_from_json(doc, "f").inter_link.burst_bytes, 125000.0);
+  EXPECT_EQ(cluster_from_json(doc, "f").intra_link.burst_bytes, 0.0);
+  doc["inter_link"]["burst_bytes"] = -1;
+  try {
+    cluster_from_json(doc, "f");
+    FAIL() << "a negative burst was accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("inter_link"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("burst_bytes"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Presets, LoadClusterFindsEveryPresetByName) {
   for (const Cluster& c : cluster_presets()) expect_same_cluster(load_cluster(c.name), c);
 }
