@@ -165,7 +165,8 @@ Cluster measure_transport_cluster(Transport& t, int self, const std::vector<int>
                   std::to_string(per_host) + ") over their transport: ping-pong " +
                   std::to_string(o.min_message_bytes) + " B.." + std::to_string(o.max_message_bytes) +
                   " B within and between hosts (bandwidth: least-squares slope of the large ones; latency: the "
-                  "smallest's one-way time), ring hops within each host at once; each device probed with every "
+                  "smallest's one-way time; token bucket: the bytes crossing at once where the large ones' line passes "
+                  "below the latency), ring hops within each host at once; each device probed with every "
                   "worker busy (" + c.device.name + ")";
   validate_cluster(c, "measured cluster " + c.name);
   const std::string text = cluster_to_json(c).dump();
