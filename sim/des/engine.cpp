@@ -231,7 +231,7 @@ void Engine::finish(OpId id) {
 // message still arrives when the flow ends.
 void Engine::post(OpId id) {
   OpState& op = states_[id];
-  if (!op.posts || op.posted) return;
+  if (op.posted) return;  // only a send's flow posts
   op.posted = true;
   for (int32_t s = successor_offsets_[id]; s < successor_offsets_[id + 1]; ++s) {
     if (states_[successors_[s]].worker == op.worker) release(successors_[s], id);

@@ -126,7 +126,6 @@ void Engine::read_ops() {
     has_work_ |= op.work_s > 0 || op.bytes > 0;
     state.pending = static_cast<int32_t>(op.deps.size()) + has_stream_predecessor[id];
     if (stream_next[id] >= 0) ++successor_offsets_[id + 1];
-    state.posts = op.kind == OpKind::kSend;
     const size_t end = dep_pairs_end + 2 * op.deps.size();
     if (end > dep_of.size()) dep_of.resize(std::max(end, 2 * dep_of.size()));
     OpId* pair = dep_of.data() + dep_pairs_end;
@@ -227,13 +226,14 @@ void Engine::price_collectives() {
                                 std::to_string(plan_.ops[listed].group));
     }
     const LinkParams link = collective_link_for(cluster_, c.crosses_machines);
-    const double pack_s = collective_call_overhead_s(cluster_, c.bytes, c.members) - cluster_.collective.sync_s;
+    const double call_s = collective_call_overhead_s(cluster_, c.bytes, c.members);
+    const double pack_s = call_s - cluster_.collective.sync_s;
     // A barrier: one global synchronization, t_sync (docs/equations.md §2).
     double duration_s = barrier_s(c.members, cluster_.collective.sync_s);
     double cores_s = 0;  // the part the workers' cores do: reductions (γ), packing, the codec
     if (c.kind == OpKind::kAllReduce) {
       // docs/equations.md §2: the algorithm's α-β-γ time, plus the per-call t_sync (and packing) the cost models add.
-      duration_s = allreduce_s(c.algorithm, c.bytes, c.members, link) + collective_call_overhead_s(cluster_, c.bytes, c.members);
+      duration_s = allreduce_s(c.algorithm, c.bytes, c.members, link) + call_s;
       cores_s = allreduce_s(c.algorithm, c.bytes, c.members, {0, 0, link.gamma_s_per_byte}) + pack_s;
       if (c.codec != Codec::kNone) {  // the codec at every hop, on the float32 bytes the wire's encode
         const std::string compression = codec_name(c.codec);
@@ -243,7 +243,7 @@ void Engine::price_collectives() {
       }
     } else if (c.kind == OpKind::kBroadcast) {
       // docs/equations.md §2, broadcast/binomial tree: ⌈lg p⌉(α + nβ), plus t_sync.
-      duration_s = broadcast_tree_s(c.bytes, c.members, link) + collective_call_overhead_s(cluster_, c.bytes, c.members);
+      duration_s = broadcast_tree_s(c.bytes, c.members, link) + call_s;
       cores_s = pack_s;
     }
     c.duration_ns = duration_ns(duration_s, collective_ops_[c.first_slot]);

@@ -42,9 +42,8 @@ struct OpState {
   OpKind kind = OpKind::kForward;
   bool hands_off = false;      // a compute op another stream of its worker waits on, with a stream
                                // successor: that successor is released DeviceSpec::handoff_s later
-  bool posts = false;          // a send: its flow may release its own worker's ops after it (its
+  bool posted = false;         // a send whose flow has released its own worker's ops after it (its
                                // stream successor, a barrier) before it ends (LinkSpec::send_buffer_bytes)
-  bool posted = false;         // ... and has
 };
 static_assert(sizeof(OpState) == 32, "two op states per cache line");
 

@@ -26,6 +26,28 @@ constexpr SimTime kMs = 1000000;
 
 SimResult run(PlanBuilder& b, const Cluster& cluster) { return simulate_plan(std::move(b).build(), cluster, {}); }
 
+// Two workers, each computing `work_s` beside its AllReduce of 1e6 B with
+// the other: each compute op's end and each AllReduce's end.
+struct Beside {
+  std::vector<SimTime> work_end, ar_end;
+};
+Beside compute_beside_allreduce(const Cluster& cluster, double work_s) {
+  PlanBuilder b("test", 2, 1, 1);
+  const int32_t g = b.group({0, 1});
+  std::vector<OpId> work, ar;
+  for (int32_t w = 0; w < 2; ++w) {
+    work.push_back(b.add(compute_op(w, work_s)));
+    ar.push_back(b.add(collective_op(w, OpKind::kAllReduce, g, 1e6)));
+  }
+  const SimResult r = run(b, cluster);
+  Beside out;
+  for (int32_t w = 0; w < 2; ++w) {
+    out.work_end.push_back(r.timings[work[w]].end_ns);
+    out.ar_end.push_back(r.timings[ar[w]].end_ns);
+  }
+  return out;
+}
+
 // DeviceSpec::compute_rate_while_communicating: where a worker's compute and
 // its communication share the cores, a compute op progresses at the shared
 // rate while its worker's collective is in flight, and the collective at the
@@ -34,22 +56,15 @@ SimResult run(PlanBuilder& b, const Cluster& cluster) { return simulate_plan(std
 // nγ/2 = 10 us, + t_sync 20 us = 150 us at full rate.
 TEST(DesCoreSharing, ComputeAndAnAllReduceBesideItShareTheCores) {
   for (const double rate : {1.0, 0.5, 0.25}) {
-    PlanBuilder b("test", 2, 1, 1);
-    const int32_t g = b.group({0, 1});
-    std::vector<OpId> work, ar;
-    for (int32_t w = 0; w < 2; ++w) {
-      work.push_back(b.add(compute_op(w, 1e-3)));
-      ar.push_back(b.add(collective_op(w, OpKind::kAllReduce, g, 1e6)));
-    }
     Cluster cluster = simple_cluster(1, 2);
     cluster.device.compute_rate_while_communicating = rate;
-    const SimResult r = run(b, cluster);
+    const Beside r = compute_beside_allreduce(cluster, 1e-3);
     // Both at `rate` until the AllReduce's 150 us of work is done, at 150/rate
     // us; by then the compute has done 150 us of its 1 ms, the rest at full rate.
     const auto ar_end = static_cast<SimTime>(std::llround(150e3 / rate));
     for (int32_t w = 0; w < 2; ++w) {
-      EXPECT_EQ(r.timings[ar[w]].end_ns, ar_end) << "rate " << rate;
-      EXPECT_EQ(r.timings[work[w]].end_ns, ar_end + 850 * kUs) << "rate " << rate;
+      EXPECT_EQ(r.ar_end[w], ar_end) << "rate " << rate;
+      EXPECT_EQ(r.work_end[w], ar_end + 850 * kUs) << "rate " << rate;
     }
   }
 }
@@ -62,25 +77,18 @@ TEST(DesCoreSharing, ComputeAndAnAllReduceBesideItShareTheCores) {
 // 0.5 + 1120/2130) = 2130/3140 of full rate while a member computes.
 TEST(DesCoreSharing, AcrossMachinesTheLinksTimeGoesOnBesideCompute) {
   for (const double rate : {1.0, 0.5}) {
-    PlanBuilder b("test", 2, 1, 1);
-    const int32_t g = b.group({0, 1});
-    std::vector<OpId> work, ar;
-    for (int32_t w = 0; w < 2; ++w) {
-      work.push_back(b.add(compute_op(w, 5e-3)));
-      ar.push_back(b.add(collective_op(w, OpKind::kAllReduce, g, 1e6)));
-    }
     Cluster cluster = simple_cluster(2, 1);
     cluster.collective.pack_bytes_per_s = 1e9;
     cluster.device.compute_rate_while_communicating = rate;
-    const SimResult r = run(b, cluster);
+    const Beside r = compute_beside_allreduce(cluster, 5e-3);
     // Both computing throughout: the AllReduce takes 2130 us of work at its
     // shared rate, 3140 us at r = 0.5 (4260 us if all of it slowed); the
     // compute does 1570 us of its 5 ms by then at 0.5, the rest at full rate.
     const double ar_end_us = rate == 1.0 ? 2130 : 3140;
     const double work_end_us = rate == 1.0 ? 5000 : 3140 + (5000 - 1570);
     for (int32_t w = 0; w < 2; ++w) {
-      EXPECT_NEAR(static_cast<double>(r.timings[ar[w]].end_ns), ar_end_us * kUs, 2) << "rate " << rate;
-      EXPECT_NEAR(static_cast<double>(r.timings[work[w]].end_ns), work_end_us * kUs, 2) << "rate " << rate;
+      EXPECT_NEAR(static_cast<double>(r.ar_end[w]), ar_end_us * kUs, 2) << "rate " << rate;
+      EXPECT_NEAR(static_cast<double>(r.work_end[w]), work_end_us * kUs, 2) << "rate " << rate;
     }
   }
 }
