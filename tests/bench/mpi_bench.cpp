@@ -90,14 +90,14 @@ int main(int argc, char** argv) {
     std::vector<float> data(count, 1.0f), out(count);
     std::vector<double> ring_s, library_s;
     for (int r = 0; r < repetitions; ++r) {
-      MPI_Barrier(MPI_COMM_WORLD);
+      transport.barrier(rank, group, tag++);
       auto start = Clock::now();
       transport.all_reduce(rank, group, tag++, data, trainsim::CollectiveAlgorithm::kRing);
-      MPI_Barrier(MPI_COMM_WORLD);
+      transport.barrier(rank, group, tag++);
       ring_s.push_back(seconds_since(start));
       start = Clock::now();
       MPI_Allreduce(data.data(), out.data(), static_cast<int>(count), MPI_FLOAT, MPI_SUM, raw);
-      MPI_Barrier(MPI_COMM_WORLD);
+      transport.barrier(rank, group, tag++);
       library_s.push_back(seconds_since(start));
       std::fill(data.begin(), data.end(), 1.0f);
     }
