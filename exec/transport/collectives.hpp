@@ -53,8 +53,11 @@ Chunk even_chunk(int64_t n, int parts, int index);
 
 // Ring AllReduce: reduce-scatter then allgather, p-1 steps each, chunk i of
 // p (even_chunk) finished on rank i-1 (mod p). Per member 2(p-1)/p·n values
-// sent, up to chunk rounding.
-void all_reduce_ring(CollectivePeers& peers, std::span<float> data);
+// sent, up to chunk rounding, in messages of at most `segment` values: a
+// rank forwards each segment as soon as it has it. The segments change no
+// sum: every value is added in the same order.
+inline constexpr int64_t kRingSegmentValues = int64_t{1} << 16;  // 256 KiB of float32
+void all_reduce_ring(CollectivePeers& peers, std::span<float> data, int64_t segment = kRingSegmentValues);
 
 // Recursive doubling: lg p' exchanges of the whole vector with the partner
 // at distance 2^k. Rabenseifner: recursive-halving reduce-scatter, then

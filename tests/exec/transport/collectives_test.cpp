@@ -6,11 +6,13 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <random>
+#include <string>
 
 #include "exec/transport/in_process.hpp"
 
@@ -200,6 +202,54 @@ TEST(CollectiveTraffic, RingSendsTwoTimesNMinusOneOverNOfTheVectorPerWorker) {
         if (p > 1) {
           EXPECT_EQ(traffic.collective_bytes.at(7)[static_cast<size_t>(w)], traffic.sent_bytes(w));
           EXPECT_EQ(traffic.pair_messages[static_cast<size_t>(w)][static_cast<size_t>((w + 1) % p)], 2 * (p - 1));
+        }
+      }
+    }
+  }
+}
+
+// The ring called directly with segments of `segment` values on p threads.
+TrafficStats run_ring(std::vector<std::vector<float>>& data, int64_t segment) {
+  const int p = static_cast<int>(data.size());
+  InProcessTransport transport(p, 30.0);
+  const std::vector<int> group = iota_group(p);
+  run_workers(transport, p, [&](int w) {
+    CollectivePeers peers(transport, w, group, 7);
+    all_reduce_ring(peers, data[static_cast<size_t>(w)], segment);
+  });
+  return transport.traffic();
+}
+
+TEST(CollectiveTraffic, TheRingsSegmentsChangeNoBitAndEachIsOneMessage) {
+  for (int p = 2; p <= 5; ++p) {
+    for (int64_t n : {0, 5, 100, 1001}) {
+      std::vector<std::vector<float>> whole;
+      for (int w = 0; w < p; ++w) whole.push_back(random_values(static_cast<uint64_t>(50 * p + w), n));
+      std::vector<std::vector<float>> inputs = whole;
+      run_ring(whole, kRingSegmentValues);
+      for (int64_t segment : {1, 3, 7}) {
+        std::vector<std::vector<float>> data = inputs;
+        const TrafficStats traffic = run_ring(data, segment);
+        const std::string where = "p=" + std::to_string(p) + " n=" + std::to_string(n) + " segment " +
+                                  std::to_string(segment);
+        for (int w = 0; w < p && n > 0; ++w) {
+          ASSERT_EQ(std::memcmp(data[static_cast<size_t>(w)].data(), whole[static_cast<size_t>(w)].data(),
+                                sizeof(float) * static_cast<size_t>(n)),
+                    0)
+              << where << ": worker " << w;
+        }
+        // Worker w sends chunks w, w-1, ..., w-p+2 (reduce-scatter) and w+1,
+        // w, ..., w-p+3 (allgather): each its ⌈count / segment⌉ messages, one
+        // for an empty chunk.
+        for (int w = 0; w < p; ++w) {
+          int64_t messages = 0;
+          for (int step = 0; step < 2 * (p - 1); ++step) {
+            const int index = step < p - 1 ? w - step : w + 1 - (step - (p - 1));
+            const int64_t count = even_chunk(n, p, ((index % p) + p) % p).count;
+            messages += std::max<int64_t>(1, (count + segment - 1) / segment);
+          }
+          EXPECT_EQ(traffic.pair_messages[static_cast<size_t>(w)][static_cast<size_t>((w + 1) % p)], messages)
+              << where << ": worker " << w;
         }
       }
     }
