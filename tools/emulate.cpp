@@ -146,17 +146,11 @@ std::string EmulatedCluster::host_address(int host) const {
 // that queue (tcp_limit_output_bytes), so a send completed with megabytes
 // still to cross: a server's weights sent to three workers one after
 // another crossed at once, sharing the link.
-//
-// mpi_yield_when_idle 1: the hosts share this machine's cores with the
-// kernel's work that carries their packets across the bridge, and a rank
-// spinning in a blocking Open MPI call held its core until the scheduler's
-// next tick: a blocking 4-byte message took 4 ms one way, 14 us with the
-// rank yielding (docs/results.md).
 std::string EmulatedCluster::mpirun_options() const {
   return "--hostfile " + hostfile() + " --mca plm_rsh_agent " + agent() +
          " --mca btl tcp,self --mca btl_tcp_if_include " + subnet + " --mca oob_tcp_if_include " + subnet +
          " --mca rtc_hwloc_vmhole none --mca btl_tcp_eager_limit " + kTcpEagerLimit + " --mca btl_tcp_sndbuf " +
-         std::to_string(emulated_socket_buffer_bytes(link)) + " --mca mpi_yield_when_idle 1";
+         std::to_string(emulated_socket_buffer_bytes(link));
 }
 
 std::string emulate_root() { return "/run/trainsim-emulate"; }

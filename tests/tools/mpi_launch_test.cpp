@@ -119,14 +119,5 @@ TEST(EmulatedCluster, SocketBuffersHoldFiveMillisecondsOfTheLink) {
   EXPECT_NE(c.mpirun_options().find("--mca btl_tcp_sndbuf 625000"), std::string::npos) << c.mpirun_options();
 }
 
-// The emulated hosts' ranks yield in Open MPI's blocking calls: spinning,
-// they kept the kernel from carrying their packets until the next tick.
-TEST(EmulatedCluster, RanksYieldWhileOpenMpiWaits) {
-  EmulatedCluster c;
-  c.link = "200mbit";
-  c.subnet = "10.77.1.0/24";
-  EXPECT_NE(c.mpirun_options().find("--mca mpi_yield_when_idle 1"), std::string::npos) << c.mpirun_options();
-}
-
 }  // namespace
 }  // namespace trainsim
