@@ -67,6 +67,7 @@ nlohmann::json cluster_to_json(const Cluster& c) {
             {"stream_sync_s", c.host.stream_sync_s}}},
           {"collective", collective_json(c.collective)}};
   if (c.device.handoff_s != 0) doc["device"]["handoff_s"] = c.device.handoff_s;  // optional: absent means 0
+  if (c.shared_cores != 0) doc["shared_cores"] = c.shared_cores;                    // optional: absent means 0
   return doc;
 }
 
@@ -77,6 +78,7 @@ Cluster cluster_from_json(const nlohmann::json& doc, const std::string& where) {
   c.description = doc.contains("description") ? require_string(doc, "description", where) : "";
   c.machines = require_integer(doc, "machines", where, 1);
   c.devices_per_machine = require_integer(doc, "devices_per_machine", where, 1);
+  if (doc.contains("shared_cores")) c.shared_cores = require_integer(doc, "shared_cores", where, 1);
   const nlohmann::json& d = require_field(doc, "device", where);
   const std::string at = where + ": device";
   c.device.name = require_string(d, "name", at);

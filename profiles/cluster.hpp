@@ -98,6 +98,12 @@ struct Cluster {
   LinkSpec inter_link;              // between machines (per machine NIC)
   HostSpec host;
   CollectiveSpec collective;
+  // Where every machine of the cluster is emulated on one computer (network
+  // namespaces, `cluster emulate`): that computer's cores, which all workers'
+  // threads share, worker w's on core w mod shared_cores. The simulator then
+  // shares each core among the work its workers put on it (docs/simulator.md).
+  // Optional in the file: 0 (the default), each device its own.
+  int64_t shared_cores = 0;
 };
 
 inline int64_t device_count(const Cluster& cluster) { return cluster.machines * cluster.devices_per_machine; }

@@ -1,15 +1,18 @@
 // measure_transport_cluster: ping-pong sweeps and ring hops over the
-// workers' transport, the device probe on every worker at once, and worker
-// 0's assembly sent to the others.
+// workers' transport, the device probe on every worker at once (its
+// hand-off on each in turn), whether every worker runs on this computer,
+// and worker 0's assembly sent to the others.
 #include "profiles/profiler/transport_probe.hpp"
 
 #include <algorithm>
+#include <fstream>
 #include <numeric>
 #include <string>
 
 #include "exec/interpreter.hpp"
 #include "model/error.hpp"
 #include "profiles/profiler/timing.hpp"
+#include "profiles/profiler/wake_probe.hpp"
 
 namespace trainsim {
 namespace {
@@ -20,6 +23,16 @@ constexpr int64_t kClusterTag = 30003;
 constexpr int64_t kDeviceTag = 30803;
 constexpr int64_t kPingTag = 30005;  // + 2 per message size
 constexpr int64_t kHopTag = 30901;
+constexpr int64_t kComputerTag = 30903;
+
+// The running kernel's boot id: the same in every network namespace of one
+// computer, different on another (empty where it cannot be read).
+std::string computer_id() {
+  std::ifstream in("/proc/sys/kernel/random/boot_id");
+  std::string id;
+  std::getline(in, id);
+  return id;
+}
 
 // Ping-pong between `from` (which times) and `to` over the sweep's sizes.
 std::vector<ChannelSample> ping_pong(Transport& t, int self, int from, int to, const ClusterProbeOptions& o) {
@@ -108,6 +121,13 @@ Cluster measure_transport_cluster(Transport& t, int self, const std::vector<int>
   mine.as_workers = workers;
   mine.together = [&] { t.barrier(self, everyone, kPhaseTag); };
   Cluster c = measure_cpu_cluster(1, mine);
+  // The hand-off alone, each rank in turn while the others wait asleep:
+  // where ranks share a computer's cores the simulator adds what the other
+  // ranks' work on the core costs it (Cluster::shared_cores).
+  for (int w = 0; w < workers; ++w) {
+    t.barrier(self, everyone, kPhaseTag);
+    if (self == w) c.device.handoff_s = measure_handoff_s(1, mine);
+  }
   t.barrier(self, everyone, kPhaseTag);
   ChannelFit intra{}, inter{};
   if (per_host >= 2) {
@@ -137,10 +157,14 @@ Cluster measure_transport_cluster(Transport& t, int self, const std::vector<int>
   // sums, packing, codecs) as the median over the workers' probes: one
   // worker's probe that other ranks' probes held off its core moves none.
   if (self != 0) {
+    t.send(self, 0, kComputerTag, text_as_floats(computer_id()));
     t.send(self, 0, kDeviceTag, text_as_floats(cluster_to_json(c).dump()));
     return cluster_from_json(nlohmann::json::parse(floats_as_text(t.recv(self, 0, kClusterTag))),
                              "the cluster worker 0 measured");
   }
+  const std::string computer = computer_id();
+  bool one_computer = !computer.empty();
+  for (int w = 1; w < workers; ++w) one_computer = floats_as_text(t.recv(0, w, kComputerTag)) == computer && one_computer;
   std::vector<Cluster> devices{c};
   for (int w = 1; w < workers; ++w) {
     devices.push_back(cluster_from_json(nlohmann::json::parse(floats_as_text(t.recv(0, w, kDeviceTag))),
@@ -154,6 +178,9 @@ Cluster measure_transport_cluster(Transport& t, int self, const std::vector<int>
   // cores (worker_thread_core), so that the ranks of emulated hosts, which
   // share one machine's cores, share them as they run.
   c.device.compute_rate_while_communicating = cpu_compute_rate_while_communicating(workers, usable_cores());
+  // Every rank on this computer (emulated hosts, or ranks started on one
+  // machine): its cores are the ranks'.
+  if (one_computer) c.shared_cores = usable_cores();
   if (per_host < 2) intra = inter;
   if (hosts < 2) inter = intra;
   // The transport's sends leave every rank alike (one launch's settings).

@@ -21,7 +21,10 @@ namespace trainsim {
 //   device and host figures: measure_cpu_cluster(1) taken by every worker at
 //     once (each device's rate while all work), each figure the median over
 //     the workers (median_cluster), with
-//     compute_rate_while_communicating for its host's workers;
+//     compute_rate_while_communicating for its host's workers, and
+//     device.handoff_s timed by each worker in turn, the others asleep;
+//   shared_cores = this computer's usable cores where every worker runs on
+//     it (one kernel boot id: emulated hosts, or ranks on one machine), else 0;
 //   intra_link (two or more workers per host): fit_channel of a ping-pong
 //     sweep between host 0's first two workers, each sending its buffer
 //     back (one-way = half the median round trip; latency = the smallest

@@ -86,6 +86,12 @@ void Engine::on_ready(OpId id) {
 void Engine::start_compute(OpId id) {
   start(id);
   const SimTime duration = compute_duration_ns(id);
+  if (!core_jobs_.empty()) {  // on a core other workers share (shared_cores.cpp)
+    core_shares_[states_[id].worker].running = id;
+    add_core_job(states_[id].worker, id, -1, static_cast<double>(duration));
+    if (shared_rate_ < 1) set_computing(states_[id].worker, +1);
+    return;
+  }
   if (shared_rate_ >= 1) {
     push(later_ns(now_ns_, duration, id), id, kOpEnd);
     return;
@@ -114,6 +120,10 @@ void Engine::set_communicating(int32_t worker, int32_t delta) {
   const bool was = share.communicating > 0;
   share.communicating += delta;
   if (was == (share.communicating > 0) || share.running < 0) return;
+  if (!core_jobs_.empty()) {
+    reschedule_core(core_of_worker_[worker]);
+    return;
+  }
   const double old_rate = was ? shared_rate_ : 1.0;
   share.remaining_ns = std::max(0.0, share.remaining_ns - old_rate * static_cast<double>(now_ns_ - share.since_ns));
   share.since_ns = now_ns_;
@@ -196,17 +206,22 @@ void Engine::finish(OpId id) {
   const OpState& op = states_[id];
   result_.timings[id].end_ns = now_ns_;
   if (is_collective(op.kind)) end_collective(collectives_[op.index]);
-  if (shared_rate_ < 1) {
-    if (uses_worker_cores(op.kind)) set_communicating(op.worker, -1);
-    if (core_shares_[op.worker].running == id) {
-      core_shares_[op.worker].running = -1;
-      set_computing(op.worker, -1);
-    }
+  if (shared_rate_ < 1 && uses_worker_cores(op.kind)) set_communicating(op.worker, -1);
+  if (core_shares_[op.worker].running == id) {  // set where compute shares a core
+    core_shares_[op.worker].running = -1;
+    if (!core_jobs_.empty()) end_core_job(id);
+    if (shared_rate_ < 1) set_computing(op.worker, -1);
   }
   if (op.memory >= 0) live_bytes_[op.worker] -= memory_bytes_[op.memory][1];
   ++finished_;
   int32_t s = successor_offsets_[id];
-  if (op.hands_off) push(later_ns(now_ns_, handoff_ns_, id), successors_[s++], kHandedOff);  // its stream successor
+  if (op.hands_off) {  // its stream successor
+    if (core_jobs_.empty()) {
+      push(later_ns(now_ns_, handoff_ns_, id), successors_[s++], kHandedOff);
+    } else {
+      add_core_job(op.worker, successors_[s++], id, static_cast<double>(handoff_ns_));
+    }
+  }
   if (op.kind == OpKind::kSend) {
     // Its message reaches the receiving worker the link's latency later.
     const SimTime latency_ns = flows_.send_latency_ns(device_of_worker_[op.worker], op.target);
@@ -214,7 +229,11 @@ void Engine::finish(OpId id) {
       const OpId next = successors_[s];
       if (op.posted && states_[next].worker == op.worker) continue;  // went on when the send returned
       if (handed_off_by_[next] == id && latency_ns > 0) {
-        push(later_ns(now_ns_, latency_ns, id), next, kHandedOff);
+        if (core_jobs_.empty()) {
+          push(later_ns(now_ns_, latency_ns, id), next, kHandedOff);
+        } else {
+          add_core_job(states_[next].worker, next, id, static_cast<double>(latency_ns));  // the receiver's core
+        }
       } else {
         release(next, id);
       }
@@ -273,6 +292,10 @@ SimResult Engine::run() {
         }
         break;
       case kHandedOff:
+        if (!core_jobs_.empty()) {
+          if ((event.tag >> 2) != release_version_[event.op]) break;  // its core's share changed since
+          end_core_job(event.op);
+        }
         release(event.op, handed_off_by_[event.op]);
         break;
       case kFlowDone: {

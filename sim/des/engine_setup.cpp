@@ -69,6 +69,13 @@ Engine::Engine(const Plan& plan, const Cluster& cluster, const SimOptions& optio
   shared_rate_ = cluster.device.compute_rate_while_communicating;
   handoff_ns_ = duration_ns(cluster.device.handoff_s, -1);
   core_shares_.assign(workers, CoreShare{});
+  if (cluster.shared_cores > 0) {
+    core_jobs_.assign(static_cast<size_t>(std::min<int64_t>(cluster.shared_cores, workers)), {});
+    for (int32_t w = 0; w < workers; ++w) {
+      core_of_worker_.push_back(static_cast<int32_t>(w % static_cast<int64_t>(core_jobs_.size())));
+    }
+    release_version_.assign(op_count_, 0);
+  }
   running_collectives_.assign(workers, {});
   result_.warmup_iterations = resolve_warmup_iterations(options.warmup_iterations, plan.iterations);
   result_.seed = options.seed;

@@ -63,6 +63,19 @@ struct CoreShare {
   int32_t communicating = 0;
 };
 
+// Work on a core that workers share (Cluster::shared_cores): a compute op,
+// or the core time after which it releases `op` (a hand-off: the op's
+// stream predecessor handed it over; a message: the send `by` delivered
+// it). Every job on a core runs at `rate`: its own rate over the core's
+// job count (processor sharing), with its work left at `since_ns`.
+struct CoreJob {
+  OpId op = -1;
+  OpId by = -1;  // -1: a compute op, ended by kOpEnd; else released by kHandedOff
+  double remaining_ns = 0;
+  double rate = 1;
+  SimTime since_ns = 0;
+};
+
 // Communication that runs on the worker's own cores when the device has no
 // copy engines: collectives (reductions and copies into messages), copies to
 // and from the host, and host accumulation. Point-to-point sends hand their
@@ -126,6 +139,9 @@ class Engine {
   void start_collective(Collective& c);
   void reschedule_collective(Collective& c);
   void set_computing(int32_t worker, int32_t delta);
+  void add_core_job(int32_t worker, OpId op, OpId by, double work_ns);
+  void end_core_job(OpId op);
+  void reschedule_core(int32_t core);
   void end_collective(Collective& c);
   double draw_uniform();
   void push_completions();
@@ -150,6 +166,9 @@ class Engine {
   std::vector<OpId> handed_off_by_;     // per op released after a hand-off or a latency: the op releasing it, else -1
   std::vector<CoreShare> core_shares_;  // per worker, used when shared_rate_ < 1
   std::vector<std::vector<int32_t>> running_collectives_;  // per worker, likewise: the collectives it is in
+  std::vector<int32_t> core_of_worker_;                    // with Cluster::shared_cores, else empty
+  std::vector<std::vector<CoreJob>> core_jobs_;            // per shared core: the jobs on it
+  std::vector<uint32_t> release_version_;                  // per op: its release job's version (shared cores)
 
   std::vector<Collective> collectives_;
   std::vector<OpId> collective_ops_;

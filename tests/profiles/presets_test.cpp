@@ -37,6 +37,7 @@ void expect_same_cluster(const Cluster& a, const Cluster& b) {
   EXPECT_EQ(a.device.memory_bytes_per_s, b.device.memory_bytes_per_s);
   EXPECT_EQ(a.device.compute_rate_while_communicating, b.device.compute_rate_while_communicating);
   EXPECT_EQ(a.device.handoff_s, b.device.handoff_s);
+  EXPECT_EQ(a.shared_cores, b.shared_cores);
   expect_same_link(a.intra_link, b.intra_link);
   expect_same_link(a.inter_link, b.inter_link);
   EXPECT_EQ(a.host.link_bandwidth_bytes_per_s, b.host.link_bandwidth_bytes_per_s);
@@ -148,6 +149,25 @@ TEST(Presets, HandoffIsOptionalAndNotNegative) {
     FAIL() << "a negative hand-off was accepted";
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("handoff_s"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Presets, SharedCoresAreOptionalAndAtLeastOne) {
+  Cluster c = cluster_presets().front();
+  EXPECT_FALSE(cluster_to_json(c).contains("shared_cores"));  // 0: each device its own
+  c.shared_cores = 2;
+  nlohmann::json doc = cluster_to_json(c);
+  EXPECT_EQ(cluster_from_json(doc, "f").shared_cores, 2);
+  doc.erase("shared_cores");
+  EXPECT_EQ(cluster_from_json(doc, "f").shared_cores, 0);
+  for (const nlohmann::json& bad : {nlohmann::json(0), nlohmann::json(-2), nlohmann::json(1.5), nlohmann::json("2")}) {
+    doc["shared_cores"] = bad;
+    try {
+      cluster_from_json(doc, "f");
+      FAIL() << "shared_cores " << bad.dump() << " was accepted";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("shared_cores"), std::string::npos) << e.what();
+    }
   }
 }
 

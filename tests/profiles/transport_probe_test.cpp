@@ -1,8 +1,9 @@
 // measure_transport_cluster over threads joined by InProcessTransport, each
 // calling it as an MPI rank would: two hosts of two workers give a cluster
 // of two machines with both links and the hop measured, the same on every
-// worker; one worker per host leaves the hop to the inter link; hosts of
-// unequal sizes are refused on every worker.
+// worker; one worker per host leaves the hop to the inter link, and workers
+// all on this computer share its cores; hosts of unequal sizes are refused
+// on every worker.
 #include <gtest/gtest.h>
 
 #include <mutex>
@@ -61,6 +62,10 @@ TEST(TransportProbe, OneWorkerPerHostLeavesTheRingToTheInterLink) {
   // 6 threads find fewer cores.
   EXPECT_EQ(c.device.compute_rate_while_communicating, cpu_compute_rate_while_communicating(3, usable_cores()));
   EXPECT_EQ(c.device.compute_rate_while_communicating, usable_cores() < 6 ? 0.5 : 1.0);
+  // Every worker on this computer (one kernel boot id), as on emulated
+  // hosts: the simulator shares its cores among them.
+  EXPECT_EQ(c.shared_cores, usable_cores());
+  EXPECT_GT(c.device.handoff_s, 0);  // timed by each worker in turn
 }
 
 TEST(TransportProbe, HostsOfUnequalSizesAreRefusedOnEveryWorker) {

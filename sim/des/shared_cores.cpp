@@ -1,0 +1,63 @@
+// Cores that workers share (Cluster::shared_cores): the emulated machines of
+// `cluster emulate` run every rank's threads on one computer's cores, worker
+// w's on core w mod N, as the executor pins them. On such a core the
+// workers' compute ops, their hand-offs and the messages they receive are
+// all the core's work: processor sharing, each job at its rate over the
+// core's job count, every job's end moved when that count changes. A
+// message's latency is its receiver's core work (docs/simulator.md: over
+// emulated links, a small message's one-way time is the cores' network
+// stack and wake-ups, not a wire's).
+#include <algorithm>
+#include <cmath>
+
+#include "sim/des/clock.hpp"
+#include "sim/des/engine_state.hpp"
+
+namespace trainsim::des_detail {
+
+// A job joins worker's core: the jobs there bank their work at their old
+// rates and run at their new ones from now.
+void Engine::add_core_job(int32_t worker, OpId op, OpId by, double work_ns) {
+  const int32_t core = core_of_worker_[worker];
+  core_jobs_[core].push_back(CoreJob{op, by, work_ns, 1.0, now_ns_});
+  reschedule_core(core);
+}
+
+// The job of `op` (a compute op ending, or the op a hand-off or message
+// releases) leaves its core.
+void Engine::end_core_job(OpId op) {
+  const int32_t core = core_of_worker_[states_[op].worker];
+  std::vector<CoreJob>& jobs = core_jobs_[core];
+  const auto it = std::find_if(jobs.begin(), jobs.end(), [op](const CoreJob& j) { return j.op == op; });
+  if (it == jobs.end()) return;
+  jobs.erase(it);
+  reschedule_core(core);
+}
+
+// Every job on the core banks the work done since its last change at its
+// rate, takes the core's new share (a compute op times the device's rate
+// while its worker communicates, DeviceSpec::compute_rate_while_communicating)
+// and has its end event moved: a compute op's kOpEnd, a release's kHandedOff,
+// each with a bumped version so the old event is ignored.
+void Engine::reschedule_core(int32_t core) {
+  std::vector<CoreJob>& jobs = core_jobs_[core];
+  if (jobs.empty()) return;
+  const double share = 1.0 / static_cast<double>(jobs.size());
+  for (CoreJob& j : jobs) {
+    j.remaining_ns = std::max(0.0, j.remaining_ns - j.rate * static_cast<double>(now_ns_ - j.since_ns));
+    j.since_ns = now_ns_;
+    const bool slowed = j.by < 0 && core_shares_[states_[j.op].worker].communicating > 0;
+    j.rate = (slowed ? shared_rate_ : 1.0) * share;
+    const SimTime left_ns = to_clock_ns(std::ceil(j.remaining_ns / j.rate), j.op);
+    if (j.by < 0) {
+      OpState& op = states_[j.op];
+      ++op.version;
+      push(later_ns(now_ns_, left_ns, j.op), j.op, kOpEnd | (op.version << 2));
+    } else {
+      const uint32_t version = ++release_version_[j.op];
+      push(later_ns(now_ns_, left_ns, j.op), j.op, kHandedOff | (version << 2));
+    }
+  }
+}
+
+}  // namespace trainsim::des_detail
