@@ -19,12 +19,11 @@ using testing_fixtures::collective_op;
 using testing_fixtures::compute_op;
 using testing_fixtures::recv_op;
 using testing_fixtures::send_op;
+using testing_fixtures::simulate_built;
 using testing_fixtures::simple_cluster;
 
 constexpr SimTime kUs = 1000;  // nanoseconds
 constexpr SimTime kMs = 1000000;
-
-SimResult run(PlanBuilder& b, const Cluster& cluster) { return simulate_plan(std::move(b).build(), cluster, {}); }
 
 // Two workers, each computing `work_s` beside its AllReduce of 1e6 B with
 // the other: each compute op's end and each AllReduce's end.
@@ -39,7 +38,7 @@ Beside compute_beside_allreduce(const Cluster& cluster, double work_s) {
     work.push_back(b.add(compute_op(w, work_s)));
     ar.push_back(b.add(collective_op(w, OpKind::kAllReduce, g, 1e6)));
   }
-  const SimResult r = run(b, cluster);
+  const SimResult r = simulate_built(b, cluster);
   Beside out;
   for (int32_t w = 0; w < 2; ++w) {
     out.work_end.push_back(r.timings[work[w]].end_ns);
@@ -102,7 +101,7 @@ TEST(DesCoreSharing, OneMemberComputingPacesTheAllReduceAndOpsSpeedUpWhenItEnds)
   const OpId ar1 = b.add(collective_op(1, OpKind::kAllReduce, g, 1e6));
   Cluster cluster = simple_cluster(1, 2);
   cluster.device.compute_rate_while_communicating = 0.5;
-  const SimResult r = run(b, cluster);
+  const SimResult r = simulate_built(b, cluster);
   // Worker 0 computes throughout, so the AllReduce runs at half rate on both
   // members: 150 us of work, ends at 300 us. The first op's 100 us at half
   // rate end at 200 us; the second does 50 us by 300 us, then 950 us alone.
@@ -122,7 +121,7 @@ TEST(DesCoreSharing, ABarrierKeepsItsTimeBesideCompute) {
   b.add(collective_op(1, OpKind::kBarrier, g, 0));
   Cluster cluster = simple_cluster(1, 2);
   cluster.device.compute_rate_while_communicating = 0.5;
-  EXPECT_EQ(run(b, cluster).timings[barrier].end_ns, 20 * kUs);
+  EXPECT_EQ(simulate_built(b, cluster).timings[barrier].end_ns, 20 * kUs);
 }
 
 // DeviceSpec::handoff_s: a compute op that releases another stream of its
@@ -137,7 +136,7 @@ TEST(DesHandoff, TheComputeStreamResumesAfterTheHandoffAndTheSendStartsAtOnce) {
     const OpId alone = b.add(compute_op(0, 1e-3));  // hands nothing over: no gap after `next`
     Cluster cluster = simple_cluster(1, 2);
     cluster.device.handoff_s = handoff_s;
-    const SimResult r = run(b, cluster);
+    const SimResult r = simulate_built(b, cluster);
     const auto gap = static_cast<SimTime>(std::llround(handoff_s * 1e9));
     EXPECT_EQ(r.timings[s].start_ns, 1 * kMs);
     EXPECT_EQ(r.timings[s].end_ns, 1100 * kUs);  // 1e6 B / 10 B/ns, with or without a hand-off
@@ -153,7 +152,7 @@ TEST(DesHandoff, AnOpOnAnotherWorkerIsNotAHandoff) {
   const OpId other = b.add(compute_op(1, 1e-3, {f}));  // another worker's compute waits on f
   Cluster cluster = simple_cluster(1, 2);
   cluster.device.handoff_s = 30e-6;
-  const SimResult r = run(b, cluster);
+  const SimResult r = simulate_built(b, cluster);
   EXPECT_EQ(r.timings[next].start_ns, 1 * kMs);
   EXPECT_EQ(r.timings[other].start_ns, 1 * kMs);
 }
@@ -166,7 +165,7 @@ TEST(DesCoreSharing, AWorkerWithoutCommunicationKeepsItsFullRate) {
   const OpId alone = b.add(compute_op(2, 1e-3));
   Cluster cluster = simple_cluster(1, 3);
   cluster.device.compute_rate_while_communicating = 0.5;
-  EXPECT_EQ(run(b, cluster).timings[alone].end_ns, 1 * kMs);
+  EXPECT_EQ(simulate_built(b, cluster).timings[alone].end_ns, 1 * kMs);
 }
 
 }  // namespace

@@ -5,9 +5,15 @@
 #include <utility>
 #include <vector>
 
+#include "sim/des/engine.hpp"
 #include "sim/plan/plan.hpp"
 
 namespace trainsim::testing_fixtures {
+
+// The plan built so far, simulated on `cluster` with the default options.
+inline SimResult simulate_built(PlanBuilder& b, const Cluster& cluster) {
+  return simulate_plan(std::move(b).build(), cluster, {});
+}
 
 inline Op compute_op(int32_t worker, double work_s, std::vector<OpId> deps = {}, int32_t iteration = 0,
                      OpKind kind = OpKind::kForward) {

@@ -16,11 +16,10 @@ namespace {
 using testing_fixtures::compute_op;
 using testing_fixtures::recv_op;
 using testing_fixtures::send_op;
+using testing_fixtures::simulate_built;
 using testing_fixtures::simple_cluster;
 
 constexpr SimTime kUs = 1000;  // nanoseconds
-
-SimResult run(PlanBuilder& b, const Cluster& cluster) { return simulate_plan(std::move(b).build(), cluster, {}); }
 
 Cluster on_cores(int64_t workers, int64_t cores) {
   Cluster cluster = simple_cluster(1, workers);
@@ -36,7 +35,7 @@ TEST(DesSharedCores, WorkersOnOneCoreShareItEqually) {
     PlanBuilder b("test", 3, 1, 1);
     std::vector<OpId> work;
     for (int32_t w = 0; w < 3; ++w) work.push_back(b.add(compute_op(w, 1e-3)));
-    const SimResult r = run(b, on_cores(3, cores));
+    const SimResult r = simulate_built(b, on_cores(3, cores));
     const SimTime shared_end = cores == 2 ? 2000 * kUs : 1000 * kUs;
     EXPECT_EQ(r.timings[work[0]].end_ns, shared_end) << cores << " cores";
     EXPECT_EQ(r.timings[work[1]].end_ns, 1000 * kUs) << cores << " cores";
@@ -50,7 +49,7 @@ TEST(DesSharedCores, AnOpSpeedsUpWhenItsCoreMateEnds) {
   PlanBuilder b("test", 2, 1, 1);
   const OpId longer = b.add(compute_op(0, 1e-3));
   const OpId shorter = b.add(compute_op(1, 0.5e-3));
-  const SimResult r = run(b, on_cores(2, 1));
+  const SimResult r = simulate_built(b, on_cores(2, 1));
   EXPECT_EQ(r.timings[shorter].end_ns, 1000 * kUs);
   EXPECT_EQ(r.timings[longer].end_ns, 1500 * kUs);
 }
@@ -66,7 +65,7 @@ TEST(DesSharedCores, AMessagesLatencyIsItsReceiversCoreWork) {
     const OpId work = b.add(compute_op(2, 1e-3));
     const OpId send = b.add(send_op(1, 0, 1e3));
     const OpId recv = b.add(recv_op(0, 1, send));
-    const SimResult r = run(b, on_cores(3, cores));
+    const SimResult r = simulate_built(b, on_cores(3, cores));
     EXPECT_EQ(r.timings[send].end_ns, 100);
     EXPECT_EQ(r.timings[recv].end_ns, cores == 2 ? 20100 : 10100) << cores << " cores";
     EXPECT_EQ(r.timings[work].end_ns, cores == 2 ? 1010 * kUs : 1000 * kUs) << cores << " cores";
@@ -90,7 +89,7 @@ TEST(DesSharedCores, AHandoffIsItsWorkersCoreWork) {
   const OpId other = b.add(compute_op(2, 1e-3));
   Cluster cluster = on_cores(3, 2);
   cluster.device.handoff_s = 30e-6;
-  const SimResult r = run(b, cluster);
+  const SimResult r = simulate_built(b, cluster);
   EXPECT_EQ(r.timings[f].end_ns, 200 * kUs);
   EXPECT_EQ(r.timings[send].start_ns, 200 * kUs);
   EXPECT_EQ(r.timings[recv].end_ns, 210100);
