@@ -215,13 +215,7 @@ void Engine::finish(OpId id) {
   if (op.memory >= 0) live_bytes_[op.worker] -= memory_bytes_[op.memory][1];
   ++finished_;
   int32_t s = successor_offsets_[id];
-  if (op.hands_off) {  // its stream successor
-    if (core_jobs_.empty()) {
-      push(later_ns(now_ns_, handoff_ns_, id), successors_[s++], kHandedOff);
-    } else {
-      add_core_job(op.worker, successors_[s++], id, static_cast<double>(handoff_ns_));
-    }
-  }
+  if (op.hands_off) release_after(op.worker, successors_[s++], id, handoff_ns_);  // its stream successor
   if (op.kind == OpKind::kSend) {
     // Its message reaches the receiving worker the link's latency later.
     const SimTime latency_ns = flows_.send_latency_ns(device_of_worker_[op.worker], op.target);
@@ -229,11 +223,7 @@ void Engine::finish(OpId id) {
       const OpId next = successors_[s];
       if (op.posted && states_[next].worker == op.worker) continue;  // went on when the send returned
       if (handed_off_by_[next] == id && latency_ns > 0) {
-        if (core_jobs_.empty()) {
-          push(later_ns(now_ns_, latency_ns, id), next, kHandedOff);
-        } else {
-          add_core_job(states_[next].worker, next, id, static_cast<double>(latency_ns));  // the receiver's core
-        }
+        release_after(states_[next].worker, next, id, latency_ns);  // on the receiver's core
       } else {
         release(next, id);
       }
@@ -254,6 +244,16 @@ void Engine::post(OpId id) {
   op.posted = true;
   for (int32_t s = successor_offsets_[id]; s < successor_offsets_[id + 1]; ++s) {
     if (states_[successors_[s]].worker == op.worker) release(successors_[s], id);
+  }
+}
+
+// `by` releases `next` after `delay_ns`: a wait, or, where workers share
+// cores, that much of the core work of `worker` (shared_cores.cpp).
+void Engine::release_after(int32_t worker, OpId next, OpId by, SimTime delay_ns) {
+  if (core_jobs_.empty()) {
+    push(later_ns(now_ns_, delay_ns, by), next, kHandedOff);
+  } else {
+    add_core_job(worker, next, by, static_cast<double>(delay_ns));
   }
 }
 

@@ -131,6 +131,7 @@ class Engine {
   void start(OpId id);
   void finish(OpId id);
   void release(OpId next, OpId by);
+  void release_after(int32_t worker, OpId next, OpId by, SimTime delay_ns);
   void post(OpId id);
   SimTime compute_duration_ns(OpId id);
   void start_compute(OpId id);
