@@ -51,6 +51,7 @@ void add_emulate_command(CLI::App& cluster, CommandContext& ctx) {
     int hosts = 2;
     int workers_per_host = 1;
     std::string link;
+    int mtu = kEmulatedMtu;
   };
   auto o = std::make_shared<Options>();
   CLI::App* up = emulate->add_subcommand("up", "Build the hosts and print what mpirun needs to start ranks on them");
@@ -58,12 +59,16 @@ void add_emulate_command(CLI::App& cluster, CommandContext& ctx) {
   up->add_option("--workers-per-host", o->workers_per_host, "Ranks per host (the hostfile's slots)")
       ->capture_default_str();
   up->add_option("--link", o->link, "Each host's link to the switch, as tc writes rates: 1gbit, 200mbit")->required();
+  up->add_option("--mtu", o->mtu,
+                 "The links' MTU in bytes (jumbo frames by default: at 1500 the kernel's packet work shares the "
+                 "ranks' cores)")
+      ->capture_default_str();
   up->add_option("--name", o->name, "The cluster's name (1-6 lowercase letters or digits)")->capture_default_str();
   up->callback([&ctx, o] {
     ctx.action = [&ctx, o] {
-      const EmulatedCluster c = emulate_up(o->name, o->hosts, o->workers_per_host, o->link);
+      const EmulatedCluster c = emulate_up(o->name, o->hosts, o->workers_per_host, o->link, o->mtu);
       ctx.out << "emulated cluster " << c.name << ": " << c.hosts << " hosts x " << c.workers_per_host
-              << " workers, " << c.link << " each way to the switch, subnet " << c.subnet << "\n";
+              << " workers, " << c.link << " each way to the switch (MTU " << c.mtu << "), subnet " << c.subnet << "\n";
       for (int i = 0; i < c.hosts; ++i) ctx.out << "  " << c.namespaces[static_cast<size_t>(i)] << "  " << c.host_address(i) << "\n";
       ctx.out << "hostfile " << c.hostfile() << "\n"
               << "trainsim run --launcher mpi --emulated " << c.name << " --devices cpu:" << c.hosts * c.workers_per_host
@@ -85,7 +90,7 @@ void add_emulate_command(CLI::App& cluster, CommandContext& ctx) {
       if (all.empty()) ctx.out << "no emulated cluster\n";
       for (const EmulatedStatus& s : all) {
         ctx.out << s.cluster.name << ": " << s.cluster.hosts << " hosts x " << s.cluster.workers_per_host << ", "
-                << s.cluster.link << ", " << s.cluster.subnet << (s.alive ? "" : " (incomplete: run down)") << "\n";
+                << s.cluster.link << ", MTU " << s.cluster.mtu << ", " << s.cluster.subnet << (s.alive ? "" : " (incomplete: run down)") << "\n";
       }
     };
   });

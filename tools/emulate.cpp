@@ -107,7 +107,7 @@ std::vector<std::string> namespaces_named(const std::string& name) {
 
 nlohmann::json to_json(const EmulatedCluster& c) {
   return {{"format", "trainsim.emulated/1"}, {"name", c.name},       {"hosts", c.hosts},
-          {"workers_per_host", c.workers_per_host}, {"link", c.link}, {"subnet", c.subnet},
+          {"workers_per_host", c.workers_per_host}, {"link", c.link}, {"mtu", c.mtu}, {"subnet", c.subnet},
           {"namespaces", c.namespaces}, {"hostfile", c.hostfile()},  {"agent", c.agent()},
           {"mpirun_options", c.mpirun_options()}};
 }
@@ -169,7 +169,8 @@ std::string emulate_unavailable_reason() {
   return "";
 }
 
-EmulatedCluster emulate_up(const std::string& name, int hosts, int workers_per_host, const std::string& link) {
+EmulatedCluster emulate_up(const std::string& name, int hosts, int workers_per_host, const std::string& link,
+                           int mtu) {
   static const std::regex valid_name("[a-z0-9]{1,6}");
   if (!std::regex_match(name, valid_name)) {
     throw InputError("--name", "is \"" + name + "\"", "1-6 lowercase letters or digits (interface names stay short)");
@@ -179,6 +180,17 @@ EmulatedCluster emulate_up(const std::string& name, int hosts, int workers_per_h
     throw InputError("--workers-per-host", "is " + std::to_string(workers_per_host), "1 to 64");
   }
   const double rate = rate_bits_per_s(link);
+  // tbf's bucket holds what the link sends in 1 ms, 16 KB at least: a real
+  // NIC never sends above its rate, and a bucket of 4 ms let a 470 KB ring
+  // step through at the bridge's speed (docs/results.md). TCP still carries
+  // 23.6 of 25 MB/s each way at 200 Mbit/s and 119 of 125 at 1 Gbit/s.
+  const auto burst_bytes = static_cast<int64_t>(std::max(16384.0, rate / 8 * 0.001));
+  // tbf drops a packet larger than its bucket that it cannot cut.
+  if (mtu < 1280 || mtu > std::min<int64_t>(65535, burst_bytes)) {
+    throw InputError("--mtu", "is " + std::to_string(mtu),
+                     "1280 to " + std::to_string(std::min<int64_t>(65535, burst_bytes)) + " bytes; the link's tbf bucket holds " +
+                         std::to_string(burst_bytes));
+  }
   const std::string why = emulate_unavailable_reason();
   if (!why.empty()) throw InputError("cluster emulate up", why, "root, on a kernel that allows network namespaces");
   emulate_down(name);
@@ -190,21 +202,18 @@ EmulatedCluster emulate_up(const std::string& name, int hosts, int workers_per_h
   c.link = link;
   c.subnet = "10.77." + std::to_string(subnet_octet(name)) + ".0/24";
   c.folder = emulate_root() + "/" + name;
-  // tbf's bucket holds what the link sends in 1 ms, 16 KB at least: a real
-  // NIC never sends above its rate, and a bucket of 4 ms let a 470 KB ring
-  // step through at the bridge's speed (docs/results.md). TCP still carries
-  // 23.6 of 25 MB/s each way at 200 Mbit/s and 119 of 125 at 1 Gbit/s.
-  const std::string burst = std::to_string(static_cast<int64_t>(std::max(16384.0, rate / 8 * 0.001)));
+  c.mtu = mtu;
+  const std::string burst = std::to_string(burst_bytes), mtu_text = std::to_string(mtu);
   const std::string prefix = c.subnet.substr(0, c.subnet.rfind(".0/"));
   try {
-    step({"ip", "link", "add", bridge_of(name), "type", "bridge"});
+    step({"ip", "link", "add", bridge_of(name), "mtu", mtu_text, "type", "bridge"});
     step({"ip", "addr", "add", prefix + ".1/24", "dev", bridge_of(name)});
     step({"ip", "link", "set", bridge_of(name), "up"});
     for (int i = 0; i < hosts; ++i) {
       const std::string ns = namespace_of(name, i), outside = veth_of(name, i), inside = name + "-p" + std::to_string(i);
       step({"ip", "netns", "add", ns});
       c.namespaces.push_back(ns);
-      step({"ip", "link", "add", outside, "type", "veth", "peer", "name", inside});
+      step({"ip", "link", "add", outside, "mtu", mtu_text, "type", "veth", "peer", "name", inside, "mtu", mtu_text});
       step({"ip", "link", "set", inside, "netns", ns});
       step({"ip", "-n", ns, "link", "set", inside, "name", "eth0"});
       step({"ip", "-n", ns, "addr", "add", c.host_address(i) + "/24", "dev", "eth0"});
@@ -264,6 +273,7 @@ std::vector<EmulatedStatus> emulate_status() {
     s.cluster.hosts = j.value("hosts", 0);
     s.cluster.workers_per_host = j.value("workers_per_host", 1);
     s.cluster.link = j.value("link", "");
+    s.cluster.mtu = j.value("mtu", 1500);  // clusters made before the field: the kernel's default
     s.cluster.subnet = j.value("subnet", "");
     s.cluster.folder = entry.path().string();
     s.cluster.namespaces = j.value("namespaces", std::vector<std::string>{});

@@ -49,8 +49,14 @@ def main():
                 sys.exit(f"namespace {ns} is missing after up")
         if "tbf" not in run(["ip", "netns", "exec", state["namespaces"][0], "tc", "qdisc", "show", "dev", "eth0"]).stdout:
             sys.exit("the host's link is not shaped")
+        # Jumbo frames by default, on the host's side and the switch's.
+        for where in (["ip", "netns", "exec", state["namespaces"][1]], []):
+            device = "eth0" if where else f"{NAME}-br"
+            shown = run([*where, "ip", "link", "show", device]).stdout
+            if " mtu 9000 " not in shown:
+                sys.exit(f"{device} is not at MTU 9000: {shown}")
         status = run([trainsim, "cluster", "emulate", "status"]).stdout
-        if f"{NAME}: 2 hosts" not in status or "incomplete" in status:
+        if f"{NAME}: 2 hosts" not in status or "MTU 9000" not in status or "incomplete" in status:
             sys.exit(f"status does not list the cluster as up:\n{status}")
         env = mpi_env()
         args = ["run", "--model", "fmnist-mlp", "--strategy", "dp-ring", "--devices", "cpu:2", "--iterations", "4",

@@ -102,7 +102,7 @@ TEST(MpiLaunch, HostsNeedTheMpiLauncherAndOneSource) {
   r = with({"--launcher", "mpi", "--mpirun", "/nonexistent/mpirun"});
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.err.find("--mpirun"), std::string::npos) << r.err;
-    r = with({"--launcher", "ssh"});
+  r = with({"--launcher", "ssh"});
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.err.find("--launcher"), std::string::npos) << r.err;
 }
@@ -117,6 +117,23 @@ TEST(EmulatedCluster, SocketBuffersHoldFiveMillisecondsOfTheLink) {
   c.link = "1gbit";
   c.subnet = "10.77.1.0/24";
   EXPECT_NE(c.mpirun_options().find("--mca btl_tcp_sndbuf 625000"), std::string::npos) << c.mpirun_options();
+}
+
+// An MTU the link's token bucket cannot pass (tbf drops such packets), or
+// below IPv6's least, is refused before anything is made.
+TEST(EmulatedCluster, AnMtuTheLinksBucketCannotPassIsRefused) {
+  auto up = [](const std::string& link, const std::string& mtu) {
+    return run_cli({"cluster", "emulate", "up", "--hosts", "2", "--link", link, "--mtu", mtu, "--name", "mtut"});
+  };
+  auto r = up("100mbit", "17000");  // the bucket: 16 KB, more than 1 ms of the link
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("--mtu: is 17000 (1280 to 16384 bytes"), std::string::npos) << r.err;
+  r = up("1gbit", "70000");  // a veth's limit
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("1280 to 65535 bytes; the link's tbf bucket holds 125000"), std::string::npos) << r.err;
+  r = up("1gbit", "1000");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("--mtu: is 1000"), std::string::npos) << r.err;
 }
 
 }  // namespace
