@@ -67,9 +67,10 @@ void add_emulate_command(CLI::App& cluster, CommandContext& ctx) {
   up->callback([&ctx, o] {
     ctx.action = [&ctx, o] {
       const EmulatedCluster c = emulate_up(o->name, o->hosts, o->workers_per_host, o->link, o->mtu);
-      ctx.out << "emulated cluster " << c.name << ": " << c.hosts << " hosts x " << c.workers_per_host
-              << " workers, " << c.link << " each way to the switch (MTU " << c.mtu << "), subnet " << c.subnet << "\n";
-      for (int i = 0; i < c.hosts; ++i) ctx.out << "  " << c.namespaces[static_cast<size_t>(i)] << "  " << c.host_address(i) << "\n";
+      ctx.out << "emulated cluster " << c.name << ": " << c.hosts << " hosts x " << c.workers_per_host << " workers, "
+              << c.link << " each way to the switch (MTU " << c.mtu << "), subnet " << c.subnet << "\n";
+      for (int i = 0; i < c.hosts; ++i)
+        ctx.out << "  " << c.namespaces[static_cast<size_t>(i)] << "  " << c.host_address(i) << "\n";
       ctx.out << "hostfile " << c.hostfile() << "\n"
               << "trainsim run --launcher mpi --emulated " << c.name << " --devices cpu:" << c.hosts * c.workers_per_host
               << " ...\n"
@@ -90,7 +91,8 @@ void add_emulate_command(CLI::App& cluster, CommandContext& ctx) {
       if (all.empty()) ctx.out << "no emulated cluster\n";
       for (const EmulatedStatus& s : all) {
         ctx.out << s.cluster.name << ": " << s.cluster.hosts << " hosts x " << s.cluster.workers_per_host << ", "
-                << s.cluster.link << ", MTU " << s.cluster.mtu << ", " << s.cluster.subnet << (s.alive ? "" : " (incomplete: run down)") << "\n";
+                << s.cluster.link << ", MTU " << s.cluster.mtu << ", " << s.cluster.subnet
+                << (s.alive ? "" : " (incomplete: run down)") << "\n";
       }
     };
   });

@@ -106,9 +106,16 @@ std::vector<std::string> namespaces_named(const std::string& name) {
 }
 
 nlohmann::json to_json(const EmulatedCluster& c) {
-  return {{"format", "trainsim.emulated/1"}, {"name", c.name},       {"hosts", c.hosts},
-          {"workers_per_host", c.workers_per_host}, {"link", c.link}, {"mtu", c.mtu}, {"subnet", c.subnet},
-          {"namespaces", c.namespaces}, {"hostfile", c.hostfile()},  {"agent", c.agent()},
+  return {{"format", "trainsim.emulated/1"},
+          {"name", c.name},
+          {"hosts", c.hosts},
+          {"workers_per_host", c.workers_per_host},
+          {"link", c.link},
+          {"mtu", c.mtu},
+          {"subnet", c.subnet},
+          {"namespaces", c.namespaces},
+          {"hostfile", c.hostfile()},
+          {"agent", c.agent()},
           {"mpirun_options", c.mpirun_options()}};
 }
 
@@ -169,8 +176,7 @@ std::string emulate_unavailable_reason() {
   return "";
 }
 
-EmulatedCluster emulate_up(const std::string& name, int hosts, int workers_per_host, const std::string& link,
-                           int mtu) {
+EmulatedCluster emulate_up(const std::string& name, int hosts, int workers_per_host, const std::string& link, int mtu) {
   static const std::regex valid_name("[a-z0-9]{1,6}");
   if (!std::regex_match(name, valid_name)) {
     throw InputError("--name", "is \"" + name + "\"", "1-6 lowercase letters or digits (interface names stay short)");
@@ -188,8 +194,8 @@ EmulatedCluster emulate_up(const std::string& name, int hosts, int workers_per_h
   // tbf drops a packet larger than its bucket that it cannot cut.
   if (mtu < 1280 || mtu > std::min<int64_t>(65535, burst_bytes)) {
     throw InputError("--mtu", "is " + std::to_string(mtu),
-                     "1280 to " + std::to_string(std::min<int64_t>(65535, burst_bytes)) + " bytes; the link's tbf bucket holds " +
-                         std::to_string(burst_bytes));
+                     "1280 to " + std::to_string(std::min<int64_t>(65535, burst_bytes)) +
+                         " bytes; the link's tbf bucket holds " + std::to_string(burst_bytes));
   }
   const std::string why = emulate_unavailable_reason();
   if (!why.empty()) throw InputError("cluster emulate up", why, "root, on a kernel that allows network namespaces");
