@@ -279,7 +279,7 @@ void add_run_command(CLI::App& app, CommandContext& ctx) {
   cmd->add_option("--devices", o->devices,
                   "cpu:N (N worker threads), or cuda, cuda:G or cuda:GxW (W workers sharing GPU G; every worker's "
                   "forwards and backwards on the GPU, its weights, optimizer and messages on the host)")->capture_default_str();
-  cmd->add_option("--dataset", o->dataset, "fashion-mnist, fortunes (bytes of text), fortune-topics (word bags of four topics) or synthetic (default: by the model's input and output)");
+  cmd->add_option("--dataset", o->dataset, kDatasetHelp);
   cmd->add_option("--data-dir", o->data_dir,
                   "Folder holding Fashion-MNIST's IDX files (default: " + std::string(kFashionMnistDir) +
                       ") or the fortune files (default: " + std::string(kFortunesDir) + ")");

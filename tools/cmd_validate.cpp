@@ -272,7 +272,7 @@ void add_validate_command(CLI::App& app, CommandContext& ctx) {
   cmd->add_option("--strategies", o->strategies,
                   "Strategies separated by commas, each 'all' or an id with settings of its own after colons "
                   "(all,pipesgd:compression=quant8)")->capture_default_str();
-  cmd->add_option("--dataset", o->dataset, "fashion-mnist, fortunes (bytes of text), fortune-topics (word bags of four topics) or synthetic (default: by the model's input and output)");
+  cmd->add_option("--dataset", o->dataset, kDatasetHelp);
   cmd->add_option("--data-dir", o->data_dir,
                   "Folder holding Fashion-MNIST's IDX files (default: " + std::string(kFashionMnistDir) +
                       ") or the fortune files (default: " + std::string(kFortunesDir) + ")");

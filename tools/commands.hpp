@@ -72,6 +72,10 @@ WorkerDevices parse_worker_devices(const std::string& text);
 // one the model's input shape takes. `data_dir` (`--data-dir`) is where
 // Fashion-MNIST's files are; empty: Debian's dataset-fashion-mnist folder.
 Dataset load_dataset(const std::string& name, const Model& model, const std::string& data_dir);
+// --dataset's help, the same for run and validate.
+inline constexpr const char* kDatasetHelp =
+    "fashion-mnist, fortunes (bytes of text), fortune-topics (word bags of four topics) or synthetic (generated word "
+    "bags, for models that take word ids as text-bag does) (default: by the model's input and output)";
 
 // For every `--seed`: digits only. CLI11 alone reads "-1" into a uint64_t as
 // 2^64 - 1.
