@@ -68,8 +68,8 @@ struct WorkerDevices {
 };
 WorkerDevices parse_worker_devices(const std::string& text);
 
-// `--dataset` for a model: fashion-mnist or synthetic (text), by default the
-// one the model's input shape takes. `data_dir` (`--data-dir`) is where
+// `--dataset` for a model: fashion-mnist, fortunes, fortune-topics or
+// synthetic (word bags), by default the one the model's input and output take. `data_dir` (`--data-dir`) is where
 // Fashion-MNIST's files are; empty: Debian's dataset-fashion-mnist folder.
 Dataset load_dataset(const std::string& name, const Model& model, const std::string& data_dir);
 // --dataset's help, the same for run and validate.
