@@ -69,8 +69,9 @@ struct WorkerDevices {
 WorkerDevices parse_worker_devices(const std::string& text);
 
 // `--dataset` for a model: fashion-mnist, fortunes, fortune-topics or
-// synthetic (word bags), by default the one the model's input and output take. `data_dir` (`--data-dir`) is where
-// Fashion-MNIST's files are; empty: Debian's dataset-fashion-mnist folder.
+// synthetic (word bags), by default the one the model's input and output
+// take. `data_dir` (`--data-dir`) is where Fashion-MNIST's or the fortune
+// files are; empty: Debian's folders.
 Dataset load_dataset(const std::string& name, const Model& model, const std::string& data_dir);
 // --dataset's help, the same for run and validate.
 inline constexpr const char* kDatasetHelp =
