@@ -4,7 +4,6 @@
 #include <CLI/CLI.hpp>
 #include <functional>
 #include <ostream>
-#include <optional>
 #include <string>
 
 #include "exec/data/dataset.hpp"
@@ -12,6 +11,7 @@
 #include "profiles/cluster.hpp"
 #include "profiles/profile.hpp"
 #include "sim/des/engine.hpp"
+#include "tools/options.hpp"
 
 namespace trainsim {
 
@@ -45,28 +45,6 @@ Model load_model(const std::string& name_or_path, const std::string& where);
 // profiled analytically on the cluster's device.
 Profile resolve_profile_input(const std::string& profile_path, const std::string& model, int64_t batch,
                               const Cluster& cluster);
-
-// Simulator options from `--straggler PROB:SLOWDOWN`, `--jitter SD`, `--seed S`.
-SimOptions parse_sim_options(const std::string& straggler, double jitter, uint64_t seed);
-
-// `--devices cpu:N` -> N worker threads (InputError naming --devices otherwise).
-int64_t parse_cpu_devices(const std::string& text);
-
-// A GPU and how many workers share it: `cuda` (GPU 0, one worker), `cuda:N`,
-// `cuda:NxW` (W virtual workers on GPU N); InputError naming `flag` otherwise.
-struct GpuDevice {
-  int index = 0;
-  int64_t workers = 1;
-};
-GpuDevice parse_gpu_device(const std::string& device, const std::string& flag);
-
-// `--devices` of trainsim run: cpu:N worker threads, or workers on a GPU
-// (parse_gpu_device).
-struct WorkerDevices {
-  int64_t workers = 1;
-  std::optional<GpuDevice> gpu;
-};
-WorkerDevices parse_worker_devices(const std::string& text);
 
 // `--dataset` for a model: fashion-mnist, fortunes, fortune-topics or
 // synthetic (word bags), by default the one the model's input and output

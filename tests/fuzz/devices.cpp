@@ -2,7 +2,7 @@
 #include <string>
 
 #include "tests/fuzz/fuzz_input.hpp"
-#include "tools/commands.hpp"
+#include "tools/options.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);

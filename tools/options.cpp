@@ -1,0 +1,82 @@
+// The command line's value parsers (options.hpp).
+#include "tools/options.hpp"
+
+#include <charconv>
+
+#include "model/error.hpp"
+#include "model/units.hpp"
+#include "profiles/profiler/timing.hpp"
+
+namespace trainsim {
+
+SimOptions parse_sim_options(const std::string& straggler, double jitter, uint64_t seed) {
+  SimOptions options;
+  options.seed = seed;
+  options.jitter = jitter;
+  if (!straggler.empty()) {
+    const auto colon = straggler.find(':');
+    const std::string expected = "PROB:SLOWDOWN with 0 <= PROB <= 1 and 1 <= SLOWDOWN <= " +
+                                 format_number(kMaxStragglerSlowdown) + ", e.g. 0.33:1.5";
+    if (colon == std::string::npos) throw InputError("--straggler", "'" + straggler + "'", expected);
+    options.straggler_probability = parse_number(straggler.substr(0, colon), "--straggler");
+    options.straggler_slowdown = parse_number(straggler.substr(colon + 1), "--straggler");
+    if (!(options.straggler_probability >= 0 && options.straggler_probability <= 1 &&
+          options.straggler_slowdown >= 1 && options.straggler_slowdown <= kMaxStragglerSlowdown)) {
+      throw InputError("--straggler", "'" + straggler + "'", expected);
+    }
+  }
+  return options;
+}
+
+// "cpu:N" -> N worker threads.
+int64_t parse_cpu_devices(const std::string& text) {
+  const std::string prefix = "cpu:";
+  if (text == "cpu") return 1;
+  if (text.rfind(prefix, 0) == 0) {
+    const double n = parse_number(text.substr(prefix.size()), "--devices");
+    if (n > static_cast<double>(max_worker_threads())) {
+      throw InputError("--devices", "'" + text + "' asks for more threads than this machine runs well",
+                       "at most cpu:" + std::to_string(max_worker_threads()) + ", 4 threads per core and never over " +
+                           std::to_string(kMaxWorkerThreads));
+    }
+    if (n >= 1 && n == static_cast<double>(static_cast<int64_t>(n))) return static_cast<int64_t>(n);
+  }
+  if (text.rfind("cuda", 0) == 0) {
+    throw InputError("--devices", "'" + text + "': GPU workers run under trainsim run; this command runs CPU workers",
+                     "cpu:N");
+  }
+  throw InputError("--devices", "'" + text + "'", "cpu:N with N >= 1 worker threads");
+}
+
+GpuDevice parse_gpu_device(const std::string& device, const std::string& flag) {
+  const char* expected = "cuda, cuda:N or cuda:NxW (W workers sharing GPU N, 1 to 64)";
+  GpuDevice gpu;
+  if (device == "cuda") return gpu;
+  const std::string rest = device.size() > 5 ? device.substr(5) : std::string();
+  const char* end = rest.data() + rest.size();
+  auto [at, error] = std::from_chars(rest.data(), end, gpu.index);
+  if (device.size() < 6 || device.rfind("cuda:", 0) != 0 || error != std::errc{} || gpu.index < 0) {
+    throw InputError(flag, "'" + device + "' does not name a GPU", expected);
+  }
+  if (at != end) {
+    if (*at != 'x') throw InputError(flag, "'" + device + "' does not name a GPU", expected);
+    const auto [workers_end, workers_error] = std::from_chars(at + 1, end, gpu.workers);
+    if (workers_error != std::errc{} || workers_end != end || gpu.workers < 1 || gpu.workers > 64) {
+      throw InputError(flag, "'" + device + "' does not name 1 to 64 workers", expected);
+    }
+  }
+  return gpu;
+}
+
+WorkerDevices parse_worker_devices(const std::string& text) {
+  WorkerDevices d;
+  if (text.rfind("cuda", 0) == 0) {
+    d.gpu = parse_gpu_device(text, "--devices");
+    d.workers = d.gpu->workers;
+  } else {
+    d.workers = parse_cpu_devices(text);
+  }
+  return d;
+}
+
+}  // namespace trainsim

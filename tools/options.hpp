@@ -1,0 +1,35 @@
+// The command line's value parsers for --straggler, --devices and --device,
+// in trainsim_cli_options (tools/CMakeLists.txt).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "sim/des/engine.hpp"
+
+namespace trainsim {
+
+// Simulator options from `--straggler PROB:SLOWDOWN`, `--jitter SD`, `--seed S`.
+SimOptions parse_sim_options(const std::string& straggler, double jitter, uint64_t seed);
+
+// `--devices cpu:N` -> N worker threads (InputError naming --devices otherwise).
+int64_t parse_cpu_devices(const std::string& text);
+
+// A GPU and how many workers share it: `cuda` (GPU 0, one worker), `cuda:N`,
+// `cuda:NxW` (W virtual workers on GPU N); InputError naming `flag` otherwise.
+struct GpuDevice {
+  int index = 0;
+  int64_t workers = 1;
+};
+GpuDevice parse_gpu_device(const std::string& device, const std::string& flag);
+
+// `--devices` of trainsim run: cpu:N worker threads, or workers on a GPU
+// (parse_gpu_device).
+struct WorkerDevices {
+  int64_t workers = 1;
+  std::optional<GpuDevice> gpu;
+};
+WorkerDevices parse_worker_devices(const std::string& text);
+
+}  // namespace trainsim
