@@ -95,6 +95,13 @@ double overlap_backward_end_s(const Profile& profile, const Cluster& cluster, in
   return std::max(backward_s, flow_shop_end_s(ready_s, allreduce_s_each));
 }
 
+double compression_work_s(const Cluster& cluster, const std::string& compression, double gradient_bytes) {
+  if (compression == "none") return 0;
+  const CodecRates& rates = compression == "trunc16" ? cluster.collective.trunc16 : cluster.collective.quant8;
+  if (rates.encode_bytes_per_s > 0 || rates.decode_bytes_per_s > 0) return 0;
+  return kCompressionPassesPerGradientByte * gradient_bytes / cluster.device.memory_bytes_per_s;
+}
+
 double wire_fraction(const std::string& compression) {
   if (compression == "trunc16") return 0.5;
   if (compression == "quant8") return 0.25;
@@ -145,9 +152,7 @@ PipeSgdTimes pipesgd_times(const Profile& profile, const Cluster& cluster, const
   const bool exchanges = settings.workers > 1 && t.param_bytes > 0;
   times.compute_s = t.forward_s + t.backward_s + exchanged_update_s(profile, cluster, exchanges ? settings.workers : 1);
   if (!exchanges) return times;
-  if (settings.compression != "none") {
-    times.compute_s += kCompressionPassesPerGradientByte * t.param_bytes / cluster.device.memory_bytes_per_s;
-  }
+  times.compute_s += compression_work_s(cluster, settings.compression, t.param_bytes);
   const PipeSgdComm comm = communication(profile, cluster, settings.workers, settings.algorithm, t.param_bytes,
                                          settings.compression, settings.segments);
   if (settings.width == 1 && settings.segments == 1) {

@@ -93,6 +93,13 @@ inline constexpr int64_t kMaxPlanSegments = 4096;
 // passes over M at device memory bandwidth.
 inline constexpr double kCompressionPassesPerGradientByte = 4.0;
 
+// pipesgd: t_compress of `gradient_bytes` (docs/equations.md §1), the
+// kCompressionPassesPerGradientByte bound. 0 without compression, and 0 where
+// the cluster gives the codec's rates: ring_codec_s then prices the same
+// encode and decode at the ring's first and last hops, and counting both would
+// count them twice.
+double compression_work_s(const Cluster& cluster, const std::string& compression, double gradient_bytes);
+
 // pipesgd: bytes on the wire per gradient byte: 16-bit truncation halves
 // fp32, 8-bit quantization quarters it (seed 002 §3.2); "none" is 1.
 double wire_fraction(const std::string& compression);

@@ -57,14 +57,10 @@ struct PipeSgdPlanSettings : PipeSgdSettings {
   double update_s = 0;        // a worker's update (exchanged_update_s)
 };
 
-// Half of kCompressionPassesPerGradientByte each way: compression reads fp32
-// and writes the narrow copy, decompression the reverse.
-double codec_s(double gradient_bytes, const Cluster& cluster) {
-  return 0.5 * kCompressionPassesPerGradientByte * gradient_bytes / cluster.device.memory_bytes_per_s;
-}
-
+// Half of compression_work_s each way: compression reads fp32 and writes the
+// narrow copy, decompression the reverse.
 Op codec_op(OpKind kind, int32_t worker, int32_t iteration, double gradient_bytes, LayerRange layers,
-            const Cluster& cluster) {
+            const Cluster& cluster, const std::string& compression) {
   Op op;
   op.kind = kind;
   op.worker = worker;
@@ -73,7 +69,7 @@ Op codec_op(OpKind kind, int32_t worker, int32_t iteration, double gradient_byte
   op.first_layer = static_cast<int32_t>(layers.first);
   op.last_layer = static_cast<int32_t>(layers.last);
   op.bytes = gradient_bytes;
-  op.work_s = codec_s(gradient_bytes, cluster);
+  op.work_s = 0.5 * compression_work_s(cluster, compression, gradient_bytes);
   return op;
 }
 
@@ -100,7 +96,7 @@ std::vector<OpId> add_iteration(PlanBuilder& b, const Profile& profile, ReplicaC
     while (set.communicates && next_segment < seg.closing_layers.size() &&
            seg.closing_layers[next_segment] == piece->first) {
       if (set.compression != "none") {
-        ready = b.add(codec_op(OpKind::kCompress, w, t, segment_bytes, *piece, cluster));
+        ready = b.add(codec_op(OpKind::kCompress, w, t, segment_bytes, *piece, cluster, set.compression));
       }
       Op allreduce = transfer_op(OpKind::kAllReduce, w, t, wire_bytes, *piece, {ready}, group, set.algorithm);
       allreduce.codec = codec_of(set.compression);
@@ -118,7 +114,7 @@ void add_update(PlanBuilder& b, const Profile& profile, const Cluster& cluster, 
   const double segment_bytes = set.gradient_bytes / static_cast<double>(set.segments);
   if (set.compression != "none") {
     for (OpId allreduce : allreduces) {
-      Op decompress = codec_op(OpKind::kDecompress, w, j, segment_bytes, all_layers(profile), cluster);
+      Op decompress = codec_op(OpKind::kDecompress, w, j, segment_bytes, all_layers(profile), cluster, set.compression);
       decompress.deps = {allreduce};
       b.add(std::move(decompress));
     }

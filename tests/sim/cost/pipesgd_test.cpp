@@ -3,6 +3,7 @@
 
 #include "model/error.hpp"
 #include "sim/cost/common.hpp"
+#include "sim/cost/data_parallel.hpp"
 #include "sim/cost/strategies.hpp"
 #include "tests/sim/cost/fixtures.hpp"
 
@@ -79,6 +80,25 @@ TEST(PipeSgd, WidthOneIsDpRingPlusCompressionWork) {
   EXPECT_NEAR(p.iteration_s, 2.027e-2, 1e-12);
   EXPECT_NEAR(p.breakdown.compute_s, 4.8e-3, 1e-12);
   EXPECT_EQ(p.staleness, 0);
+}
+
+TEST(PipeSgd, MeasuredCodecRatesReplaceTheCompressionBound) {
+  // With the cluster's trunc16 rates (encode 10 GB/s, decode 20 GB/s) the ring
+  // prices the codec at its hops, first encode and last decode included, so
+  // the 8e-4 bound above is not added again: each of the 4 members encodes 4
+  // chunks of 5 MB and decodes 7, (4·1e-10 + 7·5e-11)·5e6 = 3.75e-3.
+  // t = 4e-3 + 1.545e-2 + 3.75e-3 + 2e-5 = 2.322e-2.
+  const Profile profile = heavy_profile();
+  Cluster cluster = simple_cluster(2, 2);
+  cluster.collective.trunc16 = {1e10, 2e10};
+  const Prediction p =
+      run_strategy("pipesgd", profile, cluster, {{"width", "1"}, {"compression", "trunc16"}, {"segments", "1"}});
+  EXPECT_NEAR(p.iteration_s, 2.322e-2, 1e-12);
+  EXPECT_NEAR(p.breakdown.compute_s, 4e-3, 1e-12);
+  // quant8's rates are not given: its bound still counts.
+  EXPECT_NEAR(compression_work_s(cluster, "quant8", 20e6), 8e-4, 1e-15);
+  EXPECT_EQ(compression_work_s(cluster, "trunc16", 20e6), 0.0);
+  EXPECT_EQ(compression_work_s(cluster, "none", 20e6), 0.0);
 }
 
 TEST(PipeSgd, WidthOneWithSegmentsOverlapsBackward) {

@@ -87,6 +87,14 @@ TEST(PipeSgdPlan, CompressionShrinksTheWireAndAddsCodecOps) {
   EXPECT_EQ(stream_text(plan, 0, StreamKind::kCompute),
             "forward0 backward0 compress0 forward1 backward1 compress1 decompress0 update0 "
             "forward2 backward2 compress2 decompress1 update1 decompress2 update2");
+  // With the cluster's quant8 rates the AllReduce's hops price the codec, the
+  // first encode and the last decode among them: the ops stay (they order the
+  // gradient) with no work of their own.
+  Cluster measured = simple_cluster(1, 2);
+  measured.collective.quant8 = {1e10, 2e10};
+  const Plan hops = generate("pipesgd", heavy_profile(), measured, {{"compression", "quant8"}}, 3);
+  EXPECT_EQ(hops.ops[ids_of(hops, OpKind::kCompress, 0, 1).at(0)].work_s, 0.0);
+  EXPECT_EQ(hops.ops[ids_of(hops, OpKind::kDecompress, 0, 1).at(0)].work_s, 0.0);
   // One worker sends nothing, so nothing is compressed.
   const Plan alone =
       generate("pipesgd", heavy_profile(), simple_cluster(1, 2), {{"compression", "trunc16"}, {"workers", "1"}}, 3);
