@@ -68,6 +68,7 @@ nlohmann::json cluster_to_json(const Cluster& c) {
           {"collective", collective_json(c.collective)}};
   if (c.device.handoff_s != 0) doc["device"]["handoff_s"] = c.device.handoff_s;  // optional: absent means 0
   if (c.shared_cores != 0) doc["shared_cores"] = c.shared_cores;                    // optional: absent means 0
+  if (c.link_kernel_s_per_byte != 0) doc["link_kernel_s_per_byte"] = c.link_kernel_s_per_byte;  // optional: 0
   return doc;
 }
 
@@ -79,6 +80,9 @@ Cluster cluster_from_json(const nlohmann::json& doc, const std::string& where) {
   c.machines = require_integer(doc, "machines", where, 1);
   c.devices_per_machine = require_integer(doc, "devices_per_machine", where, 1);
   if (doc.contains("shared_cores")) c.shared_cores = require_integer(doc, "shared_cores", where, 1);
+  if (doc.contains("link_kernel_s_per_byte")) {
+    c.link_kernel_s_per_byte = require_nonnegative(doc, "link_kernel_s_per_byte", where);
+  }
   const nlohmann::json& d = require_field(doc, "device", where);
   const std::string at = where + ": device";
   c.device.name = require_string(d, "name", at);

@@ -104,6 +104,11 @@ struct Cluster {
   // shares each core among the work its workers put on it (docs/simulator.md).
   // Optional in the file: 0 (the default), each device its own.
   int64_t shared_cores = 0;
+  // With shared_cores: the core time that computer's kernel spends per byte
+  // crossing a link between machines (the emulated links' TCP stack, their
+  // shaping, the veth and bridge hops), taken from the shared cores while the
+  // links carry it (docs/simulator.md). Optional in the file: 0.
+  double link_kernel_s_per_byte = 0;
 };
 
 inline int64_t device_count(const Cluster& cluster) { return cluster.machines * cluster.devices_per_machine; }

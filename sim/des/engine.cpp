@@ -106,25 +106,32 @@ void Engine::start_compute(OpId id) {
 
 void Engine::reschedule_compute(CoreShare& share) {
   OpState& op = states_[share.running];
-  const double rate = share.communicating > 0 ? shared_rate_ : 1.0;
+  const double rate = share.rate();
   ++op.version;
   const SimTime left_ns = to_clock_ns(std::ceil(share.remaining_ns / rate), share.running);
   push(later_ns(share.since_ns, left_ns, share.running), share.running, kOpEnd | (op.version << 2));
 }
 
-// A communication op of `worker` starts (+1) or ends (−1); when that turns
-// sharing on or off, its running compute op banks the work done at the old
-// rate and has its end moved.
-void Engine::set_communicating(int32_t worker, int32_t delta) {
-  CoreShare& share = core_shares_[worker];
-  const bool was = share.communicating > 0;
-  share.communicating += delta;
-  if (was == (share.communicating > 0) || share.running < 0) return;
+// A communication op starts or ends on its worker's cores; when that
+// changes the rate the worker's running compute op gets (a collective's
+// shared rate: the device's within a machine, more across machines, where
+// the links' time leaves the cores free), the op banks the work done at the
+// old rate and has its end moved.
+void Engine::set_communicating(OpId id, bool starts) {
+  const OpState& op = states_[id];
+  CoreShare& share = core_shares_[op.worker];
+  const double old_rate = share.rate();
+  const double rate = is_collective(op.kind) ? collectives_[op.index].shared_rate : shared_rate_;
+  if (starts) {
+    share.communicating.push_back(rate);
+  } else {
+    share.communicating.erase(std::find(share.communicating.begin(), share.communicating.end(), rate));
+  }
+  if (share.rate() == old_rate || share.running < 0) return;
   if (!core_jobs_.empty()) {
-    reschedule_core(core_of_worker_[worker]);
+    reschedule_core(core_of_worker_[op.worker]);
     return;
   }
-  const double old_rate = was ? shared_rate_ : 1.0;
   share.remaining_ns = std::max(0.0, share.remaining_ns - old_rate * static_cast<double>(now_ns_ - share.since_ns));
   share.since_ns = now_ns_;
   reschedule_compute(share);
@@ -138,6 +145,7 @@ void Engine::start_collective(Collective& c) {
   c.since_ns = now_ns_;
   c.computing = 0;
   c.running = true;
+  add_kernel_cores(c.kernel_cores);
   if (shared_rate_ < 1 && uses_worker_cores(c.kind)) {  // not a barrier, whose members wait asleep
     for (int32_t m = 0; m < c.members; ++m) {
       const int32_t worker = states_[collective_ops_[c.first_slot + m]].worker;
@@ -179,6 +187,7 @@ void Engine::set_computing(int32_t worker, int32_t delta) {
 void Engine::end_collective(Collective& c) {
   if (!c.running) return;  // ended by an earlier member
   c.running = false;
+  add_kernel_cores(-c.kernel_cores);
   if (shared_rate_ >= 1 || !uses_worker_cores(c.kind)) return;
   const auto index = static_cast<int32_t>(&c - collectives_.data());
   for (int32_t m = 0; m < c.members; ++m) {
@@ -190,7 +199,7 @@ void Engine::end_collective(Collective& c) {
 void Engine::start(OpId id) {
   const OpState& op = states_[id];
   result_.timings[id].start_ns = now_ns_;
-  if (shared_rate_ < 1 && uses_worker_cores(op.kind)) set_communicating(op.worker, +1);
+  if (shared_rate_ < 1 && uses_worker_cores(op.kind)) set_communicating(id, true);
   // Its successors are touched when it ends, after other events: fetch their
   // states now so that end does not wait on memory.
   for (int32_t s = successor_offsets_[id]; s < successor_offsets_[id + 1]; ++s) {
@@ -206,7 +215,7 @@ void Engine::finish(OpId id) {
   const OpState& op = states_[id];
   result_.timings[id].end_ns = now_ns_;
   if (is_collective(op.kind)) end_collective(collectives_[op.index]);
-  if (shared_rate_ < 1 && uses_worker_cores(op.kind)) set_communicating(op.worker, -1);
+  if (shared_rate_ < 1 && uses_worker_cores(op.kind)) set_communicating(id, false);
   if (core_shares_[op.worker].running == id) {  // set where compute shares a core
     core_shares_[op.worker].running = -1;
     if (!core_jobs_.empty()) end_core_job(id);

@@ -221,6 +221,28 @@ void Engine::add_collective_member(OpId id, const Op& op) {
   collective_ops_[c.first_slot + member] = id;
 }
 
+// Where the machines share one computer's cores: the cores the kernel keeps
+// busy moving a collective's bytes between machines while it runs. Each
+// machine's link carries them for the algorithm's β time (its bytes at the
+// link's bandwidth), so the links move machines · bandwidth bytes per second
+// for that part of the collective's `duration_s`, each byte costing
+// link_kernel_s_per_byte of core time (docs/simulator.md).
+double Engine::links_kernel_cores(const Collective& c, const LinkParams& link, double duration_s) const {
+  if (core_jobs_.empty() || cluster_.link_kernel_s_per_byte <= 0 || link.beta_s_per_byte <= 0) return 0;
+  const LinkParams wire{0, link.beta_s_per_byte, 0};
+  const double wire_s = c.kind == OpKind::kAllReduce   ? allreduce_s(c.algorithm, c.bytes, c.members, wire)
+                        : c.kind == OpKind::kBroadcast ? broadcast_tree_s(c.bytes, c.members, wire)
+                                                       : 0.0;
+  std::vector<int32_t> machines;
+  for (int32_t m = 0; m < c.members; ++m) {
+    machines.push_back(machine_of_worker_[states_[collective_ops_[c.first_slot + m]].worker]);
+  }
+  std::sort(machines.begin(), machines.end());
+  const auto spanned = static_cast<double>(std::unique(machines.begin(), machines.end()) - machines.begin());
+  const double busy = std::min(1.0, wire_s / duration_s);
+  return cluster_.link_kernel_s_per_byte * spanned * busy / link.beta_s_per_byte;
+}
+
 // Every collective's duration, once: the α-β-γ time of its algorithm on the
 // intra-machine link, or the slower link when its members span machines.
 void Engine::price_collectives() {
@@ -258,6 +280,7 @@ void Engine::price_collectives() {
     if (c.crosses_machines && duration_s > 0) {  // the links' time goes on at full rate
       const double on_cores = std::clamp(cores_s / duration_s, 0.0, 1.0);
       c.shared_rate = 1 / (on_cores / shared_rate_ + (1 - on_cores));
+      c.kernel_cores = links_kernel_cores(c, link, duration_s);
     }
   }
 }

@@ -4,6 +4,7 @@
 // collectives matched and priced). Internal to sim/des.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <random>
@@ -54,14 +55,25 @@ inline bool is_transfer(OpKind kind) {
 
 // A worker's compute op while its communication shares the cores
 // (DeviceSpec::compute_rate_while_communicating < 1): the op's work left at
-// `since_ns`, in nanoseconds at full rate, and how many of the worker's
-// communication ops are in flight.
+// `since_ns`, in nanoseconds at full rate, and the rates at which each of
+// the worker's communication ops in flight lets it run (a collective's
+// shared rate, else the device's); the slowest applies.
 struct CoreShare {
   OpId running = -1;
   double remaining_ns = 0;
   SimTime since_ns = 0;
-  int32_t communicating = 0;
+  std::vector<double> communicating;
+
+  double rate() const {
+    double r = 1;
+    for (const double c : communicating) r = std::min(r, c);
+    return r;
+  }
 };
+
+// The least of a shared core the links' kernel work leaves its jobs: where
+// the kernel would need more, the links would slow instead (not modelled).
+inline constexpr double kMinKernelShare = 0.05;
 
 // Work on a core that workers share (Cluster::shared_cores): a compute op,
 // or the core time after which it releases `op` (a hand-off: the op's
@@ -111,6 +123,9 @@ struct Collective {
   double remaining_ns = 0;
   SimTime since_ns = 0;
   int32_t computing = 0;
+  // Where machines share a computer's cores (Cluster::link_kernel_s_per_byte):
+  // the cores its links' bytes keep the kernel busy on while it runs.
+  double kernel_cores = 0;
 };
 
 
@@ -135,7 +150,7 @@ class Engine {
   void post(OpId id);
   SimTime compute_duration_ns(OpId id);
   void start_compute(OpId id);
-  void set_communicating(int32_t worker, int32_t delta);
+  void set_communicating(OpId id, bool starts);
   void reschedule_compute(CoreShare& share);
   void start_collective(Collective& c);
   void reschedule_collective(Collective& c);
@@ -143,7 +158,10 @@ class Engine {
   void add_core_job(int32_t worker, OpId op, OpId by, double work_ns);
   void end_core_job(OpId op);
   void reschedule_core(int32_t core);
+  void add_kernel_cores(double delta);
+  double kernel_share() const;
   void end_collective(Collective& c);
+  double links_kernel_cores(const Collective& c, const LinkParams& link, double duration_s) const;
   double draw_uniform();
   void push_completions();
 
@@ -170,6 +188,7 @@ class Engine {
   std::vector<int32_t> core_of_worker_;                    // with Cluster::shared_cores, else empty
   std::vector<std::vector<CoreJob>> core_jobs_;            // per shared core: the jobs on it
   std::vector<uint32_t> release_version_;                  // per op: its release job's version (shared cores)
+  double kernel_cores_ = 0;  // the running collectives' kernel_cores, spread over the shared cores
 
   std::vector<Collective> collectives_;
   std::vector<OpId> collective_ops_;

@@ -34,20 +34,35 @@ void Engine::end_core_job(OpId op) {
   reschedule_core(core);
 }
 
+// What the links' kernel work leaves of a shared core: the running
+// collectives' kernel_cores spread over all of them, never less than
+// kMinKernelShare (past that the links themselves would slow).
+double Engine::kernel_share() const {
+  const double left = 1 - kernel_cores_ / static_cast<double>(core_jobs_.size());
+  return std::max(kMinKernelShare, left);
+}
+
+// The kernel's work for a collective's links starts (+) or ends (−): every
+// shared core's jobs bank their work and run at the new share.
+void Engine::add_kernel_cores(double delta) {
+  if (delta == 0) return;
+  kernel_cores_ = std::max(0.0, kernel_cores_ + delta);
+  for (size_t core = 0; core < core_jobs_.size(); ++core) reschedule_core(static_cast<int32_t>(core));
+}
+
 // Every job on the core banks the work done since its last change at its
-// rate, takes the core's new share (a compute op times the device's rate
-// while its worker communicates, DeviceSpec::compute_rate_while_communicating)
-// and has its end event moved: a compute op's kOpEnd, a release's kHandedOff,
+// rate, takes the core's new share of what the links' kernel work leaves (a
+// compute op times the rate its worker's communication leaves it,
+// CoreShare::rate) and has its end event moved: a compute op's kOpEnd, a release's kHandedOff,
 // each with a bumped version so the old event is ignored.
 void Engine::reschedule_core(int32_t core) {
   std::vector<CoreJob>& jobs = core_jobs_[core];
   if (jobs.empty()) return;
-  const double share = 1.0 / static_cast<double>(jobs.size());
+  const double share = kernel_share() / static_cast<double>(jobs.size());
   for (CoreJob& j : jobs) {
     j.remaining_ns = std::max(0.0, j.remaining_ns - j.rate * static_cast<double>(now_ns_ - j.since_ns));
     j.since_ns = now_ns_;
-    const bool slowed = j.by < 0 && core_shares_[states_[j.op].worker].communicating > 0;
-    j.rate = (slowed ? shared_rate_ : 1.0) * share;
+    j.rate = (j.by < 0 ? core_shares_[states_[j.op].worker].rate() : 1.0) * share;
     const SimTime left_ns = to_clock_ns(std::ceil(j.remaining_ns / j.rate), j.op);
     if (j.by < 0) {
       OpState& op = states_[j.op];

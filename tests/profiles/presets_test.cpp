@@ -38,6 +38,7 @@ void expect_same_cluster(const Cluster& a, const Cluster& b) {
   EXPECT_EQ(a.device.compute_rate_while_communicating, b.device.compute_rate_while_communicating);
   EXPECT_EQ(a.device.handoff_s, b.device.handoff_s);
   EXPECT_EQ(a.shared_cores, b.shared_cores);
+  EXPECT_EQ(a.link_kernel_s_per_byte, b.link_kernel_s_per_byte);
   expect_same_link(a.intra_link, b.intra_link);
   expect_same_link(a.inter_link, b.inter_link);
   EXPECT_EQ(a.host.link_bandwidth_bytes_per_s, b.host.link_bandwidth_bytes_per_s);
@@ -167,6 +168,25 @@ TEST(Presets, SharedCoresAreOptionalAndAtLeastOne) {
       FAIL() << "shared_cores " << bad.dump() << " was accepted";
     } catch (const InputError& e) {
       EXPECT_NE(std::string(e.what()).find("shared_cores"), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(Presets, LinkKernelTimeIsOptionalAndNonNegative) {
+  Cluster c = cluster_presets().front();
+  EXPECT_FALSE(cluster_to_json(c).contains("link_kernel_s_per_byte"));  // 0: links cost the cores nothing
+  c.link_kernel_s_per_byte = 2.9e-9;
+  nlohmann::json doc = cluster_to_json(c);
+  EXPECT_EQ(cluster_from_json(doc, "f").link_kernel_s_per_byte, 2.9e-9);
+  doc.erase("link_kernel_s_per_byte");
+  EXPECT_EQ(cluster_from_json(doc, "f").link_kernel_s_per_byte, 0.0);
+  for (const nlohmann::json& bad : {nlohmann::json(-1e-9), nlohmann::json("3e-9"), nlohmann::json(nullptr)}) {
+    doc["link_kernel_s_per_byte"] = bad;
+    try {
+      cluster_from_json(doc, "f");
+      FAIL() << "link_kernel_s_per_byte " << bad.dump() << " was accepted";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("link_kernel_s_per_byte"), std::string::npos) << e.what();
     }
   }
 }

@@ -81,15 +81,45 @@ TEST(DesCoreSharing, AcrossMachinesTheLinksTimeGoesOnBesideCompute) {
     cluster.device.compute_rate_while_communicating = rate;
     const Beside r = compute_beside_allreduce(cluster, 5e-3);
     // Both computing throughout: the AllReduce takes 2130 us of work at its
-    // shared rate, 3140 us at r = 0.5 (4260 us if all of it slowed); the
-    // compute does 1570 us of its 5 ms by then at 0.5, the rest at full rate.
+    // shared rate, 3140 us at r = 0.5 (4260 us if all of it slowed). The
+    // compute shares the cores with the same 1010 us of the AllReduce's work,
+    // so it too runs at 2130/3140 of full rate (not at r: the links' time
+    // leaves its cores free): 2130 us of its 5 ms by 3140 us, the rest at
+    // full rate.
     const double ar_end_us = rate == 1.0 ? 2130 : 3140;
-    const double work_end_us = rate == 1.0 ? 5000 : 3140 + (5000 - 1570);
+    const double work_end_us = rate == 1.0 ? 5000 : 3140 + (5000 - 2130);
     for (int32_t w = 0; w < 2; ++w) {
       EXPECT_NEAR(static_cast<double>(r.ar_end[w]), ar_end_us * kUs, 2) << "rate " << rate;
       EXPECT_NEAR(static_cast<double>(r.work_end[w]), work_end_us * kUs, 2) << "rate " << rate;
     }
   }
+}
+
+// Cluster::link_kernel_s_per_byte: where machines share a computer's cores,
+// the kernel's work for the links' bytes takes those cores while a
+// collective crosses machines. The AllReduce of 1e6 B between two machines
+// takes 2α + nβ + nγ/2 + t_sync = 100 + 1000 + 10 + 20 = 1130 us, the links
+// busy for nβ = 1000 us of it: 2 links at 1 GB/s for 1000/1130 of the time.
+// At 0.565 ns of kernel per byte that is 2 · 1e9 · 0.565e-9 · 1000/1130 = 1
+// core, half of each of the 2 shared cores: each worker's compute (on its
+// own core) runs at half rate until 1130 us, doing 565 us of its 5 ms, and
+// ends at 1130 + 4435 = 5565 us. Without shared cores the field is unused.
+TEST(DesCoreSharing, TheLinksKernelWorkTakesTheSharedCoresWhileACollectiveCrossesMachines) {
+  for (const int64_t cores : {0, 2}) {
+    Cluster cluster = simple_cluster(2, 1);
+    cluster.shared_cores = cores;
+    cluster.link_kernel_s_per_byte = 0.565e-9;
+    const Beside r = compute_beside_allreduce(cluster, 5e-3);
+    for (int32_t w = 0; w < 2; ++w) {
+      EXPECT_NEAR(static_cast<double>(r.ar_end[w]), 1130.0 * kUs, 2) << cores << " cores";
+      EXPECT_NEAR(static_cast<double>(r.work_end[w]), (cores == 0 ? 5000.0 : 5565.0) * kUs, 2) << cores << " cores";
+    }
+  }
+  // Within one machine no link is crossed: nothing taken.
+  Cluster one = simple_cluster(1, 2);
+  one.shared_cores = 2;
+  one.link_kernel_s_per_byte = 0.565e-9;
+  EXPECT_EQ(compute_beside_allreduce(one, 5e-3).work_end[0], 5000 * kUs);
 }
 
 TEST(DesCoreSharing, OneMemberComputingPacesTheAllReduceAndOpsSpeedUpWhenItEnds) {
