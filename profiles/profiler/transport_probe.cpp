@@ -4,13 +4,21 @@
 // and worker 0's assembly sent to the others.
 #include "profiles/profiler/transport_probe.hpp"
 
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <fstream>
 #include <numeric>
+#include <optional>
+#include <sstream>
+#include <stdexcept>
 #include <string>
+#include <thread>
 
 #include "exec/interpreter.hpp"
 #include "model/error.hpp"
+#include "profiles/profiler/link_stream.hpp"
 #include "profiles/profiler/timing.hpp"
 #include "profiles/profiler/wake_probe.hpp"
 
@@ -24,6 +32,7 @@ constexpr int64_t kDeviceTag = 30803;
 constexpr int64_t kPingTag = 30005;  // + 2 per message size
 constexpr int64_t kHopTag = 30901;
 constexpr int64_t kComputerTag = 30903;
+constexpr int64_t kStreamTag = 31001;  // + 0..4: the link streams' exchange
 
 // The running kernel's boot id: the same in every network namespace of one
 // computer, different on another (empty where it cannot be read).
@@ -90,6 +99,85 @@ std::string floats_as_text(const std::vector<float>& values) {
   return out;
 }
 
+// This computer's kernel time so far (system, interrupts, softirq), all
+// cores, from /proc/stat; -1 where it cannot be read.
+double computer_kernel_s() {
+  std::ifstream in("/proc/stat");
+  std::string cpu;
+  double user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0;
+  if (!(in >> cpu >> user >> nice >> system >> idle >> iowait >> irq >> softirq) || cpu != "cpu") return -1;
+  return (system + irq + softirq) / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
+// This process's system time so far.
+double process_sys_s() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<double>(usage.ru_stime.tv_sec) + 1e-6 * static_cast<double>(usage.ru_stime.tv_usec);
+}
+
+// Where the hosts are one computer (emulated hosts): the kernel's core time
+// per byte crossing the links between them (Cluster::link_kernel_s_per_byte).
+// Every host's first worker (`leaders`, worker 0 first) sends a blocking TCP
+// stream of o.stream_bytes to the next host's while receiving the previous
+// one's, as a ring's steps cross the links at once (link_stream.hpp), and
+// worker 0 reads the computer's kernel time over the streams less the system
+// time of the other workers, which wait meanwhile (yielding, in the
+// transport). 0 where the hosts are several computers or a stream could not
+// be made. Returned on worker 0.
+double link_kernel_s_per_byte(Transport& t, int self, const std::vector<int>& leaders, const std::vector<int>& everyone,
+                              const ClusterProbeOptions& o) {
+  constexpr double kTimeoutS = 10;
+  const auto at = static_cast<size_t>(std::find(leaders.begin(), leaders.end(), self) - leaders.begin());
+  if (at == leaders.size()) {  // waits out the streams and tells worker 0 its system time meanwhile
+    const double start_s = process_sys_s();
+    t.recv(self, 0, kStreamTag + 3);
+    t.send(self, 0, kStreamTag + 4, {static_cast<float>(process_sys_s() - start_s)});
+    return 0;
+  }
+  const int next = leaders[(at + 1) % leaders.size()], previous = leaders[(at + leaders.size() - 1) % leaders.size()];
+  std::optional<LinkStreamListener> listener;
+  std::string offer = computer_id();
+  try {
+    listener.emplace();
+    offer += " " + std::to_string(listener->port());
+    for (const std::string& address : host_addresses()) offer += " " + address;
+  } catch (const std::runtime_error&) {
+  }
+  t.send(self, previous, kStreamTag, text_as_floats(offer));
+  std::istringstream theirs(floats_as_text(t.recv(self, next, kStreamTag)));
+  std::string id;
+  int port = 0;
+  std::vector<std::string> addresses;
+  theirs >> id >> port;
+  for (std::string address; theirs >> address;) addresses.push_back(address);
+  const bool go = !id.empty() && id == computer_id() && port > 0 && !addresses.empty();
+  t.send(self, next, kStreamTag + 1, text_as_floats(go ? "go" : "skip"));
+  const bool coming = floats_as_text(t.recv(self, previous, kStreamTag + 1)) == "go";
+  const double start_s = computer_kernel_s();
+  double received_s = -1;
+  std::thread receiver([&] {
+    if (coming && listener) received_s = listener->receive_sys_s(kTimeoutS);
+  });
+  const double sent_s = go ? send_link_stream_sys_s(addresses, port, o.stream_bytes, kTimeoutS) : -1;
+  receiver.join();
+  bool whole = sent_s >= 0 && received_s >= 0;
+  if (self != 0) {
+    t.send(self, 0, kStreamTag + 2, {whole ? 1.0f : 0.0f});
+    return 0;
+  }
+  for (size_t l = 1; l < leaders.size(); ++l) whole = t.recv(0, leaders[l], kStreamTag + 2).at(0) > 0 && whole;
+  double kernel_s = computer_kernel_s() - start_s;
+  for (const int w : everyone) {
+    if (std::find(leaders.begin(), leaders.end(), w) == leaders.end()) t.send(0, w, kStreamTag + 3, {1.0f});
+  }
+  for (const int w : everyone) {
+    if (std::find(leaders.begin(), leaders.end(), w) == leaders.end()) kernel_s -= t.recv(0, w, kStreamTag + 4).at(0);
+  }
+  if (!whole || start_s < 0 || kernel_s <= 0) return 0;
+  return kernel_s / (static_cast<double>(o.stream_bytes) * static_cast<double>(leaders.size()));
+}
+
 }  // namespace
 
 Cluster measure_transport_cluster(Transport& t, int self, const std::vector<int>& host_of,
@@ -146,6 +234,14 @@ Cluster measure_transport_cluster(Transport& t, int self, const std::vector<int>
     }
   }
   t.barrier(self, everyone, kPhaseTag);
+  double link_kernel = 0;
+  if (hosts >= 2) {
+    std::vector<int> leaders;
+    for (const auto& members : on_host) leaders.push_back(members.front());
+    TRAINSIM_CHECK(leaders.front() == 0, "hosts numbered from worker 0's");
+    link_kernel = link_kernel_s_per_byte(t, self, leaders, everyone, o);
+  }
+  t.barrier(self, everyone, kPhaseTag);
   double hop = 0;
   if (per_host >= 2) {
     const int64_t chunk_bytes = std::max<int64_t>(o.pack_bytes / static_cast<int64_t>(per_host), 1 << 20);
@@ -180,7 +276,10 @@ Cluster measure_transport_cluster(Transport& t, int self, const std::vector<int>
   c.device.compute_rate_while_communicating = cpu_compute_rate_while_communicating(workers, usable_cores());
   // Every rank on this computer (emulated hosts, or ranks started on one
   // machine): its cores are the ranks'.
-  if (one_computer) c.shared_cores = usable_cores();
+  if (one_computer) {
+    c.shared_cores = usable_cores();
+    c.link_kernel_s_per_byte = link_kernel;
+  }
   if (per_host < 2) intra = inter;
   if (hosts < 2) inter = intra;
   // The transport's sends leave every rank alike (one launch's settings).
@@ -194,7 +293,11 @@ Cluster measure_transport_cluster(Transport& t, int self, const std::vector<int>
                   " B within and between hosts (bandwidth: least-squares slope of the large ones; latency: the "
                   "smallest's one-way time; token bucket: the bytes crossing at once where the large ones' line passes "
                   "below the latency), ring hops within each host at once; each device probed with every "
-                  "worker busy (" + c.device.name + ")";
+                  "worker busy (" +
+                  c.device.name + ")" +
+                  (c.link_kernel_s_per_byte > 0 ? "; the links' kernel time: this computer's over TCP streams "
+                                                  "from every host to the next at once"
+                                                : "");
   validate_cluster(c, "measured cluster " + c.name);
   const std::string text = cluster_to_json(c).dump();
   for (int w = 1; w < workers; ++w) t.send(0, w, kClusterTag, text_as_floats(text));

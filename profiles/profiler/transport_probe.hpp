@@ -25,6 +25,11 @@ namespace trainsim {
 //     device.handoff_s timed by each worker in turn, the others asleep;
 //   shared_cores = this computer's usable cores where every worker runs on
 //     it (one kernel boot id: emulated hosts, or ranks on one machine), else 0;
+//   link_kernel_s_per_byte, with shared_cores and two or more hosts: this
+//     computer's kernel time (/proc/stat) while blocking TCP streams of
+//     options.stream_bytes go from every host's first worker to the next
+//     host's, all at once (link_stream.hpp), less the other workers' system
+//     time meanwhile, per byte moved; 0 where a stream could not be made;
 //   intra_link (two or more workers per host): fit_channel of a ping-pong
 //     sweep between host 0's first two workers, each sending its buffer
 //     back (one-way = half the median round trip; latency = the smallest

@@ -7,7 +7,11 @@ markdown table per run and, over the runs, each strategy's error range.
 
 Usage: cross_host.py TRAINSIM [--hosts 4] [--workers-per-host 1]
 [--link 200mbit] [--mtu 9000] [--runs 3] [--model fmnist-mlp] [--strategies LIST]
-[--iterations 30] [--rounds 5] [--max-rounds 8] [--budget 300] [--json-dir DIR]"""
+[--iterations 30] [--rounds 5] [--max-rounds 8] [--budget 300] [--json-dir DIR]
+
+With --json-dir each run's validation, measured profile and measured cluster
+are kept there (validation-*.json, profile-*.json, cluster-*.json), which
+tests/bench/resimulate.py prices again."""
 
 import argparse
 import json
@@ -63,7 +67,8 @@ def main():
             run([t, "validate", "--launcher", "mpi", "--emulated", NAME, "--model", a.model, "--devices",
                  f"cpu:{workers}", "--strategies", a.strategies, "--iterations", str(a.iterations), "--rounds",
                  str(a.rounds), "--max-rounds", str(a.max_rounds), "--budget", str(a.budget), "--json", path,
-                 "--quiet"], 3600)
+                 "--profile-out", path.replace("validation-", "profile-"), "--cluster-out",
+                 path.replace("validation-", "cluster-"), "--quiet"], 3600)
             reports.append(json.load(open(path)))
             print(f"run {r + 1} of {a.runs}: {path}", file=sys.stderr)
     finally:

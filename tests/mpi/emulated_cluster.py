@@ -91,8 +91,15 @@ def main():
             buffer = cluster["inter_link"].get("send_buffer_bytes")
             if buffer != 131072:
                 sys.exit(f"the measured cluster's send buffer is {buffer}, not the 131072 B the ranks were given")
+            # The hosts share this computer's cores, and so does the kernel's work
+            # for the bytes crossing their links (about 1 ns per byte here).
+            kernel = cluster.get("link_kernel_s_per_byte", 0)
+            if cluster.get("shared_cores", 0) < 1 or not 1e-11 <= kernel <= 1e-7:
+                sys.exit(f"the measured cluster's shared cores {cluster.get('shared_cores')} and links' kernel time "
+                         f"{kernel} s per byte: expected the cores and 1e-11 to 1e-7 s per byte")
             print(f"profile --cluster-out across the hosts: 2 machines x 1, link {link / 1e6:.1f} MB/s "
-                  f"(shaped 25 MB/s), latency {cluster['inter_link']['latency_s'] * 1e6:.0f} us")
+                  f"(shaped 25 MB/s), latency {cluster['inter_link']['latency_s'] * 1e6:.0f} us, "
+                  f"the links' kernel {kernel * 1e9:.2f} ns per byte")
             # validate across the hosts: every strategy asked ran (single on rank 0, the
             # other rank sitting out), priced on the measured link; dp-ring's AllReduce
             # crosses the shaped link and sets its time.

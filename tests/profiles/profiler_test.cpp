@@ -361,8 +361,12 @@ TEST(MeasuredCluster, TheMedianOfProbesTakesEachRatesMedian) {
   a.intra_link.latency_s = 5e-6;
   b.intra_link.latency_s = 4e-6;
   c.intra_link.latency_s = 6e-6;
+  a.link_kernel_s_per_byte = 8e-9;
+  b.link_kernel_s_per_byte = 3e-9;
+  c.link_kernel_s_per_byte = 3.5e-9;
   c.name = "another";
   const Cluster m = median_cluster({a, b, c});
+  EXPECT_EQ(m.link_kernel_s_per_byte, 3.5e-9);
   EXPECT_EQ(m.device.peak_flops_per_s, 2);
   EXPECT_EQ(m.collective.hop_bytes_per_s, 8);
   EXPECT_EQ(m.intra_link.latency_s, 5e-6);
