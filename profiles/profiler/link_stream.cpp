@@ -21,13 +21,6 @@ namespace {
 
 constexpr size_t kChunkBytes = 1 << 20;
 
-// This thread's system (kernel) time so far.
-double thread_sys_s() {
-  rusage usage{};
-  getrusage(RUSAGE_THREAD, &usage);
-  return static_cast<double>(usage.ru_stime.tv_sec) + 1e-6 * static_cast<double>(usage.ru_stime.tv_usec);
-}
-
 timeval as_timeval(double seconds) {
   timeval tv{};
   tv.tv_sec = static_cast<time_t>(seconds);
@@ -46,6 +39,12 @@ int timed_socket(double timeout_s) {
 }
 
 }  // namespace
+
+double system_time_s(SystemTimeOf of) {
+  rusage usage{};
+  getrusage(of == SystemTimeOf::kThread ? RUSAGE_THREAD : RUSAGE_SELF, &usage);
+  return static_cast<double>(usage.ru_stime.tv_sec) + 1e-6 * static_cast<double>(usage.ru_stime.tv_usec);
+}
 
 LinkStreamListener::LinkStreamListener() {
   fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -72,13 +71,13 @@ double LinkStreamListener::receive_sys_s(double timeout_s) {
   const timeval tv = as_timeval(timeout_s);
   setsockopt(stream, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
   std::vector<char> buffer(kChunkBytes);
-  const double start_s = thread_sys_s();
+  const double start_s = system_time_s(SystemTimeOf::kThread);
   for (;;) {
     const ssize_t got = recv(stream, buffer.data(), buffer.size(), 0);
     if (got > 0) continue;
     if (got < 0 && errno == EINTR) continue;
     close(stream);
-    return got == 0 ? thread_sys_s() - start_s : -1;
+    return got == 0 ? system_time_s(SystemTimeOf::kThread) - start_s : -1;
   }
 }
 
@@ -112,7 +111,7 @@ double send_link_stream_sys_s(const std::vector<std::string>& addresses, int por
       continue;
     }
     const std::vector<char> chunk(kChunkBytes, 'x');
-    const double start_s = thread_sys_s();
+    const double start_s = system_time_s(SystemTimeOf::kThread);
     for (int64_t left = bytes; left > 0;) {
       const auto size = static_cast<size_t>(std::min<int64_t>(left, static_cast<int64_t>(chunk.size())));
       const ssize_t sent = send(fd, chunk.data(), size, MSG_NOSIGNAL);
@@ -123,7 +122,7 @@ double send_link_stream_sys_s(const std::vector<std::string>& addresses, int por
       }
       left -= sent;
     }
-    const double sys_s = thread_sys_s() - start_s;
+    const double sys_s = system_time_s(SystemTimeOf::kThread) - start_s;
     close(fd);
     return sys_s;
   }

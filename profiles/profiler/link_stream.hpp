@@ -32,6 +32,11 @@ class LinkStreamListener {
   int port_ = 0;
 };
 
+// System (kernel) time so far, in seconds: of this thread, or of the whole
+// process (getrusage).
+enum class SystemTimeOf { kThread, kProcess };
+double system_time_s(SystemTimeOf of);
+
 // This host's IPv4 addresses but loopback, of interfaces that are up.
 std::vector<std::string> host_addresses();
 

@@ -4,7 +4,6 @@
 // and worker 0's assembly sent to the others.
 #include "profiles/profiler/transport_probe.hpp"
 
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -109,13 +108,6 @@ double computer_kernel_s() {
   return (system + irq + softirq) / static_cast<double>(sysconf(_SC_CLK_TCK));
 }
 
-// This process's system time so far.
-double process_sys_s() {
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  return static_cast<double>(usage.ru_stime.tv_sec) + 1e-6 * static_cast<double>(usage.ru_stime.tv_usec);
-}
-
 // Where the hosts are one computer (emulated hosts): the kernel's core time
 // per byte crossing the links between them (Cluster::link_kernel_s_per_byte).
 // Every host's first worker (`leaders`, worker 0 first) sends a blocking TCP
@@ -130,9 +122,9 @@ double link_kernel_s_per_byte(Transport& t, int self, const std::vector<int>& le
   constexpr double kTimeoutS = 10;
   const auto at = static_cast<size_t>(std::find(leaders.begin(), leaders.end(), self) - leaders.begin());
   if (at == leaders.size()) {  // waits out the streams and tells worker 0 its system time meanwhile
-    const double start_s = process_sys_s();
+    const double start_s = system_time_s(SystemTimeOf::kProcess);
     t.recv(self, 0, kStreamTag + 3);
-    t.send(self, 0, kStreamTag + 4, {static_cast<float>(process_sys_s() - start_s)});
+    t.send(self, 0, kStreamTag + 4, {static_cast<float>(system_time_s(SystemTimeOf::kProcess) - start_s)});
     return 0;
   }
   const int next = leaders[(at + 1) % leaders.size()], previous = leaders[(at + leaders.size() - 1) % leaders.size()];
