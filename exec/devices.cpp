@@ -4,9 +4,17 @@
 #include <sys/sysinfo.h>
 #include <sys/utsname.h>
 
+#include <fstream>
 #include <thread>
 
 namespace trainsim {
+
+std::string computer_id() {
+  std::ifstream in("/proc/sys/kernel/random/boot_id");
+  std::string id;
+  std::getline(in, id);
+  return id;
+}
 
 std::vector<LocalDevice> list_local_devices() {
   LocalDevice cpu;

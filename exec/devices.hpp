@@ -16,6 +16,11 @@ struct LocalDevice {
   double memory_bytes = 0;    // RAM or device memory
 };
 
+// The running kernel's boot id: the same in every process and network
+// namespace of one computer (which share its monotonic clock), different on
+// another; empty where it cannot be read.
+std::string computer_id();
+
 // CPU first, then every CUDA device; never throws.
 std::vector<LocalDevice> list_local_devices();
 

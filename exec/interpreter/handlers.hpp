@@ -55,7 +55,9 @@ class Interpreter final : public OpHandler {
   std::vector<uint8_t> local_workers() const;
   void start_together();
   std::vector<float> result_record(int32_t worker, const ExecResult& r) const;
-  void read_result_record(int32_t worker, const std::vector<float>& record, ExecResult& r);
+  // Reads a worker's record into r; returns its run's start on its
+  // computer's clock, or NaN where that computer is not this one's.
+  double read_result_record(int32_t worker, const std::vector<float>& record, ExecResult& r);
   void gather_results(ExecResult& r);
   // keep_state in a shared run: endpoint 0's process gathers every worker's
   // state and every server's share, completes it, and sends each worker its

@@ -6,6 +6,7 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <cmath>
 #include <thread>
 #include <utility>
 
@@ -88,6 +89,20 @@ void Scheduler::run_op(OpHandler& handler, OpId id) {
   // start at once: the scheduler otherwise leaves it waiting for the rest
   // of the compute thread's time slice (hundreds of µs here).
   if (releases_own_stream_[static_cast<size_t>(id)]) std::this_thread::yield();
+}
+
+void align_timings(const Plan& plan, const std::vector<double>& start_clock_s, std::vector<ExecOpTiming>& timings) {
+  std::vector<double> shift(start_clock_s.size(), 0.0);
+  double earliest = 0.0;
+  for (size_t w = 0; w < shift.size(); ++w) {
+    if (!std::isnan(start_clock_s[w])) shift[w] = start_clock_s[w] - start_clock_s[0];
+    earliest = std::min(earliest, shift[w]);
+  }
+  for (size_t id = 0; id < plan.ops.size(); ++id) {
+    const double by = shift.at(static_cast<size_t>(plan.ops[id].worker)) - earliest;
+    timings[id].start_s += by;
+    timings[id].end_s += by;
+  }
 }
 
 }  // namespace trainsim::interp

@@ -39,6 +39,9 @@ class Scheduler {
 
   // One per plan op, since run() started.
   const std::vector<ExecOpTiming>& timings() const { return timings_; }
+  // When run() started, in seconds of the computer's monotonic clock
+  // (std::chrono::steady_clock), which every process on it shares.
+  double start_clock_s() const { return std::chrono::duration<double>(start_.time_since_epoch()).count(); }
 
  private:
   void run_op(OpHandler& handler, OpId id);
@@ -56,5 +59,14 @@ class Scheduler {
   std::vector<uint8_t> releases_own_stream_;  // per op: a compute op another stream of its worker waits on
   std::chrono::steady_clock::time_point start_;
 };
+
+// Each process times its ops from its own start, which follows the start
+// barrier by however long the process then waits for a core: milliseconds
+// apart where ranks outnumber cores. Processes on one computer share its
+// monotonic clock: worker w's timings move by start_clock_s[w] -
+// start_clock_s[0] (Scheduler::start_clock_s of w's process; NaN for a
+// worker on another computer, whose timings keep the barrier's alignment),
+// then every timing by the earliest start, which becomes time 0.
+void align_timings(const Plan& plan, const std::vector<double>& start_clock_s, std::vector<ExecOpTiming>& timings);
 
 }  // namespace trainsim::interp

@@ -5,9 +5,12 @@
 // result it holds, the traffic it sent), which merges them.
 #include <algorithm>
 #include <bit>
+#include <cmath>
+#include <limits>
 #include <numeric>
 #include <string>
 
+#include "exec/devices.hpp"
 #include "exec/interpreter/handlers.hpp"
 #include "exec/interpreter/tags.hpp"
 #include "exec/transport/in_process.hpp"
@@ -105,6 +108,16 @@ EndpointState read_state_record(const std::vector<float>& record, int32_t worker
   return e;
 }
 
+// computer_id() as a number a record carries exactly (52 bits of its
+// FNV-1a hash), -1 where it cannot be read.
+double computer_key() {
+  const std::string id = computer_id();
+  if (id.empty()) return -1.0;
+  uint64_t hash = 14695981039346656037ull;
+  for (const char c : id) hash = (hash ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+  return static_cast<double>(hash & ((uint64_t{1} << 52) - 1));
+}
+
 std::string op_name(const Op& op) {
   return std::string(op_kind_name(op.kind)) + " of worker " + std::to_string(op.worker) + " (iteration " +
          std::to_string(op.iteration) + ")";
@@ -192,6 +205,8 @@ std::vector<float> Interpreter::result_record(int32_t worker, const ExecResult& 
     append_double(out, r.timings[id].start_s);
     append_double(out, r.timings[id].end_s);
   }
+  append_double(out, computer_key());
+  append_double(out, scheduler_.start_clock_s());
   const std::vector<int32_t> updater = first_worker_per_layer(OpKind::kUpdate);
   const std::vector<int32_t> forwarder = first_worker_per_layer(OpKind::kForward);
   for (size_t l = 0; l < network_.layers.size(); ++l) {
@@ -214,7 +229,7 @@ std::vector<float> Interpreter::result_record(int32_t worker, const ExecResult& 
   return out;
 }
 
-void Interpreter::read_result_record(int32_t worker, const std::vector<float>& record, ExecResult& r) {
+double Interpreter::read_result_record(int32_t worker, const std::vector<float>& record, ExecResult& r) {
   const auto w = static_cast<size_t>(worker);
   RecordReader in(record, worker);
   for (size_t i = 0; i < static_cast<size_t>(plan_.iterations); ++i) {
@@ -226,6 +241,9 @@ void Interpreter::read_result_record(int32_t worker, const std::vector<float>& r
     r.timings[id].start_s = in.next_double();
     r.timings[id].end_s = in.next_double();
   }
+  const double computer = in.next_double();
+  const double start_clock_s = in.next_double();
+  const double own = computer_key();
   const std::vector<int32_t> updater = first_worker_per_layer(OpKind::kUpdate);
   const std::vector<int32_t> forwarder = first_worker_per_layer(OpKind::kForward);
   for (size_t l = 0; l < network_.layers.size(); ++l) {
@@ -243,9 +261,10 @@ void Interpreter::read_result_record(int32_t worker, const std::vector<float>& r
   const auto server = std::find(server_workers_.begin(), server_workers_.end(), worker);
   if (server != server_workers_.end()) {
     read_share_record(static_cast<int32_t>(server - server_workers_.begin()), in.rest(), r.weights);
-    return;
+  } else {
+    in.expect_end();
   }
-  in.expect_end();
+  return own >= 0 && computer == own ? start_clock_s : std::numeric_limits<double>::quiet_NaN();
 }
 
 // Each process's workers send their part to endpoint 0, whose process
@@ -258,10 +277,13 @@ void Interpreter::gather_results(ExecResult& r) {
     }
     return;
   }
+  std::vector<double> start_clock_s(plan_.workers.size(), scheduler_.start_clock_s());
   for (size_t w = 0; w < plan_.workers.size(); ++w) {
     if (local_[w]) continue;
-    read_result_record(static_cast<int32_t>(w), transport_.recv(0, static_cast<int>(w), result_tag()), r);
+    start_clock_s[w] =
+        read_result_record(static_cast<int32_t>(w), transport_.recv(0, static_cast<int>(w), result_tag()), r);
   }
+  align_timings(plan_, start_clock_s, r.timings);
   summarize(r);
 }
 

@@ -15,6 +15,7 @@
 #include <string>
 #include <thread>
 
+#include "exec/devices.hpp"
 #include "exec/interpreter.hpp"
 #include "model/error.hpp"
 #include "profiles/profiler/link_stream.hpp"
@@ -32,15 +33,6 @@ constexpr int64_t kPingTag = 30005;  // + 2 per message size
 constexpr int64_t kHopTag = 30901;
 constexpr int64_t kComputerTag = 30903;
 constexpr int64_t kStreamTag = 31001;  // + 0..4: the link streams' exchange
-
-// The running kernel's boot id: the same in every network namespace of one
-// computer, different on another (empty where it cannot be read).
-std::string computer_id() {
-  std::ifstream in("/proc/sys/kernel/random/boot_id");
-  std::string id;
-  std::getline(in, id);
-  return id;
-}
 
 // Ping-pong between `from` (which times) and `to` over the sweep's sizes.
 std::vector<ChannelSample> ping_pong(Transport& t, int self, int from, int to, const ClusterProbeOptions& o) {

@@ -6,7 +6,10 @@
 // workers is refused on every rank, with the reason.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <map>
+#include <tuple>
 #include <memory>
 #include <string>
 #include <utility>
@@ -88,6 +91,33 @@ void expect_trains_alike(const ExecResult& run, const ExecResult& reference) {
   EXPECT_LE(largest_weight_gap(run.weights, reference.weights), 1e-5);
 }
 
+// The ranks' timings on one clock (align_timings): a message ends after
+// its send began, and every member's part of an AllReduce after every
+// member's began (within 50 us of clock reads), whichever rank ran it.
+void expect_causal(const Plan& plan, const std::vector<ExecOpTiming>& timings) {
+  constexpr double kSlack = 50e-6;
+  std::map<std::tuple<int32_t, int32_t, int32_t, int32_t>, std::pair<double, double>> collectives;
+  for (size_t id = 0; id < plan.ops.size(); ++id) {
+    const Op& op = plan.ops[id];
+    const ExecOpTiming& t = timings[id];
+    for (OpId dep : op.deps) {
+      const Op& before = plan.ops[static_cast<size_t>(dep)];
+      if (before.worker == op.worker) continue;
+      EXPECT_GE(t.end_s + kSlack, timings[static_cast<size_t>(dep)].start_s)
+          << op_kind_name(op.kind) << " of worker " << op.worker << " (iteration " << op.iteration
+          << ") ended before the " << op_kind_name(before.kind) << " of worker " << before.worker << " began";
+    }
+    if (op.kind != OpKind::kAllReduce) continue;
+    auto [it, fresh] = collectives.try_emplace({op.group, op.iteration, op.first_layer, op.last_layer},
+                                               std::pair{t.start_s, t.end_s});
+    it->second = {std::max(it->second.first, t.start_s), std::min(it->second.second, t.end_s)};
+  }
+  for (const auto& [key, span] : collectives) {
+    EXPECT_LE(span.first, span.second + kSlack) << "an AllReduce of iteration " << std::get<1>(key)
+                                                << " ended on one rank before it began on another";
+  }
+}
+
 class AcrossProcesses : public testing::TestWithParam<std::string> {};
 
 TEST_P(AcrossProcesses, TrainsAsTheWorkersDoAsThreadsOfOneProcess) {
@@ -99,11 +129,12 @@ TEST_P(AcrossProcesses, TrainsAsTheWorkersDoAsThreadsOfOneProcess) {
   EXPECT_EQ(shared.complete, world_rank() == 0);
   if (world_rank() != 0) return;
   expect_trains_alike(shared, alone);
-  // Every op ran and was timed, on whichever rank.
+  // Every op ran and was timed, on whichever rank, on one clock.
   for (size_t id = 0; id < plan.ops.size(); ++id) {
     EXPECT_GE(shared.timings[id].end_s, shared.timings[id].start_s) << "op " << id;
     EXPECT_GT(shared.timings[id].end_s, 0.0) << "op " << id << " never ran";
   }
+  expect_causal(plan, shared.timings);
   // Each rank's sends reached rank 0's account of the traffic: the bytes
   // the plan moves (the starting barrier's messages are empty).
   for (int w = 0; w < world_size(); ++w) {
