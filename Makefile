@@ -13,7 +13,9 @@ PACKAGES = build-essential cmake ninja-build pkg-config \
 
 # The CUDA backend is built wherever nvcc is (CUDA 13 at /usr/local/cuda).
 CUDA_FLAG = $(if $(wildcard /usr/local/cuda/bin/nvcc),ON,OFF)
-CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=Release -DTRAINSIM_WITH_CUDA=$(CUDA_FLAG) -DTRAINSIM_WARNINGS_AS_ERRORS=ON
+# Unity builds: a fresh build, as CI's, in less than half the CPU time.
+CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=Release -DTRAINSIM_WITH_CUDA=$(CUDA_FLAG) -DTRAINSIM_WARNINGS_AS_ERRORS=ON \
+  -DTRAINSIM_UNITY_BUILD=ON
 
 # Sanitizer builds and fuzzing (make test-asan, test-tsan, fuzz): clang with
 # its sanitizer and libFuzzer runtimes and llvm-symbolizer, each in its own
@@ -21,7 +23,7 @@ CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=Release -DTRAINSIM_WITH_CUDA=$(CUDA_FLAG) -DTR
 # instrumented).
 SANITIZE_PACKAGES = clang libclang-rt-dev llvm
 SANITIZE_FLAGS = -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=clang++ -DTRAINSIM_WITH_CUDA=OFF -DTRAINSIM_WITH_MPI=OFF \
-  -DTRAINSIM_WITH_ONEDNN=OFF
+  -DTRAINSIM_WITH_ONEDNN=OFF -DTRAINSIM_UNITY_BUILD=ON
 FUZZ_SECONDS ?= 20
 # make test-tsan builds only exec_tests (the executor, its transport and
 # interpreter, the data and kernels they run); TSAN_TESTS narrows it (ctest -R).

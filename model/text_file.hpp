@@ -13,4 +13,8 @@ namespace trainsim {
 // expected ("a trainsim JSON file", "a PipeDream graph.txt").
 std::string read_text_file(const std::string& path, const std::string& kind, int64_t max_bytes);
 
+// The most read_text_file takes of one fortune file (the largest of
+// Debian's fortunes is under 1 MB).
+constexpr int64_t kMaxFortuneFileBytes = int64_t{64} << 20;
+
 }  // namespace trainsim

@@ -15,6 +15,9 @@
 
 namespace trainsim::cuda {
 
+// cuBLAS's and cuDNN's alpha and beta: write the product (1, 0), add it (1, 1).
+constexpr float kOne = 1.0f, kZero = 0.0f;
+
 // An array in device memory, freed with its owner.
 template <typename T>
 class DeviceArray {

@@ -118,8 +118,6 @@ size_t plan_conv(GpuLayer& l, const Layer& layer, Context& c) {
   return p.workspace_bytes;
 }
 
-constexpr float kOne = 1.0f, kZero = 0.0f;
-
 void linear_forward(const GpuLayer& l, Context& c) {
   dense_forward(c, l.x(), l.params[0].get(), l.has_bias ? l.params[1].get() : nullptr, l.y, l.rows, l.in_features,
                 l.out_features);

@@ -14,8 +14,6 @@
 namespace trainsim::cuda {
 namespace {
 
-constexpr float kOne = 1.0f, kZero = 0.0f;
-
 // The {T, d} table of `layer` as exec/tensor computes it: the CPU kernel's
 // output for a zero input.
 Tensor positional_table(const Layer& layer, const std::vector<int64_t>& in_shape) {

@@ -16,8 +16,7 @@
 namespace trainsim {
 namespace {
 
-constexpr int64_t kMaxFileBytes = int64_t{64} << 20;  // the largest fortune file is under 1 MB
-constexpr double kTestFraction = 0.10;
+constexpr double kTopicsTestFraction = 0.10;
 constexpr uint64_t kSplitSeed = 20261126;
 
 bool word_byte(char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0 && static_cast<unsigned char>(c) < 128; }
@@ -95,7 +94,7 @@ Dataset load_fortune_topics(const std::string& dir, int64_t vocabulary, int64_t 
                        "Debian's fortunes, whose topic files text-bag classifies (apt-get install fortunes; make "
                        "installs it)");
     }
-    texts.push_back(read_text_file(path, "a fortune file", kMaxFileBytes));
+    texts.push_back(read_text_file(path, "a fortune file", kMaxFortuneFileBytes));
   }
   for (size_t topic = 0; topic < texts.size(); ++topic) {
     for (std::string_view f : split_fortunes(texts[topic])) fortunes.emplace_back(f, static_cast<int32_t>(topic));
@@ -104,7 +103,7 @@ Dataset load_fortune_topics(const std::string& dir, int64_t vocabulary, int64_t 
   std::mt19937_64 rng(kSplitSeed);
   for (size_t i = fortunes.size(); i > 1; --i) std::swap(fortunes[i - 1], fortunes[uniform_below(rng, i)]);
   const auto total = static_cast<int64_t>(fortunes.size());
-  const auto test = std::max<int64_t>(1, static_cast<int64_t>(static_cast<double>(total) * kTestFraction));
+  const auto test = std::max<int64_t>(1, static_cast<int64_t>(static_cast<double>(total) * kTopicsTestFraction));
   const int64_t train = total - test;
   if (train < 1) throw InputError(dir, "holds " + std::to_string(total) + " fortunes of the topics", "at least 2");
   Dataset d;

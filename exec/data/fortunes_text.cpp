@@ -13,9 +13,8 @@
 namespace trainsim {
 namespace {
 
-constexpr int64_t kMaxFileBytes = int64_t{64} << 20;  // the largest fortune file is under 1 MB
 constexpr int64_t kMinWindows = 40;
-constexpr double kTestFraction = 0.05;
+constexpr double kTextTestFraction = 0.05;
 
 // The fortune files of `dir` in name order: regular files without an extension.
 std::vector<std::filesystem::path> fortune_files(const std::string& dir) {
@@ -53,14 +52,15 @@ Dataset load_fortunes(const std::string& dir, int64_t context) {
                      "Debian's fortunes (apt-get install fortunes fortunes-min; make installs them)");
   }
   std::string bytes;
-  for (const auto& file : files) append_without_separators(read_text_file(file.string(), "a fortune file", kMaxFileBytes), bytes);
+  for (const auto& file : files)
+    append_without_separators(read_text_file(file.string(), "a fortune file", kMaxFortuneFileBytes), bytes);
   const auto windows = (static_cast<int64_t>(bytes.size()) - 1) / context;
   if (windows < kMinWindows) {
     throw InputError(dir, "holds " + std::to_string(bytes.size()) + " bytes of fortunes",
                      "at least " + std::to_string(kMinWindows * context + 1) + " for windows of " +
                          std::to_string(context));
   }
-  const auto test = std::max<int64_t>(1, static_cast<int64_t>(static_cast<double>(windows) * kTestFraction));
+  const auto test = std::max<int64_t>(1, static_cast<int64_t>(static_cast<double>(windows) * kTextTestFraction));
   const int64_t train = windows - test;
   Dataset d;
   d.name = "fortunes";

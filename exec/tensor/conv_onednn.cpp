@@ -31,8 +31,10 @@ using onednn::cpu_engine;
 using onednn::in_layout;
 using onednn::to_user;
 
+}  // namespace
+
 // The primitives of one batch size.
-struct Primitives {
+struct ConvPrimitives {
   dnnl::convolution_forward::primitive_desc forward_pd;
   dnnl::convolution_backward_data::primitive_desc data_pd;
   dnnl::convolution_backward_weights::primitive_desc weights_pd;
@@ -41,14 +43,12 @@ struct Primitives {
   dnnl::convolution_backward_weights weights;
 };
 
-}  // namespace
-
 struct OneDnnConv::Impl {
   Geometry g;
   int64_t out_channels;
   bool bias;
   std::mutex mu;
-  std::map<int64_t, std::unique_ptr<Primitives>> by_batch;
+  std::map<int64_t, std::unique_ptr<ConvPrimitives>> by_batch;
 
   Dims src_dims(int64_t batch) const { return {batch, g.channels, g.height, g.width}; }
   Dims dst_dims(int64_t batch) const { return {batch, out_channels, g.out_height, g.out_width}; }
@@ -67,14 +67,14 @@ struct OneDnnConv::Impl {
             (g.out_width - 1) * g.w.stride_w + g.w.kernel_w - g.width - g.w.pad_w};
   }
 
-  const Primitives& primitives(int64_t batch) {
+  const ConvPrimitives& primitives(int64_t batch) {
     std::lock_guard lock(mu);
-    std::unique_ptr<Primitives>& made = by_batch[batch];
+    std::unique_ptr<ConvPrimitives>& made = by_batch[batch];
     if (made == nullptr) made = make_primitives(batch);
     return *made;
   }
 
-  std::unique_ptr<Primitives> make_primitives(int64_t batch) const {
+  std::unique_ptr<ConvPrimitives> make_primitives(int64_t batch) const {
     const memory::desc src(src_dims(batch), memory::data_type::f32, Tag::any);
     const memory::desc dst(dst_dims(batch), memory::data_type::f32, Tag::any);
     const memory::desc weights = weights_desc(Tag::any);
@@ -95,7 +95,7 @@ struct OneDnnConv::Impl {
         bias ? dnnl::convolution_backward_weights::desc(direct, src, weights, bias_desc(), dst, strides, pad_l, pad_r)
              : dnnl::convolution_backward_weights::desc(direct, src, weights, dst, strides, pad_l, pad_r);
     dnnl::convolution_backward_weights::primitive_desc weights_pd(weights_desc_, attr, cpu_engine(), forward_pd);
-    auto made = std::make_unique<Primitives>(Primitives{forward_pd, data_pd, weights_pd, {}, {}, {}});
+    auto made = std::make_unique<ConvPrimitives>(ConvPrimitives{forward_pd, data_pd, weights_pd, {}, {}, {}});
     made->forward = dnnl::convolution_forward(forward_pd);
     made->data = dnnl::convolution_backward_data(data_pd);
     made->weights = dnnl::convolution_backward_weights(weights_pd);
@@ -135,7 +135,7 @@ Tensor OneDnnConv::forward(const LayerParams& params, const Tensor& x) const {
   const Impl& m = *impl_;
   const int64_t batch = x.rows();
   onednn_use_calling_thread();
-  const Primitives& p = impl_->primitives(batch);
+  const ConvPrimitives& p = impl_->primitives(batch);
   dnnl::stream stream(cpu_engine());
   Tensor y({batch, m.out_channels, m.g.out_height, m.g.out_width});
   const memory user_x(m.plain(m.src_dims(batch)), cpu_engine(), const_cast<float*>(x.data.data()));
@@ -159,7 +159,7 @@ Tensor OneDnnConv::backward(const LayerParams& params, const Tensor& x, const Te
   const int64_t batch = x.rows();
   TRAINSIM_CHECK(dy.size() == batch * m.out_channels * m.g.out_plane(), "conv2d: dy does not match the output");
   onednn_use_calling_thread();
-  const Primitives& p = impl_->primitives(batch);
+  const ConvPrimitives& p = impl_->primitives(batch);
   dnnl::stream stream(cpu_engine());
   Tensor dx(x.shape);
   const memory user_x(m.plain(m.src_dims(batch)), cpu_engine(), const_cast<float*>(x.data.data()));

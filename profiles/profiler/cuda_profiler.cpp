@@ -15,9 +15,6 @@
 namespace trainsim {
 namespace {
 
-// `trainsim run`'s optimizer with a small step, as the CPU profiler times it.
-constexpr SgdOptions kTimedSgd{1e-4, 0.9, 0.0};
-
 // The medians of `passes` timed passes after `warmups` untimed ones.
 LayerMedians time_passes(const Model& model, int64_t batch, int device, const MeasureOptions& options,
                          int64_t progress_offset, int64_t progress_total, std::string& device_name) {

@@ -6,11 +6,17 @@
 #include <random>
 #include <vector>
 
+#include "exec/optim/sgd.hpp"
 #include "exec/tensor/tensor.hpp"
 #include "model/layer.hpp"
 #include "profiles/profile.hpp"
 
 namespace trainsim {
+
+// The optimizer the profilers time the update with: `trainsim run`'s
+// defaults, with a learning rate small enough that the repeated steps
+// barely move the weights.
+constexpr SgdOptions kTimedSgd{1e-4, 0.9, 0.0};
 
 // A batch of the model's input, uniform in [-1, 1), or token ids in [0,
 // rows) where the first layer looks rows up (embedding, embedding_bag).

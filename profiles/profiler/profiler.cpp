@@ -44,10 +44,6 @@ struct LayerBench {
 constexpr int64_t kSourceBytes = int64_t{48} << 20;
 constexpr int64_t kSourceMaxRows = 60000;
 
-// The optimizer the update is timed with: `trainsim run`'s defaults. The
-// learning rate is small so the repeated steps barely move the weights.
-constexpr SgdOptions kTimedSgd{1e-4, 0.9, 0.0};
-
 // The data set (the one given, else random rows), the weights and zeroed
 // gradients.
 void prepare(LayerBench& bench, const Model& model, int64_t batch, const MeasureOptions& options) {

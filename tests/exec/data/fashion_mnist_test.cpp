@@ -121,7 +121,8 @@ TEST_F(FashionMnistFiles, HoldsEveryClassEquallyOften) {
 // The widely used Fashion-MNIST normalisation constants (torchvision
 // examples): mean 0.2860, std 0.3530 of the training pixels scaled to [0, 1].
 TEST_F(FashionMnistFiles, RawTrainingPixelsHaveTheKnownMeanAndStd) {
-  const IdxArray images = read_idx(std::string(kFashionMnistDir) + "/train-images-idx3-ubyte.gz", kIdxImagesMagic);
+  const IdxArray images =
+      read_idx((std::filesystem::path(kFashionMnistDir) / "train-images-idx3-ubyte.gz").string(), kIdxImagesMagic);
   const PixelStats stats = pixel_stats(images.values);
   EXPECT_NEAR(stats.mean, 0.2860, 1e-4);
   EXPECT_NEAR(stats.std, 0.3530, 1e-4);
