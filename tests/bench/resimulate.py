@@ -3,8 +3,10 @@
 trainsim.validation/1 (`validate --json`), `trainsim simulate` on the
 profile and cluster that validate measured (`--profile-out`,
 `--cluster-out`) with the settings that ran, beside the measured time;
-`--cluster-field KEY=VALUE` changes a top-level field of the cluster first
-(`link_kernel_s_per_byte=0`, say), so one measurement prices two models.
+`--cluster-field KEY=VALUE` changes a field of the cluster first
+(`link_kernel_s_per_byte=0`, or a nested one by its dotted path,
+`device.compute_rate_while_communicating=1`), so one measurement prices
+two models.
 
 Usage: resimulate.py TRAINSIM VALIDATION.json PROFILE.json CLUSTER.json
 [--cluster-field KEY=VALUE ...]"""
@@ -33,8 +35,17 @@ def main():
     report = json.load(open(a.validation))
     cluster = json.load(open(a.cluster))
     for field in a.cluster_field:
-        key, _, value = field.partition("=")
-        cluster[key] = json.loads(value)
+        path, _, value = field.partition("=")
+        *parents, key = path.split(".")
+        where = cluster
+        for parent in parents:
+            if not isinstance(where.get(parent), dict):
+                sys.exit(f"resimulate.py: --cluster-field {field}: the cluster has no object '{parent}'")
+            where = where[parent]
+        try:
+            where[key] = json.loads(value)
+        except json.JSONDecodeError:
+            sys.exit(f"resimulate.py: --cluster-field {field}: the value is not JSON (a number, true, \"text\", ...)")
     with tempfile.TemporaryDirectory() as folder:
         cluster_file = os.path.join(folder, "cluster.json")
         json.dump(cluster, open(cluster_file, "w"))
