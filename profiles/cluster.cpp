@@ -2,6 +2,7 @@
 #include "profiles/cluster.hpp"
 
 #include <filesystem>
+#include <utility>
 
 #include "model/error.hpp"
 #include "model/json_fields.hpp"
@@ -67,6 +68,9 @@ nlohmann::json cluster_to_json(const Cluster& c) {
             {"stream_sync_s", c.host.stream_sync_s}}},
           {"collective", collective_json(c.collective)}};
   if (c.device.handoff_s != 0) doc["device"]["handoff_s"] = c.device.handoff_s;  // optional: absent means 0
+  if (c.device.collective_rate_while_computing != 0) {  // optional: absent means derived
+    doc["device"]["collective_rate_while_computing"] = c.device.collective_rate_while_computing;
+  }
   if (c.shared_cores != 0) doc["shared_cores"] = c.shared_cores;                    // optional: absent means 0
   if (c.link_kernel_s_per_byte != 0) doc["link_kernel_s_per_byte"] = c.link_kernel_s_per_byte;  // optional: 0
   return doc;
@@ -93,10 +97,13 @@ Cluster cluster_from_json(const nlohmann::json& doc, const std::string& where) {
   c.device.memory_bytes = require_positive(d, "memory_bytes", at);
   c.device.peak_flops_per_s = require_positive(d, "peak_flops_per_s", at);
   c.device.memory_bytes_per_s = require_positive(d, "memory_bytes_per_s", at);
-  if (d.contains("compute_rate_while_communicating")) {
-    const double rate = require_positive(d, "compute_rate_while_communicating", at);
-    if (rate > 1) throw InputError(at + ".compute_rate_while_communicating", "is " + std::to_string(rate), "a rate in (0, 1]");
-    c.device.compute_rate_while_communicating = rate;
+  const std::pair<const char*, double*> sharing[] = {
+      {"compute_rate_while_communicating", &c.device.compute_rate_while_communicating},
+      {"collective_rate_while_computing", &c.device.collective_rate_while_computing}};
+  for (const auto& [field, rate] : sharing) {
+    if (!d.contains(field)) continue;
+    *rate = require_positive(d, field, at);
+    if (*rate > 1) throw InputError(at + "." + field, "is " + std::to_string(*rate), "a rate in (0, 1]");
   }
   if (d.contains("handoff_s")) c.device.handoff_s = require_nonnegative(d, "handoff_s", at);
   c.intra_link = read_link(doc, "intra_link", where);

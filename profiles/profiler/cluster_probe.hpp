@@ -53,6 +53,7 @@ struct ClusterProbeOptions {
   int64_t handoff_repeats = 200;           // hand-offs timed for device.handoff_s
   double handoff_work_s = 100e-6;          // compute between them (the other thread falls asleep)
   int64_t stream_bytes = 16 << 20;         // each TCP stream timed for link_kernel_s_per_byte (emulated hosts)
+  int64_t sharing_repeats = 15;            // AllReduces timed alone and beside compute (sharing_probe.hpp)
   // One process of a run shared by `as_workers` processes (> 0): the
   // hand-off's threads sit where worker `as_worker`'s compute and
   // communication threads sit in that run, and no peer thread is timed (the

@@ -19,6 +19,7 @@
 #include "exec/interpreter.hpp"
 #include "model/error.hpp"
 #include "profiles/profiler/link_stream.hpp"
+#include "profiles/profiler/sharing_probe.hpp"
 #include "profiles/profiler/timing.hpp"
 #include "profiles/profiler/wake_probe.hpp"
 
@@ -232,6 +233,8 @@ Cluster measure_transport_cluster(Transport& t, int self, const std::vector<int>
     hop = hop_bytes_per_s(t, self, on_host[static_cast<size_t>(host_of[static_cast<size_t>(self)])], chunk_bytes, o);
   }
   t.barrier(self, everyone, kPhaseTag);
+  const SharingRates sharing = measure_sharing_rates(t, self, o);
+  t.barrier(self, everyone, kPhaseTag);
 
   // Each device's figures (compute, memory, hand-off, the host's copies and
   // sums, packing, codecs) as the median over the workers' probes: one
@@ -254,15 +257,22 @@ Cluster measure_transport_cluster(Transport& t, int self, const std::vector<int>
   c.machines = hosts;
   c.devices_per_machine = static_cast<int64_t>(per_host);
   c.name = "cpu" + std::to_string(hosts) + "x" + std::to_string(per_host) + "-measured";
-  // As the run pins its threads: every worker of the plan on this rank's
-  // cores (worker_thread_core), so that the ranks of emulated hosts, which
-  // share one machine's cores, share them as they run.
-  c.device.compute_rate_while_communicating = cpu_compute_rate_while_communicating(workers, usable_cores());
   // Every rank on this computer (emulated hosts, or ranks started on one
   // machine): its cores are the ranks'.
   if (one_computer) {
     c.shared_cores = usable_cores();
     c.link_kernel_s_per_byte = link_kernel;
+  }
+  // Compute and the AllReduce beside each other, as the run pins their
+  // threads (sharing_probe.hpp). The simulator takes the links' kernel work
+  // from the shared cores itself: the compute's rate is what is left
+  // without it.
+  if (workers >= 2) {
+    const double kernel = ring_kernel_share(c.link_kernel_s_per_byte, hosts, workers, static_cast<double>(o.pack_bytes),
+                                            sharing.busy_s, c.shared_cores);
+    c.device.compute_rate_while_communicating =
+        std::clamp(sharing.compute / std::max(kMinSharingRate, 1 - kernel), kMinSharingRate, 1.0);
+    c.device.collective_rate_while_computing = sharing.collective;
   }
   if (per_host < 2) intra = inter;
   if (hosts < 2) inter = intra;

@@ -89,10 +89,10 @@ void Engine::start_compute(OpId id) {
   if (!core_jobs_.empty()) {  // on a core other workers share (shared_cores.cpp)
     core_shares_[states_[id].worker].running = id;
     add_core_job(states_[id].worker, id, -1, static_cast<double>(duration));
-    if (shared_rate_ < 1) set_computing(states_[id].worker, +1);
+    if (sharing_) set_computing(states_[id].worker, +1);
     return;
   }
-  if (shared_rate_ >= 1) {
+  if (!sharing_) {
     push(later_ns(now_ns_, duration, id), id, kOpEnd);
     return;
   }
@@ -114,14 +114,14 @@ void Engine::reschedule_compute(CoreShare& share) {
 
 // A communication op starts or ends on its worker's cores; when that
 // changes the rate the worker's running compute op gets (a collective's
-// shared rate: the device's within a machine, more across machines, where
+// compute_rate: the device's within a machine, more across machines, where
 // the links' time leaves the cores free), the op banks the work done at the
 // old rate and has its end moved.
 void Engine::set_communicating(OpId id, bool starts) {
   const OpState& op = states_[id];
   CoreShare& share = core_shares_[op.worker];
   const double old_rate = share.rate();
-  const double rate = is_collective(op.kind) ? collectives_[op.index].shared_rate : shared_rate_;
+  const double rate = is_collective(op.kind) ? collectives_[op.index].compute_rate : shared_rate_;
   if (starts) {
     share.communicating.push_back(rate);
   } else {
@@ -146,7 +146,7 @@ void Engine::start_collective(Collective& c) {
   c.computing = 0;
   c.running = true;
   add_kernel_cores(c.kernel_cores);
-  if (shared_rate_ < 1 && uses_worker_cores(c.kind)) {  // not a barrier, whose members wait asleep
+  if (sharing_ && uses_worker_cores(c.kind)) {  // not a barrier, whose members wait asleep
     for (int32_t m = 0; m < c.members; ++m) {
       const int32_t worker = states_[collective_ops_[c.first_slot + m]].worker;
       if (core_shares_[worker].running >= 0) ++c.computing;
@@ -188,7 +188,7 @@ void Engine::end_collective(Collective& c) {
   if (!c.running) return;  // ended by an earlier member
   c.running = false;
   add_kernel_cores(-c.kernel_cores);
-  if (shared_rate_ >= 1 || !uses_worker_cores(c.kind)) return;
+  if (!sharing_ || !uses_worker_cores(c.kind)) return;
   const auto index = static_cast<int32_t>(&c - collectives_.data());
   for (int32_t m = 0; m < c.members; ++m) {
     std::vector<int32_t>& list = running_collectives_[states_[collective_ops_[c.first_slot + m]].worker];
@@ -199,7 +199,7 @@ void Engine::end_collective(Collective& c) {
 void Engine::start(OpId id) {
   const OpState& op = states_[id];
   result_.timings[id].start_ns = now_ns_;
-  if (shared_rate_ < 1 && uses_worker_cores(op.kind)) set_communicating(id, true);
+  if (sharing_ && uses_worker_cores(op.kind)) set_communicating(id, true);
   // Its successors are touched when it ends, after other events: fetch their
   // states now so that end does not wait on memory.
   for (int32_t s = successor_offsets_[id]; s < successor_offsets_[id + 1]; ++s) {
@@ -215,11 +215,11 @@ void Engine::finish(OpId id) {
   const OpState& op = states_[id];
   result_.timings[id].end_ns = now_ns_;
   if (is_collective(op.kind)) end_collective(collectives_[op.index]);
-  if (shared_rate_ < 1 && uses_worker_cores(op.kind)) set_communicating(id, false);
+  if (sharing_ && uses_worker_cores(op.kind)) set_communicating(id, false);
   if (core_shares_[op.worker].running == id) {  // set where compute shares a core
     core_shares_[op.worker].running = -1;
     if (!core_jobs_.empty()) end_core_job(id);
-    if (shared_rate_ < 1) set_computing(op.worker, -1);
+    if (sharing_) set_computing(op.worker, -1);
   }
   if (op.memory >= 0) live_bytes_[op.worker] -= memory_bytes_[op.memory][1];
   ++finished_;

@@ -67,6 +67,8 @@ Engine::Engine(const Plan& plan, const Cluster& cluster, const SimOptions& optio
     machine_of_worker_.push_back(static_cast<int32_t>(device / cluster.devices_per_machine));
   }
   shared_rate_ = cluster.device.compute_rate_while_communicating;
+  const double collective_rate = cluster.device.collective_rate_while_computing;
+  sharing_ = shared_rate_ < 1 || (collective_rate > 0 && collective_rate < 1);
   handoff_ns_ = duration_ns(cluster.device.handoff_s, -1);
   core_shares_.assign(workers, CoreShare{});
   if (cluster.shared_cores > 0) {
@@ -276,12 +278,15 @@ void Engine::price_collectives() {
       cores_s = pack_s;
     }
     c.duration_ns = duration_ns(duration_s, collective_ops_[c.first_slot]);
-    c.shared_rate = shared_rate_;
+    c.compute_rate = shared_rate_;
     if (c.crosses_machines && duration_s > 0) {  // the links' time goes on at full rate
       const double on_cores = std::clamp(cores_s / duration_s, 0.0, 1.0);
-      c.shared_rate = 1 / (on_cores / shared_rate_ + (1 - on_cores));
+      c.compute_rate = 1 / (on_cores / shared_rate_ + (1 - on_cores));
       c.kernel_cores = links_kernel_cores(c, link, duration_s);
     }
+    // Measured whole, across the cluster's own links (the MPI probe), else derived.
+    const double measured = cluster_.device.collective_rate_while_computing;
+    c.shared_rate = measured > 0 ? measured : c.compute_rate;
   }
 }
 

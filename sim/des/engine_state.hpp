@@ -57,7 +57,7 @@ inline bool is_transfer(OpKind kind) {
 // (DeviceSpec::compute_rate_while_communicating < 1): the op's work left at
 // `since_ns`, in nanoseconds at full rate, and the rates at which each of
 // the worker's communication ops in flight lets it run (a collective's
-// shared rate, else the device's); the slowest applies.
+// compute_rate, else the device's); the slowest applies.
 struct CoreShare {
   OpId running = -1;
   double remaining_ns = 0;
@@ -111,10 +111,13 @@ struct Collective {
   int32_t machine = 0;     // of the first member listed
   bool crosses_machines = false;
   SimTime duration_ns = 0;
-  // Its rate while a member's worker computes, where communication shares
-  // the workers' cores: the device's shared rate on the part of its time
-  // those cores do (all of it within a machine; across machines its
-  // reductions, packing and codec, not the links' time).
+  // Where communication shares the workers' cores: the rate a member's
+  // compute gets beside it, the device's compute_rate_while_communicating
+  // on the part of its time those cores do (all of it within a machine;
+  // across machines its reductions, packing and codec, not the links'
+  // time); and its own rate while a member's worker computes, the device's
+  // collective_rate_while_computing where set, else that same rate.
+  double compute_rate = 1;
   double shared_rate = 1;
   // While it runs, where communication shares the workers' cores: its time
   // left at full rate as of since_ns, and how many members' workers are
@@ -181,9 +184,10 @@ class Engine {
   std::vector<int32_t> machine_of_worker_;
   std::vector<int32_t> device_of_worker_;
   double shared_rate_ = 1;              // cluster's compute_rate_while_communicating
+  bool sharing_ = false;                // either that or collective_rate_while_computing below 1
   SimTime handoff_ns_ = 0;              // cluster's handoff_s
   std::vector<OpId> handed_off_by_;     // per op released after a hand-off or a latency: the op releasing it, else -1
-  std::vector<CoreShare> core_shares_;  // per worker, used when shared_rate_ < 1
+  std::vector<CoreShare> core_shares_;  // per worker, used when sharing_
   std::vector<std::vector<int32_t>> running_collectives_;  // per worker, likewise: the collectives it is in
   std::vector<int32_t> core_of_worker_;                    // with Cluster::shared_cores, else empty
   std::vector<std::vector<CoreJob>> core_jobs_;            // per shared core: the jobs on it

@@ -36,6 +36,7 @@ void expect_same_cluster(const Cluster& a, const Cluster& b) {
   EXPECT_EQ(a.device.peak_flops_per_s, b.device.peak_flops_per_s);
   EXPECT_EQ(a.device.memory_bytes_per_s, b.device.memory_bytes_per_s);
   EXPECT_EQ(a.device.compute_rate_while_communicating, b.device.compute_rate_while_communicating);
+  EXPECT_EQ(a.device.collective_rate_while_computing, b.device.collective_rate_while_computing);
   EXPECT_EQ(a.device.handoff_s, b.device.handoff_s);
   EXPECT_EQ(a.shared_cores, b.shared_cores);
   EXPECT_EQ(a.link_kernel_s_per_byte, b.link_kernel_s_per_byte);
@@ -94,19 +95,32 @@ TEST(Presets, JsonRoundTripKeepsEveryField) {
   }
 }
 
-TEST(Presets, ComputeRateWhileCommunicatingIsOptionalAndAtMostOne) {
-  nlohmann::json doc = cluster_to_json(cluster_presets().front());
-  doc["device"]["compute_rate_while_communicating"] = 0.4;
-  EXPECT_EQ(cluster_from_json(doc, "f").device.compute_rate_while_communicating, 0.4);
-  doc["device"].erase("compute_rate_while_communicating");
-  EXPECT_EQ(cluster_from_json(doc, "f").device.compute_rate_while_communicating, 1.0);
-  for (const double bad : {0.0, 1.5}) {
-    doc["device"]["compute_rate_while_communicating"] = bad;
-    try {
-      cluster_from_json(doc, "f");
-      FAIL() << bad << " was accepted";
-    } catch (const InputError& e) {
-      EXPECT_NE(std::string(e.what()).find("compute_rate_while_communicating"), std::string::npos) << e.what();
+// Both sharing rates: optional (1 and 0, derived, when absent), in (0, 1].
+TEST(Presets, TheSharingRatesAreOptionalAndAtMostOne) {
+  const std::pair<const char*, double> fields[] = {{"compute_rate_while_communicating", 1.0},
+                                                   {"collective_rate_while_computing", 0.0}};
+  for (const auto& [field, absent] : fields) {
+    SCOPED_TRACE(field);
+    const auto read = [field = std::string(field)](const nlohmann::json& doc) {
+      const Cluster c = cluster_from_json(doc, "f");
+      return field == "compute_rate_while_communicating" ? c.device.compute_rate_while_communicating
+                                                         : c.device.collective_rate_while_computing;
+    };
+    nlohmann::json doc = cluster_to_json(cluster_presets().front());
+    doc["device"][field] = 0.4;
+    EXPECT_EQ(read(doc), 0.4);
+    Cluster kept = cluster_from_json(doc, "f");
+    expect_same_cluster(cluster_from_json(cluster_to_json(kept), "f"), kept);
+    doc["device"].erase(field);
+    EXPECT_EQ(read(doc), absent);
+    for (const double bad : {0.0, 1.5}) {
+      doc["device"][field] = bad;
+      try {
+        cluster_from_json(doc, "f");
+        FAIL() << bad << " was accepted";
+      } catch (const InputError& e) {
+        EXPECT_NE(std::string(e.what()).find(field), std::string::npos) << e.what();
+      }
     }
   }
 }

@@ -17,6 +17,7 @@ inline ClusterProbeOptions quick_probe() {
   o.reduce_bytes = 1 << 20;
   o.barrier_repeats = 20;
   o.handoff_repeats = 20;
+  o.sharing_repeats = 3;
   return o;
 }
 

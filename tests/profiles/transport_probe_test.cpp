@@ -56,12 +56,12 @@ TEST(TransportProbe, OneWorkerPerHostLeavesTheRingToTheInterLink) {
   EXPECT_EQ(c.collective.hop_bytes_per_s, 0);
   EXPECT_EQ(c.intra_link.bandwidth_bytes_per_s, c.inter_link.bandwidth_bytes_per_s);  // none inside a host
   EXPECT_GT(c.inter_link.bandwidth_bytes_per_s, 0);
-  // The run pins all three workers' threads on this machine's cores
-  // (worker_thread_core over the plan's workers), as emulated hosts share
-  // them: compute shares its core with communication where 3 workers'
-  // 6 threads find fewer cores.
-  EXPECT_EQ(c.device.compute_rate_while_communicating, cpu_compute_rate_while_communicating(3, usable_cores()));
-  EXPECT_EQ(c.device.compute_rate_while_communicating, usable_cores() < 6 ? 0.5 : 1.0);
+  // Compute and the AllReduce measured beside each other (sharing_probe.hpp):
+  // both rates set, in (0, 1].
+  EXPECT_GT(c.device.compute_rate_while_communicating, 0);
+  EXPECT_LE(c.device.compute_rate_while_communicating, 1);
+  EXPECT_GT(c.device.collective_rate_while_computing, 0);
+  EXPECT_LE(c.device.collective_rate_while_computing, 1);
   // Every worker on this computer (one kernel boot id), as on emulated
   // hosts: the simulator shares its cores among them.
   EXPECT_EQ(c.shared_cores, usable_cores());

@@ -95,6 +95,33 @@ TEST(DesCoreSharing, AcrossMachinesTheLinksTimeGoesOnBesideCompute) {
   }
 }
 
+// DeviceSpec::collective_rate_while_computing, measured: the collective
+// runs at it, all of its time (links' included), while a member computes,
+// and the compute beside it keeps compute_rate_while_communicating. Across
+// machines, the AllReduce's 2130 us of work (above) at 0.5 take 4260 us
+// beside compute at full rate, which ends at its 5 ms. Within a machine,
+// with compute at 0.5 and the collective at 0.8: the 150 us AllReduce takes
+// 187.5 us, the compute does 93.75 us of its 1 ms by then and ends at
+// 187.5 + 906.25 = 1093.75 us.
+TEST(DesCoreSharing, AMeasuredCollectiveRateSlowsTheWholeCollectiveBesideCompute) {
+  Cluster across = simple_cluster(2, 1);
+  across.collective.pack_bytes_per_s = 1e9;
+  across.device.collective_rate_while_computing = 0.5;
+  const Beside a = compute_beside_allreduce(across, 5e-3);
+  Cluster within = simple_cluster(1, 2);
+  within.device.compute_rate_while_communicating = 0.5;
+  within.device.collective_rate_while_computing = 0.8;
+  const Beside w = compute_beside_allreduce(within, 1e-3);
+  for (int32_t m = 0; m < 2; ++m) {
+    EXPECT_NEAR(static_cast<double>(a.ar_end[m]), 4260.0 * kUs, 2);
+    EXPECT_NEAR(static_cast<double>(a.work_end[m]), 5000.0 * kUs, 2);
+    EXPECT_NEAR(static_cast<double>(w.ar_end[m]), 187.5 * kUs, 2);
+    EXPECT_NEAR(static_cast<double>(w.work_end[m]), 1093.75 * kUs, 2);
+  }
+  // Without compute beside it, the AllReduce keeps its full rate.
+  EXPECT_NEAR(static_cast<double>(compute_beside_allreduce(across, 0).ar_end[0]), 2130.0 * kUs, 2);
+}
+
 // Cluster::link_kernel_s_per_byte: where machines share a computer's cores,
 // the kernel's work for the links' bytes takes those cores while a
 // collective crosses machines. The AllReduce of 1e6 B between two machines
