@@ -266,13 +266,22 @@ Cluster measure_transport_cluster(Transport& t, int self, const std::vector<int>
   // Compute and the AllReduce beside each other, as the run pins their
   // threads (sharing_probe.hpp). The simulator takes the links' kernel work
   // from the shared cores itself: the compute's rate is what is left
-  // without it.
+  // without it. The AllReduce's rate beside GEMMs that never pause is
+  // reported, not used: the executor's compute comes in bursts (an
+  // iteration's ops) between which its thread sleeps, and the collective
+  // slows by far less (docs/simulator.md).
+  std::string sharing_text;
   if (workers >= 2) {
     const double kernel = ring_kernel_share(c.link_kernel_s_per_byte, hosts, workers, static_cast<double>(o.pack_bytes),
                                             sharing.busy_s, c.shared_cores);
     c.device.compute_rate_while_communicating =
         std::clamp(sharing.compute / std::max(kMinSharingRate, 1 - kernel), kMinSharingRate, 1.0);
-    c.device.collective_rate_while_computing = sharing.collective;
+    std::ostringstream text;
+    text.precision(2);
+    text << "; compute beside a ring AllReduce of " << o.pack_bytes << " B on every worker at "
+         << c.device.compute_rate_while_communicating << " of its rate, and the AllReduce beside GEMMs that never pause at "
+         << sharing.collective << " of its own (not used)";
+    sharing_text = text.str();
   }
   if (per_host < 2) intra = inter;
   if (hosts < 2) inter = intra;
@@ -291,7 +300,8 @@ Cluster measure_transport_cluster(Transport& t, int self, const std::vector<int>
                   c.device.name + ")" +
                   (c.link_kernel_s_per_byte > 0 ? "; the links' kernel time: this computer's over TCP streams "
                                                   "from every host to the next at once"
-                                                : "");
+                                                : "") +
+                  sharing_text;
   validate_cluster(c, "measured cluster " + c.name);
   const std::string text = cluster_to_json(c).dump();
   for (int w = 1; w < workers; ++w) t.send(0, w, kClusterTag, text_as_floats(text));

@@ -22,11 +22,12 @@ namespace trainsim {
 //     once (each device's rate while all work), each figure the median over
 //     the workers (median_cluster), with device.handoff_s timed by each
 //     worker in turn, the others asleep;
-//   device.compute_rate_while_communicating and
-//     collective_rate_while_computing (two or more workers): measured with
-//     ring AllReduces of options.pack_bytes beside GEMMs on every worker
-//     (sharing_probe.hpp), the compute's rate over what the links' kernel
-//     work leaves of the shared cores (ring_kernel_share);
+//   device.compute_rate_while_communicating (two or more workers): measured
+//     with ring AllReduces of options.pack_bytes beside GEMMs on every
+//     worker (sharing_probe.hpp), over what the links' kernel work leaves
+//     of the shared cores (ring_kernel_share); the AllReduce's own rate
+//     beside them is in the description, and collective_rate_while_computing
+//     is left unset (derived);
 //   shared_cores = this computer's usable cores where every worker runs on
 //     it (one kernel boot id: emulated hosts, or ranks on one machine), else 0;
 //   link_kernel_s_per_byte, with shared_cores and two or more hosts: this

@@ -142,6 +142,10 @@ void Engine::set_communicating(OpId id, bool starts) {
 // computes (the slowest member paces it), at full rate otherwise.
 void Engine::start_collective(Collective& c) {
   c.remaining_ns = static_cast<double>(c.duration_ns);
+  if (c.link_bytes > 0) {  // its links' first bytes cross at once from their buckets
+    const double burst = flows_.hold_nics(machines_of(c), c.link_bytes, now_ns_);
+    c.remaining_ns = std::max(0.0, c.remaining_ns - burst * c.link_ns_per_byte);
+  }
   c.since_ns = now_ns_;
   c.computing = 0;
   c.running = true;
@@ -184,10 +188,22 @@ void Engine::set_computing(int32_t worker, int32_t delta) {
   }
 }
 
+// The machines a collective's members run on, sorted, each once.
+const std::vector<int32_t>& Engine::machines_of(const Collective& c) {
+  machines_scratch_.clear();
+  for (int32_t m = 0; m < c.members; ++m) {
+    machines_scratch_.push_back(machine_of_worker_[states_[collective_ops_[c.first_slot + m]].worker]);
+  }
+  std::sort(machines_scratch_.begin(), machines_scratch_.end());
+  machines_scratch_.erase(std::unique(machines_scratch_.begin(), machines_scratch_.end()), machines_scratch_.end());
+  return machines_scratch_;
+}
+
 void Engine::end_collective(Collective& c) {
   if (!c.running) return;  // ended by an earlier member
   c.running = false;
   add_kernel_cores(-c.kernel_cores);
+  if (c.link_bytes > 0) flows_.release_nics(machines_of(c), now_ns_);
   if (!sharing_ || !uses_worker_cores(c.kind)) return;
   const auto index = static_cast<int32_t>(&c - collectives_.data());
   for (int32_t m = 0; m < c.members; ++m) {

@@ -284,6 +284,13 @@ void Engine::price_collectives() {
       c.compute_rate = 1 / (on_cores / shared_rate_ + (1 - on_cores));
       c.kernel_cores = links_kernel_cores(c, link, duration_s);
     }
+    if (c.crosses_machines && cluster_.inter_link.burst_bytes > 0 && link.beta_s_per_byte > 0) {
+      const LinkParams bytes{0, 1, 0};  // β = 1 s per byte: the α-β-γ time is the bytes each link carries
+      c.link_bytes = c.kind == OpKind::kAllReduce   ? allreduce_s(c.algorithm, c.bytes, c.members, bytes)
+                     : c.kind == OpKind::kBroadcast ? broadcast_tree_s(c.bytes, c.members, bytes)
+                                                    : 0.0;
+      c.link_ns_per_byte = link.beta_s_per_byte * kNsPerS;
+    }
     // Measured whole, across the cluster's own links (the MPI probe), else derived.
     const double measured = cluster_.device.collective_rate_while_computing;
     c.shared_rate = measured > 0 ? measured : c.compute_rate;

@@ -129,6 +129,11 @@ struct Collective {
   // Where machines share a computer's cores (Cluster::link_kernel_s_per_byte):
   // the cores its links' bytes keep the kernel busy on while it runs.
   double kernel_cores = 0;
+  // Across machines: the bytes each of its links carries and the link's
+  // nanoseconds per byte; what the NICs' token buckets let across at once
+  // (LinkSpec::burst_bytes) comes off its time as it starts.
+  double link_bytes = 0;
+  double link_ns_per_byte = 0;
 };
 
 
@@ -164,6 +169,7 @@ class Engine {
   void add_kernel_cores(double delta);
   double kernel_share() const;
   void end_collective(Collective& c);
+  const std::vector<int32_t>& machines_of(const Collective& c);
   double links_kernel_cores(const Collective& c, const LinkParams& link, double duration_s) const;
   double draw_uniform();
   void push_completions();
@@ -195,6 +201,7 @@ class Engine {
   double kernel_cores_ = 0;  // the running collectives' kernel_cores, spread over the shared cores
 
   std::vector<Collective> collectives_;
+  std::vector<int32_t> machines_scratch_;  // machines_of's answer
   std::vector<OpId> collective_ops_;
   std::vector<int32_t> issued_offsets_;             // per group: where its (member, kind) counters start
   std::vector<int32_t> issued_;                     // collectives each (group, member, kind) issued so far

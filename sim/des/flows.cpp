@@ -40,6 +40,7 @@ FlowNetwork::FlowNetwork(const Cluster& cluster, std::string where)
   for (double b : {inter_burst, inter_burst, 0.0}) burst_bytes_.insert(burst_bytes_.end(), machines_, b);
   credit_bytes_ = burst_bytes_;  // full at the start
   idle_since_ns_.assign(capacity_bytes_per_ns_.size(), 0);
+  held_.assign(capacity_bytes_per_ns_.size(), 0);
   machine_of_device_.resize(devices_);
   for (int32_t d = 0; d < devices_; ++d) machine_of_device_[d] = static_cast<int32_t>(d / cluster.devices_per_machine);
   intra_latency_ns_ = duration_ns(cluster.intra_link.latency_s, -1);
@@ -150,7 +151,7 @@ double FlowNetwork::take_burst(const Flow& flow, SimTime now_ns) {
     const int32_t port = flow.ports[p];
     if (!(burst_bytes_[port] > 0)) continue;
     bucketed = true;
-    if (active_[port].empty()) {  // idle since its last flow left: refilled at its bandwidth since
+    if (active_[port].empty() && held_[port] == 0) {  // idle since its last flow left: refilled at its bandwidth since
       const double refill = capacity_bytes_per_ns_[port] * static_cast<double>(now_ns - idle_since_ns_[port]);
       credit_bytes_[port] = std::min(burst_bytes_[port], credit_bytes_[port] + refill);
       idle_since_ns_[port] = now_ns;
@@ -185,7 +186,7 @@ void FlowNetwork::leave(int32_t f, SimTime now_ns, std::vector<FlowCompletion>& 
     TRAINSIM_CHECK(it != on_port.end(), "a finished flow was not on its port");
     *it = on_port.back();
     on_port.pop_back();
-    if (on_port.empty()) idle_since_ns_[flow.ports[p]] = now_ns;  // its bucket refills from now
+    if (on_port.empty() && held_[flow.ports[p]] == 0) idle_since_ns_[flow.ports[p]] = now_ns;  // refills from now
     update_share(flow.ports[p]);
   }
   reshare(f, now_ns, schedule);
@@ -259,6 +260,41 @@ void FlowNetwork::schedule_post(int32_t f, SimTime now_ns, std::vector<FlowCompl
   const SimTime until_ns =
       over_bytes > 0 ? to_clock_ns(round_ns(over_bytes / head.rate_bytes_per_ns), flow.op) : SimTime{0};
   schedule.push_back({f, later_ns(now_ns, until_ns, flow.op), flow.version, true});
+}
+
+double FlowNetwork::hold_nics(const std::vector<int32_t>& machines, double bytes_per_link, SimTime now_ns) {
+  double burst = bytes_per_link;
+  bool bucketed = false;
+  for (const int32_t m : machines) {
+    for (const int32_t port : {machine_port(kNicEgress, m), machine_port(kNicIngress, m)}) {
+      if (held_[port]++ > 0 || !active_[port].empty() || !(burst_bytes_[port] > 0)) {
+        burst = burst_bytes_[port] > 0 ? std::min(burst, credit_bytes_[port]) : burst;
+        bucketed = bucketed || burst_bytes_[port] > 0;
+        continue;
+      }
+      const double refill = capacity_bytes_per_ns_[port] * static_cast<double>(now_ns - idle_since_ns_[port]);
+      credit_bytes_[port] = std::min(burst_bytes_[port], credit_bytes_[port] + refill);
+      idle_since_ns_[port] = now_ns;
+      burst = std::min(burst, credit_bytes_[port]);
+      bucketed = true;
+    }
+  }
+  if (!bucketed) return 0;
+  burst = std::max(0.0, burst);
+  for (const int32_t m : machines) {
+    for (const int32_t port : {machine_port(kNicEgress, m), machine_port(kNicIngress, m)}) {
+      if (burst_bytes_[port] > 0) credit_bytes_[port] -= burst;
+    }
+  }
+  return burst;
+}
+
+void FlowNetwork::release_nics(const std::vector<int32_t>& machines, SimTime now_ns) {
+  for (const int32_t m : machines) {
+    for (const int32_t port : {machine_port(kNicEgress, m), machine_port(kNicIngress, m)}) {
+      if (--held_[port] == 0 && active_[port].empty()) idle_since_ns_[port] = now_ns;  // its bucket refills from now
+    }
+  }
 }
 
 }  // namespace trainsim

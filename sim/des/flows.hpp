@@ -75,6 +75,14 @@ class FlowNetwork {
   // Flow f has finished: it leaves its ports, the others speed up, and its slot is free.
   void leave(int32_t f, SimTime now_ns, std::vector<FlowCompletion>& schedule);
 
+  // A collective across `machines` (sorted, distinct) starts: it holds their
+  // NICs until release_nics, their buckets refilling meanwhile no more than
+  // a flow's would. Returns the bytes each of its links sends at once, the
+  // least any of the NICs' buckets holds and at most `bytes_per_link`, taken
+  // from every one of them (0 without buckets).
+  double hold_nics(const std::vector<int32_t>& machines, double bytes_per_link, SimTime now_ns);
+  void release_nics(const std::vector<int32_t>& machines, SimTime now_ns);
+
  private:
   struct Flow {
     double bytes = 0;
@@ -121,7 +129,8 @@ class FlowNetwork {
   std::vector<double> share_bytes_per_ns_;     // per port: its capacity over its active flows
   std::vector<double> burst_bytes_;            // per port: its token bucket's depth (0: none)
   std::vector<double> credit_bytes_;           // per port: its bucket's bytes as of idle_since_ns_
-  std::vector<SimTime> idle_since_ns_;         // per port: when its last active flow left
+  std::vector<SimTime> idle_since_ns_;         // per port: when its last active flow (or holding collective) left
+  std::vector<int32_t> held_;                  // per port: collectives holding it (hold_nics)
   std::vector<uint32_t> stamp_of_flow_;        // marks flows already reshared in one pass
   uint32_t stamp_ = 0;
   std::vector<int32_t> free_slots_;            // flows_ entries whose flow has finished

@@ -122,6 +122,44 @@ TEST(DesCoreSharing, AMeasuredCollectiveRateSlowsTheWholeCollectiveBesideCompute
   EXPECT_NEAR(static_cast<double>(compute_beside_allreduce(across, 0).ar_end[0]), 2130.0 * kUs, 2);
 }
 
+// LinkSpec::burst_bytes on the links between machines: a collective's first
+// bytes on each link cross at once from the NICs' buckets, which refill at
+// the link's bandwidth only while no collective holds them. The AllReduce of
+// 1e6 B between two machines takes 1130 us (below); each link carries
+// 2·1/2·1e6 = 1e6 B at 1 B/ns. A full 200 KB bucket: 930 us. The next one,
+// at once: the bucket is empty, 1130 us. After 100 us of compute: 100 KB
+// refilled, 1030 us.
+TEST(DesCollectiveBurst, TheNicsBucketsShortenACollectiveByWhatTheyRefilled) {
+  std::vector<OpId> ends;
+  const auto simulate = [&ends](const Cluster& cluster) {
+    PlanBuilder b("test", 2, 1, 1);
+    const int32_t g = b.group({0, 1});
+    ends.clear();
+    std::vector<OpId> last(2);
+    for (int32_t k = 0; k < 3; ++k) {
+      for (int32_t w = 0; w < 2; ++w) {
+        std::vector<OpId> after;
+        if (k == 1) after = {last[w]};
+        if (k == 2) after = {b.add(compute_op(w, 100e-6, {last[w]}))};
+        last[w] = b.add(collective_op(w, OpKind::kAllReduce, g, 1e6, after));
+        if (w == 0) ends.push_back(last[w]);
+      }
+    }
+    return simulate_built(b, cluster);
+  };
+  Cluster cluster = simple_cluster(2, 1);
+  cluster.inter_link.burst_bytes = 200e3;
+  const SimResult r = simulate(cluster);
+  EXPECT_NEAR(static_cast<double>(r.timings[ends[0]].end_ns), 930.0 * kUs, 2);
+  EXPECT_NEAR(static_cast<double>(r.timings[ends[1]].end_ns - r.timings[ends[0]].end_ns), 1130.0 * kUs, 2);
+  EXPECT_NEAR(static_cast<double>(r.timings[ends[2]].start_ns - r.timings[ends[1]].end_ns), 100.0 * kUs, 2);
+  EXPECT_NEAR(static_cast<double>(r.timings[ends[2]].end_ns - r.timings[ends[2]].start_ns), 1030.0 * kUs, 2);
+  // Within one machine no NIC is crossed: its buckets change nothing.
+  Cluster one = simple_cluster(1, 2);
+  one.inter_link.burst_bytes = 200e3;
+  EXPECT_EQ(simulate(one).timings.at(ends[0]).end_ns, 150 * kUs);
+}
+
 // Cluster::link_kernel_s_per_byte: where machines share a computer's cores,
 // the kernel's work for the links' bytes takes those cores while a
 // collective crosses machines. The AllReduce of 1e6 B between two machines
