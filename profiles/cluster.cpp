@@ -68,7 +68,7 @@ nlohmann::json cluster_to_json(const Cluster& c) {
             {"stream_sync_s", c.host.stream_sync_s}}},
           {"collective", collective_json(c.collective)}};
   if (c.device.handoff_s != 0) doc["device"]["handoff_s"] = c.device.handoff_s;  // optional: absent means 0
-  if (c.device.collective_rate_while_computing != 0) {  // optional: absent means derived
+  if (c.device.collective_rate_while_computing != 0) {                           // optional: absent means derived
     doc["device"]["collective_rate_while_computing"] = c.device.collective_rate_while_computing;
   }
   if (c.shared_cores != 0) doc["shared_cores"] = c.shared_cores;                    // optional: absent means 0

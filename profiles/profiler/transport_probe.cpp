@@ -279,8 +279,9 @@ Cluster measure_transport_cluster(Transport& t, int self, const std::vector<int>
     std::ostringstream text;
     text.precision(2);
     text << "; compute beside a ring AllReduce of " << o.pack_bytes << " B on every worker at "
-         << c.device.compute_rate_while_communicating << " of its rate, and the AllReduce beside GEMMs that never pause at "
-         << sharing.collective << " of its own (not used)";
+         << c.device.compute_rate_while_communicating
+         << " of its rate, and the AllReduce beside GEMMs that never pause at " << sharing.collective
+         << " of its own (not used)";
     sharing_text = text.str();
   }
   if (per_host < 2) intra = inter;

@@ -1,5 +1,7 @@
 // measure_sharing_rates over threads joined by InProcessTransport, each
 // calling it as an MPI rank would, and ring_kernel_share by hand.
+#include "profiles/profiler/sharing_probe.hpp"
+
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -7,7 +9,6 @@
 #include <vector>
 
 #include "exec/transport/in_process.hpp"
-#include "profiles/profiler/sharing_probe.hpp"
 #include "tests/profiles/quick_probe.hpp"
 
 namespace trainsim {
