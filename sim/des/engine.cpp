@@ -312,6 +312,7 @@ SimResult Engine::run() {
       case kFlowJoin:
         if (flows_.join(states_[event.op].index, now_ns_, completions_)) {
           push_completions();
+          count_crossing_sends();
         } else {
           finish(event.op);  // nothing to move
         }
@@ -334,6 +335,7 @@ SimResult Engine::run() {
         }
         flows_.leave(f, now_ns_, completions_);
         push_completions();
+        count_crossing_sends();
         finish(event.op);
         break;
       }

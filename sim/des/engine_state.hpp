@@ -167,6 +167,7 @@ class Engine {
   void end_core_job(OpId op);
   void reschedule_core(int32_t core);
   void add_kernel_cores(double delta);
+  void count_crossing_sends();
   double kernel_share() const;
   void end_collective(Collective& c);
   const std::vector<int32_t>& machines_of(const Collective& c);
@@ -198,7 +199,8 @@ class Engine {
   std::vector<int32_t> core_of_worker_;                    // with Cluster::shared_cores, else empty
   std::vector<std::vector<CoreJob>> core_jobs_;            // per shared core: the jobs on it
   std::vector<uint32_t> release_version_;                  // per op: its release job's version (shared cores)
-  double kernel_cores_ = 0;  // the running collectives' kernel_cores, spread over the shared cores
+  double kernel_cores_ = 0;  // the running collectives' and moving sends' kernel cores, spread over the shared cores
+  double crossing_bytes_per_ns_ = 0;  // the sends between machines' bytes moving, as last counted there
 
   std::vector<Collective> collectives_;
   std::vector<int32_t> machines_scratch_;  // machines_of's answer

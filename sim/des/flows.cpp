@@ -262,6 +262,14 @@ void FlowNetwork::schedule_post(int32_t f, SimTime now_ns, std::vector<FlowCompl
   schedule.push_back({f, later_ns(now_ns, until_ns, flow.op), flow.version, true});
 }
 
+double FlowNetwork::crossing_bytes_per_ns() const {
+  double total = 0;
+  for (int32_t m = 0; m < machines_; ++m) {
+    for (const int32_t f : active_[machine_port(kNicEgress, m)]) total += flows_[f].rate_bytes_per_ns;
+  }
+  return total;
+}
+
 double FlowNetwork::hold_nics(const std::vector<int32_t>& machines, double bytes_per_link, SimTime now_ns) {
   double burst = bytes_per_link;
   bool bucketed = false;

@@ -75,6 +75,10 @@ class FlowNetwork {
   // Flow f has finished: it leaves its ports, the others speed up, and its slot is free.
   void leave(int32_t f, SimTime now_ns, std::vector<FlowCompletion>& schedule);
 
+  // The bytes per nanosecond moving between machines now: the rates of the
+  // flows moving through the NICs' egress ports.
+  double crossing_bytes_per_ns() const;
+
   // A collective across `machines` (sorted, distinct) starts: it holds their
   // NICs until release_nics, their buckets refilling meanwhile no more than
   // a flow's would. Returns the bytes each of its links sends at once, the

@@ -50,6 +50,18 @@ void Engine::add_kernel_cores(double delta) {
   for (size_t core = 0; core < core_jobs_.size(); ++core) reschedule_core(static_cast<int32_t>(core));
 }
 
+// Sends between machines moving bytes take the kernel's work for them from
+// the shared cores too (Cluster::link_kernel_s_per_byte per byte crossing
+// a link): after a send's flow joins or leaves, the cores it keeps busy
+// follow the bytes per second crossing between machines.
+void Engine::count_crossing_sends() {
+  if (core_jobs_.empty() || !(cluster_.link_kernel_s_per_byte > 0)) return;
+  const double now = flows_.crossing_bytes_per_ns();
+  const double delta = now - crossing_bytes_per_ns_;
+  crossing_bytes_per_ns_ = now;
+  add_kernel_cores(cluster_.link_kernel_s_per_byte * kNsPerS * delta);
+}
+
 // Every job on the core banks the work done since its last change at its
 // rate, takes the core's new share of what the links' kernel work leaves (a
 // compute op times the rate its worker's communication leaves it,

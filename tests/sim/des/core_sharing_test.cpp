@@ -187,6 +187,25 @@ TEST(DesCoreSharing, TheLinksKernelWorkTakesTheSharedCoresWhileACollectiveCrosse
   EXPECT_EQ(compute_beside_allreduce(one, 5e-3).work_end[0], 5000 * kUs);
 }
 
+// The same for a send between machines: while its 1e6 B cross at 1 B/ns
+// (1000 us), 1 ns of kernel per byte keeps 1e-9 · 1e9 = 1 core busy, half
+// of each of the 2 shared cores. Worker 0's compute does 500 us of its 5 ms
+// by then and ends at 5500 us; without the kernel's work at 5000 us.
+TEST(DesCoreSharing, TheLinksKernelWorkTakesTheSharedCoresWhileASendCrossesMachines) {
+  for (const double kernel_s_per_byte : {1e-9, 0.0}) {
+    PlanBuilder b("test", 2, 1, 1);
+    const OpId work = b.add(compute_op(0, 5e-3));
+    const OpId s = b.add(send_op(0, 1, 1e6));
+    b.add(recv_op(1, 0, s));
+    Cluster cluster = simple_cluster(2, 1);
+    cluster.shared_cores = 2;
+    cluster.link_kernel_s_per_byte = kernel_s_per_byte;
+    const SimResult r = simulate_built(b, cluster);
+    EXPECT_EQ(r.timings[s].end_ns, 1000 * kUs);
+    EXPECT_NEAR(static_cast<double>(r.timings[work].end_ns), (kernel_s_per_byte > 0 ? 5500.0 : 5000.0) * kUs, 2);
+  }
+}
+
 TEST(DesCoreSharing, OneMemberComputingPacesTheAllReduceAndOpsSpeedUpWhenItEnds) {
   PlanBuilder b("test", 2, 1, 1);
   const int32_t g = b.group({0, 1});
