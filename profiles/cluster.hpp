@@ -28,12 +28,11 @@ struct DeviceSpec {
   // the file (default 1); the CPU probe derives it from the core count and
   // the executor's two threads per worker (docs/simulator.md).
   double compute_rate_while_communicating = 1;
-  // Rate at which a collective runs while any member's worker computes,
-  // relative to running with every member idle (the slowest member paces a
-  // ring). Optional in the file: 0 (the default) derives it from
-  // compute_rate_while_communicating on the part of the collective the
-  // cores do; the MPI probe measures it, whole, across the cluster's own
-  // links (docs/simulator.md).
+  // Rate at which the part of a collective the workers' cores do (its
+  // reductions, packing and codec; all of it within a machine) runs while
+  // any member's worker computes, relative to running with every member
+  // idle (the slowest member paces a ring). Optional in the file: 0 (the
+  // default) takes compute_rate_while_communicating (docs/simulator.md).
   double collective_rate_while_computing = 0;
   // Time a worker's compute stream loses each time one of its compute ops
   // hands work to another of its streams (a send, a collective, a copy the

@@ -278,12 +278,15 @@ void Engine::price_collectives() {
       cores_s = pack_s;
     }
     c.duration_ns = duration_ns(duration_s, collective_ops_[c.first_slot]);
-    c.compute_rate = shared_rate_;
-    if (c.crosses_machines && duration_s > 0) {  // the links' time goes on at full rate
-      const double on_cores = std::clamp(cores_s / duration_s, 0.0, 1.0);
-      c.compute_rate = 1 / (on_cores / shared_rate_ + (1 - on_cores));
-      c.kernel_cores = links_kernel_cores(c, link, duration_s);
-    }
+    // Within a machine all of a collective is the cores' work; across
+    // machines its links' time goes on at full rate beside compute.
+    const double on_cores = !c.crosses_machines ? 1.0
+                            : duration_s > 0    ? std::clamp(cores_s / duration_s, 0.0, 1.0)
+                                                : 0.0;
+    const double measured = cluster_.device.collective_rate_while_computing;
+    c.compute_rate = 1 / (on_cores / shared_rate_ + (1 - on_cores));
+    c.shared_rate = measured > 0 ? 1 / (on_cores / measured + (1 - on_cores)) : c.compute_rate;
+    if (c.crosses_machines && duration_s > 0) c.kernel_cores = links_kernel_cores(c, link, duration_s);
     if (c.crosses_machines && cluster_.inter_link.burst_bytes > 0 && link.beta_s_per_byte > 0) {
       const LinkParams bytes{0, 1, 0};  // β = 1 s per byte: the α-β-γ time is the bytes each link carries
       c.link_bytes = c.kind == OpKind::kAllReduce   ? allreduce_s(c.algorithm, c.bytes, c.members, bytes)
@@ -291,9 +294,6 @@ void Engine::price_collectives() {
                                                     : 0.0;
       c.link_ns_per_byte = link.beta_s_per_byte * kNsPerS;
     }
-    // Measured whole, across the cluster's own links (the MPI probe), else derived.
-    const double measured = cluster_.device.collective_rate_while_computing;
-    c.shared_rate = measured > 0 ? measured : c.compute_rate;
   }
 }
 

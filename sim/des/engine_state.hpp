@@ -116,7 +116,8 @@ struct Collective {
   // on the part of its time those cores do (all of it within a machine;
   // across machines its reductions, packing and codec, not the links'
   // time); and its own rate while a member's worker computes, the device's
-  // collective_rate_while_computing where set, else that same rate.
+  // collective_rate_while_computing on that same part where set, else the
+  // compute's rate.
   double compute_rate = 1;
   double shared_rate = 1;
   // While it runs, where communication shares the workers' cores: its time
