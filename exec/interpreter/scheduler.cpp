@@ -105,6 +105,13 @@ void align_timings(const Plan& plan, const std::vector<double>& start_clock_s, s
   }
 }
 
+double clock_offset_s(const std::vector<ClockSample>& samples) {
+  const auto best = std::min_element(samples.begin(), samples.end(), [](const ClockSample& a, const ClockSample& b) {
+    return a.received_s - a.sent_s < b.received_s - b.sent_s;
+  });
+  return best == samples.end() ? 0.0 : best->remote_s - (best->sent_s + best->received_s) / 2;
+}
+
 }  // namespace trainsim::interp
 
 namespace trainsim {

@@ -41,7 +41,9 @@ class Scheduler {
   const std::vector<ExecOpTiming>& timings() const { return timings_; }
   // When run() started, in seconds of the computer's monotonic clock
   // (std::chrono::steady_clock), which every process on it shares.
-  double start_clock_s() const { return std::chrono::duration<double>(start_.time_since_epoch()).count(); }
+  double start_clock_s() const {
+    return std::chrono::duration<double>(start_.time_since_epoch()).count();
+  }  // on monotonic_clock_s's clock
 
  private:
   void run_op(OpHandler& handler, OpId id);
@@ -62,11 +64,30 @@ class Scheduler {
 
 // Each process times its ops from its own start, which follows the start
 // barrier by however long the process then waits for a core: milliseconds
-// apart where ranks outnumber cores. Processes on one computer share its
-// monotonic clock: worker w's timings move by start_clock_s[w] -
-// start_clock_s[0] (Scheduler::start_clock_s of w's process; NaN for a
-// worker on another computer, whose timings keep the barrier's alignment),
-// then every timing by the earliest start, which becomes time 0.
+// apart where ranks outnumber cores. With every process's start on one
+// clock (worker 0's), worker w's timings move by start_clock_s[w] -
+// start_clock_s[0] (NaN for a worker whose start is unknown, whose timings
+// keep the barrier's alignment), then every timing by the earliest start,
+// which becomes time 0. Processes on one computer share its monotonic clock
+// (Scheduler::start_clock_s); another computer's start comes onto worker
+// 0's clock less its offset (clock_offset_s).
 void align_timings(const Plan& plan, const std::vector<double>& start_clock_s, std::vector<ExecOpTiming>& timings);
+
+// The monotonic clock Scheduler::start_clock_s reads, now.
+inline double monotonic_clock_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// One exchange with another process: the local clock when the request
+// left and when the reply came back, and the other's clock in its reply.
+struct ClockSample {
+  double sent_s = 0;
+  double remote_s = 0;
+  double received_s = 0;
+};
+// The other clock minus the local one (Cristian's algorithm): from the
+// exchange with the shortest round trip, the reply's clock taken as read
+// halfway through it. 0 for no samples.
+double clock_offset_s(const std::vector<ClockSample>& samples);
 
 }  // namespace trainsim::interp

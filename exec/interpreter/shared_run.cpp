@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
-#include <limits>
 #include <numeric>
 #include <string>
 
@@ -107,6 +106,10 @@ EndpointState read_state_record(const std::vector<float>& record, int32_t worker
   in.expect_end();
   return e;
 }
+
+// Exchanges after each result record by which endpoint 0 reads the
+// sender's clock against its own (clock_offset_s).
+constexpr int kClockRounds = 8;
 
 // computer_id() as a number a record carries exactly (52 bits of its
 // FNV-1a hash), -1 where it cannot be read.
@@ -229,7 +232,8 @@ std::vector<float> Interpreter::result_record(int32_t worker, const ExecResult& 
   return out;
 }
 
-double Interpreter::read_result_record(int32_t worker, const std::vector<float>& record, ExecResult& r) {
+double Interpreter::read_result_record(int32_t worker, const std::vector<float>& record, ExecResult& r,
+                                       bool& same_computer) {
   const auto w = static_cast<size_t>(worker);
   RecordReader in(record, worker);
   for (size_t i = 0; i < static_cast<size_t>(plan_.iterations); ++i) {
@@ -264,7 +268,8 @@ double Interpreter::read_result_record(int32_t worker, const std::vector<float>&
   } else {
     in.expect_end();
   }
-  return own >= 0 && computer == own ? start_clock_s : std::numeric_limits<double>::quiet_NaN();
+  same_computer = own >= 0 && computer == own;
+  return start_clock_s;
 }
 
 // Each process's workers send their part to endpoint 0, whose process
@@ -273,15 +278,38 @@ void Interpreter::gather_results(ExecResult& r) {
   if (!local_[0]) {
     r.complete = false;
     for (size_t w = 0; w < plan_.workers.size(); ++w) {
-      if (local_[w]) transport_.send(static_cast<int>(w), 0, result_tag(), result_record(static_cast<int32_t>(w), r));
+      if (!local_[w]) continue;
+      const int self = static_cast<int>(w);
+      transport_.send(self, 0, result_tag(), result_record(static_cast<int32_t>(w), r));
+      for (int k = 0; k < kClockRounds; ++k) {  // endpoint 0 reads this clock against its own
+        transport_.recv(self, 0, result_tag());
+        std::vector<float> now;
+        append_double(now, monotonic_clock_s());
+        transport_.send(self, 0, result_tag(), std::move(now));
+      }
     }
     return;
   }
   std::vector<double> start_clock_s(plan_.workers.size(), scheduler_.start_clock_s());
   for (size_t w = 0; w < plan_.workers.size(); ++w) {
     if (local_[w]) continue;
+    const int from = static_cast<int>(w);
+    bool same_computer = false;
     start_clock_s[w] =
-        read_result_record(static_cast<int32_t>(w), transport_.recv(0, static_cast<int>(w), result_tag()), r);
+        read_result_record(static_cast<int32_t>(w), transport_.recv(0, from, result_tag()), r, same_computer);
+    std::vector<ClockSample> samples;
+    for (int k = 0; k < kClockRounds; ++k) {
+      ClockSample sample;
+      sample.sent_s = monotonic_clock_s();
+      transport_.send(0, from, result_tag(), {0.0f});
+      const std::vector<float> reply = transport_.recv(0, from, result_tag());
+      sample.received_s = monotonic_clock_s();
+      sample.remote_s = RecordReader(reply, static_cast<int32_t>(w)).next_double();
+      samples.push_back(sample);
+    }
+    // Another computer's clock: its start on this one's, as far as the
+    // shortest exchange tells (within half its round trip).
+    if (!same_computer) start_clock_s[w] -= clock_offset_s(samples);
   }
   align_timings(plan_, start_clock_s, r.timings);
   summarize(r);

@@ -51,6 +51,31 @@ TEST(AlignTimings, LaterStartsMoveLaterAndEndpointZeroKeepsTimeZero) {
   EXPECT_NEAR(timings[2].end_s, 0.0135, 1e-12);
 }
 
+// Cristian's algorithm by hand: exchanges of round trip 10, 20 and 4 s
+// whose replies read 105, 130 and 158 on the other clock; the shortest, sent
+// at 50 and back at 54, puts the other clock 158 - 52 = 106 s ahead.
+TEST(ClockOffset, TakesTheExchangeWithTheShortestRoundTrip) {
+  EXPECT_DOUBLE_EQ(clock_offset_s({{0, 105, 10}, {20, 130, 40}, {50, 158, 54}}), 106.0);
+  EXPECT_DOUBLE_EQ(clock_offset_s({{10, 3, 12}}), -8.0);  // a clock behind this one
+  EXPECT_EQ(clock_offset_s({}), 0.0);
+}
+
+// Another computer's start brought onto endpoint 0's clock by its offset
+// lines its ops up as they ran. Worker 1's clock is 1000 s ahead: the
+// exchange sent at 2.0 and back at 2.001 read 1002.0005 there. Worker 1
+// started at 1002.002 on its clock, 2.002 on endpoint 0's, 2 ms after
+// endpoint 0 and worker 2 (this computer): its op, 1 ms into its run, at 3 ms.
+TEST(ClockOffset, PutsAnotherComputersStartOnEndpointZerosClock) {
+  const Plan plan = three_workers_one_op_each();
+  std::vector<ExecOpTiming> timings(3, ExecOpTiming{0.001, 0.002});
+  const double offset = clock_offset_s({{2.0, 1002.0005, 2.001}});
+  EXPECT_NEAR(offset, 1000.0, 1e-9);
+  align_timings(plan, {2.0, 1002.002 - offset, 2.0}, timings);
+  EXPECT_NEAR(timings[1].start_s, 0.003, 1e-9);
+  EXPECT_NEAR(timings[0].start_s, 0.001, 1e-9);
+  EXPECT_NEAR(timings[2].start_s, 0.001, 1e-9);
+}
+
 // The boot id the processes compare: the kernel's UUID, one line.
 TEST(ComputerId, IsTheKernelsBootUuid) {
   const std::string id = computer_id();
