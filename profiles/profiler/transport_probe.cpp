@@ -34,6 +34,7 @@ constexpr int64_t kPingTag = 30005;  // + 2 per message size
 constexpr int64_t kHopTag = 30901;
 constexpr int64_t kComputerTag = 30903;
 constexpr int64_t kStreamTag = 31001;  // + 0..4: the link streams' exchange
+constexpr int64_t kSyncTag = 31201;
 
 // Ping-pong between `from` (which times) and `to` over the sweep's sizes.
 std::vector<ChannelSample> ping_pong(Transport& t, int self, int from, int to, const ClusterProbeOptions& o) {
@@ -77,6 +78,16 @@ double hop_bytes_per_s(Transport& t, int self, const std::vector<int>& members, 
     if (r >= o.warmups) samples_s.push_back(now_s() - start_s);
   }
   return static_cast<double>(chunk.size() * sizeof(float)) / median_s(samples_s);
+}
+
+// The transport's barrier across every worker, back to back, each one's
+// last arrival the previous one's release: seconds per barrier
+// (collective.sync_s, the release after the last arrival).
+double barrier_period_s(Transport& t, int self, const std::vector<int>& everyone, const ClusterProbeOptions& o) {
+  for (int64_t r = 0; r < o.warmups; ++r) t.barrier(self, everyone, kSyncTag);
+  const double start_s = now_s();
+  for (int64_t r = 0; r < o.barrier_repeats; ++r) t.barrier(self, everyone, kSyncTag);
+  return (now_s() - start_s) / static_cast<double>(std::max<int64_t>(1, o.barrier_repeats));
 }
 
 std::vector<float> text_as_floats(const std::string& text) {
@@ -235,6 +246,8 @@ Cluster measure_transport_cluster(Transport& t, int self, const std::vector<int>
   t.barrier(self, everyone, kPhaseTag);
   const SharingRates sharing = measure_sharing_rates(t, self, o);
   t.barrier(self, everyone, kPhaseTag);
+  const double sync_s = workers >= 2 ? barrier_period_s(t, self, everyone, o) : 0.0;
+  t.barrier(self, everyone, kPhaseTag);
 
   // Each device's figures (compute, memory, hand-off, the host's copies and
   // sums, packing, codecs) as the median over the workers' probes: one
@@ -291,13 +304,14 @@ Cluster measure_transport_cluster(Transport& t, int self, const std::vector<int>
   c.intra_link = {intra.bandwidth_bytes_per_s, intra.latency_s, buffer, intra.burst_bytes};
   c.inter_link = {inter.bandwidth_bytes_per_s, inter.latency_s, buffer, inter.burst_bytes};
   c.collective.hop_bytes_per_s = hop;
+  if (workers >= 2) c.collective.sync_s = sync_s;  // across the ranks, not one rank's threads
   c.description = "measured across " + std::to_string(workers) + " workers (" + std::to_string(hosts) + " hosts of " +
                   std::to_string(per_host) + ") over their transport: ping-pong " +
                   std::to_string(o.min_message_bytes) + " B.." + std::to_string(o.max_message_bytes) +
                   " B within and between hosts (bandwidth: least-squares slope of the large ones; latency: the "
                   "smallest's one-way time; token bucket: the bytes crossing at once where the large ones' line passes "
-                  "below the latency), ring hops within each host at once; each device probed with every "
-                  "worker busy (" +
+                  "below the latency), ring hops within each host at once, barriers across every worker back to back; "
+                  "each device probed with every worker busy (" +
                   c.device.name + ")" +
                   (c.link_kernel_s_per_byte > 0 ? "; the links' kernel time: this computer's over TCP streams "
                                                   "from every host to the next at once"

@@ -43,6 +43,8 @@ namespace trainsim {
 //     first worker;
 //   a link the cluster lacks takes the other's figures;
 //   both links' send_buffer_bytes: the transport's (Transport::send_buffer_bytes);
+//   collective.sync_s (two or more workers): the transport's barrier across
+//     every worker, options.barrier_repeats back to back, time per barrier;
 //   collective.hop_bytes_per_s (two or more workers per host): one hop of a
 //     ring within each host, every host at once (β inside a machine); 0 with
 //     one worker per host (a ring's hops then cross the inter link).

@@ -44,6 +44,8 @@ TEST(TransportProbe, TwoHostsOfTwoWorkersMeasureBothLinksAndTheHop) {
   EXPECT_GT(c.inter_link.bandwidth_bytes_per_s, 0);
   EXPECT_GT(c.inter_link.latency_s, 0);
   EXPECT_GT(c.collective.hop_bytes_per_s, 0);
+  EXPECT_GT(c.collective.sync_s, 0);  // a barrier across the four workers' transport
+  EXPECT_NE(c.description.find("barriers across every worker"), std::string::npos) << c.description;
   EXPECT_EQ(c.name, "cpu2x2-measured");
   for (const Cluster& other : seen) EXPECT_EQ(cluster_to_json(other), cluster_to_json(c));  // worker 0's, everywhere
 }
