@@ -1,8 +1,12 @@
 // `trainsim cluster list`, `trainsim cluster show NAME [--json]`, and
 // `trainsim cluster emulate up|down|status` (emulate.hpp).
+#include <cmath>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "analysis/table.hpp"
+#include "model/strings.hpp"
 #include "model/units.hpp"
 #include "profiles/cluster.hpp"
 #include "tools/commands.hpp"
@@ -40,6 +44,24 @@ void print_cluster(std::ostream& out, const Cluster& c) {
       << " on " << c.host.threads << " threads; stream sync " << format_seconds(c.host.stream_sync_s) << "\n"
       << "  collectives: reduction " << rate_text(c.collective.reduce_bytes_per_s) << ", "
       << format_seconds(c.collective.sync_s) << " per call\n";
+  // How the workers' cores are shared, where the cluster says (docs/simulator.md).
+  std::vector<std::string> cores;
+  const auto rate = [](double r) { return format_number(std::round(r * 100) / 100); };  // two decimals
+  if (c.device.compute_rate_while_communicating != 1) {
+    cores.push_back("compute at " + rate(c.device.compute_rate_while_communicating) +
+                    " of its rate beside communication");
+  }
+  if (c.device.collective_rate_while_computing != 0) {
+    cores.push_back("a collective's cores' part at " + rate(c.device.collective_rate_while_computing) +
+                    " beside compute");
+  }
+  if (c.device.handoff_s != 0) cores.push_back("hand-off " + format_seconds(c.device.handoff_s));
+  if (c.shared_cores != 0) cores.push_back("every worker on one computer's " + std::to_string(c.shared_cores) + " cores");
+  if (c.link_kernel_s_per_byte != 0) {
+    const double ns = std::round(c.link_kernel_s_per_byte * 1e12) / 1e3;  // to the picosecond
+    cores.push_back("the links' kernel work " + format_number(ns) + " ns per byte");
+  }
+  if (!cores.empty()) out << "  cores: " << join(cores, "; ") << "\n";
 }
 
 void add_emulate_command(CLI::App& cluster, CommandContext& ctx) {

@@ -142,6 +142,27 @@ TEST(Cli, ZooAndClusterListsNameEveryEntry) {
   for (const Cluster& c : cluster_presets()) EXPECT_NE(clusters.out.find(c.name), std::string::npos);
 }
 
+// How the workers' cores are shared, where the cluster says: a measured
+// cluster's figures on one line; a preset without them shows none.
+TEST(Cli, ClusterShowPrintsTheCoresSharingWhereTheClusterHasIt) {
+  TempDir dir;
+  nlohmann::json c = cluster_to_json(load_cluster("p40x4-pcie3"));
+  c["device"]["compute_rate_while_communicating"] = 0.98;
+  c["device"]["collective_rate_while_computing"] = 0.2;
+  c["shared_cores"] = 2;
+  c["link_kernel_s_per_byte"] = 6e-10;
+  const Result shown = run({"cluster", "show", dir.write("c.json", c.dump())});
+  ASSERT_EQ(shown.status, 0) << shown.err;
+  EXPECT_NE(shown.out.find("  cores: compute at 0.98 of its rate beside communication; a collective's cores' part at "
+                           "0.2 beside compute; every worker on one computer's 2 cores; the links' kernel work 0.6 ns "
+                           "per byte\n"),
+            std::string::npos)
+      << shown.out;
+  const Result preset = run({"cluster", "show", "p40x4-pcie3"});
+  ASSERT_EQ(preset.status, 0) << preset.err;
+  EXPECT_EQ(preset.out.find("cores:"), std::string::npos) << preset.out;
+}
+
 TEST(Cli, ZooShowJsonCarriesTheParameterCount) {
   const Result r = run({"zoo", "show", "vgg16", "--batch", "2", "--json"});
   ASSERT_EQ(r.status, 0) << r.err;
