@@ -56,9 +56,8 @@ class Interpreter final : public OpHandler {
   void start_together();
   std::vector<float> result_record(int32_t worker, const ExecResult& r) const;
   // Reads a worker's record into r; returns its run's start on its
-  // computer's clock, or NaN where that computer is not this one's.
-  // Returns the worker's start on its process's clock; `same_computer`:
-  // whether that process runs on this computer (its clock is this one's).
+  // process's clock, and sets `same_computer`: whether that process runs
+  // on this computer (its clock is this one's).
   double read_result_record(int32_t worker, const std::vector<float>& record, ExecResult& r, bool& same_computer);
   void gather_results(ExecResult& r);
   // keep_state in a shared run: endpoint 0's process gathers every worker's

@@ -12,6 +12,7 @@
 
 #include "exec/interpreter.hpp"
 #include "exec/transport/transport.hpp"
+#include "model/clock.hpp"
 #include "sim/plan/plan.hpp"
 
 namespace trainsim::interp {
@@ -40,10 +41,8 @@ class Scheduler {
   // One per plan op, since run() started.
   const std::vector<ExecOpTiming>& timings() const { return timings_; }
   // When run() started, in seconds of the computer's monotonic clock
-  // (std::chrono::steady_clock), which every process on it shares.
-  double start_clock_s() const {
-    return std::chrono::duration<double>(start_.time_since_epoch()).count();
-  }  // on monotonic_clock_s's clock
+  // (monotonic_clock_s), which every process on it shares.
+  double start_clock_s() const { return std::chrono::duration<double>(start_.time_since_epoch()).count(); }
 
  private:
   void run_op(OpHandler& handler, OpId id);
@@ -72,11 +71,6 @@ class Scheduler {
 // (Scheduler::start_clock_s); another computer's start comes onto worker
 // 0's clock less its offset (clock_offset_s).
 void align_timings(const Plan& plan, const std::vector<double>& start_clock_s, std::vector<ExecOpTiming>& timings);
-
-// The monotonic clock Scheduler::start_clock_s reads, now.
-inline double monotonic_clock_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
 
 // One exchange with another process: the local clock when the request
 // left and when the reply came back, and the other's clock in its reply.

@@ -13,6 +13,7 @@
 #include "exec/interpreter.hpp"
 #include "exec/tensor/tensor.hpp"
 #include "profiles/profiler/timing.hpp"
+#include "sim/cost/collective.hpp"
 
 namespace trainsim {
 namespace {
@@ -80,8 +81,8 @@ struct ComputeLoad {
 double ring_kernel_share(double link_kernel_s_per_byte, int64_t hosts, int64_t workers, double bytes, double seconds,
                          int64_t cores) {
   if (hosts < 2 || workers < 2 || seconds <= 0 || cores <= 0) return 0;
-  // Each host's link carries one ring hop's traffic: 2(p-1)/p of the bytes (docs/equations.md §2).
-  const double per_link = 2.0 * static_cast<double>(workers - 1) / static_cast<double>(workers) * bytes;
+  // Each host's link carries one ring hop's traffic: the ring's β term at 1 s per byte (docs/equations.md §2).
+  const double per_link = allreduce_s(CollectiveAlgorithm::kRing, bytes, workers, {0, 1, 0});
   const double kernel_cores = link_kernel_s_per_byte * static_cast<double>(hosts) * per_link / seconds;
   return std::clamp(kernel_cores / static_cast<double>(cores), 0.0, 1.0);
 }

@@ -10,12 +10,12 @@
 #include <string>
 #include <vector>
 
+#include "model/clock.hpp"
+
 namespace trainsim {
 
 // Seconds since an arbitrary origin (std::chrono::steady_clock).
-inline double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
+inline double now_s() { return monotonic_clock_s(); }
 
 // The median of `samples_s` (mean of the two middle values for an even
 // count); 0 for none.

@@ -142,7 +142,7 @@ void Engine::set_communicating(OpId id, bool starts) {
 // computes (the slowest member paces it), at full rate otherwise.
 void Engine::start_collective(Collective& c) {
   c.remaining_ns = static_cast<double>(c.duration_ns);
-  if (c.link_bytes > 0) {  // its links' first bytes cross at once from their buckets
+  if (c.link_ns_per_byte > 0) {  // its links' first bytes cross at once from their buckets
     const double burst = flows_.hold_nics(machines_of(c), c.link_bytes, now_ns_);
     c.remaining_ns = std::max(0.0, c.remaining_ns - burst * c.link_ns_per_byte);
   }
@@ -203,7 +203,7 @@ void Engine::end_collective(Collective& c) {
   if (!c.running) return;  // ended by an earlier member
   c.running = false;
   add_kernel_cores(-c.kernel_cores);
-  if (c.link_bytes > 0) flows_.release_nics(machines_of(c), now_ns_);
+  if (c.link_ns_per_byte > 0) flows_.release_nics(machines_of(c), now_ns_);
   if (!sharing_ || !uses_worker_cores(c.kind)) return;
   const auto index = static_cast<int32_t>(&c - collectives_.data());
   for (int32_t m = 0; m < c.members; ++m) {

@@ -229,18 +229,10 @@ void Engine::add_collective_member(OpId id, const Op& op) {
 // link's bandwidth), so the links move machines · bandwidth bytes per second
 // for that part of the collective's `duration_s`, each byte costing
 // link_kernel_s_per_byte of core time (docs/simulator.md).
-double Engine::links_kernel_cores(const Collective& c, const LinkParams& link, double duration_s) const {
+double Engine::links_kernel_cores(const Collective& c, const LinkParams& link, double duration_s) {
   if (core_jobs_.empty() || cluster_.link_kernel_s_per_byte <= 0 || link.beta_s_per_byte <= 0) return 0;
-  const LinkParams wire{0, link.beta_s_per_byte, 0};
-  const double wire_s = c.kind == OpKind::kAllReduce   ? allreduce_s(c.algorithm, c.bytes, c.members, wire)
-                        : c.kind == OpKind::kBroadcast ? broadcast_tree_s(c.bytes, c.members, wire)
-                                                       : 0.0;
-  std::vector<int32_t> machines;
-  for (int32_t m = 0; m < c.members; ++m) {
-    machines.push_back(machine_of_worker_[states_[collective_ops_[c.first_slot + m]].worker]);
-  }
-  std::sort(machines.begin(), machines.end());
-  const auto spanned = static_cast<double>(std::unique(machines.begin(), machines.end()) - machines.begin());
+  const double wire_s = c.link_bytes * link.beta_s_per_byte;
+  const auto spanned = static_cast<double>(machines_of(c).size());
   const double busy = std::min(1.0, wire_s / duration_s);
   return cluster_.link_kernel_s_per_byte * spanned * busy / link.beta_s_per_byte;
 }
@@ -286,13 +278,13 @@ void Engine::price_collectives() {
     const double measured = cluster_.device.collective_rate_while_computing;
     c.compute_rate = 1 / (on_cores / shared_rate_ + (1 - on_cores));
     c.shared_rate = measured > 0 ? 1 / (on_cores / measured + (1 - on_cores)) : c.compute_rate;
-    if (c.crosses_machines && duration_s > 0) c.kernel_cores = links_kernel_cores(c, link, duration_s);
-    if (c.crosses_machines && cluster_.inter_link.burst_bytes > 0 && link.beta_s_per_byte > 0) {
+    if (c.crosses_machines) {
       const LinkParams bytes{0, 1, 0};  // β = 1 s per byte: the α-β-γ time is the bytes each link carries
       c.link_bytes = c.kind == OpKind::kAllReduce   ? allreduce_s(c.algorithm, c.bytes, c.members, bytes)
                      : c.kind == OpKind::kBroadcast ? broadcast_tree_s(c.bytes, c.members, bytes)
                                                     : 0.0;
-      c.link_ns_per_byte = link.beta_s_per_byte * kNsPerS;
+      if (duration_s > 0) c.kernel_cores = links_kernel_cores(c, link, duration_s);
+      if (cluster_.inter_link.burst_bytes > 0) c.link_ns_per_byte = link.beta_s_per_byte * kNsPerS;
     }
   }
 }

@@ -130,9 +130,10 @@ struct Collective {
   // Where machines share a computer's cores (Cluster::link_kernel_s_per_byte):
   // the cores its links' bytes keep the kernel busy on while it runs.
   double kernel_cores = 0;
-  // Across machines: the bytes each of its links carries and the link's
-  // nanoseconds per byte; what the NICs' token buckets let across at once
-  // (LinkSpec::burst_bytes) comes off its time as it starts.
+  // Across machines: the bytes each of its links carries, and where the
+  // links have token buckets (LinkSpec::burst_bytes) their nanoseconds per
+  // byte, by which what the NICs' buckets let across at once comes off its
+  // time as it starts (0: no buckets).
   double link_bytes = 0;
   double link_ns_per_byte = 0;
 };
@@ -172,7 +173,7 @@ class Engine {
   double kernel_share() const;
   void end_collective(Collective& c);
   const std::vector<int32_t>& machines_of(const Collective& c);
-  double links_kernel_cores(const Collective& c, const LinkParams& link, double duration_s) const;
+  double links_kernel_cores(const Collective& c, const LinkParams& link, double duration_s);
   double draw_uniform();
   void push_completions();
 
