@@ -141,6 +141,12 @@ void Engine::set_communicating(OpId id, bool starts) {
 // their workers' cores runs at its shared rate while any member's worker
 // computes (the slowest member paces it), at full rate otherwise.
 void Engine::start_collective(Collective& c) {
+  c.running = true;
+  add_kernel_cores(c.kernel_cores);
+  if (c.hops) {  // its members' pieces on their cores (ring_hops.cpp)
+    start_hops(c);
+    return;
+  }
   c.remaining_ns = static_cast<double>(c.duration_ns);
   if (c.link_ns_per_byte > 0) {  // its links' first bytes cross at once from their buckets
     const double burst = flows_.hold_nics(machines_of(c), c.link_bytes, now_ns_);
@@ -148,8 +154,6 @@ void Engine::start_collective(Collective& c) {
   }
   c.since_ns = now_ns_;
   c.computing = 0;
-  c.running = true;
-  add_kernel_cores(c.kernel_cores);
   if (sharing_ && uses_worker_cores(c.kind)) {  // not a barrier, whose members wait asleep
     for (int32_t m = 0; m < c.members; ++m) {
       const int32_t worker = states_[collective_ops_[c.first_slot + m]].worker;
@@ -200,7 +204,8 @@ const std::vector<int32_t>& Engine::machines_of(const Collective& c) {
 }
 
 void Engine::end_collective(Collective& c) {
-  if (!c.running) return;  // ended by an earlier member
+  if (!c.running) return;                               // ended by an earlier member
+  if (c.hops && --c.hop_members_left > 0) return;  // run hop by hop: ended by its last member
   c.running = false;
   add_kernel_cores(-c.kernel_cores);
   if (c.link_ns_per_byte > 0) flows_.release_nics(machines_of(c), now_ns_);
@@ -318,9 +323,16 @@ SimResult Engine::run() {
         }
         break;
       case kHandedOff:
+        if (((event.tag >> 2) & kHopArrival) != 0) {
+          on_hop_arrival(event.op);
+          break;
+        }
         if (!core_jobs_.empty()) {
           if ((event.tag >> 2) != release_version_[event.op]) break;  // its core's share changed since
-          end_core_job(event.op);
+          if (end_core_job(event.op) == CoreJob::kHopPiece) {
+            end_hop_piece(event.op);
+            break;
+          }
         }
         release(event.op, handed_off_by_[event.op]);
         break;

@@ -77,6 +77,8 @@ Engine::Engine(const Plan& plan, const Cluster& cluster, const SimOptions& optio
       core_of_worker_.push_back(static_cast<int32_t>(w % static_cast<int64_t>(core_jobs_.size())));
     }
     release_version_.assign(op_count_, 0);
+    workers_on_core_.assign(core_jobs_.size(), 0);
+    for (const int32_t core : core_of_worker_) ++workers_on_core_[core];
   }
   running_collectives_.assign(workers, {});
   result_.warmup_iterations = resolve_warmup_iterations(options.warmup_iterations, plan.iterations);
@@ -89,6 +91,7 @@ Engine::Engine(const Plan& plan, const Cluster& cluster, const SimOptions& optio
   issued_.assign(issued_offsets_[groups], 0);
   instances_.assign(3 * static_cast<size_t>(groups), {});
   read_ops();
+  if (!core_jobs_.empty()) hop_members_.assign(collective_ops_.size(), HopMember{});
   price_collectives();
   live_bytes_.assign(workers, 0.0);
   peak_live_bytes_.assign(workers, 0.0);
@@ -285,6 +288,9 @@ void Engine::price_collectives() {
                                                     : 0.0;
       if (duration_s > 0) c.kernel_cores = links_kernel_cores(c, link, duration_s);
       if (cluster_.inter_link.burst_bytes > 0) c.link_ns_per_byte = link.beta_s_per_byte * kNsPerS;
+      if (!core_jobs_.empty() && c.kind == OpKind::kAllReduce && c.algorithm == CollectiveAlgorithm::kRing) {
+        plan_hops(c, pack_s);
+      }
     }
   }
 }

@@ -22,8 +22,13 @@ enum EventKind : uint32_t {
   kFlowJoin = 1,  // a transfer's latency has passed: it starts moving bytes
   kFlowDone = 2,  // a transfer's predicted completion (stale if its version moved on)
   kHandedOff = 3, // a compute stream is back from handing an op over, or a send's message has
-                  // crossed its link's latency: the op released then may start
+                  // crossed its link's latency: the op released then may start; with
+                  // kHopArrival in its version, a ring hop's chunk reaches its member (ring_hops.cpp)
 };
+
+// In a kHandedOff event's version: a ring hop's arrival, not a release (the
+// release versions it is kept apart from count a core's reschedules of one op).
+inline constexpr uint32_t kHopArrival = 1u << 28;
 
 // What the event loop reads and writes of one op, in half a cache line (the
 // loop visits ops in time order, not id order, so size is misses). Its times
@@ -81,8 +86,10 @@ inline constexpr double kMinKernelShare = 0.05;
 // it). Every job on a core runs at `rate`: its own rate over the core's
 // job count (processor sharing), with its work left at `since_ns`.
 struct CoreJob {
+  static constexpr OpId kCompute = -1;   // `by` of a compute op, ended by kOpEnd
+  static constexpr OpId kHopPiece = -2;  // `by` of a ring hop's piece of a collective op (ring_hops.cpp)
   OpId op = -1;
-  OpId by = -1;  // -1: a compute op, ended by kOpEnd; else released by kHandedOff
+  OpId by = kCompute;  // else the op releasing `op` by kHandedOff, or kHopPiece
   double remaining_ns = 0;
   double rate = 1;
   SimTime since_ns = 0;
@@ -136,6 +143,32 @@ struct Collective {
   // time as it starts (0: no buckets).
   double link_bytes = 0;
   double link_ns_per_byte = 0;
+  // Where workers share cores, a ring AllReduce across machines runs hop by
+  // hop (ring_hops.cpp): its pieces of core work at full rate as priced
+  // (packing per piece, one chunk's encode, decode and reduction), the
+  // wire bytes of a chunk, the call's t_sync before the first hop, and the
+  // members yet to end.
+  bool hops = false;
+  double hop_pack_ns = 0;
+  double hop_encode_ns = 0;
+  double hop_decode_ns = 0;
+  double hop_reduce_ns = 0;
+  double hop_bytes = 0;
+  SimTime hop_sync_ns = 0;
+  int32_t hop_members_left = 0;
+};
+
+// One member of a ring AllReduce run hop by hop: its next piece of core work
+// (0 .. 2(p-1)), the chunks it has received (-1 until the call's t_sync has
+// passed), whether a piece is on its core, what its NICs' buckets still let
+// across at once, and when its link to the next member has sent its last
+// chunk (a chunk waits for the one before it).
+struct HopMember {
+  int32_t next_piece = 0;
+  int32_t received = -1;
+  bool working = false;
+  double burst_left = 0;
+  SimTime link_free_ns = 0;
 };
 
 
@@ -166,7 +199,14 @@ class Engine {
   void reschedule_collective(Collective& c);
   void set_computing(int32_t worker, int32_t delta);
   void add_core_job(int32_t worker, OpId op, OpId by, double work_ns);
-  void end_core_job(OpId op);
+  OpId end_core_job(OpId op);
+  void plan_hops(Collective& c, double pack_s);
+  double hop_piece_ns(const Collective& c, int32_t piece) const;
+  int32_t slot_of(const Collective& c, OpId op) const;
+  void start_hops(Collective& c);
+  void advance_hop(Collective& c, int32_t slot);
+  void on_hop_arrival(OpId op);
+  void end_hop_piece(OpId op);
   void reschedule_core(int32_t core);
   void add_kernel_cores(double delta);
   void count_crossing_sends();
@@ -201,6 +241,8 @@ class Engine {
   std::vector<int32_t> core_of_worker_;                    // with Cluster::shared_cores, else empty
   std::vector<std::vector<CoreJob>> core_jobs_;            // per shared core: the jobs on it
   std::vector<uint32_t> release_version_;                  // per op: its release job's version (shared cores)
+  std::vector<int32_t> workers_on_core_;                   // per shared core: the plan's workers pinned there
+  std::vector<HopMember> hop_members_;                     // per collective slot, with shared cores
   double kernel_cores_ = 0;  // the running collectives' and moving sends' kernel cores, spread over the shared cores
   double crossing_bytes_per_ns_ = 0;  // the sends between machines' bytes moving, as last counted there
 

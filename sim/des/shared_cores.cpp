@@ -23,15 +23,18 @@ void Engine::add_core_job(int32_t worker, OpId op, OpId by, double work_ns) {
   reschedule_core(core);
 }
 
-// The job of `op` (a compute op ending, or the op a hand-off or message
-// releases) leaves its core.
-void Engine::end_core_job(OpId op) {
+// The job of `op` (a compute op ending, the op a hand-off or message
+// releases, or a ring hop's piece) leaves its core; returns its `by`, or
+// kCompute where `op` had none there.
+OpId Engine::end_core_job(OpId op) {
   const int32_t core = core_of_worker_[states_[op].worker];
   std::vector<CoreJob>& jobs = core_jobs_[core];
   const auto it = std::find_if(jobs.begin(), jobs.end(), [op](const CoreJob& j) { return j.op == op; });
-  if (it == jobs.end()) return;
+  if (it == jobs.end()) return CoreJob::kCompute;
+  const OpId by = it->by;
   jobs.erase(it);
   reschedule_core(core);
+  return by;
 }
 
 // What the links' kernel work leaves of a shared core: the running
@@ -74,9 +77,10 @@ void Engine::reschedule_core(int32_t core) {
   for (CoreJob& j : jobs) {
     j.remaining_ns = std::max(0.0, j.remaining_ns - j.rate * static_cast<double>(now_ns_ - j.since_ns));
     j.since_ns = now_ns_;
-    j.rate = (j.by < 0 ? core_shares_[states_[j.op].worker].rate() : 1.0) * share;
+    const bool compute = j.by == CoreJob::kCompute;
+    j.rate = (compute ? core_shares_[states_[j.op].worker].rate() : 1.0) * share;
     const SimTime left_ns = to_clock_ns(std::ceil(j.remaining_ns / j.rate), j.op);
-    if (j.by < 0) {
+    if (compute) {
       OpState& op = states_[j.op];
       ++op.version;
       push(later_ns(now_ns_, left_ns, j.op), j.op, kOpEnd | (op.version << 2));
