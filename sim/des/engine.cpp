@@ -204,7 +204,7 @@ const std::vector<int32_t>& Engine::machines_of(const Collective& c) {
 }
 
 void Engine::end_collective(Collective& c) {
-  if (!c.running) return;                               // ended by an earlier member
+  if (!c.running) return;                          // ended by an earlier member
   if (c.hops && --c.hop_members_left > 0) return;  // run hop by hop: ended by its last member
   c.running = false;
   add_kernel_cores(-c.kernel_cores);

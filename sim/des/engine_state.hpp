@@ -18,12 +18,12 @@
 namespace trainsim::des_detail {
 
 enum EventKind : uint32_t {
-  kOpEnd = 0,     // a compute op, recv or collective ends
-  kFlowJoin = 1,  // a transfer's latency has passed: it starts moving bytes
-  kFlowDone = 2,  // a transfer's predicted completion (stale if its version moved on)
-  kHandedOff = 3, // a compute stream is back from handing an op over, or a send's message has
-                  // crossed its link's latency: the op released then may start; with
-                  // kHopArrival in its version, a ring hop's chunk reaches its member (ring_hops.cpp)
+  kOpEnd = 0,      // a compute op, recv or collective ends
+  kFlowJoin = 1,   // a transfer's latency has passed: it starts moving bytes
+  kFlowDone = 2,   // a transfer's predicted completion (stale if its version moved on)
+  kHandedOff = 3,  // a compute stream is back from handing an op over, or a send's message has
+                   // crossed its link's latency: the op released then may start; with
+                   // kHopArrival in its version, a ring hop's chunk reaches its member (ring_hops.cpp)
 };
 
 // In a kHandedOff event's version: a ring hop's arrival, not a release (the
@@ -170,7 +170,6 @@ struct HopMember {
   double burst_left = 0;
   SimTime link_free_ns = 0;
 };
-
 
 class Engine {
  public:
