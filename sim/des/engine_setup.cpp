@@ -77,6 +77,7 @@ Engine::Engine(const Plan& plan, const Cluster& cluster, const SimOptions& optio
       core_of_worker_.push_back(static_cast<int32_t>(w % static_cast<int64_t>(core_jobs_.size())));
     }
     release_version_.assign(op_count_, 0);
+    hop_slot_.assign(op_count_, -1);
     workers_on_core_.assign(core_jobs_.size(), 0);
     for (const int32_t core : core_of_worker_) ++workers_on_core_[core];
   }
@@ -224,6 +225,7 @@ void Engine::add_collective_member(OpId id, const Op& op) {
   ++c.issued;
   states_[id].index = list[k];
   collective_ops_[c.first_slot + member] = id;
+  if (!hop_slot_.empty()) hop_slot_[id] = c.first_slot + member;
 }
 
 // Where the machines share one computer's cores: the cores the kernel keeps

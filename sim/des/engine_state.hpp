@@ -201,7 +201,6 @@ class Engine {
   OpId end_core_job(OpId op);
   void plan_hops(Collective& c, double pack_s);
   double hop_piece_ns(const Collective& c, int32_t piece) const;
-  int32_t slot_of(const Collective& c, OpId op) const;
   void start_hops(Collective& c);
   void advance_hop(Collective& c, int32_t slot);
   void on_hop_arrival(OpId op);
@@ -242,6 +241,7 @@ class Engine {
   std::vector<uint32_t> release_version_;                  // per op: its release job's version (shared cores)
   std::vector<int32_t> workers_on_core_;                   // per shared core: the plan's workers pinned there
   std::vector<HopMember> hop_members_;                     // per collective slot, with shared cores
+  std::vector<int32_t> hop_slot_;                          // per op, with shared cores: a collective's slot, else -1
   double kernel_cores_ = 0;  // the running collectives' and moving sends' kernel cores, spread over the shared cores
   double crossing_bytes_per_ns_ = 0;  // the sends between machines' bytes moving, as last counted there
 

@@ -55,11 +55,6 @@ double Engine::hop_piece_ns(const Collective& c, int32_t piece) const {
   return ns;
 }
 
-int32_t Engine::slot_of(const Collective& c, OpId op) const {
-  const auto first = collective_ops_.begin() + c.first_slot;
-  return static_cast<int32_t>(std::find(first, first + c.members, op) - collective_ops_.begin());
-}
-
 // Every member ready: the call's t_sync, then each member's first piece. The
 // NICs' buckets are taken once for the whole collective (FlowNetwork::hold_nics).
 void Engine::start_hops(Collective& c) {
@@ -88,7 +83,7 @@ void Engine::advance_hop(Collective& c, int32_t slot) {
 
 void Engine::on_hop_arrival(OpId op) {
   Collective& c = collectives_[states_[op].index];
-  const int32_t slot = slot_of(c, op);
+  const int32_t slot = hop_slot_[op];
   ++hop_members_[slot].received;
   advance_hop(c, slot);
 }
@@ -97,7 +92,7 @@ void Engine::on_hop_arrival(OpId op) {
 // leaves for the next member, over the link between their machines.
 void Engine::end_hop_piece(OpId op) {
   Collective& c = collectives_[states_[op].index];
-  const int32_t slot = slot_of(c, op);
+  const int32_t slot = hop_slot_[op];
   HopMember& h = hop_members_[slot];
   h.working = false;
   if (h.next_piece++ == 2 * (c.members - 1)) {
