@@ -73,6 +73,7 @@ Engine::Engine(const Plan& plan, const Cluster& cluster, const SimOptions& optio
   core_shares_.assign(workers, CoreShare{});
   if (cluster.shared_cores > 0) {
     core_jobs_.assign(static_cast<size_t>(std::min<int64_t>(cluster.shared_cores, workers)), {});
+    core_clocks_.assign(core_jobs_.size(), CoreClock{});
     for (int32_t w = 0; w < workers; ++w) {
       core_of_worker_.push_back(static_cast<int32_t>(w % static_cast<int64_t>(core_jobs_.size())));
     }

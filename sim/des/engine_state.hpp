@@ -83,16 +83,32 @@ inline constexpr double kMinKernelShare = 0.05;
 // Work on a core that workers share (Cluster::shared_cores): a compute op,
 // or the core time after which it releases `op` (a hand-off: the op's
 // stream predecessor handed it over; a message: the send `by` delivered
-// it). Every job on a core runs at `rate`: its own rate over the core's
-// job count (processor sharing), with its work left at `since_ns`.
+// it). The core's jobs share it equally (processor sharing), each at
+// `rate` times that share (a compute op: the rate its worker's
+// communication leaves it, CoreShare::rate; else 1). The core keeps a
+// virtual clock, the work a job of rate 1 has done there (CoreClock), so a
+// job ends when that clock reaches `finish_v` and only the next job to end
+// has an event.
 struct CoreJob {
   static constexpr OpId kCompute = -1;   // `by` of a compute op, ended by kOpEnd
   static constexpr OpId kHopPiece = -2;  // `by` of a ring hop's piece of a collective op (ring_hops.cpp)
   OpId op = -1;
   OpId by = kCompute;  // else the op releasing `op` by kHandedOff, or kHopPiece
-  double remaining_ns = 0;
+  double finish_v = 0;
   double rate = 1;
+};
+
+// A shared core's virtual clock: `v` as of `since_ns`, moving at `share`
+// (what the links' kernel work leaves of the core over its job count), and
+// the job whose end event is pending (-1: none), its `by` and that
+// event's time.
+struct CoreClock {
+  double v = 0;
   SimTime since_ns = 0;
+  double share = 0;
+  OpId next = -1;
+  OpId next_by = CoreJob::kCompute;
+  SimTime next_ns = 0;
 };
 
 // Communication that runs on the worker's own cores when the device has no
@@ -206,6 +222,8 @@ class Engine {
   void on_hop_arrival(OpId op);
   void end_hop_piece(OpId op);
   void reschedule_core(int32_t core);
+  void advance_core(int32_t core);
+  uint32_t bump_core_event(OpId op, OpId by);
   void add_kernel_cores(double delta);
   void count_crossing_sends();
   double kernel_share() const;
@@ -238,6 +256,7 @@ class Engine {
   std::vector<std::vector<int32_t>> running_collectives_;  // per worker, likewise: the collectives it is in
   std::vector<int32_t> core_of_worker_;                    // with Cluster::shared_cores, else empty
   std::vector<std::vector<CoreJob>> core_jobs_;            // per shared core: the jobs on it
+  std::vector<CoreClock> core_clocks_;                     // per shared core
   std::vector<uint32_t> release_version_;                  // per op: its release job's version (shared cores)
   std::vector<int32_t> workers_on_core_;                   // per shared core: the plan's workers pinned there
   std::vector<HopMember> hop_members_;                     // per collective slot, with shared cores

@@ -15,26 +15,37 @@
 
 namespace trainsim::des_detail {
 
-// A job joins worker's core: the jobs there bank their work at their old
-// rates and run at their new ones from now.
+// A job joins worker's core: it ends once the core's virtual clock has
+// moved on by its work over its rate.
 void Engine::add_core_job(int32_t worker, OpId op, OpId by, double work_ns) {
   const int32_t core = core_of_worker_[worker];
-  core_jobs_[core].push_back(CoreJob{op, by, work_ns, 1.0, now_ns_});
+  advance_core(core);
+  const double rate = by == CoreJob::kCompute ? core_shares_[worker].rate() : 1.0;
+  core_jobs_[core].push_back(CoreJob{op, by, core_clocks_[core].v + work_ns / rate, rate});
   reschedule_core(core);
 }
 
 // The job of `op` (a compute op ending, the op a hand-off or message
-// releases, or a ring hop's piece) leaves its core; returns its `by`, or
-// kCompute where `op` had none there.
+// releases, or a ring hop's piece) leaves its core as its event fires;
+// returns its `by`, or kCompute where `op` had none there.
 OpId Engine::end_core_job(OpId op) {
   const int32_t core = core_of_worker_[states_[op].worker];
   std::vector<CoreJob>& jobs = core_jobs_[core];
   const auto it = std::find_if(jobs.begin(), jobs.end(), [op](const CoreJob& j) { return j.op == op; });
   if (it == jobs.end()) return CoreJob::kCompute;
+  advance_core(core);
   const OpId by = it->by;
   jobs.erase(it);
+  if (core_clocks_[core].next == op) core_clocks_[core].next = -1;  // its event has fired
   reschedule_core(core);
   return by;
+}
+
+// The core's virtual clock moves on to now at the share it had.
+void Engine::advance_core(int32_t core) {
+  CoreClock& clock = core_clocks_[core];
+  clock.v += clock.share * static_cast<double>(now_ns_ - clock.since_ns);
+  clock.since_ns = now_ns_;
 }
 
 // What the links' kernel work leaves of a shared core: the running
@@ -65,30 +76,48 @@ void Engine::count_crossing_sends() {
   add_kernel_cores(cluster_.link_kernel_s_per_byte * kNsPerS * delta);
 }
 
-// Every job on the core banks the work done since its last change at its
-// rate, takes the core's new share of what the links' kernel work leaves (a
-// compute op times the rate its worker's communication leaves it,
-// CoreShare::rate) and has its end event moved: a compute op's kOpEnd, a release's kHandedOff,
-// each with a bumped version so the old event is ignored.
+// After a change on the core (a job joins or leaves, the links' kernel work
+// or a worker's communication changes a rate): its clock takes the new
+// share of what the links' kernel work leaves, a compute op whose rate
+// changed keeps the work it has left, and the job to end first has its end
+// event, the one it replaces (another job's, or its own at another time)
+// dropped by a bumped version: a compute op's kOpEnd, a release's or a hop
+// piece's kHandedOff.
 void Engine::reschedule_core(int32_t core) {
+  CoreClock& clock = core_clocks_[core];
+  advance_core(core);
   std::vector<CoreJob>& jobs = core_jobs_[core];
-  if (jobs.empty()) return;
-  const double share = kernel_share() / static_cast<double>(jobs.size());
+  clock.share = jobs.empty() ? 0.0 : kernel_share() / static_cast<double>(jobs.size());
+  const CoreJob* first = nullptr;
   for (CoreJob& j : jobs) {
-    j.remaining_ns = std::max(0.0, j.remaining_ns - j.rate * static_cast<double>(now_ns_ - j.since_ns));
-    j.since_ns = now_ns_;
-    const bool compute = j.by == CoreJob::kCompute;
-    j.rate = (compute ? core_shares_[states_[j.op].worker].rate() : 1.0) * share;
-    const SimTime left_ns = to_clock_ns(std::ceil(j.remaining_ns / j.rate), j.op);
-    if (compute) {
-      OpState& op = states_[j.op];
-      ++op.version;
-      push(later_ns(now_ns_, left_ns, j.op), j.op, kOpEnd | (op.version << 2));
-    } else {
-      const uint32_t version = ++release_version_[j.op];
-      push(later_ns(now_ns_, left_ns, j.op), j.op, kHandedOff | (version << 2));
+    if (j.by == CoreJob::kCompute) {
+      const double rate = core_shares_[states_[j.op].worker].rate();
+      if (rate != j.rate) {
+        j.finish_v = clock.v + (j.finish_v - clock.v) * j.rate / rate;
+        j.rate = rate;
+      }
     }
+    if (first == nullptr || j.finish_v < first->finish_v) first = &j;
   }
+  const OpId next = first != nullptr ? first->op : -1;
+  SimTime at_ns = 0;
+  if (first != nullptr) {
+    const double left_ns = std::max(0.0, first->finish_v - clock.v) / clock.share;
+    at_ns = later_ns(now_ns_, to_clock_ns(std::ceil(left_ns), next), next);
+    if (next == clock.next && at_ns == clock.next_ns) return;  // its event stands
+  }
+  if (clock.next >= 0) bump_core_event(clock.next, clock.next_by);
+  clock.next = next;
+  clock.next_ns = at_ns;
+  if (next < 0) return;
+  clock.next_by = first->by;
+  const uint32_t version = bump_core_event(next, first->by);
+  push(at_ns, next, (first->by == CoreJob::kCompute ? kOpEnd : kHandedOff) | (version << 2));
+}
+
+// A job's pending end event is dropped (its version moves on); returns the new version.
+uint32_t Engine::bump_core_event(OpId op, OpId by) {
+  return by == CoreJob::kCompute ? ++states_[op].version : ++release_version_[op];
 }
 
 }  // namespace trainsim::des_detail

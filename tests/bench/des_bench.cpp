@@ -5,7 +5,9 @@
 // timed. Plans are built here so the numbers do not move with the generators.
 // Memory, counted by replacing the global operator new: sim_bytes_per_op is
 // the heap the simulator holds at its peak (result included) per op of the
-// plan (goal: <= 100), plan_bytes_per_op what the plan itself holds.
+// plan (goal: <= 100), plan_bytes_per_op what the plan itself holds. The
+// data-parallel plan again with its workers sharing one computer's cores,
+// 64 on 16 and on 2 (no goal: the cost grows with the workers per core).
 #include <benchmark/benchmark.h>
 #include <malloc.h>
 
@@ -242,7 +244,29 @@ void BM_Simulate1F1B(benchmark::State& state) {
   count_bytes(state, plan, plan_bytes, cluster);
 }
 
+// The same plan's workers as emulated hosts on one computer of `cores`
+// cores (Cluster::shared_cores): every compute op, hand-off and ring hop's
+// piece a job on a shared core, the ring AllReduce run hop by hop.
+void BM_SimulateSharedCores(benchmark::State& state) {
+  const auto workers = static_cast<int32_t>(state.range(0));
+  const Plan plan = data_parallel_plan(workers, 100);
+  Cluster cluster = simple_cluster(workers, 1);
+  cluster.shared_cores = state.range(1);
+  const SimResult check = simulate_plan(plan, cluster, {});
+  // A core's workers share it: each iteration's compute, 3.1 ms, takes workers / cores times that.
+  const double shared_compute_s = 3.1e-3 * static_cast<double>(workers) / static_cast<double>(state.range(1));
+  if (!all_ops_timed(check) || !(check.iteration_s > shared_compute_s)) state.SkipWithError("implausible simulation");
+  for (auto _ : state) {
+    SimResult r = simulate_plan(plan, cluster, {});
+    benchmark::DoNotOptimize(r);
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(plan.ops.size()));
+  state.counters["ops"] = static_cast<double>(plan.ops.size());
+  state.counters["events"] = static_cast<double>(check.events);
+}
+
 BENCHMARK(BM_SimulateDataParallel)->Arg(64)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_SimulateSharedCores)->Args({64, 16})->Args({64, 2})->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Simulate1F1B)->Args({64, 1000})->Unit(benchmark::kMillisecond);
 
 }  // namespace

@@ -14,6 +14,7 @@ namespace trainsim {
 namespace {
 
 using testing_fixtures::compute_op;
+using testing_fixtures::host_op;
 using testing_fixtures::recv_op;
 using testing_fixtures::send_op;
 using testing_fixtures::simulate_built;
@@ -52,6 +53,27 @@ TEST(DesSharedCores, AnOpSpeedsUpWhenItsCoreMateEnds) {
   const SimResult r = simulate_built(b, on_cores(2, 1));
   EXPECT_EQ(r.timings[shorter].end_ns, 1000 * kUs);
   EXPECT_EQ(r.timings[longer].end_ns, 1500 * kUs);
+}
+
+// A compute op whose worker's communication changes its rate keeps the
+// work it has left. One core, workers 0 and 1 computing 1 ms each from
+// t = 0, worker 0 also copying 1e6 B to its host (10 us, then 100 us at
+// 10 GB/s): while the copy runs, worker 0's op goes at
+// compute_rate_while_communicating (0.5) of its half of the core. By
+// 110 us it has done 27.5 us, worker 1's 55 us; then each at half rate,
+// worker 1's ends at 110 + 1890 = 2000 us, when worker 0's has done
+// 972.5 us; its last 27.5 us alone end at 2027.5 us.
+TEST(DesSharedCores, AComputeOpKeepsTheWorkItHasLeftWhenItsRateChanges) {
+  PlanBuilder b("test", 2, 1, 1);
+  const OpId first = b.add(compute_op(0, 1e-3));
+  const OpId copy = b.add(host_op(0, OpKind::kCopyToHost, 1e6));
+  const OpId second = b.add(compute_op(1, 1e-3));
+  Cluster cluster = on_cores(2, 1);
+  cluster.device.compute_rate_while_communicating = 0.5;
+  const SimResult r = simulate_built(b, cluster);
+  EXPECT_EQ(r.timings[copy].end_ns, 110 * kUs);
+  EXPECT_NEAR(static_cast<double>(r.timings[second].end_ns), 2000.0 * kUs, 2);
+  EXPECT_NEAR(static_cast<double>(r.timings[first].end_ns), 2027.5 * kUs, 2);
 }
 
 // Worker 1 sends 1e3 B to worker 0 at t = 0 (0.1 us on the link); the
