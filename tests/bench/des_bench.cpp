@@ -202,6 +202,16 @@ void count_bytes(benchmark::State& state, const Plan& plan, int64_t plan_bytes, 
   state.counters["sim_bytes_per_op"] = static_cast<double>(sim_bytes) / ops;
 }
 
+// Times simulate_plan over the benchmark's iterations, the plan's ops counted as items.
+void time_simulation(benchmark::State& state, const Plan& plan, const Cluster& cluster) {
+  for (auto _ : state) {
+    SimResult r = simulate_plan(plan, cluster, {});
+    benchmark::DoNotOptimize(r);
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(plan.ops.size()));
+  state.counters["ops"] = static_cast<double>(plan.ops.size());
+}
+
 void BM_SimulateDataParallel(benchmark::State& state) {
   const auto workers = static_cast<int32_t>(state.range(0));
   const int64_t before = g_live_bytes;
@@ -211,12 +221,7 @@ void BM_SimulateDataParallel(benchmark::State& state) {
   const SimResult check = simulate_plan(plan, cluster, {});
   // Every iteration holds forward + backward + update, 3.1 ms, plus a transfer and an AllReduce.
   if (!all_ops_timed(check) || !(check.iteration_s > 3.1e-3)) state.SkipWithError("implausible simulation");
-  for (auto _ : state) {
-    SimResult r = simulate_plan(plan, cluster, {});
-    benchmark::DoNotOptimize(r);
-  }
-  state.SetItemsProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(plan.ops.size()));
-  state.counters["ops"] = static_cast<double>(plan.ops.size());
+  time_simulation(state, plan, cluster);
   state.counters["events"] = static_cast<double>(check.events);
   count_bytes(state, plan, plan_bytes, cluster);
 }
@@ -234,12 +239,7 @@ void BM_Simulate1F1B(benchmark::State& state) {
   if (!all_ops_timed(check) || std::abs(check.iteration_s / 3.1e-3 - 1) > 0.01) {
     state.SkipWithError(("1F1B iteration " + std::to_string(check.iteration_s) + " s, expected 3.1 ms").c_str());
   }
-  for (auto _ : state) {
-    SimResult r = simulate_plan(plan, cluster, {});
-    benchmark::DoNotOptimize(r);
-  }
-  state.SetItemsProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(plan.ops.size()));
-  state.counters["ops"] = static_cast<double>(plan.ops.size());
+  time_simulation(state, plan, cluster);
   state.counters["iteration_ms"] = check.iteration_s * 1e3;
   count_bytes(state, plan, plan_bytes, cluster);
 }
@@ -256,12 +256,7 @@ void BM_SimulateSharedCores(benchmark::State& state) {
   // A core's workers share it: each iteration's compute, 3.1 ms, takes workers / cores times that.
   const double shared_compute_s = 3.1e-3 * static_cast<double>(workers) / static_cast<double>(state.range(1));
   if (!all_ops_timed(check) || !(check.iteration_s > shared_compute_s)) state.SkipWithError("implausible simulation");
-  for (auto _ : state) {
-    SimResult r = simulate_plan(plan, cluster, {});
-    benchmark::DoNotOptimize(r);
-  }
-  state.SetItemsProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(plan.ops.size()));
-  state.counters["ops"] = static_cast<double>(plan.ops.size());
+  time_simulation(state, plan, cluster);
   state.counters["events"] = static_cast<double>(check.events);
 }
 
