@@ -19,16 +19,35 @@ namespace {
 // Test-set evaluation batch: large enough to amortise, small enough for caches.
 constexpr int64_t kEvaluationRows = 1000;
 
+// The hosts' count where `host_of_worker` fills each host in order with the
+// same number of workers (0, 0, 1, 1), else 1.
+int64_t machines_in_order(int64_t workers, const std::vector<int>& host_of_worker) {
+  const auto n = static_cast<int64_t>(host_of_worker.size());
+  if (n != workers || n == 0) return 1;
+  const int64_t machines = host_of_worker.back() + 1;
+  if (machines < 1 || workers % machines != 0) return 1;
+  for (int64_t w = 0; w < n; ++w) {
+    if (host_of_worker[static_cast<size_t>(w)] != w / (workers / machines)) return 1;
+  }
+  return machines;
+}
+
 }  // namespace
 
-Cluster nominal_cpu_cluster(int64_t workers) {
+Cluster nominal_cpu_cluster(int64_t workers, const std::vector<int>& host_of_worker) {
   // Round figures for one core of a current server CPU and memory copies
   // between threads; only the partition and chunk searches read them.
+  const int64_t machines = machines_in_order(workers, host_of_worker);
   Cluster c;
-  c.name = "cpu" + std::to_string(workers);
+  c.name = machines == 1 ? "cpu" + std::to_string(workers)
+                         : "cpu" + std::to_string(machines) + "x" + std::to_string(workers / machines);
   c.description = "this machine's CPU, " + std::to_string(workers) + " worker threads, nominal figures";
-  c.machines = 1;
-  c.devices_per_machine = workers;
+  if (machines > 1) {
+    c.description = std::to_string(machines) + " machines' CPUs, " + std::to_string(workers / machines) +
+                    " workers on each, nominal figures";
+  }
+  c.machines = machines;
+  c.devices_per_machine = workers / machines;
   c.device = {"cpu thread", "cpu", 4e9, 50e9, 10e9};
   c.intra_link = {5e9, 2e-6};
   c.inter_link = c.intra_link;

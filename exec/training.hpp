@@ -75,8 +75,11 @@ struct TrainingResult {
 
 // A cluster describing `workers` CPU threads of this machine with nominal
 // figures (for choosing partitions; `trainsim profile --device cpu` measures
-// real ones).
-Cluster nominal_cpu_cluster(int64_t workers);
+// real ones). Given each worker's host (MPI ranks across machines, rank r
+// worker r), its machines are those hosts where the workers fill them in
+// order, the same number on each; otherwise, or without hosts, it is one
+// machine.
+Cluster nominal_cpu_cluster(int64_t workers, const std::vector<int>& host_of_worker = {});
 
 // Trains `model` on `data` with the strategy on `cluster`'s devices, timing
 // the plan from `profile` when given (else an analytic profile on the cluster).

@@ -3,6 +3,7 @@
 // losses and the test accuracy (trainsim.run/1). Started by mpirun, or with
 // --launcher mpi starting mpirun itself, each rank runs one worker and the
 // workers talk over MPI; rank 0 reports.
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -52,7 +53,7 @@ struct RunOptions {
   std::string json;
   bool quiet = false;
   std::string profile;     // plan from this measured profile (default: analytic, on the nominal cluster)
-  std::string cluster;     // plan for this cluster (default: nominal_cpu_cluster of --devices)
+  std::string cluster;     // plan for this cluster (default: nominal_cpu_cluster of --devices, on the ranks' hosts)
   std::string checkpoint;  // a directory
   int32_t checkpoint_every = 0;
   std::string resume;      // a directory
@@ -140,7 +141,7 @@ void run_training(const RunOptions& o, CommandContext& ctx) {
     throw InputError("--devices", "is " + o.devices + " across MPI processes",
                      "GPU workers in one process (no --launcher mpi, not under mpirun), or cpu:N");
   }
-  const Cluster cluster = o.cluster.empty() ? nominal_cpu_cluster(workers) : load_cluster(o.cluster, "--cluster");
+  Cluster cluster = o.cluster.empty() ? nominal_cpu_cluster(workers) : load_cluster(o.cluster, "--cluster");
   if (device_count(cluster) != workers) {
     throw InputError("--cluster", cluster.name + " has " + std::to_string(device_count(cluster)) + " devices",
                      "a cluster of the " + std::to_string(workers) + " workers --devices " + o.devices + " runs");
@@ -185,6 +186,16 @@ void run_training(const RunOptions& o, CommandContext& ctx) {
     options.local_endpoints = {mpi->rank()};
     options.make_transport = [](int endpoints) { return MpiTransport::for_endpoints(endpoints); };
     reports = mpi->rank() == 0;
+    if (o.cluster.empty()) {  // plan for the machines the ranks run on (a Parallax server on each, ...)
+      const std::vector<int> host_of = mpi_host_of_ranks();
+      cluster = nominal_cpu_cluster(workers, host_of);
+      const bool hosts = std::any_of(host_of.begin(), host_of.end(), [](int h) { return h > 0; });
+      if (hosts && cluster.machines == 1 && reports) {
+        ctx.err << "trainsim: warning: the ranks do not fill their hosts in rank order, the same number on each; "
+                   "the plan takes them as one machine (give --cluster for another layout)\n"
+                << std::flush;
+      }
+    }
   }
 #else
   if (under_mpirun()) {
@@ -304,7 +315,7 @@ void add_run_command(CLI::App& app, CommandContext& ctx) {
                   "analytic one), as validate and predict price it");
   cmd->add_option("--cluster", o->cluster,
                   "Plan for this cluster (trainsim profile --cluster-out, or a preset) of --devices' workers "
-                  "(default: nominal figures of this machine)");
+                  "(default: nominal figures of this machine; across MPI ranks, of the machines they run on)");
   cmd->add_option("--checkpoint", o->checkpoint,
                   "Write a checkpoint into this directory every --checkpoint-every iterations (DIR/checkpoint, "
                   "replaced atomically)");

@@ -29,5 +29,22 @@ TEST(Training, WithoutEvaluationTheSameLossesAndNoAccuracy) {
   EXPECT_EQ(timed.train_loss, scored.train_loss);
 }
 
+// Across MPI ranks the nominal cluster takes the ranks' hosts as its
+// machines where the ranks fill them in order, the same number on each.
+TEST(NominalCpuCluster, TakesTheWorkersHostsAsItsMachinesWhereTheyFillThemInOrder) {
+  const Cluster two = nominal_cpu_cluster(4, {0, 0, 1, 1});
+  EXPECT_EQ(two.machines, 2);
+  EXPECT_EQ(two.devices_per_machine, 2);
+  EXPECT_EQ(two.name, "cpu2x2");
+  const Cluster four = nominal_cpu_cluster(4, {0, 1, 2, 3});
+  EXPECT_EQ(four.machines, 4);
+  EXPECT_EQ(four.devices_per_machine, 1);
+  for (const std::vector<int>& hosts : std::vector<std::vector<int>>{{}, {0, 0, 0, 0}, {0, 1, 0, 1}, {0, 0, 0, 1}}) {
+    const Cluster one = nominal_cpu_cluster(4, hosts);
+    EXPECT_EQ(one.machines, 1) << hosts.size();
+    EXPECT_EQ(one.devices_per_machine, 4) << hosts.size();
+  }
+}
+
 }  // namespace
 }  // namespace trainsim
