@@ -10,6 +10,7 @@
 namespace trainsim {
 
 struct Cluster;
+struct CodecRates;
 
 // α-β-γ parameters of a group of devices.
 struct LinkParams {
@@ -58,6 +59,9 @@ double collective_call_overhead_s(const Cluster& cluster, double bytes, int64_t 
 // (p·e + (2p − 1)·d)·gradient_bytes/p, e and d the seconds per byte of the
 // cluster's codec rates (0 where it has none). 0 for "none" or p == 1.
 double ring_codec_s(const Cluster& cluster, const std::string& compression, double gradient_bytes, int64_t p);
+
+// The cluster's rates of Pipe-SGD's codec `compression` (trunc16 or quant8).
+const CodecRates& codec_rates(const Cluster& cluster, const std::string& compression);
 
 // Largest power of two <= p (p >= 1), and ⌈log2 p⌉ (0 for p == 1).
 int64_t floor_power_of_two(int64_t p);

@@ -36,7 +36,7 @@ void Engine::plan_hops(Collective& c, double pack_s) {
   c.hop_sync_ns = duration_ns(barrier_s(c.members, cluster_.collective.sync_s), collective_ops_[c.first_slot]);
   if (c.codec != Codec::kNone) {
     const std::string compression = codec_name(c.codec);
-    const CodecRates& rates = c.codec == Codec::kTrunc16 ? cluster_.collective.trunc16 : cluster_.collective.quant8;
+    const CodecRates& rates = codec_rates(cluster_, compression);
     const double float_bytes = c.hop_bytes / wire_fraction(compression);
     if (rates.encode_bytes_per_s > 0) c.hop_encode_ns = float_bytes / rates.encode_bytes_per_s * kNsPerS;
     if (rates.decode_bytes_per_s > 0) c.hop_decode_ns = float_bytes / rates.decode_bytes_per_s * kNsPerS;

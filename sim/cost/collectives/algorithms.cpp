@@ -61,10 +61,14 @@ double collective_call_overhead_s(const Cluster& cluster, double bytes, int64_t 
   return cluster.collective.sync_s + (p > 1 && rate > 0 ? bytes / rate : 0.0);
 }
 
+const CodecRates& codec_rates(const Cluster& cluster, const std::string& compression) {
+  TRAINSIM_CHECK(compression == "trunc16" || compression == "quant8", "unknown compression " + compression);
+  return compression == "trunc16" ? cluster.collective.trunc16 : cluster.collective.quant8;
+}
+
 double ring_codec_s(const Cluster& cluster, const std::string& compression, double gradient_bytes, int64_t p) {
   if (compression == "none" || p <= 1) return 0;
-  TRAINSIM_CHECK(compression == "trunc16" || compression == "quant8", "unknown compression " + compression);
-  const CodecRates& rates = compression == "trunc16" ? cluster.collective.trunc16 : cluster.collective.quant8;
+  const CodecRates& rates = codec_rates(cluster, compression);
   const auto per_byte = [](double rate) { return rate > 0 ? 1.0 / rate : 0.0; };
   const auto n = static_cast<double>(p);
   return (n * per_byte(rates.encode_bytes_per_s) + (2 * n - 1) * per_byte(rates.decode_bytes_per_s)) *
