@@ -4,6 +4,7 @@
 #include "sim/des/flows.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <cmath>
 
 #include "model/error.hpp"
@@ -147,9 +148,15 @@ bool FlowNetwork::join(int32_t f, SimTime now_ns, std::vector<FlowCompletion>& s
 double FlowNetwork::take_burst(const Flow& flow, SimTime now_ns) {
   double burst = flow.remaining_bytes;
   bool bucketed = false;
+  double slowest = std::numeric_limits<double>::infinity();
+  for (int32_t p = 0; p < flow.port_count; ++p) slowest = std::min(slowest, capacity_bytes_per_ns_[flow.ports[p]]);
+  bool slowest_unbucketed = false;  // then that port carries the bytes at its bandwidth, whatever the others hold
   for (int32_t p = 0; p < flow.port_count; ++p) {
     const int32_t port = flow.ports[p];
-    if (!(burst_bytes_[port] > 0)) continue;
+    if (!(burst_bytes_[port] > 0)) {
+      slowest_unbucketed = slowest_unbucketed || capacity_bytes_per_ns_[port] <= slowest;
+      continue;
+    }
     bucketed = true;
     if (active_[port].empty() && held_[port] == 0) {  // idle since its last flow left: refilled at its bandwidth since
       const double refill = capacity_bytes_per_ns_[port] * static_cast<double>(now_ns - idle_since_ns_[port]);
@@ -158,7 +165,7 @@ double FlowNetwork::take_burst(const Flow& flow, SimTime now_ns) {
     }
     burst = std::min(burst, credit_bytes_[port]);
   }
-  if (!bucketed) return 0;
+  if (!bucketed || slowest_unbucketed) return 0;
   for (int32_t p = 0; p < flow.port_count; ++p) {
     if (burst_bytes_[flow.ports[p]] > 0) credit_bytes_[flow.ports[p]] -= burst;
   }

@@ -64,6 +64,21 @@ TEST(DesBurst, AFullBucketTakesItsBytesAtOnceAndTheRestMovesAtTheBandwidth) {
   EXPECT_EQ(none.end[0], 1000 * kUs);
 }
 
+// Only a bucket on the path's slowest port lets bytes across at once: with
+// a bucket of 2e6 B on the machines' own links (10 B/ns) and none on the
+// link between them (1 B/ns), a send of 1e6 B between the machines moves
+// at 1 B/ns: 1000 us, its recv 50 us later.
+TEST(DesBurst, ABucketOffThePathsSlowestPortLetsNothingAcrossAtOnce) {
+  PlanBuilder b("test", 2, 1, 1);
+  const OpId s = b.add(send_op(0, 1, 1e6));
+  const OpId r = b.add(recv_op(1, 0, s));
+  Cluster cluster = simple_cluster(2, 1);
+  cluster.intra_link.burst_bytes = 2e6;
+  const SimResult result = simulate_plan(std::move(b).build(), cluster, {});
+  EXPECT_EQ(result.timings[s].end_ns, 1000 * kUs);
+  EXPECT_EQ(result.timings[r].end_ns, 1050 * kUs);
+}
+
 TEST(DesBurst, TheBucketRefillsAtTheBandwidthWhileTheLinkIsIdle) {
   // The first send empties the bucket (ends at 750 us). After no gap the
   // second finds it empty: 1e6 B at 1 B/ns, to 1750 us. After a 100 us gap,
