@@ -148,10 +148,7 @@ void Engine::start_collective(Collective& c) {
     return;
   }
   c.remaining_ns = static_cast<double>(c.duration_ns);
-  if (c.link_ns_per_byte > 0) {  // its links' first bytes cross at once from their buckets
-    const double burst = flows_.hold_nics(machines_of(c), c.link_bytes, now_ns_);
-    c.remaining_ns = std::max(0.0, c.remaining_ns - burst * c.link_ns_per_byte);
-  }
+  if (c.crosses_machines) c.remaining_ns = std::max(0.0, c.remaining_ns - take_links(c) * c.link_ns_per_byte);
   c.since_ns = now_ns_;
   c.computing = 0;
   if (sharing_ && uses_worker_cores(c.kind)) {  // not a barrier, whose members wait asleep
@@ -162,6 +159,20 @@ void Engine::start_collective(Collective& c) {
     }
   }
   reschedule_collective(c);
+}
+
+// A collective across machines starts: its links' first bytes cross at once
+// from the NICs' buckets (returned), and the rest take their share of the
+// NICs from the flows there over the time it then has left.
+double Engine::take_links(Collective& c) {
+  const std::vector<int32_t>& machines = machines_of(c);
+  const double burst = flows_.hold_nics(machines, c.link_bytes, now_ns_);
+  const double left_ns = std::max(0.0, static_cast<double>(c.duration_ns) - burst * c.link_ns_per_byte);
+  const double link_ns = std::max(0.0, c.link_bytes - burst) * c.link_ns_per_byte;
+  c.link_share = left_ns > 0 ? std::min(1.0, link_ns / left_ns) : 0.0;
+  flows_.reserve_nics(machines, c.link_share, now_ns_, completions_);
+  push_completions();
+  return burst;
 }
 
 void Engine::reschedule_collective(Collective& c) {
@@ -208,7 +219,10 @@ void Engine::end_collective(Collective& c) {
   if (c.hops && --c.hop_members_left > 0) return;  // run hop by hop: ended by its last member
   c.running = false;
   add_kernel_cores(-c.kernel_cores);
-  if (c.link_ns_per_byte > 0) flows_.release_nics(machines_of(c), now_ns_);
+  if (c.crosses_machines) {
+    flows_.release_nics(machines_of(c), c.link_share, now_ns_, completions_);
+    push_completions();
+  }
   if (!sharing_ || !uses_worker_cores(c.kind)) return;
   const auto index = static_cast<int32_t>(&c - collectives_.data());
   for (int32_t m = 0; m < c.members; ++m) {

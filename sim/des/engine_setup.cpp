@@ -290,7 +290,7 @@ void Engine::price_collectives() {
                      : c.kind == OpKind::kBroadcast ? broadcast_tree_s(c.bytes, c.members, bytes)
                                                     : 0.0;
       if (duration_s > 0) c.kernel_cores = links_kernel_cores(c, link, duration_s);
-      if (cluster_.inter_link.burst_bytes > 0) c.link_ns_per_byte = link.beta_s_per_byte * kNsPerS;
+      c.link_ns_per_byte = link.beta_s_per_byte * kNsPerS;
       if (!core_jobs_.empty() && c.kind == OpKind::kAllReduce && c.algorithm == CollectiveAlgorithm::kRing) {
         plan_hops(c, pack_s);
       }

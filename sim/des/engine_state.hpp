@@ -153,12 +153,13 @@ struct Collective {
   // Where machines share a computer's cores (Cluster::link_kernel_s_per_byte):
   // the cores its links' bytes keep the kernel busy on while it runs.
   double kernel_cores = 0;
-  // Across machines: the bytes each of its links carries, and where the
-  // links have token buckets (LinkSpec::burst_bytes) their nanoseconds per
-  // byte, by which what the NICs' buckets let across at once comes off its
-  // time as it starts (0: no buckets).
+  // Across machines: the bytes each of its links carries and their
+  // nanoseconds per byte, by which what the NICs' buckets let across at once
+  // comes off its time as it starts; while it runs, the share of its NICs'
+  // bandwidth its other bytes take from the flows there (take_links).
   double link_bytes = 0;
   double link_ns_per_byte = 0;
+  double link_share = 0;
   // Where workers share cores, a ring AllReduce across machines runs hop by
   // hop (ring_hops.cpp): its pieces of core work at full rate as priced
   // (packing per piece, one chunk's encode, decode and reduction), the
@@ -229,6 +230,7 @@ class Engine {
   double kernel_share() const;
   void end_collective(Collective& c);
   const std::vector<int32_t>& machines_of(const Collective& c);
+  double take_links(Collective& c);
   double links_kernel_cores(const Collective& c, const LinkParams& link, double duration_s);
   double draw_uniform();
   void push_completions();

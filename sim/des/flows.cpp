@@ -42,6 +42,7 @@ FlowNetwork::FlowNetwork(const Cluster& cluster, std::string where)
   credit_bytes_ = burst_bytes_;  // full at the start
   idle_since_ns_.assign(capacity_bytes_per_ns_.size(), 0);
   held_.assign(capacity_bytes_per_ns_.size(), 0);
+  reserved_.assign(capacity_bytes_per_ns_.size(), 0.0);
   machine_of_device_.resize(devices_);
   for (int32_t d = 0; d < devices_; ++d) machine_of_device_[d] = static_cast<int32_t>(d / cluster.devices_per_machine);
   intra_latency_ns_ = duration_ns(cluster.intra_link.latency_s, -1);
@@ -210,19 +211,32 @@ void FlowNetwork::leave(int32_t f, SimTime now_ns, std::vector<FlowCompletion>& 
   start_moving(it->second.front(), now_ns, schedule);  // the next message of the connection
 }
 
+// The collectives holding the port take their reserved share of it; its
+// flows share the rest, and never less than they would beside the
+// collectives as equal streams.
 void FlowNetwork::update_share(int32_t port) {
-  const size_t flows = active_[port].size();
-  share_bytes_per_ns_[port] = flows > 0 ? capacity_bytes_per_ns_[port] / static_cast<double>(flows) : 0.0;
+  const auto flows = static_cast<double>(active_[port].size());
+  if (!(flows > 0)) {
+    share_bytes_per_ns_[port] = 0.0;
+    return;
+  }
+  const double left = std::max(1.0 - reserved_[port], flows / (flows + static_cast<double>(held_[port])));
+  share_bytes_per_ns_[port] = capacity_bytes_per_ns_[port] * left / flows;
 }
 
-// The flows sharing a port with `f` see a new count there: bring each one's
-// progress up to now at its old rate, give it its new rate, and reschedule
-// its completion if the rate changed.
 void FlowNetwork::reshare(int32_t f, SimTime now_ns, std::vector<FlowCompletion>& schedule) {
-  ++stamp_;
   const Flow& changed = flows_[f];
-  for (int32_t p = 0; p < changed.port_count; ++p) {
-    for (int32_t g : active_[changed.ports[p]]) {
+  reshare_ports(changed.ports.data(), changed.port_count, now_ns, schedule);
+}
+
+// The flows on `ports` see a new count there: bring each one's progress up
+// to now at its old rate, give it its new rate, and reschedule its
+// completion if the rate changed.
+void FlowNetwork::reshare_ports(const int32_t* ports, int32_t count, SimTime now_ns,
+                                std::vector<FlowCompletion>& schedule) {
+  ++stamp_;
+  for (int32_t p = 0; p < count; ++p) {
+    for (int32_t g : active_[ports[p]]) {
       if (stamp_of_flow_[g] == stamp_) continue;
       stamp_of_flow_[g] = stamp_;
       Flow& flow = flows_[g];
@@ -277,6 +291,19 @@ double FlowNetwork::crossing_bytes_per_ns() const {
   return total;
 }
 
+void FlowNetwork::reserve_nics(const std::vector<int32_t>& machines, double share, SimTime now_ns,
+                               std::vector<FlowCompletion>& schedule) {
+  nic_ports_.clear();
+  for (const int32_t m : machines) {
+    for (const int32_t port : {machine_port(kNicEgress, m), machine_port(kNicIngress, m)}) {
+      reserved_[port] = held_[port] > 0 ? std::max(0.0, reserved_[port] + share) : 0.0;
+      update_share(port);
+      nic_ports_.push_back(port);
+    }
+  }
+  reshare_ports(nic_ports_.data(), static_cast<int32_t>(nic_ports_.size()), now_ns, schedule);
+}
+
 double FlowNetwork::hold_nics(const std::vector<int32_t>& machines, double bytes_per_link, SimTime now_ns) {
   double burst = bytes_per_link;
   bool bucketed = false;
@@ -304,12 +331,14 @@ double FlowNetwork::hold_nics(const std::vector<int32_t>& machines, double bytes
   return burst;
 }
 
-void FlowNetwork::release_nics(const std::vector<int32_t>& machines, SimTime now_ns) {
+void FlowNetwork::release_nics(const std::vector<int32_t>& machines, double share, SimTime now_ns,
+                               std::vector<FlowCompletion>& schedule) {
   for (const int32_t m : machines) {
     for (const int32_t port : {machine_port(kNicEgress, m), machine_port(kNicIngress, m)}) {
       if (--held_[port] == 0 && active_[port].empty()) idle_since_ns_[port] = now_ns;  // its bucket refills from now
     }
   }
+  reserve_nics(machines, -share, now_ns, schedule);
 }
 
 }  // namespace trainsim

@@ -85,7 +85,15 @@ class FlowNetwork {
   // least any of the NICs' buckets holds and at most `bytes_per_link`, taken
   // from every one of them (0 without buckets).
   double hold_nics(const std::vector<int32_t>& machines, double bytes_per_link, SimTime now_ns);
-  void release_nics(const std::vector<int32_t>& machines, SimTime now_ns);
+  // A holding collective takes `share` (a fraction of their bandwidth) of
+  // each of those NICs' ports from their flows: they share the rest, and
+  // never less than an equal share beside the collectives holding the port,
+  // as TCP streams would get. `schedule` gets the completions of the flows
+  // whose rate changed. release_nics gives the share back.
+  void reserve_nics(const std::vector<int32_t>& machines, double share, SimTime now_ns,
+                    std::vector<FlowCompletion>& schedule);
+  void release_nics(const std::vector<int32_t>& machines, double share, SimTime now_ns,
+                    std::vector<FlowCompletion>& schedule);
 
  private:
   struct Flow {
@@ -111,6 +119,7 @@ class FlowNetwork {
   void free_slot(int32_t f);
   void update_share(int32_t port);  // after its active flows changed
   void reshare(int32_t f, SimTime now_ns, std::vector<FlowCompletion>& schedule);
+  void reshare_ports(const int32_t* ports, int32_t count, SimTime now_ns, std::vector<FlowCompletion>& schedule);
   // The flow joins its ports: it takes its burst and moves bytes from now.
   void start_moving(int32_t f, SimTime now_ns, std::vector<FlowCompletion>& schedule);
   // Flow f's bytes that cross at once from the buckets of its ports, taken from them.
@@ -135,6 +144,8 @@ class FlowNetwork {
   std::vector<double> credit_bytes_;           // per port: its bucket's bytes as of idle_since_ns_
   std::vector<SimTime> idle_since_ns_;         // per port: when its last active flow (or holding collective) left
   std::vector<int32_t> held_;                  // per port: collectives holding it (hold_nics)
+  std::vector<double> reserved_;               // per port: the share its holding collectives take (reserve_nics)
+  std::vector<int32_t> nic_ports_;             // scratch: the ports reserve_nics reshares
   std::vector<uint32_t> stamp_of_flow_;        // marks flows already reshared in one pass
   uint32_t stamp_ = 0;
   std::vector<int32_t> free_slots_;            // flows_ entries whose flow has finished

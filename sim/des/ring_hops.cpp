@@ -58,7 +58,7 @@ double Engine::hop_piece_ns(const Collective& c, int32_t piece) const {
 // Every member ready: the call's t_sync, then each member's first piece. The
 // NICs' buckets are taken once for the whole collective (FlowNetwork::hold_nics).
 void Engine::start_hops(Collective& c) {
-  const double burst = c.link_ns_per_byte > 0 ? flows_.hold_nics(machines_of(c), c.link_bytes, now_ns_) : 0.0;
+  const double burst = take_links(c);
   c.hop_members_left = c.members;
   for (int32_t m = 0; m < c.members; ++m) {
     hop_members_[c.first_slot + m] = HopMember{0, -1, false, burst, now_ns_};
