@@ -2,7 +2,7 @@
 // variables by AllReduce, sparse ones (embeddings) by parameter servers, one
 // server per machine, with local aggregation of a machine's sparse gradients;
 // `ps` and `ar` are the pure variants. Communication runs after backward, as
-// TensorFlow schedules it: no compute overlaps it.
+// TensorFlow schedules it: nothing overlaps it.
 #include <algorithm>
 #include <cmath>
 
@@ -25,11 +25,9 @@ namespace {
 // local aggregation (sparse only, §5.3.2) sums the machine's sparse gradients
 // first and pulls once per machine: the sparse share becomes U(d_k)(m-1)/m out
 // and Σ_{j≠k} U(d_j)/m in, U = sparse_union_bytes. Each worker's own G crosses
-// its host link either way. A phase lasts as long as its busiest link;
-// `beside_bytes` more cross every machine's link each way during the push
-// (an AllReduce run beside it).
+// its host link either way. A phase lasts as long as its busiest link.
 double parameter_server_s(const Profile& profile, const Cluster& cluster, int64_t workers, double dense_bytes,
-                          double sparse_touched_bytes, bool local_aggregation, double beside_bytes = 0) {
+                          double sparse_touched_bytes, bool local_aggregation) {
   const double per_worker_bytes = dense_bytes + sparse_touched_bytes;
   if (per_worker_bytes <= 0) return 0;
   const std::vector<int64_t> per_machine = workers_per_machine(cluster, workers);
@@ -52,10 +50,7 @@ double parameter_server_s(const Profile& profile, const Cluster& cluster, int64_
       in += local_aggregation ? (union_total - union_bytes[k]) / m : (n - d) * sparse_touched_bytes / m;
       busiest_bytes = std::max({busiest_bytes, out, in});
     }
-    const auto across_s = [&](double bytes) {
-      return cluster.inter_link.latency_s + bytes / cluster.inter_link.bandwidth_bytes_per_s;
-    };
-    return std::max(phase_s, across_s(busiest_bytes + beside_bytes)) + std::max(phase_s, across_s(busiest_bytes));
+    phase_s = std::max(phase_s, cluster.inter_link.latency_s + busiest_bytes / cluster.inter_link.bandwidth_bytes_per_s);
   }
   return 2 * phase_s;
 }
@@ -125,11 +120,9 @@ double parallax_worker_update_s(const Profile& profile, const Cluster& cluster, 
 // Communication per mode (docs/equations.md §3, Table 3 of seed 004):
 //   ar:     AllReduce(dense) + AllGatherv(sparse): ring allgather of N·αw;
 //   ps:     parameter servers for dense and sparse;
-//   hybrid: max(AllReduce(dense), parameter servers for sparse): the two
-//           share no input and run side by side (§5.2), the AllReduce's
-//           bytes on every machine's link during the push where it crosses
-//           machines.
-// Between the push and the pull each server steps its variables
+//   hybrid: AllReduce(dense) + parameter servers for sparse.
+// The AllReduce and the servers share the network, so their times add, and
+// between the push and the pull each server steps its variables
 // (parallax_server_step_s). t = Σfw + Σbw + communication + the worker's
 // update (parallax_worker_update_s).
 Prediction predict_parallax(const Profile& profile, const Cluster& cluster, StrategyConfig& config) {
@@ -143,28 +136,22 @@ Prediction predict_parallax(const Profile& profile, const Cluster& cluster, Stra
   double comm_s = 0;
   if (workers > 1) {
     const LinkParams link = collective_link(cluster, workers);
-    const double allreduce_call_s =
-        mode == "ps" ? 0.0
-                     : collective_call_s(allreduce_s(algorithm, v.dense, workers, link), v.dense, cluster, workers);
-    double servers_s = 0;
     if (mode == "ps") {
-      servers_s = parameter_server_s(profile, cluster, workers, v.dense, v.sparse_touched, local_aggregation);
-    } else if (mode == "hybrid") {
-      // The AllReduce's bytes per link (its α-β time at β = 1 s per byte), where it crosses machines.
-      const bool across = workers_per_machine(cluster, workers).size() > 1 && v.dense > 0;
-      const double beside_bytes = across ? allreduce_s(algorithm, v.dense, workers, LinkParams{0, 1, 0}) : 0.0;
-      servers_s = parameter_server_s(profile, cluster, workers, 0.0, v.sparse_touched, local_aggregation, beside_bytes);
+      comm_s = parameter_server_s(profile, cluster, workers, v.dense, v.sparse_touched, local_aggregation);
     } else {
+      comm_s = collective_call_s(allreduce_s(algorithm, v.dense, workers, link), v.dense, cluster, workers);
+    }
+    if (mode == "hybrid") {
+      comm_s += parameter_server_s(profile, cluster, workers, 0.0, v.sparse_touched, local_aggregation);
+    } else if (mode == "ar") {
       const double gathered = static_cast<double>(workers) * v.sparse_touched;
-      comm_s =
-          allreduce_call_s + collective_call_s(allgather_ring_s(gathered, workers, link), gathered, cluster, workers);
+      comm_s += collective_call_s(allgather_ring_s(gathered, workers, link), gathered, cluster, workers);
     }
     // Between the push and the pull, each server steps its variables (one after another on its host).
     const bool through_servers = mode != "ar" && (mode == "ps" ? v.dense : 0.0) + v.sparse_touched > 0;
     for (const LayerRange& served : parallax_served_layers(profile, mode == "ps")) {
-      if (through_servers) servers_s += parallax_server_step_s(profile, cluster, workers, served);
+      if (through_servers) comm_s += parallax_server_step_s(profile, cluster, workers, served);
     }
-    if (mode != "ar") comm_s = std::max(allreduce_call_s, servers_s);
   }
   const double compute_s = t.forward_s + t.backward_s + parallax_worker_update_s(profile, cluster, workers, mode);
   Prediction p = data_parallel_prediction("parallax", profile, workers, compute_s, comm_s);

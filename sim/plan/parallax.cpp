@@ -3,11 +3,8 @@
 // machine on its first worker, each owning 1/m of every variable; `ps` sends
 // dense gradients to the servers too, `ar` gathers the sparse rows with a
 // ring allgather. Local aggregation sums a machine's sparse gradients in its
-// host memory and pushes (and pulls) them once per machine. In hybrid mode
-// the AllReduce runs beside the servers' exchange (they share no input, and
-// TensorFlow runs them at once, seed 004 §5.2); in ar mode the allgather
-// follows it, as predict_parallax adds them.
-#include <functional>
+// host memory and pushes (and pulls) them once per machine. The phases run
+// one after another, as predict_parallax adds them.
 #include <string>
 
 #include "sim/cost/models.hpp"
@@ -144,12 +141,10 @@ void add_server_steps(PlanBuilder& b, const ParallaxSetup& s, ServerPhase& phase
 // The servers' exchange of one iteration (parameter_server_s): push, the
 // servers' steps, then pull. `ready[w]` is what worker w's push waits for.
 std::vector<std::vector<OpId>> add_parameter_servers(PlanBuilder& b, const ParallaxSetup& s, double dense_bytes,
-                                                     double sparse_touched_bytes, const std::vector<OpId>& ready,
-                                                     const std::function<void()>& beside = {}) {
+                                                     double sparse_touched_bytes, const std::vector<OpId>& ready) {
   const bool aggregated = s.local_aggregation && sparse_touched_bytes > 0 && s.servers.size() > 1;
   ServerPhase phase = push_to_servers(b, s, dense_bytes, sparse_touched_bytes, aggregated, ready);
   add_server_steps(b, s, phase);
-  if (beside) beside();
   return pull_from_servers(b, s, dense_bytes, sparse_touched_bytes, aggregated, phase);
 }
 
@@ -223,32 +218,18 @@ Plan plan_parallax(const Profile& profile, const Cluster& cluster, StrategyConfi
     for (int32_t w = 0; w < workers; ++w) {
       b.add(compute.op(OpKind::kForward, layers, w, i, i));
       ready.push_back(b.add(compute.op(OpKind::kBackward, layers, w, i, i)));
-    }
-    std::vector<OpId> allreduces;
-    const auto add_allreduces = [&] {
-      for (int32_t w = 0; w < workers && dense_allreduce; ++w) {
-        Op allreduce =
-            transfer_op(OpKind::kAllReduce, w, i, v.dense, layers, {ready[static_cast<size_t>(w)]}, group, algorithm);
+      if (dense_allreduce) {
+        Op allreduce = transfer_op(OpKind::kAllReduce, w, i, v.dense, layers, {ready.back()}, group, algorithm);
         allreduce.dense_only = true;  // the sparse gradients go to the servers or around the ring
-        allreduces.push_back(b.add(std::move(allreduce)));
+        ready.back() = b.add(std::move(allreduce));
       }
-    };
+    }
     std::vector<std::vector<OpId>> waits(static_cast<size_t>(workers));
+    for (int32_t w = 0; w < workers; ++w) waits[static_cast<size_t>(w)] = {ready[static_cast<size_t>(w)]};
     if (workers > 1 && mode == "ar" && v.sparse_touched > 0) {
-      add_allreduces();
-      waits = add_ring_allgather(b, s, v.sparse_touched, allreduces);
+      waits = add_ring_allgather(b, s, v.sparse_touched, ready);
     } else if (through_servers) {
-      // Beside the pushes (after them on each worker's send stream), as
-      // TensorFlow runs the AllReduce and the pushes, which share no input.
-      waits = add_parameter_servers(b, s, served_dense_bytes, v.sparse_touched, ready, add_allreduces);
-      for (int32_t w = 0; w < workers && dense_allreduce; ++w)
-        waits[static_cast<size_t>(w)].push_back(allreduces[static_cast<size_t>(w)]);
-    } else {
-      add_allreduces();
-      for (int32_t w = 0; w < workers; ++w) {
-        waits[static_cast<size_t>(w)] = {dense_allreduce ? allreduces[static_cast<size_t>(w)]
-                                                         : ready[static_cast<size_t>(w)]};
-      }
+      waits = add_parameter_servers(b, s, served_dense_bytes, v.sparse_touched, ready);
     }
     for (int32_t w = 0; w < workers; ++w) {
       Op update = update_op(parallax_worker_update_s(profile, cluster, s.workers, mode), layers, w, i, i);
