@@ -123,12 +123,12 @@ TEST(DesCoreSharing, TheCollectivesOwnRateBesideComputeSlowsItsCoresPart) {
 }
 
 // LinkSpec::burst_bytes on the links between machines: a collective's first
-// bytes on each link cross at once from the NICs' buckets, which refill with
-// the bandwidth its bytes leave unused. The AllReduce of 1e6 B between two
-// machines takes 1130 us (below); each link carries 2·1/2·1e6 = 1e6 B at
-// 1 B/ns. A full 200 KB bucket: 930 us, 800 of them its bytes' (a share of
-// 800/930), so 130 KB refill meanwhile. The next one, at once: 1000 us, and
-// 130 KB refill again. After 50 us of compute: 180 KB, 950 us.
+// bytes on each link cross at once from the NICs' buckets, which refill at
+// the link's bandwidth only while no collective holds them. The AllReduce of
+// 1e6 B between two machines takes 1130 us (below); each link carries
+// 2·1/2·1e6 = 1e6 B at 1 B/ns. A full 200 KB bucket: 930 us. The next one,
+// at once: the bucket is empty, 1130 us. After 100 us of compute: 100 KB
+// refilled, 1030 us.
 TEST(DesCollectiveBurst, TheNicsBucketsShortenACollectiveByWhatTheyRefilled) {
   std::vector<OpId> ends;
   const auto simulate = [&ends](const Cluster& cluster) {
@@ -140,7 +140,7 @@ TEST(DesCollectiveBurst, TheNicsBucketsShortenACollectiveByWhatTheyRefilled) {
       for (int32_t w = 0; w < 2; ++w) {
         std::vector<OpId> after;
         if (k == 1) after = {last[w]};
-        if (k == 2) after = {b.add(compute_op(w, 50e-6, {last[w]}))};
+        if (k == 2) after = {b.add(compute_op(w, 100e-6, {last[w]}))};
         last[w] = b.add(collective_op(w, OpKind::kAllReduce, g, 1e6, after));
         if (w == 0) ends.push_back(last[w]);
       }
@@ -151,9 +151,9 @@ TEST(DesCollectiveBurst, TheNicsBucketsShortenACollectiveByWhatTheyRefilled) {
   cluster.inter_link.burst_bytes = 200e3;
   const SimResult r = simulate(cluster);
   EXPECT_NEAR(static_cast<double>(r.timings[ends[0]].end_ns), 930.0 * kUs, 2);
-  EXPECT_NEAR(static_cast<double>(r.timings[ends[1]].end_ns - r.timings[ends[0]].end_ns), 1000.0 * kUs, 2);
-  EXPECT_NEAR(static_cast<double>(r.timings[ends[2]].start_ns - r.timings[ends[1]].end_ns), 50.0 * kUs, 2);
-  EXPECT_NEAR(static_cast<double>(r.timings[ends[2]].end_ns - r.timings[ends[2]].start_ns), 950.0 * kUs, 2);
+  EXPECT_NEAR(static_cast<double>(r.timings[ends[1]].end_ns - r.timings[ends[0]].end_ns), 1130.0 * kUs, 2);
+  EXPECT_NEAR(static_cast<double>(r.timings[ends[2]].start_ns - r.timings[ends[1]].end_ns), 100.0 * kUs, 2);
+  EXPECT_NEAR(static_cast<double>(r.timings[ends[2]].end_ns - r.timings[ends[2]].start_ns), 1030.0 * kUs, 2);
   // Within one machine no NIC is crossed: its buckets change nothing.
   Cluster one = simple_cluster(1, 2);
   one.inter_link.burst_bytes = 200e3;
