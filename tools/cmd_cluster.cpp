@@ -74,6 +74,7 @@ void add_emulate_command(CLI::App& cluster, CommandContext& ctx) {
     int workers_per_host = 1;
     std::string link;
     int mtu = kEmulatedMtu;
+    int64_t burst = 0;
   };
   auto o = std::make_shared<Options>();
   CLI::App* up = emulate->add_subcommand("up", "Build the hosts and print what mpirun needs to start ranks on them");
@@ -85,12 +86,16 @@ void add_emulate_command(CLI::App& cluster, CommandContext& ctx) {
                  "The links' MTU in bytes (jumbo frames by default: at 1500 the kernel's packet work shares the "
                  "ranks' cores)")
       ->capture_default_str();
+  up->add_option("--burst", o->burst,
+                 "Bytes each link's tbf bucket lets across at once after it idles, from the MTU to 1 GiB (default: "
+                 "what the link sends in 1 ms, 16 KB at least)");
   up->add_option("--name", o->name, "The cluster's name (1-6 lowercase letters or digits)")->capture_default_str();
   up->callback([&ctx, o] {
     ctx.action = [&ctx, o] {
-      const EmulatedCluster c = emulate_up(o->name, o->hosts, o->workers_per_host, o->link, o->mtu);
+      const EmulatedCluster c = emulate_up(o->name, o->hosts, o->workers_per_host, o->link, o->mtu, o->burst);
       ctx.out << "emulated cluster " << c.name << ": " << c.hosts << " hosts x " << c.workers_per_host << " workers, "
-              << c.link << " each way to the switch (MTU " << c.mtu << "), subnet " << c.subnet << "\n";
+              << c.link << " each way to the switch (MTU " << c.mtu << ", bucket " << c.burst_bytes
+              << " B), subnet " << c.subnet << "\n";
       for (int i = 0; i < c.hosts; ++i)
         ctx.out << "  " << c.namespaces[static_cast<size_t>(i)] << "  " << c.host_address(i) << "\n";
       ctx.out << "hostfile " << c.hostfile() << "\n"
@@ -113,7 +118,9 @@ void add_emulate_command(CLI::App& cluster, CommandContext& ctx) {
       if (all.empty()) ctx.out << "no emulated cluster\n";
       for (const EmulatedStatus& s : all) {
         ctx.out << s.cluster.name << ": " << s.cluster.hosts << " hosts x " << s.cluster.workers_per_host << ", "
-                << s.cluster.link << ", MTU " << s.cluster.mtu << ", " << s.cluster.subnet
+                << s.cluster.link << ", MTU " << s.cluster.mtu
+                << (s.cluster.burst_bytes > 0 ? ", bucket " + std::to_string(s.cluster.burst_bytes) + " B" : "") << ", "
+                << s.cluster.subnet
                 << (s.alive ? "" : " (incomplete: run down)") << "\n";
       }
     };

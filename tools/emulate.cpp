@@ -112,6 +112,7 @@ nlohmann::json to_json(const EmulatedCluster& c) {
           {"workers_per_host", c.workers_per_host},
           {"link", c.link},
           {"mtu", c.mtu},
+          {"burst_bytes", c.burst_bytes},
           {"subnet", c.subnet},
           {"namespaces", c.namespaces},
           {"hostfile", c.hostfile()},
@@ -176,7 +177,15 @@ std::string emulate_unavailable_reason() {
   return "";
 }
 
-EmulatedCluster emulate_up(const std::string& name, int hosts, int workers_per_host, const std::string& link, int mtu) {
+int64_t emulated_burst_bytes(const std::string& link) {
+  // A real NIC never sends above its rate, and a bucket of 4 ms let a 470 KB
+  // ring step through at the bridge's speed (docs/results.md). TCP still
+  // carries 23.6 of 25 MB/s each way at 200 Mbit/s and 119 of 125 at 1 Gbit/s.
+  return static_cast<int64_t>(std::max(16384.0, rate_bits_per_s(link) / 8 * 0.001));
+}
+
+EmulatedCluster emulate_up(const std::string& name, int hosts, int workers_per_host, const std::string& link, int mtu,
+                           int64_t burst_bytes) {
   static const std::regex valid_name("[a-z0-9]{1,6}");
   if (!std::regex_match(name, valid_name)) {
     throw InputError("--name", "is \"" + name + "\"", "1-6 lowercase letters or digits (interface names stay short)");
@@ -185,13 +194,13 @@ EmulatedCluster emulate_up(const std::string& name, int hosts, int workers_per_h
   if (workers_per_host < 1 || workers_per_host > 64) {
     throw InputError("--workers-per-host", "is " + std::to_string(workers_per_host), "1 to 64");
   }
-  const double rate = rate_bits_per_s(link);
-  // tbf's bucket holds what the link sends in 1 ms, 16 KB at least: a real
-  // NIC never sends above its rate, and a bucket of 4 ms let a 470 KB ring
-  // step through at the bridge's speed (docs/results.md). TCP still carries
-  // 23.6 of 25 MB/s each way at 200 Mbit/s and 119 of 125 at 1 Gbit/s.
-  const auto burst_bytes = static_cast<int64_t>(std::max(16384.0, rate / 8 * 0.001));
   // tbf drops a packet larger than its bucket that it cannot cut.
+  const bool burst_asked = burst_bytes != 0;
+  if (!burst_asked) burst_bytes = emulated_burst_bytes(link);  // checks the rate
+  if (burst_asked && (burst_bytes < std::max(mtu, 1280) || burst_bytes > (int64_t{1} << 30))) {
+    throw InputError("--burst", "is " + std::to_string(burst_bytes),
+                     "the bytes of the links' tbf bucket, from the MTU (" + std::to_string(mtu) + ") to 1 GiB");
+  }
   if (mtu < 1280 || mtu > std::min<int64_t>(65535, burst_bytes)) {
     throw InputError("--mtu", "is " + std::to_string(mtu),
                      "1280 to " + std::to_string(std::min<int64_t>(65535, burst_bytes)) +
@@ -209,6 +218,7 @@ EmulatedCluster emulate_up(const std::string& name, int hosts, int workers_per_h
   c.subnet = "10.77." + std::to_string(subnet_octet(name)) + ".0/24";
   c.folder = emulate_root() + "/" + name;
   c.mtu = mtu;
+  c.burst_bytes = burst_bytes;
   const std::string burst = std::to_string(burst_bytes), mtu_text = std::to_string(mtu);
   const std::string prefix = c.subnet.substr(0, c.subnet.rfind(".0/"));
   try {
@@ -280,6 +290,7 @@ std::vector<EmulatedStatus> emulate_status() {
     s.cluster.workers_per_host = j.value("workers_per_host", 1);
     s.cluster.link = j.value("link", "");
     s.cluster.mtu = j.value("mtu", 1500);  // clusters made before the field: the kernel's default
+    s.cluster.burst_bytes = j.value("burst_bytes", int64_t{0});  // 0: made before the field
     s.cluster.subnet = j.value("subnet", "");
     s.cluster.folder = entry.path().string();
     s.cluster.namespaces = j.value("namespaces", std::vector<std::string>{});

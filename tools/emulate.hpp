@@ -25,6 +25,7 @@ struct EmulatedCluster {
   int workers_per_host = 1;  // the hostfile's slots per host
   std::string link;          // tc's rate, e.g. "1gbit", "200mbit"
   int mtu = kEmulatedMtu;    // of every host's link and the switch
+  int64_t burst_bytes = 0;   // each link's tbf bucket
   std::string subnet;        // e.g. "10.77.42.0/24"; the bridge is .1, host i .(10 + i)
   std::string folder;        // where the hostfile, the agent and state.json live
   std::vector<std::string> namespaces;  // one per host, "<name>-h<i>"
@@ -43,11 +44,16 @@ int64_t emulated_socket_buffer_bytes(const std::string& link);
 // The folder emulated clusters keep their files in (one folder per name).
 std::string emulate_root();
 
+// The tbf bucket of a link of tc's rate `link` unless asked otherwise: what
+// the link sends in 1 ms, 16 KB at least.
+int64_t emulated_burst_bytes(const std::string& link);
+
 // Builds the cluster; any one that was there under the name is removed first.
-// InputError naming the option for bad input, or saying which command failed
-// and why (no privilege: "needs root ..."); what was made is removed then.
+// `burst_bytes` 0: emulated_burst_bytes. InputError naming the option for bad
+// input, or saying which command failed and why (no privilege: "needs root
+// ..."); what was made is removed then.
 EmulatedCluster emulate_up(const std::string& name, int hosts, int workers_per_host, const std::string& link,
-                           int mtu = kEmulatedMtu);
+                           int mtu = kEmulatedMtu, int64_t burst_bytes = 0);
 
 // Removes everything the cluster of `name` made; true if there was something.
 bool emulate_down(const std::string& name);

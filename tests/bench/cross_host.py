@@ -6,7 +6,7 @@ together, every strategy runs across them in rounds), then `down`. Prints a
 markdown table per run and, over the runs, each strategy's error range.
 
 Usage: cross_host.py TRAINSIM [--hosts 4] [--workers-per-host 1]
-[--link 200mbit] [--mtu 9000] [--runs 3] [--model fmnist-mlp] [--strategies LIST]
+[--link 200mbit] [--mtu 9000] [--burst BYTES] [--runs 3] [--model fmnist-mlp] [--strategies LIST]
 [--iterations 30] [--rounds 5] [--max-rounds 8] [--budget 300] [--json-dir DIR]
 
 With --json-dir each run's validation, measured profile and measured cluster
@@ -45,6 +45,7 @@ def main():
     parser.add_argument("--workers-per-host", type=int, default=1)
     parser.add_argument("--link", default="200mbit")
     parser.add_argument("--mtu", type=int, help="the emulated links' MTU (default: emulate up's)")
+    parser.add_argument("--burst", type=int, help="the emulated links' tbf bucket in bytes (default: emulate up's)")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--model", default="fmnist-mlp")
     parser.add_argument("--strategies", default=STRATEGIES)
@@ -57,7 +58,8 @@ def main():
     t = a.trainsim
     workers = a.hosts * a.workers_per_host
     run([t, "cluster", "emulate", "up", "--hosts", str(a.hosts), "--workers-per-host", str(a.workers_per_host),
-         "--link", a.link, "--name", NAME, *(["--mtu", str(a.mtu)] if a.mtu else [])], 120)
+         "--link", a.link, "--name", NAME, *(["--mtu", str(a.mtu)] if a.mtu else []),
+         *(["--burst", str(a.burst)] if a.burst else [])], 120)
     reports = []
     try:
         folder = a.json_dir or tempfile.mkdtemp()
@@ -74,7 +76,7 @@ def main():
     finally:
         subprocess.run([t, "cluster", "emulate", "down", "--name", NAME], capture_output=True)
     print(f"{a.model}, {a.hosts} emulated hosts x {a.workers_per_host} at {a.link}"
-          f"{f' (MTU {a.mtu})' if a.mtu else ''}, {a.runs} runs of validate "
+          f"{f' (MTU {a.mtu})' if a.mtu else ''}{f' (bucket {a.burst} B)' if a.burst else ''}, {a.runs} runs of validate "
           f"--launcher mpi:\n")
     print("| strategy | predicted (simulated) | measured | ± (each run) | error (each run) |")
     print("|---|---|---|---|---|")

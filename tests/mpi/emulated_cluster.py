@@ -31,7 +31,8 @@ def run(command, env=None, check=True):
 
 def main():
     trainsim, mpiexec = sys.argv[1], sys.argv[2]
-    up = run([trainsim, "cluster", "emulate", "up", "--hosts", "2", "--link", "200mbit", "--name", NAME], check=False)
+    up = run([trainsim, "cluster", "emulate", "up", "--hosts", "2", "--link", "200mbit", "--burst", "40000", "--name",
+              NAME], check=False)
     if up.returncode != 0:
         # What the machine does not permit or lack (privilege, namespaces, the
         # bridge or tbf modules) skips; anything else is a failure.
@@ -47,8 +48,11 @@ def main():
         for ns in state["namespaces"]:
             if ns not in namespaces:
                 sys.exit(f"namespace {ns} is missing after up")
-        if "tbf" not in run(["ip", "netns", "exec", state["namespaces"][0], "tc", "qdisc", "show", "dev", "eth0"]).stdout:
-            sys.exit("the host's link is not shaped")
+        # Both ends of each link shaped, with the bucket asked for.
+        for where, device in ((["ip", "netns", "exec", state["namespaces"][0]], "eth0"), ([], f"{NAME}-v1")):
+            shown = run([*where, "tc", "qdisc", "show", "dev", device]).stdout
+            if "tbf" not in shown or "rate 200Mbit burst 40000b" not in shown:
+                sys.exit(f"{device} is not shaped to 200 Mbit/s with a 40000 B bucket: {shown}")
         # Jumbo frames by default, on the host's side and the switch's.
         for where in (["ip", "netns", "exec", state["namespaces"][1]], []):
             device = "eth0" if where else f"{NAME}-br"
@@ -56,7 +60,7 @@ def main():
             if " mtu 9000 " not in shown:
                 sys.exit(f"{device} is not at MTU 9000: {shown}")
         status = run([trainsim, "cluster", "emulate", "status"]).stdout
-        if f"{NAME}: 2 hosts" not in status or "MTU 9000" not in status or "incomplete" in status:
+        if f"{NAME}: 2 hosts" not in status or "MTU 9000, bucket 40000 B" not in status or "incomplete" in status:
             sys.exit(f"status does not list the cluster as up:\n{status}")
         env = mpi_env()
         args = ["run", "--model", "fmnist-mlp", "--strategy", "dp-ring", "--devices", "cpu:2", "--iterations", "4",

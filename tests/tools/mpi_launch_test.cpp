@@ -136,5 +136,29 @@ TEST(EmulatedCluster, AnMtuTheLinksBucketCannotPassIsRefused) {
   EXPECT_NE(r.err.find("--mtu: is 1000"), std::string::npos) << r.err;
 }
 
+// The links' bucket: what 1 ms of the link sends, 16 KB at least, unless
+// --burst says otherwise; one smaller than a packet (the MTU) or over 1 GiB
+// is refused before anything is made.
+TEST(EmulatedCluster, TheBucketHoldsAMillisecondOfTheLinkOrWhatBurstSays) {
+  EXPECT_EQ(emulated_burst_bytes("1gbit"), 125000);
+  EXPECT_EQ(emulated_burst_bytes("200mbit"), 25000);
+  EXPECT_EQ(emulated_burst_bytes("100mbit"), 16384);  // 12,500 B is below the floor
+  auto up = [](const std::string& burst, const std::string& mtu) {
+    return run_cli(
+        {"cluster", "emulate", "up", "--hosts", "2", "--link", "1gbit", "--mtu", mtu, "--burst", burst, "--name", "bkt"});
+  };
+  auto r = up("8000", "9000");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("--burst: is 8000 (the bytes of the links' tbf bucket, from the MTU (9000) to 1 GiB"),
+            std::string::npos)
+      << r.err;
+  r = up("2000000000", "9000");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("--burst: is 2000000000"), std::string::npos) << r.err;
+  r = up("16384", "17000");  // a bucket asked for below the MTU: --burst is named
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("--burst: is 16384"), std::string::npos) << r.err;
+}
+
 }  // namespace
 }  // namespace trainsim
