@@ -94,8 +94,8 @@ void add_emulate_command(CLI::App& cluster, CommandContext& ctx) {
     ctx.action = [&ctx, o] {
       const EmulatedCluster c = emulate_up(o->name, o->hosts, o->workers_per_host, o->link, o->mtu, o->burst);
       ctx.out << "emulated cluster " << c.name << ": " << c.hosts << " hosts x " << c.workers_per_host << " workers, "
-              << c.link << " each way to the switch (MTU " << c.mtu << ", bucket " << c.burst_bytes
-              << " B), subnet " << c.subnet << "\n";
+              << c.link << " each way to the switch (MTU " << c.mtu << ", bucket " << c.burst_bytes << " B), subnet "
+              << c.subnet << "\n";
       for (int i = 0; i < c.hosts; ++i)
         ctx.out << "  " << c.namespaces[static_cast<size_t>(i)] << "  " << c.host_address(i) << "\n";
       ctx.out << "hostfile " << c.hostfile() << "\n"
@@ -120,8 +120,7 @@ void add_emulate_command(CLI::App& cluster, CommandContext& ctx) {
         ctx.out << s.cluster.name << ": " << s.cluster.hosts << " hosts x " << s.cluster.workers_per_host << ", "
                 << s.cluster.link << ", MTU " << s.cluster.mtu
                 << (s.cluster.burst_bytes > 0 ? ", bucket " + std::to_string(s.cluster.burst_bytes) + " B" : "") << ", "
-                << s.cluster.subnet
-                << (s.alive ? "" : " (incomplete: run down)") << "\n";
+                << s.cluster.subnet << (s.alive ? "" : " (incomplete: run down)") << "\n";
       }
     };
   });

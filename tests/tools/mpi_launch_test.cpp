@@ -144,8 +144,8 @@ TEST(EmulatedCluster, TheBucketHoldsAMillisecondOfTheLinkOrWhatBurstSays) {
   EXPECT_EQ(emulated_burst_bytes("200mbit"), 25000);
   EXPECT_EQ(emulated_burst_bytes("100mbit"), 16384);  // 12,500 B is below the floor
   auto up = [](const std::string& burst, const std::string& mtu) {
-    return run_cli(
-        {"cluster", "emulate", "up", "--hosts", "2", "--link", "1gbit", "--mtu", mtu, "--burst", burst, "--name", "bkt"});
+    return run_cli({"cluster", "emulate", "up", "--hosts", "2", "--link", "1gbit", "--mtu", mtu, "--burst", burst,
+                    "--name", "bkt"});
   };
   auto r = up("8000", "9000");
   EXPECT_EQ(r.status, 2);
