@@ -195,8 +195,9 @@ EmulatedCluster emulate_up(const std::string& name, int hosts, int workers_per_h
     throw InputError("--workers-per-host", "is " + std::to_string(workers_per_host), "1 to 64");
   }
   // tbf drops a packet larger than its bucket that it cannot cut.
+  const int64_t default_burst = emulated_burst_bytes(link);  // checks the rate
   const bool burst_asked = burst_bytes != 0;
-  if (!burst_asked) burst_bytes = emulated_burst_bytes(link);  // checks the rate
+  if (!burst_asked) burst_bytes = default_burst;
   if (burst_asked && (burst_bytes < std::max(mtu, 1280) || burst_bytes > (int64_t{1} << 30))) {
     throw InputError("--burst", "is " + std::to_string(burst_bytes),
                      "the bytes of the links' tbf bucket, from the MTU (" + std::to_string(mtu) + ") to 1 GiB");

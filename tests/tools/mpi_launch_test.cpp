@@ -158,6 +158,9 @@ TEST(EmulatedCluster, TheBucketHoldsAMillisecondOfTheLinkOrWhatBurstSays) {
   r = up("16384", "17000");  // a bucket asked for below the MTU: --burst is named
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.err.find("--burst: is 16384"), std::string::npos) << r.err;
+  r = run_cli({"cluster", "emulate", "up", "--link", "fast", "--burst", "65536", "--name", "bkt"});
+  EXPECT_EQ(r.status, 2);  // the rate is checked with a bucket asked for too
+  EXPECT_NE(r.err.find("--link"), std::string::npos) << r.err;
 }
 
 }  // namespace
