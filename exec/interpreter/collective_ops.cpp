@@ -8,8 +8,7 @@
 #include "exec/interpreter/handlers.hpp"
 #include "exec/interpreter/tags.hpp"
 #include "exec/interpreter/weight_versions.hpp"
-#include "exec/optim/pipesgd.hpp"
-#include "exec/transport/codec_all_reduce.hpp"
+#include "exec/optim/pipesgd_hop_codec.hpp"
 #include "exec/transport/collectives.hpp"
 
 namespace trainsim::interp {
@@ -23,15 +22,6 @@ GradientCompression compression_of(Codec codec) {
     case Codec::kQuant8: return GradientCompression::kQuant8;
   }
   return GradientCompression::kNone;
-}
-
-// The codec of Pipe-SGD's AllReduce: a message is the packed compressed
-// gradient (exec/optim/pipesgd.hpp), so the wire carries its bytes.
-HopCodec hop_codec(GradientCompression kind) {
-  return {[kind](std::span<const float> values) { return pack_compressed(compress_gradient(values, kind)); },
-          [kind](std::span<const float> message, std::span<float> out) {
-            decompress_gradient(unpack_compressed(message, static_cast<int64_t>(out.size()), kind), out);
-          }};
 }
 
 }  // namespace
@@ -89,7 +79,7 @@ void Interpreter::all_reduce(OpId id, const Op& op) {
     transport_.all_reduce(op.worker, members, tags_[static_cast<size_t>(id)], flat, op.algorithm);
   } else {
     CollectivePeers peers(transport_, op.worker, members, tags_[static_cast<size_t>(id)]);
-    all_reduce_ring_codec(peers, flat, hop_codec(compression_of(op.codec)));
+    all_reduce_ring_codec(peers, flat, pipesgd_hop_codec(compression_of(op.codec)));
   }
   const float mean = 1.0f / static_cast<float>(members.size());
   for (float& v : flat) v *= mean;

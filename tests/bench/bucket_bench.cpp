@@ -7,13 +7,21 @@
 // and 90th percentile over 100 rounds (after 3), and the sum of the gaps:
 // on a link of B bytes per second whose bucket does not refill during the
 // gaps a round takes that sum plus hops · BYTES / B.
+// `bucket_bench --ring CODEC FLOATS` (quant8, trunc16, none) runs Pipe-SGD's
+// ring itself over FLOATS values instead, and times one chunk's encode and
+// decode on every rank at once: the pieces its hops wait for.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <numeric>
+#include <span>
+#include <string>
 #include <vector>
 
 #include "exec/mpi/mpi_transport.hpp"
+#include "exec/optim/pipesgd_hop_codec.hpp"
 
 namespace {
 
@@ -29,14 +37,79 @@ void busy_us(double us) {
   }
 }
 
+constexpr int kWarmup = 3, kRounds = 100;
+
+// The median, 10th and 90th percentile of kRounds timings, as rank 0 prints them.
+std::string spread(std::vector<double> us) {
+  std::sort(us.begin(), us.end());
+  char text[96];
+  std::snprintf(text, sizeof text, "median %.1f us (10%%: %.1f, 90%%: %.1f)", us[us.size() / 2], us[us.size() / 10],
+                us[us.size() * 9 / 10]);
+  return text;
+}
+
+// Pipe-SGD's ring over `floats` values, round after round, then one chunk's
+// encode and decode on every rank at once (a barrier before each).
+int codec_ring(trainsim::MpiTransport& transport, int rank, int p, const std::string& name, int64_t floats) {
+  using trainsim::GradientCompression;
+  const GradientCompression kind = name == "quant8"    ? GradientCompression::kQuant8
+                                   : name == "trunc16" ? GradientCompression::kTrunc16
+                                                       : GradientCompression::kNone;
+  const trainsim::HopCodec codec = trainsim::pipesgd_hop_codec(kind);
+  std::vector<int> group(static_cast<size_t>(p));
+  std::iota(group.begin(), group.end(), 0);
+  std::vector<float> data(static_cast<size_t>(floats));
+  std::vector<double> ring_us, encode_us, decode_us;
+  int64_t tag = 0;
+  for (int round = 0; round < kWarmup + kRounds; ++round) {
+    for (size_t i = 0; i < data.size(); ++i) data[i] = 1e-3f * static_cast<float>(static_cast<int64_t>(i % 2001) - 1000);
+    transport.barrier(rank, group, tag++);
+    const auto start = Clock::now();
+    trainsim::CollectivePeers peers(transport, rank, group, tag++);
+    trainsim::all_reduce_ring_codec(peers, data, codec);
+    if (round >= kWarmup) ring_us.push_back(us_since(start));
+  }
+  const std::span<float> chunk(data.data(), static_cast<size_t>(floats / p));
+  for (int round = 0; round < kWarmup + kRounds; ++round) {
+    transport.barrier(rank, group, tag++);
+    auto start = Clock::now();
+    const std::vector<float> message = codec.encode(chunk);
+    if (round >= kWarmup) encode_us.push_back(us_since(start));
+    transport.barrier(rank, group, tag++);
+    start = Clock::now();
+    codec.decode(message, chunk);
+    if (round >= kWarmup) decode_us.push_back(us_since(start));
+  }
+  if (rank == 0) {
+    std::printf("%d ranks, %s ring of %lld values: %s; one chunk on every rank at once: encode %s, decode %s\n", p,
+                name.c_str(), static_cast<long long>(floats), spread(ring_us).c_str(), spread(encode_us).c_str(),
+                spread(decode_us).c_str());
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   trainsim::MpiSession mpi(&argc, &argv);
   const int rank = mpi.rank(), p = mpi.size();
   if (p < 2 || argc < 3) {
-    if (rank == 0) std::fprintf(stderr, "usage: mpirun -np P bucket_bench BYTES GAP_US... (P >= 2)\n");
+    if (rank == 0) {
+      std::fprintf(stderr,
+                   "usage: mpirun -np P bucket_bench BYTES GAP_US... | bucket_bench --ring quant8|trunc16|none "
+                   "FLOATS (P >= 2)\n");
+    }
     return 1;
+  }
+  if (std::strcmp(argv[1], "--ring") == 0) {
+    const std::string name = argv[2];
+    const int64_t floats = argc > 3 ? std::atoll(argv[3]) : 0;
+    if ((name != "quant8" && name != "trunc16" && name != "none") || floats < p) {
+      if (rank == 0) std::fprintf(stderr, "bucket_bench --ring: quant8, trunc16 or none, and at least P values\n");
+      return 1;
+    }
+    trainsim::MpiTransport transport;
+    return codec_ring(transport, rank, p, name, floats);
   }
   const int64_t bytes = std::atoll(argv[1]);
   std::vector<double> gaps;
@@ -48,7 +121,6 @@ int main(int argc, char** argv) {
   trainsim::MpiTransport transport;
   const int next = (rank + 1) % p, prev = (rank + p - 1) % p;
   const std::vector<float> message(static_cast<size_t>(bytes / 4), 1.0f);
-  constexpr int kWarmup = 3, kRounds = 100;
   std::vector<double> round_us;
   int64_t tag = 0;
   for (int round = 0; round < kWarmup + kRounds; ++round) {
@@ -61,13 +133,11 @@ int main(int argc, char** argv) {
     }
     if (round >= kWarmup) round_us.push_back(us_since(start));
   }
-  std::sort(round_us.begin(), round_us.end());
   if (rank == 0) {
     double sum = 0;
     for (const double g : gaps) sum += g;
-    std::printf("%d ranks, %zu hops of %lld B, gaps %.0f us in all: round median %.1f us (10%%: %.1f, 90%%: %.1f)\n", p,
-                gaps.size(), static_cast<long long>(bytes), sum, round_us[kRounds / 2], round_us[kRounds / 10],
-                round_us[kRounds * 9 / 10]);
+    std::printf("%d ranks, %zu hops of %lld B, gaps %.0f us in all: round %s\n", p, gaps.size(),
+                static_cast<long long>(bytes), sum, spread(round_us).c_str());
   }
   return 0;
 }
