@@ -62,7 +62,8 @@ int codec_ring(trainsim::MpiTransport& transport, int rank, int p, const std::st
   std::vector<double> ring_us, encode_us, decode_us;
   int64_t tag = 0;
   for (int round = 0; round < kWarmup + kRounds; ++round) {
-    for (size_t i = 0; i < data.size(); ++i) data[i] = 1e-3f * static_cast<float>(static_cast<int64_t>(i % 2001) - 1000);
+    for (size_t i = 0; i < data.size(); ++i)
+      data[i] = 1e-3f * static_cast<float>(static_cast<int64_t>(i % 2001) - 1000);
     transport.barrier(rank, group, tag++);
     const auto start = Clock::now();
     trainsim::CollectivePeers peers(transport, rank, group, tag++);
