@@ -7,10 +7,15 @@
 // and 90th percentile over 100 rounds (after 3), and the sum of the gaps:
 // on a link of B bytes per second whose bucket does not refill during the
 // gaps a round takes that sum plus hops · BYTES / B.
-// `bucket_bench --ring CODEC FLOATS` (quant8, trunc16, none) runs Pipe-SGD's
-// ring itself over FLOATS values instead, and times one chunk's encode and
-// decode on every rank at once: the pieces its hops wait for.
+// `bucket_bench --ring CODEC FLOATS [BESIDE_US]` (quant8, trunc16, none)
+// runs Pipe-SGD's ring itself over FLOATS values instead, and times one
+// chunk's encode and decode on every rank at once: the pieces its hops wait
+// for. With BESIDE_US each rank's thread is pinned to core rank (mod the
+// cores), as the executor pins a worker's, and with BESIDE_US > 0 a second
+// thread pinned beside it computes meanwhile (busy ops of that many µs, a
+// yield between them), as the next iteration's compute does in Pipe-SGD.
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -18,8 +23,10 @@
 #include <numeric>
 #include <span>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "exec/interpreter.hpp"
 #include "exec/mpi/mpi_transport.hpp"
 #include "exec/optim/pipesgd_hop_codec.hpp"
 
@@ -50,7 +57,8 @@ std::string spread(std::vector<double> us) {
 
 // Pipe-SGD's ring over `floats` values, round after round, then one chunk's
 // encode and decode on every rank at once (a barrier before each).
-int codec_ring(trainsim::MpiTransport& transport, int rank, int p, const std::string& name, int64_t floats) {
+int codec_ring(trainsim::MpiTransport& transport, int rank, int p, const std::string& name, int64_t floats,
+               double beside_us) {
   using trainsim::GradientCompression;
   const GradientCompression kind = name == "quant8"    ? GradientCompression::kQuant8
                                    : name == "trunc16" ? GradientCompression::kTrunc16
@@ -61,6 +69,18 @@ int codec_ring(trainsim::MpiTransport& transport, int rank, int p, const std::st
   std::vector<float> data(static_cast<size_t>(floats));
   std::vector<double> ring_us, encode_us, decode_us;
   int64_t tag = 0;
+  std::atomic<bool> stop{false};
+  std::thread beside;
+  if (beside_us >= 0) trainsim::pin_current_thread(rank);
+  if (beside_us > 0) {
+    beside = std::thread([&stop, rank, beside_us] {
+      trainsim::pin_current_thread(rank);
+      while (!stop.load(std::memory_order_relaxed)) {
+        busy_us(beside_us);
+        std::this_thread::yield();  // between ops, as a compute thread waits for its next op's inputs
+      }
+    });
+  }
   for (int round = 0; round < kWarmup + kRounds; ++round) {
     for (size_t i = 0; i < data.size(); ++i)
       data[i] = 1e-3f * static_cast<float>(static_cast<int64_t>(i % 2001) - 1000);
@@ -81,10 +101,15 @@ int codec_ring(trainsim::MpiTransport& transport, int rank, int p, const std::st
     codec.decode(message, chunk);
     if (round >= kWarmup) decode_us.push_back(us_since(start));
   }
+  stop = true;
+  if (beside.joinable()) beside.join();
   if (rank == 0) {
-    std::printf("%d ranks, %s ring of %lld values: %s; one chunk on every rank at once: encode %s, decode %s\n", p,
-                name.c_str(), static_cast<long long>(floats), spread(ring_us).c_str(), spread(encode_us).c_str(),
-                spread(decode_us).c_str());
+    const std::string how = beside_us > 0   ? ", pinned beside ops of " + std::to_string(static_cast<long long>(beside_us)) + " us"
+                            : beside_us == 0 ? ", pinned"
+                                             : "";
+    std::printf("%d ranks, %s ring of %lld values%s: %s; one chunk on every rank at once: encode %s, decode %s\n", p,
+                name.c_str(), static_cast<long long>(floats), how.c_str(), spread(ring_us).c_str(),
+                spread(encode_us).c_str(), spread(decode_us).c_str());
   }
   return 0;
 }
@@ -98,19 +123,22 @@ int main(int argc, char** argv) {
     if (rank == 0) {
       std::fprintf(stderr,
                    "usage: mpirun -np P bucket_bench BYTES GAP_US... | bucket_bench --ring quant8|trunc16|none "
-                   "FLOATS (P >= 2)\n");
+                   "FLOATS [BESIDE_US] (P >= 2)\n");
     }
     return 1;
   }
   if (std::strcmp(argv[1], "--ring") == 0) {
     const std::string name = argv[2];
     const int64_t floats = argc > 3 ? std::atoll(argv[3]) : 0;
-    if ((name != "quant8" && name != "trunc16" && name != "none") || floats < p) {
-      if (rank == 0) std::fprintf(stderr, "bucket_bench --ring: quant8, trunc16 or none, and at least P values\n");
+    const double beside_us = argc > 4 ? std::atof(argv[4]) : -1;
+    if ((name != "quant8" && name != "trunc16" && name != "none") || floats < p || (argc > 4 && !(beside_us >= 0))) {
+      if (rank == 0) {
+        std::fprintf(stderr, "bucket_bench --ring: quant8, trunc16 or none, at least P values, BESIDE_US at least 0\n");
+      }
       return 1;
     }
     trainsim::MpiTransport transport;
-    return codec_ring(transport, rank, p, name, floats);
+    return codec_ring(transport, rank, p, name, floats, beside_us);
   }
   const int64_t bytes = std::atoll(argv[1]);
   std::vector<double> gaps;
