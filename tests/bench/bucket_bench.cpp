@@ -104,7 +104,8 @@ int codec_ring(trainsim::MpiTransport& transport, int rank, int p, const std::st
   stop = true;
   if (beside.joinable()) beside.join();
   if (rank == 0) {
-    const std::string how = beside_us > 0   ? ", pinned beside ops of " + std::to_string(static_cast<long long>(beside_us)) + " us"
+    const std::string how = beside_us > 0
+                                ? ", pinned beside ops of " + std::to_string(static_cast<long long>(beside_us)) + " us"
                             : beside_us == 0 ? ", pinned"
                                              : "";
     std::printf("%d ranks, %s ring of %lld values%s: %s; one chunk on every rank at once: encode %s, decode %s\n", p,
