@@ -59,11 +59,8 @@ std::string spread(std::vector<double> us) {
 // encode and decode on every rank at once (a barrier before each).
 int codec_ring(trainsim::MpiTransport& transport, int rank, int p, const std::string& name, int64_t floats,
                double beside_us) {
-  using trainsim::GradientCompression;
-  const GradientCompression kind = name == "quant8"    ? GradientCompression::kQuant8
-                                   : name == "trunc16" ? GradientCompression::kTrunc16
-                                                       : GradientCompression::kNone;
-  const trainsim::HopCodec codec = trainsim::pipesgd_hop_codec(kind);
+  const trainsim::HopCodec codec =
+      trainsim::pipesgd_hop_codec(trainsim::parse_gradient_compression(name, "bucket_bench --ring"));
   std::vector<int> group(static_cast<size_t>(p));
   std::iota(group.begin(), group.end(), 0);
   std::vector<float> data(static_cast<size_t>(floats));
