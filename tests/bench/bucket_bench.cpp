@@ -16,7 +16,6 @@
 // yield between them), as the next iteration's compute does in Pipe-SGD.
 #include <algorithm>
 #include <atomic>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -29,20 +28,11 @@
 #include "exec/interpreter.hpp"
 #include "exec/mpi/mpi_transport.hpp"
 #include "exec/optim/pipesgd_hop_codec.hpp"
+#include "profiles/profiler/timing.hpp"
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-double us_since(Clock::time_point start) {
-  return std::chrono::duration<double, std::micro>(Clock::now() - start).count();
-}
-
-void busy_us(double us) {
-  const auto start = Clock::now();
-  while (us_since(start) < us) {
-  }
-}
+double us_since(double start_s) { return (trainsim::now_s() - start_s) * 1e6; }
 
 constexpr int kWarmup = 3, kRounds = 100;
 
@@ -73,7 +63,7 @@ int codec_ring(trainsim::MpiTransport& transport, int rank, int p, const std::st
     beside = std::thread([&stop, rank, beside_us] {
       trainsim::pin_current_thread(rank);
       while (!stop.load(std::memory_order_relaxed)) {
-        busy_us(beside_us);
+        trainsim::spin_for_s(beside_us * 1e-6);
         std::this_thread::yield();  // between ops, as a compute thread waits for its next op's inputs
       }
     });
@@ -82,7 +72,7 @@ int codec_ring(trainsim::MpiTransport& transport, int rank, int p, const std::st
     for (size_t i = 0; i < data.size(); ++i)
       data[i] = 1e-3f * static_cast<float>(static_cast<int64_t>(i % 2001) - 1000);
     transport.barrier(rank, group, tag++);
-    const auto start = Clock::now();
+    const double start = trainsim::now_s();
     trainsim::CollectivePeers peers(transport, rank, group, tag++);
     trainsim::all_reduce_ring_codec(peers, data, codec);
     if (round >= kWarmup) ring_us.push_back(us_since(start));
@@ -90,11 +80,11 @@ int codec_ring(trainsim::MpiTransport& transport, int rank, int p, const std::st
   const std::span<float> chunk(data.data(), static_cast<size_t>(floats / p));
   for (int round = 0; round < kWarmup + kRounds; ++round) {
     transport.barrier(rank, group, tag++);
-    auto start = Clock::now();
+    double start = trainsim::now_s();
     const std::vector<float> message = codec.encode(chunk);
     if (round >= kWarmup) encode_us.push_back(us_since(start));
     transport.barrier(rank, group, tag++);
-    start = Clock::now();
+    start = trainsim::now_s();
     codec.decode(message, chunk);
     if (round >= kWarmup) decode_us.push_back(us_since(start));
   }
@@ -151,9 +141,9 @@ int main(int argc, char** argv) {
   std::vector<double> round_us;
   int64_t tag = 0;
   for (int round = 0; round < kWarmup + kRounds; ++round) {
-    const auto start = Clock::now();
+    const double start = trainsim::now_s();
     for (const double gap : gaps) {
-      busy_us(gap);
+      trainsim::spin_for_s(gap * 1e-6);
       transport.send(rank, next, tag, message);
       transport.recv(rank, prev, tag);
       ++tag;
