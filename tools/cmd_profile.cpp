@@ -41,6 +41,7 @@ struct ProfileOptions {
   int64_t concurrent = 0;  // 0: not given
   std::string out = "-";
   std::string cluster_out;
+  std::string precision = "fp32";
   bool quiet = false;
   LaunchOptions launch;
 };
@@ -80,7 +81,8 @@ void run_measured_gpu(const ProfileOptions& o, const Model& model, CommandContex
   measure.repeats = o.repeats;
   ProgressBar bar(ctx.err, "profiling " + model.name + " on cuda:" + std::to_string(gpu.index), !o.quiet);
   measure.progress = [&bar](int64_t done, int64_t total) { bar.update(done, total); };
-  const Profile profile = measure_cuda_profile(model, o.batch > 0 ? o.batch : model.default_batch, gpu.index, measure);
+  const Profile profile = measure_cuda_profile(model, o.batch > 0 ? o.batch : model.default_batch, gpu.index, measure,
+                                               parse_gpu_precision(o.precision, true));
   bar.finish();
   write_text_output(o.out, profile_to_json(profile).dump(2) + "\n", ctx.out, "--out");
   if (!o.cluster_out.empty()) {
@@ -139,6 +141,7 @@ void run_measured(const ProfileOptions& o, CommandContext& ctx) {
     throw InputError("--device", "given with --analytic or --import-pipedream", "one source");
   }
   if (o.device.starts_with("cuda")) return run_measured_gpu(o, load_model(o.model, "--model"), ctx);
+  parse_gpu_precision(o.precision, false);
   check_launch_options(o.launch);
   const int64_t threads = parse_cpu_device(o.device, o.concurrent);
   const Model model = load_model(o.model, "--model");
@@ -195,6 +198,9 @@ void add_profile_command(CLI::App& app, CommandContext& ctx) {
   cmd->add_option("--concurrent", opts->concurrent, "Threads measuring at once with --device cpu (default 1)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--cluster-out", opts->cluster_out, "With --device: also write the measured cluster JSON here");
+  cmd->add_option("--precision", opts->precision,
+                  "fp32, or tf32 with --device cuda (cuBLAS and cuDNN on TF32 tensor cores, as PyTorch's allow_tf32)")
+      ->capture_default_str();
   cmd->add_flag("--analytic", opts->analytic, "Estimate each layer by a roofline on the cluster's device");
   cmd->add_option("--cluster", opts->cluster, "Preset or cluster file whose device the estimate is for");
   cmd->add_option("--import-pipedream", opts->pipedream_graph, "Import a PipeDream profiler graph.txt");

@@ -40,6 +40,7 @@ struct RunOptions {
   std::string strategy;
   std::vector<std::string> settings;
   std::string devices = "cpu:1";
+  std::string precision = "fp32";
   std::string dataset;
   std::string data_dir;  // empty: kFashionMnistDir
   int64_t batch = 0;
@@ -136,6 +137,7 @@ void run_training(const RunOptions& o, CommandContext& ctx) {
   }
   const Model model = load_model(o.model, "--model");
   const WorkerDevices devices = parse_worker_devices(o.devices);
+  const CudaPrecision precision = parse_gpu_precision(o.precision, devices.gpu.has_value());
   const int64_t workers = devices.workers;
   if (devices.gpu && (o.launch.launcher == "mpi" || under_mpirun())) {
     throw InputError("--devices", "is " + o.devices + " across MPI processes",
@@ -169,8 +171,8 @@ void run_training(const RunOptions& o, CommandContext& ctx) {
   TrainingOptions options;
   if (devices.gpu) {  // checked before the data loads; each worker then gets its device on this GPU
     check_cuda_device(model, devices.gpu->index, "--devices");
-    options.make_device = [&model, gpu = devices.gpu->index](int32_t) {
-      return make_cuda_device(model, gpu, CudaPrecision::fast);
+    options.make_device = [&model, gpu = devices.gpu->index, precision](int32_t) {
+      return make_cuda_device(model, gpu, precision);
     };
   }
   const Dataset data = load_dataset(o.dataset, model, o.data_dir);
@@ -290,6 +292,9 @@ void add_run_command(CLI::App& app, CommandContext& ctx) {
   cmd->add_option("--devices", o->devices,
                   "cpu:N (N worker threads), or cuda, cuda:G or cuda:GxW (W workers sharing GPU G; every worker's "
                   "forwards and backwards on the GPU, its weights, optimizer and messages on the host)")->capture_default_str();
+  cmd->add_option("--precision", o->precision,
+                  "fp32, or tf32 with --devices cuda (cuBLAS and cuDNN on TF32 tensor cores, as PyTorch's allow_tf32)")
+      ->capture_default_str();
   cmd->add_option("--dataset", o->dataset, kDatasetHelp);
   cmd->add_option("--data-dir", o->data_dir,
                   "Folder holding Fashion-MNIST's IDX files (default: " + std::string(kFashionMnistDir) +

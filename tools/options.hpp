@@ -1,4 +1,4 @@
-// The command line's value parsers for --straggler, --devices and --device,
+// The command line's value parsers for --straggler, --devices, --device and --precision,
 // in trainsim_cli_options (tools/CMakeLists.txt).
 #pragma once
 
@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 
+#include "exec/cuda/cuda_network.hpp"
 #include "sim/des/engine.hpp"
 
 namespace trainsim {
@@ -31,5 +32,9 @@ struct WorkerDevices {
   std::optional<GpuDevice> gpu;
 };
 WorkerDevices parse_worker_devices(const std::string& text);
+
+// `--precision`: fp32 (CudaPrecision::fast) or tf32 (a GPU's products on
+// TF32 tensor cores, `gpu` true only); InputError naming --precision otherwise.
+CudaPrecision parse_gpu_precision(const std::string& text, bool gpu);
 
 }  // namespace trainsim

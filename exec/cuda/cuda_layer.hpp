@@ -52,6 +52,7 @@ class DeviceArray {
 struct Context {
   int device = 0;
   bool exact = false;  // CudaPrecision::exact: no FFT or Winograd convolutions
+  bool tf32 = false;   // CudaPrecision::tf32: tensor-core TF32 products allowed
   cudaStream_t stream = nullptr;
   cublasHandle_t blas = nullptr;
   cudnnHandle_t dnn = nullptr;

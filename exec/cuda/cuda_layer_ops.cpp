@@ -63,20 +63,21 @@ bool transforms(cudnnConvolutionBwdFilterAlgo_t a) {
          a == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD_NONFUSED;
 }
 
-// The fastest algorithm cuDNN measured that computes in fp32 (no
-// tensor-core TF32) within the workspace limit, and, when `exact`, without
-// FFT or Winograd transforms.
+// The fastest algorithm cuDNN measured within the workspace limit that
+// computes in fp32 (no tensor-core TF32) unless `tf32`, and, when `exact`,
+// without FFT or Winograd transforms.
 template <typename Perf>
-Perf pick(const Perf* perf, int count, bool exact, const std::string& where) {
+Perf pick(const Perf* perf, int count, const Context& c, const std::string& where) {
   for (int i = 0; i < count; ++i) {
     const bool tensor_ops = perf[i].mathType == CUDNN_TENSOR_OP_MATH ||
                             perf[i].mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
-    if (perf[i].status == CUDNN_STATUS_SUCCESS && !tensor_ops && perf[i].memory <= kMaxConvWorkspaceBytes &&
-        !(exact && transforms(perf[i].algo))) {
+    if (perf[i].status == CUDNN_STATUS_SUCCESS && (c.tf32 || !tensor_ops) && perf[i].memory <= kMaxConvWorkspaceBytes &&
+        !(c.exact && transforms(perf[i].algo))) {
       return perf[i];
     }
   }
-  throw CudaError(where + ": cuDNN offers no fp32 convolution algorithm within 1 GiB of workspace");
+  throw CudaError(where + ": cuDNN offers no " + (c.tf32 ? "" : "fp32 ") +
+                  "convolution algorithm within 1 GiB of workspace");
 }
 
 size_t plan_conv(GpuLayer& l, const Layer& layer, Context& c) {
@@ -94,7 +95,8 @@ size_t plan_conv(GpuLayer& l, const Layer& layer, Context& c) {
                                                  static_cast<int>(w.stride_h), static_cast<int>(w.stride_w), 1, 1,
                                                  CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
   TRAINSIM_CUDNN(cudnnSetConvolutionGroupCount(p.conv, static_cast<int>(w.groups)));
-  TRAINSIM_CUDNN(cudnnSetConvolutionMathType(p.conv, CUDNN_FMA_MATH));
+  // Default math lets fp32 convolutions use TF32 tensor cores; FMA math keeps them fp32.
+  TRAINSIM_CUDNN(cudnnSetConvolutionMathType(p.conv, c.tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH));
   std::array<int, 4> dims{};
   TRAINSIM_CUDNN(cudnnGetConvolution2dForwardOutputDim(p.conv, p.x, p.w, &dims[0], &dims[1], &dims[2], &dims[3]));
   if (dims[1] != l.out_shape[0] || dims[2] != l.out_shape[1] || dims[3] != l.out_shape[2]) {
@@ -103,14 +105,14 @@ size_t plan_conv(GpuLayer& l, const Layer& layer, Context& c) {
   int found = 0;
   std::array<cudnnConvolutionFwdAlgoPerf_t, CUDNN_CONVOLUTION_FWD_ALGO_COUNT> f{};
   TRAINSIM_CUDNN(cudnnFindConvolutionForwardAlgorithm(c.dnn, p.x, p.w, p.conv, p.y, f.size(), &found, f.data()));
-  const auto fp = pick(f.data(), found, c.exact, l.name);
+  const auto fp = pick(f.data(), found, c, l.name);
   std::array<cudnnConvolutionBwdDataAlgoPerf_t, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT> d{};
   TRAINSIM_CUDNN(cudnnFindConvolutionBackwardDataAlgorithm(c.dnn, p.w, p.y, p.conv, p.x, d.size(), &found, d.data()));
-  const auto dp = pick(d.data(), found, c.exact, l.name);
+  const auto dp = pick(d.data(), found, c, l.name);
   std::array<cudnnConvolutionBwdFilterAlgoPerf_t, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT> g{};
   TRAINSIM_CUDNN(
       cudnnFindConvolutionBackwardFilterAlgorithm(c.dnn, p.x, p.y, p.conv, p.w, g.size(), &found, g.data()));
-  const auto gp = pick(g.data(), found, c.exact, l.name);
+  const auto gp = pick(g.data(), found, c, l.name);
   p.forward = fp.algo;
   p.backward_data = dp.algo;
   p.backward_filter = gp.algo;

@@ -187,13 +187,14 @@ CudaNetwork::CudaNetwork(const Model& model, const Weights& weights, int64_t bat
   cuda::Context& c = s.context;
   c.device = device;
   c.exact = options.precision == CudaPrecision::exact;
+  c.tf32 = options.precision == CudaPrecision::tf32;
   cudaDeviceProp prop{};
   TRAINSIM_CUDA(cudaGetDeviceProperties(&prop, device));
   s.device_name = prop.name;
   TRAINSIM_CUDA(cudaStreamCreateWithFlags(&c.stream, cudaStreamNonBlocking));
   TRAINSIM_CUBLAS(cublasCreate(&c.blas));
   TRAINSIM_CUBLAS(cublasSetStream(c.blas, c.stream));
-  TRAINSIM_CUBLAS(cublasSetMathMode(c.blas, CUBLAS_PEDANTIC_MATH));  // fp32, no TF32
+  TRAINSIM_CUBLAS(cublasSetMathMode(c.blas, c.tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_PEDANTIC_MATH));
   TRAINSIM_CUDNN(cudnnCreate(&c.dnn));
   TRAINSIM_CUDNN(cudnnSetStream(c.dnn, c.stream));
   s.batch = batch;

@@ -23,13 +23,16 @@ namespace cuda {
 struct NetworkState;
 }
 
-// How the GPU device may compute fp32 (never TF32 or lower precision):
+// How the GPU device computes its fp32 tensors' products:
 // `fast` lets cuDNN use any fp32 convolution algorithm, FFT and Winograd
 // transforms included (what PyTorch's cudnn.benchmark picks from with TF32
 // off), whose rounding reaches about 1e-3 relative; `exact` keeps to the
 // algorithms that sum plain fp32 products (implicit and explicit GEMM,
-// direct), within 1e-4 of the CPU reference (the conformance tests).
-enum class CudaPrecision { fast, exact };
+// direct), within 1e-4 of the CPU reference (the conformance tests);
+// `tf32` lets cuBLAS and cuDNN round the products' inputs to TF32 (10-bit
+// mantissa) on the tensor cores, as PyTorch's allow_tf32, storage and sums
+// staying fp32. The device's own kernels compute in fp32 under all three.
+enum class CudaPrecision { fast, exact, tf32 };
 
 struct CudaNetworkOptions {
   CudaPrecision precision = CudaPrecision::fast;

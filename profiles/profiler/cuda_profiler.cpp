@@ -17,9 +17,10 @@ namespace {
 
 // The medians of `passes` timed passes after `warmups` untimed ones.
 LayerMedians time_passes(const Model& model, int64_t batch, int device, const MeasureOptions& options,
-                         int64_t progress_offset, int64_t progress_total, std::string& device_name) {
+                         CudaPrecision precision, int64_t progress_offset, int64_t progress_total,
+                         std::string& device_name) {
   const Network network = build_network(model);
-  CudaNetwork gpu(model, init_weights(network, options.seed), batch, device);
+  CudaNetwork gpu(model, init_weights(network, options.seed), batch, device, {precision, false});
   device_name = gpu.device_name();
   std::mt19937_64 rng(mix_seed(options.seed, 1));
   const Tensor x = random_input(model, batch, rng);
@@ -44,7 +45,8 @@ LayerMedians time_passes(const Model& model, int64_t batch, int device, const Me
 
 }  // namespace
 
-Profile measure_cuda_profile(const Model& model, int64_t batch, int device, const MeasureOptions& options) {
+Profile measure_cuda_profile(const Model& model, int64_t batch, int device, const MeasureOptions& options,
+                             CudaPrecision precision) {
   if (batch < 1) throw InputError("--batch", std::to_string(batch), "a batch size >= 1");
   if (options.repeats < 1) throw InputError("--repeats", std::to_string(options.repeats), "at least 1 timed run");
   if (options.warmups < 0) throw InputError("--warmups", std::to_string(options.warmups), "0 or more warm-up runs");
@@ -57,9 +59,10 @@ Profile measure_cuda_profile(const Model& model, int64_t batch, int device, cons
   const int64_t small = batch / kSmallBatchDivisor;  // micro-batch size the fixed parts are fitted at
   const int64_t total = small >= 1 ? 2 * passes : passes;
   std::string name;
-  const LayerMedians at_batch = time_passes(model, batch, device, options, 0, total, name);
+  const LayerMedians at_batch = time_passes(model, batch, device, options, precision, 0, total, name);
   LayerMedians at_small;
-  if (small >= 1) at_small = time_passes(model, small, device, options, passes, total, name);
+  if (small >= 1) at_small = time_passes(model, small, device, options, precision, passes, total, name);
+  if (precision == CudaPrecision::tf32) name += " (TF32)";
   return measured_profile(model, batch, at_batch, small, small >= 1 ? &at_small : nullptr, {name, "gpu"});
 }
 

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 
+#include "exec/cuda/cuda_network.hpp"
 #include "model/layer.hpp"
 #include "profiles/profile.hpp"
 #include "profiles/profiler/profiler.hpp"
@@ -18,10 +19,12 @@ namespace trainsim {
 // random batch that stays in device memory, so no layer's time includes a
 // host copy; each layer's times are the medians over the timed passes. The
 // fixed parts are fitted from a second measurement at batch / 8, as on the
-// CPU. device = {the GPU's name, "gpu"}. InputError naming --batch or
+// CPU. device = {the GPU's name, "gpu"}, the name followed by " (TF32)"
+// under CudaPrecision::tf32. InputError naming --batch or
 // --repeats for values < 1, --concurrent when it is not 1 (each GPU worker
 // is measured alone), and CudaNetwork's errors (an op without a kernel, no
 // such GPU, a build without CUDA).
-Profile measure_cuda_profile(const Model& model, int64_t batch, int device, const MeasureOptions& options = {});
+Profile measure_cuda_profile(const Model& model, int64_t batch, int device, const MeasureOptions& options = {},
+                             CudaPrecision precision = CudaPrecision::fast);
 
 }  // namespace trainsim

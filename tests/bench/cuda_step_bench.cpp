@@ -2,7 +2,7 @@
 // forward with the loss, every backward, momentum SGD with the gradients
 // zeroed) of fmnist-mlp, fmnist-cnn and fmnist-resnet20 at batch 64 and
 // 1024, timed by the CUDA events around the whole pass (manual time), in
-// fp32 without TF32.
+// fp32 without TF32 (second argument 0) and with TF32 products (1).
 // tests/gpu/gpu_check.py sets these figures beside PyTorch's eager step.
 // Without a GPU each benchmark stops with the reason.
 #include <benchmark/benchmark.h>
@@ -28,9 +28,10 @@ void BM_CudaStep(benchmark::State& state, const std::string& model_name) {
     return;
   }
   const int64_t batch = state.range(0);
+  const CudaPrecision precision = state.range(1) == 1 ? CudaPrecision::tf32 : CudaPrecision::fast;
   const Model model = build_zoo_model(model_name);
   const Network network = build_network(model);
-  CudaNetwork gpu(model, init_weights(network, 1), batch, 0);
+  CudaNetwork gpu(model, init_weights(network, 1), batch, 0, {precision, false});
   std::mt19937_64 rng(2);
   std::uniform_real_distribution<float> pixel(-1.0f, 1.0f);
   std::vector<int64_t> shape{batch};
@@ -48,17 +49,25 @@ void BM_CudaStep(benchmark::State& state, const std::string& model_name) {
   state.counters["samples/s"] =
       benchmark::Counter(static_cast<double>(batch) * static_cast<double>(state.iterations()),
                          benchmark::Counter::kIsRate);
-  state.SetLabel(gpu.device_name());
+  state.SetLabel(gpu.device_name() + (precision == CudaPrecision::tf32 ? ", TF32" : ", fp32"));
 }
 
 BENCHMARK_CAPTURE(BM_CudaStep, fmnist_mlp, std::string("fmnist-mlp"))
-    ->Arg(64)->Arg(1024)->UseManualTime()->Unit(benchmark::kMicrosecond);
+    ->ArgsProduct({{64, 1024}, {0, 1}})
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_CudaStep, fmnist_cnn, std::string("fmnist-cnn"))
-    ->Arg(64)->Arg(1024)->UseManualTime()->Unit(benchmark::kMicrosecond);
+    ->ArgsProduct({{64, 1024}, {0, 1}})
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_CudaStep, fmnist_resnet20, std::string("fmnist-resnet20"))
-    ->Arg(64)->Arg(1024)->UseManualTime()->Unit(benchmark::kMicrosecond);
+    ->ArgsProduct({{64, 1024}, {0, 1}})
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_CudaStep, fortunes_gpt, std::string("fortunes-gpt"))
-    ->Arg(64)->Arg(1024)->UseManualTime()->Unit(benchmark::kMicrosecond);
+    ->ArgsProduct({{64, 1024}, {0, 1}})
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 }  // namespace trainsim

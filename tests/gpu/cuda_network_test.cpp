@@ -29,6 +29,7 @@ namespace {
 
 constexpr double kExactTolerance = 1e-4;
 constexpr double kFastTolerance = 1e-3;
+constexpr double kTf32Tolerance = 1e-2;  // TF32 keeps 10 mantissa bits: each product's inputs within 2^-11
 
 // ‖a − b‖₂ / max(‖b‖₂, floor) (0 when both are zero).
 double relative_error(const Tensor& a, const Tensor& b, double floor = 0) {
@@ -328,6 +329,40 @@ TEST(CudaNetwork, ChainsTrainAsOnTheCpu) {
 TEST(CudaNetwork, FastConvolutionAlgorithmsTrainNearlyAsOnTheCpu) {
   SKIP_WITHOUT_GPU();
   expect_chain_trains_alike(make_case(build_zoo_model("fmnist-cnn"), 64), CudaPrecision::fast, kFastTolerance);
+}
+
+// TF32 rounds each product's inputs to 10 mantissa bits (within 2^-11
+// relative, about 5e-4): the networks still train as on the CPU, each
+// step's loss within 1e-2, the weights within 1e-2.
+TEST(CudaNetwork, Tf32ProductsTrainCloseToTheCpu) {
+  SKIP_WITHOUT_GPU();
+  expect_chain_trains_alike(make_case(build_zoo_model("fmnist-cnn"), 64), CudaPrecision::tf32, kTf32Tolerance);
+  expect_network_trains_alike(make_case(build_zoo_model("fortunes-gpt"), 4), CudaPrecision::tf32,
+                              {kTf32Tolerance, 1e-2, 0});
+}
+
+// And TF32 is on: fmnist-mlp's logits at batch 512 (products over 784 and
+// 256 inputs) move from fp32's by more than fp32's own rounding, and by
+// less than TF32's bound.
+TEST(CudaNetwork, Tf32ProductsAreNotFp32s) {
+  SKIP_WITHOUT_GPU();
+  const Case c = make_case(build_zoo_model("fmnist-mlp"), 512);
+  const Network net = build_network(c.model);
+  const Weights w = init_weights(net, 7);
+  const auto last = static_cast<int64_t>(net.layers.size()) - 1;
+  std::vector<LayerCache> caches;
+  const Tensor cpu = forward_range(net, w, 0, last, c.x, caches);
+  std::vector<Tensor> logits;
+  for (const CudaPrecision precision : {CudaPrecision::exact, CudaPrecision::tf32}) {
+    CudaNetwork gpu(c.model, w, c.batch, 0, {precision, false});
+    gpu.set_batch(c.x, c.labels);
+    gpu.forward_and_loss();
+    logits.push_back(gpu.output(last));
+  }
+  EXPECT_LE(relative_error(logits[0], cpu), kExactTolerance);
+  const double tf32 = relative_error(logits[1], cpu);
+  EXPECT_GT(tf32, 1e-5);
+  EXPECT_LE(tf32, kTf32Tolerance);
 }
 
 TEST(CudaNetwork, ATimedPassTimesEveryLayer) {

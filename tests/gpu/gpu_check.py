@@ -59,13 +59,13 @@ def spread(values):
     return f"{statistics.median(values) * 1e3:.3f} ms (runs {', '.join(f'{v * 1e3:.3f}' for v in values)})"
 
 
-def torch_steps(model_name, batch, params, steps=50, warmups=10):
-    """Median and per-run times of PyTorch's eager training step, CUDA events around each."""
+def torch_steps(model_name, batch, params, tf32=False, steps=50, warmups=10):
+    """Median of PyTorch's eager training steps, CUDA events around each; TF32 products when `tf32`."""
     import torch
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "peers"))
     from torch_models import MODELS as TORCH_MODELS, trainable_parameters
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cuda.matmul.allow_tf32 = tf32
+    torch.backends.cudnn.allow_tf32 = tf32
     torch.backends.cudnn.benchmark = True  # trainsim picks cuDNN's algorithms by timing them too
     model = TORCH_MODELS[model_name]().cuda()
     count = trainable_parameters(model)
@@ -155,6 +155,16 @@ def main():
         losses = j["loss_per_iteration"]
         report.append(f"| {strategy} | {losses[0]:.3f} | {losses[-1]:.3f} | {j['iteration_s'] * 1e3:.2f} ms |")
 
+    done = run([trainsim, "run", "--model", "fmnist-cnn", "--strategy", "single", "--devices", "cuda:0", "--precision",
+                "tf32", "--batch", "64", "--iterations", "30", "--json", "-", "--quiet"] + data, log, timeout=300)
+    failed |= done.returncode != 0
+    if done.returncode == 0:
+        losses = json.loads(done.stdout)["loss_per_iteration"]
+        report += ["", f"With `--precision tf32`, `single` on `cuda:0` (one worker): first loss {losses[0]:.3f}, last "
+                   f"{losses[-1]:.3f}, iteration {json.loads(done.stdout)['iteration_s'] * 1e3:.2f} ms."]
+    else:
+        report += ["", f"`--precision tf32` failed: {(done.stderr.strip().splitlines() or ['?'])[-1]}"]
+
     flush()
     report += ["", "## Training step: trainsim's GPU device and PyTorch", "",
                f"trainsim: `cuda_step_bench`, {RUNS} repetitions, each the mean of its CUDA-event-timed "
@@ -171,27 +181,38 @@ def main():
     if bench.returncode == 0:
         for b in json.loads(bench.stdout)["benchmarks"]:
             if b.get("run_type") == "iteration" and not b.get("error_occurred"):
-                model = b["name"].split("/")[1].replace("_", "-")
-                ours.setdefault((model, int(b["name"].split("/")[2])), []).append(b["real_time"] * 1e-6)
+                _, model, batch, tf32 = b["name"].split("/")[:4]
+                ours.setdefault((model.replace("_", "-"), int(batch), tf32 == "1"), []).append(b["real_time"] * 1e-6)
     torch_version = None
-    for model in MODELS:
-        params = json.loads(run([trainsim, "zoo", "show", model, "--json"], log).stdout)["param_count"]
-        for batch in BATCHES:
-            theirs = []
-            try:
-                for r in range(RUNS):
-                    t, torch_version = torch_steps(model, batch, params)
-                    theirs.append(t)
-            except ImportError:
-                pass
-            except ValueError as e:
-                failed = True
-                report.append(f"- {e}")
-            mine = ours.get((model, batch), [])
-            ratio = f"{statistics.median(mine) / statistics.median(theirs):.2f}" if mine and theirs else "n/a"
-            report.append(f"| {model} | {batch} | {spread(mine) if mine else 'failed'} | "
-                          f"{spread(theirs) if theirs else 'no PyTorch'} | {ratio} |")
+    params = {m: json.loads(run([trainsim, "zoo", "show", m, "--json"], log).stdout)["param_count"] for m in MODELS}
 
+    def step_rows(tf32):
+        nonlocal failed, torch_version
+        rows = []
+        for model in MODELS:
+            for batch in BATCHES:
+                theirs = []
+                try:
+                    for r in range(RUNS):
+                        t, torch_version = torch_steps(model, batch, params[model], tf32)
+                        theirs.append(t)
+                except ImportError:
+                    pass
+                except ValueError as e:
+                    failed = True
+                    rows.append(f"- {e}")
+                mine = ours.get((model, batch, tf32), [])
+                ratio = f"{statistics.median(mine) / statistics.median(theirs):.2f}" if mine and theirs else "n/a"
+                rows.append(f"| {model} | {batch} | {spread(mine) if mine else 'failed'} | "
+                            f"{spread(theirs) if theirs else 'no PyTorch'} | {ratio} |")
+        return rows
+
+    report += step_rows(False)
+    report += ["", "With TF32 products on both sides (trainsim's `CudaPrecision::tf32`, `trainsim run --precision "
+               "tf32`: cuBLAS's TF32 tensor-op math and cuDNN's default math; PyTorch's "
+               "`torch.backends.cuda.matmul.allow_tf32` and `torch.backends.cudnn.allow_tf32`), otherwise as above:",
+               "", "| model | batch | trainsim step | PyTorch step | trainsim / PyTorch |", "|---|---|---|---|---|"]
+    report += step_rows(True)
     if torch_version:
         report += ["", f"PyTorch {torch_version}."]
 
