@@ -99,9 +99,30 @@ struct AttentionPlan {
   DeviceArray<float> dq, dk, dv, dconcat, dprobs;
 };
 
+// One LSTM layer (cuda_lstm_ops.cpp): every step's input part x·W_xᵀ + b
+// ({B, T, 4h}; the backward's gate gradients reuse it), the activated gates,
+// c and tanh(c) step-major ({T, B, ·}), and the backward's running dh and dc
+// ({B, h}) and the outputs one step back ({B, T, h}).
+struct LstmPlan {
+  int64_t tokens = 0, in = 0, hidden = 0;
+  DeviceArray<float> xw, gates, c, tanh_c, dh_next, dc_next, h_prev;
+};
+
 enum class Op {
-  linear, conv2d, relu, maxpool, batchnorm, global_avgpool, add, identity,
-  embedding, positional_encoding, layernorm, gelu, attention  // cuda_sequence_ops.cpp
+  linear,
+  conv2d,
+  relu,
+  maxpool,
+  batchnorm,
+  global_avgpool,
+  add,
+  identity,
+  embedding,
+  positional_encoding,
+  layernorm,
+  gelu,
+  attention,  // cuda_sequence_ops.cpp
+  lstm        // cuda_lstm_ops.cpp
 };
 
 // One model layer on the GPU. xs point at the outputs it reads, dy at the
@@ -132,6 +153,7 @@ struct GpuLayer {
   NormPlan norm;  // batchnorm per channel, layernorm per row
   PoolGeometry pool;
   AttentionPlan attention;
+  LstmPlan lstm;
   DeviceArray<float> table;  // positional encoding: the {T, d} table
 
   const float* x() const { return xs[0]; }
@@ -167,5 +189,11 @@ bool is_sequence_op(Op op);
 void plan_sequence(GpuLayer& layer, const Layer& model_layer);
 void sequence_forward(const GpuLayer& layer, Context& context);
 void sequence_backward(const GpuLayer& layer, Context& context);
+
+// The LSTM (cuda_lstm_ops.cpp): a unidirectional recurrence from zero state
+// as exec/tensor's Lstm, its products through cuBLAS.
+void plan_lstm(GpuLayer& layer);
+void lstm_forward(const GpuLayer& layer, Context& context);
+void lstm_backward(const GpuLayer& layer, Context& context);
 
 }  // namespace trainsim::cuda

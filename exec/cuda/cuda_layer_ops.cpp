@@ -31,10 +31,13 @@ Op op_of(const Layer& layer, const std::string& where) {
   if (layer.op == "layernorm") return Op::layernorm;
   if (layer.op == "gelu") return Op::gelu;
   if (layer.op == "attention" && layer.inputs.size() == 1) return Op::attention;
-  throw InputError(where, "op '" + layer.op + "' has no CUDA kernel yet",
+  if (layer.op == "lstm") return Op::lstm;
+  throw InputError(where,
+                   "op '" + layer.op + "'" + (layer.op == "embedding" && layer.sparse ? " with sparse rows" : "") +
+                       " has no CUDA kernel yet",
                    "a model of linear, conv2d, batchnorm, relu, maxpool, global avgpool, add (of two), flatten, "
-                   "dropout, softmax, dense embedding, positional encoding, layernorm, gelu and self-attention "
-                   "layers");
+                   "dropout, softmax, dense embedding, positional encoding, layernorm, gelu, self-attention and "
+                   "LSTM layers");
 }
 
 namespace {
@@ -232,6 +235,7 @@ size_t plan_layer(GpuLayer& l, const Layer& layer, Context& c) {
   }
   if (l.op == Op::conv2d) return plan_conv(l, layer, c);
   if (l.op == Op::batchnorm) plan_norm(l);
+  if (l.op == Op::lstm) plan_lstm(l);
   if (is_sequence_op(l.op)) plan_sequence(l, layer);
   return 0;
 }
@@ -247,6 +251,8 @@ void forward(const GpuLayer& l, Context& c) {
       return global_avgpool_forward(l.x(), l.y, l.out_count(), l.in_shape[1] * l.in_shape[2], c.stream);
     case Op::add: return add_forward(l.xs[0], l.xs[1], l.y, l.out_count(), c.stream);
     case Op::identity: return;
+    case Op::lstm:
+      return lstm_forward(l, c);
     default: return sequence_forward(l, c);
   }
 }
@@ -274,6 +280,8 @@ void backward(const GpuLayer& l, Context& c) {
       }
       return;
     case Op::identity: return;
+    case Op::lstm:
+      return lstm_backward(l, c);
     default: return sequence_backward(l, c);
   }
 }

@@ -1,7 +1,8 @@
 // The GPU device's own kernels for Transformer layers
-// (cuda_sequence_kernels.cu), each launched on `stream` over raw device
-// pointers and mirroring the CPU kernel of the same layer in exec/tensor
-// (layers_norm.cpp, layers_sequence.cpp), its reference.
+// (cuda_sequence_kernels.cu) and the LSTM (cuda_lstm_kernels.cu), each
+// launched on `stream` over raw device pointers and mirroring the CPU kernel
+// of the same layer in exec/tensor (layers_norm.cpp, layers_sequence.cpp,
+// layers_lstm.cpp), its reference.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -45,5 +46,23 @@ void attention_softmax(float* scores, int64_t rows, int64_t tokens, float scale,
 // Its backward in place: dp becomes dS = p ⊙ (dp − rowsum(p ⊙ dp))·scale.
 void attention_softmax_backward(const float* p, float* dp, int64_t rows, int64_t tokens, float scale,
                                 cudaStream_t stream);
+
+// One LSTM step t over the batch (exec/tensor's Lstm): each gate's sum, the
+// input's part from xw ({B, T, 4h}: x_t·W_xᵀ + b) plus, when `recurrent`,
+// h_{t-1}·W_hᵀ already in `gates` at step t (step-major {T, B, 4h});
+// i, f, o = σ, g = tanh written over it; c_t = f·c_{t-1} + i·g and
+// tanh(c_t) into c and tanh_c (step-major {T, B, h}); h_t into y ({B, T, h}).
+void lstm_cell_forward(const float* xw, float* gates, float* c, float* tanh_c, float* y, int64_t batch, int64_t tokens,
+                       int64_t hidden, int64_t t, bool recurrent, cudaStream_t stream);
+// Its backward at step t from dy ({B, T, h}), dh_next ({B, h}: the next
+// step's gate gradients times W_h) and dc_next ({B, h}), with the forward's
+// gates, c and tanh_c: the gate gradients before their nonlinearities into
+// dgates ({B, T, 4h}) and dc_next = dc·f written over dc_next.
+void lstm_cell_backward(const float* dy, const float* dh_next, float* dc_next, const float* gates, const float* c,
+                        const float* tanh_c, float* dgates, int64_t batch, int64_t tokens, int64_t hidden, int64_t t,
+                        cudaStream_t stream);
+// h_prev[b, t] = y[b, t − 1], 0 at t = 0 (both {B, T, h}).
+void lstm_shift_steps(const float* y, float* h_prev, int64_t batch, int64_t tokens, int64_t hidden,
+                      cudaStream_t stream);
 
 }  // namespace trainsim::cuda

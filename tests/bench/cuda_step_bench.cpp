@@ -1,8 +1,9 @@
 // One training step on the GPU device (CudaNetwork::timed_pass: every
 // forward with the loss, every backward, momentum SGD with the gradients
-// zeroed) of fmnist-mlp, fmnist-cnn and fmnist-resnet20 at batch 64 and
-// 1024, timed by the CUDA events around the whole pass (manual time), in
-// fp32 without TF32 (second argument 0) and with TF32 products (1).
+// zeroed) of fmnist-mlp, fmnist-cnn, fmnist-resnet20, fortunes-gpt and
+// fortunes-lstm at batch 64 and 1024, timed by the CUDA events around the
+// whole pass (manual time), in fp32 without TF32 (second argument 0) and
+// with TF32 products (1).
 // tests/gpu/gpu_check.py sets these figures beside PyTorch's eager step.
 // Without a GPU each benchmark stops with the reason.
 #include <benchmark/benchmark.h>
@@ -65,6 +66,10 @@ BENCHMARK_CAPTURE(BM_CudaStep, fmnist_resnet20, std::string("fmnist-resnet20"))
     ->UseManualTime()
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_CudaStep, fortunes_gpt, std::string("fortunes-gpt"))
+    ->ArgsProduct({{64, 1024}, {0, 1}})
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_CudaStep, fortunes_lstm, std::string("fortunes-lstm"))
     ->ArgsProduct({{64, 1024}, {0, 1}})
     ->UseManualTime()
     ->Unit(benchmark::kMicrosecond);

@@ -83,6 +83,15 @@ TEST(CudaDevice, APipelineCutAcrossAResidualBranchTrainsAsOnTheCpu) {
                     .make_model = [] { return build_zoo_model("fortunes-gpt"); },
                     .make_batch = strategy_runs::byte_batch};
   expect_alike(strategy_runs::run(gpt).result, strategy_runs::run(on_gpu(gpt)).result, "gpipe across a decoder block");
+  // fortunes-lstm cut between lstm1 and lstm2 (lstm1's output crosses for lstm2 and the add).
+  const RunSpec lstm{.strategy = "gpipe",
+                     .batch = 4,
+                     .settings = {{"microbatches", "2"}, {"stages", "0-1,2-4"}},
+                     .iterations = 3,
+                     .sgd = {0.05, 0.9, 0.0},
+                     .make_model = [] { return build_zoo_model("fortunes-lstm"); },
+                     .make_batch = strategy_runs::byte_batch};
+  expect_alike(strategy_runs::run(lstm).result, strategy_runs::run(on_gpu(lstm)).result, "gpipe between the LSTMs");
 }
 
 TEST(CudaDevice, BatchNormsRunningStatisticsComeBackFromTheGpu) {

@@ -8,7 +8,7 @@
 // max-pooling gradient to another position of its window, on either
 // device); the residual fmnist-resnet20 by its first gradients and its
 // losses (AResidualNetworkTrainsAsOnTheCpu says why); the decoder
-// fortunes-gpt layer by layer and whole. Labelled gpu; skipped without a GPU.
+// fortunes-gpt and the LSTM fortunes-lstm layer by layer and whole. Labelled gpu; skipped without a GPU.
 #include "exec/cuda/cuda_network.hpp"
 
 #include <gtest/gtest.h>
@@ -293,6 +293,24 @@ TEST(CudaNetwork, TransformerLayersConformToTheirCpuKernels) {
 TEST(CudaNetwork, ADecoderTrainsAsOnTheCpu) {
   SKIP_WITHOUT_GPU();
   expect_network_trains_alike(make_case(build_zoo_model("fortunes-gpt"), 4), CudaPrecision::exact, {1e-3, 1e-2, 1e-3});
+}
+
+// fortunes-lstm's layers alone (its LSTM over 64 steps, the add of the
+// residual), and an LSTM whose input and hidden widths differ, over 5 steps.
+TEST(CudaNetwork, LstmLayersConformToTheirCpuKernels) {
+  SKIP_WITHOUT_GPU();
+  const Model lstm = build_zoo_model("fortunes-lstm");
+  for (const size_t i : distinct_layers(lstm)) expect_layer_conforms(make_case(layer_alone(lstm, i), 4));
+  ModelBuilder b("narrow-lstm", "test", {5, 12}, 8);
+  b.linear("test_head", b.flatten("test_flatten", b.lstm("lstm", kModelInput, {.hidden = 7})), 10);
+  expect_layer_conforms(make_case(std::move(b).build(), 6));
+}
+
+// The whole residual LSTM language model over five steps: its first
+// gradients and its losses within 1e-3, its weights within 1e-2.
+TEST(CudaNetwork, AnLstmLanguageModelTrainsAsOnTheCpu) {
+  SKIP_WITHOUT_GPU();
+  expect_network_trains_alike(make_case(build_zoo_model("fortunes-lstm"), 4), CudaPrecision::exact, {1e-3, 1e-2, 1e-3});
 }
 
 // Token ids are checked where the batch arrives.

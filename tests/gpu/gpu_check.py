@@ -18,7 +18,7 @@ import subprocess
 import sys
 import time
 
-MODELS = ["fmnist-mlp", "fmnist-cnn", "fmnist-resnet20", "fortunes-gpt"]
+MODELS = ["fmnist-mlp", "fmnist-cnn", "fmnist-resnet20", "fortunes-gpt", "fortunes-lstm"]
 # Every strategy run by the interpreter on four workers sharing the GPU.
 STRATEGIES = ["single", "dp-ps", "dp-ring", "dp-overlap", "pipesgd", "cgdp", "pipedream", "pipedream-sync", "dualpipe",
               "gpipe", "dsp", "parallax"]
@@ -28,7 +28,7 @@ RUNS = 3
 # steps take minutes there), and the interpreter's range passes on a small
 # pipeline with batch normalization.
 MEMCHECK_TESTS = ("CudaNetwork.EveryLayer*:CudaNetwork.ABatchNorm*:CudaNetwork.AnAdd*:CudaNetwork.Transformer*:"
-                  "CudaNetwork.ResidualNetworkLayers*:CudaNetwork.ATimedPass*:CudaDevice.BatchNorms*")
+                  "CudaNetwork.ResidualNetworkLayers*:CudaNetwork.LstmLayers*:CudaNetwork.ATimedPass*:CudaDevice.BatchNorms*")
 
 
 def run(cmd, log, check=True, timeout=None):
