@@ -231,11 +231,11 @@ void run_training(const RunOptions& o, CommandContext& ctx) {
   options.stop_on_divergence = true;
   // Checkpoints: what a resumed run must share with the one that wrote them
   // (not --checkpoint-every: stretches of another length drain elsewhere).
-  const nlohmann::json identity = {{"model", model.name},    {"strategy", o.strategy},
-                                   {"settings", o.settings}, {"devices", o.devices},
-                                   {"batch", o.batch},       {"seed", o.seed},
-                                   {"dataset", data.name},   {"learning_rate", o.learning_rate},
-                                   {"momentum", o.momentum}};
+  nlohmann::json identity = {
+      {"model", model.name},   {"strategy", o.strategy}, {"settings", o.settings}, {"devices", o.devices},
+      {"batch", o.batch},      {"seed", o.seed},         {"dataset", data.name},   {"learning_rate", o.learning_rate},
+      {"momentum", o.momentum}};
+  if (precision == CudaPrecision::tf32) identity["precision"] = o.precision;  // fp32 checkpoints keep their identity
   Checkpoint resume;
   if (!o.resume.empty()) {
     resume = read_checkpoint(o.resume);
@@ -266,6 +266,7 @@ void run_training(const RunOptions& o, CommandContext& ctx) {
   if (!o.json.empty()) {
     nlohmann::json j = training_to_json(r, model.name, o.devices, o.trace, o.seed);
     j["dataset"] = data.name;
+    j["precision"] = o.precision;
     write_text_output(o.json, j.dump(2) + "\n", ctx.out, "--json");
   }
   if (!o.quiet && o.json != "-") {

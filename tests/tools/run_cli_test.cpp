@@ -110,8 +110,9 @@ TEST(RunCli, PrecisionIsFp32OrTf32OnAGpu) {
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.err.find("--precision: tf32 on CPU workers"), std::string::npos) << r.err;
   r = run_cli({"run", "--model", "fmnist-mlp", "--strategy", "single", "--precision", "fp32", "--iterations", "1",
-               "--batch", "8", "--quiet"});
-  EXPECT_EQ(r.status, 0) << r.err;
+               "--batch", "8", "--json", "-", "--quiet"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["precision"], "fp32");
 }
 
 TEST(RunCli, BadDevicesAndUnexecutedSettingsAreInputErrors) {
