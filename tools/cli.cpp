@@ -158,7 +158,7 @@ int run_trainsim(const std::vector<std::string>& args, std::ostream& out, std::o
   add_run_command(app, ctx);
   add_validate_command(app, ctx);
   add_report_command(app, ctx);
-  add_memory_command(app, ctx);
+  add_llm_command(app, ctx);
   add_devices_command(app, ctx);
 
   // One line, at most a few hundred characters, whatever it echoes.

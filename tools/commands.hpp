@@ -37,8 +37,8 @@ void add_run_command(CLI::App& app, CommandContext& ctx);
 void add_validate_command(CLI::App& app, CommandContext& ctx);
 // `trainsim report`: predictions, ranking and simulated schedules as one HTML page (cmd_report.cpp).
 void add_report_command(CLI::App& app, CommandContext& ctx);
-// `trainsim memory`: a transformer's training memory per device (cmd_memory.cpp).
-void add_memory_command(CLI::App& app, CommandContext& ctx);
+// `trainsim llm`: a transformer's 3-D parallel training, memory and iteration (cmd_llm.cpp).
+void add_llm_command(CLI::App& app, CommandContext& ctx);
 
 // A zoo id, or the path of a trainsim.model/1 JSON file.
 Model load_model(const std::string& name_or_path, const std::string& where);

@@ -1,4 +1,4 @@
-// `trainsim memory`: the configurations it lists, a hand-checked report and
+// `trainsim llm`: the configurations it lists, a hand-checked report and
 // JSON, and one error line naming the flag for each bad setting.
 #include <gtest/gtest.h>
 
@@ -15,8 +15,8 @@ namespace {
 
 using testing_fixtures::run_cli;
 
-TEST(MemoryCli, ListsTheConfigurationsWithTheirSources) {
-  const auto r = run_cli({"memory", "--list"});
+TEST(LlmCli, ListsTheConfigurationsWithTheirSources) {
+  const auto r = run_cli({"llm", "--list"});
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.out.find("megatron-1008b"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("gpt3-175b"), std::string::npos) << r.out;
@@ -26,8 +26,8 @@ TEST(MemoryCli, ListsTheConfigurationsWithTheirSources) {
 // GPT-3 175B on t = 8, p = 16, no sequence parallelism or recomputation:
 // 6 blocks of 12·12288²/8 + 7·12288/8 + 6·12288, V·h/8 and s·h; 96 layers'
 // worth of 23·s·b·h activations (1F1B's 16 micro-batches of 6 layers).
-TEST(MemoryCli, TheJsonHoldsEveryPartByHand) {
-  const auto r = run_cli({"memory", "--model", "gpt3-175b", "--tp", "8", "--pp", "16", "--dp", "8", "--json", "-"});
+TEST(LlmCli, TheJsonHoldsEveryPartByHand) {
+  const auto r = run_cli({"llm", "--model", "gpt3-175b", "--tp", "8", "--pp", "16", "--dp", "8", "--json", "-"});
   ASSERT_EQ(r.status, 0) << r.err;
   const nlohmann::json j = nlohmann::json::parse(r.out);
   const double params = 6 * (226'492'416.0 + 10'752 + 73'728) + 50257.0 * 12288 / 8 + 2048.0 * 12288;
@@ -38,8 +38,8 @@ TEST(MemoryCli, TheJsonHoldsEveryPartByHand) {
   EXPECT_DOUBLE_EQ(j["total_bytes"].get<double>(), 16 * params + 96 * 23 * 2048.0 * 12288);
 }
 
-TEST(MemoryCli, TheTableNamesThePartsAndTheSettings) {
-  const auto r = run_cli({"memory", "--model", "megatron-145.6b", "--tp", "8", "--pp", "8", "--dp", "8",
+TEST(LlmCli, TheTableNamesThePartsAndTheSettings) {
+  const auto r = run_cli({"llm", "--model", "megatron-145.6b", "--tp", "8", "--pp", "8", "--dp", "8",
                           "--sequence-parallel", "--recompute", "selective", "--zero", "1"});
   ASSERT_EQ(r.status, 0) << r.err;
   for (const char* part :
@@ -49,7 +49,37 @@ TEST(MemoryCli, TheTableNamesThePartsAndTheSettings) {
   }
 }
 
-TEST(MemoryCli, EachBadSettingIsOneLineNamingItsFlag) {
+// Megatron's 1.7B row on four DGX A100 (t = 1, p = 1, d = 32, B = 512, full
+// recomputation): the iteration's parts in the JSON, as
+// tests/sim/cost/transformer_step_test.cpp prices them by hand.
+TEST(LlmCli, WithAGlobalBatchTheIterationIsPriced) {
+  const auto r = run_cli(
+      {"llm", "--model", "megatron-1.7b", "--dp", "32", "--recompute", "full", "--global-batch", "512", "--json", "-"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["step"]["machine"], "dgx-a100");
+  EXPECT_EQ(j["step"]["microbatches"], 16);
+  EXPECT_NEAR(j["step"]["iteration_s"].get<double>(), 2.9916, 1e-3);
+  EXPECT_TRUE(j["fits"].get<bool>());
+  const auto text = run_cli({"llm", "--model", "megatron-1.7b", "--dp", "32", "--recompute", "full", "--global-batch",
+                             "512", "--gemm-efficiency", "0.5"});
+  ASSERT_EQ(text.status, 0) << text.err;
+  for (const char* part : {"micro-batch", "pipeline", "data parallel", "optimizer", "iteration", "50% of the"}) {
+    EXPECT_NE(text.out.find(part), std::string::npos) << part << "\n" << text.out;
+  }
+  const auto bad = run_cli({"llm", "--model", "megatron-1.7b", "--dp", "32", "--global-batch", "100"});
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_EQ(bad.err.find("trainsim: error: --global-batch: 100 (a multiple of data × micro_batch (32))"), 0u)
+      << bad.err;
+  const auto zero3 = run_cli({"llm", "--model", "megatron-1.7b", "--dp", "32", "--zero", "3", "--global-batch", "512"});
+  EXPECT_EQ(zero3.status, 2);
+  EXPECT_NE(zero3.err.find("--zero: 3: its parameters' all-gathers"), std::string::npos) << zero3.err;
+  const auto machine = run_cli({"llm", "--model", "megatron-1.7b", "--machine", "tpu"});
+  EXPECT_EQ(machine.status, 2);
+  EXPECT_NE(machine.err.find("--machine: 'tpu' is not a GPU machine"), std::string::npos) << machine.err;
+}
+
+TEST(LlmCli, EachBadSettingIsOneLineNamingItsFlag) {
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
       {{"--tp", "5"}, "--tp: 5 for gpt3-175b's 96 heads"},
       {{"--pp", "7"}, "--pp: 7 stages"},
@@ -58,17 +88,17 @@ TEST(MemoryCli, EachBadSettingIsOneLineNamingItsFlag) {
       {{"--micro-batch", "0"}, "--micro-batch: 0"},
       {{"--recompute", "some"}, "--recompute: 'some' (none, selective or full)"}};
   for (const auto& [flags, expected] : cases) {
-    std::vector<std::string> args{"memory", "--model", "gpt3-175b"};
+    std::vector<std::string> args{"llm", "--model", "gpt3-175b"};
     args.insert(args.end(), flags.begin(), flags.end());
     const auto r = run_cli(args);
     EXPECT_EQ(r.status, 2) << expected;
     EXPECT_EQ(r.err.find("trainsim: error: " + expected), 0u) << r.err;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
   }
-  auto r = run_cli({"memory", "--model", "gpt5"});
+  auto r = run_cli({"llm", "--model", "gpt5"});
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.err.find("--model: 'gpt5' is not a transformer configuration"), std::string::npos) << r.err;
-  r = run_cli({"memory"});
+  r = run_cli({"llm"});
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.err.find("--model: is missing"), std::string::npos) << r.err;
 }

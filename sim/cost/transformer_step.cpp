@@ -1,0 +1,123 @@
+// The closed-form iteration of a transformer's 3-D parallel training
+// (transformer_step.hpp; docs/equations.md §10).
+#include "sim/cost/transformer_step.hpp"
+
+#include <algorithm>
+
+#include "model/error.hpp"
+
+namespace trainsim {
+namespace {
+
+// A ring all-reduce of `bytes` over `n` members at `bandwidth` each way
+// (docs/equations.md §2, allreduce/ring, without its γ).
+double ring_all_reduce_s(double bytes, int64_t n, double bandwidth, double latency_s) {
+  if (n <= 1) return 0;
+  const auto p = static_cast<double>(n);
+  return 2 * (p - 1) / p * bytes / bandwidth + 2 * (p - 1) * latency_s;
+}
+
+// Adam's step on 16-bit weights with fp32 masters: reads the 16-bit
+// gradient and the fp32 weight, momentum and variance, writes the last
+// three and the 16-bit weight (assumed fused: 28 bytes a parameter).
+constexpr double kAdamBytesPerParam = 2 + 3 * 4 + 3 * 4 + 2;
+
+}  // namespace
+
+const std::vector<GpuMachine>& gpu_machines() {
+  static const std::vector<GpuMachine> machines = {
+      {"dgx-a100", "NVIDIA A100 datasheet (SXM4 80GB), DGX A100 user guide", 312e12, 2039e9, 80e9, 8, 300e9, 25e9},
+      {"dgx-h100", "NVIDIA H100 datasheet (SXM5), DGX H100 user guide", 989e12, 3350e9, 80e9, 8, 450e9, 50e9},
+  };
+  return machines;
+}
+
+const GpuMachine& find_gpu_machine(const std::string& name, const std::string& flag) {
+  for (const GpuMachine& m : gpu_machines()) {
+    if (m.name == name) return m;
+  }
+  throw InputError(flag, "'" + name + "' is not a GPU machine", "dgx-a100 or dgx-h100");
+}
+
+TransformerStep transformer_step(const TransformerConfig& c, const TransformerTraining& t, int64_t global_batch,
+                                 const GpuMachine& machine, const StepAssumptions& a) {
+  transformer_memory(c, t);  // its checks
+  if (t.zero_stage == 3) {
+    throw InputError("zero_stage", "3: its parameters' all-gathers in every pass are not priced yet", "0, 1 or 2");
+  }
+  if (t.tensor > machine.gpus) {
+    throw InputError(
+        "tensor",
+        std::to_string(t.tensor) + " GPUs, more than a " + machine.name + " machine's " + std::to_string(machine.gpus),
+        "a tensor-parallel group inside one machine");
+  }
+  const int64_t per_step = t.data * t.micro_batch;
+  if (global_batch < 1 || global_batch % per_step != 0) {
+    throw InputError("global_batch", std::to_string(global_batch),
+                     "a multiple of data × micro_batch (" + std::to_string(per_step) + ")");
+  }
+  TransformerStep r;
+  r.microbatches = global_batch / per_step;
+  const auto s = static_cast<double>(c.seq), b = static_cast<double>(t.micro_batch), h = static_cast<double>(c.hidden);
+  const auto l = static_cast<double>(c.layers), v = static_cast<double>(c.vocab);
+  const auto tp = static_cast<double>(t.tensor), p = static_cast<double>(t.pipeline);
+  const double gemm_rate = machine.peak_flops_per_s * a.gemm_efficiency;
+
+  // One layer's forward on a GPU of its TP group: 24bsh² + 4bs²h FLOPs over t
+  // (Narayanan et al. §3.4), and its elementwise work reading and writing
+  // what the layer keeps (Korthikanti et al.'s Table 2 bytes, twice).
+  TransformerTraining kept = t;
+  kept.recompute = Recompute::none;
+  const double elementwise_s = 2 * layer_activation_bytes(c, kept) / machine.memory_bytes_per_s;
+  const double attention_flops = 4 * b * s * s * h / tp;
+  r.layer_forward_s = (24 * b * s * h * h / tp + attention_flops) / gemm_rate + elementwise_s;
+  // Recomputation before the backward: the whole forward, or (selective) the
+  // attention's scores, softmax and dropout: their products and 5as²b bytes.
+  double recompute_s = 0;
+  if (t.recompute == Recompute::full) recompute_s = r.layer_forward_s;
+  if (t.recompute == Recompute::selective) {
+    recompute_s = attention_flops / gemm_rate +
+                  2 * 5 * static_cast<double>(c.heads) * s * s * b / tp / machine.memory_bytes_per_s;
+  }
+  // Two all-reduces of b·s·h 16-bit values a pass (forward, backward, and a
+  // recomputed forward), or as many reduce-scatter and all-gather pairs
+  // with sequence parallelism (the same bytes).
+  r.layer_tp_comm_s =
+      2 * ring_all_reduce_s(2 * b * s * h, t.tensor, machine.nvlink_bytes_per_s, a.collective_latency_s);
+  const double tp_passes = 2 + (t.recompute == Recompute::full ? 1 : 0);
+  const double layer_s = r.layer_forward_s + recompute_s + 2 * r.layer_forward_s + tp_passes * r.layer_tp_comm_s;
+  // Each micro-batch's boundary activations to the next stage and their
+  // gradient back, b·s·h 16-bit values split over the TP group (Megatron's
+  // scatter-gather), once per model chunk.
+  const double chunks = static_cast<double>(t.virtual_stages);
+  const double p2p_s =
+      t.pipeline > 1 ? 2 * chunks * (2 * b * s * h / tp / machine.network_bytes_per_s + a.collective_latency_s) : 0;
+  // The last stage also runs the output layer's logits, 2·b·s·h·V/t FLOPs a
+  // forward, and their backward (the slowest stage sets the pipeline's pace).
+  r.output_layer_s = 3 * 2 * b * s * h * v / tp / gemm_rate;
+  r.microbatch_s = l / p * layer_s + r.output_layer_s + p2p_s;
+  // 1F1B: (m + p − 1) micro-batch times; interleaved over v chunks the bubble is (p − 1)/v of one.
+  r.bubble_s = (p - 1) / chunks * r.microbatch_s;
+  r.pipeline_s = static_cast<double>(r.microbatches) * r.microbatch_s + r.bubble_s;
+  // The gradients' all-reduce after the drain: a data-parallel group has
+  // k = 8/(t·p) GPUs a machine (at least 1), whose NICs its ring shares.
+  const double params = first_stage_params(c, t);
+  const int64_t per_machine = std::max<int64_t>(1, machine.gpus / (t.tensor * t.pipeline));
+  const double dp_bandwidth =
+      t.data > per_machine
+          ? std::min(machine.nvlink_bytes_per_s, static_cast<double>(per_machine) * machine.network_bytes_per_s)
+          : machine.nvlink_bytes_per_s;
+  // ZeRO-1 and -2 reduce-scatter the gradients and all-gather the updated
+  // weights instead: the same bytes.
+  r.data_parallel_s = ring_all_reduce_s(2 * params, t.data, dp_bandwidth, a.collective_latency_s);
+  r.optimizer_s =
+      kAdamBytesPerParam * params / (t.zero_stage >= 1 ? static_cast<double>(t.data) : 1) / machine.memory_bytes_per_s;
+  r.iteration_s = r.pipeline_s + r.data_parallel_s + r.optimizer_s;
+  // Eq. 3: 96·B·s·l·h²·(1 + s/(6h) + V/(16·l·h)) with the recomputed forward, 72·... without.
+  const double passes = t.recompute == Recompute::full ? 96 : 72;
+  r.model_flops = passes * static_cast<double>(global_batch) * s * l * h * h * (1 + s / (6 * h) + v / (16 * l * h));
+  r.flops_per_gpu_per_s = r.model_flops / (r.iteration_s * static_cast<double>(t.tensor * t.pipeline * t.data));
+  return r;
+}
+
+}  // namespace trainsim

@@ -1,0 +1,64 @@
+// The time of one training iteration of a transformer language model
+// (model/zoo/transformer_configs.hpp) with tensor (t), pipeline (p) and data
+// (d) parallelism on machines of 8 GPUs, in closed form (Narayanan et al.
+// 2021 §3): every stage runs its l/p layers per micro-batch (forward,
+// recomputed forward where activations are recomputed, backward), the
+// tensor-parallel group all-reducing each layer's activations over NVLink,
+// 1F1B's (or interleaved 1F1B's) bubble, the data-parallel all-reduce of
+// the gradients after the pipeline drains, and the optimizer step.
+// docs/equations.md §10 has the equations and every assumption.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "model/zoo/transformer_configs.hpp"
+#include "sim/cost/transformer_memory.hpp"
+
+namespace trainsim {
+
+// A machine of GPUs as the datasheets give it, 16-bit tensor-core math.
+struct GpuMachine {
+  std::string name, source;
+  double peak_flops_per_s = 0;     // dense 16-bit (bf16/fp16) tensor-core peak per GPU
+  double memory_bytes_per_s = 0;   // HBM bandwidth per GPU
+  double memory_bytes = 0;         // HBM per GPU
+  int64_t gpus = 8;                // per machine
+  double nvlink_bytes_per_s = 0;   // per GPU, one direction
+  double network_bytes_per_s = 0;  // per GPU, one direction (one NIC per GPU)
+};
+
+// DGX A100 (A100 SXM4 80GB: 312 TFLOP/s, 2,039 GB/s; NVLink 3 600 GB/s both
+// ways; 8 × 200 Gb/s HDR InfiniBand) and DGX H100 (H100 SXM5: 989 TFLOP/s,
+// 3,350 GB/s; NVLink 4 900 GB/s both ways; 8 × 400 Gb/s NDR).
+const std::vector<GpuMachine>& gpu_machines();
+const GpuMachine& find_gpu_machine(const std::string& name, const std::string& flag);
+
+// What the closed form assumes of the software (docs/equations.md §10).
+struct StepAssumptions {
+  double gemm_efficiency = 0.8;        // of the peak, for every matrix product
+  double collective_latency_s = 5e-6;  // per ring step of an all-reduce, per message
+};
+
+struct TransformerStep {
+  int64_t microbatches = 0;    // m = B / (d·b)
+  double layer_forward_s = 0;  // one layer, one micro-batch, on one GPU of its TP group
+  double layer_tp_comm_s = 0;  // the layer's all-reduces of one pass over NVLink
+  double output_layer_s = 0;   // the last stage's logits, forward and backward, one micro-batch
+  double microbatch_s = 0;     // the last stage's forward, recompute and backward of one micro-batch
+  double pipeline_s = 0;       // m micro-batches through the pipeline, bubble included
+  double bubble_s = 0;         // of which the bubble
+  double data_parallel_s = 0;  // the gradients' all-reduce
+  double optimizer_s = 0;
+  double iteration_s = 0;
+  double model_flops = 0;          // per iteration, Narayanan et al.'s eq. 3
+  double flops_per_gpu_per_s = 0;  // model_flops / (iteration_s · GPUs)
+};
+
+// InputError naming the setting for a batch that t·p·d·b does not divide
+// into whole micro-batches, a tensor-parallel group larger than a machine,
+// and transformer_memory's refusals.
+TransformerStep transformer_step(const TransformerConfig& c, const TransformerTraining& t, int64_t global_batch,
+                                 const GpuMachine& machine, const StepAssumptions& a = {});
+
+}  // namespace trainsim

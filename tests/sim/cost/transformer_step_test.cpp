@@ -1,0 +1,101 @@
+// The closed-form iteration of a transformer's 3-D parallel training,
+// priced by hand from docs/equations.md §10's equations.
+#include "sim/cost/transformer_step.hpp"
+
+#include <gtest/gtest.h>
+
+#include "model/error.hpp"
+
+namespace trainsim {
+namespace {
+
+const GpuMachine& a100() { return find_gpu_machine("dgx-a100", "machine"); }
+
+// Megatron's 1.7B (l = 24, h = 2304, a = 24, s = 2048, V = 51200) on t = 1,
+// p = 1, d = 32, b = 1, B = 512 with full recomputation, 80% of 312 TFLOP/s.
+TEST(TransformerStep, Megatrons17BOnFourDgxA100ByHand) {
+  TransformerTraining t;
+  t.data = 32;
+  t.recompute = Recompute::full;
+  const TransformerStep r = transformer_step(find_transformer_config("megatron-1.7b", "model"), t, 512, a100());
+  const double s = 2048, h = 2304, rate = 312e12 * 0.8;
+  // 24bsh² + 4bs²h, and twice the s·b·h·(34 + 5as/h) bytes the layer keeps.
+  const double forward = (24 * s * h * h + 4 * s * s * h) / rate + 2 * s * h * (34 + 5.0 * 24 * s / h) / 2039e9;
+  EXPECT_DOUBLE_EQ(r.layer_forward_s, forward);
+  EXPECT_DOUBLE_EQ(r.layer_tp_comm_s, 0);
+  const double output = 3 * 2 * s * h * 51200 / rate;  // the logits' forward and backward
+  EXPECT_DOUBLE_EQ(r.output_layer_s, output);
+  EXPECT_DOUBLE_EQ(r.microbatch_s, 24 * 4 * forward + output);  // forward, recomputed forward, backward twice
+  EXPECT_EQ(r.microbatches, 16);
+  EXPECT_DOUBLE_EQ(r.bubble_s, 0);
+  EXPECT_DOUBLE_EQ(r.pipeline_s, 16 * r.microbatch_s);
+  // P = 1,652,226,048 16-bit gradients over 32 GPUs, 8 a machine sharing its 8 × 25 GB/s.
+  const double params = 1'652'226'048.0;
+  EXPECT_DOUBLE_EQ(r.data_parallel_s, 2 * 31.0 / 32 * 2 * params / 200e9 + 2 * 31 * 5e-6);
+  EXPECT_DOUBLE_EQ(r.optimizer_s, 28 * params / 2039e9);
+  EXPECT_DOUBLE_EQ(r.iteration_s, r.pipeline_s + r.data_parallel_s + r.optimizer_s);
+  const double flops = 96 * 512 * s * 24 * h * h * (1 + s / (6 * h) + 51200 / (16 * 24 * h));
+  EXPECT_DOUBLE_EQ(r.model_flops, flops);
+  EXPECT_DOUBLE_EQ(r.flops_per_gpu_per_s, flops / (r.iteration_s * 32));
+  EXPECT_NEAR(r.iteration_s, 2.9916, 1e-3);
+}
+
+// Tensor and pipeline parallelism: the all-reduces of b·s·h 16-bit values
+// over NVLink (300 GB/s), the boundary's values over t to the next stage
+// over a 25 GB/s NIC, 1F1B's bubble and interleaving's.
+TEST(TransformerStep, TensorAndPipelineParallelismByHand) {
+  const TransformerConfig& c = find_transformer_config("megatron-145.6b", "model");
+  TransformerTraining t;
+  t.tensor = 8;
+  t.pipeline = 8;
+  t.data = 24;
+  t.recompute = Recompute::full;
+  const TransformerStep r = transformer_step(c, t, 2304, a100());
+  const double s = 2048, h = 12288, bytes = 2 * s * h;
+  const double all_reduce = 2 * 7.0 / 8 * bytes / 300e9 + 2 * 7 * 5e-6;
+  EXPECT_DOUBLE_EQ(r.layer_tp_comm_s, 2 * all_reduce);
+  const double p2p = 2 * (bytes / 8 / 25e9 + 5e-6);
+  EXPECT_DOUBLE_EQ(r.output_layer_s, 3 * 2 * s * h * 51200 / 8 / (312e12 * 0.8));
+  EXPECT_DOUBLE_EQ(r.microbatch_s, 10 * (4 * r.layer_forward_s + 3 * r.layer_tp_comm_s) + r.output_layer_s + p2p);
+  EXPECT_EQ(r.microbatches, 96);
+  EXPECT_DOUBLE_EQ(r.bubble_s, 7 * r.microbatch_s);
+  EXPECT_DOUBLE_EQ(r.pipeline_s, (96 + 7) * r.microbatch_s);
+  // One GPU a machine of each data-parallel group: its own 25 GB/s.
+  const double params = first_stage_params(c, t);
+  EXPECT_DOUBLE_EQ(r.data_parallel_s, 2 * 23.0 / 24 * 2 * params / 25e9 + 2 * 23 * 5e-6);
+  t.virtual_stages = 2;
+  const TransformerStep v = transformer_step(c, t, 2304, a100());
+  EXPECT_DOUBLE_EQ(v.microbatch_s, 10 * (4 * r.layer_forward_s + 3 * r.layer_tp_comm_s) + r.output_layer_s + 2 * p2p);
+  EXPECT_DOUBLE_EQ(v.bubble_s, 7.0 / 2 * v.microbatch_s);
+  // Without recomputation: one all-reduce pair fewer and 72 in eq. 3.
+  t.virtual_stages = 1;
+  t.recompute = Recompute::none;
+  const TransformerStep none = transformer_step(c, t, 2304, a100());
+  EXPECT_DOUBLE_EQ(none.microbatch_s,
+                   10 * (3 * none.layer_forward_s + 2 * none.layer_tp_comm_s) + none.output_layer_s + p2p);
+  EXPECT_DOUBLE_EQ(none.model_flops, r.model_flops * 72 / 96);
+}
+
+TEST(TransformerStep, WhatItCannotPriceIsRefusedNamingTheSetting) {
+  const TransformerConfig& c = find_transformer_config("megatron-145.6b", "model");
+  const auto error_of = [&c](TransformerTraining t, int64_t batch) -> std::string {
+    try {
+      transformer_step(c, t, batch, a100());
+    } catch (const InputError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  TransformerTraining t;
+  t.data = 24;
+  EXPECT_NE(error_of(t, 100).find("global_batch: 100"), std::string::npos) << error_of(t, 100);
+  t.tensor = 16;
+  EXPECT_NE(error_of(t, 2304).find("tensor: 16 GPUs, more than a dgx-a100 machine's 8"), std::string::npos)
+      << error_of(t, 2304);
+  t.tensor = 8;
+  t.zero_stage = 3;
+  EXPECT_NE(error_of(t, 2304).find("zero_stage: 3"), std::string::npos) << error_of(t, 2304);
+}
+
+}  // namespace
+}  // namespace trainsim

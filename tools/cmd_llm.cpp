@@ -1,0 +1,209 @@
+// `trainsim llm`: a transformer's 3-D parallel training on GPU machines, its
+// memory per device by part (sim/cost/transformer_memory.hpp) and, given a
+// global batch, its iteration in closed form (sim/cost/transformer_step.hpp);
+// or the configurations it knows.
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "analysis/table.hpp"
+#include "model/error.hpp"
+#include "model/units.hpp"
+#include "sim/cost/transformer_memory.hpp"
+#include "sim/cost/transformer_step.hpp"
+#include "tools/commands.hpp"
+
+namespace trainsim {
+namespace {
+
+struct LlmOptions {
+  std::string model;
+  TransformerTraining training;
+  std::string recompute = "none";
+  std::string machine = "dgx-a100";
+  int64_t global_batch = 0;
+  StepAssumptions assumptions;
+  bool list = false;
+  std::string json;
+};
+
+Recompute parse_recompute(const std::string& text) {
+  if (text == "none") return Recompute::none;
+  if (text == "selective") return Recompute::selective;
+  if (text == "full") return Recompute::full;
+  throw InputError("--recompute", "'" + text + "'", "none, selective or full");
+}
+
+void print_configs(std::ostream& out) {
+  TextTable t;
+  t.header = {"model", "params", "layers", "hidden", "heads", "sequence", "vocabulary", "source"};
+  t.right_aligned = {false, true, true, true, true, true, true, false};
+  for (const TransformerConfig& c : transformer_configs()) {
+    t.rows.push_back({c.name, format_count(transformer_params(c)), std::to_string(c.layers), std::to_string(c.hidden),
+                      std::to_string(c.heads), std::to_string(c.seq), std::to_string(c.vocab), c.source});
+  }
+  print_aligned(out, t);
+}
+
+std::string settings_text(const TransformerTraining& t) {
+  std::ostringstream s;
+  s << "t=" << t.tensor << " p=" << t.pipeline << " d=" << t.data << ", micro-batch " << t.micro_batch;
+  if (t.virtual_stages > 1) s << ", interleaved over " << t.virtual_stages << " chunks";
+  if (t.sequence_parallel) s << ", sequence parallel";
+  s << (t.recompute == Recompute::full        ? ", full recomputation"
+        : t.recompute == Recompute::selective ? ", selective recomputation"
+                                              : ", no recomputation");
+  s << ", ZeRO-" << t.zero_stage;
+  return s.str();
+}
+
+// The setting's field of a library error, named by its flag.
+[[noreturn]] void rethrow_with_flag(const InputError& e) {
+  static const std::map<std::string, std::string> flags = {{"tensor", "--tp"},
+                                                           {"pipeline", "--pp"},
+                                                           {"data", "--dp"},
+                                                           {"micro_batch", "--micro-batch"},
+                                                           {"microbatches", "--microbatches"},
+                                                           {"virtual_stages", "--interleave"},
+                                                           {"zero_stage", "--zero"},
+                                                           {"global_batch", "--global-batch"}};
+  const auto flag = flags.find(e.where());
+  if (flag == flags.end()) throw e;
+  throw InputError(flag->second, e.problem(), e.expected());
+}
+
+nlohmann::json step_json(const TransformerStep& r, const GpuMachine& machine) {
+  return {{"machine", machine.name},
+          {"microbatches", r.microbatches},
+          {"layer_forward_s", r.layer_forward_s},
+          {"layer_tp_comm_s", r.layer_tp_comm_s},
+          {"output_layer_s", r.output_layer_s},
+          {"microbatch_s", r.microbatch_s},
+          {"pipeline_s", r.pipeline_s},
+          {"bubble_s", r.bubble_s},
+          {"data_parallel_s", r.data_parallel_s},
+          {"optimizer_s", r.optimizer_s},
+          {"iteration_s", r.iteration_s},
+          {"model_flops", r.model_flops},
+          {"flops_per_gpu_per_s", r.flops_per_gpu_per_s}};
+}
+
+void print_step(std::ostream& out, const TransformerStep& r, const GpuMachine& machine, const LlmOptions& o) {
+  out << "\none iteration of " << o.global_batch << " sequences on " << machine.name << " machines ("
+      << format_percent(o.assumptions.gemm_efficiency) << " of the " << format_number(machine.peak_flops_per_s / 1e12)
+      << " TFLOP/s peak in every matrix product, assumed):\n";
+  TextTable table;
+  table.header = {"part", "time", "what"};
+  table.right_aligned = {false, true, false};
+  table.rows = {
+      {"micro-batch", format_seconds(r.microbatch_s),
+       "the last stage's forward, recomputation and backward of one micro-batch (its output layer " +
+           format_seconds(r.output_layer_s) + "); a layer's tensor-parallel all-reduces " +
+           format_seconds(r.layer_tp_comm_s) + " a pass"},
+      {"pipeline", format_seconds(r.pipeline_s),
+       std::to_string(r.microbatches) + " micro-batches, of which the bubble " + format_seconds(r.bubble_s)},
+      {"data parallel", format_seconds(r.data_parallel_s), "the gradients' all-reduce after the drain"},
+      {"optimizer", format_seconds(r.optimizer_s), "Adam over the device's parameters"},
+      {"iteration", format_seconds(r.iteration_s),
+       format_number(r.flops_per_gpu_per_s / 1e12) + " TFLOP/s a GPU (" +
+           format_percent(r.flops_per_gpu_per_s / machine.peak_flops_per_s) + " of peak) by Narayanan et al.'s eq. 3"}};
+  print_aligned(out, table);
+}
+
+void report(const LlmOptions& o, CommandContext& ctx) {
+  const TransformerConfig& c = find_transformer_config(o.model, "--model");
+  const GpuMachine& machine = find_gpu_machine(o.machine, "--machine");
+  TransformerTraining t = o.training;
+  t.recompute = parse_recompute(o.recompute);
+  TransformerMemory m;
+  TransformerStep step;
+  try {
+    m = transformer_memory(c, t);
+    if (o.global_batch > 0) step = transformer_step(c, t, o.global_batch, machine, o.assumptions);
+  } catch (const InputError& e) {
+    rethrow_with_flag(e);
+  }
+  const double layer = layer_activation_bytes(c, t);
+  if (!o.json.empty()) {
+    nlohmann::json j = {{"model", c.name},
+                        {"params", m.params},
+                        {"weights_bytes", m.weights_bytes},
+                        {"gradients_bytes", m.gradients_bytes},
+                        {"optimizer_bytes", m.optimizer_bytes},
+                        {"activations_bytes", m.activations_bytes},
+                        {"layer_activation_bytes", layer},
+                        {"total_bytes", m.total_bytes()},
+                        {"fits", m.total_bytes() <= machine.memory_bytes}};
+    if (o.global_batch > 0) j["step"] = step_json(step, machine);
+    write_text_output(o.json, j.dump(2) + "\n", ctx.out, "--json");
+    if (o.json == "-") return;
+  }
+  ctx.out << c.name << ": " << c.layers << " layers, hidden " << c.hidden << ", " << c.heads << " heads, sequence "
+          << c.seq << ", vocabulary " << c.vocab << "; " << format_count(transformer_params(c)) << " parameters ("
+          << c.source << ")\n"
+          << settings_text(t) << "\n"
+          << "the first pipeline stage's device (16-bit weights and gradients, "
+          << format_number(t.optimizer_bytes_per_param) << " bytes of optimizer state a parameter):\n";
+  TextTable table;
+  table.header = {"part", "bytes", "what"};
+  table.right_aligned = {false, true, false};
+  const std::string over = " over " + std::to_string(t.data) + " data-parallel devices";
+  table.rows = {{"weights", format_bytes(m.weights_bytes),
+                 format_count(m.params) + " parameters" + (t.zero_stage >= 3 ? over : "")},
+                {"gradients", format_bytes(m.gradients_bytes), t.zero_stage >= 2 ? "partitioned" + over : ""},
+                {"optimizer", format_bytes(m.optimizer_bytes), t.zero_stage >= 1 ? "partitioned" + over : ""},
+                {"activations", format_bytes(m.activations_bytes),
+                 format_number(m.activations_bytes / layer) + " layers' worth of " + format_bytes(layer)},
+                {"total", format_bytes(m.total_bytes()),
+                 (m.total_bytes() <= machine.memory_bytes ? "fits " : "does not fit ") + machine.name + "'s " +
+                     format_bytes(machine.memory_bytes) + " a GPU"}};
+  print_aligned(ctx.out, table);
+  if (o.global_batch > 0) print_step(ctx.out, step, machine, o);
+}
+
+}  // namespace
+
+void add_llm_command(CLI::App& app, CommandContext& ctx) {
+  auto o = std::make_shared<LlmOptions>();
+  CLI::App* cmd =
+      app.add_subcommand("llm",
+                         "A transformer's 3-D parallel training on GPU machines: memory per device by part and, with "
+                         "--global-batch, the iteration in closed form");
+  cmd->add_option("--model", o->model, "A transformer configuration (see --list)");
+  cmd->add_flag("--list", o->list, "List the transformer configurations");
+  cmd->add_option("--machine", o->machine, "dgx-a100 or dgx-h100 (8 GPUs each)")->capture_default_str();
+  cmd->add_option("--tp", o->training.tensor, "Tensor-parallel size t (inside a machine)")->capture_default_str();
+  cmd->add_option("--pp", o->training.pipeline, "Pipeline stages p")->capture_default_str();
+  cmd->add_option("--dp", o->training.data, "Data-parallel size d")->capture_default_str();
+  cmd->add_option("--micro-batch", o->training.micro_batch, "Sequences per micro-batch b")->capture_default_str();
+  cmd->add_option("--microbatches", o->training.microbatches,
+                  "Micro-batches per pipeline flush for the memory (default: p, what 1F1B's first stage holds)");
+  cmd->add_option("--interleave", o->training.virtual_stages, "Model chunks per device (interleaved 1F1B)")
+      ->capture_default_str();
+  cmd->add_flag("--sequence-parallel", o->training.sequence_parallel,
+                "Sequence parallelism: the layer norms' and dropouts' activations split over t too");
+  cmd->add_option("--recompute", o->recompute, "none, selective (attention's) or full")->capture_default_str();
+  cmd->add_option("--zero", o->training.zero_stage,
+                  "ZeRO stage 0-3 over the data-parallel group (0-2 with --global-batch)")
+      ->capture_default_str();
+  cmd->add_option("--global-batch", o->global_batch, "Sequences per iteration: also price the iteration")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--gemm-efficiency", o->assumptions.gemm_efficiency,
+                  "Fraction of the peak every matrix product reaches (an assumption)")
+      ->check(CLI::Range(0.01, 1.0))
+      ->capture_default_str();
+  cmd->add_option("--json", o->json, "Also write the parts as JSON here (- for standard output alone)");
+  cmd->footer(
+      "Formulas and assumptions: docs/equations.md §9 and §10.\n"
+      "Example:\n  trainsim llm --model megatron-145.6b --tp 8 --pp 8 --dp 24 --recompute full --global-batch 2304");
+  cmd->callback([&ctx, o] {
+    ctx.action = [&ctx, o] {
+      if (o->list) return print_configs(ctx.out);
+      if (o->model.empty()) throw InputError("--model", "is missing", "a transformer configuration, or --list");
+      report(*o, ctx);
+    };
+  });
+}
+
+}  // namespace trainsim
