@@ -11,6 +11,7 @@
 #include "profiles/cluster.hpp"
 #include "sim/cost/driver.hpp"
 #include "sim/cost/strategies.hpp"
+#include "sim/cost/transformer_step.hpp"
 
 namespace trainsim {
 namespace {
@@ -88,6 +89,25 @@ void BM_BuildZooModel(benchmark::State& state, const std::string& model_name) {
   }
 }
 
+// One closed-form 3-D configuration of a transformer (memory and iteration):
+// GPT-3 175B on 1,024 A100s, t = 8, p = 16, d = 8.
+void BM_TransformerConfiguration(benchmark::State& state) {
+  const TransformerConfig& c = find_transformer_config("gpt3-175b", "bench");
+  const GpuMachine& machine = find_gpu_machine("dgx-a100", "bench");
+  TransformerTraining t;
+  t.tensor = 8;
+  t.pipeline = 16;
+  t.data = 8;
+  t.sequence_parallel = true;
+  t.recompute = Recompute::selective;
+  t.zero_stage = 1;
+  if (!(transformer_step(c, t, 1536, machine).iteration_s > 0)) state.SkipWithError("no iteration time");
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(transformer_memory(c, t).total_bytes());
+    benchmark::DoNotOptimize(transformer_step(c, t, 1536, machine).iteration_s);
+  }
+}
+
 BENCHMARK_CAPTURE(BM_PredictAllStrategies, resnet1001_h100x8, std::string("resnet1001"), std::string("h100x8-nvlink"))
     ->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_PredictAllStrategies, resnet1001_h100x4node, std::string("resnet1001"),
@@ -102,6 +122,7 @@ BENCHMARK_CAPTURE(BM_PredictZoo, titanxp_8x6_ib100, std::string("titanxp-8x6-ib1
 BENCHMARK_CAPTURE(BM_PredictZoo, h100x8_nvlink, std::string("h100x8-nvlink"))->Unit(benchmark::kMillisecond)->Iterations(1);
 BENCHMARK_CAPTURE(BM_PredictZoo, h100x4node_ib400, std::string("h100x4node-ib400"))->Unit(benchmark::kMillisecond)->Iterations(1);
 BENCHMARK_CAPTURE(BM_AnalyticProfile, resnet1001, std::string("resnet1001"))->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_TransformerConfiguration)->Unit(benchmark::kNanosecond);
 BENCHMARK_CAPTURE(BM_BuildZooModel, resnet1001, std::string("resnet1001"))->Unit(benchmark::kMillisecond);
 
 }  // namespace
