@@ -69,7 +69,8 @@ ExecResult two_stretches(const RunSpec& spec, bool through_file, RunState* middl
 // The strategies whose iterations share nothing in flight: stopping between
 // two changes nothing.
 bool synchronous(const std::string& strategy) {
-  static const std::set<std::string> all = {"single", "dp-ps", "dp-ring", "dp-overlap", "cgdp", "gpipe", "parallax"};
+  static const std::set<std::string> all = {"single", "dp-ps", "dp-ring", "dp-overlap",
+                                            "cgdp",   "gpipe", "1f1b",    "parallax"};
   return all.contains(strategy);
 }
 

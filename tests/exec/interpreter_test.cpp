@@ -127,6 +127,13 @@ TEST(Interpreter, GpipeEqualsSingleWithTheWholeMiniBatch) {
   expect_same_training(single, run("gpipe", kBatch, {{"microbatches", "1"}}), "gpipe, 1 micro-batch");
 }
 
+// 1F1B with a flush: the micro-batches in another order, the same sums.
+TEST(Interpreter, OneFOneBEqualsSingleWithTheWholeMiniBatch) {
+  const TrainingRun single = run("single", kBatch, {});
+  expect_same_training(single, run("1f1b", kBatch, {{"microbatches", "4"}}), "1f1b, 4 micro-batches");
+  expect_same_training(single, run("1f1b", kBatch, {{"microbatches", "8"}}), "1f1b, 8 micro-batches of one sample");
+}
+
 TEST(Interpreter, PipedreamStartsLikeSingleThenTrainsOnStashedWeights) {
   const TrainingRun single = run("single", kBatch, {});
   const TrainingRun pipedream = run("pipedream", kBatch, {{"replicate", "false"}});
