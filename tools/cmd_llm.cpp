@@ -2,6 +2,7 @@
 // memory per device by part (sim/cost/transformer_memory.hpp) and, given a
 // global batch, its iteration in closed form (sim/cost/transformer_step.hpp);
 // or the configurations it knows.
+#include <cmath>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -10,6 +11,8 @@
 #include "analysis/table.hpp"
 #include "model/error.hpp"
 #include "model/units.hpp"
+#include "profiles/cluster.hpp"
+#include "profiles/profile.hpp"
 #include "sim/cost/transformer_memory.hpp"
 #include "sim/cost/transformer_step.hpp"
 #include "tools/commands.hpp"
@@ -24,6 +27,7 @@ struct LlmOptions {
   std::string machine = "dgx-a100";
   int64_t global_batch = 0;
   StepAssumptions assumptions;
+  std::string profile_out, cluster_out;
   bool list = false;
   std::string json;
 };
@@ -106,9 +110,32 @@ void print_step(std::ostream& out, const TransformerStep& r, const GpuMachine& m
       {"data parallel", format_seconds(r.data_parallel_s), "the gradients' all-reduce after the drain"},
       {"optimizer", format_seconds(r.optimizer_s), "Adam over the device's parameters"},
       {"iteration", format_seconds(r.iteration_s),
-       format_number(r.flops_per_gpu_per_s / 1e12) + " TFLOP/s a GPU (" +
+       format_number(std::round(r.flops_per_gpu_per_s / 1e12)) + " TFLOP/s a GPU (" +
            format_percent(r.flops_per_gpu_per_s / machine.peak_flops_per_s) + " of peak) by Narayanan et al.'s eq. 3"}};
   print_aligned(out, table);
+}
+
+// --profile-out / --cluster-out: one pipeline as the simulator's inputs.
+void write_pipeline(const LlmOptions& o, const TransformerConfig& c, const TransformerTraining& t,
+                    const GpuMachine& machine, CommandContext& ctx) {
+  if (o.profile_out.empty() && o.cluster_out.empty()) return;
+  TransformerPipeline pipe;
+  try {
+    pipe = transformer_pipeline(c, t, o.global_batch, machine, o.assumptions);
+  } catch (const InputError& e) {
+    rethrow_with_flag(e);
+  }
+  if (!o.profile_out.empty()) {
+    write_text_output(o.profile_out, profile_to_json(pipe.profile).dump(2) + "\n", ctx.out, "--profile-out");
+  }
+  if (!o.cluster_out.empty()) {
+    write_text_output(o.cluster_out, cluster_to_json(pipe.cluster).dump(2) + "\n", ctx.out, "--cluster-out");
+  }
+  if (!o.profile_out.empty() && !o.cluster_out.empty() && o.json != "-") {
+    ctx.out << "\nsimulate the pipeline: trainsim simulate --profile " << o.profile_out << " --cluster "
+            << o.cluster_out << " --strategy 1f1b --set stages=" << pipe.stages
+            << " --set microbatches=" << pipe.microbatches << "\n";
+  }
 }
 
 void report(const LlmOptions& o, CommandContext& ctx) {
@@ -160,6 +187,7 @@ void report(const LlmOptions& o, CommandContext& ctx) {
                      format_bytes(machine.memory_bytes) + " a GPU"}};
   print_aligned(ctx.out, table);
   if (o.global_batch > 0) print_step(ctx.out, step, machine, o);
+  write_pipeline(o, c, t, machine, ctx);
 }
 
 }  // namespace
@@ -193,6 +221,9 @@ void add_llm_command(CLI::App& app, CommandContext& ctx) {
                   "Fraction of the peak every matrix product reaches (an assumption)")
       ->check(CLI::Range(0.01, 1.0))
       ->capture_default_str();
+  cmd->add_option("--profile-out", o->profile_out,
+                  "With --global-batch: one pipeline's profile (a GPU of each TP group) for trainsim simulate");
+  cmd->add_option("--cluster-out", o->cluster_out, "With --global-batch: that pipeline's cluster of p GPUs");
   cmd->add_option("--json", o->json, "Also write the parts as JSON here (- for standard output alone)");
   cmd->footer(
       "Formulas and assumptions: docs/equations.md §9 and §10.\n"
@@ -201,6 +232,10 @@ void add_llm_command(CLI::App& app, CommandContext& ctx) {
     ctx.action = [&ctx, o] {
       if (o->list) return print_configs(ctx.out);
       if (o->model.empty()) throw InputError("--model", "is missing", "a transformer configuration, or --list");
+      if ((!o->profile_out.empty() || !o->cluster_out.empty()) && o->global_batch == 0) {
+        throw InputError(o->profile_out.empty() ? "--cluster-out" : "--profile-out", "without --global-batch",
+                         "--global-batch B: the pipeline's micro-batches");
+      }
       report(*o, ctx);
     };
   });

@@ -120,4 +120,71 @@ TransformerStep transformer_step(const TransformerConfig& c, const TransformerTr
   return r;
 }
 
+TransformerPipeline transformer_pipeline(const TransformerConfig& c, const TransformerTraining& t, int64_t global_batch,
+                                         const GpuMachine& machine, const StepAssumptions& a) {
+  if (t.virtual_stages != 1) {
+    throw InputError("virtual_stages", std::to_string(t.virtual_stages), "1: 1f1b runs one chunk a device");
+  }
+  const TransformerStep r = transformer_step(c, t, global_batch, machine, a);
+  const auto m = static_cast<double>(r.microbatches);
+  const auto s = static_cast<double>(c.seq), b = static_cast<double>(t.micro_batch), h = static_cast<double>(c.hidden);
+  const auto tp = static_cast<double>(t.tensor);
+  const double boundary_bytes = 2 * b * s * h / tp;  // a micro-batch's output, split over the TP group
+  // Per layer and micro-batch, as transformer_step prices them.
+  const double forward_s = r.layer_forward_s + r.layer_tp_comm_s;
+  const double layer_s =
+      (r.microbatch_s - r.output_layer_s) / (static_cast<double>(c.layers) / static_cast<double>(t.pipeline));
+  const double p2p_s = t.pipeline > 1 ? 2 * (boundary_bytes / machine.network_bytes_per_s + a.collective_latency_s) : 0;
+  const double backward_s =
+      layer_s - p2p_s / (static_cast<double>(c.layers) / static_cast<double>(t.pipeline)) - forward_s;
+  const double layer_params = 12 * h * h / tp + 7 * h / tp + 6 * h;
+  const double adam_s_per_param =
+      28.0 / machine.memory_bytes_per_s / (t.zero_stage >= 1 ? static_cast<double>(t.data) : 1);
+  TransformerPipeline out;
+  out.microbatches = r.microbatches;
+  Profile& p = out.profile;
+  p.model = c.name;
+  p.device = {machine.name + " GPU, " + std::to_string(t.tensor) + "-way tensor parallel", "gpu"};
+  p.batch_size = global_batch / t.data;
+  p.dtype = "bf16";
+  p.source = "analytic";
+  const auto layer = [&](std::string name, std::string input, double fwd, double bwd, double params) {
+    LayerProfile l;
+    l.name = std::move(name);
+    l.inputs = {std::move(input)};
+    l.forward_s = m * fwd;
+    l.backward_s = m * bwd;
+    l.param_bytes = 2 * params;
+    l.activation_bytes = m * boundary_bytes;
+    l.update_s = params * adam_s_per_param;
+    return l;
+  };
+  const double embedding_params = static_cast<double>(c.vocab) * h / tp + s * h;
+  p.layers.push_back(layer("embedding", "input", 0, 0, embedding_params));
+  for (int64_t i = 0; i < c.layers; ++i) {
+    p.layers.push_back(layer("layer" + std::to_string(i), p.layers.back().name, forward_s, backward_s, layer_params));
+  }
+  p.layers.push_back(layer("output", p.layers.back().name, r.output_layer_s / 3, 2 * r.output_layer_s / 3, 0));
+  // Stages of l/p layers, the embedding with the first and the output layer with the last.
+  const int64_t per_stage = c.layers / t.pipeline;
+  for (int64_t k = 0; k < t.pipeline; ++k) {
+    const int64_t first = k == 0 ? 0 : 1 + k * per_stage,
+                  last = k + 1 == t.pipeline ? c.layers + 1 : (k + 1) * per_stage;
+    out.stages += (k == 0 ? "" : ",") + std::to_string(first) + "-" + std::to_string(last);
+  }
+  Cluster& cl = out.cluster;
+  cl.name = machine.name + "-pipeline";
+  cl.description = "one pipeline of " + std::to_string(t.pipeline) + " " + machine.name +
+                   " GPUs (each for its tensor-parallel group), one a machine, a NIC between stages";
+  cl.machines = t.pipeline;
+  cl.devices_per_machine = 1;
+  cl.device = {machine.name + " GPU", "gpu", machine.memory_bytes, machine.peak_flops_per_s,
+               machine.memory_bytes_per_s};
+  cl.intra_link = {machine.nvlink_bytes_per_s, a.collective_latency_s};
+  cl.inter_link = {machine.network_bytes_per_s, a.collective_latency_s};
+  cl.host = {25e9, 5e-6, 100e9, 8, 5e-6};
+  cl.collective = {machine.memory_bytes_per_s / 3, 0};
+  return out;
+}
+
 }  // namespace trainsim

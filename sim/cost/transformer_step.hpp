@@ -13,6 +13,8 @@
 #include <vector>
 
 #include "model/zoo/transformer_configs.hpp"
+#include "profiles/cluster.hpp"
+#include "profiles/profile.hpp"
 #include "sim/cost/transformer_memory.hpp"
 
 namespace trainsim {
@@ -60,5 +62,24 @@ struct TransformerStep {
 // and transformer_memory's refusals.
 TransformerStep transformer_step(const TransformerConfig& c, const TransformerTraining& t, int64_t global_batch,
                                  const GpuMachine& machine, const StepAssumptions& a = {});
+
+// One pipeline of that training as the simulator's inputs: a profile of the
+// token embedding, the l layers and the output layer on one GPU of a
+// tensor-parallel group, at the pipeline's mini-batch of B/d sequences
+// (each layer's forward with its all-reduces, its backward with the
+// recomputed forward; 16-bit weights over t; as activations, the b·s·h/t
+// 16-bit values a micro-batch sends to the next stage; Adam's step as
+// update_s), and a cluster of p such GPUs, one a machine, linked by a NIC
+// (`stages` gives Megatron's layer split: l/p layers a stage, the
+// embedding on the first, the output layer on the last). `trainsim
+// simulate --strategy 1f1b` then runs the schedule event by event.
+struct TransformerPipeline {
+  Profile profile;
+  Cluster cluster;
+  std::string stages;  // the 1f1b `stages` setting
+  int64_t microbatches = 0;
+};
+TransformerPipeline transformer_pipeline(const TransformerConfig& c, const TransformerTraining& t, int64_t global_batch,
+                                         const GpuMachine& machine, const StepAssumptions& a = {});
 
 }  // namespace trainsim

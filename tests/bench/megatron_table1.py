@@ -5,13 +5,21 @@ and global batch on DGX A100 machines, the published per-GPU throughput
 beside the predicted one. Prints a Markdown table and the mean absolute
 percentage error.
 
+With --simulate, each row's pipeline also runs event by event (`trainsim
+llm --profile-out --cluster-out`, then `trainsim simulate --strategy 1f1b`):
+the simulated iteration beside the closed form's pipeline and optimizer
+step, and the simulation's own time.
+
 Usage: megatron_table1.py TRAINSIM [--gemm-efficiency E] [--micro-batch B]
-[--recompute full|selective|none] [--interleave V]"""
+[--recompute full|selective|none] [--interleave V] [--simulate]"""
 
 import argparse
 import json
+import os
 import subprocess
 import sys
+import tempfile
+import time
 
 # model, t, p, GPUs, global batch, published teraFLOP/s per GPU: transcribed
 # from the paper's Table 1 (its abstract also gives the last row: 502
@@ -37,7 +45,10 @@ def main():
     parser.add_argument("--micro-batch", default="1")
     parser.add_argument("--recompute", default="full")
     parser.add_argument("--interleave", default="1")
+    parser.add_argument("--simulate", action="store_true", help="also run each row's pipeline in the simulator")
     a = parser.parse_args()
+    if a.simulate:
+        return simulate_rows(a)
     print(f"| model | t | p | d | GPUs | batch | published TFLOP/s a GPU | predicted | error | bubble | "
           f"data-parallel all-reduce |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
@@ -60,6 +71,42 @@ def main():
     if errors:
         print(f"\nmean absolute percentage error {sum(errors) / len(errors):.1%} over {len(errors)} rows")
     return 0 if len(errors) == len(TABLE_1) else 1
+
+
+def simulate_rows(a):
+    print("| model | p | micro-batches | closed form (pipeline + optimizer) | simulated 1f1b | gap | simulation took |")
+    print("|---|---|---|---|---|---|---|")
+    gaps = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for model, t, p, gpus, batch, _ in TABLE_1:
+            d = gpus // (t * p)
+            profile, cluster = os.path.join(tmp, "p.json"), os.path.join(tmp, "c.json")
+            cmd = [a.trainsim, "llm", "--model", model, "--tp", str(t), "--pp", str(p), "--dp", str(d),
+                   "--micro-batch", a.micro_batch, "--recompute", a.recompute, "--global-batch", str(batch),
+                   "--gemm-efficiency", a.gemm_efficiency, "--profile-out", profile, "--cluster-out", cluster]
+            done = subprocess.run(cmd, capture_output=True, text=True)
+            if done.returncode != 0:
+                print(f"| {model} | failed: {done.stderr.strip()} |")
+                continue
+            line = done.stdout.strip().splitlines()[-1]
+            sim_args = line.split("trainsim simulate ", 1)[1].split()
+            step = json.loads(subprocess.run(cmd + ["--json", "-"], capture_output=True, text=True).stdout)["step"]
+            closed = step["pipeline_s"] + step["optimizer_s"]
+            started = time.time()
+            sim = subprocess.run([a.trainsim, "simulate"] + sim_args + ["--iterations", "3", "--json", "-", "--quiet"],
+                                 capture_output=True, text=True)
+            took = time.time() - started
+            if sim.returncode != 0:
+                print(f"| {model} | simulate failed: {sim.stderr.strip()} |")
+                continue
+            simulated = json.loads(sim.stdout)["iteration_s"]
+            gap = simulated / closed - 1
+            gaps.append(abs(gap))
+            print(f"| {model} | {p} | {step['microbatches']} | {closed:.3f} s | {simulated:.3f} s | {gap:+.2%} | "
+                  f"{took:.2f} s |")
+    if gaps:
+        print(f"\nlargest |gap| {max(gaps):.2%} over {len(gaps)} rows")
+    return 0 if len(gaps) == len(TABLE_1) else 1
 
 
 if __name__ == "__main__":

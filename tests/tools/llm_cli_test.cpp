@@ -79,6 +79,31 @@ TEST(LlmCli, WithAGlobalBatchTheIterationIsPriced) {
   EXPECT_NE(machine.err.find("--machine: 'tpu' is not a GPU machine"), std::string::npos) << machine.err;
 }
 
+// --profile-out and --cluster-out: one pipeline for the simulator, whose
+// 1f1b iteration comes within 2% of the closed form's pipeline and
+// optimizer step (tests/bench/megatron_table1.py --simulate, every row).
+TEST(LlmCli, ThePipelineGoesToTheSimulator) {
+  const std::string dir = ::testing::TempDir();
+  const std::string profile = dir + "/llm-profile.json", cluster = dir + "/llm-cluster.json";
+  const auto r = run_cli({"llm", "--model", "megatron-39.1b", "--tp", "8", "--pp", "2", "--dp", "32", "--recompute",
+                          "full", "--global-batch", "1536", "--profile-out", profile, "--cluster-out", cluster});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("--strategy 1f1b --set stages=0-24,25-49 --set microbatches=48"), std::string::npos) << r.out;
+  const auto step =
+      nlohmann::json::parse(run_cli({"llm", "--model", "megatron-39.1b", "--tp", "8", "--pp", "2", "--dp", "32",
+                                     "--recompute", "full", "--global-batch", "1536", "--json", "-"})
+                                .out)["step"];
+  const auto sim =
+      run_cli({"simulate", "--profile", profile, "--cluster", cluster, "--strategy", "1f1b", "--set",
+               "stages=0-24,25-49", "--set", "microbatches=48", "--iterations", "3", "--json", "-", "--quiet"});
+  ASSERT_EQ(sim.status, 0) << sim.err;
+  const double closed = step["pipeline_s"].get<double>() + step["optimizer_s"].get<double>();
+  EXPECT_NEAR(nlohmann::json::parse(sim.out)["iteration_s"].get<double>() / closed, 1.0, 0.02);
+  const auto alone = run_cli({"llm", "--model", "megatron-39.1b", "--profile-out", profile});
+  EXPECT_EQ(alone.status, 2);
+  EXPECT_NE(alone.err.find("--profile-out: without --global-batch"), std::string::npos) << alone.err;
+}
+
 TEST(LlmCli, EachBadSettingIsOneLineNamingItsFlag) {
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
       {{"--tp", "5"}, "--tp: 5 for gpt3-175b's 96 heads"},
