@@ -134,7 +134,8 @@ void write_pipeline(const LlmOptions& o, const TransformerConfig& c, const Trans
   if (!o.profile_out.empty() && !o.cluster_out.empty() && o.json != "-") {
     ctx.out << "\nsimulate the pipeline: trainsim simulate --profile " << o.profile_out << " --cluster "
             << o.cluster_out << " --strategy 1f1b --set stages=" << pipe.stages
-            << " --set microbatches=" << pipe.microbatches << "\n";
+            << " --set microbatches=" << pipe.microbatches
+            << (pipe.chunks > 1 ? " --set chunks=" + std::to_string(pipe.chunks) : std::string()) << "\n";
   }
 }
 

@@ -187,18 +187,30 @@ void Interpreter::backward(OpId id, const Op& op) {
 
 void Interpreter::update(OpId id, const Op& op) {
   WorkerState& w = *workers_[op.worker];
-  Gradients grads;
+  Gradients own;
+  Gradients* shared = nullptr;  // the iteration's set, left for the worker's updates still to come
   int64_t contributions = 0;
   {
     std::lock_guard lock(w.mu);
+    auto left = w.updates_left.find(op.iteration);
+    const bool last = left == w.updates_left.end() || --left->second <= 0;
+    if (last && left != w.updates_left.end()) w.updates_left.erase(left);
     auto it = w.grads.find(op.iteration);
     if (it != w.grads.end()) {
-      grads = std::move(it->second);
-      w.grads.erase(it);
+      if (last) {
+        own = std::move(it->second);
+        w.grads.erase(it);
+      } else {
+        shared = &it->second;
+      }
       contributions = 1;
     } else {
-      grads = fresh_gradients(w);
+      own = fresh_gradients(w);
     }
+  }
+  Gradients& grads = shared != nullptr ? *shared : own;
+  {
+    std::lock_guard lock(w.mu);
     // Gradients pushed by other workers (a parameter server's update).
     for (OpId dep : op.deps) {
       if (plan_.ops[static_cast<size_t>(dep)].kind != OpKind::kRecv) continue;
@@ -226,7 +238,7 @@ void Interpreter::update(OpId id, const Op& op) {
     std::lock_guard lock(w.mu);
     w.weight_payloads[id] = {flatten_weights(w.weights, op.first_layer, op.last_layer), sends};
   }
-  release_gradients(w, std::move(grads));
+  if (shared == nullptr) release_gradients(w, std::move(own));
 }
 
 Gradients& Interpreter::gradients_of(WorkerState& w, int32_t iteration) {

@@ -50,6 +50,7 @@ Interpreter::Interpreter(const Plan& plan, const Network& network, const Weights
     }
     count_reader(*workers_[op.worker], op, network_);
     if (op.kind == OpKind::kForward) microbatches_ = std::max(microbatches_, op.microbatch + 1);
+    if (op.kind == OpKind::kUpdate) ++workers_[op.worker]->updates_left[op.iteration];
     if ((op.kind == OpKind::kBackward || op.kind == OpKind::kUpdate) && op.first_layer >= 0) {
       WorkerState& w = *workers_[op.worker];
       w.grad_first = w.grad_first < 0 ? op.first_layer : std::min(w.grad_first, op.first_layer);

@@ -54,6 +54,9 @@ struct WorkerState {
   std::map<Key, LayerCache> caches;     // per layer, from its forward (or recompute) to its backward
   std::map<Key, Tensor> inputs;         // (it, mb, first layer): a forward's input kept for its recompute
   std::map<int32_t, Gradients> grads;   // parameter gradients per iteration
+  // Per iteration, its update ops not yet run: a worker of several model
+  // chunks (interleaved 1F1B) steps each chunk's layers from the one set.
+  std::map<int32_t, int32_t> updates_left;
   std::map<int32_t, std::vector<int64_t>> pulled_rows;  // per iteration: table rows asked of the servers
   std::vector<Gradients> spare_grads;   // applied sets kept for reuse, already zero
   int32_t grad_first = -1;              // the layers whose gradients the worker writes

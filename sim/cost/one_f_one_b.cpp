@@ -25,7 +25,84 @@ namespace trainsim {
 //   P = max_k max(f_k + b_k (+ its hand-offs), [Σ_{i≥k} (f_i + b_i) + 2·Σ_{k≤j<K−1} τ_j] / (K − k)),
 // and no faster than a link direction carries one micro-batch's bytes. With
 // K equal stages and no transfers: (M + K − 1)·(f + b), GPipe's.
+namespace {
+
+// Interleaved 1F1B (`chunks` v > 1; Narayanan et al. 2021 §2.2.2): device
+// d's micro-batch step S_d is the forward and backward of its v chunks; M
+// steps at the pace P = max_d S_d and a bubble of (K − 1)/v of one, plus
+// the first micro-batch's hops there and back; then the updates and the
+// barrier. Device d keeps the activations of its warm-up's forwards and the
+// one after, min(2(K − d − 1) + (v − 1)·K + 1, M·v) chunk micro-batches
+// (all M·v where M = K), each of its chunk.
+Prediction predict_interleaved(const Profile& profile, const Cluster& cluster, StrategyConfig& config, int64_t chunks) {
+  Prediction p;
+  p.strategy = "1f1b";
+  const Pipeline pipe = resolve_interleaved_pipeline(profile, cluster, config, p.notes, chunks);
+  const int64_t devices = pipe.devices;
+  const int64_t m = resolve_microbatches(config, devices, profile.batch_size, p.notes);
+  check_interleaved_microbatches(chunks, m, devices);
+  const double mf = static_cast<double>(m), v = static_cast<double>(chunks), k = static_cast<double>(devices);
+  std::vector<double> step(static_cast<size_t>(devices), 0.0), update(static_cast<size_t>(devices), 0.0);
+  for (size_t s = 0; s < pipe.stages.size(); ++s) {
+    const PipelineStage& st = pipe.stages[s];
+    const auto d = static_cast<size_t>(st.first_device);
+    step[d] +=
+        scaled_s(st.forward_s, st.forward_fixed_s, 1.0 / mf) + scaled_s(st.backward_s, st.backward_fixed_s, 1.0 / mf);
+    update[d] += st.update_s;
+  }
+  double pace_s = *std::max_element(step.begin(), step.end());
+  const double compute_pace_s = pace_s;
+  double hops_s = 0;
+  for (const StageBoundary& b : pipe.boundaries) {
+    pace_s = std::max(pace_s, v * b.bytes / mf / b.link.bandwidth_bytes_per_s);
+    hops_s += 2 * transfer_s(b.bytes / mf, b.link);
+  }
+  const double flush_s = *std::max_element(update.begin(), update.end());
+  const double barrier = barrier_s(devices, cluster.collective.sync_s);
+  p.iteration_s = (mf + (k - 1) / v) * pace_s + hops_s + flush_s + barrier;
+  const double compute_only_s = (mf + (k - 1) / v) * compute_pace_s + flush_s;
+  std::vector<Breakdown> per_device;
+  std::vector<DeviceMemory> memory(static_cast<size_t>(devices));
+  for (int64_t d = 0; d < devices; ++d) {
+    per_device.push_back(device_breakdown(p.iteration_s,
+                                          mf * step[static_cast<size_t>(d)] + update[static_cast<size_t>(d)], barrier,
+                                          p.iteration_s - compute_only_s - barrier));
+    // The forwards before its first backward, counted by chunk (task t runs chunk (t mod Kv) div K).
+    const int64_t total = m * chunks;
+    const int64_t held = m == devices ? total : std::min(2 * (devices - d - 1) + (chunks - 1) * devices + 1, total);
+    std::vector<double> in_flight(static_cast<size_t>(chunks), 0.0);
+    for (int64_t t = 0; t < held; ++t) in_flight[static_cast<size_t>((t % (devices * chunks)) / devices)] += 1;
+    for (size_t s = static_cast<size_t>(d); s < pipe.stages.size(); s += static_cast<size_t>(devices)) {
+      const DeviceMemory chunk =
+          stage_memory(profile, pipe.stages[s], in_flight[s / static_cast<size_t>(devices)] / mf);
+      DeviceMemory& all = memory[static_cast<size_t>(d)];
+      all.weights_bytes += chunk.weights_bytes;
+      all.gradients_bytes += chunk.gradients_bytes;
+      all.optimizer_bytes += chunk.optimizer_bytes;
+      all.activations_bytes += chunk.activations_bytes;
+    }
+  }
+  Breakdown sum;
+  for (const Breakdown& b : per_device) {
+    sum.compute_s += b.compute_s / k;
+    sum.exposed_comm_s += b.exposed_comm_s / k;
+    sum.idle_transfer_s += b.idle_transfer_s / k;
+    sum.idle_imbalance_s += b.idle_imbalance_s / k;
+  }
+  p.breakdown = sum;
+  p.workers = devices;
+  p.samples_per_iteration = static_cast<double>(profile.batch_size);
+  p.memory = memory;
+  p.staleness = 0;
+  finish_prediction(p, config);
+  return p;
+}
+
+}  // namespace
+
 Prediction predict_1f1b(const Profile& profile, const Cluster& cluster, StrategyConfig& config) {
+  const int64_t chunks = config.get_int("chunks", 1, 1);
+  if (chunks > 1) return predict_interleaved(profile, cluster, config, chunks);
   Prediction p;
   p.strategy = "1f1b";
   const Pipeline pipe = resolve_pipeline(profile, cluster, config, p.notes, kGpipePartition);

@@ -242,6 +242,54 @@ Pipeline resolve_pipeline(const Profile& profile, const Cluster& cluster, Strate
   return build_pipeline(profile, cluster, ranges, replicas);
 }
 
+Pipeline resolve_interleaved_pipeline(const Profile& profile, const Cluster& cluster, StrategyConfig& config,
+                                      std::vector<std::string>& notes, int64_t chunks) {
+  if (config.has("replicas") || config.get_bool("replicate", false)) {
+    throw InputError(config.has("replicas") ? "--set replicas" : "--set replicate",
+                     "beside chunks=" + std::to_string(chunks),
+                     "one device a stage: interleaved chunks are not replicated");
+  }
+  const auto layers = static_cast<int64_t>(profile.layers.size());
+  const int64_t most = std::min(device_count(cluster), layers / chunks);
+  if (most < 1) {
+    throw InputError("--set chunks", std::to_string(chunks) + " for " + std::to_string(layers) + " layers",
+                     "at most one chunk a layer");
+  }
+  const int64_t devices = config.get_int("stages", most, 1);
+  if (devices > most) {
+    throw InputError("--set stages", std::to_string(devices) + " devices of " + std::to_string(chunks) + " chunks",
+                     "at most " + std::to_string(most) + " (the cluster's devices, and one layer a chunk)");
+  }
+  const int64_t virtual_stages = devices * chunks;
+  Cluster one_machine = cluster;  // the sums per chunk; the links are set below
+  one_machine.machines = 1;
+  one_machine.devices_per_machine = virtual_stages;
+  Pipeline pipe = build_pipeline(profile, one_machine, balanced_partition(profile, virtual_stages),
+                                 std::vector<int64_t>(static_cast<size_t>(virtual_stages), 1));
+  for (int64_t s = 0; s < virtual_stages; ++s) pipe.stages[static_cast<size_t>(s)].first_device = s % devices;
+  for (int64_t j = 0; j + 1 < virtual_stages; ++j) {
+    StageBoundary& b = pipe.boundaries[static_cast<size_t>(j)];
+    const int64_t from = j % devices, to = (j + 1) % devices;
+    b.link = link_spanning(std::min(from, to), std::max(from, to), cluster);
+    b.comm_s = 2 * transfer_s(b.bytes, b.link);
+  }
+  pipe.devices = devices;
+  config.record("replicas", std::vector<int64_t>(static_cast<size_t>(devices), 1));
+  notes.push_back("chunks: " + std::to_string(chunks) + " model chunks on each of " + std::to_string(devices) +
+                  " devices, " + std::to_string(virtual_stages) + " balanced virtual stages (interleaved 1F1B)");
+  return pipe;
+}
+
+void check_interleaved_microbatches(int64_t chunks, int64_t microbatches, int64_t devices) {
+  if (chunks > 1 && microbatches % devices != 0) {
+    throw InputError(
+        "--set microbatches",
+        std::to_string(microbatches) + " with " + std::to_string(chunks) + " chunks on " + std::to_string(devices) +
+            " devices",
+        "a multiple of the devices (interleaved 1F1B runs them in groups of " + std::to_string(devices) + ")");
+  }
+}
+
 int64_t resolve_microbatches(StrategyConfig& config, int64_t stages, int64_t batch_size,
                              std::vector<std::string>& notes) {
   if (config.has("microbatches")) {

@@ -52,6 +52,21 @@ Pipeline resolve_pipeline(const Profile& profile, const Cluster& cluster, Strate
                           std::vector<std::string>& notes, const PartitionDefaults& defaults,
                           bool read_replicas = true);
 
+// Interleaved 1F1B's virtual pipeline (Narayanan et al. 2021 §2.2.2), key
+// `chunks` v > 1: K devices (key `stages` as a count; default the cluster's
+// devices, at most layers / v), the layers cut into K·v balanced chunks,
+// chunk c of device d being virtual stage c·K + d, each boundary on the
+// link between its two devices; Pipeline::devices = K. No replicas.
+// InputError naming --set stages for ranges or a count the layers or the
+// cluster cannot hold, --set replicas and --set replicate=true.
+Pipeline resolve_interleaved_pipeline(const Profile& profile, const Cluster& cluster, StrategyConfig& config,
+                                      std::vector<std::string>& notes, int64_t chunks);
+
+// Interleaved 1F1B runs the micro-batches in groups of K (Megatron-LM
+// requires it): InputError naming --set microbatches for M that K does not
+// divide, where chunks > 1.
+void check_interleaved_microbatches(int64_t chunks, int64_t microbatches, int64_t devices);
+
 // GPipe's micro-batches per mini-batch, key `microbatches`: default 4·stages
 // (GPipe's advice that M >= 4K makes the bubble negligible) but no more than
 // the batch_size samples; InputError naming --set microbatches above that.

@@ -75,7 +75,7 @@ const std::vector<StrategyInfo>& strategy_registry() {
       {"1f1b",
        "micro-batches one forward, one backward, flush per mini-batch; K - k in flight",
        "PipeDream-Flush (Narayanan et al. 2021), Megatron-LM",
-       {"stages", "replicas", "replicate", "microbatches"},
+       {"stages", "replicas", "replicate", "microbatches", "chunks"},
        &predict_1f1b,
        &plan_1f1b,
        {{"replicate", {"false", "true"}}, {"microbatches", {"1", "2", "4", "8", "16", "32", "64", "128"}}}},

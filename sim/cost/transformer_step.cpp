@@ -122,9 +122,6 @@ TransformerStep transformer_step(const TransformerConfig& c, const TransformerTr
 
 TransformerPipeline transformer_pipeline(const TransformerConfig& c, const TransformerTraining& t, int64_t global_batch,
                                          const GpuMachine& machine, const StepAssumptions& a) {
-  if (t.virtual_stages != 1) {
-    throw InputError("virtual_stages", std::to_string(t.virtual_stages), "1: 1f1b runs one chunk a device");
-  }
   const TransformerStep r = transformer_step(c, t, global_batch, machine, a);
   const auto m = static_cast<double>(r.microbatches);
   const auto s = static_cast<double>(c.seq), b = static_cast<double>(t.micro_batch), h = static_cast<double>(c.hidden);
@@ -165,9 +162,13 @@ TransformerPipeline transformer_pipeline(const TransformerConfig& c, const Trans
     p.layers.push_back(layer("layer" + std::to_string(i), p.layers.back().name, forward_s, backward_s, layer_params));
   }
   p.layers.push_back(layer("output", p.layers.back().name, r.output_layer_s / 3, 2 * r.output_layer_s / 3, 0));
+  out.chunks = t.virtual_stages;
+  if (t.virtual_stages > 1) {  // interleaved: 1f1b cuts p·v balanced chunks itself
+    out.stages = std::to_string(t.pipeline);
+  }
   // Stages of l/p layers, the embedding with the first and the output layer with the last.
   const int64_t per_stage = c.layers / t.pipeline;
-  for (int64_t k = 0; k < t.pipeline; ++k) {
+  for (int64_t k = 0; t.virtual_stages == 1 && k < t.pipeline; ++k) {
     const int64_t first = k == 0 ? 0 : 1 + k * per_stage,
                   last = k + 1 == t.pipeline ? c.layers + 1 : (k + 1) * per_stage;
     out.stages += (k == 0 ? "" : ",") + std::to_string(first) + "-" + std::to_string(last);

@@ -71,13 +71,15 @@ TransformerStep transformer_step(const TransformerConfig& c, const TransformerTr
 // 16-bit values a micro-batch sends to the next stage; Adam's step as
 // update_s), and a cluster of p such GPUs, one a machine, linked by a NIC
 // (`stages` gives Megatron's layer split: l/p layers a stage, the
-// embedding on the first, the output layer on the last). `trainsim
-// simulate --strategy 1f1b` then runs the schedule event by event.
+// embedding on the first, the output layer on the last; interleaved, the p
+// devices whose v chunks 1f1b balances itself). `trainsim simulate
+// --strategy 1f1b` then runs the schedule event by event.
 struct TransformerPipeline {
   Profile profile;
   Cluster cluster;
-  std::string stages;  // the 1f1b `stages` setting
+  std::string stages;  // the 1f1b `stages` setting: ranges, or with chunks the device count
   int64_t microbatches = 0;
+  int64_t chunks = 1;  // the 1f1b `chunks` setting (interleaved 1F1B's v)
 };
 TransformerPipeline transformer_pipeline(const TransformerConfig& c, const TransformerTraining& t, int64_t global_batch,
                                          const GpuMachine& machine, const StepAssumptions& a = {});

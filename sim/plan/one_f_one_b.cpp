@@ -4,6 +4,7 @@
 // backwards; then the flush of `gpipe`: each stage's replicas AllReduce
 // their gradients, every stage updates once, and a barrier of all workers
 // closes the mini-batch. Every op of mini-batch i reads weight version i.
+// With `chunks` v > 1, Megatron-LM's interleaved 1F1B over v chunks a device.
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -16,22 +17,67 @@
 
 namespace trainsim {
 
+namespace {
+
+// Interleaved 1F1B (Narayanan et al. 2021 §2.2.2, as Megatron-LM orders
+// it): device d of K runs the m·v virtual micro-batches of its v chunks,
+// forward task i on chunk (i mod Kv) div K, backward task i on chunk
+// v − 1 − that, both of micro-batch (i div Kv)·K + i mod K; it warms up
+// with min(2(K − d − 1) + (v − 1)·K, m·v) forwards (all of them when
+// m = K), then one forward and one backward in turn, then drains.
+void interleaved_iteration(PipelinePlanWriter& w, int32_t devices, int32_t chunks, int32_t m, int32_t i) {
+  const int32_t group = devices * chunks, total = m * chunks;
+  for (int32_t d = 0; d < devices; ++d) {
+    const auto stage_of = [&](int32_t task, bool forward) {
+      const int32_t chunk = (task % group) / devices;
+      return (forward ? chunk : chunks - 1 - chunk) * devices + d;
+    };
+    const auto microbatch_of = [&](int32_t task) { return (task / group) * devices + task % devices; };
+    const int32_t warmup = m == devices ? total : std::min(2 * (devices - d - 1) + (chunks - 1) * devices, total);
+    // A worker's weights move one version an update: mini-batch i reads
+    // version v·i, and chunk c's update turns v·i + c into v·i + c + 1.
+    const int32_t version = chunks * i;
+    for (int32_t t = 0; t < warmup; ++t) w.forward(stage_of(t, true), i, microbatch_of(t), version);
+    for (int32_t t = 0; t < total - warmup; ++t) {
+      w.forward(stage_of(warmup + t, true), i, microbatch_of(warmup + t), version);
+      w.backward(stage_of(t, false), i, microbatch_of(t), version);
+    }
+    for (int32_t t = total - warmup; t < total; ++t) w.backward(stage_of(t, false), i, microbatch_of(t), version);
+    for (int32_t c = 0; c < chunks; ++c) w.update(d, i, version + c, {}, c * devices + d);
+    w.barrier(d, i);
+  }
+}
+
+}  // namespace
+
 // The iteration the cost model times (docs/equations.md §5); a stage's
 // replicas take micro-batch mb in turn (mb mod r), each in the stage's order.
+// With `chunks` v > 1, interleaved 1F1B over v·K virtual stages.
 Plan plan_1f1b(const Profile& profile, const Cluster& cluster, StrategyConfig& config, int32_t iterations) {
   std::vector<std::string> notes;
-  const Pipeline pipe = resolve_pipeline(profile, cluster, config, notes, kGpipePartition);
-  const int64_t microbatches = resolve_microbatches(config, pipe.stage_count(), profile.batch_size, notes);
+  const int64_t chunks = config.get_int("chunks", 1, 1);
+  const Pipeline pipe = chunks > 1 ? resolve_interleaved_pipeline(profile, cluster, config, notes, chunks)
+                                   : resolve_pipeline(profile, cluster, config, notes, kGpipePartition);
+  const int64_t microbatches =
+      resolve_microbatches(config, static_cast<int64_t>(pipe.devices), profile.batch_size, notes);
+  check_interleaved_microbatches(chunks, microbatches, pipe.devices);
   PipelinePlanWriter w("1f1b", profile, pipe, iterations, microbatches);  // checks the plan's size first
   const auto m = static_cast<int32_t>(microbatches);
   const int32_t stages = w.stage_count();
+  std::vector<double> held(static_cast<size_t>(pipe.devices), 0.0);
   for (int32_t k = 0; k < stages; ++k) {
     const PipelineStage& s = pipe.stages[k];
     // Weights, gradients and optimizer state; the ops allocate the activations of what is in flight.
-    const double held = static_bytes(replica_memory(profile, s.layers.first, s.layers.last, 0));
-    for (int32_t j = 0; j < w.replicas(k); ++j) w.worker(w.replica_worker(k, j)).static_bytes = held;
+    const double bytes = static_bytes(replica_memory(profile, s.layers.first, s.layers.last, 0));
+    for (int32_t j = 0; j < w.replicas(k); ++j) held[static_cast<size_t>(w.replica_worker(k, j))] += bytes;
   }
+  for (int32_t d = 0; d < static_cast<int32_t>(pipe.devices); ++d)
+    w.worker(d).static_bytes = held[static_cast<size_t>(d)];
   for (int32_t i = 0; i < iterations; ++i) {
+    if (chunks > 1) {
+      interleaved_iteration(w, static_cast<int32_t>(pipe.devices), static_cast<int32_t>(chunks), m, i);
+      continue;
+    }
     for (int32_t k = 0; k < stages; ++k) {
       const int32_t warmup = std::min(stages - k - 1, m);
       for (int32_t mb = 0; mb < warmup; ++mb) w.forward(k, i, mb, i);

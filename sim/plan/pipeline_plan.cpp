@@ -179,8 +179,9 @@ int32_t PipelinePlanWriter::stage_of_worker(int32_t worker) const {
   return static_cast<int32_t>(after - pipeline_.stages.begin() - 1);
 }
 
-OpId PipelinePlanWriter::update(int32_t worker, int32_t iteration, int32_t weight_version, std::vector<OpId> deps) {
-  const int32_t stage = stage_of_worker(worker);
+OpId PipelinePlanWriter::update(int32_t worker, int32_t iteration, int32_t weight_version, std::vector<OpId> deps,
+                                int32_t stage) {
+  if (stage < 0) stage = stage_of_worker(worker);
   const PipelineStage& s = pipeline_.stages[stage];
   Op op;
   op.kind = OpKind::kUpdate;

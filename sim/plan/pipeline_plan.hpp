@@ -62,9 +62,11 @@ class PipelinePlanWriter {
   // Forward again to rebuild the activations the backward needs (DSP): takes
   // the forward's time, allocates the activations, no transfers.
   OpId recompute(int32_t stage, int32_t iteration, int32_t weight_version);
-  // Optimizer step on the worker's layers (U_k of its stage), reading
+  // Optimizer step on the worker's layers (U_k of its stage, or of `stage`
+  // where a worker holds several: interleaved chunks), reading
   // `weight_version` and producing the next.
-  OpId update(int32_t worker, int32_t iteration, int32_t weight_version, std::vector<OpId> deps = {});
+  OpId update(int32_t worker, int32_t iteration, int32_t weight_version, std::vector<OpId> deps = {},
+              int32_t stage = -1);
   // The worker's share of its stage's data-parallel weight synchronisation
   // (docs/equations.md §4's W^m): one AllReduce op per replica of the stage, of the
   // stage's param_bytes, ring algorithm (the pipeline models read no choice).

@@ -132,6 +132,8 @@ TEST(Interpreter, OneFOneBEqualsSingleWithTheWholeMiniBatch) {
   const TrainingRun single = run("single", kBatch, {});
   expect_same_training(single, run("1f1b", kBatch, {{"microbatches", "4"}}), "1f1b, 4 micro-batches");
   expect_same_training(single, run("1f1b", kBatch, {{"microbatches", "8"}}), "1f1b, 8 micro-batches of one sample");
+  expect_same_training(single, run("1f1b", kBatch, {{"microbatches", "4"}, {"chunks", "2"}}),
+                       "1f1b interleaved, two chunks a device");
 }
 
 TEST(Interpreter, PipedreamStartsLikeSingleThenTrainsOnStashedWeights) {

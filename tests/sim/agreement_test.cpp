@@ -89,6 +89,19 @@ TEST(Agreement, OneFOneBFlushWithEqualStagesSimulatedEqualsAnalytic) {
   }
 }
 
+// Interleaved 1F1B on equal chunks with negligible transfers: M + (K − 1)/v
+// micro-batch steps in both.
+TEST(Agreement, InterleavedOneFOneBSimulatedEqualsAnalytic) {
+  std::mt19937_64 rng(23);
+  for (int trial = 0; trial < 20; ++trial) {
+    std::uniform_int_distribution<int> devices(2, 5), chunks(2, 3), per_chunk(1, 3), groups(1, 4);
+    const int k = devices(rng), v = chunks(rng);
+    const Case c{random_chain(rng, k * v * per_chunk(rng), true, 1e-6), random_cluster(rng, 1, k)};
+    const Settings settings = {{"microbatches", std::to_string(k * groups(rng))}, {"chunks", std::to_string(v)}};
+    EXPECT_LT(relative_gap("1f1b", c, settings, 8), 0.02) << "trial " << trial << " k " << k << " v " << v;
+  }
+}
+
 TEST(Agreement, OneFOneBWithNegligibleTransfersSimulatedEqualsAnalytic) {
   std::mt19937_64 rng(11);
   for (int trial = 0; trial < 20; ++trial) {

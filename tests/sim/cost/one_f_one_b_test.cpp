@@ -3,6 +3,7 @@
 // with K − k micro-batches' activations on stage k instead of M.
 #include <gtest/gtest.h>
 
+#include "model/error.hpp"
 #include "sim/cost/strategies.hpp"
 #include "tests/sim/cost/fixtures.hpp"
 
@@ -60,6 +61,52 @@ TEST(OneFOneB, StageKHoldsKMinusKMicroBatchesWhereGpipeHoldsM) {
   const Prediction few = run("1f1b", profile, simple_cluster(1, 4), {{"microbatches", "4"}});
   const Prediction gpipe_few = run("gpipe", profile, simple_cluster(1, 4), {{"microbatches", "4"}});
   EXPECT_NEAR(few.memory[0].activations_bytes, gpipe_few.memory[0].activations_bytes, 1);
+}
+
+// As the plan test InterleavingShrinksTheBubbleByTheChunks: 6.75 ms with
+// two chunks a device, 7.5 ms with one.
+TEST(OneFOneB, InterleavedChunksShrinkTheBubble) {
+  Cluster cluster = simple_cluster(1, 2);
+  cluster.intra_link.latency_s = 0;
+  cluster.intra_link.bandwidth_bytes_per_s = 1e18;
+  cluster.collective.sync_s = 0;
+  const Profile profile = chain_profile(4, 1e-3, 2e-3, 0, 0);
+  const Prediction two = run("1f1b", profile, cluster, {{"microbatches", "4"}, {"chunks", "2"}});
+  EXPECT_NEAR(two.iteration_s, 6.75e-3, 1e-12);
+  EXPECT_EQ(two.workers, 2);
+  EXPECT_NEAR(run("1f1b", profile, cluster, {{"microbatches", "4"}}).iteration_s, 7.5e-3, 1e-12);
+}
+
+// Device 0 of two with two chunks and M = 4 holds its 4 warm-up forwards
+// and the next: chunk 0's micro-batches 0, 1, 2 and chunk 1's 0, 1; device
+// 1 its 2 and the next: chunk 0's 0, 1 and chunk 1's 0 (each chunk a layer
+// of 4 MB a mini-batch, inputs of 4 MB from the chunk before).
+TEST(OneFOneB, InterleavedDevicesHoldTheirWarmUpsActivations) {
+  const Profile profile = chain_profile(4, 1e-3, 2e-3, 0, 4e6);
+  const Prediction p = run("1f1b", profile, simple_cluster(1, 2), {{"microbatches", "4"}, {"chunks", "2"}});
+  ASSERT_EQ(p.memory.size(), 2u);
+  // Device 0: stage 0 (no input) 3/4 of 4 MB, stage 2 (4 MB input) 2/4 of 8 MB.
+  EXPECT_NEAR(p.memory[0].activations_bytes, 3.0 / 4 * 4e6 + 2.0 / 4 * 8e6, 1);
+  // Device 1: stage 1 2/4 of 8 MB, stage 3 1/4 of 8 MB.
+  EXPECT_NEAR(p.memory[1].activations_bytes, 2.0 / 4 * 8e6 + 1.0 / 4 * 8e6, 1);
+}
+
+TEST(OneFOneB, InterleavingIsRefusedWhereItCannotRun) {
+  const Profile profile = chain_profile(4, 1e-3, 2e-3, 0, 4e6);
+  const auto error_of = [&profile](const Settings& settings) -> std::string {
+    try {
+      run("1f1b", profile, simple_cluster(1, 2), settings);
+    } catch (const InputError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  EXPECT_NE(error_of({{"microbatches", "3"}, {"chunks", "2"}}).find("--set microbatches: 3 with 2 chunks on 2 devices"),
+            std::string::npos);
+  EXPECT_NE(error_of({{"chunks", "2"}, {"replicas", "1,1"}}).find("--set replicas"), std::string::npos);
+  EXPECT_NE(error_of({{"chunks", "2"}, {"stages", "3"}}).find("--set stages: 3 devices of 2 chunks"),
+            std::string::npos);
+  EXPECT_NE(error_of({{"chunks", "5"}}).find("--set chunks: 5 for 4 layers"), std::string::npos);
 }
 
 }  // namespace
