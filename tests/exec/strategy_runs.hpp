@@ -236,6 +236,8 @@ inline const std::vector<StrategyCase>& cases() {
       {"dualpipe_spectrain", {.strategy = "dualpipe", .settings = {{"spectrain", "true"}}, .iterations = 6}},
       {"gpipe", {.strategy = "gpipe", .settings = {{"microbatches", "2"}}, .sgd = kMomentum}},
       {"one_f_one_b", {.strategy = "1f1b", .settings = {{"microbatches", "4"}}, .sgd = kMomentum}},
+      {"one_f_one_b_interleaved",
+       {.strategy = "1f1b", .settings = {{"microbatches", "4"}, {"chunks", "2"}}, .sgd = kMomentum}},
       {"dsp", {.strategy = "dsp", .iterations = 6, .sgd = kMomentum}},
       {"parallax_hybrid", {.strategy = "parallax", .settings = {{"mode", "hybrid"}}, .sgd = kMomentum, .text = true}},
       {"parallax_ps", {.strategy = "parallax", .settings = {{"mode", "ps"}}, .sgd = kMomentum, .text = true}},

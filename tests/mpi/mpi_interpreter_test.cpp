@@ -145,7 +145,7 @@ TEST_P(AcrossProcesses, TrainsAsTheWorkersDoAsThreadsOfOneProcess) {
 
 INSTANTIATE_TEST_SUITE_P(Strategies, AcrossProcesses,
                          testing::Values("dp-ps", "dp-ring", "dp-overlap", "pipesgd", "pipedream", "pipedream-sync",
-                                         "dualpipe", "gpipe", "dsp", "parallax"),
+                                         "dualpipe", "gpipe", "1f1b", "dsp", "parallax"),
                          [](const testing::TestParamInfo<std::string>& param) {
                            std::string name = param.param;
                            for (char& c : name) c = c == '-' ? '_' : c;
