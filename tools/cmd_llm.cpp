@@ -15,6 +15,7 @@
 #include "profiles/profile.hpp"
 #include "sim/cost/transformer_memory.hpp"
 #include "sim/cost/transformer_step.hpp"
+#include "sim/search/transformer_search.hpp"
 #include "tools/commands.hpp"
 
 namespace trainsim {
@@ -28,6 +29,11 @@ struct LlmOptions {
   int64_t global_batch = 0;
   StepAssumptions assumptions;
   std::string profile_out, cluster_out;
+  bool search = false;
+  int64_t gpus = 0;
+  int64_t top = 10;
+  int64_t simulate = 0;
+  std::string memory_limit;
   bool list = false;
   std::string json;
 };
@@ -113,6 +119,84 @@ void print_step(std::ostream& out, const TransformerStep& r, const GpuMachine& m
        format_number(std::round(r.flops_per_gpu_per_s / 1e12)) + " TFLOP/s a GPU (" +
            format_percent(r.flops_per_gpu_per_s / machine.peak_flops_per_s) + " of peak) by Narayanan et al.'s eq. 3"}};
   print_aligned(out, table);
+}
+
+std::string recompute_name(Recompute r) {
+  return r == Recompute::full ? "full" : r == Recompute::selective ? "selective" : "none";
+}
+
+// --search: the fastest configurations that fit, best first.
+void report_search(const LlmOptions& o, CommandContext& ctx) {
+  const TransformerConfig& c = find_transformer_config(o.model, "--model");
+  const GpuMachine& machine = find_gpu_machine(o.machine, "--machine");
+  if (o.gpus < 1) throw InputError("--gpus", "is missing", "the GPUs to spread the training over, with --search");
+  if (o.global_batch < 1)
+    throw InputError("--global-batch", "is missing", "the sequences an iteration trains, with --search");
+  TransformerSearchOptions options;
+  options.gpus = o.gpus;
+  options.global_batch = o.global_batch;
+  options.memory_limit_bytes = o.memory_limit.empty() ? 0 : parse_bytes(o.memory_limit, "--memory-limit");
+  options.simulate = o.simulate;
+  options.assumptions = o.assumptions;
+  const TransformerSearchResult r = search_transformer(c, machine, options);
+  const auto shown = static_cast<size_t>(std::min<int64_t>(o.top, static_cast<int64_t>(r.ranked.size())));
+  if (!o.json.empty()) {
+    nlohmann::json list = nlohmann::json::array();
+    for (size_t i = 0; i < shown; ++i) {
+      const TransformerCandidate& k = r.ranked[i];
+      list.push_back({{"tp", k.training.tensor},
+                      {"pp", k.training.pipeline},
+                      {"dp", k.training.data},
+                      {"micro_batch", k.training.micro_batch},
+                      {"interleave", k.training.virtual_stages},
+                      {"recompute", recompute_name(k.training.recompute)},
+                      {"sequence_parallel", k.training.sequence_parallel},
+                      {"zero", k.training.zero_stage},
+                      {"memory_bytes", k.memory.total_bytes()},
+                      {"iteration_s", k.step.iteration_s},
+                      {"simulated_iteration_s", k.simulated_iteration_s},
+                      {"flops_per_gpu_per_s", k.step.model_flops / (k.iteration_s() * static_cast<double>(o.gpus))}});
+    }
+    const nlohmann::json j = {{"model", c.name},
+                              {"machine", machine.name},
+                              {"gpus", o.gpus},
+                              {"global_batch", o.global_batch},
+                              {"evaluated", r.evaluated},
+                              {"fit", r.fit},
+                              {"ranked", list}};
+    write_text_output(o.json, j.dump(2) + "\n", ctx.out, "--json");
+    if (o.json == "-") return;
+  }
+  ctx.out << c.name << " on " << o.gpus << " GPUs of " << machine.name << " machines, " << o.global_batch
+          << " sequences an iteration: " << r.evaluated << " configurations priced, " << r.fit << " fit "
+          << format_bytes(options.memory_limit_bytes > 0 ? options.memory_limit_bytes : machine.memory_bytes)
+          << " a GPU"
+          << (o.simulate > 0 ? "; the best " + std::to_string(std::min(o.simulate, r.fit)) +
+                                   " simulated as 1f1b pipelines and ranked by that"
+                             : "")
+          << "\n";
+  if (r.ranked.empty()) {
+    ctx.out << "none fits: more GPUs, a smaller global batch, or a higher --memory-limit\n";
+    return;
+  }
+  TextTable table;
+  table.header = {"rank",          "t",     "p",    "d",      "b",         "v",
+                  "recompute",     "SP",    "ZeRO", "memory", "iteration", "simulated",
+                  "TFLOP/s a GPU", "bubble"};
+  table.right_aligned = {true, true, true, true, true, true, false, false, true, true, true, true, true, true};
+  for (size_t i = 0; i < shown; ++i) {
+    const TransformerCandidate& k = r.ranked[i];
+    const TransformerTraining& t = k.training;
+    table.rows.push_back(
+        {std::to_string(i + 1), std::to_string(t.tensor), std::to_string(t.pipeline), std::to_string(t.data),
+         std::to_string(t.micro_batch), std::to_string(t.virtual_stages), recompute_name(t.recompute),
+         t.sequence_parallel ? "yes" : "no", std::to_string(t.zero_stage), format_bytes(k.memory.total_bytes()),
+         format_seconds(k.step.iteration_s),
+         k.simulated_iteration_s > 0 ? format_seconds(k.simulated_iteration_s) : "-",
+         format_number(std::round(k.step.model_flops / (k.iteration_s() * static_cast<double>(o.gpus)) / 1e12)),
+         format_percent(k.step.bubble_s / k.step.iteration_s)});
+  }
+  print_aligned(ctx.out, table);
 }
 
 // --profile-out / --cluster-out: one pipeline as the simulator's inputs.
@@ -225,14 +309,26 @@ void add_llm_command(CLI::App& app, CommandContext& ctx) {
   cmd->add_option("--profile-out", o->profile_out,
                   "With --global-batch: one pipeline's profile (a GPU of each TP group) for trainsim simulate");
   cmd->add_option("--cluster-out", o->cluster_out, "With --global-batch: that pipeline's cluster of p GPUs");
+  cmd->add_flag("--search", o->search,
+                "Search every t, p, d, micro-batch, interleaving, recomputation, SP and ZeRO stage that fits "
+                "(needs --gpus and --global-batch)");
+  cmd->add_option("--gpus", o->gpus, "With --search: the GPUs to spread the training over")->check(CLI::PositiveNumber);
+  cmd->add_option("--top", o->top, "With --search: configurations shown")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--simulate", o->simulate, "With --search: simulate the best N as 1f1b pipelines and rank by that")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--memory-limit", o->memory_limit, "With --search: memory a GPU may use (default: its HBM)");
   cmd->add_option("--json", o->json, "Also write the parts as JSON here (- for standard output alone)");
   cmd->footer(
       "Formulas and assumptions: docs/equations.md §9 and §10.\n"
-      "Example:\n  trainsim llm --model megatron-145.6b --tp 8 --pp 8 --dp 24 --recompute full --global-batch 2304");
+      "Examples:\n  trainsim llm --model megatron-145.6b --tp 8 --pp 8 --dp 24 --recompute full --global-batch 2304\n"
+      "  trainsim llm --model gpt3-175b --search --gpus 1024 --global-batch 1536 --simulate 5");
   cmd->callback([&ctx, o] {
     ctx.action = [&ctx, o] {
       if (o->list) return print_configs(ctx.out);
       if (o->model.empty()) throw InputError("--model", "is missing", "a transformer configuration, or --list");
+      if (o->search) return report_search(*o, ctx);
       if ((!o->profile_out.empty() || !o->cluster_out.empty()) && o->global_batch == 0) {
         throw InputError(o->profile_out.empty() ? "--cluster-out" : "--profile-out", "without --global-batch",
                          "--global-batch B: the pipeline's micro-batches");

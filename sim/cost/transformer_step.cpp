@@ -58,6 +58,10 @@ TransformerStep transformer_step(const TransformerConfig& c, const TransformerTr
   }
   TransformerStep r;
   r.microbatches = global_batch / per_step;
+  if (t.zero_stage == 2 && r.microbatches > 1) {
+    throw InputError("zero_stage", "2 with " + std::to_string(r.microbatches) + " micro-batches an iteration",
+                     "0 or 1 (ZeRO-2 reduce-scatters every micro-batch's gradients: not priced), or one micro-batch");
+  }
   const auto s = static_cast<double>(c.seq), b = static_cast<double>(t.micro_batch), h = static_cast<double>(c.hidden);
   const auto l = static_cast<double>(c.layers), v = static_cast<double>(c.vocab);
   const auto tp = static_cast<double>(t.tensor), p = static_cast<double>(t.pipeline);
@@ -107,8 +111,8 @@ TransformerStep transformer_step(const TransformerConfig& c, const TransformerTr
       t.data > per_machine
           ? std::min(machine.nvlink_bytes_per_s, static_cast<double>(per_machine) * machine.network_bytes_per_s)
           : machine.nvlink_bytes_per_s;
-  // ZeRO-1 and -2 reduce-scatter the gradients and all-gather the updated
-  // weights instead: the same bytes.
+  // ZeRO-1 (and -2, with one micro-batch) reduce-scatter the gradients and
+  // all-gather the updated weights instead: the same bytes.
   r.data_parallel_s = ring_all_reduce_s(2 * params, t.data, dp_bandwidth, a.collective_latency_s);
   r.optimizer_s =
       kAdamBytesPerParam * params / (t.zero_stage >= 1 ? static_cast<double>(t.data) : 1) / machine.memory_bytes_per_s;

@@ -59,7 +59,8 @@ struct TransformerStep {
 
 // InputError naming the setting for a batch that t·p·d·b does not divide
 // into whole micro-batches, a tensor-parallel group larger than a machine,
-// and transformer_memory's refusals.
+// ZeRO-3, ZeRO-2 with more than one micro-batch (not priced), and
+// transformer_memory's refusals.
 TransformerStep transformer_step(const TransformerConfig& c, const TransformerTraining& t, int64_t global_batch,
                                  const GpuMachine& machine, const StepAssumptions& a = {});
 

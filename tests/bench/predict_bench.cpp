@@ -12,6 +12,7 @@
 #include "sim/cost/driver.hpp"
 #include "sim/cost/strategies.hpp"
 #include "sim/cost/transformer_step.hpp"
+#include "sim/search/transformer_search.hpp"
 
 namespace trainsim {
 namespace {
@@ -108,6 +109,20 @@ void BM_TransformerConfiguration(benchmark::State& state) {
   }
 }
 
+// The 3-D search for GPT-3 175B on 1,024 A100s at 1,536 sequences, its
+// best 5 simulated as 1f1b pipelines (`trainsim llm --search --simulate 5`).
+void BM_TransformerSearch(benchmark::State& state) {
+  const TransformerConfig& c = find_transformer_config("gpt3-175b", "bench");
+  TransformerSearchOptions o;
+  o.gpus = 1024;
+  o.global_batch = 1536;
+  o.simulate = state.range(0);
+  if (search_transformer(c, find_gpu_machine("dgx-a100", "bench"), o).ranked.empty()) state.SkipWithError("none fits");
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(search_transformer(c, find_gpu_machine("dgx-a100", "bench"), o).fit);
+  }
+}
+
 BENCHMARK_CAPTURE(BM_PredictAllStrategies, resnet1001_h100x8, std::string("resnet1001"), std::string("h100x8-nvlink"))
     ->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_PredictAllStrategies, resnet1001_h100x4node, std::string("resnet1001"),
@@ -123,6 +138,7 @@ BENCHMARK_CAPTURE(BM_PredictZoo, h100x8_nvlink, std::string("h100x8-nvlink"))->U
 BENCHMARK_CAPTURE(BM_PredictZoo, h100x4node_ib400, std::string("h100x4node-ib400"))->Unit(benchmark::kMillisecond)->Iterations(1);
 BENCHMARK_CAPTURE(BM_AnalyticProfile, resnet1001, std::string("resnet1001"))->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_TransformerConfiguration)->Unit(benchmark::kNanosecond);
+BENCHMARK(BM_TransformerSearch)->Arg(0)->Arg(5)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_BuildZooModel, resnet1001, std::string("resnet1001"))->Unit(benchmark::kMillisecond);
 
 }  // namespace

@@ -104,6 +104,28 @@ TEST(LlmCli, ThePipelineGoesToTheSimulator) {
   EXPECT_NE(alone.err.find("--profile-out: without --global-batch"), std::string::npos) << alone.err;
 }
 
+TEST(LlmCli, TheSearchRanksTheConfigurationsThatFit) {
+  const auto r = run_cli({"llm", "--model", "gpt3-175b", "--search", "--gpus", "1024", "--global-batch", "1536",
+                          "--simulate", "3", "--top", "5", "--json", "-"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_GT(j["evaluated"].get<int64_t>(), j["fit"].get<int64_t>());
+  ASSERT_EQ(j["ranked"].size(), 5u);
+  for (size_t i = 0; i < 5; ++i) {
+    const auto& k = j["ranked"][i];
+    EXPECT_EQ(k["tp"].get<int64_t>() * k["pp"].get<int64_t>() * k["dp"].get<int64_t>(), 1024);
+    EXPECT_LE(k["memory_bytes"].get<double>(), 80e9);
+    EXPECT_EQ(k["simulated_iteration_s"].get<double>() > 0, i < 3);
+  }
+  const auto text = run_cli({"llm", "--model", "gpt3-175b", "--search", "--gpus", "1024", "--global-batch", "1536"});
+  ASSERT_EQ(text.status, 0) << text.err;
+  EXPECT_NE(text.out.find("configurations priced"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("TFLOP/s a GPU"), std::string::npos) << text.out;
+  const auto missing = run_cli({"llm", "--model", "gpt3-175b", "--search", "--global-batch", "1536"});
+  EXPECT_EQ(missing.status, 2);
+  EXPECT_NE(missing.err.find("--gpus: is missing"), std::string::npos) << missing.err;
+}
+
 TEST(LlmCli, EachBadSettingIsOneLineNamingItsFlag) {
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
       {{"--tp", "5"}, "--tp: 5 for gpt3-175b's 96 heads"},
