@@ -20,6 +20,7 @@ struct ChooseOptions {
   std::string strategies = "all";
   std::string json;
   bool quiet = false;
+  int64_t gpus = 0, global_batch = 0, simulate = 3;  // a transformer's search
 };
 
 std::string settings_text(const StrategyChoice& c) {
@@ -61,15 +62,32 @@ void add_choose_command(CLI::App& app, CommandContext& ctx) {
   auto o = std::make_shared<ChooseOptions>();
   CLI::App* cmd = app.add_subcommand("choose", "Rank every strategy at its best settings and say why the winner wins");
   cmd->add_option("--profile", o->profile, "Per-layer profile (trainsim.profile/1 JSON)");
-  cmd->add_option("--model", o->model, "Zoo model id or model JSON file; profiled analytically on the cluster");
+  cmd->add_option("--model", o->model,
+                  "Zoo model id or model JSON file, profiled analytically on the cluster; or a transformer "
+                  "configuration (trainsim llm --list), searched in 3-D on --cluster dgx-a100 or dgx-h100");
   cmd->add_option("--batch", o->batch, "Per-device batch size with --model (default: the model's)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--cluster", o->cluster, "Cluster preset or cluster JSON file")->required();
   cmd->add_option("--strategies", o->strategies, "'all' or strategy ids separated by commas")->capture_default_str();
   cmd->add_option("--json", o->json, "Write the trainsim.choice/1 JSON here ('-' for standard output)");
   cmd->add_flag("--quiet", o->quiet, "Print no table");
+  cmd->add_option("--gpus", o->gpus, "With a transformer: the GPUs to spread its training over")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--global-batch", o->global_batch, "With a transformer: the sequences an iteration trains")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--simulate", o->simulate, "With a transformer: the best N simulated as 1f1b pipelines")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   cmd->callback([&ctx, o] {
     ctx.action = [&ctx, o] {
+      if (is_transformer_config(o->model)) {  // TP × PP × DP, micro-batch, schedule, recomputation, ZeRO
+        return print_transformer_search({o->model, o->cluster, "", o->json, o->gpus, o->global_batch, 10, o->simulate},
+                                        ctx);
+      }
+      if (o->gpus > 0 || o->global_batch > 0) {
+        throw InputError(o->gpus > 0 ? "--gpus" : "--global-batch", "without a transformer --model",
+                         "a transformer configuration (trainsim llm --list), or neither");
+      }
       const Cluster cluster = load_cluster(o->cluster, "--cluster");
       const Profile profile = resolve_profile_input(o->profile, o->model, o->batch, cluster);
       const std::vector<std::string> ids = parse_strategy_list(o->strategies, "--strategies");

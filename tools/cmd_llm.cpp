@@ -125,8 +125,17 @@ std::string recompute_name(Recompute r) {
   return r == Recompute::full ? "full" : r == Recompute::selective ? "selective" : "none";
 }
 
-// --search: the fastest configurations that fit, best first.
-void report_search(const LlmOptions& o, CommandContext& ctx) {
+}  // namespace
+
+bool is_transformer_config(const std::string& name) {
+  for (const TransformerConfig& c : transformer_configs()) {
+    if (c.name == name) return true;
+  }
+  return false;
+}
+
+// The fastest configurations that fit, best first, and why the first.
+void print_transformer_search(const TransformerSearchRequest& o, CommandContext& ctx) {
   const TransformerConfig& c = find_transformer_config(o.model, "--model");
   const GpuMachine& machine = find_gpu_machine(o.machine, "--machine");
   if (o.gpus < 1) throw InputError("--gpus", "is missing", "the GPUs to spread the training over, with --search");
@@ -137,7 +146,7 @@ void report_search(const LlmOptions& o, CommandContext& ctx) {
   options.global_batch = o.global_batch;
   options.memory_limit_bytes = o.memory_limit.empty() ? 0 : parse_bytes(o.memory_limit, "--memory-limit");
   options.simulate = o.simulate;
-  options.assumptions = o.assumptions;
+  options.assumptions.gemm_efficiency = o.gemm_efficiency;
   const TransformerSearchResult r = search_transformer(c, machine, options);
   const auto shown = static_cast<size_t>(std::min<int64_t>(o.top, static_cast<int64_t>(r.ranked.size())));
   if (!o.json.empty()) {
@@ -197,7 +206,23 @@ void report_search(const LlmOptions& o, CommandContext& ctx) {
          format_percent(k.step.bubble_s / k.step.iteration_s)});
   }
   print_aligned(ctx.out, table);
+  // Why the first: what it fits in, where its iteration goes, the margin to the next.
+  const TransformerCandidate& best = r.ranked.front();
+  const TransformerStep& s = best.step;
+  const auto share = [&s](double part) { return format_percent(part / s.iteration_s); };
+  ctx.out << "\nwhy rank 1: it fits (" << format_bytes(best.memory.total_bytes()) << " of "
+          << format_bytes(options.memory_limit_bytes > 0 ? options.memory_limit_bytes : machine.memory_bytes)
+          << "); of its iteration the pipeline's compute and boundary sends take "
+          << share(s.pipeline_s - s.bubble_s - s.tensor_parallel_s) << ", the bubble " << share(s.bubble_s)
+          << ", tensor-parallel all-reduces " << share(s.tensor_parallel_s) << ", the data-parallel all-reduce "
+          << share(s.data_parallel_s) << " and the optimizer " << share(s.optimizer_s);
+  if (r.ranked.size() > 1) {
+    ctx.out << "; rank 2 is " << format_percent(r.ranked[1].iteration_s() / best.iteration_s() - 1) << " slower";
+  }
+  ctx.out << "\n";
 }
+
+namespace {
 
 // --profile-out / --cluster-out: one pipeline as the simulator's inputs.
 void write_pipeline(const LlmOptions& o, const TransformerConfig& c, const TransformerTraining& t,
@@ -328,7 +353,11 @@ void add_llm_command(CLI::App& app, CommandContext& ctx) {
     ctx.action = [&ctx, o] {
       if (o->list) return print_configs(ctx.out);
       if (o->model.empty()) throw InputError("--model", "is missing", "a transformer configuration, or --list");
-      if (o->search) return report_search(*o, ctx);
+      if (o->search) {
+        return print_transformer_search({o->model, o->machine, o->memory_limit, o->json, o->gpus, o->global_batch,
+                                         o->top, o->simulate, o->assumptions.gemm_efficiency},
+                                        ctx);
+      }
       if ((!o->profile_out.empty() || !o->cluster_out.empty()) && o->global_batch == 0) {
         throw InputError(o->profile_out.empty() ? "--cluster-out" : "--profile-out", "without --global-batch",
                          "--global-batch B: the pipeline's micro-batches");

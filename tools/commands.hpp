@@ -40,6 +40,18 @@ void add_report_command(CLI::App& app, CommandContext& ctx);
 // `trainsim llm`: a transformer's 3-D parallel training, memory and iteration (cmd_llm.cpp).
 void add_llm_command(CLI::App& app, CommandContext& ctx);
 
+// A transformer's 3-D search as `trainsim llm --search` and `trainsim choose
+// --model TRANSFORMER` print it (cmd_llm.cpp): the fastest configurations
+// that fit, and why the first.
+struct TransformerSearchRequest {
+  std::string model, machine = "dgx-a100", memory_limit, json;
+  int64_t gpus = 0, global_batch = 0, top = 10, simulate = 0;
+  double gemm_efficiency = 0.8;
+};
+void print_transformer_search(const TransformerSearchRequest& request, CommandContext& ctx);
+// Whether `name` is one of the transformer configurations (trainsim llm --list).
+bool is_transformer_config(const std::string& name);
+
 // A zoo id, or the path of a trainsim.model/1 JSON file.
 Model load_model(const std::string& name_or_path, const std::string& where);
 

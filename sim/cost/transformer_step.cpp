@@ -100,6 +100,7 @@ TransformerStep transformer_step(const TransformerConfig& c, const TransformerTr
   // forward, and their backward (the slowest stage sets the pipeline's pace).
   r.output_layer_s = 3 * 2 * b * s * h * v / tp / gemm_rate;
   r.microbatch_s = l / p * layer_s + r.output_layer_s + p2p_s;
+  r.tensor_parallel_s = static_cast<double>(r.microbatches) * l / p * tp_passes * r.layer_tp_comm_s;
   // 1F1B: (m + p − 1) micro-batch times; interleaved over v chunks the bubble is (p − 1)/v of one.
   r.bubble_s = (p - 1) / chunks * r.microbatch_s;
   r.pipeline_s = static_cast<double>(r.microbatches) * r.microbatch_s + r.bubble_s;

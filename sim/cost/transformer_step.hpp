@@ -46,6 +46,7 @@ struct TransformerStep {
   int64_t microbatches = 0;    // m = B / (d·b)
   double layer_forward_s = 0;  // one layer, one micro-batch, on one GPU of its TP group
   double layer_tp_comm_s = 0;  // the layer's all-reduces of one pass over NVLink
+  double tensor_parallel_s = 0;  // of the pipeline, the last stage's all-reduces (every micro-batch)
   double output_layer_s = 0;   // the last stage's logits, forward and backward, one micro-batch
   double microbatch_s = 0;     // the last stage's forward, recompute and backward of one micro-batch
   double pipeline_s = 0;       // m micro-batches through the pipeline, bubble included

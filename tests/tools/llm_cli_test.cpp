@@ -126,6 +126,23 @@ TEST(LlmCli, TheSearchRanksTheConfigurationsThatFit) {
   EXPECT_NE(missing.err.find("--gpus: is missing"), std::string::npos) << missing.err;
 }
 
+// trainsim choose with a transformer: the same search, its winner and why.
+TEST(LlmCli, ChooseSearchesATransformer) {
+  const auto choose = run_cli({"choose", "--model", "gpt3-175b", "--cluster", "dgx-a100", "--gpus", "1024",
+                               "--global-batch", "1536", "--json", "-"});
+  ASSERT_EQ(choose.status, 0) << choose.err;
+  const auto llm = run_cli({"llm", "--model", "gpt3-175b", "--search", "--gpus", "1024", "--global-batch", "1536",
+                            "--simulate", "3", "--json", "-"});
+  ASSERT_EQ(llm.status, 0) << llm.err;
+  EXPECT_EQ(nlohmann::json::parse(choose.out)["ranked"][0], nlohmann::json::parse(llm.out)["ranked"][0]);
+  const auto text =
+      run_cli({"choose", "--model", "gpt3-175b", "--cluster", "dgx-a100", "--gpus", "1024", "--global-batch", "1536"});
+  EXPECT_NE(text.out.find("why rank 1: it fits"), std::string::npos) << text.out;
+  const auto zoo = run_cli({"choose", "--model", "vgg16", "--cluster", "p40x4-pcie3", "--gpus", "4"});
+  EXPECT_EQ(zoo.status, 2);
+  EXPECT_NE(zoo.err.find("--gpus: without a transformer --model"), std::string::npos) << zoo.err;
+}
+
 TEST(LlmCli, EachBadSettingIsOneLineNamingItsFlag) {
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
       {{"--tp", "5"}, "--tp: 5 for gpt3-175b's 96 heads"},
