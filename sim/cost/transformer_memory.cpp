@@ -25,8 +25,10 @@ void check(const TransformerConfig& c, const TransformerTraining& t) {
                          c.name + "'s " + std::to_string(c.layers) + " layers",
                      "stages times chunks dividing the layers");
   }
-  if (c.heads % t.tensor != 0) {
-    throw InputError("tensor", std::to_string(t.tensor) + " for " + c.name + "'s " + std::to_string(c.heads) + " heads",
+  if (c.heads % t.tensor != 0 || (c.kv_heads > 0 && c.kv_heads % t.tensor != 0)) {
+    throw InputError("tensor",
+                     std::to_string(t.tensor) + " for " + c.name + "'s " + std::to_string(c.heads) + " heads" +
+                         (c.kv_heads > 0 ? " (" + std::to_string(c.kv_heads) + " key-value)" : ""),
                      "a tensor-parallel size dividing the heads");
   }
   if (t.zero_stage < 0 || t.zero_stage > 3)
@@ -40,9 +42,13 @@ void check(const TransformerConfig& c, const TransformerTraining& t) {
 
 double first_stage_params(const TransformerConfig& c, const TransformerTraining& t) {
   const auto h = static_cast<double>(c.hidden), tp = static_cast<double>(t.tensor);
-  const double block = 12 * h * h / tp + 7 * h / tp + 6 * h;
   const double layers = static_cast<double>(c.layers) / static_cast<double>(t.pipeline);
-  return layers * block + static_cast<double>(c.vocab) * h / tp + static_cast<double>(c.seq) * h;
+  const double vocabulary = static_cast<double>(c.vocab) * h / tp;
+  // GPT: the token and position embeddings; Llama: the token embedding, and
+  // its own output layer where one stage holds everything.
+  const double embeddings =
+      c.llama ? vocabulary * (t.pipeline == 1 ? 2 : 1) : vocabulary + static_cast<double>(c.seq) * h;
+  return layers * block_params(c, t.tensor) + embeddings;
 }
 
 ModelStates model_state_bytes(double params, int zero_stage, int64_t data, double optimizer_bytes_per_param) {
@@ -57,11 +63,20 @@ ModelStates model_state_bytes(double params, int zero_stage, int64_t data, doubl
 double layer_activation_bytes(const TransformerConfig& c, const TransformerTraining& t) {
   const auto s = static_cast<double>(c.seq), b = static_cast<double>(t.micro_batch), h = static_cast<double>(c.hidden);
   const auto a = static_cast<double>(c.heads), tp = static_cast<double>(t.tensor);
-  const double sbh = s * b * h;
-  if (t.recompute == Recompute::full) return t.sequence_parallel ? 2 * sbh / tp : 2 * sbh;
-  const double kept = t.sequence_parallel ? 34 / tp : 10 + 24 / tp;
-  const double attention = t.recompute == Recompute::selective ? 0 : 5 * a * s / (h * tp);
-  return sbh * (kept + attention);
+  const auto kv = static_cast<double>(c.kv_width()), f = static_cast<double>(c.ffn_width());
+  const double sb = s * b;
+  if (t.recompute == Recompute::full) return t.sequence_parallel ? 2 * sb * h / tp : 2 * sb * h;
+  // Kept whole on every GPU of the group (without SP): the two norms' inputs
+  // and the two column-parallel products' inputs, 2·s·b·h bytes each, and
+  // GPT's two dropout masks; split over t: Q, K, V and the output
+  // projection's input, and the MLP's (GPT: its 4h product and GELU;
+  // Llama: SwiGLU's gate, up and product); per head, the scores' softmax
+  // (GPT: and its dropout mask and output).
+  const double whole = 8 * sb * h + (c.llama ? 0 : 2 * sb * h);
+  const double split = sb * (4 * h + 4 * kv) + sb * (c.llama ? 6 * f : 4 * f);
+  const double scores = (c.llama ? 2 : 5) * a * s * sb;
+  const double kept = t.sequence_parallel ? (whole + split) / tp : whole + split / tp;
+  return kept + (t.recompute == Recompute::selective ? 0 : scores / tp);
 }
 
 TransformerMemory transformer_memory(const TransformerConfig& c, const TransformerTraining& t) {

@@ -32,11 +32,11 @@ struct TransformerMemory {
   double total_bytes() const { return weights_bytes + gradients_bytes + optimizer_bytes + activations_bytes; }
 };
 
-// Parameters a device of the first pipeline stage holds: l/p blocks of
-// 12h²/t + 7h/t + 6h each (the QKV and first MLP biases split over t, the
-// output biases and layer norms replicated: Megatron-LM's split of
+// Parameters a device of the first pipeline stage holds: l/p blocks
+// (block_params: GPT's 12h²/t + 7h/t + 6h, Megatron-LM's split of
 // 12h² + 13h), the token embedding split over the vocabulary (V·h/t) and
-// the position embedding (s·h).
+// GPT's position embedding (s·h) or, on a single stage, Llama's output
+// layer (V·h/t).
 double first_stage_params(const TransformerConfig& c, const TransformerTraining& t);
 
 // Model states of `params` parameters over a data-parallel group of `data`
@@ -50,10 +50,12 @@ struct ModelStates {
 ModelStates model_state_bytes(double params, int zero_stage, int64_t data, double optimizer_bytes_per_param);
 
 // Activation bytes one transformer layer keeps for its backward per
-// micro-batch (Korthikanti et al. 2022, Table 2), a = heads:
+// micro-batch (Korthikanti et al. 2022, Table 2), a = heads; for GPT:
 //   none:      s·b·h·(10 + 24/t + 5·a·s/(h·t));  with sequence parallelism s·b·h·(34/t + 5·a·s/(h·t))
 //   selective: the attention's 5·a·s/(h·t) recomputed: s·b·h·(10 + 24/t), with SP s·b·h·34/t
 //   full:      the layer's input alone: 2·s·b·h, with SP 2·s·b·h/t
+// and by the same accounting for Llama's block (no dropout, SwiGLU, GQA):
+// s·b·(8h + (4h + 4h_kv + 6f)/t) + 2·a·s²·b/t [derived].
 double layer_activation_bytes(const TransformerConfig& c, const TransformerTraining& t);
 
 // The first pipeline stage's memory: its parameters' model states, and the

@@ -74,7 +74,10 @@ TransformerStep transformer_step(const TransformerConfig& c, const TransformerTr
   kept.recompute = Recompute::none;
   const double elementwise_s = 2 * layer_activation_bytes(c, kept) / machine.memory_bytes_per_s;
   const double attention_flops = 4 * b * s * s * h / tp;
-  r.layer_forward_s = (24 * b * s * h * h / tp + attention_flops) / gemm_rate + elementwise_s;
+  // The block's matrices, 2·b·s FLOPs a parameter (GPT: 24bsh²).
+  const auto kv = static_cast<double>(c.kv_width()), f = static_cast<double>(c.ffn_width());
+  const double matrices = 2 * h * h + 2 * h * kv + (c.llama ? 3 : 2) * h * f;
+  r.layer_forward_s = (2 * b * s * matrices / tp + attention_flops) / gemm_rate + elementwise_s;
   // Recomputation before the backward: the whole forward, or (selective) the
   // attention's scores, softmax and dropout: their products and 5as²b bytes.
   double recompute_s = 0;
@@ -118,9 +121,12 @@ TransformerStep transformer_step(const TransformerConfig& c, const TransformerTr
   r.optimizer_s =
       kAdamBytesPerParam * params / (t.zero_stage >= 1 ? static_cast<double>(t.data) : 1) / machine.memory_bytes_per_s;
   r.iteration_s = r.pipeline_s + r.data_parallel_s + r.optimizer_s;
-  // Eq. 3: 96·B·s·l·h²·(1 + s/(6h) + V/(16·l·h)) with the recomputed forward, 72·... without.
-  const double passes = t.recompute == Recompute::full ? 96 : 72;
-  r.model_flops = passes * static_cast<double>(global_batch) * s * l * h * h * (1 + s / (6 * h) + v / (16 * l * h));
+  // Eq. 3, for any block: the layers' products and attention 4 passes with
+  // the recomputed forward (3 without), the output layer 3:
+  // GPT's 96·B·s·l·h²·(1 + s/(6h) + V/(16·l·h)), 72·B·s·l·h²·(… ) without recomputation.
+  const double passes = t.recompute == Recompute::full ? 4 : 3;
+  const auto batch = static_cast<double>(global_batch);
+  r.model_flops = passes * batch * s * l * (2 * matrices + 4 * s * h) + 6 * batch * s * h * v;
   r.flops_per_gpu_per_s = r.model_flops / (r.iteration_s * static_cast<double>(t.tensor * t.pipeline * t.data));
   return r;
 }
@@ -139,7 +145,7 @@ TransformerPipeline transformer_pipeline(const TransformerConfig& c, const Trans
   const double p2p_s = t.pipeline > 1 ? 2 * (boundary_bytes / machine.network_bytes_per_s + a.collective_latency_s) : 0;
   const double backward_s =
       layer_s - p2p_s / (static_cast<double>(c.layers) / static_cast<double>(t.pipeline)) - forward_s;
-  const double layer_params = 12 * h * h / tp + 7 * h / tp + 6 * h;
+  const double layer_params = block_params(c, t.tensor);
   const double adam_s_per_param =
       28.0 / machine.memory_bytes_per_s / (t.zero_stage >= 1 ? static_cast<double>(t.data) : 1);
   TransformerPipeline out;
@@ -161,12 +167,13 @@ TransformerPipeline transformer_pipeline(const TransformerConfig& c, const Trans
     l.update_s = params * adam_s_per_param;
     return l;
   };
-  const double embedding_params = static_cast<double>(c.vocab) * h / tp + s * h;
-  p.layers.push_back(layer("embedding", "input", 0, 0, embedding_params));
+  const double vocabulary_params = static_cast<double>(c.vocab) * h / tp;
+  p.layers.push_back(layer("embedding", "input", 0, 0, vocabulary_params + (c.llama ? 0 : s * h)));
   for (int64_t i = 0; i < c.layers; ++i) {
     p.layers.push_back(layer("layer" + std::to_string(i), p.layers.back().name, forward_s, backward_s, layer_params));
   }
-  p.layers.push_back(layer("output", p.layers.back().name, r.output_layer_s / 3, 2 * r.output_layer_s / 3, 0));
+  p.layers.push_back(layer("output", p.layers.back().name, r.output_layer_s / 3, 2 * r.output_layer_s / 3,
+                           c.llama ? vocabulary_params : 0));
   out.chunks = t.virtual_stages;
   if (t.virtual_stages > 1) {  // interleaved: 1f1b cuts p·v balanced chunks itself
     out.stages = std::to_string(t.pipeline);

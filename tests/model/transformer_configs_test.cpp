@@ -26,10 +26,22 @@ TEST(TransformerConfigs, MegatronsTableOneParameterCountsComeOutOfTheFormula) {
 }
 
 TEST(TransformerConfigs, Gpt3IsHundredSeventyFiveBillion) {
-  // 12·96·12288² + 13·96·12288 + (50257 + 2048)·12288, by hand.
+  // 12·96·12288² + 13·96·12288 + (50257 + 2048)·12288 and the final layer norm's 2·12288, by hand.
   const TransformerConfig& c = find_transformer_config("gpt3-175b", "--model");
-  EXPECT_DOUBLE_EQ(transformer_params(c), 173'946'175'488.0 + 15'335'424.0 + 642'723'840.0);
+  EXPECT_DOUBLE_EQ(transformer_params(c), 173'946'175'488.0 + 15'335'424.0 + 642'723'840.0 + 24'576.0);
   EXPECT_NEAR(transformer_params(c) / 175e9, 1.0, 0.003);
+}
+
+// Llama 2's parameter counts as Meta's released checkpoints hold them: 7B
+// 32 × (4·4096² + 3·4096·11008 + 2·4096) + 2·32000·4096 + 4096, and so on;
+// 70B's attention with 8 key-value heads of 128: 2·8192² + 2·8192·1024.
+TEST(TransformerConfigs, LlamaTwosParameterCountsByHand) {
+  EXPECT_DOUBLE_EQ(transformer_params(find_transformer_config("llama2-7b", "--model")), 6'738'415'616.0);
+  EXPECT_DOUBLE_EQ(transformer_params(find_transformer_config("llama2-13b", "--model")), 13'015'864'320.0);
+  EXPECT_DOUBLE_EQ(transformer_params(find_transformer_config("llama2-70b", "--model")), 68'976'648'192.0);
+  // A block on a GPU of 8: its matrices over 8, its two RMSNorms whole.
+  const TransformerConfig& big = find_transformer_config("llama2-70b", "--model");
+  EXPECT_DOUBLE_EQ(block_params(big, 8), (2.0 * 8192 * 8192 + 2.0 * 8192 * 1024 + 3.0 * 8192 * 28672) / 8 + 2 * 8192);
 }
 
 TEST(TransformerConfigs, AnUnknownNameIsRefusedListingTheKnownOnes) {

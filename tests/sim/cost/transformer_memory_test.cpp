@@ -79,6 +79,28 @@ TEST(TransformerMemory, TheFirstPipelineStageOfMegatrons145B) {
                    m.weights_bytes + m.gradients_bytes + m.optimizer_bytes + 40 * layer);
 }
 
+// Llama 2 7B at b = 1, t = 1 (s = h = 4096, f = 11008, a = 32): the norms'
+// and products' inputs 8·s·h, Q, K, V and the projection's input
+// s·(4h + 4h), SwiGLU's 6·s·f, the softmax 2·a·s²; with t = 2 and SP all
+// over 2; GQA's 70B keeps K and V of 8 heads of 128.
+TEST(TransformerMemory, LlamasBlockByTheSameAccounting) {
+  const double s = 4096, h = 4096, f = 11008;
+  TransformerTraining t;
+  const TransformerConfig& seven = find_transformer_config("llama2-7b", "model");
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(seven, t), 8 * s * h + s * 8 * h + 6 * s * f + 2 * 32 * s * s);
+  t.tensor = 2;
+  t.sequence_parallel = true;
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(seven, t), (8 * s * h + s * 8 * h + 6 * s * f + 2 * 32 * s * s) / 2);
+  TransformerTraining one;
+  const double kv = 1024, big_h = 8192, big_f = 28672;
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(find_transformer_config("llama2-70b", "model"), one),
+                   8 * s * big_h + s * (4 * big_h + 4 * kv) + 6 * s * big_f + 2 * 64 * s * s);
+  // Its 8 key-value heads bound the tensor-parallel size.
+  TransformerTraining sixteen;
+  sixteen.tensor = 16;
+  EXPECT_THROW(transformer_memory(find_transformer_config("llama2-70b", "model"), sixteen), InputError);
+}
+
 TEST(TransformerMemory, SizesThatDoNotDivideAreRefusedNamingTheSetting) {
   const TransformerConfig& c = find_transformer_config("megatron-145.6b", "model");
   const auto error_of = [&c](TransformerTraining t) -> std::string {

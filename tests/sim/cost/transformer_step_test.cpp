@@ -67,13 +67,16 @@ TEST(TransformerStep, TensorAndPipelineParallelismByHand) {
   const TransformerStep v = transformer_step(c, t, 2304, a100());
   EXPECT_DOUBLE_EQ(v.microbatch_s, 10 * (4 * r.layer_forward_s + 3 * r.layer_tp_comm_s) + r.output_layer_s + 2 * p2p);
   EXPECT_DOUBLE_EQ(v.bubble_s, 7.0 / 2 * v.microbatch_s);
-  // Without recomputation: one all-reduce pair fewer and 72 in eq. 3.
+  // Without recomputation: one all-reduce pair fewer, and three passes of the
+  // layers in eq. 3 (the output layer's three unchanged).
   t.virtual_stages = 1;
   t.recompute = Recompute::none;
   const TransformerStep none = transformer_step(c, t, 2304, a100());
   EXPECT_DOUBLE_EQ(none.microbatch_s,
                    10 * (3 * none.layer_forward_s + 2 * none.layer_tp_comm_s) + none.output_layer_s + p2p);
-  EXPECT_DOUBLE_EQ(none.model_flops, r.model_flops * 72 / 96);
+  const double layers = 2304 * s * 80 * (24 * h * h + 4 * s * h), output = 6 * 2304 * s * h * 51200;
+  EXPECT_DOUBLE_EQ(r.model_flops, 4 * layers + output);
+  EXPECT_DOUBLE_EQ(none.model_flops, 3 * layers + output);
 }
 
 TEST(TransformerStep, WhatItCannotPriceIsRefusedNamingTheSetting) {
