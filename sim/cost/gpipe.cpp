@@ -65,26 +65,10 @@ Prediction predict_gpipe(const Profile& profile, const Cluster& cluster, Strateg
   p.iteration_s = sweep_s(pipe, m, true, true, h) + sweep_s(pipe, m, false, true, h) + flush_s + barrier;
   const double compute_only_s = sweep_s(pipe, m, true, false, 0) + sweep_s(pipe, m, false, false, 0) + flush_s;
 
-  std::vector<Breakdown> per_stage;
-  std::vector<DeviceMemory> memory;
-  for (const PipelineStage& s : pipe.stages) {
-    const double r = static_cast<double>(s.replicas);
-    // M micro-batches: the whole stage time plus M − 1 more fixed parts.
-    const double mf = static_cast<double>(m);
-    const double compute_s =
-        mf * (scaled_s(s.forward_s, s.forward_fixed_s, 1.0 / mf) + scaled_s(s.backward_s, s.backward_fixed_s, 1.0 / mf)) / r +
-        s.update_s;
-    per_stage.push_back(
-        device_breakdown(p.iteration_s, compute_s, s.weight_sync_s + barrier, p.iteration_s - compute_only_s - barrier));
-    // Activations of all the micro-batches a replica ran: its share of the mini-batch.
-    memory.push_back(stage_memory(profile, s, 1.0 / r));
-  }
-  p.breakdown = average_breakdown(pipe, per_stage);
-  p.workers = pipe.devices;
-  p.samples_per_iteration = static_cast<double>(profile.batch_size);
-  p.memory = per_device_memory(pipe, memory);
-  p.staleness = 0;
-  finish_prediction(p, config);
+  // Activations of all the micro-batches a replica ran: its share of the mini-batch.
+  finish_flushed_pipeline(
+      p, profile, pipe, m, barrier, compute_only_s,
+      [&pipe](int64_t k) { return 1.0 / static_cast<double>(pipe.stages[static_cast<size_t>(k)].replicas); }, config);
   return p;
 }
 

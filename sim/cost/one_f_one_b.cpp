@@ -143,29 +143,14 @@ Prediction predict_1f1b(const Profile& profile, const Cluster& cluster, Strategy
   for (const double t : step) compute_path_s += t;
   const double compute_only_s = compute_path_s + (mf - 1) * compute_pace_s + flush_s;
 
-  std::vector<Breakdown> per_stage;
-  std::vector<DeviceMemory> memory;
-  for (int64_t k = 0; k < stages; ++k) {
-    const PipelineStage& s = pipe.stages[static_cast<size_t>(k)];
-    const double r = static_cast<double>(s.replicas);
-    const double compute_s = mf *
-                                 (scaled_s(s.forward_s, s.forward_fixed_s, 1.0 / mf) +
-                                  scaled_s(s.backward_s, s.backward_fixed_s, 1.0 / mf)) /
-                                 r +
-                             s.update_s;
-    per_stage.push_back(device_breakdown(p.iteration_s, compute_s, s.weight_sync_s + barrier,
-                                         p.iteration_s - compute_only_s - barrier));
-    // A replica's micro-batches in flight: its warm-up, K − k, or all it runs.
-    const double runs = std::ceil(mf / r);
-    const double in_flight = std::min(static_cast<double>(stages - k), runs);
-    memory.push_back(stage_memory(profile, s, in_flight / mf));
-  }
-  p.breakdown = average_breakdown(pipe, per_stage);
-  p.workers = pipe.devices;
-  p.samples_per_iteration = static_cast<double>(profile.batch_size);
-  p.memory = per_device_memory(pipe, memory);
-  p.staleness = 0;
-  finish_prediction(p, config);
+  // A replica's micro-batches in flight: its warm-up, K − k, or all it runs.
+  finish_flushed_pipeline(
+      p, profile, pipe, m, barrier, compute_only_s,
+      [&pipe, mf, stages](int64_t k) {
+        const double runs = std::ceil(mf / static_cast<double>(pipe.stages[static_cast<size_t>(k)].replicas));
+        return std::min(static_cast<double>(stages - k), runs) / mf;
+      },
+      config);
   return p;
 }
 

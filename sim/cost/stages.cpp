@@ -226,4 +226,29 @@ std::vector<DeviceMemory> weight_stashing_memory(const Profile& profile, const P
   return per_device_memory(pipeline, per_stage);
 }
 
+void finish_flushed_pipeline(Prediction& p, const Profile& profile, const Pipeline& pipe, int64_t microbatches,
+                             double barrier_s, double compute_only_s, const std::function<double(int64_t)>& in_flight,
+                             const StrategyConfig& config) {
+  const double m = static_cast<double>(microbatches);
+  std::vector<Breakdown> per_stage;
+  std::vector<DeviceMemory> memory;
+  for (int64_t k = 0; k < pipe.stage_count(); ++k) {
+    const PipelineStage& s = pipe.stages[static_cast<size_t>(k)];
+    // M micro-batches: the whole stage time plus M − 1 more fixed parts.
+    const double compute_s =
+        m * (scaled_s(s.forward_s, s.forward_fixed_s, 1.0 / m) + scaled_s(s.backward_s, s.backward_fixed_s, 1.0 / m)) /
+            static_cast<double>(s.replicas) +
+        s.update_s;
+    per_stage.push_back(device_breakdown(p.iteration_s, compute_s, s.weight_sync_s + barrier_s,
+                                         p.iteration_s - compute_only_s - barrier_s));
+    memory.push_back(stage_memory(profile, s, in_flight(k)));
+  }
+  p.breakdown = average_breakdown(pipe, per_stage);
+  p.workers = pipe.devices;
+  p.samples_per_iteration = static_cast<double>(profile.batch_size);
+  p.memory = per_device_memory(pipe, memory);
+  p.staleness = 0;
+  finish_prediction(p, config);
+}
+
 }  // namespace trainsim

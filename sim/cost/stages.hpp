@@ -118,6 +118,16 @@ Breakdown device_breakdown(double iteration_s, double compute_s, double exposed_
 // devices used, each stage weighted by its replicas.
 Breakdown average_breakdown(const Pipeline& pipeline, const std::vector<Breakdown>& per_stage);
 
+// The rest of a prediction of a pipeline flushed once a mini-batch of M
+// micro-batches (gpipe, 1f1b), iteration_s set: each stage's replica
+// computes its share of the micro-batches and its update, its exposed
+// communication is its weight sync and the barrier, what iteration_s leaves
+// beyond compute_only_s idles; stage k keeps in_flight(k) mini-batches'
+// worth of activations; no staleness. Calls finish_prediction.
+void finish_flushed_pipeline(Prediction& p, const Profile& profile, const Pipeline& pipe, int64_t microbatches,
+                             double barrier_s, double compute_only_s, const std::function<double(int64_t)>& in_flight,
+                             const StrategyConfig& config);
+
 // Memory of one device of `stage` with momentum SGD and `batches_in_flight`
 // mini-batches' activations: its own layers' and the inputs it received.
 DeviceMemory stage_memory(const Profile& profile, const PipelineStage& stage, double batches_in_flight);
