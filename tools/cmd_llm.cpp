@@ -61,6 +61,7 @@ std::string settings_text(const TransformerTraining& t) {
   s << "t=" << t.tensor << " p=" << t.pipeline << " d=" << t.data << ", micro-batch " << t.micro_batch;
   if (t.virtual_stages > 1) s << ", interleaved over " << t.virtual_stages << " chunks";
   if (t.sequence_parallel) s << ", sequence parallel";
+  if (t.flash_attention) s << ", FlashAttention";
   s << (t.recompute == Recompute::full        ? ", full recomputation"
         : t.recompute == Recompute::selective ? ", selective recomputation"
                                               : ", no recomputation");
@@ -160,6 +161,7 @@ void print_transformer_search(const TransformerSearchRequest& o, CommandContext&
                       {"interleave", k.training.virtual_stages},
                       {"recompute", recompute_name(k.training.recompute)},
                       {"sequence_parallel", k.training.sequence_parallel},
+                      {"flash_attention", k.training.flash_attention},
                       {"zero", k.training.zero_stage},
                       {"memory_bytes", k.memory.total_bytes()},
                       {"iteration_s", k.step.iteration_s},
@@ -189,18 +191,18 @@ void print_transformer_search(const TransformerSearchRequest& o, CommandContext&
     return;
   }
   TextTable table;
-  table.header = {"rank",          "t",     "p",    "d",      "b",         "v",
-                  "recompute",     "SP",    "ZeRO", "memory", "iteration", "simulated",
-                  "TFLOP/s a GPU", "bubble"};
-  table.right_aligned = {true, true, true, true, true, true, false, false, true, true, true, true, true, true};
+  table.header = {"rank",  "t",     "p",    "d",      "b",         "v",         "recompute",
+                  "SP",    "flash", "ZeRO", "memory", "iteration", "simulated", "TFLOP/s a GPU",
+                  "bubble"};
+  table.right_aligned = {true, true, true, true, true, true, false, false, false, true, true, true, true, true, true};
   for (size_t i = 0; i < shown; ++i) {
     const TransformerCandidate& k = r.ranked[i];
     const TransformerTraining& t = k.training;
     table.rows.push_back(
         {std::to_string(i + 1), std::to_string(t.tensor), std::to_string(t.pipeline), std::to_string(t.data),
          std::to_string(t.micro_batch), std::to_string(t.virtual_stages), recompute_name(t.recompute),
-         t.sequence_parallel ? "yes" : "no", std::to_string(t.zero_stage), format_bytes(k.memory.total_bytes()),
-         format_seconds(k.step.iteration_s),
+         t.sequence_parallel ? "yes" : "no", t.flash_attention ? "yes" : "no", std::to_string(t.zero_stage),
+         format_bytes(k.memory.total_bytes()), format_seconds(k.step.iteration_s),
          k.simulated_iteration_s > 0 ? format_seconds(k.simulated_iteration_s) : "-",
          format_number(std::round(k.step.model_flops / (k.iteration_s() * static_cast<double>(o.gpus)) / 1e12)),
          format_percent(k.step.bubble_s / k.step.iteration_s)});
@@ -322,6 +324,8 @@ void add_llm_command(CLI::App& app, CommandContext& ctx) {
   cmd->add_flag("--sequence-parallel", o->training.sequence_parallel,
                 "Sequence parallelism: the layer norms' and dropouts' activations split over t too");
   cmd->add_option("--recompute", o->recompute, "none, selective (attention's) or full")->capture_default_str();
+  cmd->add_flag("--flash-attention", o->training.flash_attention,
+                "Fused attention: no scores kept, recomputed in the backward (Dao et al. 2022)");
   cmd->add_option("--zero", o->training.zero_stage,
                   "ZeRO stage 0-3 over the data-parallel group (0-2 with --global-batch)")
       ->capture_default_str();

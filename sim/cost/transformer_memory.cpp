@@ -74,9 +74,9 @@ double layer_activation_bytes(const TransformerConfig& c, const TransformerTrain
   // (GPT: and its dropout mask and output).
   const double whole = 8 * sb * h + (c.llama ? 0 : 2 * sb * h);
   const double split = sb * (4 * h + 4 * kv) + sb * (c.llama ? 6 * f : 4 * f);
-  const double scores = (c.llama ? 2 : 5) * a * s * sb;
+  const double scores = t.flash_attention ? 4 * a * sb : (c.llama ? 2 : 5) * a * s * sb;
   const double kept = t.sequence_parallel ? (whole + split) / tp : whole + split / tp;
-  return kept + (t.recompute == Recompute::selective ? 0 : scores / tp);
+  return kept + (t.recompute == Recompute::selective && !t.flash_attention ? 0 : scores / tp);
 }
 
 TransformerMemory transformer_memory(const TransformerConfig& c, const TransformerTraining& t) {

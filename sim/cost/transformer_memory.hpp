@@ -22,6 +22,7 @@ struct TransformerTraining {
   int64_t virtual_stages = 1;  // interleaved 1F1B: model chunks per device, v
   bool sequence_parallel = false;
   Recompute recompute = Recompute::none;
+  bool flash_attention = false;  // fused attention (Dao et al. 2022): no scores kept, recomputed in the backward
   int zero_stage = 0;                     // 0 to 3, over the data-parallel group
   double optimizer_bytes_per_param = 12;  // K: Adam's fp32 weights, momentum and variance
 };
@@ -55,7 +56,9 @@ ModelStates model_state_bytes(double params, int zero_stage, int64_t data, doubl
 //   selective: the attention's 5·a·s/(h·t) recomputed: s·b·h·(10 + 24/t), with SP s·b·h·34/t
 //   full:      the layer's input alone: 2·s·b·h, with SP 2·s·b·h/t
 // and by the same accounting for Llama's block (no dropout, SwiGLU, GQA):
-// s·b·(8h + (4h + 4h_kv + 6f)/t) + 2·a·s²·b/t [derived].
+// s·b·(8h + (4h + 4h_kv + 6f)/t) + 2·a·s²·b/t [derived]. FlashAttention
+// keeps no s² term, only each row's softmax statistic in fp32, 4·a·s·b/t
+// (Dao et al. 2022 §3.1).
 double layer_activation_bytes(const TransformerConfig& c, const TransformerTraining& t);
 
 // The first pipeline stage's memory: its parameters' model states, and the

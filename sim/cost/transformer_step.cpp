@@ -79,10 +79,13 @@ TransformerStep transformer_step(const TransformerConfig& c, const TransformerTr
   const double matrices = 2 * h * h + 2 * h * kv + (c.llama ? 3 : 2) * h * f;
   r.layer_forward_s = (2 * b * s * matrices / tp + attention_flops) / gemm_rate + elementwise_s;
   // Recomputation before the backward: the whole forward, or (selective) the
-  // attention's scores, softmax and dropout: their products and 5as²b bytes.
+  // attention's scores, softmax and dropout: their products and 5as²b bytes
+  // (FlashAttention recomputes them in its backward anyway: S = QKᵀ,
+  // 2·b·s²·h/t FLOPs more than twice its forward, Dao et al. 2022 §3.1).
   double recompute_s = 0;
   if (t.recompute == Recompute::full) recompute_s = r.layer_forward_s;
-  if (t.recompute == Recompute::selective) {
+  if (t.flash_attention) recompute_s += attention_flops / 2 / gemm_rate;
+  if (t.recompute == Recompute::selective && !t.flash_attention) {
     recompute_s = attention_flops / gemm_rate +
                   2 * 5 * static_cast<double>(c.heads) * s * s * b / tp / machine.memory_bytes_per_s;
   }

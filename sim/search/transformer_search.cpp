@@ -51,15 +51,18 @@ TransformerSearchResult search_transformer(const TransformerConfig& c, const Gpu
           for (const Recompute r : {Recompute::none, Recompute::selective, Recompute::full}) {
             for (const bool sp : {false, true}) {
               if (sp && tp == 1) continue;
-              for (const int zero : {0, 1, 2}) {
-                if ((zero > 0 && dp == 1) || (zero == 2 && m > 1)) continue;
-                TransformerCandidate k;
-                k.training = {tp, pp, dp, b, m, v, sp, r, zero};
-                k.memory = transformer_memory(c, k.training);
-                ++result.evaluated;
-                if (k.memory.total_bytes() > limit) continue;
-                k.step = transformer_step(c, k.training, o.global_batch, machine, o.assumptions);
-                result.ranked.push_back(k);
+              for (const bool flash : {false, true}) {
+                if (flash && r == Recompute::selective) continue;  // FlashAttention keeps no scores to recompute
+                for (const int zero : {0, 1, 2}) {
+                  if ((zero > 0 && dp == 1) || (zero == 2 && m > 1)) continue;
+                  TransformerCandidate k;
+                  k.training = {tp, pp, dp, b, m, v, sp, r, flash, zero};
+                  k.memory = transformer_memory(c, k.training);
+                  ++result.evaluated;
+                  if (k.memory.total_bytes() > limit) continue;
+                  k.step = transformer_step(c, k.training, o.global_batch, machine, o.assumptions);
+                  result.ranked.push_back(k);
+                }
               }
             }
           }

@@ -101,6 +101,15 @@ TEST(TransformerMemory, LlamasBlockByTheSameAccounting) {
   EXPECT_THROW(transformer_memory(find_transformer_config("llama2-70b", "model"), sixteen), InputError);
 }
 
+// FlashAttention keeps no scores, only a row's fp32 softmax statistic a
+// head: GPT-3 175B at t = 8 keeps s·b·h·(10 + 3) and 4·96·2048/8 bytes.
+TEST(TransformerMemory, FlashAttentionKeepsNoScores) {
+  TransformerTraining t;
+  t.tensor = 8;
+  t.flash_attention = true;
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(gpt3(), t), 13 * 2048.0 * 12288 + 4 * 96 * 2048.0 / 8);
+}
+
 TEST(TransformerMemory, SizesThatDoNotDivideAreRefusedNamingTheSetting) {
   const TransformerConfig& c = find_transformer_config("megatron-145.6b", "model");
   const auto error_of = [&c](TransformerTraining t) -> std::string {

@@ -79,6 +79,20 @@ TEST(TransformerStep, TensorAndPipelineParallelismByHand) {
   EXPECT_DOUBLE_EQ(none.model_flops, 3 * layers + output);
 }
 
+// FlashAttention: the forward's elementwise bytes lose the scores, and the
+// backward recomputes S = QKᵀ (2·b·s²·h/t FLOPs) where nothing else is.
+TEST(TransformerStep, FlashAttentionRecomputesTheScoresInItsBackward) {
+  const TransformerConfig& c = find_transformer_config("megatron-1.7b", "model");
+  TransformerTraining t;
+  t.data = 32;
+  t.flash_attention = true;
+  const TransformerStep r = transformer_step(c, t, 512, a100());
+  const double s = 2048, h = 2304, rate = 312e12 * 0.8;
+  const double forward = (24 * s * h * h + 4 * s * s * h) / rate + 2 * (s * h * 34 + 4 * 24 * s) / 2039e9;
+  EXPECT_DOUBLE_EQ(r.layer_forward_s, forward);
+  EXPECT_DOUBLE_EQ(r.microbatch_s, 24 * (3 * forward + 2 * s * s * h / rate) + r.output_layer_s);
+}
+
 TEST(TransformerStep, WhatItCannotPriceIsRefusedNamingTheSetting) {
   const TransformerConfig& c = find_transformer_config("megatron-145.6b", "model");
   const auto error_of = [&c](TransformerTraining t, int64_t batch) -> std::string {
