@@ -258,8 +258,12 @@ void report(const LlmOptions& o, CommandContext& ctx) {
   TransformerMemory m;
   TransformerStep step;
   try {
+    if (o.global_batch > 0) {
+      step = transformer_step(c, t, o.global_batch, machine, o.assumptions);
+      // The iteration's micro-batches bound what the first stage holds, unless --microbatches says otherwise.
+      if (t.microbatches == 0) t.microbatches = step.microbatches;
+    }
     m = transformer_memory(c, t);
-    if (o.global_batch > 0) step = transformer_step(c, t, o.global_batch, machine, o.assumptions);
   } catch (const InputError& e) {
     rethrow_with_flag(e);
   }

@@ -143,6 +143,20 @@ TEST(LlmCli, ChooseSearchesATransformer) {
   EXPECT_NE(zoo.err.find("--gpus: without a transformer --model"), std::string::npos) << zoo.err;
 }
 
+// With a global batch of fewer micro-batches than stages, the first stage
+// holds only those: 145.6B on p = 8 with 96 sequences over d = 24 runs 4
+// micro-batches, so 10 layers x 4 of 23·s·b·h (t = 8, nothing recomputed).
+TEST(LlmCli, TheGlobalBatchBoundsTheMicroBatchesInFlight) {
+  const auto r = run_cli({"llm", "--model", "megatron-145.6b", "--tp", "8", "--pp", "8", "--dp", "24", "--global-batch",
+                          "96", "--json", "-"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["step"]["microbatches"], 4);
+  EXPECT_DOUBLE_EQ(j["activations_bytes"].get<double>(), 10 * 4 * 23 * 2048.0 * 12288);
+  const auto alone = run_cli({"llm", "--model", "megatron-145.6b", "--tp", "8", "--pp", "8", "--json", "-"});
+  EXPECT_DOUBLE_EQ(nlohmann::json::parse(alone.out)["activations_bytes"].get<double>(), 80 * 23 * 2048.0 * 12288);
+}
+
 TEST(LlmCli, EachBadSettingIsOneLineNamingItsFlag) {
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
       {{"--tp", "5"}, "--tp: 5 for gpt3-175b's 96 heads"},
