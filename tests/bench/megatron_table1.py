@@ -38,6 +38,13 @@ TABLE_1 = [
 ]
 
 
+def llm_command(a, model, t, p, d, batch):
+    """`trainsim llm` for one row on DGX A100 machines, with the script's assumptions."""
+    return [a.trainsim, "llm", "--model", model, "--machine", "dgx-a100", "--tp", str(t), "--pp", str(p), "--dp",
+            str(d), "--micro-batch", a.micro_batch, "--recompute", a.recompute, "--interleave", a.interleave,
+            "--global-batch", str(batch), "--gemm-efficiency", a.gemm_efficiency]
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("trainsim")
@@ -55,9 +62,7 @@ def main():
     errors = []
     for model, t, p, gpus, batch, published in TABLE_1:
         d = gpus // (t * p)
-        cmd = [a.trainsim, "llm", "--model", model, "--machine", "dgx-a100", "--tp", str(t), "--pp", str(p),
-               "--dp", str(d), "--micro-batch", a.micro_batch, "--recompute", a.recompute, "--interleave",
-               a.interleave, "--global-batch", str(batch), "--gemm-efficiency", a.gemm_efficiency, "--json", "-"]
+        cmd = llm_command(a, model, t, p, d, batch) + ["--json", "-"]
         done = subprocess.run(cmd, capture_output=True, text=True)
         if done.returncode != 0:
             print(f"| {model} | failed: {done.stderr.strip()} |")
@@ -83,10 +88,7 @@ def simulate_rows(a):
             profile, cluster = os.path.join(tmp, "p.json"), os.path.join(tmp, "c.json")
             if a.interleave != "1" and (p == 1 or (batch // d) % p != 0):
                 continue  # interleaving needs a pipeline and micro-batches in groups of p
-            cmd = [a.trainsim, "llm", "--model", model, "--tp", str(t), "--pp", str(p), "--dp", str(d),
-                   "--micro-batch", a.micro_batch, "--recompute", a.recompute, "--global-batch", str(batch),
-                   "--interleave", a.interleave, "--gemm-efficiency", a.gemm_efficiency, "--profile-out", profile,
-                   "--cluster-out", cluster]
+            cmd = llm_command(a, model, t, p, d, batch) + ["--profile-out", profile, "--cluster-out", cluster]
             done = subprocess.run(cmd, capture_output=True, text=True)
             if done.returncode != 0:
                 print(f"| {model} | failed: {done.stderr.strip()} |")
