@@ -81,8 +81,8 @@ void add_choose_command(CLI::App& app, CommandContext& ctx) {
   cmd->callback([&ctx, o] {
     ctx.action = [&ctx, o] {
       if (is_transformer_config(o->model)) {  // TP × PP × DP, micro-batch, schedule, recomputation, ZeRO
-        return print_transformer_search({o->model, o->cluster, "", o->json, o->gpus, o->global_batch, 10, o->simulate},
-                                        ctx);
+        return print_transformer_search(
+            {o->model, o->cluster, "", o->json, o->gpus, o->global_batch, 10, o->simulate, {}}, ctx);
       }
       if (o->gpus > 0 || o->global_batch > 0) {
         throw InputError(o->gpus > 0 ? "--gpus" : "--global-batch", "without a transformer --model",

@@ -89,6 +89,7 @@ nlohmann::json step_json(const TransformerStep& r, const GpuMachine& machine) {
           {"microbatches", r.microbatches},
           {"layer_forward_s", r.layer_forward_s},
           {"layer_tp_comm_s", r.layer_tp_comm_s},
+          {"tensor_parallel_s", r.tensor_parallel_s},
           {"output_layer_s", r.output_layer_s},
           {"microbatch_s", r.microbatch_s},
           {"pipeline_s", r.pipeline_s},
@@ -103,7 +104,8 @@ nlohmann::json step_json(const TransformerStep& r, const GpuMachine& machine) {
 void print_step(std::ostream& out, const TransformerStep& r, const GpuMachine& machine, const LlmOptions& o) {
   out << "\none iteration of " << o.global_batch << " sequences on " << machine.name << " machines ("
       << format_percent(o.assumptions.gemm_efficiency) << " of the " << format_number(machine.peak_flops_per_s / 1e12)
-      << " TFLOP/s peak in every matrix product, assumed):\n";
+      << " TFLOP/s peak in a product's whole tiles and waves, NCCL at " << format_percent(o.assumptions.link_efficiency)
+      << " of the links; assumed):\n";
   TextTable table;
   table.header = {"part", "time", "what"};
   table.right_aligned = {false, true, false};
@@ -147,7 +149,7 @@ void print_transformer_search(const TransformerSearchRequest& o, CommandContext&
   options.global_batch = o.global_batch;
   options.memory_limit_bytes = o.memory_limit.empty() ? 0 : parse_bytes(o.memory_limit, "--memory-limit");
   options.simulate = o.simulate;
-  options.assumptions.gemm_efficiency = o.gemm_efficiency;
+  options.assumptions = o.assumptions;
   const TransformerSearchResult r = search_transformer(c, machine, options);
   const auto shown = static_cast<size_t>(std::min<int64_t>(o.top, static_cast<int64_t>(r.ranked.size())));
   if (!o.json.empty()) {
@@ -336,7 +338,11 @@ void add_llm_command(CLI::App& app, CommandContext& ctx) {
   cmd->add_option("--global-batch", o->global_batch, "Sequences per iteration: also price the iteration")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--gemm-efficiency", o->assumptions.gemm_efficiency,
-                  "Fraction of the peak every matrix product reaches (an assumption)")
+                  "Fraction of the peak a matrix product reaches in its whole tiles and waves (an assumption)")
+      ->check(CLI::Range(0.01, 1.0))
+      ->capture_default_str();
+  cmd->add_option("--link-efficiency", o->assumptions.link_efficiency,
+                  "Fraction of NVLink's and InfiniBand's rate NCCL's collectives reach (an assumption)")
       ->check(CLI::Range(0.01, 1.0))
       ->capture_default_str();
   cmd->add_option("--profile-out", o->profile_out,
@@ -363,7 +369,7 @@ void add_llm_command(CLI::App& app, CommandContext& ctx) {
       if (o->model.empty()) throw InputError("--model", "is missing", "a transformer configuration, or --list");
       if (o->search) {
         return print_transformer_search({o->model, o->machine, o->memory_limit, o->json, o->gpus, o->global_batch,
-                                         o->top, o->simulate, o->assumptions.gemm_efficiency},
+                                         o->top, o->simulate, o->assumptions},
                                         ctx);
       }
       if ((!o->profile_out.empty() || !o->cluster_out.empty()) && o->global_batch == 0) {

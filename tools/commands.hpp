@@ -10,6 +10,7 @@
 #include "model/layer.hpp"
 #include "profiles/cluster.hpp"
 #include "profiles/profile.hpp"
+#include "sim/cost/transformer_step.hpp"
 #include "sim/des/engine.hpp"
 #include "tools/options.hpp"
 
@@ -46,7 +47,7 @@ void add_llm_command(CLI::App& app, CommandContext& ctx);
 struct TransformerSearchRequest {
   std::string model, machine = "dgx-a100", memory_limit, json;
   int64_t gpus = 0, global_batch = 0, top = 10, simulate = 0;
-  double gemm_efficiency = 0.8;
+  StepAssumptions assumptions;
 };
 void print_transformer_search(const TransformerSearchRequest& request, CommandContext& ctx);
 // Whether `name` is one of the transformer configurations (trainsim llm --list).

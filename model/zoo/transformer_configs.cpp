@@ -7,6 +7,7 @@ namespace trainsim {
 
 const std::vector<TransformerConfig>& transformer_configs() {
   static const std::string megatron = "Narayanan et al. 2021 (Megatron-LM, SC21), Table 1";
+  static const std::string korthikanti = "Korthikanti et al. 2022 (reducing activation recomputation), Table 3";
   static const std::string llama = "Touvron et al. 2023 (Llama 2), Table 1; Meta's released configuration";
   static const std::vector<TransformerConfig> configs = {
       {"megatron-1.7b", megatron, 24, 2304, 24, 2048, 51200},
@@ -19,6 +20,8 @@ const std::vector<TransformerConfig>& transformer_configs() {
       {"megatron-310.1b", megatron, 96, 16384, 128, 2048, 51200},
       {"megatron-529.6b", megatron, 105, 20480, 128, 2048, 51200},
       {"megatron-1008b", megatron, 128, 25600, 160, 2048, 51200},
+      {"megatron-22b", korthikanti, 48, 6144, 64, 2048, 51200},
+      {"megatron-175b", korthikanti, 96, 12288, 96, 2048, 51200},
       {"gpt3-175b", "Brown et al. 2020 (GPT-3), Table 2.1", 96, 12288, 96, 2048, 50257},
       {"llama2-7b", llama, 32, 4096, 32, 4096, 32000, 11008, 0, true},
       {"llama2-13b", llama, 40, 5120, 40, 4096, 32000, 13824, 0, true},

@@ -3,6 +3,7 @@
 #include "sim/cost/transformer_step.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include "model/error.hpp"
 
@@ -26,8 +27,10 @@ constexpr double kAdamBytesPerParam = 2 + 3 * 4 + 3 * 4 + 2;
 
 const std::vector<GpuMachine>& gpu_machines() {
   static const std::vector<GpuMachine> machines = {
-      {"dgx-a100", "NVIDIA A100 datasheet (SXM4 80GB), DGX A100 user guide", 312e12, 2039e9, 80e9, 8, 300e9, 25e9},
-      {"dgx-h100", "NVIDIA H100 datasheet (SXM5), DGX H100 user guide", 989e12, 3350e9, 80e9, 8, 450e9, 50e9},
+      {"dgx-a100", "NVIDIA A100 datasheet (SXM4 80GB), DGX A100 user guide; 108 SMs (A100 whitepaper)", 312e12, 2039e9,
+       80e9, 8, 300e9, 25e9, 108},
+      {"dgx-h100", "NVIDIA H100 datasheet (SXM5), DGX H100 user guide; 132 SMs (H100 whitepaper)", 989e12, 3350e9, 80e9,
+       8, 450e9, 50e9, 132},
   };
   return machines;
 }
@@ -37,6 +40,18 @@ const GpuMachine& find_gpu_machine(const std::string& name, const std::string& f
     if (m.name == name) return m;
   }
   throw InputError(flag, "'" + name + "' is not a GPU machine", "dgx-a100 or dgx-h100");
+}
+
+double gemm_s(double m, double n, double k, double batch, const GpuMachine& machine, const StepAssumptions& a) {
+  constexpr double kTileM = 256, kTileN = 128;
+  const double tiles = batch * std::ceil(m / kTileM) * std::ceil(n / kTileN);
+  const double waves = std::ceil(tiles / static_cast<double>(machine.sms));
+  // Every wave takes a full tile's time on every SM it occupies.
+  const double tile_flops = 2 * kTileM * kTileN * k;
+  const double sm_rate = machine.peak_flops_per_s * a.gemm_efficiency / static_cast<double>(machine.sms);
+  const double compute_s = waves * tile_flops / sm_rate;
+  const double memory_s = 2 * batch * (m * k + k * n + m * n) / machine.memory_bytes_per_s;
+  return std::max(compute_s, memory_s);
 }
 
 TransformerStep transformer_step(const TransformerConfig& c, const TransformerTraining& t, int64_t global_batch,
@@ -65,7 +80,8 @@ TransformerStep transformer_step(const TransformerConfig& c, const TransformerTr
   const auto s = static_cast<double>(c.seq), b = static_cast<double>(t.micro_batch), h = static_cast<double>(c.hidden);
   const auto l = static_cast<double>(c.layers), v = static_cast<double>(c.vocab);
   const auto tp = static_cast<double>(t.tensor), p = static_cast<double>(t.pipeline);
-  const double gemm_rate = machine.peak_flops_per_s * a.gemm_efficiency;
+  const double nvlink = machine.nvlink_bytes_per_s * a.link_efficiency;
+  const double network = machine.network_bytes_per_s * a.link_efficiency;
 
   // One layer's forward on a GPU of its TP group: 24bsh² + 4bs²h FLOPs over t
   // (Narayanan et al. §3.4), and its elementwise work reading and writing
@@ -73,38 +89,43 @@ TransformerStep transformer_step(const TransformerConfig& c, const TransformerTr
   TransformerTraining kept = t;
   kept.recompute = Recompute::none;
   const double elementwise_s = 2 * layer_activation_bytes(c, kept) / machine.memory_bytes_per_s;
-  const double attention_flops = 4 * b * s * s * h / tp;
   // The block's matrices, 2·b·s FLOPs a parameter (GPT: 24bsh²).
   const auto kv = static_cast<double>(c.kv_width()), f = static_cast<double>(c.ffn_width());
   const double matrices = 2 * h * h + 2 * h * kv + (c.llama ? 3 : 2) * h * f;
-  r.layer_forward_s = (2 * b * s * matrices / tp + attention_flops) / gemm_rate + elementwise_s;
+  // Its products on one GPU of the TP group, b·s tokens a micro-batch: the
+  // query, key and value projection (column-parallel), the attention's
+  // scores and weighted values per head, the output projection
+  // (row-parallel), the MLP's (or SwiGLU's) up and down.
+  const double tokens = b * s, heads = static_cast<double>(c.heads) / tp, head = h / static_cast<double>(c.heads);
+  const double attention_s = gemm_s(s, s, head, b * heads, machine, a) + gemm_s(s, head, s, b * heads, machine, a);
+  const double layer_gemms_s =
+      gemm_s(tokens, (h + 2 * kv) / tp, h, 1, machine, a) + attention_s + gemm_s(tokens, h, h / tp, 1, machine, a) +
+      gemm_s(tokens, (c.llama ? 2 : 1) * f / tp, h, 1, machine, a) + gemm_s(tokens, h, f / tp, 1, machine, a);
+  r.layer_forward_s = layer_gemms_s + elementwise_s;
   // Recomputation before the backward: the whole forward, or (selective) the
   // attention's scores, softmax and dropout: their products and 5as²b bytes
   // (FlashAttention recomputes them in its backward anyway: S = QKᵀ,
   // 2·b·s²·h/t FLOPs more than twice its forward, Dao et al. 2022 §3.1).
   double recompute_s = 0;
   if (t.recompute == Recompute::full) recompute_s = r.layer_forward_s;
-  if (t.flash_attention) recompute_s += attention_flops / 2 / gemm_rate;
+  if (t.flash_attention) recompute_s += attention_s / 2;
   if (t.recompute == Recompute::selective && !t.flash_attention) {
-    recompute_s = attention_flops / gemm_rate +
-                  2 * 5 * static_cast<double>(c.heads) * s * s * b / tp / machine.memory_bytes_per_s;
+    recompute_s = attention_s + 2 * 5 * static_cast<double>(c.heads) * s * s * b / tp / machine.memory_bytes_per_s;
   }
   // Two all-reduces of b·s·h 16-bit values a pass (forward, backward, and a
   // recomputed forward), or as many reduce-scatter and all-gather pairs
   // with sequence parallelism (the same bytes).
-  r.layer_tp_comm_s =
-      2 * ring_all_reduce_s(2 * b * s * h, t.tensor, machine.nvlink_bytes_per_s, a.collective_latency_s);
+  r.layer_tp_comm_s = 2 * ring_all_reduce_s(2 * b * s * h, t.tensor, nvlink, a.collective_latency_s);
   const double tp_passes = 2 + (t.recompute == Recompute::full ? 1 : 0);
   const double layer_s = r.layer_forward_s + recompute_s + 2 * r.layer_forward_s + tp_passes * r.layer_tp_comm_s;
   // Each micro-batch's boundary activations to the next stage and their
   // gradient back, b·s·h 16-bit values split over the TP group (Megatron's
   // scatter-gather), once per model chunk.
   const double chunks = static_cast<double>(t.virtual_stages);
-  const double p2p_s =
-      t.pipeline > 1 ? 2 * chunks * (2 * b * s * h / tp / machine.network_bytes_per_s + a.collective_latency_s) : 0;
+  const double p2p_s = t.pipeline > 1 ? 2 * chunks * (2 * b * s * h / tp / network + a.collective_latency_s) : 0;
   // The last stage also runs the output layer's logits, 2·b·s·h·V/t FLOPs a
   // forward, and their backward (the slowest stage sets the pipeline's pace).
-  r.output_layer_s = 3 * 2 * b * s * h * v / tp / gemm_rate;
+  r.output_layer_s = 3 * gemm_s(tokens, v / tp, h, 1, machine, a);
   r.microbatch_s = l / p * layer_s + r.output_layer_s + p2p_s;
   r.tensor_parallel_s = static_cast<double>(r.microbatches) * l / p * tp_passes * r.layer_tp_comm_s;
   // 1F1B: (m + p − 1) micro-batch times; interleaved over v chunks the bubble is (p − 1)/v of one.
@@ -115,9 +136,7 @@ TransformerStep transformer_step(const TransformerConfig& c, const TransformerTr
   const double params = first_stage_params(c, t);
   const int64_t per_machine = std::max<int64_t>(1, machine.gpus / (t.tensor * t.pipeline));
   const double dp_bandwidth =
-      t.data > per_machine
-          ? std::min(machine.nvlink_bytes_per_s, static_cast<double>(per_machine) * machine.network_bytes_per_s)
-          : machine.nvlink_bytes_per_s;
+      t.data > per_machine ? std::min(nvlink, static_cast<double>(per_machine) * network) : nvlink;
   // ZeRO-1 (and -2, with one micro-batch) reduce-scatter the gradients and
   // all-gather the updated weights instead: the same bytes.
   r.data_parallel_s = ring_all_reduce_s(2 * params, t.data, dp_bandwidth, a.collective_latency_s);
@@ -145,7 +164,9 @@ TransformerPipeline transformer_pipeline(const TransformerConfig& c, const Trans
   const double forward_s = r.layer_forward_s + r.layer_tp_comm_s;
   const double layer_s =
       (r.microbatch_s - r.output_layer_s) / (static_cast<double>(c.layers) / static_cast<double>(t.pipeline));
-  const double p2p_s = t.pipeline > 1 ? 2 * (boundary_bytes / machine.network_bytes_per_s + a.collective_latency_s) : 0;
+  const double p2p_s =
+      t.pipeline > 1 ? 2 * (boundary_bytes / (machine.network_bytes_per_s * a.link_efficiency) + a.collective_latency_s)
+                     : 0;
   const double backward_s =
       layer_s - p2p_s / (static_cast<double>(c.layers) / static_cast<double>(t.pipeline)) - forward_s;
   const double layer_params = block_params(c, t.tensor);
@@ -196,8 +217,8 @@ TransformerPipeline transformer_pipeline(const TransformerConfig& c, const Trans
   cl.devices_per_machine = 1;
   cl.device = {machine.name + " GPU", "gpu", machine.memory_bytes, machine.peak_flops_per_s,
                machine.memory_bytes_per_s};
-  cl.intra_link = {machine.nvlink_bytes_per_s, a.collective_latency_s};
-  cl.inter_link = {machine.network_bytes_per_s, a.collective_latency_s};
+  cl.intra_link = {machine.nvlink_bytes_per_s * a.link_efficiency, a.collective_latency_s};
+  cl.inter_link = {machine.network_bytes_per_s * a.link_efficiency, a.collective_latency_s};
   cl.host = {25e9, 5e-6, 100e9, 8, 5e-6};
   cl.collective = {machine.memory_bytes_per_s / 3, 0};
   return out;

@@ -28,6 +28,7 @@ struct GpuMachine {
   int64_t gpus = 8;                // per machine
   double nvlink_bytes_per_s = 0;   // per GPU, one direction
   double network_bytes_per_s = 0;  // per GPU, one direction (one NIC per GPU)
+  int64_t sms = 0;                 // streaming multiprocessors per GPU
 };
 
 // DGX A100 (A100 SXM4 80GB: 312 TFLOP/s, 2,039 GB/s; NVLink 3 600 GB/s both
@@ -38,9 +39,23 @@ const GpuMachine& find_gpu_machine(const std::string& name, const std::string& f
 
 // What the closed form assumes of the software (docs/equations.md §10).
 struct StepAssumptions {
-  double gemm_efficiency = 0.8;        // of the peak, for every matrix product
+  double gemm_efficiency = 0.8;        // of the peak, for a matrix product that fills whole waves of whole tiles
   double collective_latency_s = 5e-6;  // per ring step of an all-reduce, per message
+  // What NCCL moves over a link of the datasheet's rate: about 80% of it
+  // after its protocol's overhead (NCCL's maintainers, nccl-tests issue #212:
+  // 370 of H100's 450 GB/s of NVLink), for NVLink and InfiniBand alike.
+  double link_efficiency = 0.8;
 };
+
+// The time of one matrix product C[m×n] = A[m×k]·B[k×n] in 16-bit, `batch`
+// of them at once, as cuBLAS runs it (NVIDIA, "Matrix Multiplication
+// Background User's Guide", §2.3 and §3): C in tiles of 256×128, each
+// tile a thread block on one SM, so a product whose sides the tile does not
+// divide computes whole tiles anyway (tile quantization) and one whose tiles
+// do not fill the last wave of SMs leaves the rest idle (wave
+// quantization); each tile at `gemm_efficiency` of its SM's share of the
+// peak, and never faster than reading A and B and writing C from HBM.
+double gemm_s(double m, double n, double k, double batch, const GpuMachine& machine, const StepAssumptions& a);
 
 struct TransformerStep {
   int64_t microbatches = 0;    // m = B / (d·b)

@@ -25,6 +25,13 @@ TEST(TransformerConfigs, MegatronsTableOneParameterCountsComeOutOfTheFormula) {
   }
 }
 
+// Korthikanti et al. 2022, Table 3: the 22B and 175B models (the 530B and
+// 1T ones are Table 1's 529.6B and 1008B above).
+TEST(TransformerConfigs, KorthikantisModelsAreTheirTableThreeSizes) {
+  EXPECT_NEAR(transformer_params(find_transformer_config("megatron-22b", "--model")) / 22e9, 1.0, 0.01);
+  EXPECT_NEAR(transformer_params(find_transformer_config("megatron-175b", "--model")) / 175e9, 1.0, 0.01);
+}
+
 TEST(TransformerConfigs, Gpt3IsHundredSeventyFiveBillion) {
   // 12·96·12288² + 13·96·12288 + (50257 + 2048)·12288 and the final layer norm's 2·12288, by hand.
   const TransformerConfig& c = find_transformer_config("gpt3-175b", "--model");

@@ -59,7 +59,7 @@ TEST(LlmCli, WithAGlobalBatchTheIterationIsPriced) {
   const nlohmann::json j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["step"]["machine"], "dgx-a100");
   EXPECT_EQ(j["step"]["microbatches"], 16);
-  EXPECT_NEAR(j["step"]["iteration_s"].get<double>(), 2.9916, 1e-3);
+  EXPECT_NEAR(j["step"]["iteration_s"].get<double>(), 3.5085, 1e-3);  // TransformerStep.Megatrons17BOnFourDgxA100ByHand
   EXPECT_TRUE(j["fits"].get<bool>());
   const auto text = run_cli({"llm", "--model", "megatron-1.7b", "--dp", "32", "--recompute", "full", "--global-batch",
                              "512", "--gemm-efficiency", "0.5"});

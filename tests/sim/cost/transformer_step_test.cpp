@@ -11,38 +11,61 @@ namespace {
 
 const GpuMachine& a100() { return find_gpu_machine("dgx-a100", "machine"); }
 
+// A product's time by hand: C in 256×128 tiles, 108 SMs, each tile at 80%
+// of an SM's share of 312 TFLOP/s, never faster than its HBM bytes.
+TEST(TransformerStep, AProductPaysForWholeTilesAndWholeWaves) {
+  const double rate = 312e12 * 0.8;
+  // 2048 × 6912: 8 × 54 = 432 tiles, four whole waves of 108: its FLOPs at the rate.
+  EXPECT_DOUBLE_EQ(gemm_s(2048, 6912, 2304, 1, a100(), {}), 2 * 2048.0 * 6912 * 2304 / rate);
+  // 2048 × 9216: 576 tiles, a sixth wave of 36 tiles on 108 SMs: 648 tiles' time.
+  EXPECT_DOUBLE_EQ(gemm_s(2048, 9216, 2304, 1, a100(), {}), 648.0 / 576 * 2 * 2048.0 * 9216 * 2304 / rate);
+  // 24 products 2048 × 96 (attention's weighted values, heads of 96): a
+  // 128-wide tile for 96 columns, 192 tiles in two waves of 108: 216 tiles
+  // of 256 × 128 for 24 · 2048 · 96 outputs, 1.5 times their FLOPs' time.
+  EXPECT_DOUBLE_EQ(gemm_s(2048, 96, 2048, 24, a100(), {}), 1.5 * 24 * 2 * 2048.0 * 96 * 2048 / rate);
+  // 24 products 2048 × 2048 over k = 96 (the scores): 3072 tiles in 29 waves
+  // take 79 µs, reading Q and K and writing S takes longer.
+  EXPECT_DOUBLE_EQ(gemm_s(2048, 2048, 96, 24, a100(), {}), 2 * 24 * (2 * 2048.0 * 96 + 2048.0 * 2048) / 2039e9);
+}
+
 // Megatron's 1.7B (l = 24, h = 2304, a = 24, s = 2048, V = 51200) on t = 1,
-// p = 1, d = 32, b = 1, B = 512 with full recomputation, 80% of 312 TFLOP/s.
+// p = 1, d = 32, b = 1, B = 512 with full recomputation: its products
+// (AProductPaysForWholeTilesAndWholeWaves prices them) and twice the
+// s·b·h·(34 + 5as/h) bytes the layer keeps; NCCL at 80% of the links.
 TEST(TransformerStep, Megatrons17BOnFourDgxA100ByHand) {
   TransformerTraining t;
   t.data = 32;
   t.recompute = Recompute::full;
   const TransformerStep r = transformer_step(find_transformer_config("megatron-1.7b", "model"), t, 512, a100());
-  const double s = 2048, h = 2304, rate = 312e12 * 0.8;
-  // 24bsh² + 4bs²h, and twice the s·b·h·(34 + 5as/h) bytes the layer keeps.
-  const double forward = (24 * s * h * h + 4 * s * s * h) / rate + 2 * s * h * (34 + 5.0 * 24 * s / h) / 2039e9;
+  const double s = 2048, h = 2304;
+  const auto product = [](double m, double n, double k, double batch) { return gemm_s(m, n, k, batch, a100(), {}); };
+  // Q, K and V; scores and weighted values over 24 heads of 96; output projection; MLP up and down.
+  const double products = product(s, 3 * h, h, 1) + product(s, s, 96, 24) + product(s, 96, s, 24) +
+                          product(s, h, h, 1) + product(s, 4 * h, h, 1) + product(s, h, 4 * h, 1);
+  const double forward = products + 2 * s * h * (34 + 5.0 * 24 * s / h) / 2039e9;
   EXPECT_DOUBLE_EQ(r.layer_forward_s, forward);
   EXPECT_DOUBLE_EQ(r.layer_tp_comm_s, 0);
-  const double output = 3 * 2 * s * h * 51200 / rate;  // the logits' forward and backward
+  const double output = 3 * product(s, 51200, h, 1);  // the logits' forward and backward
   EXPECT_DOUBLE_EQ(r.output_layer_s, output);
   EXPECT_DOUBLE_EQ(r.microbatch_s, 24 * 4 * forward + output);  // forward, recomputed forward, backward twice
   EXPECT_EQ(r.microbatches, 16);
   EXPECT_DOUBLE_EQ(r.bubble_s, 0);
   EXPECT_DOUBLE_EQ(r.pipeline_s, 16 * r.microbatch_s);
-  // P = 1,652,226,048 16-bit gradients over 32 GPUs, 8 a machine sharing its 8 × 25 GB/s.
+  // P = 1,652,226,048 16-bit gradients over 32 GPUs, 8 a machine sharing its 8 × 25 GB/s at 80%.
   const double params = 1'652'226'048.0;
-  EXPECT_DOUBLE_EQ(r.data_parallel_s, 2 * 31.0 / 32 * 2 * params / 200e9 + 2 * 31 * 5e-6);
+  EXPECT_DOUBLE_EQ(r.data_parallel_s, 2 * 31.0 / 32 * 2 * params / 160e9 + 2 * 31 * 5e-6);
   EXPECT_DOUBLE_EQ(r.optimizer_s, 28 * params / 2039e9);
   EXPECT_DOUBLE_EQ(r.iteration_s, r.pipeline_s + r.data_parallel_s + r.optimizer_s);
   const double flops = 96 * 512 * s * 24 * h * h * (1 + s / (6 * h) + 51200 / (16 * 24 * h));
   EXPECT_DOUBLE_EQ(r.model_flops, flops);
   EXPECT_DOUBLE_EQ(r.flops_per_gpu_per_s, flops / (r.iteration_s * 32));
-  EXPECT_NEAR(r.iteration_s, 2.9916, 1e-3);
+  EXPECT_NEAR(r.iteration_s, 3.5085, 1e-3);
 }
 
 // Tensor and pipeline parallelism: the all-reduces of b·s·h 16-bit values
-// over NVLink (300 GB/s), the boundary's values over t to the next stage
-// over a 25 GB/s NIC, 1F1B's bubble and interleaving's.
+// over NVLink (300 GB/s, NCCL at 80% of it), the boundary's values over t
+// to the next stage over a 25 GB/s NIC (80%), 1F1B's bubble and
+// interleaving's.
 TEST(TransformerStep, TensorAndPipelineParallelismByHand) {
   const TransformerConfig& c = find_transformer_config("megatron-145.6b", "model");
   TransformerTraining t;
@@ -52,17 +75,17 @@ TEST(TransformerStep, TensorAndPipelineParallelismByHand) {
   t.recompute = Recompute::full;
   const TransformerStep r = transformer_step(c, t, 2304, a100());
   const double s = 2048, h = 12288, bytes = 2 * s * h;
-  const double all_reduce = 2 * 7.0 / 8 * bytes / 300e9 + 2 * 7 * 5e-6;
+  const double all_reduce = 2 * 7.0 / 8 * bytes / 240e9 + 2 * 7 * 5e-6;
   EXPECT_DOUBLE_EQ(r.layer_tp_comm_s, 2 * all_reduce);
-  const double p2p = 2 * (bytes / 8 / 25e9 + 5e-6);
-  EXPECT_DOUBLE_EQ(r.output_layer_s, 3 * 2 * s * h * 51200 / 8 / (312e12 * 0.8));
+  const double p2p = 2 * (bytes / 8 / 20e9 + 5e-6);
+  EXPECT_DOUBLE_EQ(r.output_layer_s, 3 * gemm_s(s, 51200.0 / 8, h, 1, a100(), {}));
   EXPECT_DOUBLE_EQ(r.microbatch_s, 10 * (4 * r.layer_forward_s + 3 * r.layer_tp_comm_s) + r.output_layer_s + p2p);
   EXPECT_EQ(r.microbatches, 96);
   EXPECT_DOUBLE_EQ(r.bubble_s, 7 * r.microbatch_s);
   EXPECT_DOUBLE_EQ(r.pipeline_s, (96 + 7) * r.microbatch_s);
-  // One GPU a machine of each data-parallel group: its own 25 GB/s.
+  // One GPU a machine of each data-parallel group: its own NIC.
   const double params = first_stage_params(c, t);
-  EXPECT_DOUBLE_EQ(r.data_parallel_s, 2 * 23.0 / 24 * 2 * params / 25e9 + 2 * 23 * 5e-6);
+  EXPECT_DOUBLE_EQ(r.data_parallel_s, 2 * 23.0 / 24 * 2 * params / 20e9 + 2 * 23 * 5e-6);
   t.virtual_stages = 2;
   const TransformerStep v = transformer_step(c, t, 2304, a100());
   EXPECT_DOUBLE_EQ(v.microbatch_s, 10 * (4 * r.layer_forward_s + 3 * r.layer_tp_comm_s) + r.output_layer_s + 2 * p2p);
@@ -80,17 +103,21 @@ TEST(TransformerStep, TensorAndPipelineParallelismByHand) {
 }
 
 // FlashAttention: the forward's elementwise bytes lose the scores, and the
-// backward recomputes S = QKᵀ (2·b·s²·h/t FLOPs) where nothing else is.
+// backward recomputes S = QKᵀ where nothing else is: half the attention's
+// two products.
 TEST(TransformerStep, FlashAttentionRecomputesTheScoresInItsBackward) {
   const TransformerConfig& c = find_transformer_config("megatron-1.7b", "model");
   TransformerTraining t;
   t.data = 32;
+  const TransformerStep plain = transformer_step(c, t, 512, a100());
   t.flash_attention = true;
   const TransformerStep r = transformer_step(c, t, 512, a100());
-  const double s = 2048, h = 2304, rate = 312e12 * 0.8;
-  const double forward = (24 * s * h * h + 4 * s * s * h) / rate + 2 * (s * h * 34 + 4 * 24 * s) / 2039e9;
-  EXPECT_DOUBLE_EQ(r.layer_forward_s, forward);
-  EXPECT_DOUBLE_EQ(r.microbatch_s, 24 * (3 * forward + 2 * s * s * h / rate) + r.output_layer_s);
+  const double s = 2048;
+  const double attention = gemm_s(s, s, 96, 24, a100(), {}) + gemm_s(s, 96, s, 24, a100(), {});
+  // The scores' 5as²b bytes no longer read and written, each row's statistic (4·a·s) instead.
+  const double elementwise_saved = 2 * (5 * 24 * s * s - 4 * 24 * s) / 2039e9;
+  EXPECT_DOUBLE_EQ(r.layer_forward_s, plain.layer_forward_s - elementwise_saved);
+  EXPECT_DOUBLE_EQ(r.microbatch_s, 24 * (3 * r.layer_forward_s + attention / 2) + r.output_layer_s);
 }
 
 TEST(TransformerStep, WhatItCannotPriceIsRefusedNamingTheSetting) {
