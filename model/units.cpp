@@ -93,7 +93,11 @@ std::string format_count(double count) {
 
 std::string format_ratio(double ratio) { return printf_text("%.2f%s", ratio, "x"); }
 
-std::string format_percent(double fraction) { return printf_text("%.2g%s", 100 * fraction, "%"); }
+std::string format_percent(double fraction) {
+  const double percent = 100 * fraction;
+  // Two significant digits, but whole percents from 100 on (%.2g would write 1e+02).
+  return std::abs(percent) >= 99.5 ? printf_text("%.0f%s", percent, "%") : printf_text("%.2g%s", percent, "%");
+}
 
 double parse_bytes(const std::string& text, const std::string& where) {
   double value = 0;

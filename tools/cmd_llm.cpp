@@ -90,6 +90,7 @@ nlohmann::json step_json(const TransformerStep& r, const GpuMachine& machine) {
           {"layer_forward_s", r.layer_forward_s},
           {"layer_tp_comm_s", r.layer_tp_comm_s},
           {"tensor_parallel_s", r.tensor_parallel_s},
+          {"sharding_s", r.sharding_s},
           {"output_layer_s", r.output_layer_s},
           {"microbatch_s", r.microbatch_s},
           {"pipeline_s", r.pipeline_s},
@@ -116,11 +117,19 @@ void print_step(std::ostream& out, const TransformerStep& r, const GpuMachine& m
            format_seconds(r.layer_tp_comm_s) + " a pass"},
       {"pipeline", format_seconds(r.pipeline_s),
        std::to_string(r.microbatches) + " micro-batches, of which the bubble " + format_seconds(r.bubble_s)},
-      {"data parallel", format_seconds(r.data_parallel_s), "the gradients' all-reduce after the drain"},
+      {"data parallel", format_seconds(r.data_parallel_s),
+       o.training.zero_stage == 3   ? "nothing after the drain (ZeRO-3 gathers the weights when used)"
+       : o.training.zero_stage == 2 ? "the updated weights' all-gather after the drain"
+                                    : "the gradients' all-reduce after the drain"},
       {"optimizer", format_seconds(r.optimizer_s), "Adam over the device's parameters"},
       {"iteration", format_seconds(r.iteration_s),
        format_number(std::round(r.flops_per_gpu_per_s / 1e12)) + " TFLOP/s a GPU (" +
            format_percent(r.flops_per_gpu_per_s / machine.peak_flops_per_s) + " of peak) by Narayanan et al.'s eq. 3"}};
+  if (r.sharding_s > 0) {
+    table.rows.insert(table.rows.begin() + 2,
+                      {"ZeRO", format_seconds(r.sharding_s),
+                       "of the pipeline, the gathers and scatters of each micro-batch its compute does not hide"});
+  }
   print_aligned(out, table);
 }
 
@@ -217,9 +226,14 @@ void print_transformer_search(const TransformerSearchRequest& o, CommandContext&
   ctx.out << "\nwhy rank 1: it fits (" << format_bytes(best.memory.total_bytes()) << " of "
           << format_bytes(options.memory_limit_bytes > 0 ? options.memory_limit_bytes : machine.memory_bytes)
           << "); of its iteration the pipeline's compute and boundary sends take "
-          << share(s.pipeline_s - s.bubble_s - s.tensor_parallel_s) << ", the bubble " << share(s.bubble_s)
-          << ", tensor-parallel all-reduces " << share(s.tensor_parallel_s) << ", the data-parallel all-reduce "
-          << share(s.data_parallel_s) << " and the optimizer " << share(s.optimizer_s);
+          << share(s.pipeline_s - s.bubble_s - s.tensor_parallel_s - s.sharding_s) << ", the bubble "
+          << share(s.bubble_s) << ", tensor-parallel all-reduces " << share(s.tensor_parallel_s);
+  if (s.sharding_s > 0) ctx.out << ", ZeRO's gathers and scatters not hidden " << share(s.sharding_s);
+  if (best.training.zero_stage < 3) {
+    ctx.out << ", the data-parallel " << (best.training.zero_stage == 2 ? "all-gather " : "all-reduce ")
+            << share(s.data_parallel_s);
+  }
+  ctx.out << " and the optimizer " << share(s.optimizer_s);
   if (r.ranked.size() > 1) {
     ctx.out << "; rank 2 is " << format_percent(r.ranked[1].iteration_s() / best.iteration_s() - 1) << " slower";
   }
@@ -333,7 +347,7 @@ void add_llm_command(CLI::App& app, CommandContext& ctx) {
   cmd->add_flag("--flash-attention", o->training.flash_attention,
                 "Fused attention: no scores kept, recomputed in the backward (Dao et al. 2022)");
   cmd->add_option("--zero", o->training.zero_stage,
-                  "ZeRO stage 0-3 over the data-parallel group (0-2 with --global-batch)")
+                  "ZeRO stage 0-3 over the data-parallel group (2 and 3 without a pipeline)")
       ->capture_default_str();
   cmd->add_option("--global-batch", o->global_batch, "Sequences per iteration: also price the iteration")
       ->check(CLI::PositiveNumber);

@@ -85,6 +85,14 @@ TransformerMemory transformer_memory(const TransformerConfig& c, const Transform
   m.params = first_stage_params(c, t);
   const ModelStates states = model_state_bytes(m.params, t.zero_stage, t.data, t.optimizer_bytes_per_param);
   m.weights_bytes = states.weights_bytes;
+  if (t.zero_stage == 3) {
+    // The weights gathered whole for the layer running and the one
+    // prefetched beside it (FSDP's default of one unit ahead), or for the
+    // vocabulary's table, whichever is larger.
+    const double vocabulary =
+        static_cast<double>(c.vocab) * static_cast<double>(c.hidden) / static_cast<double>(t.tensor);
+    m.weights_bytes += 2 * 2 * std::max(block_params(c, t.tensor), vocabulary / 2);
+  }
   m.gradients_bytes = states.gradients_bytes;
   m.optimizer_bytes = states.optimizer_bytes;
   const auto p = static_cast<double>(t.pipeline), v = static_cast<double>(t.virtual_stages);

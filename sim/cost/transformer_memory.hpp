@@ -61,7 +61,9 @@ ModelStates model_state_bytes(double params, int zero_stage, int64_t data, doubl
 // (Dao et al. 2022 §3.1).
 double layer_activation_bytes(const TransformerConfig& c, const TransformerTraining& t);
 
-// The first pipeline stage's memory: its parameters' model states, and the
+// The first pipeline stage's memory: its parameters' model states (ZeRO-3:
+// and the weights gathered whole for two layers, the one running and the
+// one prefetched, or for the vocabulary's table if that is larger), and the
 // activations of its l/p layers for every micro-batch in flight: 1F1B keeps
 // min(p, m) micro-batches, so l/p layers × p = l layers' worth
 // (Korthikanti et al. §4.2.3); interleaved 1F1B with v chunks

@@ -57,8 +57,11 @@ double gemm_s(double m, double n, double k, double batch, const GpuMachine& mach
 TransformerStep transformer_step(const TransformerConfig& c, const TransformerTraining& t, int64_t global_batch,
                                  const GpuMachine& machine, const StepAssumptions& a) {
   transformer_memory(c, t);  // its checks
-  if (t.zero_stage == 3) {
-    throw InputError("zero_stage", "3: its parameters' all-gathers in every pass are not priced yet", "0, 1 or 2");
+  if (t.zero_stage >= 2 && t.pipeline > 1) {
+    throw InputError("zero_stage",
+                     std::to_string(t.zero_stage) + " with " + std::to_string(t.pipeline) + " pipeline stages",
+                     "0 or 1 with a pipeline (a stage's gradients accumulate over its micro-batches; DeepSpeed's "
+                     "pipeline engine shards the optimizer states only), or --pp 1");
   }
   if (t.tensor > machine.gpus) {
     throw InputError(
@@ -73,10 +76,6 @@ TransformerStep transformer_step(const TransformerConfig& c, const TransformerTr
   }
   TransformerStep r;
   r.microbatches = global_batch / per_step;
-  if (t.zero_stage == 2 && r.microbatches > 1) {
-    throw InputError("zero_stage", "2 with " + std::to_string(r.microbatches) + " micro-batches an iteration",
-                     "0 or 1 (ZeRO-2 reduce-scatters every micro-batch's gradients: not priced), or one micro-batch");
-  }
   const auto s = static_cast<double>(c.seq), b = static_cast<double>(t.micro_batch), h = static_cast<double>(c.hidden);
   const auto l = static_cast<double>(c.layers), v = static_cast<double>(c.vocab);
   const auto tp = static_cast<double>(t.tensor), p = static_cast<double>(t.pipeline);
@@ -117,7 +116,8 @@ TransformerStep transformer_step(const TransformerConfig& c, const TransformerTr
   // with sequence parallelism (the same bytes).
   r.layer_tp_comm_s = 2 * ring_all_reduce_s(2 * b * s * h, t.tensor, nvlink, a.collective_latency_s);
   const double tp_passes = 2 + (t.recompute == Recompute::full ? 1 : 0);
-  const double layer_s = r.layer_forward_s + recompute_s + 2 * r.layer_forward_s + tp_passes * r.layer_tp_comm_s;
+  const double forward_s = r.layer_forward_s + r.layer_tp_comm_s;
+  const double backward_s = recompute_s + 2 * r.layer_forward_s + (tp_passes - 1) * r.layer_tp_comm_s;
   // Each micro-batch's boundary activations to the next stage and their
   // gradient back, b·s·h 16-bit values split over the TP group (Megatron's
   // scatter-gather), once per model chunk.
@@ -125,21 +125,52 @@ TransformerStep transformer_step(const TransformerConfig& c, const TransformerTr
   const double p2p_s = t.pipeline > 1 ? 2 * chunks * (2 * b * s * h / tp / network + a.collective_latency_s) : 0;
   // The last stage also runs the output layer's logits, 2·b·s·h·V/t FLOPs a
   // forward, and their backward (the slowest stage sets the pipeline's pace).
-  r.output_layer_s = 3 * gemm_s(tokens, v / tp, h, 1, machine, a);
-  r.microbatch_s = l / p * layer_s + r.output_layer_s + p2p_s;
-  r.tensor_parallel_s = static_cast<double>(r.microbatches) * l / p * tp_passes * r.layer_tp_comm_s;
-  // 1F1B: (m + p − 1) micro-batch times; interleaved over v chunks the bubble is (p − 1)/v of one.
-  r.bubble_s = (p - 1) / chunks * r.microbatch_s;
-  r.pipeline_s = static_cast<double>(r.microbatches) * r.microbatch_s + r.bubble_s;
-  // The gradients' all-reduce after the drain: a data-parallel group has
-  // k = 8/(t·p) GPUs a machine (at least 1), whose NICs its ring shares.
+  const double output_s = 3 * gemm_s(tokens, v / tp, h, 1, machine, a);
+  // The data-parallel group has k = 8/(t·p) GPUs a machine (at least 1),
+  // whose NICs its rings share.
   const double params = first_stage_params(c, t);
   const int64_t per_machine = std::max<int64_t>(1, machine.gpus / (t.tensor * t.pipeline));
   const double dp_bandwidth =
       t.data > per_machine ? std::min(nvlink, static_cast<double>(per_machine) * network) : nvlink;
-  // ZeRO-1 (and -2, with one micro-batch) reduce-scatter the gradients and
-  // all-gather the updated weights instead: the same bytes.
-  r.data_parallel_s = ring_all_reduce_s(2 * params, t.data, dp_bandwidth, a.collective_latency_s);
+  // ZeRO-2 and -3 move gradients (and ZeRO-3 weights) every micro-batch,
+  // layer by layer, each layer's beside the compute of the one before
+  // (Rajbhandari et al. 2020 §7; FSDP's prefetch): ZeRO-2 reduce-scatters a
+  // layer's gradients beside the backward; ZeRO-3 also all-gathers its
+  // weights before the forward and again before the backward. A pass takes
+  // the longer of its compute and its collectives, and the first layer's
+  // gather and last scatter wait for nothing to hide them.
+  const auto shard_s = [&](double param_count) {  // a ring reduce-scatter, or all-gather, of 16-bit values
+    return ring_all_reduce_s(2 * param_count, t.data, dp_bandwidth, a.collective_latency_s) / 2;
+  };
+  const double layer_shard_s = shard_s(block_params(c, t.tensor));
+  // GPT ties its output layer to the token embedding; Llama's are two tables.
+  const double vocabulary_shard_s = shard_s((c.llama ? 2 : 1) * v * h / tp);
+  double layer_s = forward_s + backward_s;
+  r.output_layer_s = output_s;
+  double exposed_s = 0;
+  if (t.zero_stage == 2) {
+    layer_s = forward_s + std::max(backward_s, layer_shard_s);
+    r.output_layer_s = output_s / 3 + std::max(2 * output_s / 3, vocabulary_shard_s);
+    exposed_s = layer_shard_s;
+  } else if (t.zero_stage == 3) {
+    layer_s = std::max(forward_s, layer_shard_s) + std::max(backward_s, 2 * layer_shard_s);
+    r.output_layer_s = std::max(output_s / 3, vocabulary_shard_s) + std::max(2 * output_s / 3, 2 * vocabulary_shard_s);
+    exposed_s = 2 * layer_shard_s;
+  }
+  r.microbatch_s = l / p * layer_s + r.output_layer_s + p2p_s + exposed_s;
+  r.sharding_s =
+      static_cast<double>(r.microbatches) * (r.microbatch_s - (l / p * (forward_s + backward_s) + output_s + p2p_s));
+  r.tensor_parallel_s = static_cast<double>(r.microbatches) * l / p * tp_passes * r.layer_tp_comm_s;
+  // 1F1B: (m + p − 1) micro-batch times; interleaved over v chunks the bubble is (p − 1)/v of one.
+  r.bubble_s = (p - 1) / chunks * r.microbatch_s;
+  r.pipeline_s = static_cast<double>(r.microbatches) * r.microbatch_s + r.bubble_s;
+  // After the drain: the gradients' all-reduce; ZeRO-1 reduce-scatters them
+  // and all-gathers the updated weights instead (the same bytes); ZeRO-2
+  // all-gathers the updated weights (its gradients were scattered); ZeRO-3
+  // nothing (its weights are gathered when used).
+  r.data_parallel_s = t.zero_stage == 3   ? 0
+                      : t.zero_stage == 2 ? shard_s(params)
+                                          : ring_all_reduce_s(2 * params, t.data, dp_bandwidth, a.collective_latency_s);
   r.optimizer_s =
       kAdamBytesPerParam * params / (t.zero_stage >= 1 ? static_cast<double>(t.data) : 1) / machine.memory_bytes_per_s;
   r.iteration_s = r.pipeline_s + r.data_parallel_s + r.optimizer_s;

@@ -62,7 +62,9 @@ struct TransformerStep {
   double layer_forward_s = 0;  // one layer, one micro-batch, on one GPU of its TP group
   double layer_tp_comm_s = 0;  // the layer's all-reduces of one pass over NVLink
   double tensor_parallel_s = 0;  // of the pipeline, the last stage's all-reduces (every micro-batch)
-  double output_layer_s = 0;   // the last stage's logits, forward and backward, one micro-batch
+  double output_layer_s = 0;     // the last stage's logits, forward and backward, one micro-batch
+                                 // (with ZeRO-2 and -3: beside the vocabulary's scatter and gathers)
+  double sharding_s = 0;         // of the pipeline, what ZeRO-2's and -3's collectives add to its micro-batches
   double microbatch_s = 0;     // the last stage's forward, recompute and backward of one micro-batch
   double pipeline_s = 0;       // m micro-batches through the pipeline, bubble included
   double bubble_s = 0;         // of which the bubble
@@ -75,8 +77,7 @@ struct TransformerStep {
 
 // InputError naming the setting for a batch that t·p·d·b does not divide
 // into whole micro-batches, a tensor-parallel group larger than a machine,
-// ZeRO-3, ZeRO-2 with more than one micro-batch (not priced), and
-// transformer_memory's refusals.
+// ZeRO-2 or -3 with a pipeline, and transformer_memory's refusals.
 TransformerStep transformer_step(const TransformerConfig& c, const TransformerTraining& t, int64_t global_batch,
                                  const GpuMachine& machine, const StepAssumptions& a = {});
 

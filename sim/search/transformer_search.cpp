@@ -53,8 +53,8 @@ TransformerSearchResult search_transformer(const TransformerConfig& c, const Gpu
               if (sp && tp == 1) continue;
               for (const bool flash : {false, true}) {
                 if (flash && r == Recompute::selective) continue;  // FlashAttention keeps no scores to recompute
-                for (const int zero : {0, 1, 2}) {
-                  if ((zero > 0 && dp == 1) || (zero == 2 && m > 1)) continue;
+                for (const int zero : {0, 1, 2, 3}) {
+                  if ((zero > 0 && dp == 1) || (zero >= 2 && pp > 1)) continue;
                   TransformerCandidate k;
                   k.training = {tp, pp, dp, b, m, v, sp, r, flash, zero};
                   k.memory = transformer_memory(c, k.training);

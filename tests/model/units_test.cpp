@@ -37,6 +37,14 @@ TEST(Units, PrintsWithTheRightPrefix) {
   EXPECT_EQ(parse_number("12G", "x"), 12e9);
 }
 
+TEST(Units, PercentsKeepTwoDigitsAndWholeOnesFromAHundred) {
+  EXPECT_EQ(format_percent(0.0042), "0.42%");
+  EXPECT_EQ(format_percent(0.123), "12%");
+  EXPECT_EQ(format_percent(0.996), "100%");
+  EXPECT_EQ(format_percent(2.5), "250%");
+  EXPECT_EQ(format_percent(-1.5), "-150%");
+}
+
 TEST(Units, PrintsHugeAndNonFiniteQuantitiesReadably) {
   EXPECT_EQ(format_bytes(3.0 * 1024 * 1024 * 1024 * 1024 * 1024), "3.0 PiB");
   EXPECT_EQ(format_bytes(1e30), "8.67e+11 EiB");

@@ -77,6 +77,17 @@ TEST(TransformerMemory, TheFirstPipelineStageOfMegatrons145B) {
   EXPECT_DOUBLE_EQ(transformer_memory(c, t).activations_bytes, 40 * layer);
   EXPECT_DOUBLE_EQ(transformer_memory(c, t).total_bytes(),
                    m.weights_bytes + m.gradients_bytes + m.optimizer_bytes + 40 * layer);
+  // ZeRO-3 over 8 without a pipeline: a 1/8 of every state, and two blocks'
+  // 16-bit weights gathered whole (the one running, the one prefetched),
+  // larger than half the vocabulary's V·h/8 table.
+  t.pipeline = 1;
+  t.microbatches = 0;
+  t.zero_stage = 3;
+  const double whole = 80 * (226'492'416.0 + 10'752 + 73'728) + 78'643'200 + 25'165'824;
+  const TransformerMemory z = transformer_memory(c, t);
+  EXPECT_DOUBLE_EQ(z.weights_bytes, 2 * whole / 8 + 2 * 2 * (226'492'416.0 + 10'752 + 73'728));
+  EXPECT_DOUBLE_EQ(z.gradients_bytes, 2 * whole / 8);
+  EXPECT_DOUBLE_EQ(z.optimizer_bytes, 12 * whole / 8);
 }
 
 // Llama 2 7B at b = 1, t = 1 (s = h = 4096, f = 11008, a = 32): the norms'

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "model/error.hpp"
 
 namespace trainsim {
@@ -137,8 +139,46 @@ TEST(TransformerStep, WhatItCannotPriceIsRefusedNamingTheSetting) {
   EXPECT_NE(error_of(t, 2304).find("tensor: 16 GPUs, more than a dgx-a100 machine's 8"), std::string::npos)
       << error_of(t, 2304);
   t.tensor = 8;
+  t.pipeline = 2;
   t.zero_stage = 3;
-  EXPECT_NE(error_of(t, 2304).find("zero_stage: 3"), std::string::npos) << error_of(t, 2304);
+  EXPECT_NE(error_of(t, 2304).find("zero_stage: 3 with 2 pipeline stages"), std::string::npos) << error_of(t, 2304);
+}
+
+// ZeRO-2 and -3 on Megatron's 1.7B over d = 32 (t = p = 1, B = 512, 16
+// micro-batches, nothing recomputed): a layer's 63,730,944 parameters
+// reduce-scattered (or all-gathered) over 32 GPUs, 8 a machine sharing
+// their NICs, 8 × 25 GB/s at 80%: (31/32)·2·P/160 GB/s + 31 · 5 µs.
+TEST(TransformerStep, ZeroTwoAndThreeMoveALayerBesideTheComputeOfTheOneBefore) {
+  const TransformerConfig& c = find_transformer_config("megatron-1.7b", "model");
+  TransformerTraining t;
+  t.data = 32;
+  const TransformerStep zero = transformer_step(c, t, 512, a100());
+  const double layer = 31.0 / 32 * 2 * 63'730'944.0 / 160e9 + 31 * 5e-6;
+  ASSERT_LT(layer, zero.layer_forward_s);  // hidden behind a layer's forward (and backward)
+  t.zero_stage = 2;
+  const TransformerStep two = transformer_step(c, t, 512, a100());
+  EXPECT_DOUBLE_EQ(two.microbatch_s, zero.microbatch_s + layer);  // the first layer's scatter, after the backward
+  EXPECT_DOUBLE_EQ(two.sharding_s, 16 * layer);
+  // The updated weights all-gathered once, after the last micro-batch.
+  EXPECT_DOUBLE_EQ(two.data_parallel_s, 31.0 / 32 * 2 * 1'652'226'048.0 / 160e9 + 31 * 5e-6);
+  t.zero_stage = 3;
+  const TransformerStep three = transformer_step(c, t, 512, a100());
+  EXPECT_DOUBLE_EQ(three.microbatch_s, zero.microbatch_s + 2 * layer);  // the first gather, the last scatter
+  EXPECT_DOUBLE_EQ(three.data_parallel_s, 0);
+  EXPECT_DOUBLE_EQ(three.optimizer_s, zero.optimizer_s / 32);
+  // With the links at a tenth of their rate (16 GB/s) the collectives set
+  // the pace: a layer's forward takes its gather, its backward a gather and
+  // a scatter; the output layer's 117,964,800-parameter table likewise.
+  StepAssumptions slow;
+  slow.link_efficiency = 0.1;
+  const TransformerStep base = transformer_step(c, TransformerTraining{.data = 32}, 512, a100(), slow);
+  const TransformerStep bound = transformer_step(c, t, 512, a100(), slow);
+  const double slow_layer = 31.0 / 32 * 2 * 63'730'944.0 / 20e9 + 31 * 5e-6;
+  const double table = 31.0 / 32 * 2 * 117'964'800.0 / 20e9 + 31 * 5e-6;
+  ASSERT_GT(slow_layer, 2 * base.layer_forward_s);
+  const double output = std::max(base.output_layer_s / 3, table) + std::max(2 * base.output_layer_s / 3, 2 * table);
+  EXPECT_DOUBLE_EQ(bound.output_layer_s, output);
+  EXPECT_DOUBLE_EQ(bound.microbatch_s, 24 * 3 * slow_layer + output + 2 * slow_layer);
 }
 
 }  // namespace
