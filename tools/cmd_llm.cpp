@@ -60,6 +60,7 @@ std::string settings_text(const TransformerTraining& t) {
   std::ostringstream s;
   s << "t=" << t.tensor << " p=" << t.pipeline << " d=" << t.data << ", micro-batch " << t.micro_batch;
   if (t.virtual_stages > 1) s << ", interleaved over " << t.virtual_stages << " chunks";
+  if (t.zero_bubble) s << ", ZB-H1";
   if (t.sequence_parallel) s << ", sequence parallel";
   if (t.flash_attention) s << ", FlashAttention";
   s << (t.recompute == Recompute::full        ? ", full recomputation"
@@ -78,6 +79,7 @@ std::string settings_text(const TransformerTraining& t) {
                                                            {"microbatches", "--microbatches"},
                                                            {"virtual_stages", "--interleave"},
                                                            {"zero_stage", "--zero"},
+                                                           {"zero_bubble", "--zero-bubble"},
                                                            {"global_batch", "--global-batch"}};
   const auto flag = flags.find(e.where());
   if (flag == flags.end()) throw e;
@@ -95,6 +97,7 @@ nlohmann::json step_json(const TransformerStep& r, const GpuMachine& machine) {
           {"microbatch_s", r.microbatch_s},
           {"pipeline_s", r.pipeline_s},
           {"bubble_s", r.bubble_s},
+          {"weight_share", r.weight_share},
           {"data_parallel_s", r.data_parallel_s},
           {"optimizer_s", r.optimizer_s},
           {"iteration_s", r.iteration_s},
@@ -174,6 +177,7 @@ void print_transformer_search(const TransformerSearchRequest& o, CommandContext&
                       {"sequence_parallel", k.training.sequence_parallel},
                       {"flash_attention", k.training.flash_attention},
                       {"zero", k.training.zero_stage},
+                      {"zero_bubble", k.training.zero_bubble},
                       {"memory_bytes", k.memory.total_bytes()},
                       {"iteration_s", k.step.iteration_s},
                       {"simulated_iteration_s", k.simulated_iteration_s},
@@ -194,7 +198,7 @@ void print_transformer_search(const TransformerSearchRequest& o, CommandContext&
           << format_bytes(options.memory_limit_bytes > 0 ? options.memory_limit_bytes : machine.memory_bytes)
           << " a GPU"
           << (o.simulate > 0 ? "; the best " + std::to_string(std::min(o.simulate, r.fit)) +
-                                   " simulated as 1f1b pipelines and ranked by that"
+                                   " simulated as 1f1b (or zb-h1) pipelines and ranked by that"
                              : "")
           << "\n";
   if (r.ranked.empty()) {
@@ -202,18 +206,18 @@ void print_transformer_search(const TransformerSearchRequest& o, CommandContext&
     return;
   }
   TextTable table;
-  table.header = {"rank",  "t",     "p",    "d",      "b",         "v",         "recompute",
-                  "SP",    "flash", "ZeRO", "memory", "iteration", "simulated", "TFLOP/s a GPU",
-                  "bubble"};
-  table.right_aligned = {true, true, true, true, true, true, false, false, false, true, true, true, true, true, true};
+  table.header = {"rank", "t",     "p",    "d",      "b",         "v",         "schedule",      "recompute",
+                  "SP",   "flash", "ZeRO", "memory", "iteration", "simulated", "TFLOP/s a GPU", "bubble"};
+  table.right_aligned = {true,  true,  true, true, true, true, false, false,
+                         false, false, true, true, true, true, true,  true};
   for (size_t i = 0; i < shown; ++i) {
     const TransformerCandidate& k = r.ranked[i];
     const TransformerTraining& t = k.training;
     table.rows.push_back(
         {std::to_string(i + 1), std::to_string(t.tensor), std::to_string(t.pipeline), std::to_string(t.data),
-         std::to_string(t.micro_batch), std::to_string(t.virtual_stages), recompute_name(t.recompute),
-         t.sequence_parallel ? "yes" : "no", t.flash_attention ? "yes" : "no", std::to_string(t.zero_stage),
-         format_bytes(k.memory.total_bytes()), format_seconds(k.step.iteration_s),
+         std::to_string(t.micro_batch), std::to_string(t.virtual_stages), t.zero_bubble ? "zb-h1" : "1f1b",
+         recompute_name(t.recompute), t.sequence_parallel ? "yes" : "no", t.flash_attention ? "yes" : "no",
+         std::to_string(t.zero_stage), format_bytes(k.memory.total_bytes()), format_seconds(k.step.iteration_s),
          k.simulated_iteration_s > 0 ? format_seconds(k.simulated_iteration_s) : "-",
          format_number(std::round(k.step.model_flops / (k.iteration_s() * static_cast<double>(o.gpus)) / 1e12)),
          format_percent(k.step.bubble_s / k.step.iteration_s)});
@@ -260,9 +264,11 @@ void write_pipeline(const LlmOptions& o, const TransformerConfig& c, const Trans
   }
   if (!o.profile_out.empty() && !o.cluster_out.empty() && o.json != "-") {
     ctx.out << "\nsimulate the pipeline: trainsim simulate --profile " << o.profile_out << " --cluster "
-            << o.cluster_out << " --strategy 1f1b --set stages=" << pipe.stages
+            << o.cluster_out << " --strategy " << pipe.strategy << " --set stages=" << pipe.stages
             << " --set microbatches=" << pipe.microbatches
-            << (pipe.chunks > 1 ? " --set chunks=" + std::to_string(pipe.chunks) : std::string()) << "\n";
+            << (pipe.chunks > 1 ? " --set chunks=" + std::to_string(pipe.chunks) : std::string())
+            << (pipe.strategy == "zb-h1" ? " --set weight_share=" + format_number(pipe.weight_share) : std::string())
+            << "\n";
   }
 }
 
@@ -346,6 +352,8 @@ void add_llm_command(CLI::App& app, CommandContext& ctx) {
   cmd->add_option("--recompute", o->recompute, "none, selective (attention's) or full")->capture_default_str();
   cmd->add_flag("--flash-attention", o->training.flash_attention,
                 "Fused attention: no scores kept, recomputed in the backward (Dao et al. 2022)");
+  cmd->add_flag("--zero-bubble", o->training.zero_bubble,
+                "ZB-H1's schedule instead of 1F1B: weight gradients held back to fill the bubble (Qi et al. 2023)");
   cmd->add_option("--zero", o->training.zero_stage,
                   "ZeRO stage 0-3 over the data-parallel group (2 and 3 without a pipeline)")
       ->capture_default_str();

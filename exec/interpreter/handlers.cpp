@@ -115,6 +115,12 @@ void Interpreter::check_supported(const Op& op) const {
                        "algorithm=mpi where every worker takes part in the AllReduce");
     }
   }
+  if (op.gradients != GradientPart::kBoth) {
+    throw InputError("--strategy",
+                     "plans backwards that compute their input and weight gradients apart "
+                     "(a zero-bubble schedule), which the executor does not run yet",
+                     "a strategy whose backwards compute both; trainsim predict and simulate price this one");
+  }
   TRAINSIM_CHECK(op.kind != OpKind::kSend || op.payload != Payload::kNone, "plan: a send without its payload");
 }
 

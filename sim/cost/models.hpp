@@ -25,6 +25,7 @@ Prediction predict_pipedream_sync(const Profile&, const Cluster&, StrategyConfig
 Prediction predict_dualpipe(const Profile&, const Cluster&, StrategyConfig&);
 Prediction predict_gpipe(const Profile&, const Cluster&, StrategyConfig&);
 Prediction predict_1f1b(const Profile&, const Cluster&, StrategyConfig&);
+Prediction predict_zb_h1(const Profile&, const Cluster&, StrategyConfig&);
 Prediction predict_dsp(const Profile&, const Cluster&, StrategyConfig&);
 Prediction predict_parallax(const Profile&, const Cluster&, StrategyConfig&);
 

@@ -331,4 +331,13 @@ DspQueues resolve_dsp_queues(StrategyConfig& config, int64_t blocks, std::vector
   return queues;
 }
 
+double resolve_weight_share(StrategyConfig& config) {
+  const double share = config.get_number("weight_share", 0.5, 0);
+  if (!(share > 0 && share < 1)) {
+    throw InputError("--set weight_share", "is " + format_number(share),
+                     "the share of each backward that is the weight gradients, above 0 and below 1");
+  }
+  return share;
+}
+
 }  // namespace trainsim

@@ -73,6 +73,12 @@ void check_interleaved_microbatches(int64_t chunks, int64_t microbatches, int64_
 int64_t resolve_microbatches(StrategyConfig& config, int64_t stages, int64_t batch_size,
                              std::vector<std::string>& notes);
 
+// The zero-bubble schedules' split of each backward, key `weight_share`:
+// the fraction that is the weight gradients (W), the rest the input
+// gradient (B); default 0.5, a matrix product's two halves (Qi et al. 2023
+// take T_B = T_W). InputError naming --set weight_share outside (0, 1).
+double resolve_weight_share(StrategyConfig& config);
+
 // DSP's FIFO queue lengths (seed 001 §3.3), one entry per block.
 struct DspQueues {
   std::vector<int64_t> p;  // output queue P_k holds 1 + p_k batches

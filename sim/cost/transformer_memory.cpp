@@ -33,6 +33,10 @@ void check(const TransformerConfig& c, const TransformerTraining& t) {
   }
   if (t.zero_stage < 0 || t.zero_stage > 3)
     throw InputError("zero_stage", std::to_string(t.zero_stage), "0, 1, 2 or 3");
+  if (t.zero_bubble && t.virtual_stages > 1) {
+    throw InputError("zero_bubble", "with " + std::to_string(t.virtual_stages) + " chunks a device",
+                     "ZB-H1 without interleaving (its interleaved variants are not built)");
+  }
   if (t.virtual_stages > 1 && t.pipeline == 1) {
     throw InputError("virtual_stages", std::to_string(t.virtual_stages) + " without a pipeline", "1, or pipeline > 1");
   }

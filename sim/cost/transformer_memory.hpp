@@ -25,6 +25,7 @@ struct TransformerTraining {
   bool flash_attention = false;  // fused attention (Dao et al. 2022): no scores kept, recomputed in the backward
   int zero_stage = 0;                     // 0 to 3, over the data-parallel group
   double optimizer_bytes_per_param = 12;  // K: Adam's fp32 weights, momentum and variance
+  bool zero_bubble = false;               // ZB-H1 instead of 1F1B (Qi et al. 2023): the same memory, a smaller bubble
 };
 
 struct TransformerMemory {

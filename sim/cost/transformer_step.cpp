@@ -97,10 +97,13 @@ TransformerStep transformer_step(const TransformerConfig& c, const TransformerTr
   // (row-parallel), the MLP's (or SwiGLU's) up and down.
   const double tokens = b * s, heads = static_cast<double>(c.heads) / tp, head = h / static_cast<double>(c.heads);
   const double attention_s = gemm_s(s, s, head, b * heads, machine, a) + gemm_s(s, head, s, b * heads, machine, a);
-  const double layer_gemms_s =
-      gemm_s(tokens, (h + 2 * kv) / tp, h, 1, machine, a) + attention_s + gemm_s(tokens, h, h / tp, 1, machine, a) +
+  // The weights' products; each one's weight gradient in the backward is a
+  // product of the same size (ZB-H1's W), the rest of the backward its input
+  // gradient (B).
+  const double weight_products_s =
+      gemm_s(tokens, (h + 2 * kv) / tp, h, 1, machine, a) + gemm_s(tokens, h, h / tp, 1, machine, a) +
       gemm_s(tokens, (c.llama ? 2 : 1) * f / tp, h, 1, machine, a) + gemm_s(tokens, h, f / tp, 1, machine, a);
-  r.layer_forward_s = layer_gemms_s + elementwise_s;
+  r.layer_forward_s = weight_products_s + attention_s + elementwise_s;
   // Recomputation before the backward: the whole forward, or (selective) the
   // attention's scores, softmax and dropout: their products and 5as²b bytes
   // (FlashAttention recomputes them in its backward anyway: S = QKᵀ,
@@ -161,8 +164,17 @@ TransformerStep transformer_step(const TransformerConfig& c, const TransformerTr
   r.sharding_s =
       static_cast<double>(r.microbatches) * (r.microbatch_s - (l / p * (forward_s + backward_s) + output_s + p2p_s));
   r.tensor_parallel_s = static_cast<double>(r.microbatches) * l / p * tp_passes * r.layer_tp_comm_s;
+  r.weight_share = weight_products_s / backward_s;
   // 1F1B: (m + p − 1) micro-batch times; interleaved over v chunks the bubble is (p − 1)/v of one.
   r.bubble_s = (p - 1) / chunks * r.microbatch_s;
+  if (t.zero_bubble) {
+    // ZB-H1 (Qi et al. 2023 §3.1): (p − 1)·max(F + B − W, F, B) of the last
+    // stage's forward F, input gradients B and weight gradients W.
+    const double forward = l / p * forward_s + output_s / 3;
+    const double weights = l / p * weight_products_s + output_s / 3;
+    const double input = r.microbatch_s - p2p_s - forward - weights;
+    r.bubble_s = (p - 1) * std::max({forward + input - weights, forward, input});
+  }
   r.pipeline_s = static_cast<double>(r.microbatches) * r.microbatch_s + r.bubble_s;
   // After the drain: the gradients' all-reduce; ZeRO-1 reduce-scatters them
   // and all-gathers the updated weights instead (the same bytes); ZeRO-2
@@ -230,6 +242,8 @@ TransformerPipeline transformer_pipeline(const TransformerConfig& c, const Trans
   p.layers.push_back(layer("output", p.layers.back().name, r.output_layer_s / 3, 2 * r.output_layer_s / 3,
                            c.llama ? vocabulary_params : 0));
   out.chunks = t.virtual_stages;
+  if (t.zero_bubble) out.strategy = "zb-h1";
+  out.weight_share = r.weight_share;
   if (t.virtual_stages > 1) {  // interleaved: 1f1b cuts p·v balanced chunks itself
     out.stages = std::to_string(t.pipeline);
   }

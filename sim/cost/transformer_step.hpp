@@ -68,6 +68,7 @@ struct TransformerStep {
   double microbatch_s = 0;     // the last stage's forward, recompute and backward of one micro-batch
   double pipeline_s = 0;       // m micro-batches through the pipeline, bubble included
   double bubble_s = 0;         // of which the bubble
+  double weight_share = 0;     // of a layer's backward, the part that is its weight gradients (ZB-H1's W)
   double data_parallel_s = 0;  // the gradients' all-reduce
   double optimizer_s = 0;
   double iteration_s = 0;
@@ -98,6 +99,8 @@ struct TransformerPipeline {
   std::string stages;  // the 1f1b `stages` setting: ranges, or with chunks the device count
   int64_t microbatches = 0;
   int64_t chunks = 1;  // the 1f1b `chunks` setting (interleaved 1F1B's v)
+  std::string strategy = "1f1b";  // or "zb-h1", with its `weight_share` setting
+  double weight_share = 0.5;
 };
 TransformerPipeline transformer_pipeline(const TransformerConfig& c, const TransformerTraining& t, int64_t global_batch,
                                          const GpuMachine& machine, const StepAssumptions& a = {});

@@ -27,6 +27,7 @@ Plan plan_pipedream_sync(const Profile&, const Cluster&, StrategyConfig&, int32_
 Plan plan_dualpipe(const Profile&, const Cluster&, StrategyConfig&, int32_t iterations);
 Plan plan_gpipe(const Profile&, const Cluster&, StrategyConfig&, int32_t iterations);
 Plan plan_1f1b(const Profile&, const Cluster&, StrategyConfig&, int32_t iterations);
+Plan plan_zb_h1(const Profile&, const Cluster&, StrategyConfig&, int32_t iterations);
 Plan plan_dsp(const Profile&, const Cluster&, StrategyConfig&, int32_t iterations);
 Plan plan_parallax(const Profile&, const Cluster&, StrategyConfig&, int32_t iterations);
 

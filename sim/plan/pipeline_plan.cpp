@@ -152,8 +152,13 @@ OpId PipelinePlanWriter::forward(int32_t stage, int32_t iteration, int32_t micro
   return id;
 }
 
-OpId PipelinePlanWriter::backward(int32_t stage, int32_t iteration, int32_t microbatch, int32_t weight_version) {
+OpId PipelinePlanWriter::backward(int32_t stage, int32_t iteration, int32_t microbatch, int32_t weight_version,
+                                  double weight_share) {
   Op op = compute_op(OpKind::kBackward, stage, iteration, microbatch, weight_version);
+  if (weight_share > 0) {
+    op.gradients = GradientPart::kInputs;
+    op.work_s *= 1 - weight_share;
+  }
   op.alloc_bytes = workspace_bytes(stage);
   op.free_bytes = activation_bytes(stage) + input_bytes(stage) + workspace_bytes(stage);
   const int32_t w = op.worker;
@@ -163,6 +168,16 @@ OpId PipelinePlanWriter::backward(int32_t stage, int32_t iteration, int32_t micr
   const OpId id = add_compute(std::move(op));
   if (stage > 0) send(kGradients, stage - 1, w, worker_of(stage - 1, iteration, microbatch), id);
   return id;
+}
+
+OpId PipelinePlanWriter::weight_gradients(int32_t stage, int32_t iteration, int32_t microbatch, int32_t weight_version,
+                                          double weight_share) {
+  Op op = compute_op(OpKind::kBackward, stage, iteration, microbatch, weight_version);
+  op.gradients = GradientPart::kWeights;
+  op.work_s *= weight_share;
+  op.alloc_bytes = workspace_bytes(stage);
+  op.free_bytes = workspace_bytes(stage);
+  return add_compute(std::move(op));
 }
 
 OpId PipelinePlanWriter::recompute(int32_t stage, int32_t iteration, int32_t weight_version) {

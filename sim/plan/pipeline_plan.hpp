@@ -58,7 +58,13 @@ class PipelinePlanWriter {
   OpId forward(int32_t stage, int32_t iteration, int32_t microbatch, int32_t weight_version);
   // Backward: after the Recv of its output gradient (stage < last), before the
   // Send of its input gradient (stage > 0); frees what the forward kept.
-  OpId backward(int32_t stage, int32_t iteration, int32_t microbatch, int32_t weight_version);
+  // With `weight_share` > 0 it computes the input gradient alone (B of the
+  // zero-bubble schedules), 1 − weight_share of the stage's backward, and
+  // weight_gradients later computes the rest (W), whose inputs (each
+  // layer's input and output gradient) are not counted in memory.
+  OpId backward(int32_t stage, int32_t iteration, int32_t microbatch, int32_t weight_version, double weight_share = 0);
+  OpId weight_gradients(int32_t stage, int32_t iteration, int32_t microbatch, int32_t weight_version,
+                        double weight_share);
   // Forward again to rebuild the activations the backward needs (DSP): takes
   // the forward's time, allocates the activations, no transfers.
   OpId recompute(int32_t stage, int32_t iteration, int32_t weight_version);

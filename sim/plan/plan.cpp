@@ -126,6 +126,18 @@ const char* codec_name(Codec codec) {
   return "?";
 }
 
+const char* gradient_part_name(GradientPart part) {
+  switch (part) {
+    case GradientPart::kBoth:
+      return "both";
+    case GradientPart::kInputs:
+      return "inputs";
+    case GradientPart::kWeights:
+      return "weights";
+  }
+  return "?";
+}
+
 const char* server_rule_name(ServerRule rule) {
   switch (rule) {
     case ServerRule::kSparseRows: return "sparse_rows";
@@ -214,6 +226,9 @@ void validate_plan(const Plan& plan) {
       });
       if (!serves || op.stream != StreamKind::kHost) broken(plan, id, "a server step is a server's, on a host stream");
     }
+    if (op.gradients != GradientPart::kBoth && op.kind != OpKind::kBackward) {
+      broken(plan, id, "only a backward computes part of its gradients");
+    }
     if (op.weights == WeightPolicy::kPredicted && (op.weight_ahead < 1 || op.weight_version < op.weight_ahead)) {
       broken(plan, id, "predicted weights need 1 <= weight_ahead <= weight_version");
     }
@@ -258,6 +273,7 @@ nlohmann::json plan_to_json(const Plan& plan) {
       if (op.codec != Codec::kNone) j["codec"] = codec_name(op.codec);
       if (op.dense_only) j["dense_only"] = true;
     }
+    if (op.gradients != GradientPart::kBoth) j["gradients"] = gradient_part_name(op.gradients);
     if (op.alloc_bytes > 0) j["alloc_bytes"] = op.alloc_bytes;
     if (op.free_bytes > 0) j["free_bytes"] = op.free_bytes;
     if (!op.deps.empty()) j["deps"] = op.deps;

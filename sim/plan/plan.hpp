@@ -64,6 +64,12 @@ enum class WeightPolicy : uint8_t {
                // which are version weight_version − weight_ahead
 };
 
+// Which gradients a kBackward computes: both (every strategy but the
+// zero-bubble ones), or its input gradient alone (B: what the stage before
+// waits for) and, in a later op, its weight gradients alone (W: what the
+// update waits for; Qi et al. 2023, "Zero Bubble Pipeline Parallelism").
+enum class GradientPart : uint8_t { kBoth, kInputs, kWeights };
+
 // How an AllReduce encodes what it sends at every hop (Pipe-SGD's compression).
 enum class Codec : uint8_t { kNone, kTrunc16, kQuant8 };
 
@@ -85,6 +91,7 @@ struct Op {
   int32_t group = -1;          // collectives and barriers: index into Plan::groups
   CollectiveAlgorithm algorithm = CollectiveAlgorithm::kRing;  // kAllReduce
   Codec codec = Codec::kNone;  // kAllReduce: the hops' encoding
+  GradientPart gradients = GradientPart::kBoth;  // kBackward: which gradients it computes
   bool dense_only = false;     // kAllReduce: reduces the dense variables only, sparse ones stay (Parallax)
   int16_t weight_ahead = 0;    // WeightPolicy::kPredicted: versions predicted ahead (SpecTrain's s < 2·stages)
   double alloc_bytes = 0;      // memory the op allocates when it starts (activations, buffers)
@@ -139,6 +146,7 @@ const char* stream_kind_name(StreamKind kind);
 const char* payload_name(Payload payload);
 const char* weight_policy_name(WeightPolicy policy);
 const char* codec_name(Codec codec);
+const char* gradient_part_name(GradientPart part);
 const char* server_rule_name(ServerRule rule);
 constexpr bool is_compute(OpKind kind) {
   return kind == OpKind::kForward || kind == OpKind::kBackward || kind == OpKind::kRecompute ||

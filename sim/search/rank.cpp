@@ -97,9 +97,9 @@ std::string explain_lead(const Prediction& w, const Prediction& r) {
 }  // namespace
 
 const std::vector<std::string>& simplicity_order() {
-  static const std::vector<std::string> order = {"single", "dp-ring",        "dp-overlap", "dp-ps",
-                                                 "gpipe",  "pipedream-sync", "pipedream",  "dualpipe",
-                                                 "dsp",    "cgdp",           "pipesgd",    "parallax"};
+  static const std::vector<std::string> order = {"single", "dp-ring", "dp-overlap",     "dp-ps",     "gpipe",
+                                                 "1f1b",   "zb-h1",   "pipedream-sync", "pipedream", "dualpipe",
+                                                 "dsp",    "cgdp",    "pipesgd",        "parallax"};
   return order;
 }
 

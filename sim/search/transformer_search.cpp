@@ -18,8 +18,9 @@ std::vector<int64_t> divisors(int64_t n) {
   return out;
 }
 
-// One pipeline of the candidate simulated: 1f1b over its stages, plus the
-// closed form's data-parallel all-reduce (the pipeline simulated is one of d).
+// One pipeline of the candidate simulated: 1f1b (or zb-h1) over its stages,
+// plus the closed form's data-parallel all-reduce (the pipeline simulated is
+// one of d).
 double simulated_iteration_s(const TransformerConfig& c, const TransformerCandidate& k, const GpuMachine& machine,
                              const TransformerSearchOptions& o) {
   const TransformerPipeline pipe = transformer_pipeline(c, k.training, o.global_batch, machine, o.assumptions);
@@ -27,7 +28,8 @@ double simulated_iteration_s(const TransformerConfig& c, const TransformerCandid
   config.set("stages", pipe.stages, "search");
   config.set("microbatches", std::to_string(pipe.microbatches), "search");
   if (pipe.chunks > 1) config.set("chunks", std::to_string(pipe.chunks), "search");
-  const Plan plan = generate_plan(find_strategy("1f1b", "search"), pipe.profile, pipe.cluster, config, 3);
+  if (pipe.strategy == "zb-h1") config.set_json("weight_share", pipe.weight_share, "search");
+  const Plan plan = generate_plan(find_strategy(pipe.strategy, "search"), pipe.profile, pipe.cluster, config, 3);
   return simulate_plan(plan, pipe.cluster, SimOptions{}).iteration_s + k.step.data_parallel_s;
 }
 
@@ -60,6 +62,11 @@ TransformerSearchResult search_transformer(const TransformerConfig& c, const Gpu
                   k.memory = transformer_memory(c, k.training);
                   ++result.evaluated;
                   if (k.memory.total_bytes() > limit) continue;
+                  k.step = transformer_step(c, k.training, o.global_batch, machine, o.assumptions);
+                  result.ranked.push_back(k);
+                  if (pp == 1 || v > 1) continue;
+                  k.training.zero_bubble = true;  // ZB-H1: the same memory, its own bubble
+                  ++result.evaluated;
                   k.step = transformer_step(c, k.training, o.global_batch, machine, o.assumptions);
                   result.ranked.push_back(k);
                 }

@@ -11,7 +11,7 @@ the simulated iteration beside the closed form's pipeline and optimizer
 step, and the simulation's own time.
 
 Usage: megatron_table1.py TRAINSIM [--gemm-efficiency E] [--micro-batch B]
-[--recompute full|selective|none] [--interleave V] [--simulate]"""
+[--recompute full|selective|none] [--interleave V] [--zero-bubble] [--simulate]"""
 
 import argparse
 import json
@@ -42,7 +42,8 @@ def llm_command(a, model, t, p, d, batch):
     """`trainsim llm` for one row on DGX A100 machines, with the script's assumptions."""
     return [a.trainsim, "llm", "--model", model, "--machine", "dgx-a100", "--tp", str(t), "--pp", str(p), "--dp",
             str(d), "--micro-batch", a.micro_batch, "--recompute", a.recompute, "--interleave", a.interleave,
-            "--global-batch", str(batch), "--gemm-efficiency", a.gemm_efficiency]
+            "--global-batch", str(batch), "--gemm-efficiency", a.gemm_efficiency] + (
+                ["--zero-bubble"] if a.zero_bubble else [])
 
 
 def main():
@@ -52,6 +53,7 @@ def main():
     parser.add_argument("--micro-batch", default="1")
     parser.add_argument("--recompute", default="full")
     parser.add_argument("--interleave", default="1")
+    parser.add_argument("--zero-bubble", action="store_true", help="ZB-H1's schedule instead of 1F1B")
     parser.add_argument("--simulate", action="store_true", help="also run each row's pipeline in the simulator")
     a = parser.parse_args()
     if a.simulate:
@@ -79,7 +81,9 @@ def main():
 
 
 def simulate_rows(a):
-    print("| model | p | micro-batches | closed form (pipeline + optimizer) | simulated 1f1b | gap | simulation took |")
+    schedule = "zb-h1" if a.zero_bubble else "1f1b"
+    print(f"| model | p | micro-batches | closed form (pipeline + optimizer) | simulated {schedule} | gap | "
+          f"simulation took |")
     print("|---|---|---|---|---|---|---|")
     gaps = []
     with tempfile.TemporaryDirectory() as tmp:

@@ -102,6 +102,21 @@ TEST(Agreement, InterleavedOneFOneBSimulatedEqualsAnalytic) {
   }
 }
 
+// ZB-H1 on equal stages with negligible transfers, at least K micro-batches
+// and any split of the backward: M periods and (K − 1)·max(F + B − W, F, B).
+TEST(Agreement, ZeroBubbleWithEqualStagesSimulatedEqualsAnalytic) {
+  std::mt19937_64 rng(29);
+  for (int trial = 0; trial < 20; ++trial) {
+    std::uniform_int_distribution<int> stages(2, 6), per_stage(1, 4), extra(0, 12);
+    std::uniform_real_distribution<double> share(0.1, 0.9);
+    const int k = stages(rng);
+    const Case c{random_chain(rng, k * per_stage(rng), true, 1e-6), random_cluster(rng, 1, k)};
+    const Settings settings = {{"microbatches", std::to_string(k + extra(rng))},
+                               {"weight_share", std::to_string(share(rng))}};
+    EXPECT_LT(relative_gap("zb-h1", c, settings, 8), 0.02) << "trial " << trial << " k " << k;
+  }
+}
+
 TEST(Agreement, OneFOneBWithNegligibleTransfersSimulatedEqualsAnalytic) {
   std::mt19937_64 rng(11);
   for (int trial = 0; trial < 20; ++trial) {

@@ -100,6 +100,27 @@ TEST(LlmCli, ThePipelineGoesToTheSimulator) {
   ASSERT_EQ(sim.status, 0) << sim.err;
   const double closed = step["pipeline_s"].get<double>() + step["optimizer_s"].get<double>();
   EXPECT_NEAR(nlohmann::json::parse(sim.out)["iteration_s"].get<double>() / closed, 1.0, 0.02);
+  // ZB-H1: the simulator's zb-h1 with the layers' weight share, within 2% too.
+  const std::vector<std::string> zb_args = {
+      "llm", "--model",     "megatron-76.1b", "--tp",           "8",    "--pp",         "4", "--dp",
+      "32",  "--recompute", "full",           "--global-batch", "1792", "--zero-bubble"};
+  std::vector<std::string> files = zb_args;
+  files.insert(files.end(), {"--profile-out", profile, "--cluster-out", cluster});
+  const auto zb = run_cli(files);
+  ASSERT_EQ(zb.status, 0) << zb.err;
+  EXPECT_NE(zb.out.find("--strategy zb-h1 --set stages="), std::string::npos) << zb.out;
+  EXPECT_NE(zb.out.find("--set weight_share="), std::string::npos) << zb.out;
+  std::vector<std::string> as_json = zb_args;
+  as_json.insert(as_json.end(), {"--json", "-"});
+  const auto zb_step = nlohmann::json::parse(run_cli(as_json).out)["step"];
+  const std::string share = std::to_string(zb_step["weight_share"].get<double>());
+  const auto zb_sim = run_cli({"simulate", "--profile", profile, "--cluster", cluster, "--strategy", "zb-h1", "--set",
+                               "stages=4", "--set", "microbatches=56", "--set", "weight_share=" + share, "--iterations",
+                               "3", "--json", "-", "--quiet"});
+  ASSERT_EQ(zb_sim.status, 0) << zb_sim.err;
+  const double zb_closed = zb_step["pipeline_s"].get<double>() + zb_step["optimizer_s"].get<double>();
+  EXPECT_NEAR(nlohmann::json::parse(zb_sim.out)["iteration_s"].get<double>() / zb_closed, 1.0, 0.02);
+  EXPECT_LT(zb_step["bubble_s"].get<double>(), 0.7 * zb_step["microbatch_s"].get<double>() * 3);
   const auto alone = run_cli({"llm", "--model", "megatron-39.1b", "--profile-out", profile});
   EXPECT_EQ(alone.status, 2);
   EXPECT_NE(alone.err.find("--profile-out: without --global-batch"), std::string::npos) << alone.err;

@@ -104,6 +104,39 @@ TEST(TransformerStep, TensorAndPipelineParallelismByHand) {
   EXPECT_DOUBLE_EQ(none.model_flops, 3 * layers + output);
 }
 
+// ZB-H1 on Megatron's 145.6B (t = p = 8, full recomputation): a layer's
+// weight gradients are its four weight products' size again, the rest of
+// its backward (the recomputed forward, the input gradients, the
+// all-reduces) its input gradient; the bubble is 7·max(F + B − W, F, B) of
+// the last stage's micro-batch, where 1F1B's is 7 of them.
+TEST(TransformerStep, ZeroBubbleHoldsTheWeightGradientsBackToShrinkTheBubble) {
+  const TransformerConfig& c = find_transformer_config("megatron-145.6b", "model");
+  TransformerTraining t;
+  t.tensor = 8;
+  t.pipeline = 8;
+  t.data = 24;
+  t.recompute = Recompute::full;
+  const TransformerStep one = transformer_step(c, t, 2304, a100());
+  t.zero_bubble = true;
+  const TransformerStep zb = transformer_step(c, t, 2304, a100());
+  const double s = 2048, h = 12288;
+  const auto product = [](double m, double n, double k) { return gemm_s(m, n, k, 1, a100(), {}); };
+  const double weights =
+      product(s, 3 * h / 8, h) + product(s, h, h / 8) + product(s, 4 * h / 8, h) + product(s, h, h / 2);
+  const double backward = 3 * one.layer_forward_s + 2 * one.layer_tp_comm_s;  // recomputed forward, twice its time
+  EXPECT_DOUBLE_EQ(zb.weight_share, weights / backward);
+  const double forward = 10 * (one.layer_forward_s + one.layer_tp_comm_s) + one.output_layer_s / 3;
+  const double w = 10 * weights + one.output_layer_s / 3;
+  const double p2p = 2 * (2 * s * h / 8 / 20e9 + 5e-6);
+  const double b = one.microbatch_s - p2p - forward - w;
+  EXPECT_DOUBLE_EQ(zb.microbatch_s, one.microbatch_s);
+  EXPECT_NEAR(zb.bubble_s, 7 * std::max({forward + b - w, forward, b}), 1e-12);
+  EXPECT_LT(zb.bubble_s, one.bubble_s);
+  EXPECT_DOUBLE_EQ(zb.iteration_s - zb.bubble_s, one.iteration_s - one.bubble_s);
+  t.virtual_stages = 2;
+  EXPECT_THROW(transformer_step(c, t, 2304, a100()), InputError);  // no interleaved ZB-H1
+}
+
 // FlashAttention: the forward's elementwise bytes lose the scores, and the
 // backward recomputes S = QKᵀ where nothing else is: half the attention's
 // two products.

@@ -14,7 +14,8 @@
 
 namespace trainsim::testing_fixtures {
 
-// A worker's compute stream as text: F, B, R, U for forward, backward,
+// A worker's compute stream as text: F, B, W, R, U for forward, backward
+// (or its input gradient alone), a backward's weight gradients alone,
 // recompute and update with the mini-batch ("F3", or "F3.1" for micro-batch
 // 1 of mini-batch 3), "|" for a barrier; "A" before an update that waits for
 // an AllReduce. Reads like the schedule figures of the papers.
@@ -27,7 +28,7 @@ inline std::string schedule_text(const Plan& plan, int32_t worker) {
         token = "F";
         break;
       case OpKind::kBackward:
-        token = "B";
+        token = op->gradients == GradientPart::kWeights ? "W" : "B";
         break;
       case OpKind::kRecompute:
         token = "R";

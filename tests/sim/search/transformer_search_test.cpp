@@ -29,10 +29,14 @@ TEST(TransformerSearch, RanksWhatFitsFastestFirstAsTheClosedFormPricesIt) {
     EXPECT_DOUBLE_EQ(k.memory.total_bytes(), transformer_memory(c, t).total_bytes());
     EXPECT_DOUBLE_EQ(k.step.iteration_s, transformer_step(c, t, 256, a100()).iteration_s);
     EXPECT_FALSE(t.zero_stage >= 2 && t.pipeline > 1);  // a pipeline shards the optimizer states only
+    EXPECT_FALSE(t.zero_bubble && (t.pipeline == 1 || t.virtual_stages > 1));
     if (i > 0) {
       EXPECT_LE(r.ranked[i - 1].step.iteration_s, k.step.iteration_s);
     }
   }
+  // ZB-H1 is searched beside 1F1B wherever there is a pipeline.
+  EXPECT_TRUE(std::any_of(r.ranked.begin(), r.ranked.end(),
+                          [](const TransformerCandidate& k) { return k.training.zero_bubble; }));
   // Every ZeRO stage is searched (ZeRO-2 and -3 without a pipeline).
   for (const int stage : {0, 1, 2, 3}) {
     EXPECT_TRUE(std::any_of(r.ranked.begin(), r.ranked.end(), [stage](const TransformerCandidate& k) {
