@@ -33,6 +33,7 @@ struct LlmOptions {
   int64_t gpus = 0;
   int64_t top = 10;
   int64_t simulate = 0;
+  bool simulate_job = false;
   std::string memory_limit;
   bool list = false;
   std::string json;
@@ -326,6 +327,13 @@ void report(const LlmOptions& o, CommandContext& ctx) {
   print_aligned(ctx.out, table);
   if (o.global_batch > 0) print_step(ctx.out, step, machine, o);
   write_pipeline(o, c, t, machine, ctx);
+  if (!o.simulate_job) return;
+  if (o.global_batch == 0) throw InputError("--simulate-job", "without --global-batch", "--global-batch B");
+  try {
+    print_job_simulation(c, t, o.global_batch, machine, o.assumptions, step, ctx.out);
+  } catch (const InputError& e) {
+    rethrow_with_flag(e);
+  }
 }
 
 }  // namespace
@@ -379,6 +387,9 @@ void add_llm_command(CLI::App& app, CommandContext& ctx) {
       ->capture_default_str();
   cmd->add_option("--simulate", o->simulate, "With --search: simulate the best N as 1f1b pipelines and rank by that")
       ->check(CLI::NonNegativeNumber);
+  cmd->add_flag("--simulate-job", o->simulate_job,
+                "With --global-batch: simulate the whole job (every GPU, its tensor-, pipeline- and data-parallel "
+                "collectives) beside the closed form");
   cmd->add_option("--memory-limit", o->memory_limit, "With --search: memory a GPU may use (default: its HBM)");
   cmd->add_option("--json", o->json, "Also write the parts as JSON here (- for standard output alone)");
   cmd->footer(

@@ -50,6 +50,11 @@ struct TransformerSearchRequest {
   StepAssumptions assumptions;
 };
 void print_transformer_search(const TransformerSearchRequest& request, CommandContext& ctx);
+// The whole job of `llm --simulate-job` as a plan, simulated and printed
+// beside its closed form `step` (tools/llm_job.cpp).
+void print_job_simulation(const TransformerConfig& c, const TransformerTraining& t, int64_t global_batch,
+                          const GpuMachine& machine, const StepAssumptions& a, const TransformerStep& step,
+                          std::ostream& out);
 // Whether `name` is one of the transformer configurations (trainsim llm --list).
 bool is_transformer_config(const std::string& name);
 

@@ -115,6 +115,10 @@ void Interpreter::check_supported(const Op& op) const {
                        "algorithm=mpi where every worker takes part in the AllReduce");
     }
   }
+  if (op.repeat > 1) {
+    throw InputError("--strategy", "plans AllReduces standing for several (a transformer job's plan)",
+                     "a plan of the executor's strategies");
+  }
   if (op.gradients != GradientPart::kBoth) {
     throw InputError("--strategy",
                      "plans backwards that compute their input and weight gradients apart "

@@ -118,7 +118,9 @@ TransformerStep transformer_step(const TransformerConfig& c, const TransformerTr
   // recomputed forward), or as many reduce-scatter and all-gather pairs
   // with sequence parallelism (the same bytes).
   r.layer_tp_comm_s = 2 * ring_all_reduce_s(2 * b * s * h, t.tensor, nvlink, a.collective_latency_s);
-  const double tp_passes = 2 + (t.recompute == Recompute::full ? 1 : 0);
+  r.tp_passes = 2 + (t.recompute == Recompute::full ? 1 : 0);
+  const double tp_passes = r.tp_passes;
+  r.layer_backward_s = recompute_s + 2 * r.layer_forward_s;
   const double forward_s = r.layer_forward_s + r.layer_tp_comm_s;
   const double backward_s = recompute_s + 2 * r.layer_forward_s + (tp_passes - 1) * r.layer_tp_comm_s;
   // Each micro-batch's boundary activations to the next stage and their
@@ -129,10 +131,12 @@ TransformerStep transformer_step(const TransformerConfig& c, const TransformerTr
   // The last stage also runs the output layer's logits, 2·b·s·h·V/t FLOPs a
   // forward, and their backward (the slowest stage sets the pipeline's pace).
   const double output_s = 3 * gemm_s(tokens, v / tp, h, 1, machine, a);
-  // The data-parallel group has k = 8/(t·p) GPUs a machine (at least 1),
-  // whose NICs its rings share.
+  // Megatron-LM's rank order (the tensor-parallel rank fastest, then the
+  // data-parallel one, then the stage) gives a machine k = 8/t consecutive
+  // data-parallel ranks of one stage (at least 1), whose NICs their rings
+  // share; a data-parallel group within one machine all-reduces over NVLink.
   const double params = first_stage_params(c, t);
-  const int64_t per_machine = std::max<int64_t>(1, machine.gpus / (t.tensor * t.pipeline));
+  const int64_t per_machine = std::max<int64_t>(1, machine.gpus / t.tensor);
   const double dp_bandwidth =
       t.data > per_machine ? std::min(nvlink, static_cast<double>(per_machine) * network) : nvlink;
   // ZeRO-2 and -3 move gradients (and ZeRO-3 weights) every micro-batch,

@@ -60,7 +60,9 @@ double gemm_s(double m, double n, double k, double batch, const GpuMachine& mach
 struct TransformerStep {
   int64_t microbatches = 0;    // m = B / (d·b)
   double layer_forward_s = 0;  // one layer, one micro-batch, on one GPU of its TP group
+  double layer_backward_s = 0;  // its backward's compute: the recomputed forward (or attention) and twice the forward
   double layer_tp_comm_s = 0;  // the layer's all-reduces of one pass over NVLink
+  int tp_passes = 2;           // passes that all-reduce: forward, backward, and a fully recomputed forward
   double tensor_parallel_s = 0;  // of the pipeline, the last stage's all-reduces (every micro-batch)
   double output_layer_s = 0;     // the last stage's logits, forward and backward, one micro-batch
                                  // (with ZeRO-2 and -3: beside the vocabulary's scatter and gathers)

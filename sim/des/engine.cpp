@@ -159,24 +159,11 @@ void Engine::start_collective(Collective& c) {
     }
   }
   reschedule_collective(c);
-}
-
-// A collective across machines starts: its links' first bytes cross at once
-// from the NICs' buckets (returned), and the rest take their share of the
-// NICs from the flows there over the time it then has left.
-double Engine::take_links(Collective& c) {
-  const std::vector<int32_t>& machines = machines_of(c);
-  const double burst = flows_.hold_nics(machines, c.link_bytes, now_ns_);
-  const double left_ns = std::max(0.0, static_cast<double>(c.duration_ns) - burst * c.link_ns_per_byte);
-  const double link_ns = std::max(0.0, c.link_bytes - burst) * c.link_ns_per_byte;
-  c.link_share = left_ns > 0 ? std::min(1.0, link_ns / left_ns) : 0.0;
-  flows_.reserve_nics(machines, c.link_share, now_ns_, completions_);
-  push_completions();
-  return burst;
+  if (c.crosses_machines) join_links(c);
 }
 
 void Engine::reschedule_collective(Collective& c) {
-  const double rate = c.computing > 0 ? c.shared_rate : 1.0;
+  const double rate = collective_rate(c);
   const OpId first = collective_ops_[c.first_slot];
   const SimTime left_ns = to_clock_ns(std::ceil(c.remaining_ns / rate), first);
   for (int32_t m = 0; m < c.members; ++m) {
@@ -196,7 +183,7 @@ void Engine::set_computing(int32_t worker, int32_t delta) {
     const bool was = c.computing > 0;
     c.computing += delta;
     if (was == (c.computing > 0)) continue;
-    const double old_rate = was ? c.shared_rate : 1.0;
+    const double old_rate = (was ? c.shared_rate : 1.0) * c.nic_rate;
     c.remaining_ns = std::max(0.0, c.remaining_ns - old_rate * static_cast<double>(now_ns_ - c.since_ns));
     c.since_ns = now_ns_;
     reschedule_collective(c);
@@ -222,6 +209,7 @@ void Engine::end_collective(Collective& c) {
   if (c.crosses_machines) {
     flows_.release_nics(machines_of(c), c.link_share, now_ns_, completions_);
     push_completions();
+    if (!c.hops) leave_links(c);
   }
   if (!sharing_ || !uses_worker_cores(c.kind)) return;
   const auto index = static_cast<int32_t>(&c - collectives_.data());

@@ -214,12 +214,13 @@ void Engine::add_collective_member(OpId id, const Op& op) {
     c.algorithm = op.algorithm;
     c.codec = op.codec;
     c.bytes = op.bytes;
+    c.repeat = op.repeat;
     c.machine = machine_of_worker_[op.worker];
     collectives_.push_back(c);
     collective_ops_.resize(collective_ops_.size() + members.size(), -1);
   }
   Collective& c = collectives_[list[k]];
-  TRAINSIM_CHECK(op.bytes == c.bytes && op.algorithm == c.algorithm,
+  TRAINSIM_CHECK(op.bytes == c.bytes && op.algorithm == c.algorithm && op.repeat == c.repeat,
                  plan_.strategy + " plan: op " + std::to_string(id) + " disagrees with the other members of its " +
                      op_kind_name(op.kind) + " on bytes or algorithm");
   c.crosses_machines |= machine_of_worker_[op.worker] != c.machine;
@@ -255,15 +256,17 @@ void Engine::price_collectives() {
                                 std::to_string(plan_.ops[listed].group));
     }
     const LinkParams link = collective_link_for(cluster_, c.crosses_machines);
-    const double call_s = collective_call_overhead_s(cluster_, c.bytes, c.members);
+    const double call_s = collective_call_overhead_s(cluster_, c.bytes / c.repeat, c.members);
     const double pack_s = call_s - cluster_.collective.sync_s;
     // A barrier: one global synchronization, t_sync (docs/equations.md §2).
     double duration_s = barrier_s(c.members, cluster_.collective.sync_s);
     double cores_s = 0;  // the part the workers' cores do: reductions (γ), packing, the codec
     if (c.kind == OpKind::kAllReduce) {
       // docs/equations.md §2: the algorithm's α-β-γ time, plus the per-call t_sync (and packing) the cost models add.
-      duration_s = allreduce_s(c.algorithm, c.bytes, c.members, link) + call_s;
-      cores_s = allreduce_s(c.algorithm, c.bytes, c.members, {0, 0, link.gamma_s_per_byte}) + pack_s;
+      // Standing for `repeat` back to back: each of bytes / repeat.
+      const double each = c.bytes / c.repeat, n = c.repeat;
+      duration_s = n * (allreduce_s(c.algorithm, each, c.members, link) + call_s);
+      cores_s = n * (allreduce_s(c.algorithm, each, c.members, {0, 0, link.gamma_s_per_byte}) + pack_s);
       if (c.codec != Codec::kNone) {  // the codec at every hop, on the float32 bytes the wire's encode
         const std::string compression = codec_name(c.codec);
         const double codec_s = ring_codec_s(cluster_, compression, c.bytes / wire_fraction(compression), c.members);

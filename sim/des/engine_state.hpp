@@ -131,6 +131,7 @@ struct Collective {
   CollectiveAlgorithm algorithm = CollectiveAlgorithm::kRing;
   Codec codec = Codec::kNone;  // an AllReduce's encoding at every hop
   double bytes = 0;
+  int32_t repeat = 1;      // back-to-back AllReduces it stands for (Op::repeat)
   int32_t machine = 0;     // of the first member listed
   bool crosses_machines = false;
   SimTime duration_ns = 0;
@@ -160,6 +161,9 @@ struct Collective {
   double link_bytes = 0;
   double link_ns_per_byte = 0;
   double link_share = 0;
+  // The rate the other collectives on its NICs leave it: 1 over the most
+  // any of its NICs' holders take of it together, where that passes 1.
+  double nic_rate = 1;
   // Where workers share cores, a ring AllReduce across machines runs hop by
   // hop (ring_hops.cpp): its pieces of core work at full rate as priced
   // (packing per piece, one chunk's encode, decode and reduction), the
@@ -213,6 +217,11 @@ class Engine {
   void reschedule_compute(CoreShare& share);
   void start_collective(Collective& c);
   void reschedule_collective(Collective& c);
+  // collective_links.cpp: a collective across machines and its NICs.
+  double collective_rate(const Collective& c) const { return (c.computing > 0 ? c.shared_rate : 1.0) * c.nic_rate; }
+  void join_links(Collective& c);
+  void leave_links(Collective& c);
+  void reshare_links();
   void set_computing(int32_t worker, int32_t delta);
   void add_core_job(int32_t worker, OpId op, OpId by, double work_ns);
   OpId end_core_job(OpId op);
@@ -267,6 +276,7 @@ class Engine {
   double crossing_bytes_per_ns_ = 0;  // the sends between machines' bytes moving, as last counted there
 
   std::vector<Collective> collectives_;
+  std::vector<int32_t> crossing_;          // collectives across machines running as one block (not hop by hop)
   std::vector<int32_t> machines_scratch_;  // machines_of's answer
   std::vector<OpId> collective_ops_;
   std::vector<int32_t> issued_offsets_;             // per group: where its (member, kind) counters start

@@ -304,6 +304,16 @@ void FlowNetwork::reserve_nics(const std::vector<int32_t>& machines, double shar
   reshare_ports(nic_ports_.data(), static_cast<int32_t>(nic_ports_.size()), now_ns, schedule);
 }
 
+double FlowNetwork::nic_load(const std::vector<int32_t>& machines) const {
+  double most = 0;
+  for (const int32_t m : machines) {
+    for (const int32_t port : {machine_port(kNicEgress, m), machine_port(kNicIngress, m)}) {
+      most = std::max(most, reserved_[port]);
+    }
+  }
+  return most;
+}
+
 double FlowNetwork::hold_nics(const std::vector<int32_t>& machines, double bytes_per_link, SimTime now_ns) {
   double burst = bytes_per_link;
   bool bucketed = false;

@@ -85,6 +85,9 @@ class FlowNetwork {
   // least any of the NICs' buckets holds and at most `bytes_per_link`, taken
   // from every one of them (0 without buckets).
   double hold_nics(const std::vector<int32_t>& machines, double bytes_per_link, SimTime now_ns);
+  // The most the holding collectives take together of any of `machines`'
+  // NICs (the sum of their reserve_nics shares on it).
+  double nic_load(const std::vector<int32_t>& machines) const;
   // A holding collective takes `share` (a fraction of their bandwidth) of
   // each of those NICs' ports from their flows: they share the rest, and
   // never less than an equal share beside the collectives holding the port,

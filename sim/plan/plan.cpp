@@ -226,6 +226,9 @@ void validate_plan(const Plan& plan) {
       });
       if (!serves || op.stream != StreamKind::kHost) broken(plan, id, "a server step is a server's, on a host stream");
     }
+    if (op.repeat < 1 || (op.repeat > 1 && op.kind != OpKind::kAllReduce)) {
+      broken(plan, id, "only an AllReduce stands for several, and each op for at least one");
+    }
     if (op.gradients != GradientPart::kBoth && op.kind != OpKind::kBackward) {
       broken(plan, id, "only a backward computes part of its gradients");
     }
@@ -272,6 +275,7 @@ nlohmann::json plan_to_json(const Plan& plan) {
       j["algorithm"] = collective_algorithm_name(op.algorithm);
       if (op.codec != Codec::kNone) j["codec"] = codec_name(op.codec);
       if (op.dense_only) j["dense_only"] = true;
+      if (op.repeat > 1) j["repeat"] = op.repeat;
     }
     if (op.gradients != GradientPart::kBoth) j["gradients"] = gradient_part_name(op.gradients);
     if (op.alloc_bytes > 0) j["alloc_bytes"] = op.alloc_bytes;

@@ -92,6 +92,8 @@ struct Op {
   CollectiveAlgorithm algorithm = CollectiveAlgorithm::kRing;  // kAllReduce
   Codec codec = Codec::kNone;  // kAllReduce: the hops' encoding
   GradientPart gradients = GradientPart::kBoth;  // kBackward: which gradients it computes
+  int32_t repeat = 1;          // kAllReduce: stands for this many back to back, of bytes / repeat each
+                               // (a transformer stage's tensor-parallel all-reduces of one pass)
   bool dense_only = false;     // kAllReduce: reduces the dense variables only, sparse ones stay (Parallax)
   int16_t weight_ahead = 0;    // WeightPolicy::kPredicted: versions predicted ahead (SpecTrain's s < 2·stages)
   double alloc_bytes = 0;      // memory the op allocates when it starts (activations, buffers)

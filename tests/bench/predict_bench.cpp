@@ -12,6 +12,8 @@
 #include "sim/cost/driver.hpp"
 #include "sim/cost/strategies.hpp"
 #include "sim/cost/transformer_step.hpp"
+#include "sim/des/engine.hpp"
+#include "sim/plan/transformer_plan.hpp"
 #include "sim/search/transformer_search.hpp"
 
 namespace trainsim {
@@ -123,6 +125,26 @@ void BM_TransformerSearch(benchmark::State& state) {
   }
 }
 
+// GPT-3 175B's whole job on 1,024 A100s (t = 8, p = 8, d = 16, one
+// sequence a micro-batch, 96 micro-batches, sequence parallelism, selective
+// recomputation, ZeRO-1) as a plan, and one iteration of it simulated
+// (`trainsim llm --simulate-job`).
+void BM_TransformerJobSimulation(benchmark::State& state) {
+  const TransformerConfig& c = find_transformer_config("gpt3-175b", "bench");
+  TransformerTraining t;
+  t.tensor = 8;
+  t.pipeline = 8;
+  t.data = 16;
+  t.sequence_parallel = true;
+  t.recompute = Recompute::selective;
+  t.zero_stage = 1;
+  const GpuMachine& machine = find_gpu_machine("dgx-a100", "bench");
+  for (auto _ : state) {
+    const TransformerJob job = transformer_job(c, t, 1536, machine, {}, 1);
+    benchmark::DoNotOptimize(simulate_plan(job.plan, job.cluster, SimOptions{}).iteration_s);
+  }
+}
+
 BENCHMARK_CAPTURE(BM_PredictAllStrategies, resnet1001_h100x8, std::string("resnet1001"), std::string("h100x8-nvlink"))
     ->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_PredictAllStrategies, resnet1001_h100x4node, std::string("resnet1001"),
@@ -139,6 +161,7 @@ BENCHMARK_CAPTURE(BM_PredictZoo, h100x4node_ib400, std::string("h100x4node-ib400
 BENCHMARK_CAPTURE(BM_AnalyticProfile, resnet1001, std::string("resnet1001"))->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_TransformerConfiguration)->Unit(benchmark::kNanosecond);
 BENCHMARK(BM_TransformerSearch)->Arg(0)->Arg(5)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_TransformerJobSimulation)->Unit(benchmark::kMillisecond)->Iterations(3);
 BENCHMARK_CAPTURE(BM_BuildZooModel, resnet1001, std::string("resnet1001"))->Unit(benchmark::kMillisecond);
 
 }  // namespace

@@ -126,6 +126,21 @@ TEST(LlmCli, ThePipelineGoesToTheSimulator) {
   EXPECT_NE(alone.err.find("--profile-out: without --global-batch"), std::string::npos) << alone.err;
 }
 
+TEST(LlmCli, TheWholeJobIsSimulatedBesideTheClosedForm) {
+  const auto r = run_cli({"llm", "--model", "megatron-39.1b", "--tp", "8", "--pp", "2", "--dp", "4", "--recompute",
+                          "full", "--global-batch", "64", "--simulate-job"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("the whole job simulated (64 GPUs on 8 dgx-a100 machines"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("from the closed form's"), std::string::npos) << r.out;
+  const auto alone = run_cli({"llm", "--model", "megatron-39.1b", "--simulate-job"});
+  EXPECT_EQ(alone.status, 2);
+  EXPECT_NE(alone.err.find("--simulate-job: without --global-batch"), std::string::npos) << alone.err;
+  const auto zero = run_cli({"llm", "--model", "megatron-39.1b", "--tp", "8", "--dp", "8", "--zero", "3",
+                             "--global-batch", "64", "--simulate-job"});
+  EXPECT_EQ(zero.status, 2);
+  EXPECT_NE(zero.err.find("--zero: 3 in a job's plan"), std::string::npos) << zero.err;
+}
+
 TEST(LlmCli, TheSearchRanksTheConfigurationsThatFit) {
   const auto r = run_cli({"llm", "--model", "gpt3-175b", "--search", "--gpus", "1024", "--global-batch", "1536",
                           "--simulate", "3", "--top", "5", "--json", "-"});

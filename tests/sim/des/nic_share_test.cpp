@@ -53,5 +53,36 @@ TEST(DesNicShare, ACollectivesLinkBytesTakeTheirShareOfTheNicsFromTheFlowsThere)
   EXPECT_NEAR(static_cast<double>(large.send), 1565 * kUs, 1.0);
 }
 
+// Two AllReduces of 1e6 B at once, workers 0 and 2 and workers 1 and 3,
+// both across the one pair of NICs: each alone 1130 us, its bytes a share
+// of 1000/1130 of the NICs; together the shares add to 1000/565, so each
+// runs at 565/1000 of its rate: 1130 · 1000/565 = 2000 us.
+TEST(DesNicShare, CollectivesOnTheSameNicsShareItsBandwidth) {
+  PlanBuilder b("test", 4, 1, 1);
+  const int32_t left = b.group({0, 2}), right = b.group({1, 3});
+  const OpId a = b.add(collective_op(0, OpKind::kAllReduce, left, 1e6));
+  b.add(collective_op(2, OpKind::kAllReduce, left, 1e6));
+  const OpId c = b.add(collective_op(1, OpKind::kAllReduce, right, 1e6));
+  b.add(collective_op(3, OpKind::kAllReduce, right, 1e6));
+  const SimResult together = simulate_plan(std::move(b).build(), simple_cluster(2, 2), {});
+  EXPECT_NEAR(static_cast<double>(together.timings[a].end_ns), 2000 * kUs, 2.0);
+  EXPECT_NEAR(static_cast<double>(together.timings[c].end_ns), 2000 * kUs, 2.0);
+  // One of them four times smaller (250e3 B: 100 + 250 + 2.5 + 20 = 372.5
+  // us, a share of 250/372.5): both run at 1/(1000/1130 + 250/372.5) until
+  // the small one ends, then the large one alone at its full rate.
+  PlanBuilder u("test", 4, 1, 1);
+  const int32_t l2 = u.group({0, 2}), r2 = u.group({1, 3});
+  const OpId big = u.add(collective_op(0, OpKind::kAllReduce, l2, 1e6));
+  u.add(collective_op(2, OpKind::kAllReduce, l2, 1e6));
+  const OpId small = u.add(collective_op(1, OpKind::kAllReduce, r2, 250e3));
+  u.add(collective_op(3, OpKind::kAllReduce, r2, 250e3));
+  const SimResult uneven = simulate_plan(std::move(u).build(), simple_cluster(2, 2), {});
+  const double rate = 1 / (1000.0 / 1130 + 250.0 / 372.5);
+  const double small_end = 372.5 / rate;                         // us
+  const double big_end = small_end + (1130 - small_end * rate);  // the rest at full rate
+  EXPECT_NEAR(static_cast<double>(uneven.timings[small].end_ns), small_end * kUs, 2.0);
+  EXPECT_NEAR(static_cast<double>(uneven.timings[big].end_ns), big_end * kUs, 2.0);
+}
+
 }  // namespace
 }  // namespace trainsim

@@ -1,0 +1,307 @@
+// A transformer's whole 3-D parallel job as a plan (transformer_plan.hpp).
+#include "sim/plan/transformer_plan.hpp"
+
+#include <string>
+#include <vector>
+
+#include "model/error.hpp"
+#include "sim/cost/transformer_memory.hpp"
+#include "sim/cost/zero_bubble.hpp"
+
+namespace trainsim {
+namespace {
+
+// Writes the job's ops. A worker is (stage k, data-parallel rank e,
+// tensor-parallel rank q), rank (k·d + e)·t + q.
+class JobWriter {
+ public:
+  JobWriter(const TransformerConfig& c, const TransformerTraining& t, const TransformerStep& r,
+            const GpuMachine& machine, int64_t global_batch, int32_t iterations)
+      : c_(c),
+        t_(t),
+        r_(r),
+        machine_(machine),
+        m_(static_cast<int32_t>(r.microbatches)),
+        iterations_(iterations),
+        workers_(static_cast<size_t>(t.tensor * t.pipeline * t.data)),
+        builder_("transformer", static_cast<int32_t>(workers_), iterations, static_cast<double>(global_batch)),
+        transfers_(2 * workers_ * static_cast<size_t>(iterations) * static_cast<size_t>(m_)),
+        pending_(workers_, -1),
+        tail_(workers_, -1) {
+    // The groups: each stage's tensor-parallel groups, its data-parallel
+    // groups (one per tensor-parallel rank), and everyone for the barrier.
+    std::vector<int32_t> everyone(workers_);
+    for (size_t w = 0; w < workers_; ++w) everyone[w] = static_cast<int32_t>(w);
+    everyone_ = builder_.group(std::move(everyone));
+    for (int64_t k = 0; k < t.pipeline; ++k) {
+      for (int64_t e = 0; e < t.data; ++e) {
+        std::vector<int32_t> members;
+        for (int64_t q = 0; q < t.tensor; ++q) members.push_back(worker(k, e, q));
+        tensor_groups_.push_back(builder_.group(std::move(members)));
+      }
+      for (int64_t q = 0; q < t.tensor; ++q) {
+        std::vector<int32_t> members;
+        for (int64_t e = 0; e < t.data; ++e) members.push_back(worker(k, e, q));
+        data_groups_.push_back(builder_.group(std::move(members)));
+      }
+    }
+  }
+
+  void write() {
+    for (int32_t i = 0; i < iterations_; ++i) {
+      for (int64_t k = 0; k < t_.pipeline; ++k) {
+        for (int64_t e = 0; e < t_.data; ++e) {
+          for (int64_t q = 0; q < t_.tensor; ++q) write_worker(Where{k, e, q, worker(k, e, q)}, i);
+        }
+      }
+    }
+    for (size_t w = 0; w < workers_; ++w) {
+      const TransformerTraining& t = t_;
+      const double params = stage_params(static_cast<int64_t>(w) / (t.tensor * t.data));
+      const ModelStates states = model_state_bytes(params, t.zero_stage, t.data, t.optimizer_bytes_per_param);
+      PlanWorker& worker = builder_.worker(static_cast<int32_t>(w));
+      worker.device = static_cast<int32_t>(w);
+      worker.static_bytes = states.weights_bytes + states.gradients_bytes + states.optimizer_bytes;
+    }
+  }
+
+  Plan build() && { return std::move(builder_).build(); }
+
+ private:
+  struct Where {
+    int64_t k, e, q;
+    int32_t w;
+  };
+  struct Ends {
+    OpId send = -1, recv = -1;
+  };
+
+  int32_t worker(int64_t k, int64_t e, int64_t q) const {
+    return static_cast<int32_t>((k * t_.data + e) * t_.tensor + q);
+  }
+  double layers() const { return static_cast<double>(c_.layers / t_.pipeline); }
+  bool last(int64_t k) const { return k + 1 == t_.pipeline; }
+  // A micro-batch's b·s·h 16-bit values, split over the tensor-parallel group.
+  double boundary_bytes() const {
+    return 2 * static_cast<double>(t_.micro_batch * c_.seq * c_.hidden) / static_cast<double>(t_.tensor);
+  }
+  // Parameters on a GPU of stage k: the first holds the embeddings
+  // (first_stage_params), the last Llama's untied output layer.
+  double stage_params(int64_t k) const {
+    if (k == 0) return first_stage_params(c_, t_);
+    const double vocabulary = static_cast<double>(c_.vocab * c_.hidden) / static_cast<double>(t_.tensor);
+    return layers() * block_params(c_, t_.tensor) + (c_.llama && last(k) ? vocabulary : 0);
+  }
+  // A layer's weight products, the part of its backward ZB-H1 defers (W).
+  double layer_weights_s() const {
+    return r_.weight_share * (r_.layer_backward_s + (r_.tp_passes - 1) * r_.layer_tp_comm_s);
+  }
+
+  void write_worker(const Where& at, int32_t i) {
+    for (const ZeroBubbleTask& task : zb_h1_order(static_cast<int32_t>(t_.pipeline), static_cast<int32_t>(at.k), m_)) {
+      if (task.kind == ZeroBubbleTask::kForward) forward(at, i, task.microbatch);
+      if (task.kind == ZeroBubbleTask::kInput) backward(at, i, task.microbatch);
+      if (task.kind == ZeroBubbleTask::kWeights && t_.zero_bubble) weight_gradients(at, i, task.microbatch);
+    }
+    finish(at, i);
+  }
+
+  Op compute_op(OpKind kind, const Where& at, int32_t i, int32_t mb, double work_s) const {
+    Op op;
+    op.kind = kind;
+    op.stream = StreamKind::kCompute;
+    op.worker = at.w;
+    op.stage = static_cast<int32_t>(at.k);
+    op.microbatch = mb;
+    op.iteration = i;
+    op.weight_version = i;
+    op.first_layer = static_cast<int32_t>(static_cast<double>(at.k) * layers());
+    op.last_layer = static_cast<int32_t>(static_cast<double>(at.k + 1) * layers()) - 1;
+    op.work_s = work_s;
+    return op;
+  }
+  // A compute op, after the worker's last all-reduce where one is pending.
+  OpId compute(Op op) {
+    const auto w = static_cast<size_t>(op.worker);
+    if (pending_[w] >= 0) op.deps.push_back(pending_[w]);
+    pending_[w] = -1;
+    tail_[w] = builder_.add(std::move(op));
+    return tail_[w];
+  }
+  // What the worker's next transfer waits for: its pending all-reduce, else `op`.
+  OpId done(int32_t w, OpId op) const {
+    return pending_[static_cast<size_t>(w)] >= 0 ? pending_[static_cast<size_t>(w)] : op;
+  }
+
+  // The tensor-parallel group's all-reduces after a pass of the stage's
+  // layers: two of b·s·h 16-bit values a layer a pass, one op standing for
+  // them all (Op::repeat).
+  void tensor_all_reduce(const Where& at, int32_t i, int32_t mb, OpId after, int passes) {
+    if (t_.tensor == 1 || passes == 0) return;
+    Op op;
+    op.kind = OpKind::kAllReduce;
+    op.stream = StreamKind::kSend;
+    op.worker = at.w;
+    op.stage = static_cast<int32_t>(at.k);
+    op.microbatch = mb;
+    op.iteration = i;
+    op.group = tensor_groups_[static_cast<size_t>(at.k * t_.data + at.e)];
+    op.repeat = static_cast<int32_t>(2 * passes * c_.layers / t_.pipeline);
+    op.bytes = static_cast<double>(op.repeat) * boundary_bytes() * static_cast<double>(t_.tensor);
+    op.deps = {after};
+    pending_[static_cast<size_t>(at.w)] = builder_.add(std::move(op));
+  }
+
+  size_t transfer(int direction, const Where& at, int64_t boundary, int32_t i, int32_t mb) const {
+    const size_t lane = static_cast<size_t>(worker(boundary, at.e, at.q));
+    return ((static_cast<size_t>(direction) * workers_ + lane) * static_cast<size_t>(iterations_) +
+            static_cast<size_t>(i)) *
+               static_cast<size_t>(m_) +
+           static_cast<size_t>(mb);
+  }
+  OpId receive(int direction, const Where& at, int64_t boundary, int32_t from, int32_t i, int32_t mb) {
+    Op op;
+    op.kind = OpKind::kRecv;
+    op.stream = StreamKind::kRecv;
+    op.payload = direction == 0 ? Payload::kActivation : Payload::kInputGradient;
+    op.worker = at.w;
+    op.peer = from;
+    op.microbatch = mb;
+    op.iteration = i;
+    Ends& ends = transfers_[transfer(direction, at, boundary, i, mb)];
+    if (ends.send >= 0) op.deps.push_back(ends.send);
+    ends.recv = builder_.add(std::move(op));
+    return ends.recv;
+  }
+  void send(int direction, const Where& at, int64_t boundary, int32_t to, int32_t i, int32_t mb, OpId after) {
+    Op op;
+    op.kind = OpKind::kSend;
+    op.stream = StreamKind::kSend;
+    op.payload = direction == 0 ? Payload::kActivation : Payload::kInputGradient;
+    op.worker = at.w;
+    op.peer = to;
+    op.microbatch = mb;
+    op.iteration = i;
+    op.bytes = boundary_bytes();
+    op.deps = {after};
+    Ends& ends = transfers_[transfer(direction, at, boundary, i, mb)];
+    ends.send = builder_.add(std::move(op));
+    if (ends.recv >= 0) builder_.op(ends.recv).deps.push_back(ends.send);
+  }
+
+  void forward(const Where& at, int32_t i, int32_t mb) {
+    Op op = compute_op(OpKind::kForward, at, i, mb,
+                       layers() * r_.layer_forward_s + (last(at.k) ? r_.output_layer_s / 3 : 0));
+    if (at.k > 0) op.deps.push_back(receive(0, at, at.k - 1, worker(at.k - 1, at.e, at.q), i, mb));
+    op.alloc_bytes = layers() * layer_activation_bytes(c_, t_);
+    const OpId id = compute(std::move(op));
+    tensor_all_reduce(at, i, mb, id, 1);
+    if (!last(at.k)) send(0, at, at.k, worker(at.k + 1, at.e, at.q), i, mb, done(at.w, id));
+  }
+  // The backward (with ZB-H1, its input gradients alone): the recomputed
+  // forward's and the backward's all-reduces after it.
+  void backward(const Where& at, int32_t i, int32_t mb) {
+    const double output = last(at.k) ? 2 * r_.output_layer_s / 3 : 0;
+    double work = layers() * r_.layer_backward_s + output;
+    if (t_.zero_bubble) work -= layers() * layer_weights_s() + output / 2;
+    Op op = compute_op(OpKind::kBackward, at, i, mb, work);
+    if (t_.zero_bubble) op.gradients = GradientPart::kInputs;
+    if (!last(at.k)) op.deps.push_back(receive(1, at, at.k, worker(at.k + 1, at.e, at.q), i, mb));
+    op.free_bytes = layers() * layer_activation_bytes(c_, t_);
+    const OpId id = compute(std::move(op));
+    tensor_all_reduce(at, i, mb, id, r_.tp_passes - 1);
+    if (at.k > 0) send(1, at, at.k - 1, worker(at.k - 1, at.e, at.q), i, mb, done(at.w, id));
+  }
+  void weight_gradients(const Where& at, int32_t i, int32_t mb) {
+    Op op = compute_op(OpKind::kBackward, at, i, mb,
+                       layers() * layer_weights_s() + (last(at.k) ? r_.output_layer_s / 3 : 0));
+    op.gradients = GradientPart::kWeights;
+    compute(std::move(op));
+  }
+  // After the drain: the stage's data-parallel all-reduce of its 16-bit
+  // gradients, Adam over its parameters (over d with ZeRO-1), a barrier of
+  // every worker.
+  void finish(const Where& at, int32_t i) {
+    const double params = stage_params(at.k);
+    if (t_.data > 1) {
+      Op op;
+      op.kind = OpKind::kAllReduce;
+      op.stream = StreamKind::kSend;
+      op.worker = at.w;
+      op.stage = static_cast<int32_t>(at.k);
+      op.iteration = i;
+      op.group = data_groups_[static_cast<size_t>(at.k * t_.tensor + at.q)];
+      op.bytes = 2 * params;
+      op.deps = {done(at.w, tail_[static_cast<size_t>(at.w)])};
+      pending_[static_cast<size_t>(at.w)] = builder_.add(std::move(op));
+    }
+    const double shards = t_.zero_stage >= 1 ? static_cast<double>(t_.data) : 1.0;
+    compute(compute_op(OpKind::kUpdate, at, i, -1, 28.0 * params / shards / machine_.memory_bytes_per_s));
+    Op barrier;
+    barrier.kind = OpKind::kBarrier;
+    barrier.stream = StreamKind::kCompute;
+    barrier.worker = at.w;
+    barrier.iteration = i;
+    barrier.group = everyone_;
+    compute(std::move(barrier));
+  }
+
+  const TransformerConfig& c_;
+  const TransformerTraining& t_;
+  const TransformerStep& r_;
+  const GpuMachine& machine_;
+  int32_t m_;
+  int32_t iterations_;
+  size_t workers_;
+  PlanBuilder builder_;
+  std::vector<Ends> transfers_;  // per direction, boundary lane, iteration and micro-batch
+  std::vector<OpId> pending_;    // per worker: its last all-reduce, which its next compute op waits for
+  std::vector<OpId> tail_;       // per worker: its last compute op
+  int32_t everyone_ = -1;
+  std::vector<int32_t> tensor_groups_, data_groups_;  // per (stage, data rank) and (stage, tensor rank)
+};
+
+}  // namespace
+
+TransformerJob transformer_job(const TransformerConfig& c, const TransformerTraining& t, int64_t global_batch,
+                               const GpuMachine& machine, const StepAssumptions& a, int32_t iterations) {
+  const TransformerStep r = transformer_step(c, t, global_batch, machine, a);
+  if (t.zero_stage >= 2) {
+    throw InputError("zero_stage", std::to_string(t.zero_stage) + " in a job's plan",
+                     "0 or 1 (ZeRO-2's and -3's collectives of every micro-batch are priced in closed form only)");
+  }
+  if (t.virtual_stages > 1) {
+    throw InputError("virtual_stages", std::to_string(t.virtual_stages) + " in a job's plan",
+                     "1 (an interleaved pipeline is simulated as one pipeline: trainsim llm --profile-out)");
+  }
+  const int64_t gpus = t.tensor * t.pipeline * t.data;
+  if (gpus > machine.gpus && gpus % machine.gpus != 0) {
+    throw InputError("data", std::to_string(gpus) + " GPUs in all",
+                     "whole machines of " + std::to_string(machine.gpus) + " (t·p·d a multiple of them)");
+  }
+  check_plan_ops("transformer",
+                 static_cast<double>(gpus) * iterations * (9.0 * static_cast<double>(r.microbatches) + 3),
+                 "t·p·d GPUs × iterations × micro-batches", "fewer micro-batches (a larger --micro-batch) or GPUs");
+  JobWriter writer(c, t, r, machine, global_batch, iterations);
+  writer.write();
+  TransformerJob job;
+  job.plan = std::move(writer).build();
+  Cluster& cl = job.cluster;
+  cl.name = machine.name + "-job";
+  cl.machines = gpus > machine.gpus ? gpus / machine.gpus : 1;
+  cl.devices_per_machine = gpus > machine.gpus ? machine.gpus : gpus;
+  cl.description = std::to_string(cl.machines) + " " + machine.name + " machines of " +
+                   std::to_string(cl.devices_per_machine) + " GPUs, NVLink inside, their NICs between";
+  cl.device = {machine.name + " GPU", "gpu", machine.memory_bytes, machine.peak_flops_per_s,
+               machine.memory_bytes_per_s};
+  cl.intra_link = {machine.nvlink_bytes_per_s * a.link_efficiency, a.collective_latency_s};
+  // A machine's NICs as one port: its GPUs' flows across share their sum.
+  cl.inter_link = {static_cast<double>(cl.devices_per_machine) * machine.network_bytes_per_s * a.link_efficiency,
+                   a.collective_latency_s};
+  cl.host = {25e9, 5e-6, 100e9, 8, 5e-6};
+  // NCCL reduces as it copies: no separate reduction time (the closed form's γ = 0).
+  cl.collective = {1e18, 0};
+  return job;
+}
+
+}  // namespace trainsim

@@ -1,0 +1,111 @@
+// A transformer's whole 3-D job as a plan: every GPU a worker in Megatron-LM's
+// rank order, the tensor-parallel all-reduces of a pass as one op standing
+// for them all, the data-parallel all-reduce after the drain; simulated, it
+// takes the closed form's iteration where nothing contends.
+#include "sim/plan/transformer_plan.hpp"
+
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+
+#include "model/error.hpp"
+#include "sim/cost/transformer_memory.hpp"
+#include "sim/des/engine.hpp"
+
+namespace trainsim {
+namespace {
+
+const GpuMachine& a100() { return find_gpu_machine("dgx-a100", "machine"); }
+
+TransformerTraining megatron_39b(int64_t data) {
+  TransformerTraining t;
+  t.tensor = 8;
+  t.pipeline = 2;
+  t.data = data;
+  t.recompute = Recompute::full;
+  return t;
+}
+
+TEST(TransformerJob, EveryGpuIsAWorkerInMegatronsRankOrder) {
+  const TransformerConfig& c = find_transformer_config("megatron-39.1b", "model");
+  const TransformerTraining t = megatron_39b(4);
+  const TransformerJob job = transformer_job(c, t, 64, a100(), {}, 1);  // 16 micro-batches
+  ASSERT_EQ(job.plan.workers.size(), 64u);
+  EXPECT_EQ(job.cluster.machines, 8);
+  EXPECT_EQ(job.cluster.devices_per_machine, 8);
+  EXPECT_DOUBLE_EQ(job.cluster.inter_link.bandwidth_bytes_per_s, 8 * 25e9 * 0.8);  // a machine's NICs at 80%
+  const double bsh = 2.0 * 2048 * 8192;  // a micro-batch's b·s·h 16-bit values
+  std::set<std::vector<int32_t>> tensor_groups, data_groups;
+  int forward_all_reduces = 0;
+  for (const Op& op : job.plan.ops) {
+    if (op.kind == OpKind::kSend) {
+      EXPECT_DOUBLE_EQ(op.bytes, bsh / 8);  // split over the group
+    }
+    if (op.kind != OpKind::kAllReduce) continue;
+    const std::vector<int32_t>& members = job.plan.groups[static_cast<size_t>(op.group)];
+    if (op.microbatch >= 0) {
+      // 24 layers a stage, two all-reduces each a pass: 48 in the forward,
+      // 96 in the backward with its recomputed forward.
+      EXPECT_TRUE(op.repeat == 48 || op.repeat == 96) << op.repeat;
+      EXPECT_DOUBLE_EQ(op.bytes, op.repeat * bsh);
+      forward_all_reduces += op.repeat == 48 ? 1 : 0;
+      tensor_groups.insert(members);
+      EXPECT_EQ(members.back() - members.front(), 7);  // eight consecutive ranks: one machine
+    } else {
+      data_groups.insert(members);
+      EXPECT_EQ(members[1] - members[0], 8);  // the same tensor rank of the next replica
+      const int64_t stage = op.stage;
+      const double params = stage == 0 ? first_stage_params(c, t) : 24 * block_params(c, 8);
+      EXPECT_DOUBLE_EQ(op.bytes, 2 * params);
+    }
+  }
+  EXPECT_EQ(forward_all_reduces, 64 * 16);
+  EXPECT_EQ(tensor_groups.size(), 8u);  // 2 stages × 4 replicas
+  EXPECT_EQ(data_groups.size(), 16u);   // 2 stages × 8 tensor ranks
+}
+
+TEST(TransformerJob, SimulatedItTakesTheClosedFormsIteration) {
+  const TransformerConfig& c = find_transformer_config("megatron-39.1b", "model");
+  for (const bool zero_bubble : {false, true}) {
+    TransformerTraining t = megatron_39b(4);
+    t.zero_bubble = zero_bubble;
+    t.zero_stage = 1;
+    const TransformerJob job = transformer_job(c, t, 64, a100(), {}, 2);
+    const double closed = transformer_step(c, t, 64, a100()).iteration_s;
+    EXPECT_NEAR(simulate_plan(job.plan, job.cluster, SimOptions{}).iteration_s / closed, 1.0, 0.02) << zero_bubble;
+  }
+  // Tensor-parallel groups of 4: two replicas of a stage a machine, whose
+  // four data-parallel rings share its NICs at twice a GPU's NIC each.
+  TransformerTraining t = megatron_39b(8);
+  t.tensor = 4;
+  const TransformerJob job = transformer_job(c, t, 64, a100(), {}, 2);
+  const double closed = transformer_step(c, t, 64, a100()).iteration_s;
+  EXPECT_NEAR(simulate_plan(job.plan, job.cluster, SimOptions{}).iteration_s / closed, 1.0, 0.02);
+}
+
+TEST(TransformerJob, WhatItDoesNotPlanIsRefusedNamingTheSetting) {
+  const TransformerConfig& c = find_transformer_config("megatron-39.1b", "model");
+  const auto error_of = [&c](TransformerTraining t, int64_t batch = 64) -> std::string {
+    try {
+      transformer_job(c, t, batch, a100(), {}, 1);
+    } catch (const InputError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  TransformerTraining zero = megatron_39b(4);
+  zero.pipeline = 1;
+  zero.zero_stage = 3;
+  EXPECT_NE(error_of(zero).find("zero_stage: 3 in a job's plan"), std::string::npos) << error_of(zero);
+  TransformerTraining interleaved = megatron_39b(4);
+  interleaved.virtual_stages = 2;
+  EXPECT_NE(error_of(interleaved).find("virtual_stages: 2"), std::string::npos) << error_of(interleaved);
+  TransformerTraining odd = megatron_39b(4);
+  odd.tensor = 2;
+  odd.data = 3;  // 12 GPUs: a machine and a half
+  EXPECT_NE(error_of(odd, 48).find("whole machines of 8"), std::string::npos) << error_of(odd, 48);
+}
+
+}  // namespace
+}  // namespace trainsim
