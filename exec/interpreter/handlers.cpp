@@ -115,6 +115,10 @@ void Interpreter::check_supported(const Op& op) const {
                        "algorithm=mpi where every worker takes part in the AllReduce");
     }
   }
+  if (op.kind == OpKind::kReduceScatter || op.kind == OpKind::kAllGather) {
+    throw InputError("--strategy", std::string("plans a ") + op_kind_name(op.kind) + " (a sharded job's plan)",
+                     "a plan of the executor's strategies");
+  }
   if (op.repeat > 1) {
     throw InputError("--strategy", "plans AllReduces standing for several (a transformer job's plan)",
                      "a plan of the executor's strategies");
@@ -145,6 +149,10 @@ void Interpreter::execute(OpId id, const Op& op) {
       }
       break;
     case OpKind::kBroadcast: broadcast(id, op); break;
+    case OpKind::kReduceScatter:
+    case OpKind::kAllGather:
+      TRAINSIM_CHECK(false, "a sharded collective reached the executor");
+      break;
     case OpKind::kBarrier: barrier(id, op); break;
     case OpKind::kCopyToHost: copy_to_host(id, op); break;
     case OpKind::kHostAccumulate: host_accumulate_op(id, op); break;

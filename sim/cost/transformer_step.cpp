@@ -154,6 +154,7 @@ TransformerStep transformer_step(const TransformerConfig& c, const TransformerTr
   const double vocabulary_shard_s = shard_s((c.llama ? 2 : 1) * v * h / tp);
   double layer_s = forward_s + backward_s;
   r.output_layer_s = output_s;
+  r.output_compute_s = output_s;
   double exposed_s = 0;
   if (t.zero_stage == 2) {
     layer_s = forward_s + std::max(backward_s, layer_shard_s);

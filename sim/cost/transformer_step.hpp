@@ -66,6 +66,7 @@ struct TransformerStep {
   double tensor_parallel_s = 0;  // of the pipeline, the last stage's all-reduces (every micro-batch)
   double output_layer_s = 0;     // the last stage's logits, forward and backward, one micro-batch
                                  // (with ZeRO-2 and -3: beside the vocabulary's scatter and gathers)
+  double output_compute_s = 0;   // the output layer's forward and backward alone (output_layer_s without ZeRO)
   double sharding_s = 0;         // of the pipeline, what ZeRO-2's and -3's collectives add to its micro-batches
   double microbatch_s = 0;     // the last stage's forward, recompute and backward of one micro-batch
   double pipeline_s = 0;       // m micro-batches through the pipeline, bubble included

@@ -88,10 +88,10 @@ Engine::Engine(const Plan& plan, const Cluster& cluster, const SimOptions& optio
   const auto groups = static_cast<int32_t>(plan.groups.size());
   issued_offsets_.assign(groups + 1, 0);
   for (int32_t g = 0; g < groups; ++g) {
-    issued_offsets_[g + 1] = issued_offsets_[g] + 3 * static_cast<int32_t>(plan.groups[g].size());
+    issued_offsets_[g + 1] = issued_offsets_[g] + kCollectiveKinds * static_cast<int32_t>(plan.groups[g].size());
   }
   issued_.assign(issued_offsets_[groups], 0);
-  instances_.assign(3 * static_cast<size_t>(groups), {});
+  instances_.assign(kCollectiveKinds * static_cast<size_t>(groups), {});
   read_ops();
   if (!core_jobs_.empty()) hop_members_.assign(collective_ops_.size(), HopMember{});
   price_collectives();
@@ -200,11 +200,15 @@ void Engine::fill_successors(const std::vector<OpId>& stream_next, const std::ve
 // the k-th of every other member (ops listed in id order).
 void Engine::add_collective_member(OpId id, const Op& op) {
   const auto& members = plan_.groups[op.group];
-  const int kind = op.kind == OpKind::kAllReduce ? 0 : op.kind == OpKind::kBroadcast ? 1 : 2;
+  const int kind = op.kind == OpKind::kAllReduce       ? 0
+                   : op.kind == OpKind::kBroadcast     ? 1
+                   : op.kind == OpKind::kReduceScatter ? 3
+                   : op.kind == OpKind::kAllGather     ? 4
+                                                       : 2;
   const auto member =
       static_cast<int32_t>(std::lower_bound(members.begin(), members.end(), op.worker) - members.begin());
-  const int32_t k = issued_[issued_offsets_[op.group] + 3 * member + kind]++;
-  std::vector<int32_t>& list = instances_[3 * static_cast<size_t>(op.group) + kind];
+  const int32_t k = issued_[issued_offsets_[op.group] + kCollectiveKinds * member + kind]++;
+  std::vector<int32_t>& list = instances_[kCollectiveKinds * static_cast<size_t>(op.group) + kind];
   if (k == static_cast<int32_t>(list.size())) {
     list.push_back(static_cast<int32_t>(collectives_.size()));
     Collective c;
@@ -273,6 +277,16 @@ void Engine::price_collectives() {
         duration_s += codec_s;
         cores_s += codec_s;
       }
+    } else if (c.kind == OpKind::kReduceScatter || c.kind == OpKind::kAllGather) {
+      // A ring's half of an AllReduce (docs/equations.md §2): (n − 1) steps of
+      // bytes/n, the reduce-scatter reducing as it goes; `repeat` of them.
+      const double each = c.bytes / c.repeat, n = c.repeat;
+      const double gamma = c.kind == OpKind::kReduceScatter ? link.gamma_s_per_byte : 0.0;
+      duration_s = n * (allreduce_s(CollectiveAlgorithm::kRing, each, c.members,
+                                    {link.alpha_s, link.beta_s_per_byte, 2 * gamma}) /
+                            2 +
+                        call_s);
+      cores_s = n * (allreduce_s(CollectiveAlgorithm::kRing, each, c.members, {0, 0, 2 * gamma}) / 2 + pack_s);
     } else if (c.kind == OpKind::kBroadcast) {
       // docs/equations.md §2, broadcast/binomial tree: ⌈lg p⌉(α + nβ), plus t_sync.
       duration_s = broadcast_tree_s(c.bytes, c.members, link) + call_s;
@@ -291,7 +305,9 @@ void Engine::price_collectives() {
       const LinkParams bytes{0, 1, 0};  // β = 1 s per byte: the α-β-γ time is the bytes each link carries
       c.link_bytes = c.kind == OpKind::kAllReduce   ? allreduce_s(c.algorithm, c.bytes, c.members, bytes)
                      : c.kind == OpKind::kBroadcast ? broadcast_tree_s(c.bytes, c.members, bytes)
-                                                    : 0.0;
+                     : c.kind == OpKind::kReduceScatter || c.kind == OpKind::kAllGather
+                         ? allreduce_s(CollectiveAlgorithm::kRing, c.bytes, c.members, bytes) / 2
+                         : 0.0;
       if (duration_s > 0) c.kernel_cores = links_kernel_cores(c, link, duration_s);
       c.link_ns_per_byte = link.beta_s_per_byte * kNsPerS;
       if (!core_jobs_.empty() && c.kind == OpKind::kAllReduce && c.algorithm == CollectiveAlgorithm::kRing) {

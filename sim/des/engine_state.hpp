@@ -116,12 +116,18 @@ struct CoreClock {
 // and from the host, and host accumulation. Point-to-point sends hand their
 // buffer over and are left out.
 inline bool uses_worker_cores(OpKind kind) {
-  return kind == OpKind::kAllReduce || kind == OpKind::kBroadcast || kind == OpKind::kCopyToHost ||
-         kind == OpKind::kCopyToDevice || kind == OpKind::kHostAccumulate;
+  return kind == OpKind::kAllReduce || kind == OpKind::kBroadcast || kind == OpKind::kReduceScatter ||
+         kind == OpKind::kAllGather || kind == OpKind::kCopyToHost || kind == OpKind::kCopyToDevice ||
+         kind == OpKind::kHostAccumulate;
 }
 
 // Ops that run jointly: one per member of a group, matched by the order in
 // which each member issues collectives of that kind on that group.
+// The kinds of collective the engine matches members of (index of
+// add_collective_member): AllReduce, broadcast, barrier, reduce-scatter,
+// all-gather.
+inline constexpr int kCollectiveKinds = 5;
+
 struct Collective {
   int32_t first_slot = 0;  // into Engine::collective_ops_, one slot per member
   int32_t members = 0;

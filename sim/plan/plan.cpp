@@ -75,6 +75,10 @@ const char* op_kind_name(OpKind kind) {
     case OpKind::kRecv: return "recv";
     case OpKind::kAllReduce: return "allreduce";
     case OpKind::kBroadcast: return "broadcast";
+    case OpKind::kReduceScatter:
+      return "reducescatter";
+    case OpKind::kAllGather:
+      return "allgather";
     case OpKind::kCopyToHost: return "copy_to_host";
     case OpKind::kCopyToDevice: return "copy_to_device";
     case OpKind::kHostAccumulate: return "host_accumulate";
@@ -226,8 +230,10 @@ void validate_plan(const Plan& plan) {
       });
       if (!serves || op.stream != StreamKind::kHost) broken(plan, id, "a server step is a server's, on a host stream");
     }
-    if (op.repeat < 1 || (op.repeat > 1 && op.kind != OpKind::kAllReduce)) {
-      broken(plan, id, "only an AllReduce stands for several, and each op for at least one");
+    const bool sized_collective =
+        op.kind == OpKind::kAllReduce || op.kind == OpKind::kReduceScatter || op.kind == OpKind::kAllGather;
+    if (op.repeat < 1 || (op.repeat > 1 && !sized_collective)) {
+      broken(plan, id, "only a reducing or gathering collective stands for several, and each op for at least one");
     }
     if (op.gradients != GradientPart::kBoth && op.kind != OpKind::kBackward) {
       broken(plan, id, "only a backward computes part of its gradients");
@@ -275,8 +281,8 @@ nlohmann::json plan_to_json(const Plan& plan) {
       j["algorithm"] = collective_algorithm_name(op.algorithm);
       if (op.codec != Codec::kNone) j["codec"] = codec_name(op.codec);
       if (op.dense_only) j["dense_only"] = true;
-      if (op.repeat > 1) j["repeat"] = op.repeat;
     }
+    if (op.repeat > 1) j["repeat"] = op.repeat;
     if (op.gradients != GradientPart::kBoth) j["gradients"] = gradient_part_name(op.gradients);
     if (op.alloc_bytes > 0) j["alloc_bytes"] = op.alloc_bytes;
     if (op.free_bytes > 0) j["free_bytes"] = op.free_bytes;

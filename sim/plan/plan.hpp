@@ -44,6 +44,8 @@ enum class OpKind : uint8_t {
                     // [first_layer, last_layer] sums the round's pushes, steps those variables and
                     // answers the pulls; `work_s` at nominal speed (Parallax)
   kBarrier,         // any stream: zero-time join of every member of `group`
+  kReduceScatter,   // kSend stream: jointly, each member ends with its 1/n of the sum of `bytes` (ZeRO)
+  kAllGather,       // kSend stream: jointly, each member ends with all `bytes`, 1/n from each (ZeRO)
 };
 
 // What a kSend carries (the executor moves it; the simulator times `bytes`).
@@ -92,7 +94,8 @@ struct Op {
   CollectiveAlgorithm algorithm = CollectiveAlgorithm::kRing;  // kAllReduce
   Codec codec = Codec::kNone;  // kAllReduce: the hops' encoding
   GradientPart gradients = GradientPart::kBoth;  // kBackward: which gradients it computes
-  int32_t repeat = 1;          // kAllReduce: stands for this many back to back, of bytes / repeat each
+  int32_t repeat = 1;          // kAllReduce, kReduceScatter, kAllGather: stands for this many back to back,
+                               // of bytes / repeat each
                                // (a transformer stage's tensor-parallel all-reduces of one pass)
   bool dense_only = false;     // kAllReduce: reduces the dense variables only, sparse ones stay (Parallax)
   int16_t weight_ahead = 0;    // WeightPolicy::kPredicted: versions predicted ahead (SpecTrain's s < 2·stages)
@@ -154,8 +157,9 @@ constexpr bool is_compute(OpKind kind) {
   return kind == OpKind::kForward || kind == OpKind::kBackward || kind == OpKind::kRecompute ||
          kind == OpKind::kUpdate || kind == OpKind::kCompress || kind == OpKind::kDecompress;
 }
-constexpr bool is_collective(OpKind kind) {  // kAllReduce, kBroadcast, kBarrier
-  return kind == OpKind::kAllReduce || kind == OpKind::kBroadcast || kind == OpKind::kBarrier;
+constexpr bool is_collective(OpKind kind) {  // kAllReduce, kBroadcast, kBarrier, kReduceScatter, kAllGather
+  return kind == OpKind::kAllReduce || kind == OpKind::kBroadcast || kind == OpKind::kBarrier ||
+         kind == OpKind::kReduceScatter || kind == OpKind::kAllGather;
 }
 
 // The most ops a plan may hold (docs/simulator.md "Limits"): the simulator

@@ -26,7 +26,8 @@ class JobWriter {
         workers_(static_cast<size_t>(t.tensor * t.pipeline * t.data)),
         builder_("transformer", static_cast<int32_t>(workers_), iterations, static_cast<double>(global_batch)),
         transfers_(2 * workers_ * static_cast<size_t>(iterations) * static_cast<size_t>(m_)),
-        pending_(workers_, -1),
+        pending_(workers_),
+        tensor_pending_(workers_, -1),
         tail_(workers_, -1) {
     // The groups: each stage's tensor-parallel groups, its data-parallel
     // groups (one per tensor-parallel rank), and everyone for the barrier.
@@ -120,17 +121,37 @@ class JobWriter {
     op.work_s = work_s;
     return op;
   }
-  // A compute op, after the worker's last all-reduce where one is pending.
+  // A compute op, after the worker's collectives pending since its last one.
   OpId compute(Op op) {
     const auto w = static_cast<size_t>(op.worker);
-    if (pending_[w] >= 0) op.deps.push_back(pending_[w]);
-    pending_[w] = -1;
+    op.deps.insert(op.deps.end(), pending_[w].begin(), pending_[w].end());
+    pending_[w].clear();
+    tensor_pending_[w] = -1;
     tail_[w] = builder_.add(std::move(op));
     return tail_[w];
   }
-  // What the worker's next transfer waits for: its pending all-reduce, else `op`.
+  // What the worker's next transfer waits for: its pass's tensor-parallel all-reduce, else `op`.
   OpId done(int32_t w, OpId op) const {
-    return pending_[static_cast<size_t>(w)] >= 0 ? pending_[static_cast<size_t>(w)] : op;
+    const OpId pending = tensor_pending_[static_cast<size_t>(w)];
+    return pending >= 0 ? pending : op;
+  }
+  // A collective on the worker's send stream; with `wait`, its next compute op waits for it.
+  OpId collective(OpKind kind, const Where& at, int32_t i, int32_t mb, int32_t group, double bytes, int32_t repeat,
+                  std::vector<OpId> deps = {}, bool wait = true) {
+    Op op;
+    op.kind = kind;
+    op.stream = StreamKind::kSend;
+    op.worker = at.w;
+    op.stage = static_cast<int32_t>(at.k);
+    op.microbatch = mb;
+    op.iteration = i;
+    op.group = group;
+    op.bytes = bytes;
+    op.repeat = repeat;
+    op.deps = std::move(deps);
+    const OpId id = builder_.add(std::move(op));
+    if (wait) pending_[static_cast<size_t>(at.w)].push_back(id);
+    return id;
   }
 
   // The tensor-parallel group's all-reduces after a pass of the stage's
@@ -138,19 +159,22 @@ class JobWriter {
   // them all (Op::repeat).
   void tensor_all_reduce(const Where& at, int32_t i, int32_t mb, OpId after, int passes) {
     if (t_.tensor == 1 || passes == 0) return;
-    Op op;
-    op.kind = OpKind::kAllReduce;
-    op.stream = StreamKind::kSend;
-    op.worker = at.w;
-    op.stage = static_cast<int32_t>(at.k);
-    op.microbatch = mb;
-    op.iteration = i;
-    op.group = tensor_groups_[static_cast<size_t>(at.k * t_.data + at.e)];
-    op.repeat = static_cast<int32_t>(2 * passes * c_.layers / t_.pipeline);
-    op.bytes = static_cast<double>(op.repeat) * boundary_bytes() * static_cast<double>(t_.tensor);
-    op.deps = {after};
-    pending_[static_cast<size_t>(at.w)] = builder_.add(std::move(op));
+    const auto repeat = static_cast<int32_t>(2 * passes * c_.layers / t_.pipeline);
+    tensor_pending_[static_cast<size_t>(at.w)] =
+        collective(OpKind::kAllReduce, at, i, mb, tensor_groups_[static_cast<size_t>(at.k * t_.data + at.e)],
+                   static_cast<double>(repeat) * boundary_bytes() * static_cast<double>(t_.tensor), repeat, {after});
   }
+
+  // ZeRO-2 and -3 (no pipeline): a layer's 16-bit weights (gathered) or
+  // gradients (reduce-scattered) over the data-parallel group, and the
+  // vocabulary's table (GPT's one, Llama's two) with the layers'.
+  int32_t data_group(const Where& at) const { return data_groups_[static_cast<size_t>(at.k * t_.tensor + at.q)]; }
+  double layer_bytes() const { return 2 * block_params(c_, t_.tensor); }
+  double pass_bytes() const {
+    return layers() * layer_bytes() +
+           2 * (c_.llama ? 2 : 1) * static_cast<double>(c_.vocab * c_.hidden) / static_cast<double>(t_.tensor);
+  }
+  int32_t layer_count() const { return static_cast<int32_t>(c_.layers / t_.pipeline); }
 
   size_t transfer(int direction, const Where& at, int64_t boundary, int32_t i, int32_t mb) const {
     const size_t lane = static_cast<size_t>(worker(boundary, at.e, at.q));
@@ -191,30 +215,55 @@ class JobWriter {
 
   void forward(const Where& at, int32_t i, int32_t mb) {
     Op op = compute_op(OpKind::kForward, at, i, mb,
-                       layers() * r_.layer_forward_s + (last(at.k) ? r_.output_layer_s / 3 : 0));
+                       layers() * r_.layer_forward_s + (last(at.k) ? r_.output_compute_s / 3 : 0));
     if (at.k > 0) op.deps.push_back(receive(0, at, at.k - 1, worker(at.k - 1, at.e, at.q), i, mb));
+    OpId rest = -1;
+    if (t_.zero_stage == 3) {
+      // The first layer's weights before the forward starts; the others
+      // (prefetched a layer ahead) beside it, which the backward waits for.
+      op.deps.push_back(collective(OpKind::kAllGather, at, i, mb, data_group(at), layer_bytes(), 1, {}, false));
+      rest = collective(OpKind::kAllGather, at, i, mb, data_group(at), pass_bytes(), layer_count(), {}, false);
+    }
     op.alloc_bytes = layers() * layer_activation_bytes(c_, t_);
     const OpId id = compute(std::move(op));
+    if (rest >= 0) pending_[static_cast<size_t>(at.w)].push_back(rest);
     tensor_all_reduce(at, i, mb, id, 1);
     if (!last(at.k)) send(0, at, at.k, worker(at.k + 1, at.e, at.q), i, mb, done(at.w, id));
   }
   // The backward (with ZB-H1, its input gradients alone): the recomputed
   // forward's and the backward's all-reduces after it.
   void backward(const Where& at, int32_t i, int32_t mb) {
-    const double output = last(at.k) ? 2 * r_.output_layer_s / 3 : 0;
+    const double output = last(at.k) ? 2 * r_.output_compute_s / 3 : 0;
     double work = layers() * r_.layer_backward_s + output;
     if (t_.zero_bubble) work -= layers() * layer_weights_s() + output / 2;
     Op op = compute_op(OpKind::kBackward, at, i, mb, work);
     if (t_.zero_bubble) op.gradients = GradientPart::kInputs;
     if (!last(at.k)) op.deps.push_back(receive(1, at, at.k, worker(at.k + 1, at.e, at.q), i, mb));
     op.free_bytes = layers() * layer_activation_bytes(c_, t_);
+    std::vector<OpId> beside;
+    if (t_.zero_stage >= 2) {
+      // Beside the backward (from when it can start: after the forward):
+      // ZeRO-3's gathers again, then the gradients' reduce-scatter, layer by
+      // layer; the first layer's scatter after it.
+      const std::vector<OpId> after_forward = {tail_[static_cast<size_t>(at.w)]};
+      if (t_.zero_stage == 3) {
+        beside.push_back(collective(OpKind::kAllGather, at, i, mb, data_group(at), pass_bytes(), layer_count(),
+                                    after_forward, false));
+      }
+      beside.push_back(collective(OpKind::kReduceScatter, at, i, mb, data_group(at), pass_bytes(), layer_count(),
+                                  after_forward, false));
+    }
     const OpId id = compute(std::move(op));
+    if (!beside.empty()) {
+      beside.push_back(id);
+      collective(OpKind::kReduceScatter, at, i, mb, data_group(at), layer_bytes(), 1, beside);
+    }
     tensor_all_reduce(at, i, mb, id, r_.tp_passes - 1);
     if (at.k > 0) send(1, at, at.k - 1, worker(at.k - 1, at.e, at.q), i, mb, done(at.w, id));
   }
   void weight_gradients(const Where& at, int32_t i, int32_t mb) {
     Op op = compute_op(OpKind::kBackward, at, i, mb,
-                       layers() * layer_weights_s() + (last(at.k) ? r_.output_layer_s / 3 : 0));
+                       layers() * layer_weights_s() + (last(at.k) ? r_.output_compute_s / 3 : 0));
     op.gradients = GradientPart::kWeights;
     compute(std::move(op));
   }
@@ -223,20 +272,17 @@ class JobWriter {
   // every worker.
   void finish(const Where& at, int32_t i) {
     const double params = stage_params(at.k);
-    if (t_.data > 1) {
-      Op op;
-      op.kind = OpKind::kAllReduce;
-      op.stream = StreamKind::kSend;
-      op.worker = at.w;
-      op.stage = static_cast<int32_t>(at.k);
-      op.iteration = i;
-      op.group = data_groups_[static_cast<size_t>(at.k * t_.tensor + at.q)];
-      op.bytes = 2 * params;
-      op.deps = {done(at.w, tail_[static_cast<size_t>(at.w)])};
-      pending_[static_cast<size_t>(at.w)] = builder_.add(std::move(op));
+    if (t_.data > 1 && t_.zero_stage <= 1) {
+      collective(OpKind::kAllReduce, at, i, -1, data_group(at), 2 * params, 1,
+                 {done(at.w, tail_[static_cast<size_t>(at.w)])});
     }
     const double shards = t_.zero_stage >= 1 ? static_cast<double>(t_.data) : 1.0;
-    compute(compute_op(OpKind::kUpdate, at, i, -1, 28.0 * params / shards / machine_.memory_bytes_per_s));
+    const OpId update =
+        compute(compute_op(OpKind::kUpdate, at, i, -1, 28.0 * params / shards / machine_.memory_bytes_per_s));
+    // ZeRO-2: every member's updated shard gathered into the whole weights.
+    if (t_.data > 1 && t_.zero_stage == 2) {
+      collective(OpKind::kAllGather, at, i, -1, data_group(at), 2 * params, 1, {update});
+    }
     Op barrier;
     barrier.kind = OpKind::kBarrier;
     barrier.stream = StreamKind::kCompute;
@@ -255,7 +301,8 @@ class JobWriter {
   size_t workers_;
   PlanBuilder builder_;
   std::vector<Ends> transfers_;  // per direction, boundary lane, iteration and micro-batch
-  std::vector<OpId> pending_;    // per worker: its last all-reduce, which its next compute op waits for
+  std::vector<std::vector<OpId>> pending_;  // per worker: collectives its next compute op waits for
+  std::vector<OpId> tensor_pending_;        // per worker: its pass's tensor-parallel all-reduce, if any
   std::vector<OpId> tail_;       // per worker: its last compute op
   int32_t everyone_ = -1;
   std::vector<int32_t> tensor_groups_, data_groups_;  // per (stage, data rank) and (stage, tensor rank)
@@ -266,10 +313,6 @@ class JobWriter {
 TransformerJob transformer_job(const TransformerConfig& c, const TransformerTraining& t, int64_t global_batch,
                                const GpuMachine& machine, const StepAssumptions& a, int32_t iterations) {
   const TransformerStep r = transformer_step(c, t, global_batch, machine, a);
-  if (t.zero_stage >= 2) {
-    throw InputError("zero_stage", std::to_string(t.zero_stage) + " in a job's plan",
-                     "0 or 1 (ZeRO-2's and -3's collectives of every micro-batch are priced in closed form only)");
-  }
   if (t.virtual_stages > 1) {
     throw InputError("virtual_stages", std::to_string(t.virtual_stages) + " in a job's plan",
                      "1 (an interleaved pipeline is simulated as one pipeline: trainsim llm --profile-out)");

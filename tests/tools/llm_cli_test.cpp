@@ -135,10 +135,10 @@ TEST(LlmCli, TheWholeJobIsSimulatedBesideTheClosedForm) {
   const auto alone = run_cli({"llm", "--model", "megatron-39.1b", "--simulate-job"});
   EXPECT_EQ(alone.status, 2);
   EXPECT_NE(alone.err.find("--simulate-job: without --global-batch"), std::string::npos) << alone.err;
-  const auto zero = run_cli({"llm", "--model", "megatron-39.1b", "--tp", "8", "--dp", "8", "--zero", "3",
-                             "--global-batch", "64", "--simulate-job"});
-  EXPECT_EQ(zero.status, 2);
-  EXPECT_NE(zero.err.find("--zero: 3 in a job's plan"), std::string::npos) << zero.err;
+  const auto interleaved = run_cli({"llm", "--model", "megatron-39.1b", "--tp", "8", "--pp", "2", "--dp", "4",
+                                    "--interleave", "2", "--global-batch", "64", "--simulate-job"});
+  EXPECT_EQ(interleaved.status, 2);
+  EXPECT_NE(interleaved.err.find("--interleave: 2 in a job's plan"), std::string::npos) << interleaved.err;
 }
 
 TEST(LlmCli, TheSearchRanksTheConfigurationsThatFit) {
