@@ -26,29 +26,38 @@ namespace {
 // with min(2(K − d − 1) + (v − 1)·K, m·v) forwards (all of them when
 // m = K), then one forward and one backward in turn, then drains.
 void interleaved_iteration(PipelinePlanWriter& w, int32_t devices, int32_t chunks, int32_t m, int32_t i) {
-  const int32_t group = devices * chunks, total = m * chunks;
   for (int32_t d = 0; d < devices; ++d) {
-    const auto stage_of = [&](int32_t task, bool forward) {
-      const int32_t chunk = (task % group) / devices;
-      return (forward ? chunk : chunks - 1 - chunk) * devices + d;
-    };
-    const auto microbatch_of = [&](int32_t task) { return (task / group) * devices + task % devices; };
-    const int32_t warmup = m == devices ? total : std::min(2 * (devices - d - 1) + (chunks - 1) * devices, total);
     // A worker's weights move one version an update: mini-batch i reads
     // version v·i, and chunk c's update turns v·i + c into v·i + c + 1.
     const int32_t version = chunks * i;
-    for (int32_t t = 0; t < warmup; ++t) w.forward(stage_of(t, true), i, microbatch_of(t), version);
-    for (int32_t t = 0; t < total - warmup; ++t) {
-      w.forward(stage_of(warmup + t, true), i, microbatch_of(warmup + t), version);
-      w.backward(stage_of(t, false), i, microbatch_of(t), version);
+    for (const InterleavedTask& t : interleaved_1f1b_order(devices, chunks, m, d)) {
+      if (t.forward) w.forward(t.stage, i, t.microbatch, version);
+      if (!t.forward) w.backward(t.stage, i, t.microbatch, version);
     }
-    for (int32_t t = total - warmup; t < total; ++t) w.backward(stage_of(t, false), i, microbatch_of(t), version);
     for (int32_t c = 0; c < chunks; ++c) w.update(d, i, version + c, {}, c * devices + d);
     w.barrier(d, i);
   }
 }
 
 }  // namespace
+
+std::vector<InterleavedTask> interleaved_1f1b_order(int32_t devices, int32_t chunks, int32_t m, int32_t d) {
+  const int32_t group = devices * chunks, total = m * chunks;
+  const auto task = [&](int32_t n, bool forward) {
+    const int32_t chunk = (n % group) / devices;
+    return InterleavedTask{forward, (forward ? chunk : chunks - 1 - chunk) * devices + d,
+                           (n / group) * devices + n % devices};
+  };
+  const int32_t warmup = m == devices ? total : std::min(2 * (devices - d - 1) + (chunks - 1) * devices, total);
+  std::vector<InterleavedTask> order;
+  for (int32_t n = 0; n < warmup; ++n) order.push_back(task(n, true));
+  for (int32_t n = 0; n < total - warmup; ++n) {
+    order.push_back(task(warmup + n, true));
+    order.push_back(task(n, false));
+  }
+  for (int32_t n = total - warmup; n < total; ++n) order.push_back(task(n, false));
+  return order;
+}
 
 // The iteration the cost model times (docs/equations.md §5); a stage's
 // replicas take micro-batch mb in turn (mb mod r), each in the stage's order.

@@ -127,6 +127,17 @@ class PipelinePlanWriter {
   int32_t all_workers_group_ = -1;
 };
 
+// Interleaved 1F1B's tasks on device d of K, v chunks a device, M
+// micro-batches, in Megatron-LM's order (sim/plan/one_f_one_b.cpp): each a
+// forward or backward of virtual stage `stage` (chunk c of device d is
+// c·K + d) for `microbatch`.
+struct InterleavedTask {
+  bool forward = true;
+  int32_t stage = 0;
+  int32_t microbatch = 0;
+};
+std::vector<InterleavedTask> interleaved_1f1b_order(int32_t devices, int32_t chunks, int32_t m, int32_t d);
+
 // One task of a worker's pipeline program.
 struct PipelineTask {
   bool forward = true;

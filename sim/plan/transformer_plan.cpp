@@ -7,12 +7,14 @@
 #include "model/error.hpp"
 #include "sim/cost/transformer_memory.hpp"
 #include "sim/cost/zero_bubble.hpp"
+#include "sim/plan/pipeline_plan.hpp"
 
 namespace trainsim {
 namespace {
 
-// Writes the job's ops. A worker is (stage k, data-parallel rank e,
-// tensor-parallel rank q), rank (k·d + e)·t + q.
+// Writes the job's ops. A worker is (pipeline device k, data-parallel rank
+// e, tensor-parallel rank q), rank (k·d + e)·t + q; interleaved over v
+// chunks, device k runs virtual stages c·p + k.
 class JobWriter {
  public:
   JobWriter(const TransformerConfig& c, const TransformerTraining& t, const TransformerStep& r,
@@ -25,7 +27,8 @@ class JobWriter {
         iterations_(iterations),
         workers_(static_cast<size_t>(t.tensor * t.pipeline * t.data)),
         builder_("transformer", static_cast<int32_t>(workers_), iterations, static_cast<double>(global_batch)),
-        transfers_(2 * workers_ * static_cast<size_t>(iterations) * static_cast<size_t>(m_)),
+        transfers_(2 * static_cast<size_t>(t.virtual_stages) * workers_ * static_cast<size_t>(iterations) *
+                   static_cast<size_t>(m_)),
         pending_(workers_),
         tensor_pending_(workers_, -1),
         tail_(workers_, -1) {
@@ -70,8 +73,9 @@ class JobWriter {
 
  private:
   struct Where {
-    int64_t k, e, q;
+    int64_t k, e, q;  // device, data-parallel and tensor-parallel rank
     int32_t w;
+    int64_t vs = 0;  // the virtual stage of the task being written (k without interleaving)
   };
   struct Ends {
     OpId send = -1, recv = -1;
@@ -80,30 +84,46 @@ class JobWriter {
   int32_t worker(int64_t k, int64_t e, int64_t q) const {
     return static_cast<int32_t>((k * t_.data + e) * t_.tensor + q);
   }
-  double layers() const { return static_cast<double>(c_.layers / t_.pipeline); }
-  bool last(int64_t k) const { return k + 1 == t_.pipeline; }
+  int64_t virtual_stages() const { return t_.pipeline * t_.virtual_stages; }
+  // Layers a virtual stage (a device's chunk): l / (p·v).
+  double layers() const { return static_cast<double>(c_.layers / virtual_stages()); }
+  bool last(int64_t vs) const { return vs + 1 == virtual_stages(); }
+  int32_t worker_of(int64_t vs, const Where& at) const { return worker(vs % t_.pipeline, at.e, at.q); }
   // A micro-batch's b·s·h 16-bit values, split over the tensor-parallel group.
   double boundary_bytes() const {
     return 2 * static_cast<double>(t_.micro_batch * c_.seq * c_.hidden) / static_cast<double>(t_.tensor);
   }
-  // Parameters on a GPU of stage k: the first holds the embeddings
-  // (first_stage_params), the last Llama's untied output layer.
+  // Parameters on a GPU of device k (its l/p layers): the first holds the
+  // embeddings (first_stage_params), the last Llama's untied output layer.
   double stage_params(int64_t k) const {
     if (k == 0) return first_stage_params(c_, t_);
     const double vocabulary = static_cast<double>(c_.vocab * c_.hidden) / static_cast<double>(t_.tensor);
-    return layers() * block_params(c_, t_.tensor) + (c_.llama && last(k) ? vocabulary : 0);
+    return static_cast<double>(c_.layers / t_.pipeline) * block_params(c_, t_.tensor) +
+           (c_.llama && k + 1 == t_.pipeline ? vocabulary : 0);
   }
   // A layer's weight products, the part of its backward ZB-H1 defers (W).
   double layer_weights_s() const {
     return r_.weight_share * (r_.layer_backward_s + (r_.tp_passes - 1) * r_.layer_tp_comm_s);
   }
 
-  void write_worker(const Where& at, int32_t i) {
-    for (const ZeroBubbleTask& task : zb_h1_order(static_cast<int32_t>(t_.pipeline), static_cast<int32_t>(at.k), m_)) {
-      if (task.kind == ZeroBubbleTask::kForward) forward(at, i, task.microbatch);
-      if (task.kind == ZeroBubbleTask::kInput) backward(at, i, task.microbatch);
-      if (task.kind == ZeroBubbleTask::kWeights && t_.zero_bubble) weight_gradients(at, i, task.microbatch);
+  void write_worker(Where at, int32_t i) {
+    const auto p = static_cast<int32_t>(t_.pipeline);
+    if (t_.virtual_stages > 1) {
+      for (const InterleavedTask& task :
+           interleaved_1f1b_order(p, static_cast<int32_t>(t_.virtual_stages), m_, static_cast<int32_t>(at.k))) {
+        at.vs = task.stage;
+        if (task.forward) forward(at, i, task.microbatch);
+        if (!task.forward) backward(at, i, task.microbatch);
+      }
+    } else {
+      at.vs = at.k;
+      for (const ZeroBubbleTask& task : zb_h1_order(p, static_cast<int32_t>(at.k), m_)) {
+        if (task.kind == ZeroBubbleTask::kForward) forward(at, i, task.microbatch);
+        if (task.kind == ZeroBubbleTask::kInput) backward(at, i, task.microbatch);
+        if (task.kind == ZeroBubbleTask::kWeights && t_.zero_bubble) weight_gradients(at, i, task.microbatch);
+      }
     }
+    at.vs = at.k;
     finish(at, i);
   }
 
@@ -112,12 +132,12 @@ class JobWriter {
     op.kind = kind;
     op.stream = StreamKind::kCompute;
     op.worker = at.w;
-    op.stage = static_cast<int32_t>(at.k);
+    op.stage = static_cast<int32_t>(at.vs);
     op.microbatch = mb;
     op.iteration = i;
     op.weight_version = i;
-    op.first_layer = static_cast<int32_t>(static_cast<double>(at.k) * layers());
-    op.last_layer = static_cast<int32_t>(static_cast<double>(at.k + 1) * layers()) - 1;
+    op.first_layer = static_cast<int32_t>(static_cast<double>(at.vs) * layers());
+    op.last_layer = static_cast<int32_t>(static_cast<double>(at.vs + 1) * layers()) - 1;
     op.work_s = work_s;
     return op;
   }
@@ -159,7 +179,7 @@ class JobWriter {
   // them all (Op::repeat).
   void tensor_all_reduce(const Where& at, int32_t i, int32_t mb, OpId after, int passes) {
     if (t_.tensor == 1 || passes == 0) return;
-    const auto repeat = static_cast<int32_t>(2 * passes * c_.layers / t_.pipeline);
+    const auto repeat = static_cast<int32_t>(2 * passes * c_.layers / virtual_stages());
     tensor_pending_[static_cast<size_t>(at.w)] =
         collective(OpKind::kAllReduce, at, i, mb, tensor_groups_[static_cast<size_t>(at.k * t_.data + at.e)],
                    static_cast<double>(repeat) * boundary_bytes() * static_cast<double>(t_.tensor), repeat, {after});
@@ -174,11 +194,14 @@ class JobWriter {
     return layers() * layer_bytes() +
            2 * (c_.llama ? 2 : 1) * static_cast<double>(c_.vocab * c_.hidden) / static_cast<double>(t_.tensor);
   }
-  int32_t layer_count() const { return static_cast<int32_t>(c_.layers / t_.pipeline); }
+  int32_t layer_count() const { return static_cast<int32_t>(c_.layers / virtual_stages()); }
 
+  // The transfer across virtual-stage boundary `boundary` (between virtual
+  // stages boundary and boundary + 1) of the worker's lane (e, q).
   size_t transfer(int direction, const Where& at, int64_t boundary, int32_t i, int32_t mb) const {
-    const size_t lane = static_cast<size_t>(worker(boundary, at.e, at.q));
-    return ((static_cast<size_t>(direction) * workers_ + lane) * static_cast<size_t>(iterations_) +
+    const size_t lanes = static_cast<size_t>(virtual_stages()) * workers_ / static_cast<size_t>(t_.pipeline);
+    const size_t lane = static_cast<size_t>((boundary * t_.data + at.e) * t_.tensor + at.q);
+    return ((static_cast<size_t>(direction) * lanes + lane) * static_cast<size_t>(iterations_) +
             static_cast<size_t>(i)) *
                static_cast<size_t>(m_) +
            static_cast<size_t>(mb);
@@ -215,8 +238,8 @@ class JobWriter {
 
   void forward(const Where& at, int32_t i, int32_t mb) {
     Op op = compute_op(OpKind::kForward, at, i, mb,
-                       layers() * r_.layer_forward_s + (last(at.k) ? r_.output_compute_s / 3 : 0));
-    if (at.k > 0) op.deps.push_back(receive(0, at, at.k - 1, worker(at.k - 1, at.e, at.q), i, mb));
+                       layers() * r_.layer_forward_s + (last(at.vs) ? r_.output_compute_s / 3 : 0));
+    if (at.vs > 0) op.deps.push_back(receive(0, at, at.vs - 1, worker_of(at.vs - 1, at), i, mb));
     OpId rest = -1;
     if (t_.zero_stage == 3) {
       // The first layer's weights before the forward starts; the others
@@ -228,17 +251,17 @@ class JobWriter {
     const OpId id = compute(std::move(op));
     if (rest >= 0) pending_[static_cast<size_t>(at.w)].push_back(rest);
     tensor_all_reduce(at, i, mb, id, 1);
-    if (!last(at.k)) send(0, at, at.k, worker(at.k + 1, at.e, at.q), i, mb, done(at.w, id));
+    if (!last(at.vs)) send(0, at, at.vs, worker_of(at.vs + 1, at), i, mb, done(at.w, id));
   }
   // The backward (with ZB-H1, its input gradients alone): the recomputed
   // forward's and the backward's all-reduces after it.
   void backward(const Where& at, int32_t i, int32_t mb) {
-    const double output = last(at.k) ? 2 * r_.output_compute_s / 3 : 0;
+    const double output = last(at.vs) ? 2 * r_.output_compute_s / 3 : 0;
     double work = layers() * r_.layer_backward_s + output;
     if (t_.zero_bubble) work -= layers() * layer_weights_s() + output / 2;
     Op op = compute_op(OpKind::kBackward, at, i, mb, work);
     if (t_.zero_bubble) op.gradients = GradientPart::kInputs;
-    if (!last(at.k)) op.deps.push_back(receive(1, at, at.k, worker(at.k + 1, at.e, at.q), i, mb));
+    if (!last(at.vs)) op.deps.push_back(receive(1, at, at.vs, worker_of(at.vs + 1, at), i, mb));
     op.free_bytes = layers() * layer_activation_bytes(c_, t_);
     std::vector<OpId> beside;
     if (t_.zero_stage >= 2) {
@@ -259,11 +282,11 @@ class JobWriter {
       collective(OpKind::kReduceScatter, at, i, mb, data_group(at), layer_bytes(), 1, beside);
     }
     tensor_all_reduce(at, i, mb, id, r_.tp_passes - 1);
-    if (at.k > 0) send(1, at, at.k - 1, worker(at.k - 1, at.e, at.q), i, mb, done(at.w, id));
+    if (at.vs > 0) send(1, at, at.vs - 1, worker_of(at.vs - 1, at), i, mb, done(at.w, id));
   }
   void weight_gradients(const Where& at, int32_t i, int32_t mb) {
     Op op = compute_op(OpKind::kBackward, at, i, mb,
-                       layers() * layer_weights_s() + (last(at.k) ? r_.output_compute_s / 3 : 0));
+                       layers() * layer_weights_s() + (last(at.vs) ? r_.output_compute_s / 3 : 0));
     op.gradients = GradientPart::kWeights;
     compute(std::move(op));
   }
@@ -313,18 +336,15 @@ class JobWriter {
 TransformerJob transformer_job(const TransformerConfig& c, const TransformerTraining& t, int64_t global_batch,
                                const GpuMachine& machine, const StepAssumptions& a, int32_t iterations) {
   const TransformerStep r = transformer_step(c, t, global_batch, machine, a);
-  if (t.virtual_stages > 1) {
-    throw InputError("virtual_stages", std::to_string(t.virtual_stages) + " in a job's plan",
-                     "1 (an interleaved pipeline is simulated as one pipeline: trainsim llm --profile-out)");
-  }
   const int64_t gpus = t.tensor * t.pipeline * t.data;
   if (gpus > machine.gpus && gpus % machine.gpus != 0) {
     throw InputError("data", std::to_string(gpus) + " GPUs in all",
                      "whole machines of " + std::to_string(machine.gpus) + " (t·p·d a multiple of them)");
   }
-  check_plan_ops("transformer",
-                 static_cast<double>(gpus) * iterations * (9.0 * static_cast<double>(r.microbatches) + 3),
-                 "t·p·d GPUs × iterations × micro-batches", "fewer micro-batches (a larger --micro-batch) or GPUs");
+  check_plan_ops(
+      "transformer",
+      static_cast<double>(gpus) * iterations * (9.0 * static_cast<double>(r.microbatches * t.virtual_stages) + 3),
+      "t·p·d GPUs × iterations × micro-batches × chunks", "fewer micro-batches (a larger --micro-batch) or GPUs");
   JobWriter writer(c, t, r, machine, global_batch, iterations);
   writer.write();
   TransformerJob job;

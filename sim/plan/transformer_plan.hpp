@@ -26,10 +26,12 @@ struct TransformerJob {
   Cluster cluster;  // machines of `machine.gpus` GPUs, NVLink inside, the GPUs' NICs between
 };
 
-// InputError naming the setting for what transformer_step refuses, ZeRO-2
-// and -3 (their per-micro-batch collectives are priced in closed form only),
-// interleaving, and a job of more than one machine's GPUs that whole
-// machines do not hold.
+// Interleaved over v chunks, device k runs Megatron-LM's interleaved order
+// over virtual stages c·p + k. ZeRO-2 and -3 (without a pipeline): each
+// pass's reduce-scatters and ZeRO-3's all-gathers as ops beside the
+// compute they overlap. InputError naming the setting for what
+// transformer_step refuses, and a job of more than one machine's GPUs that
+// whole machines do not hold.
 TransformerJob transformer_job(const TransformerConfig& c, const TransformerTraining& t, int64_t global_batch,
                                const GpuMachine& machine, const StepAssumptions& a, int32_t iterations);
 

@@ -125,18 +125,20 @@ void BM_TransformerSearch(benchmark::State& state) {
   }
 }
 
-// GPT-3 175B's whole job on 1,024 A100s (t = 8, p = 8, d = 16, one
-// sequence a micro-batch, 96 micro-batches, sequence parallelism, selective
-// recomputation, ZeRO-1) as a plan, and one iteration of it simulated
-// (`trainsim llm --simulate-job`).
+// GPT-3 175B's whole job on 1,024 A100s as the search chooses it (t = 4,
+// p = 8, d = 32, micro-batches of two, interleaved over four chunks,
+// sequence parallelism, FlashAttention, no recomputation, ZeRO-1) as a
+// plan, and one iteration of it simulated (`trainsim llm --simulate-job`).
 void BM_TransformerJobSimulation(benchmark::State& state) {
   const TransformerConfig& c = find_transformer_config("gpt3-175b", "bench");
   TransformerTraining t;
-  t.tensor = 8;
+  t.tensor = 4;
   t.pipeline = 8;
-  t.data = 16;
+  t.data = 32;
+  t.micro_batch = 2;
+  t.virtual_stages = 4;
   t.sequence_parallel = true;
-  t.recompute = Recompute::selective;
+  t.flash_attention = true;
   t.zero_stage = 1;
   const GpuMachine& machine = find_gpu_machine("dgx-a100", "bench");
   for (auto _ : state) {

@@ -135,10 +135,10 @@ TEST(LlmCli, TheWholeJobIsSimulatedBesideTheClosedForm) {
   const auto alone = run_cli({"llm", "--model", "megatron-39.1b", "--simulate-job"});
   EXPECT_EQ(alone.status, 2);
   EXPECT_NE(alone.err.find("--simulate-job: without --global-batch"), std::string::npos) << alone.err;
-  const auto interleaved = run_cli({"llm", "--model", "megatron-39.1b", "--tp", "8", "--pp", "2", "--dp", "4",
-                                    "--interleave", "2", "--global-batch", "64", "--simulate-job"});
-  EXPECT_EQ(interleaved.status, 2);
-  EXPECT_NE(interleaved.err.find("--interleave: 2 in a job's plan"), std::string::npos) << interleaved.err;
+  const auto odd = run_cli({"llm", "--model", "megatron-39.1b", "--tp", "2", "--pp", "2", "--dp", "3", "--global-batch",
+                            "48", "--simulate-job"});
+  EXPECT_EQ(odd.status, 2);
+  EXPECT_NE(odd.err.find("--dp: 12 GPUs in all (whole machines of 8"), std::string::npos) << odd.err;
 }
 
 TEST(LlmCli, TheSearchRanksTheConfigurationsThatFit) {
