@@ -75,7 +75,8 @@ void add_choose_command(CLI::App& app, CommandContext& ctx) {
       ->check(CLI::PositiveNumber);
   cmd->add_option("--global-batch", o->global_batch, "With a transformer: the sequences an iteration trains")
       ->check(CLI::PositiveNumber);
-  cmd->add_option("--simulate", o->simulate, "With a transformer: the best N simulated as 1f1b (or zb-h1) pipelines")
+  cmd->add_option("--simulate", o->simulate,
+                  "With a transformer: the best N simulated (whole jobs, or their pipelines)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   cmd->callback([&ctx, o] {

@@ -199,7 +199,7 @@ void print_transformer_search(const TransformerSearchRequest& o, CommandContext&
           << format_bytes(options.memory_limit_bytes > 0 ? options.memory_limit_bytes : machine.memory_bytes)
           << " a GPU"
           << (o.simulate > 0 ? "; the best " + std::to_string(std::min(o.simulate, r.fit)) +
-                                   " simulated as 1f1b (or zb-h1) pipelines and ranked by that"
+                                   " simulated (whole jobs, or their pipelines where too large) and ranked by that"
                              : "")
           << "\n";
   if (r.ranked.empty()) {
@@ -385,7 +385,9 @@ void add_llm_command(CLI::App& app, CommandContext& ctx) {
   cmd->add_option("--top", o->top, "With --search: configurations shown")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  cmd->add_option("--simulate", o->simulate, "With --search: simulate the best N as 1f1b pipelines and rank by that")
+  cmd->add_option(
+         "--simulate", o->simulate,
+         "With --search: simulate the best N (whole jobs, or their pipelines where too large) and rank by that")
       ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--simulate-job", o->simulate_job,
                 "With --global-batch: simulate the whole job (every GPU, its tensor-, pipeline- and data-parallel "

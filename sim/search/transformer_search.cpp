@@ -6,6 +6,7 @@
 #include "model/error.hpp"
 #include "sim/cost/strategies.hpp"
 #include "sim/des/engine.hpp"
+#include "sim/plan/transformer_plan.hpp"
 
 namespace trainsim {
 namespace {
@@ -18,11 +19,19 @@ std::vector<int64_t> divisors(int64_t n) {
   return out;
 }
 
-// One pipeline of the candidate simulated: 1f1b (or zb-h1) over its stages,
-// plus the closed form's data-parallel all-reduce (the pipeline simulated is
-// one of d).
+// The candidate's whole job simulated for one iteration (every GPU, its
+// tensor-, pipeline- and data-parallel collectives: transformer_plan.hpp);
+// where that plan would pass the simulator's op limit (or its GPUs fill no
+// whole machines), one pipeline of it, 1f1b or zb-h1 over its stages, plus
+// the closed form's data-parallel all-reduce.
 double simulated_iteration_s(const TransformerConfig& c, const TransformerCandidate& k, const GpuMachine& machine,
                              const TransformerSearchOptions& o) {
+  try {
+    const TransformerJob job = transformer_job(c, k.training, o.global_batch, machine, o.assumptions, 1);
+    return simulate_plan(job.plan, job.cluster, SimOptions{}).iteration_s;
+  } catch (const InputError&) {
+    // Too large for one plan: its pipeline below.
+  }
   const TransformerPipeline pipe = transformer_pipeline(c, k.training, o.global_batch, machine, o.assumptions);
   StrategyConfig config;
   config.set("stages", pipe.stages, "search");

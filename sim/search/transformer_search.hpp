@@ -3,8 +3,9 @@
 // depth (dividing the layers), data-parallel size filling the GPUs,
 // micro-batch, interleaving, recomputation, sequence parallelism and ZeRO
 // stage, priced in closed form, those that fit a GPU's memory ranked by
-// their iteration; the best few then simulated as 1f1b pipelines
-// (transformer_pipeline) and ranked again by the simulated iteration.
+// their iteration; the best few then simulated, each as its whole job
+// (transformer_job; one pipeline of it, transformer_pipeline, where that
+// plan would be too large) and ranked again by the simulated iteration.
 #pragma once
 
 #include <cstdint>

@@ -112,7 +112,7 @@ void BM_TransformerConfiguration(benchmark::State& state) {
 }
 
 // The 3-D search for GPT-3 175B on 1,024 A100s at 1,536 sequences, its
-// best 5 simulated as 1f1b pipelines (`trainsim llm --search --simulate 5`).
+// best 5 simulated as whole jobs (`trainsim llm --search --simulate 5`).
 void BM_TransformerSearch(benchmark::State& state) {
   const TransformerConfig& c = find_transformer_config("gpt3-175b", "bench");
   TransformerSearchOptions o;
