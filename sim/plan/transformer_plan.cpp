@@ -127,14 +127,19 @@ class JobWriter {
     finish(at, i);
   }
 
-  Op compute_op(OpKind kind, const Where& at, int32_t i, int32_t mb, double work_s) const {
+  // An op of the worker's on `stream`, for micro-batch mb of iteration i.
+  static Op op_of(OpKind kind, StreamKind stream, const Where& at, int32_t i, int32_t mb) {
     Op op;
     op.kind = kind;
-    op.stream = StreamKind::kCompute;
+    op.stream = stream;
     op.worker = at.w;
-    op.stage = static_cast<int32_t>(at.vs);
     op.microbatch = mb;
     op.iteration = i;
+    return op;
+  }
+  Op compute_op(OpKind kind, const Where& at, int32_t i, int32_t mb, double work_s) const {
+    Op op = op_of(kind, StreamKind::kCompute, at, i, mb);
+    op.stage = static_cast<int32_t>(at.vs);
     op.weight_version = i;
     op.first_layer = static_cast<int32_t>(static_cast<double>(at.vs) * layers());
     op.last_layer = static_cast<int32_t>(static_cast<double>(at.vs + 1) * layers()) - 1;
@@ -158,13 +163,8 @@ class JobWriter {
   // A collective on the worker's send stream; with `wait`, its next compute op waits for it.
   OpId collective(OpKind kind, const Where& at, int32_t i, int32_t mb, int32_t group, double bytes, int32_t repeat,
                   std::vector<OpId> deps = {}, bool wait = true) {
-    Op op;
-    op.kind = kind;
-    op.stream = StreamKind::kSend;
-    op.worker = at.w;
+    Op op = op_of(kind, StreamKind::kSend, at, i, mb);
     op.stage = static_cast<int32_t>(at.k);
-    op.microbatch = mb;
-    op.iteration = i;
     op.group = group;
     op.bytes = bytes;
     op.repeat = repeat;
@@ -207,28 +207,18 @@ class JobWriter {
            static_cast<size_t>(mb);
   }
   OpId receive(int direction, const Where& at, int64_t boundary, int32_t from, int32_t i, int32_t mb) {
-    Op op;
-    op.kind = OpKind::kRecv;
-    op.stream = StreamKind::kRecv;
+    Op op = op_of(OpKind::kRecv, StreamKind::kRecv, at, i, mb);
     op.payload = direction == 0 ? Payload::kActivation : Payload::kInputGradient;
-    op.worker = at.w;
     op.peer = from;
-    op.microbatch = mb;
-    op.iteration = i;
     Ends& ends = transfers_[transfer(direction, at, boundary, i, mb)];
     if (ends.send >= 0) op.deps.push_back(ends.send);
     ends.recv = builder_.add(std::move(op));
     return ends.recv;
   }
   void send(int direction, const Where& at, int64_t boundary, int32_t to, int32_t i, int32_t mb, OpId after) {
-    Op op;
-    op.kind = OpKind::kSend;
-    op.stream = StreamKind::kSend;
+    Op op = op_of(OpKind::kSend, StreamKind::kSend, at, i, mb);
     op.payload = direction == 0 ? Payload::kActivation : Payload::kInputGradient;
-    op.worker = at.w;
     op.peer = to;
-    op.microbatch = mb;
-    op.iteration = i;
     op.bytes = boundary_bytes();
     op.deps = {after};
     Ends& ends = transfers_[transfer(direction, at, boundary, i, mb)];
@@ -306,11 +296,7 @@ class JobWriter {
     if (t_.data > 1 && t_.zero_stage == 2) {
       collective(OpKind::kAllGather, at, i, -1, data_group(at), 2 * params, 1, {update});
     }
-    Op barrier;
-    barrier.kind = OpKind::kBarrier;
-    barrier.stream = StreamKind::kCompute;
-    barrier.worker = at.w;
-    barrier.iteration = i;
+    Op barrier = op_of(OpKind::kBarrier, StreamKind::kCompute, at, i, -1);
     barrier.group = everyone_;
     compute(std::move(barrier));
   }
