@@ -1,7 +1,8 @@
 """Writes the HTML page of `trainsim report` from the JSON files it left in a folder.
 
 `trainsim report --out DIR` writes DIR/prediction.json, DIR/choice.json and
-DIR/trace-<strategy>.json, then runs this to write DIR/index.html. The page is
+DIR/trace-<strategy>.json, then runs this to write DIR/index.html (for a
+transformer, the files report_llm.py reads and its page). The page is
 self-contained: figures are inline PNG data URIs, the CSS is inline, nothing is
 fetched.
 
@@ -15,7 +16,9 @@ import glob
 import html
 import io
 import os
+import sys
 
+from analysis import report_llm
 from analysis.plots import breakdown, common, speedup, timeline
 
 STYLE = """
@@ -99,7 +102,15 @@ def read_inputs(out_dir):
     traces = {os.path.basename(p)[len("trace-"):-len(".json")]: p
               for p in sorted(glob.glob(os.path.join(out_dir, "trace-*.json")))}
     date = inputs_date(list(paths.values()) + list(traces.values()))
+    if is_transformer_report(paths["choice"]):
+        return report_llm.load_prediction(paths["prediction"]), report_llm.load_choice(paths["choice"]), traces, date
     return common.load_prediction(paths["prediction"]), load_choice(paths["choice"]), traces, date
+
+
+def is_transformer_report(choice_path):
+    """Whether choice.json is a transformer's 3-D search (trainsim.llm-choice/1)."""
+    data, _ = common.read_json(choice_path)
+    return isinstance(data, dict) and data.get("format") == "trainsim.llm-choice/1"
 
 
 # ---------------------------------------------------------------- numbers as text
@@ -288,7 +299,10 @@ def render_page(prediction, choice, traces, date):
 def write_report(out_dir):
     """Writes out_dir/index.html from the JSON files in out_dir; returns its path."""
     prediction, choice, traces, date = read_inputs(out_dir)
-    page = render_page(prediction, choice, traces, date)
+    if choice.get("format") == "trainsim.llm-choice/1":
+        page = report_llm.render_page(prediction, choice, traces, date, sys.modules[__name__])
+    else:
+        page = render_page(prediction, choice, traces, date)
     path = os.path.join(out_dir, "index.html")
     with open(path + ".tmp", "w", encoding="utf-8") as f:
         f.write(page)

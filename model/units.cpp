@@ -95,7 +95,9 @@ std::string format_ratio(double ratio) { return printf_text("%.2f%s", ratio, "x"
 
 std::string format_percent(double fraction) {
   const double percent = 100 * fraction;
-  // Two significant digits, but whole percents from 100 on (%.2g would write 1e+02).
+  // Two significant digits, but whole percents from 100 on (%.2g would write
+  // 1e+02) and none below a hundredth of a percent (nor 4.2e-09%).
+  if (std::abs(percent) < 0.005) return "0%";
   return std::abs(percent) >= 99.5 ? printf_text("%.0f%s", percent, "%") : printf_text("%.2g%s", percent, "%");
 }
 

@@ -71,10 +71,7 @@ void add_choose_command(CLI::App& app, CommandContext& ctx) {
   cmd->add_option("--strategies", o->strategies, "'all' or strategy ids separated by commas")->capture_default_str();
   cmd->add_option("--json", o->json, "Write the trainsim.choice/1 JSON here ('-' for standard output)");
   cmd->add_flag("--quiet", o->quiet, "Print no table");
-  cmd->add_option("--gpus", o->gpus, "With a transformer: the GPUs to spread its training over")
-      ->check(CLI::PositiveNumber);
-  cmd->add_option("--global-batch", o->global_batch, "With a transformer: the sequences an iteration trains")
-      ->check(CLI::PositiveNumber);
+  add_job_size_options(cmd, o->gpus, o->global_batch);
   cmd->add_option("--simulate", o->simulate,
                   "With a transformer: the best N simulated (whole jobs, or their pipelines)")
       ->check(CLI::NonNegativeNumber)
@@ -85,10 +82,7 @@ void add_choose_command(CLI::App& app, CommandContext& ctx) {
         return print_transformer_search(
             {o->model, o->cluster, "", o->json, o->gpus, o->global_batch, 10, o->simulate, {}}, ctx);
       }
-      if (o->gpus > 0 || o->global_batch > 0) {
-        throw InputError(o->gpus > 0 ? "--gpus" : "--global-batch", "without a transformer --model",
-                         "a transformer configuration (trainsim llm --list), or neither");
-      }
+      refuse_job_size_without_transformer(o->gpus, o->global_batch);
       const Cluster cluster = load_cluster(o->cluster, "--cluster");
       const Profile profile = resolve_profile_input(o->profile, o->model, o->batch, cluster);
       const std::vector<std::string> ids = parse_strategy_list(o->strategies, "--strategies");

@@ -16,7 +16,7 @@
 #include "sim/cost/transformer_memory.hpp"
 #include "sim/cost/transformer_step.hpp"
 #include "sim/search/transformer_search.hpp"
-#include "tools/commands.hpp"
+#include "tools/llm_commands.hpp"
 
 namespace trainsim {
 namespace {
@@ -87,25 +87,6 @@ std::string settings_text(const TransformerTraining& t) {
   throw InputError(flag->second, e.problem(), e.expected());
 }
 
-nlohmann::json step_json(const TransformerStep& r, const GpuMachine& machine) {
-  return {{"machine", machine.name},
-          {"microbatches", r.microbatches},
-          {"layer_forward_s", r.layer_forward_s},
-          {"layer_tp_comm_s", r.layer_tp_comm_s},
-          {"tensor_parallel_s", r.tensor_parallel_s},
-          {"sharding_s", r.sharding_s},
-          {"output_layer_s", r.output_layer_s},
-          {"microbatch_s", r.microbatch_s},
-          {"pipeline_s", r.pipeline_s},
-          {"bubble_s", r.bubble_s},
-          {"weight_share", r.weight_share},
-          {"data_parallel_s", r.data_parallel_s},
-          {"optimizer_s", r.optimizer_s},
-          {"iteration_s", r.iteration_s},
-          {"model_flops", r.model_flops},
-          {"flops_per_gpu_per_s", r.flops_per_gpu_per_s}};
-}
-
 void print_step(std::ostream& out, const TransformerStep& r, const GpuMachine& machine, const LlmOptions& o) {
   out << "\none iteration of " << o.global_batch << " sequences on " << machine.name << " machines ("
       << format_percent(o.assumptions.gemm_efficiency) << " of the " << format_number(machine.peak_flops_per_s / 1e12)
@@ -137,10 +118,6 @@ void print_step(std::ostream& out, const TransformerStep& r, const GpuMachine& m
   print_aligned(out, table);
 }
 
-std::string recompute_name(Recompute r) {
-  return r == Recompute::full ? "full" : r == Recompute::selective ? "selective" : "none";
-}
-
 }  // namespace
 
 bool is_transformer_config(const std::string& name) {
@@ -148,6 +125,20 @@ bool is_transformer_config(const std::string& name) {
     if (c.name == name) return true;
   }
   return false;
+}
+
+void add_job_size_options(CLI::App* cmd, int64_t& gpus, int64_t& global_batch) {
+  cmd->add_option("--gpus", gpus, "With a transformer: the GPUs to spread its training over")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--global-batch", global_batch, "With a transformer: the sequences an iteration trains")
+      ->check(CLI::PositiveNumber);
+}
+
+void refuse_job_size_without_transformer(int64_t gpus, int64_t global_batch) {
+  if (gpus > 0 || global_batch > 0) {
+    throw InputError(gpus > 0 ? "--gpus" : "--global-batch", "without a transformer --model",
+                     "a transformer configuration (trainsim llm --list), or neither");
+  }
 }
 
 // The fastest configurations that fit, best first, and why the first.
@@ -164,46 +155,21 @@ void print_transformer_search(const TransformerSearchRequest& o, CommandContext&
   options.simulate = o.simulate;
   options.assumptions = o.assumptions;
   const TransformerSearchResult r = search_transformer(c, machine, options);
-  const auto shown = static_cast<size_t>(std::min<int64_t>(o.top, static_cast<int64_t>(r.ranked.size())));
+  const double limit = options.memory_limit_bytes > 0 ? options.memory_limit_bytes : machine.memory_bytes;
   if (!o.json.empty()) {
-    nlohmann::json list = nlohmann::json::array();
-    for (size_t i = 0; i < shown; ++i) {
-      const TransformerCandidate& k = r.ranked[i];
-      list.push_back({{"tp", k.training.tensor},
-                      {"pp", k.training.pipeline},
-                      {"dp", k.training.data},
-                      {"micro_batch", k.training.micro_batch},
-                      {"interleave", k.training.virtual_stages},
-                      {"recompute", recompute_name(k.training.recompute)},
-                      {"sequence_parallel", k.training.sequence_parallel},
-                      {"flash_attention", k.training.flash_attention},
-                      {"zero", k.training.zero_stage},
-                      {"zero_bubble", k.training.zero_bubble},
-                      {"memory_bytes", k.memory.total_bytes()},
-                      {"iteration_s", k.step.iteration_s},
-                      {"simulated_iteration_s", k.simulated_iteration_s},
-                      {"flops_per_gpu_per_s", k.step.model_flops / (k.iteration_s() * static_cast<double>(o.gpus))}});
-    }
-    const nlohmann::json j = {{"model", c.name},
-                              {"machine", machine.name},
-                              {"gpus", o.gpus},
-                              {"global_batch", o.global_batch},
-                              {"evaluated", r.evaluated},
-                              {"fit", r.fit},
-                              {"ranked", list}};
-    write_text_output(o.json, j.dump(2) + "\n", ctx.out, "--json");
+    write_text_output(o.json, search_json(c, machine, o, r, limit).dump(2) + "\n", ctx.out, "--json");
     if (o.json == "-") return;
   }
+  const auto shown = static_cast<size_t>(std::min<int64_t>(o.top, static_cast<int64_t>(r.ranked.size())));
   ctx.out << c.name << " on " << o.gpus << " GPUs of " << machine.name << " machines, " << o.global_batch
           << " sequences an iteration: " << r.evaluated << " configurations priced, " << r.fit << " fit "
-          << format_bytes(options.memory_limit_bytes > 0 ? options.memory_limit_bytes : machine.memory_bytes)
-          << " a GPU"
+          << format_bytes(limit) << " a GPU"
           << (o.simulate > 0 ? "; the best " + std::to_string(std::min(o.simulate, r.fit)) +
                                    " simulated (whole jobs, or their pipelines where too large) and ranked by that"
                              : "")
           << "\n";
   if (r.ranked.empty()) {
-    ctx.out << "none fits: more GPUs, a smaller global batch, or a higher --memory-limit\n";
+    ctx.out << search_why(r, limit) << "\n";
     return;
   }
   TextTable table;
@@ -224,25 +190,7 @@ void print_transformer_search(const TransformerSearchRequest& o, CommandContext&
          format_percent(k.step.bubble_s / k.step.iteration_s)});
   }
   print_aligned(ctx.out, table);
-  // Why the first: what it fits in, where its iteration goes, the margin to the next.
-  const TransformerCandidate& best = r.ranked.front();
-  const TransformerStep& s = best.step;
-  const auto share = [&s](double part) { return format_percent(part / s.iteration_s); };
-  ctx.out << "\nwhy rank 1: it fits (" << format_bytes(best.memory.total_bytes()) << " of "
-          << format_bytes(options.memory_limit_bytes > 0 ? options.memory_limit_bytes : machine.memory_bytes)
-          << "); of its iteration the pipeline's compute and boundary sends take "
-          << share(s.pipeline_s - s.bubble_s - s.tensor_parallel_s - s.sharding_s) << ", the bubble "
-          << share(s.bubble_s) << ", tensor-parallel all-reduces " << share(s.tensor_parallel_s);
-  if (s.sharding_s > 0) ctx.out << ", ZeRO's gathers and scatters not hidden " << share(s.sharding_s);
-  if (best.training.zero_stage < 3) {
-    ctx.out << ", the data-parallel " << (best.training.zero_stage == 2 ? "all-gather " : "all-reduce ")
-            << share(s.data_parallel_s);
-  }
-  ctx.out << " and the optimizer " << share(s.optimizer_s);
-  if (r.ranked.size() > 1) {
-    ctx.out << "; rank 2 is " << format_percent(r.ranked[1].iteration_s() / best.iteration_s() - 1) << " slower";
-  }
-  ctx.out << "\n";
+  ctx.out << "\n" << search_why(r, limit) << "\n";
 }
 
 namespace {

@@ -7,14 +7,14 @@
 #include "analysis/table.hpp"
 #include "model/error.hpp"
 #include "model/json_fields.hpp"
+#include "model/strings.hpp"
 #include "model/units.hpp"
 #include "profiles/analytic_profiler.hpp"
 #include "profiles/cluster.hpp"
 #include "profiles/profile.hpp"
-#include "model/strings.hpp"
 #include "sim/cost/driver.hpp"
 #include "sim/cost/strategies.hpp"
-#include "tools/commands.hpp"
+#include "tools/llm_commands.hpp"
 
 namespace trainsim {
 namespace {
@@ -35,6 +35,7 @@ struct PredictOptions {
   double jitter = 0;
   uint64_t seed = 1;
   bool quiet = false;
+  int64_t gpus = 0, global_batch = 0;  // a transformer's job
 };
 
 // --config FILE: a JSON object of settings, keys as for --set.
@@ -73,6 +74,16 @@ void print_predictions(std::ostream& out, const PredictionSet& set, const Profil
 }
 
 void run_predict(const PredictOptions& o, CommandContext& ctx) {
+  if (is_transformer_config(o.model)) {
+    if (!o.settings.empty() || !o.config.empty()) {
+      throw InputError(o.settings.empty() ? "--config" : "--set", "with a transformer --model",
+                       "none: each strategy's fastest configuration is searched (trainsim llm prices a given one)");
+    }
+    if (!o.csv.empty()) throw InputError("--csv", "with a transformer --model", "--json");
+    return run_transformer_predict(
+        {o.model, o.cluster, o.strategies, o.method, o.json, o.gpus, o.global_batch, o.quiet}, ctx);
+  }
+  refuse_job_size_without_transformer(o.gpus, o.global_batch);
   const Cluster cluster = load_cluster(o.cluster, "--cluster");
   const Profile profile = resolve_profile_input(o.profile, o.model, o.batch, cluster);
   std::vector<Setting> settings;
@@ -101,7 +112,9 @@ void add_predict_command(CLI::App& app, CommandContext& ctx) {
   auto o = std::make_shared<PredictOptions>();
   CLI::App* cmd = app.add_subcommand("predict", "Predict every strategy's speed for a model on a cluster");
   cmd->add_option("--profile", o->profile, "Per-layer profile (trainsim.profile/1 JSON)");
-  cmd->add_option("--model", o->model, "Zoo model id or model JSON file; profiled analytically on the cluster");
+  cmd->add_option("--model", o->model,
+                  "Zoo model id or model JSON file, profiled analytically on the cluster; or a transformer "
+                  "configuration (trainsim llm --list) on --cluster dgx-a100 or dgx-h100");
   cmd->add_option("--batch", o->batch, "Per-device batch size with --model (default: the model's)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--cluster", o->cluster, "Cluster preset or cluster JSON file")->required();
@@ -122,13 +135,18 @@ void add_predict_command(CLI::App& app, CommandContext& ctx) {
   cmd->add_option("--json", o->json, "Write the trainsim.prediction/1 JSON here ('-' for standard output)");
   cmd->add_option("--csv", o->csv, "Write a CSV row per strategy here ('-' for standard output)");
   cmd->add_flag("--quiet", o->quiet, "Print no table");
+  add_job_size_options(cmd, o->gpus, o->global_batch);
   std::string footer = "\nStrategies and the settings each reads:\n";
   for (const StrategyInfo& s : strategy_registry()) {
     footer += "  " + s.id + std::string(16 - std::min<size_t>(15, s.id.size()), ' ') + s.summary;
     footer += s.keys.empty() ? "\n" : " [" + join(s.keys, ", ") + "]\n";
   }
-  footer += "\nExample:\n  trainsim predict --model vgg16 --batch 128 --cluster p40x4-pcie3 \\\n"
-            "      --strategies dp-ring,gpipe --set gpipe.microbatches=16 --json out.json\n";
+  footer += "\nA transformer's ways of spreading it (each at its fastest configuration that fits):\n  " +
+            join(transformer_families(), ", ") + "\n";
+  footer +=
+      "\nExamples:\n  trainsim predict --model vgg16 --batch 128 --cluster p40x4-pcie3 \\\n"
+      "      --strategies dp-ring,gpipe --set gpipe.microbatches=16 --json out.json\n"
+      "  trainsim predict --model gpt3-175b --cluster dgx-a100 --gpus 1024 --global-batch 1536 --method both\n";
   cmd->footer(footer);
   cmd->callback([&ctx, o] { ctx.action = [&ctx, o] { run_predict(*o, ctx); }; });
 }

@@ -12,6 +12,7 @@
 #include <memory>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -23,7 +24,7 @@
 #include "sim/des/engine.hpp"
 #include "sim/plan/plan.hpp"
 #include "sim/search/choose.hpp"
-#include "tools/commands.hpp"
+#include "tools/llm_commands.hpp"
 
 namespace trainsim {
 namespace {
@@ -46,6 +47,7 @@ struct ReportOptions {
   std::string strategies = "all";
   std::string out;
   bool quiet = false;
+  int64_t gpus = 0, global_batch = 0;  // a transformer's job
 };
 
 // The analysis/ folder that holds report.py: $TRAINSIM_ANALYSIS_DIR, else the
@@ -174,18 +176,33 @@ std::vector<std::string> write_traces(const nlohmann::json& choice, const Profil
 }
 
 void run_report(const ReportOptions& o, CommandContext& ctx) {
-  const Cluster cluster = load_cluster(o.cluster, "--cluster");
-  const Profile profile = resolve_profile_input("", o.model, o.batch, cluster);
-  const std::vector<std::string> ids = parse_strategy_list(o.strategies, "--strategies");
+  const bool transformer = is_transformer_config(o.model);
+  if (!transformer) refuse_job_size_without_transformer(o.gpus, o.global_batch);
+  if (transformer && o.batch > 0) throw InputError("--batch", "with a transformer --model", "--global-batch");
+  // Every input error before any file is written.
+  const TransformerPredictRequest request{o.model, o.cluster, o.strategies, "both", "", o.gpus, o.global_batch};
+  if (transformer)
+    predict_transformer({request.model, request.machine, request.families, "analytic", "", o.gpus, o.global_batch});
+  const Cluster cluster = transformer ? Cluster{} : load_cluster(o.cluster, "--cluster");
+  const Profile profile = transformer ? Profile{} : resolve_profile_input("", o.model, o.batch, cluster);
+  const std::vector<std::string> ids =
+      transformer ? std::vector<std::string>{} : parse_strategy_list(o.strategies, "--strategies");
   const fs::path analysis_dir = find_analysis_dir();
   const std::string python = find_python3();
   const fs::path out_dir = prepare_out_dir(o.out);
 
-  const PredictionSet set = predict_both(profile, cluster, ids, {}, kSimulatedIterations, SimOptions{});
-  write_text_output((out_dir / "prediction.json").string(), prediction_set_to_json(set).dump(2) + "\n", ctx.out,
-                    "--out");
-  const nlohmann::json choice = write_choice(profile, cluster, ids, out_dir / "choice.json", ctx.out);
-  const std::vector<std::string> traces = write_traces(choice, profile, cluster, out_dir, ctx.out);
+  std::string why;
+  std::vector<std::string> traces;
+  if (transformer) {
+    std::tie(why, traces) = write_transformer_report_inputs(request, out_dir.string(), ctx);
+  } else {
+    const PredictionSet set = predict_both(profile, cluster, ids, {}, kSimulatedIterations, SimOptions{});
+    write_text_output((out_dir / "prediction.json").string(), prediction_set_to_json(set).dump(2) + "\n", ctx.out,
+                      "--out");
+    const nlohmann::json choice = write_choice(profile, cluster, ids, out_dir / "choice.json", ctx.out);
+    why = choice.value("why", "");
+    traces = write_traces(choice, profile, cluster, out_dir, ctx.out);
+  }
 
   const auto [status, stderr_text] = run_report_script(python, analysis_dir, out_dir);
   if (status != 0) {
@@ -194,8 +211,8 @@ void run_report(const ReportOptions& o, CommandContext& ctx) {
         python + " -m analysis.report: " + (line.empty() ? "exited with status " + std::to_string(status) : line));
   }
   if (o.quiet) return;
-  ctx.out << choice.value("why", "") << "\nwrote " << (out_dir / "index.html").string()
-          << " from prediction.json, choice.json" << (traces.empty() ? "" : ", " + join(traces, ", ")) << "\n";
+  ctx.out << why << "\nwrote " << (out_dir / "index.html").string() << " from prediction.json, choice.json"
+          << (traces.empty() ? "" : ", " + join(traces, ", ")) << "\n";
 }
 
 }  // namespace
@@ -204,7 +221,9 @@ void add_report_command(CLI::App& app, CommandContext& ctx) {
   auto o = std::make_shared<ReportOptions>();
   CLI::App* cmd = app.add_subcommand(
       "report", "Predict, choose and simulate a model on a cluster; write the JSON and an HTML page into a folder");
-  cmd->add_option("--model", o->model, "Zoo model id or model JSON file; profiled analytically on the cluster")
+  cmd->add_option("--model", o->model,
+                  "Zoo model id or model JSON file, profiled analytically on the cluster; or a transformer "
+                  "configuration (trainsim llm --list) on --cluster dgx-a100 or dgx-h100")
       ->required();
   cmd->add_option("--batch", o->batch, "Per-device batch size (default: the model's)")->check(CLI::PositiveNumber);
   cmd->add_option("--cluster", o->cluster, "Cluster preset or cluster JSON file")->required();
@@ -212,10 +231,12 @@ void add_report_command(CLI::App& app, CommandContext& ctx) {
   cmd->add_option("--out", o->out, "Folder to write prediction.json, choice.json, trace-*.json and index.html into")
       ->required();
   cmd->add_flag("--quiet", o->quiet, "Print nothing");
+  add_job_size_options(cmd, o->gpus, o->global_batch);
   cmd->footer(
       "\nThe page is drawn by analysis/report.py with Debian's python3-matplotlib (/usr/bin/python3, else\n"
       "python3 on PATH). The analysis/ folder is $TRAINSIM_ANALYSIS_DIR, else the first found above this\n"
-      "executable.\n\nExample:\n  trainsim report --model vgg16 --batch 64 --cluster p40x4-pcie3 --out report/\n");
+      "executable.\n\nExamples:\n  trainsim report --model vgg16 --batch 64 --cluster p40x4-pcie3 --out report/\n"
+      "  trainsim report --model gpt3-175b --cluster dgx-a100 --gpus 1024 --global-batch 1536 --out report/\n");
   cmd->callback([&ctx, o] { ctx.action = [&ctx, o] { run_report(*o, ctx); }; });
 }
 

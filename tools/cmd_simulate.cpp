@@ -10,7 +10,8 @@
 #include "sim/cost/strategies.hpp"
 #include "sim/des/engine.hpp"
 #include "sim/plan/plan.hpp"
-#include "tools/commands.hpp"
+#include "sim/plan/transformer_plan.hpp"
+#include "tools/llm_commands.hpp"
 
 namespace trainsim {
 namespace {
@@ -35,6 +36,7 @@ struct SimulateOptions {
   std::string json;
   std::string dump_plan;
   bool quiet = false;
+  int64_t gpus = 0, global_batch = 0;  // a transformer's job
 };
 
 TextTable worker_table(const Plan& plan, const SimResult& r) {
@@ -85,7 +87,70 @@ nlohmann::json summary_json(const Plan& plan, const SimResult& r, const SimOptio
           {"workers", std::move(workers)}};
 }
 
+// A transformer's whole job (every GPU) for one iteration, beside its closed
+// form; per pipeline stage, its first GPU's time.
+void run_transformer_simulate(const SimulateOptions& o, CommandContext& ctx) {
+  if (!o.strategy.empty()) {
+    throw InputError("--strategy", "with a transformer --model",
+                     "its training as --set keys (tp, pp, dp, micro_batch, interleave, recompute, "
+                     "sequence_parallel, flash_attention, zero, schedule=1f1b|zb-h1)");
+  }
+  if (o.global_batch < 1) throw InputError("--global-batch", "is missing", "the sequences an iteration trains");
+  const TransformerConfig& c = find_transformer_config(o.model, "--model");
+  const GpuMachine& machine = find_gpu_machine(o.cluster, "--cluster");
+  const TransformerTraining t = training_from_settings(o.settings, o.gpus);
+  TransformerStep step;
+  TransformerJob job;
+  try {
+    step = transformer_step(c, t, o.global_batch, machine);
+    job = transformer_job(c, t, o.global_batch, machine, {}, /*iterations=*/1);
+  } catch (const InputError& e) {
+    rethrow_as_setting(e);
+  }
+  for (const auto& [flag, path] : {std::pair{"--trace", &o.trace}, std::pair{"--dump-plan", &o.dump_plan}}) {
+    if (!path->empty() && job.plan.ops.size() > kMaxWrittenOps) {
+      throw InputError(flag, "the job's plan holds " + std::to_string(job.plan.ops.size()) + " ops",
+                       "at most " + std::to_string(kMaxWrittenOps) + " ops to write: fewer GPUs or micro-batches");
+    }
+  }
+  if (!o.dump_plan.empty()) {
+    write_text_output(o.dump_plan, plan_to_json(job.plan).dump(1) + "\n", ctx.out, "--dump-plan");
+  }
+  const SimResult result = simulate_plan(job.plan, job.cluster, SimOptions{});
+  if (!o.trace.empty()) write_text_output(o.trace, chrome_trace(job.plan, result).dump() + "\n", ctx.out, "--trace");
+  if (!o.json.empty()) {
+    nlohmann::json j = summary_json(job.plan, result, SimOptions{}, Prediction{}, c.name, machine.name);
+    j["analytic_iteration_s"] = step.iteration_s;
+    j["training"] = training_json(t);
+    j["gpus"] = job.plan.workers.size();
+    j["global_batch"] = o.global_batch;
+    write_text_output(o.json, j.dump(2) + "\n", ctx.out, "--json");
+  }
+  if (o.quiet || o.json == "-" || o.trace == "-" || o.dump_plan == "-") return;
+  ctx.out << c.name << " on " << job.plan.workers.size() << " GPUs of " << job.cluster.machines << " " << machine.name
+          << " machines, " << o.global_batch
+          << " sequences an iteration: " << format_count(static_cast<double>(job.plan.ops.size()))
+          << " ops, one iteration\n"
+          << "iteration " << format_seconds(result.iteration_s) << " simulated; closed form "
+          << format_seconds(step.iteration_s) << " (" << format_percent(result.iteration_s / step.iteration_s - 1)
+          << ")\n\nper pipeline stage, its first GPU (tensor and data-parallel rank 0):\n";
+  TextTable table = worker_table(job.plan, result);
+  TextTable stages;
+  stages.header = table.header;
+  stages.header[0] = "stage (worker)";
+  stages.right_aligned = table.right_aligned;
+  for (int64_t k = 0; k < t.pipeline; ++k) {  // Megatron's rank order: worker (k·d + e)·t + q
+    const auto w = static_cast<size_t>(k * t.data * t.tensor);
+    stages.rows.push_back(table.rows[w]);
+    stages.rows.back()[0] = std::to_string(k) + " (" + std::to_string(w) + ")";
+  }
+  print_aligned(ctx.out, stages);
+}
+
 void run_simulate(const SimulateOptions& o, CommandContext& ctx) {
+  if (is_transformer_config(o.model)) return run_transformer_simulate(o, ctx);
+  refuse_job_size_without_transformer(o.gpus, o.global_batch);
+  if (o.strategy.empty()) throw InputError("--strategy", "is missing", "a strategy id (see trainsim predict --help)");
   const Cluster cluster = load_cluster(o.cluster, "--cluster");
   const Profile profile = resolve_profile_input(o.profile, o.model, o.batch, cluster);
   const StrategyInfo& strategy = find_strategy(o.strategy, "--strategy");
@@ -127,12 +192,17 @@ void add_simulate_command(CLI::App& app, CommandContext& ctx) {
   auto o = std::make_shared<SimulateOptions>();
   CLI::App* cmd = app.add_subcommand("simulate", "Time one strategy's plan with the discrete-event simulator");
   cmd->add_option("--profile", o->profile, "Per-layer profile (trainsim.profile/1 JSON)");
-  cmd->add_option("--model", o->model, "Zoo model id or model JSON file; profiled analytically on the cluster");
+  cmd->add_option("--model", o->model,
+                  "Zoo model id or model JSON file, profiled analytically on the cluster; or a transformer "
+                  "configuration (trainsim llm --list), its whole job on --cluster dgx-a100 or dgx-h100");
   cmd->add_option("--batch", o->batch, "Per-device batch size with --model (default: the model's)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--cluster", o->cluster, "Cluster preset or cluster JSON file")->required();
-  cmd->add_option("--strategy", o->strategy, "Strategy id (see trainsim predict --help)")->required();
-  cmd->add_option("--set", o->settings, "Strategy setting key=value (repeatable)");
+  cmd->add_option("--strategy", o->strategy, "Strategy id (see trainsim predict --help); not with a transformer");
+  cmd->add_option("--set", o->settings,
+                  "Strategy setting key=value (repeatable); a transformer's: tp, pp, dp, micro_batch, interleave, "
+                  "recompute, sequence_parallel, flash_attention, zero, schedule");
+  add_job_size_options(cmd, o->gpus, o->global_batch);
   cmd->add_option("--iterations", o->iterations, "Mini-batches the plan trains (at most 100000)")
       ->check(CLI::PositiveNumber)  // at most kMaxPlanIterations: generate_plan says so
       ->capture_default_str();
@@ -144,6 +214,12 @@ void add_simulate_command(CLI::App& app, CommandContext& ctx) {
   cmd->add_option("--json", o->json, "Write the trainsim.simulation/1 summary here ('-' for standard output)");
   cmd->add_option("--dump-plan", o->dump_plan, "Write the plan (trainsim.plan/1 JSON) here");
   cmd->add_flag("--quiet", o->quiet, "Print no summary");
+  cmd->footer(
+      "\nExamples:\n  trainsim simulate --model vgg16 --batch 64 --cluster p40x4-pcie3 --strategy gpipe --trace "
+      "t.json\n"
+      "  trainsim simulate --model gpt3-175b --cluster dgx-a100 --gpus 1024 --global-batch 1536 \\\n"
+      "      --set tp=4 --set pp=8 --set micro_batch=2 --set interleave=4 --set sequence_parallel=true \\\n"
+      "      --set flash_attention=true\n");
   cmd->callback([&ctx, o] { ctx.action = [&ctx, o] { run_simulate(*o, ctx); }; });
 }
 

@@ -57,6 +57,12 @@ void print_job_simulation(const TransformerConfig& c, const TransformerTraining&
                           std::ostream& out);
 // Whether `name` is one of the transformer configurations (trainsim llm --list).
 bool is_transformer_config(const std::string& name);
+// `--gpus` and `--global-batch`, a transformer's job size, on `predict`,
+// `simulate`, `choose` and `report` (cmd_llm.cpp).
+void add_job_size_options(CLI::App* cmd, int64_t& gpus, int64_t& global_batch);
+// InputError naming --gpus or --global-batch where either is given for a
+// model that is not a transformer.
+void refuse_job_size_without_transformer(int64_t gpus, int64_t global_batch);
 
 // A zoo id, or the path of a trainsim.model/1 JSON file.
 Model load_model(const std::string& name_or_path, const std::string& where);

@@ -170,8 +170,13 @@ TransformerStep transformer_step(const TransformerConfig& c, const TransformerTr
       static_cast<double>(r.microbatches) * (r.microbatch_s - (l / p * (forward_s + backward_s) + output_s + p2p_s));
   r.tensor_parallel_s = static_cast<double>(r.microbatches) * l / p * tp_passes * r.layer_tp_comm_s;
   r.weight_share = weight_products_s / backward_s;
-  // 1F1B: (m + p − 1) micro-batch times; interleaved over v chunks the bubble is (p − 1)/v of one.
-  r.bubble_s = (p - 1) / chunks * r.microbatch_s;
+  // 1F1B (Narayanan et al. 2021 §2.2): the last stage, the slowest (it also
+  // runs the output layer), takes its m micro-batches back to back once the
+  // first arrives; the bubble is the critical path's rest, the other p − 1
+  // stages' forward of the first micro-batch and backward of the last, l/p
+  // layers each ((p − 1) micro-batch times with equal stages); interleaved
+  // over v chunks, (p − 1)/v of them.
+  r.bubble_s = (p - 1) / chunks * (r.microbatch_s - r.output_layer_s);
   if (t.zero_bubble) {
     // ZB-H1 (Qi et al. 2023 §3.1): (p − 1)·max(F + B − W, F, B) of the last
     // stage's forward F, input gradients B and weight gradients W.

@@ -160,10 +160,11 @@ class JobWriter {
     const OpId pending = tensor_pending_[static_cast<size_t>(w)];
     return pending >= 0 ? pending : op;
   }
-  // A collective on the worker's send stream; with `wait`, its next compute op waits for it.
+  // A collective on the worker's `stream` (its send stream unless said);
+  // with `wait`, its next compute op waits for it.
   OpId collective(OpKind kind, const Where& at, int32_t i, int32_t mb, int32_t group, double bytes, int32_t repeat,
-                  std::vector<OpId> deps = {}, bool wait = true) {
-    Op op = op_of(kind, StreamKind::kSend, at, i, mb);
+                  std::vector<OpId> deps = {}, bool wait = true, StreamKind stream = StreamKind::kSend) {
+    Op op = op_of(kind, stream, at, i, mb);
     op.stage = static_cast<int32_t>(at.k);
     op.group = group;
     op.bytes = bytes;
@@ -176,13 +177,16 @@ class JobWriter {
 
   // The tensor-parallel group's all-reduces after a pass of the stage's
   // layers: two of b·s·h 16-bit values a layer a pass, one op standing for
-  // them all (Op::repeat).
+  // them all (Op::repeat), on the compute stream: Megatron-LM issues them
+  // where the layers compute and the next product waits for each, while
+  // ZeRO's gathers and scatters and the pipeline's sends run beside them.
   void tensor_all_reduce(const Where& at, int32_t i, int32_t mb, OpId after, int passes) {
     if (t_.tensor == 1 || passes == 0) return;
     const auto repeat = static_cast<int32_t>(2 * passes * c_.layers / virtual_stages());
     tensor_pending_[static_cast<size_t>(at.w)] =
         collective(OpKind::kAllReduce, at, i, mb, tensor_groups_[static_cast<size_t>(at.k * t_.data + at.e)],
-                   static_cast<double>(repeat) * boundary_bytes() * static_cast<double>(t_.tensor), repeat, {after});
+                   static_cast<double>(repeat) * boundary_bytes() * static_cast<double>(t_.tensor), repeat, {after},
+                   true, StreamKind::kCompute);
   }
 
   // ZeRO-2 and -3 (no pipeline): a layer's 16-bit weights (gathered) or
@@ -224,6 +228,9 @@ class JobWriter {
     Ends& ends = transfers_[transfer(direction, at, boundary, i, mb)];
     ends.send = builder_.add(std::move(op));
     if (ends.recv >= 0) builder_.op(ends.recv).deps.push_back(ends.send);
+    // Megatron-LM's 1F1B waits for its point-to-point transfers before it
+    // computes on (p2p_communication.py: the requests' wait()).
+    pending_[static_cast<size_t>(at.w)].push_back(ends.send);
   }
 
   void forward(const Where& at, int32_t i, int32_t mb) {

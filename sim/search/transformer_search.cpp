@@ -19,29 +19,6 @@ std::vector<int64_t> divisors(int64_t n) {
   return out;
 }
 
-// The candidate's whole job simulated for one iteration (every GPU, its
-// tensor-, pipeline- and data-parallel collectives: transformer_plan.hpp);
-// where that plan would pass the simulator's op limit (or its GPUs fill no
-// whole machines), one pipeline of it, 1f1b or zb-h1 over its stages, plus
-// the closed form's data-parallel all-reduce.
-double simulated_iteration_s(const TransformerConfig& c, const TransformerCandidate& k, const GpuMachine& machine,
-                             const TransformerSearchOptions& o) {
-  try {
-    const TransformerJob job = transformer_job(c, k.training, o.global_batch, machine, o.assumptions, 1);
-    return simulate_plan(job.plan, job.cluster, SimOptions{}).iteration_s;
-  } catch (const InputError&) {
-    // Too large for one plan: its pipeline below.
-  }
-  const TransformerPipeline pipe = transformer_pipeline(c, k.training, o.global_batch, machine, o.assumptions);
-  StrategyConfig config;
-  config.set("stages", pipe.stages, "search");
-  config.set("microbatches", std::to_string(pipe.microbatches), "search");
-  if (pipe.chunks > 1) config.set("chunks", std::to_string(pipe.chunks), "search");
-  if (pipe.strategy == "zb-h1") config.set_json("weight_share", pipe.weight_share, "search");
-  const Plan plan = generate_plan(find_strategy(pipe.strategy, "search"), pipe.profile, pipe.cluster, config, 3);
-  return simulate_plan(plan, pipe.cluster, SimOptions{}).iteration_s + k.step.data_parallel_s;
-}
-
 }  // namespace
 
 TransformerSearchResult search_transformer(const TransformerConfig& c, const GpuMachine& machine,
@@ -94,10 +71,59 @@ TransformerSearchResult search_transformer(const TransformerConfig& c, const Gpu
   const auto simulated = std::min<int64_t>(o.simulate, result.fit);
   for (int64_t i = 0; i < simulated; ++i) {
     TransformerCandidate& k = result.ranked[static_cast<size_t>(i)];
-    k.simulated_iteration_s = simulated_iteration_s(c, k, machine, o);
+    k.simulated_iteration_s = simulate_transformer(c, k.training, o.global_batch, machine, o.assumptions).iteration_s;
   }
   std::stable_sort(result.ranked.begin(), result.ranked.begin() + simulated, faster);
   return result;
+}
+
+TransformerSimulation simulate_transformer(const TransformerConfig& c, const TransformerTraining& t,
+                                           int64_t global_batch, const GpuMachine& machine, const StepAssumptions& a) {
+  try {
+    const TransformerJob job = transformer_job(c, t, global_batch, machine, a, /*iterations=*/1);
+    return {simulate_plan(job.plan, job.cluster, SimOptions{}).iteration_s, true,
+            static_cast<int64_t>(job.plan.ops.size())};
+  } catch (const InputError&) {
+    // Too large for one plan: its pipeline below.
+  }
+  const TransformerPipeline pipe = transformer_pipeline(c, t, global_batch, machine, a);
+  const Plan plan = transformer_pipeline_plan(pipe, 3);
+  const double data_parallel_s = transformer_step(c, t, global_batch, machine, a).data_parallel_s;
+  return {simulate_plan(plan, pipe.cluster, SimOptions{}).iteration_s + data_parallel_s, false,
+          static_cast<int64_t>(plan.ops.size())};
+}
+
+Plan transformer_pipeline_plan(const TransformerPipeline& pipe, int32_t iterations) {
+  StrategyConfig config;
+  config.set("stages", pipe.stages, "transformer pipeline");
+  config.set("microbatches", std::to_string(pipe.microbatches), "transformer pipeline");
+  if (pipe.chunks > 1) config.set("chunks", std::to_string(pipe.chunks), "transformer pipeline");
+  if (pipe.strategy == "zb-h1") config.set_json("weight_share", pipe.weight_share, "transformer pipeline");
+  return generate_plan(find_strategy(pipe.strategy, "transformer pipeline"), pipe.profile, pipe.cluster, config,
+                       iterations);
+}
+
+std::string transformer_family(const TransformerTraining& t) {
+  if (t.pipeline > 1) return t.zero_bubble ? "zb-h1" : t.virtual_stages > 1 ? "interleaved-1f1b" : "1f1b";
+  if (t.tensor > 1) return "tensor-parallel";
+  return t.zero_stage == 0 ? "data-parallel" : "zero-" + std::to_string(t.zero_stage);
+}
+
+const std::vector<std::string>& transformer_families() {
+  static const std::vector<std::string> families = {"data-parallel",   "zero-1", "zero-2",           "zero-3",
+                                                    "tensor-parallel", "1f1b",   "interleaved-1f1b", "zb-h1"};
+  return families;
+}
+
+std::vector<TransformerCandidate> fastest_per_family(const std::vector<TransformerCandidate>& ranked) {
+  std::vector<TransformerCandidate> out;
+  for (const std::string& family : transformer_families()) {
+    const auto first = std::find_if(ranked.begin(), ranked.end(), [&family](const TransformerCandidate& k) {
+      return transformer_family(k.training) == family;
+    });
+    if (first != ranked.end()) out.push_back(*first);
+  }
+  return out;
 }
 
 }  // namespace trainsim

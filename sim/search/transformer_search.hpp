@@ -14,6 +14,7 @@
 
 #include "sim/cost/transformer_memory.hpp"
 #include "sim/cost/transformer_step.hpp"
+#include "sim/plan/plan.hpp"
 
 namespace trainsim {
 
@@ -43,5 +44,36 @@ struct TransformerSearchResult {
 // an empty ranking.
 TransformerSearchResult search_transformer(const TransformerConfig& c, const GpuMachine& machine,
                                            const TransformerSearchOptions& options);
+
+// One configuration simulated for one iteration: its whole job (every GPU,
+// its tensor-, pipeline- and data-parallel collectives: transformer_plan.hpp)
+// or, where that plan would pass the simulator's op limit (or its GPUs fill
+// no whole machines), one pipeline of it, 1f1b or zb-h1 over its stages,
+// plus the closed form's data-parallel step after the drain.
+struct TransformerSimulation {
+  double iteration_s = 0;
+  bool whole_job = false;  // else one pipeline
+  int64_t ops = 0;         // in the simulated plan
+};
+TransformerSimulation simulate_transformer(const TransformerConfig& c, const TransformerTraining& t,
+                                           int64_t global_batch, const GpuMachine& machine,
+                                           const StepAssumptions& a = {});
+
+// One pipeline of a training (transformer_pipeline) as its 1f1b or zb-h1
+// plan over `iterations` mini-batches.
+Plan transformer_pipeline_plan(const TransformerPipeline& pipe, int32_t iterations);
+
+// The way a configuration spreads the training, as `trainsim predict` and
+// `report` group them: a pipeline by its schedule ("1f1b",
+// "interleaved-1f1b", "zb-h1"), else tensor parallelism ("tensor-parallel",
+// data-parallel beside it), else data parallelism by ZeRO stage
+// ("data-parallel", "zero-1", "zero-2", "zero-3").
+std::string transformer_family(const TransformerTraining& t);
+// Every family, in that order.
+const std::vector<std::string>& transformer_families();
+// The first of each family in `ranked` (fastest first), in
+// transformer_families()'s order; a family none of whose configurations is
+// in `ranked` is left out.
+std::vector<TransformerCandidate> fastest_per_family(const std::vector<TransformerCandidate>& ranked);
 
 }  // namespace trainsim

@@ -43,6 +43,9 @@ TEST(Units, PercentsKeepTwoDigitsAndWholeOnesFromAHundred) {
   EXPECT_EQ(format_percent(0.996), "100%");
   EXPECT_EQ(format_percent(2.5), "250%");
   EXPECT_EQ(format_percent(-1.5), "-150%");
+  EXPECT_EQ(format_percent(4.2e-11), "0%");  // not "4.2e-09%"
+  EXPECT_EQ(format_percent(-3e-5), "0%");
+  EXPECT_EQ(format_percent(5e-5), "0.005%");
 }
 
 TEST(Units, PrintsHugeAndNonFiniteQuantitiesReadably) {

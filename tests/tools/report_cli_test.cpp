@@ -12,6 +12,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 
 #include "tests/tools/cli_fixtures.hpp"
 
@@ -173,6 +174,57 @@ TEST(ReportCli, WritesPredictionChoiceAndTopTracesThenRunsTheScriptOnTheFolder) 
   std::sort(traced.begin(), traced.end());
   EXPECT_EQ(files, "choice.json prediction.json " + traced[0] + " " + traced[1] + " " + traced[2]);
   EXPECT_NE(r.out.find("wrote " + (out / "index.html").string()), std::string::npos) << r.out;
+}
+
+// A transformer: each way of spreading it simulated (prediction.json), the
+// 3-D search (choice.json) and its winner's whole job traced.
+TEST(ReportCli, ATransformerWritesItsFamiliesItsSearchAndItsWinnersJob) {
+  if (!have_python3()) GTEST_SKIP() << "no python3";
+  TempDir tmp;
+  const ScopedEnv env("TRAINSIM_ANALYSIS_DIR",
+                      fake_analysis_dir(tmp,
+                                        "import os, sys\n"
+                                        "files = sorted(os.listdir(sys.argv[1]))\n"
+                                        "with open(os.path.join(sys.argv[1], 'index.html'), 'w') as f:\n"
+                                        "    f.write(' '.join(files))\n")
+                          .string());
+  const fs::path out = tmp / "out";
+  const auto r = run_cli({"report", "--model", "megatron-1.7b", "--cluster", "dgx-a100", "--gpus", "32",
+                          "--global-batch", "512", "--out", out.string()});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const nlohmann::json prediction = read_json(out / "prediction.json");
+  EXPECT_EQ(prediction["format"], "trainsim.llm-prediction/1");
+  EXPECT_EQ(prediction["method"], "both");
+  ASSERT_EQ(prediction["families"].size(), 8u);
+  for (const nlohmann::json& f : prediction["families"]) EXPECT_TRUE(f.contains("simulated")) << f["family"];
+  const nlohmann::json choice = read_json(out / "choice.json");
+  EXPECT_EQ(choice["format"], "trainsim.llm-choice/1");
+  EXPECT_EQ(choice["simulated"], 3);
+  ASSERT_FALSE(choice["ranked"].empty());
+  EXPECT_EQ(choice["why"].get<std::string>().rfind("why rank 1: it fits", 0), 0u) << choice["why"];
+  const std::string traced = "trace-" + choice["ranked"][0]["family"].get<std::string>() + ".json";
+  EXPECT_EQ(choice["trace"]["file"], traced);
+  EXPECT_TRUE(choice["trace"]["whole_job"].get<bool>());
+  std::set<int64_t> workers;
+  const nlohmann::json trace = read_json(out / traced);
+  for (const nlohmann::json& e : trace["traceEvents"]) {
+    if (e["ph"] == "X") workers.insert(e["pid"].get<int64_t>());
+  }
+  EXPECT_EQ(workers.size(), 32u);  // every GPU of the job
+  std::ifstream page(out / "index.html");
+  std::string files;
+  std::getline(page, files);
+  EXPECT_EQ(files, "choice.json prediction.json " + traced);
+  EXPECT_NE(r.out.find("why rank 1"), std::string::npos) << r.out;
+  const auto batch = run_cli({"report", "--model", "megatron-1.7b", "--cluster", "dgx-a100", "--gpus", "32",
+                              "--global-batch", "512", "--batch", "4", "--out", (tmp / "x").string()});
+  EXPECT_EQ(batch.status, 2);
+  EXPECT_NE(batch.err.find("--batch: with a transformer --model"), std::string::npos) << batch.err;
+  const auto missing = run_cli({"report", "--model", "megatron-1.7b", "--cluster", "dgx-a100", "--global-batch", "512",
+                                "--out", (tmp / "y").string()});
+  EXPECT_EQ(missing.status, 2);
+  EXPECT_NE(missing.err.find("--gpus: is missing"), std::string::npos) << missing.err;
+  EXPECT_FALSE(fs::exists(tmp / "y"));  // refused before anything is written
 }
 
 }  // namespace

@@ -83,15 +83,18 @@ TEST(TransformerStep, TensorAndPipelineParallelismByHand) {
   EXPECT_DOUBLE_EQ(r.output_layer_s, 3 * gemm_s(s, 51200.0 / 8, h, 1, a100(), {}));
   EXPECT_DOUBLE_EQ(r.microbatch_s, 10 * (4 * r.layer_forward_s + 3 * r.layer_tp_comm_s) + r.output_layer_s + p2p);
   EXPECT_EQ(r.microbatches, 96);
-  EXPECT_DOUBLE_EQ(r.bubble_s, 7 * r.microbatch_s);
-  EXPECT_DOUBLE_EQ(r.pipeline_s, (96 + 7) * r.microbatch_s);
+  // The bubble: the seven stages before the last (10 layers, no output
+  // layer) forward the first micro-batch and backward the last.
+  const double other_stage = 10 * (4 * r.layer_forward_s + 3 * r.layer_tp_comm_s) + p2p;
+  EXPECT_DOUBLE_EQ(r.bubble_s, 7 * other_stage);
+  EXPECT_DOUBLE_EQ(r.pipeline_s, 96 * r.microbatch_s + 7 * other_stage);
   // One GPU a machine of each data-parallel group: its own NIC.
   const double params = first_stage_params(c, t);
   EXPECT_DOUBLE_EQ(r.data_parallel_s, 2 * 23.0 / 24 * 2 * params / 20e9 + 2 * 23 * 5e-6);
   t.virtual_stages = 2;
   const TransformerStep v = transformer_step(c, t, 2304, a100());
   EXPECT_DOUBLE_EQ(v.microbatch_s, 10 * (4 * r.layer_forward_s + 3 * r.layer_tp_comm_s) + r.output_layer_s + 2 * p2p);
-  EXPECT_DOUBLE_EQ(v.bubble_s, 7.0 / 2 * v.microbatch_s);
+  EXPECT_DOUBLE_EQ(v.bubble_s, 7.0 / 2 * (10 * (4 * r.layer_forward_s + 3 * r.layer_tp_comm_s) + 2 * p2p));
   // Without recomputation: one all-reduce pair fewer, and three passes of the
   // layers in eq. 3 (the output layer's three unchanged).
   t.virtual_stages = 1;
