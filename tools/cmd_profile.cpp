@@ -36,6 +36,7 @@ struct ProfileOptions {
   bool analytic = false;
   std::string cluster;
   std::string pipedream_graph;
+  KinetoCliOptions kineto;
   std::string device;
   int64_t repeats = 20;
   int64_t concurrent = 0;  // 0: not given
@@ -162,6 +163,23 @@ void run_measured(const ProfileOptions& o, CommandContext& ctx) {
 }
 
 void run_profile(const ProfileOptions& o, CommandContext& ctx) {
+  if (!o.kineto.trace.empty()) {
+    for (const auto& [given, flag] :
+         {std::pair{!o.device.empty(), "--device"}, std::pair{o.analytic, "--analytic"},
+          std::pair{!o.pipedream_graph.empty(), "--import-pipedream"}, std::pair{!o.model.empty(), "--model"}}) {
+      if (given) throw InputError(flag, "given with --import-kineto", "one source (--name names the imported model)");
+    }
+    KinetoCliOptions kineto = o.kineto;
+    kineto.batch = o.batch;
+    kineto.out = o.out;
+    kineto.cluster_out = o.cluster_out;
+    return run_kineto_import(kineto, ctx);
+  }
+  for (const auto& [given, flag] :
+       {std::pair{o.kineto.summary, "--summary"}, std::pair{!o.kineto.name.empty(), "--name"},
+        std::pair{o.kineto.granularity != "layer", "--granularity"}}) {
+    if (given) throw InputError(flag, "given without --import-kineto", "--import-kineto TRACE.json[.gz]");
+  }
   if (!o.device.empty()) return run_measured(o, ctx);
   if (!o.cluster_out.empty()) throw InputError("--cluster-out", "given without --device", "--device cpu[:N]");
   Profile profile;
@@ -197,13 +215,25 @@ void add_profile_command(CLI::App& app, CommandContext& ctx) {
       ->capture_default_str();
   cmd->add_option("--concurrent", opts->concurrent, "Threads measuring at once with --device cpu (default 1)")
       ->check(CLI::PositiveNumber);
-  cmd->add_option("--cluster-out", opts->cluster_out, "With --device: also write the measured cluster JSON here");
+  cmd->add_option(
+      "--cluster-out", opts->cluster_out,
+      "With --device: also write the measured cluster JSON here; with --import-kineto, the trace's machine");
   cmd->add_option("--precision", opts->precision,
                   "fp32, or tf32 with --device cuda (cuBLAS and cuDNN on TF32 tensor cores, as PyTorch's allow_tf32)")
       ->capture_default_str();
   cmd->add_flag("--analytic", opts->analytic, "Estimate each layer by a roofline on the cluster's device");
   cmd->add_option("--cluster", opts->cluster, "Preset or cluster file whose device the estimate is for");
   cmd->add_option("--import-pipedream", opts->pipedream_graph, "Import a PipeDream profiler graph.txt");
+  cmd->add_option("--import-kineto", opts->kineto.trace,
+                  "Import a PyTorch profiler (Kineto) trace, .json or .json.gz (docs/importing-pytorch.md)");
+  cmd->add_option("--granularity", opts->kineto.granularity,
+                  "With --import-kineto: op (each outermost forward op a layer), layer (a layer from each op with "
+                  "weights) or N (those merged into N layers of about equal time)")
+      ->capture_default_str();
+  cmd->add_option("--name", opts->kineto.name, "With --import-kineto: the model's name (default: the file's)");
+  cmd->add_flag("--summary", opts->kineto.summary,
+                "With --import-kineto: print what the trace measured (steps, GPU busy and idle, communication and "
+                "its overlap, host-bound or not); the profile is written only with --out FILE");
   cmd->add_option("--out", opts->out, "Where to write the profile JSON ('-' for standard output)")
       ->capture_default_str();
   cmd->add_flag("--quiet", opts->quiet, "No progress bar");

@@ -64,6 +64,14 @@ void add_job_size_options(CLI::App* cmd, int64_t& gpus, int64_t& global_batch);
 // model that is not a transformer.
 void refuse_job_size_without_transformer(int64_t gpus, int64_t global_batch);
 
+// `trainsim profile --import-kineto TRACE` (kineto_profile.cpp).
+struct KinetoCliOptions {
+  std::string trace, granularity = "layer", name, out = "-", cluster_out;
+  int64_t batch = 0;
+  bool summary = false;
+};
+void run_kineto_import(const KinetoCliOptions& options, CommandContext& ctx);
+
 // A zoo id, or the path of a trainsim.model/1 JSON file.
 Model load_model(const std::string& name_or_path, const std::string& where);
 

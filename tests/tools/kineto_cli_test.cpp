@@ -1,0 +1,89 @@
+// `trainsim profile --import-kineto`: the imported profile and the trace's
+// machine make `predict` reproduce the measured step of each single-GPU
+// trace for `single`; --summary says host-bound or GPU-bound; one error
+// line for each bad combination.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "profiles/kineto/kineto_import.hpp"
+#include "tests/tools/cli_fixtures.hpp"
+
+namespace trainsim {
+namespace {
+
+namespace fs = std::filesystem;
+using testing_fixtures::run_cli;
+
+std::string real_trace(const std::string& name) {
+  return (fs::path(TRAINSIM_TEST_DATA_DIR) / "kineto" / (name + ".json.gz")).string();
+}
+
+fs::path temp(const std::string& name) {
+  return fs::temp_directory_path() / ("trainsim-kineto-cli-" + std::to_string(getpid()) + "-" + name);
+}
+
+// predict's `single` on the imported profile and machine, against the
+// trace's own median step.
+TEST(KinetoCli, PredictReproducesEachSingleGpuTracesStep) {
+  for (const std::string name : {"hta_ns_resolution_V100x1_rank0", "kineto_tbplugin_resnet50_V100x1_legacy"}) {
+    const fs::path profile = temp(name + ".json"), cluster = temp(name + "-cluster.json");
+    const auto imported = run_cli({"profile", "--import-kineto", real_trace(name), "--batch", "32", "--out",
+                                   profile.string(), "--cluster-out", cluster.string()});
+    ASSERT_EQ(imported.status, 0) << imported.err;
+    const auto predicted = run_cli({"predict", "--profile", profile.string(), "--cluster", cluster.string(),
+                                    "--strategies", "single", "--json", "-"});
+    fs::remove(profile);
+    fs::remove(cluster);
+    ASSERT_EQ(predicted.status, 0) << predicted.err;
+    const double predicted_s = nlohmann::json::parse(predicted.out)["results"][0]["iteration_s"].get<double>();
+    const double measured_s = import_kineto(read_kineto_trace(real_trace(name)), {}).median.step_s;
+    EXPECT_NEAR(predicted_s / measured_s, 1.0, 0.05) << name << ": " << predicted_s << " s against " << measured_s;
+  }
+}
+
+TEST(KinetoCli, TheSummarySaysWhereTheStepWent) {
+  const auto ddp =
+      run_cli({"profile", "--import-kineto", real_trace("hta_nccl_data_A100x2_resnet50_ddp_rank0"), "--summary"});
+  ASSERT_EQ(ddp.status, 0) << ddp.err;
+  for (const char* part : {"world size 2 (nccl)", "exposed communication", "all-reduced a step: 97.5 MiB in 5",
+                           "host-bound: the GPU idles", "parameters from DDP's 5 all-reduced buckets"}) {
+    EXPECT_NE(ddp.out.find(part), std::string::npos) << part << "\n" << ddp.out;
+  }
+  const auto ns = run_cli({"profile", "--import-kineto", real_trace("hta_ns_resolution_V100x1_rank0"), "--summary"});
+  ASSERT_EQ(ns.status, 0) << ns.err;
+  EXPECT_NE(ns.out.find("GPU-bound: the GPU idles 1%"), std::string::npos) << ns.out;
+  const auto legacy = run_cli({"profile", "--import-kineto", real_trace("kineto_tbplugin_resnet50_V100x1_legacy"),
+                               "--summary", "--granularity", "4"});
+  ASSERT_EQ(legacy.status, 0) << legacy.err;
+  EXPECT_NE(legacy.out.find("the 2021 schema"), std::string::npos) << legacy.out;
+  EXPECT_NE(legacy.out.find("4 layers (--granularity 4) after the data loader's, batch 32"), std::string::npos)
+      << legacy.out;
+  EXPECT_NE(legacy.out.find("data loader"), std::string::npos) << legacy.out;
+}
+
+TEST(KinetoCli, EachBadCombinationIsOneErrorLine) {
+  const std::string trace = real_trace("hta_ns_resolution_V100x1_rank0");
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"profile", "--import-kineto", trace}, "--batch: is needed"},
+      {{"profile", "--import-kineto", trace, "--model", "vgg16"}, "--model: given with --import-kineto"},
+      {{"profile", "--import-kineto", trace, "--analytic"}, "--analytic: given with --import-kineto"},
+      {{"profile", "--import-kineto", trace, "--granularity", "none", "--summary"}, "--granularity: 'none'"},
+      {{"profile", "--model", "vgg16", "--analytic", "--cluster", "p40x4-pcie3", "--summary"},
+       "--summary: given without --import-kineto"},
+      {{"profile", "--import-kineto", trace + ".missing", "--summary"}, "cannot be read"},
+  };
+  for (const auto& [args, expected] : cases) {
+    const auto r = run_cli(args);
+    EXPECT_EQ(r.status, 2) << expected;
+    EXPECT_NE(r.err.find(expected), std::string::npos) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  }
+}
+
+}  // namespace
+}  // namespace trainsim
