@@ -49,13 +49,14 @@ void print_summary(const KinetoTrace& trace, const KinetoImport& r, const std::s
   print_aligned(out, t);
   out << "GPU time by phase: forward " << format_seconds(m.forward_s) << ", backward " << format_seconds(m.backward_s)
       << ", optimizer " << format_seconds(m.optimizer_s) << ", outside any op " << format_seconds(m.other_s) << "\n";
+  const auto plural = [](size_t n, const std::string& what) {
+    return std::to_string(n) + " " + what + (n == 1 ? "" : "s");
+  };
   if (r.gradient_bytes > 0) {
+    const auto first = std::find_if(r.steps.begin(), r.steps.end(), [](const KinetoStep& s) { return s.analysed; });
     out << "all-reduced a step: " << format_bytes(r.gradient_bytes) << " in "
-        << r.steps[static_cast<size_t>(
-                       std::find_if(r.steps.begin(), r.steps.end(), [](const KinetoStep& s) { return s.analysed; }) -
-                       r.steps.begin())]
-               .all_reduce_bytes.size()
-        << " all-reduces, " << format_bytes(r.all_reduce_bytes_per_s) << "/s over their kernels' time\n";
+        << plural(first->all_reduce_bytes.size(), "all-reduce") << ", " << format_bytes(r.all_reduce_bytes_per_s)
+        << "/s over their kernels' time\n";
   }
   double layers_s = 0;
   size_t layers = 0;
@@ -64,7 +65,7 @@ void print_summary(const KinetoTrace& trace, const KinetoImport& r, const std::s
     layers_s += l.forward_s + l.backward_s + l.update_s.value_or(0);
     ++layers;
   }
-  out << layers << " layers (--granularity " << granularity << ")"
+  out << plural(layers, "layer") << " (--granularity " << granularity << ")"
       << (layers < r.profile.layers.size() ? " after the data loader's" : "") << ", batch "
       << (r.batch_known ? std::to_string(r.profile.batch_size) : "not recorded")
       << ": forward, backward and update sum to " << format_seconds(layers_s) << ", " << share(layers_s, m.compute_s)
