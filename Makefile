@@ -8,7 +8,7 @@ TRAINSIM = $(BUILD)/tools/trainsim
 # and the report's browser test need.
 PACKAGES = build-essential cmake ninja-build pkg-config \
   libeigen3-dev libopenblas-pthread-dev libdnnl-dev libxsmm-dev nlohmann-json3-dev libgtest-dev libbenchmark-dev libcli11-dev \
-  zlib1g-dev libopenmpi-dev openmpi-bin iproute2 dataset-fashion-mnist fortunes fortunes-min python3-matplotlib python3-numpy \
+  zlib1g-dev libprotobuf-dev protobuf-compiler libopenmpi-dev openmpi-bin iproute2 dataset-fashion-mnist fortunes fortunes-min python3-matplotlib python3-numpy \
   jupyter-nbconvert python3-ipykernel chromium
 
 # The CUDA backend is built wherever nvcc is (CUDA 13 at /usr/local/cuda).

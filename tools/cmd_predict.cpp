@@ -12,6 +12,7 @@
 #include "profiles/analytic_profiler.hpp"
 #include "profiles/cluster.hpp"
 #include "profiles/profile.hpp"
+#include "profiles/workload_export.hpp"
 #include "sim/cost/driver.hpp"
 #include "sim/cost/strategies.hpp"
 #include "tools/llm_commands.hpp"
@@ -36,6 +37,7 @@ struct PredictOptions {
   uint64_t seed = 1;
   bool quiet = false;
   int64_t gpus = 0, global_batch = 0;  // a transformer's job
+  std::string workload_out, workload_format = "astra-sim";
 };
 
 // --config FILE: a JSON object of settings, keys as for --set.
@@ -86,6 +88,10 @@ void run_predict(const PredictOptions& o, CommandContext& ctx) {
   refuse_job_size_without_transformer(o.gpus, o.global_batch);
   const Cluster cluster = load_cluster(o.cluster, "--cluster");
   const Profile profile = resolve_profile_input(o.profile, o.model, o.batch, cluster);
+  if (!o.workload_out.empty()) {
+    const WorkloadFormat format = parse_workload_format(o.workload_format, "--workload-format");
+    write_text_output(o.workload_out, workload_text(profile, device_count(cluster), format), ctx.out, "--workload-out");
+  }
   std::vector<Setting> settings;
   if (!o.config.empty()) read_config_settings(o.config, settings);
   for (const std::string& text : o.settings) settings.push_back(parse_setting(text, "--set"));
@@ -136,6 +142,10 @@ void add_predict_command(CLI::App& app, CommandContext& ctx) {
   cmd->add_option("--csv", o->csv, "Write a CSV row per strategy here ('-' for standard output)");
   cmd->add_flag("--quiet", o->quiet, "Print no table");
   add_job_size_options(cmd, o->gpus, o->global_batch);
+  cmd->add_option("--workload-out", o->workload_out,
+                  "Also write the profile's data-parallel training over the cluster's devices as ASTRA-sim 1.0's "
+                  "or SimAI's workload text");
+  cmd->add_option("--workload-format", o->workload_format, "astra-sim or simai")->capture_default_str();
   std::string footer = "\nStrategies and the settings each reads:\n";
   for (const StrategyInfo& s : strategy_registry()) {
     footer += "  " + s.id + std::string(16 - std::min<size_t>(15, s.id.size()), ' ') + s.summary;

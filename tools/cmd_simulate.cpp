@@ -6,6 +6,7 @@
 #include "analysis/table.hpp"
 #include "model/error.hpp"
 #include "model/units.hpp"
+#include "sim/chakra/chakra.hpp"
 #include "sim/cost/driver.hpp"
 #include "sim/cost/strategies.hpp"
 #include "sim/des/engine.hpp"
@@ -37,7 +38,18 @@ struct SimulateOptions {
   std::string dump_plan;
   bool quiet = false;
   int64_t gpus = 0, global_batch = 0;  // a transformer's job
+  std::string export_chakra, import_chakra;
 };
+
+// --export-chakra DIR: the plan as one Chakra ET a worker.
+void export_chakra(const SimulateOptions& o, const Plan& plan, CommandContext& ctx) {
+  if (o.export_chakra.empty()) return;
+  const int files = write_chakra_plan(plan, o.export_chakra);
+  if (!o.quiet && o.json != "-" && o.trace != "-" && o.dump_plan != "-") {
+    ctx.out << "wrote " << files << " Chakra execution traces: " << o.export_chakra << "/trainsim.{0.." << files - 1
+            << "}.et\n";
+  }
+}
 
 TextTable worker_table(const Plan& plan, const SimResult& r) {
   TextTable t;
@@ -116,6 +128,7 @@ void run_transformer_simulate(const SimulateOptions& o, CommandContext& ctx) {
   if (!o.dump_plan.empty()) {
     write_text_output(o.dump_plan, plan_to_json(job.plan).dump(1) + "\n", ctx.out, "--dump-plan");
   }
+  export_chakra(o, job.plan, ctx);
   const SimResult result = simulate_plan(job.plan, job.cluster, SimOptions{});
   if (!o.trace.empty()) write_text_output(o.trace, chrome_trace(job.plan, result).dump() + "\n", ctx.out, "--trace");
   if (!o.json.empty()) {
@@ -147,7 +160,35 @@ void run_transformer_simulate(const SimulateOptions& o, CommandContext& ctx) {
   print_aligned(ctx.out, stages);
 }
 
+// --import-chakra PREFIX: a plan exported as Chakra ETs, simulated on --cluster.
+void run_chakra_simulate(const SimulateOptions& o, CommandContext& ctx) {
+  for (const auto& [given, flag] :
+       {std::pair{!o.model.empty(), "--model"}, std::pair{!o.profile.empty(), "--profile"},
+        std::pair{!o.strategy.empty(), "--strategy"}, std::pair{!o.settings.empty(), "--set"}}) {
+    if (given) throw InputError(flag, "given with --import-chakra", "the plan the traces hold, and --cluster");
+  }
+  const Cluster cluster = load_cluster(o.cluster, "--cluster");
+  const Plan plan = read_chakra_plan(o.import_chakra);
+  if (device_count(cluster) < static_cast<int64_t>(plan.workers.size())) {
+    throw InputError("--cluster", cluster.name + " has " + std::to_string(device_count(cluster)) + " devices",
+                     "at least the traces' " + std::to_string(plan.workers.size()) + " workers");
+  }
+  const SimOptions options = parse_sim_options(o.straggler, o.jitter, o.seed);
+  const SimResult result = simulate_plan(plan, cluster, options);
+  if (!o.trace.empty()) write_text_output(o.trace, chrome_trace(plan, result).dump() + "\n", ctx.out, "--trace");
+  if (!o.json.empty()) {
+    write_text_output(o.json, summary_json(plan, result, options, Prediction{}, "", cluster.name).dump(2) + "\n",
+                      ctx.out, "--json");
+  }
+  if (o.quiet || o.json == "-" || o.trace == "-") return;
+  ctx.out << plan.strategy << " from " << o.import_chakra << ".*.et on " << cluster.name << ": " << plan.ops.size()
+          << " ops, " << plan.iterations << " iterations\niteration " << format_seconds(result.iteration_s)
+          << " median\n\nper iteration, by worker:\n";
+  print_aligned(ctx.out, worker_table(plan, result));
+}
+
 void run_simulate(const SimulateOptions& o, CommandContext& ctx) {
+  if (!o.import_chakra.empty()) return run_chakra_simulate(o, ctx);
   if (is_transformer_config(o.model)) return run_transformer_simulate(o, ctx);
   refuse_job_size_without_transformer(o.gpus, o.global_batch);
   if (o.strategy.empty()) throw InputError("--strategy", "is missing", "a strategy id (see trainsim predict --help)");
@@ -168,6 +209,7 @@ void run_simulate(const SimulateOptions& o, CommandContext& ctx) {
     }
   }
   if (!o.dump_plan.empty()) write_text_output(o.dump_plan, plan_to_json(plan).dump(1) + "\n", ctx.out, "--dump-plan");
+  export_chakra(o, plan, ctx);
   const SimResult result = simulate_plan(plan, cluster, options);
   const Prediction analytic = predict_strategy(strategy, profile, cluster, config);
   if (!o.trace.empty()) write_text_output(o.trace, chrome_trace(plan, result).dump() + "\n", ctx.out, "--trace");
@@ -198,7 +240,8 @@ void add_simulate_command(CLI::App& app, CommandContext& ctx) {
   cmd->add_option("--batch", o->batch, "Per-device batch size with --model (default: the model's)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--cluster", o->cluster, "Cluster preset or cluster JSON file")->required();
-  cmd->add_option("--strategy", o->strategy, "Strategy id (see trainsim predict --help); not with a transformer");
+  cmd->add_option("--strategy", o->strategy,
+                  "Strategy id (see trainsim predict --help); not with a transformer or --import-chakra");
   cmd->add_option("--set", o->settings,
                   "Strategy setting key=value (repeatable); a transformer's: tp, pp, dp, micro_batch, interleave, "
                   "recompute, sequence_parallel, flash_attention, zero, schedule");
@@ -213,6 +256,11 @@ void add_simulate_command(CLI::App& app, CommandContext& ctx) {
   cmd->add_option("--trace", o->trace, "Write a Chrome trace (Perfetto, chrome://tracing) here");
   cmd->add_option("--json", o->json, "Write the trainsim.simulation/1 summary here ('-' for standard output)");
   cmd->add_option("--dump-plan", o->dump_plan, "Write the plan (trainsim.plan/1 JSON) here");
+  cmd->add_option("--export-chakra", o->export_chakra,
+                  "Also write the plan as MLCommons Chakra execution traces, DIR/trainsim.W.et a worker (ASTRA-sim "
+                  "runs them)");
+  cmd->add_option("--import-chakra", o->import_chakra,
+                  "Simulate the plan of Chakra traces trainsim exported: PREFIX for PREFIX.0.et, PREFIX.1.et, ...");
   cmd->add_flag("--quiet", o->quiet, "Print no summary");
   cmd->footer(
       "\nExamples:\n  trainsim simulate --model vgg16 --batch 64 --cluster p40x4-pcie3 --strategy gpipe --trace "

@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -83,6 +84,43 @@ TEST(KinetoCli, EachBadCombinationIsOneErrorLine) {
     EXPECT_NE(r.err.find(expected), std::string::npos) << r.err;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
   }
+}
+
+// A trace's layers as the workload text ASTRA-sim 1.0 and SimAI read: a line
+// a layer, the A100 pair's parameters in the all-reduces.
+TEST(KinetoCli, AnImportedTraceBecomesASimulatorsWorkload) {
+  const fs::path profile = temp("ddp.json"), cluster = temp("ddp-cluster.json");
+  ASSERT_EQ(run_cli({"profile", "--import-kineto", real_trace("hta_nccl_data_A100x2_resnet50_ddp_rank0"), "--batch",
+                     "32", "--out", profile.string(), "--cluster-out", cluster.string()})
+                .status,
+            0);
+  const auto r = run_cli({"predict", "--profile", profile.string(), "--cluster", cluster.string(), "--strategies",
+                          "dp-overlap", "--quiet", "--workload-out", "-", "--workload-format", "simai"});
+  fs::remove(profile);
+  fs::remove(cluster);
+  ASSERT_EQ(r.status, 0) << r.err;
+  std::istringstream lines(r.out);
+  std::string header, count, line;
+  std::getline(lines, header);
+  std::getline(lines, count);
+  EXPECT_EQ(header.rfind("DATA model_parallel_NPU_group: 1 ep: 1 pp: 1 ga: 1 all_gpus: 2 ", 0), 0u) << header;
+  EXPECT_EQ(count, "107");
+  double all_reduced = 0;
+  int64_t layers = 0;
+  while (std::getline(lines, line)) {
+    std::istringstream fields(line);
+    std::vector<std::string> f;
+    for (std::string x; std::getline(fields, x, '\t');) f.push_back(x);
+    ASSERT_EQ(f.size(), 12u) << line;
+    if (f[9] == "ALLREDUCE") all_reduced += std::stod(f[10]);
+    ++layers;
+  }
+  EXPECT_EQ(layers, 107);
+  EXPECT_NEAR(all_reduced, 4.0 * 25'557'032, 107);  // each layer's bytes rounded
+  const auto bad = run_cli({"predict", "--model", "fmnist-mlp", "--cluster", "p40x4-pcie3", "--workload-out", "-",
+                            "--workload-format", "astra"});
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_NE(bad.err.find("--workload-format: 'astra'"), std::string::npos) << bad.err;
 }
 
 }  // namespace
