@@ -2,7 +2,9 @@
 #include "profiles/kineto/kineto_import.hpp"
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 
@@ -48,7 +50,7 @@ std::vector<std::vector<size_t>> group_units(const KinetoTrace& t, const StepUni
     }
   }
   if (granularity == "op" || granularity == "layer") return groups;
-  const auto wanted = static_cast<size_t>(std::stoll(granularity));
+  const auto wanted = static_cast<size_t>(std::strtoll(granularity.c_str(), nullptr, 10));
   if (wanted >= groups.size()) {
     notes.push_back("--granularity " + granularity + ": the forward has only " + std::to_string(groups.size()) +
                     " layers; kept them");
@@ -76,8 +78,9 @@ std::vector<std::vector<size_t>> group_units(const KinetoTrace& t, const StepUni
 void check_granularity(const std::string& g) {
   if (g == "op" || g == "layer") return;
   char* end = nullptr;
+  errno = 0;
   const long long n = std::strtoll(g.c_str(), &end, 10);
-  if (g.empty() || *end != '\0' || n < 1) {
+  if (g.empty() || *end != '\0' || n < 1 || errno == ERANGE) {
     throw InputError("--granularity", "'" + g + "'", "op, layer, or a number of layers (1 or more)");
   }
 }

@@ -6,6 +6,7 @@
 
 #include <zlib.h>
 
+#include <algorithm>
 #include <array>
 #include <istream>
 #include <memory>
@@ -216,13 +217,24 @@ int64_t id_field(const nlohmann::json& args, const char* key, const char* legacy
 
 std::string id_text(const nlohmann::json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
 
+// A field's text, "" where it is missing or not a string (a trace's fields
+// are read as they come: nothing here may throw on a field's type).
+std::string text_of(const nlohmann::json& object, const char* key) {
+  const auto it = object.find(key);
+  return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+double number_of(const nlohmann::json& object, const char* key, double fallback) {
+  const auto it = object.find(key);
+  return it != object.end() && it->is_number() ? it->get<double>() : fallback;
+}
+
 void Reader::add_event(const nlohmann::json& e) {
-  if (!e.is_object() || e.value("ph", "") != "X") {
+  if (!e.is_object() || text_of(e, "ph") != "X") {
     ++trace_.skipped_events;
     return;
   }
   KinetoEvent out;
-  if (!category_of(e.value("cat", ""), out.cat, trace_.legacy)) {
+  if (!category_of(text_of(e, "cat"), out.cat, trace_.legacy)) {
     ++trace_.skipped_events;
     return;
   }
@@ -230,14 +242,19 @@ void Reader::add_event(const nlohmann::json& e) {
   const auto dur = e.find("dur");
   if (ts == e.end() || !ts->is_number() || dur == e.end() || !dur->is_number()) {
     throw InputError(trace_.path,
-                     "a " + e.value("cat", "") + " span '" + e.value("name", "") + "' without a numeric ts and dur",
+                     "a " + text_of(e, "cat") + " span '" + text_of(e, "name") + "' without a numeric ts and dur",
                      "Chrome trace spans: \"ph\": \"X\" with ts and dur in microseconds");
   }
   out.ts_us = ts->get<double>();
   out.dur_us = dur->get<double>();
-  out.name = intern(trace_.names, name_index_, e.value("name", ""));
+  if (out.dur_us < 0) {
+    throw InputError(trace_.path, "a " + text_of(e, "cat") + " span '" + text_of(e, "name") + "' of negative dur",
+                     "spans of 0 µs or more");
+  }
+  out.name = intern(trace_.names, name_index_, text_of(e, "name"));
   out.thread = intern(trace_.threads, thread_index_,
-                      id_text(e.value("pid", nlohmann::json(0))) + "/" + id_text(e.value("tid", nlohmann::json(0))));
+                      id_text(e.contains("pid") ? e["pid"] : nlohmann::json(0)) + "/" +
+                          id_text(e.contains("tid") ? e["tid"] : nlohmann::json(0)));
   const nlohmann::json& args = e.contains("args") && e["args"].is_object() ? e["args"] : nlohmann::json::object();
   out.external_id = id_field(args, "External id", "external id");
   out.correlation = id_field(args, "correlation", "correlation");
@@ -245,12 +262,12 @@ void Reader::add_event(const nlohmann::json& e) {
   out.backward = id_field(args, "Fwd thread id", "Fwd thread id") > 0;
   out.device = id_field(args, "device", "device");
   if (const auto n = args.find("In msg nelems"); n != args.end() && n->is_number()) {
-    out.message_elements = n->get<double>();
-    out.message_element_bytes = element_bytes(args.value("dtype", ""));
+    out.message_elements = std::max(0.0, n->get<double>());
+    out.message_element_bytes = element_bytes(text_of(args, "dtype"));
     if (out.message_element_bytes == 0) {  // NCCL's names: Float, Half, BFloat16, ...
       static const std::unordered_map<std::string, int> nccl = {{"Float", 4},  {"Half", 2}, {"BFloat16", 2},
                                                                 {"Double", 8}, {"Int", 4},  {"Long", 8}};
-      const auto it = nccl.find(args.value("dtype", ""));
+      const auto it = nccl.find(text_of(args, "dtype"));
       out.message_element_bytes = it == nccl.end() ? 0 : it->second;
     }
   }
@@ -311,13 +328,15 @@ KinetoTrace read_kineto_trace(const std::string& path) {
   const nlohmann::json& header = reader.header();
   if (const auto devices = header.find("deviceProperties");
       devices != header.end() && devices->is_array() && !devices->empty() && (*devices)[0].is_object()) {
-    trace.device_name = (*devices)[0].value("name", "");
-    trace.device_memory_bytes = (*devices)[0].value("totalGlobalMem", 0.0);
+    trace.device_name = text_of((*devices)[0], "name");
+    trace.device_memory_bytes = std::max(0.0, number_of((*devices)[0], "totalGlobalMem", 0.0));
   }
   if (const auto info = header.find("distributedInfo"); info != header.end() && info->is_object()) {
-    trace.world_size = info->value("world_size", int64_t{1});
-    trace.rank = info->value("rank", int64_t{0});
-    trace.backend = info->value("backend", "");
+    const double world = number_of(*info, "world_size", 1);
+    trace.world_size = world >= 1 && world <= 1 << 20 ? static_cast<int64_t>(world) : 1;
+    const double rank = number_of(*info, "rank", 0);
+    trace.rank = rank >= 0 && rank < static_cast<double>(trace.world_size) ? static_cast<int64_t>(rank) : 0;
+    trace.backend = text_of(*info, "backend");
   }
   return trace;
 }

@@ -2,6 +2,7 @@
 #include "sim/chakra/chakra.hpp"
 
 #include <google/protobuf/io/zero_copy_stream_impl.h>
+#include <google/protobuf/stubs/logging.h>
 #include <google/protobuf/util/delimited_message_util.h>
 
 #include <algorithm>
@@ -153,6 +154,38 @@ nlohmann::json plan_header(const Plan& plan) {
 
 std::string file_of(const std::string& prefix, size_t worker) { return prefix + "." + std::to_string(worker) + ".et"; }
 
+// The plan the files held: their header and ops, checked whole.
+Plan plan_of(const nlohmann::json& header, std::map<OpId, Op>& ops, size_t workers, const std::string& prefix) {
+  const size_t expected = header.value("ops", size_t{0});
+  if (ops.size() != expected || (!ops.empty() && ops.rbegin()->first != static_cast<OpId>(ops.size()) - 1)) {
+    throw InputError(prefix + ".*.et", std::to_string(ops.size()) + " nodes with trainsim's ops",
+                     "the " + std::to_string(expected) + " ops of the exported plan, ids 0 on");
+  }
+  PlanBuilder builder(header.value("strategy", ""), static_cast<int32_t>(workers), header.value("iterations", 0),
+                      header.value("samples_per_iteration", 0.0));
+  builder.set_config(header.value("config", nlohmann::json::object()));
+  builder.set_iteration_period(header.value("iteration_period", 1));
+  builder.set_drain_iterations(header.value("drain_iterations", int64_t{0}));
+  builder.set_gathers_sparse_rows(header.value("gathers_sparse_rows", false));
+  for (size_t w = 0; w < workers; ++w) {
+    builder.worker(static_cast<int32_t>(w)).device = header.at("workers").at(w).at(0).get<int32_t>();
+    builder.worker(static_cast<int32_t>(w)).static_bytes = header.at("workers").at(w).at(1).get<double>();
+  }
+  for (const nlohmann::json& s : header.value("servers", nlohmann::json::array())) {
+    builder.add_server(
+        {s.at(0).get<int32_t>(), s.at(1).get<int32_t>(), static_cast<ServerRule>(s.at(2).get<int>() != 0)});
+  }
+  for (const nlohmann::json& g : header.value("groups", nlohmann::json::array())) {
+    builder.group(g.get<std::vector<int32_t>>());
+  }
+  for (auto& [id, op] : ops) builder.add(std::move(op));
+  try {
+    return std::move(builder).build();
+  } catch (const std::logic_error& e) {  // ids, groups, pairs or an order that cannot run
+    throw InputError(prefix + ".*.et", std::string("is not a plan that can run: ") + e.what(), "an unchanged export");
+  }
+}
+
 }  // namespace
 
 int write_chakra_plan(const Plan& plan, const std::string& dir, const std::string& prefix) {
@@ -192,6 +225,9 @@ int write_chakra_plan(const Plan& plan, const std::string& dir, const std::strin
 }
 
 Plan read_chakra_plan(const std::string& prefix) {
+  // A malformed file is one InputError, not protobuf's log lines besides it.
+  static const bool quiet = (google::protobuf::SetLogHandler(nullptr), true);
+  (void)quiet;
   nlohmann::json header;
   std::map<OpId, Op> ops;
   size_t workers = 1;
@@ -213,7 +249,8 @@ Plan read_chakra_plan(const std::string& prefix) {
     }
     if (w == 0) {
       header = nlohmann::json::parse(attr->string_val(), nullptr, false);
-      if (!header.is_object() || !header.contains("workers")) {
+      if (!header.is_object() || !header.contains("workers") || !header["workers"].is_array() ||
+          header["workers"].empty()) {
         throw InputError(path, "has a trainsim plan attribute that is not a plan's header", "an unchanged export");
       }
       workers = header["workers"].size();
@@ -277,32 +314,11 @@ Plan read_chakra_plan(const std::string& prefix) {
       }
     }
   }
-  const size_t expected = header.value("ops", size_t{0});
-  if (ops.size() != expected || (!ops.empty() && ops.rbegin()->first != static_cast<OpId>(ops.size()) - 1)) {
-    throw InputError(prefix + ".*.et", std::to_string(ops.size()) + " nodes with trainsim's ops",
-                     "the " + std::to_string(expected) + " ops of the exported plan, ids 0 on");
-  }
-  PlanBuilder builder(header.value("strategy", ""), static_cast<int32_t>(workers), header.value("iterations", 0),
-                      header.value("samples_per_iteration", 0.0));
-  builder.set_config(header.value("config", nlohmann::json::object()));
-  builder.set_iteration_period(header.value("iteration_period", 1));
-  builder.set_drain_iterations(header.value("drain_iterations", int64_t{0}));
-  builder.set_gathers_sparse_rows(header.value("gathers_sparse_rows", false));
-  for (size_t w = 0; w < workers; ++w) {
-    builder.worker(static_cast<int32_t>(w)).device = header["workers"][w][0].get<int32_t>();
-    builder.worker(static_cast<int32_t>(w)).static_bytes = header["workers"][w][1].get<double>();
-  }
-  for (const nlohmann::json& s : header.value("servers", nlohmann::json::array())) {
-    builder.add_server({s[0].get<int32_t>(), s[1].get<int32_t>(), static_cast<ServerRule>(s[2].get<int>())});
-  }
-  for (const nlohmann::json& g : header.value("groups", nlohmann::json::array())) {
-    builder.group(g.get<std::vector<int32_t>>());
-  }
-  for (auto& [id, op] : ops) builder.add(std::move(op));
   try {
-    return std::move(builder).build();
-  } catch (const std::logic_error& e) {  // ids, groups, pairs or an order that cannot run
-    throw InputError(prefix + ".*.et", std::string("is not a plan that can run: ") + e.what(), "an unchanged export");
+    return plan_of(header, ops, workers, prefix);
+  } catch (const nlohmann::json::exception& e) {
+    throw InputError(prefix + ".0.et", std::string("has a trainsim.plan header of the wrong shape: ") + e.what(),
+                     "an unchanged export");
   }
 }
 

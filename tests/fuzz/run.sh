@@ -19,7 +19,7 @@ for name in "${names[@]}"; do
   case $name in
     set_option | stages | straggler | devices | units) max_len=1024 dict= ;;  # command-line strings
     pipedream_graph) max_len=65536 dict=-dict=$src/graph.dict ;;
-    idx) max_len=65536 dict= ;;
+    idx | chakra_plan) max_len=65536 dict= ;;                                   # binary files
     *) max_len=65536 dict=-dict=$src/json.dict ;;                             # JSON files
   esac
   mkdir -p "$build/fuzz-corpus/$name"

@@ -260,6 +260,34 @@ TEST(KinetoImport, BadInputIsOneErrorNamingTheFile) {
   EXPECT_NE(error_of(no_ts.dump()).find(file.path()), std::string::npos);
 }
 
+// Fields of other types than a trace's (what the fuzzer found: a name that
+// is a number) are read as missing, never thrown on.
+TEST(KinetoImport, FieldsOfTheWrongTypeAreReadAsMissing) {
+  json odd = hand_trace();
+  odd["traceEvents"][3]["name"] = 0;
+  odd["traceEvents"][3]["pid"] = json::array({1});
+  odd["deviceProperties"][0]["name"] = 3;
+  odd["deviceProperties"][0]["totalGlobalMem"] = "a lot";
+  odd["distributedInfo"] = {{"world_size", "two"}, {"rank", -4}, {"backend", 7}};
+  for (json& e : odd["traceEvents"]) {
+    if (e["name"].is_string() && e["name"].get<std::string>().starts_with("nccl")) e["args"]["dtype"] = 5;
+  }
+  const TempFile file(".json");
+  const KinetoTrace trace = read_kineto_trace(file.write(odd.dump()));
+  EXPECT_EQ(trace.world_size, 1);
+  EXPECT_EQ(trace.device_name, "");
+  EXPECT_EQ(trace.device_memory_bytes, 0);
+  const KinetoImport r = import_kineto(trace, {});
+  EXPECT_EQ(r.profile.layers.size(), 2u);
+  EXPECT_DOUBLE_EQ(r.gradient_bytes, 4000);  // an unknown dtype counts 4 bytes an element
+  json negative = hand_trace();
+  negative["traceEvents"][4]["dur"] = -1;
+  EXPECT_THROW(read_kineto_trace(file.write(negative.dump())), InputError);
+  for (const std::string huge : {"99999999999999999999", "18446744073709551616"}) {
+    EXPECT_THROW(import_kineto(trace, {huge, 0, ""}), InputError) << huge;
+  }
+}
+
 TEST(KinetoImport, ATruncatedGzipIsNamedSo) {
   const std::string whole = real_trace("hta_nccl_data_A100x2_resnet50_ddp_rank0");
   std::ifstream in(whole, std::ios::binary);
