@@ -227,8 +227,9 @@ void add_profile_command(CLI::App& app, CommandContext& ctx) {
   cmd->add_option("--import-kineto", opts->kineto.trace,
                   "Import a PyTorch profiler (Kineto) trace, .json or .json.gz (docs/importing-pytorch.md)");
   cmd->add_option("--granularity", opts->kineto.granularity,
-                  "With --import-kineto: op (each outermost forward op a layer), layer (a layer from each op with "
-                  "weights) or N (those merged into N layers of about equal time)")
+                  "With --import-kineto: module (a layer a leaf nn.Module span), layer (a layer from each op with "
+                  "weights), op (each outermost forward op), auto (module where the trace has module spans, else "
+                  "layer) or N (those merged into N layers of about equal time)")
       ->capture_default_str();
   cmd->add_option("--name", opts->kineto.name, "With --import-kineto: the model's name (default: the file's)");
   cmd->add_flag("--summary", opts->kineto.summary,

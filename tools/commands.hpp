@@ -66,7 +66,7 @@ void refuse_job_size_without_transformer(int64_t gpus, int64_t global_batch);
 
 // `trainsim profile --import-kineto TRACE` (kineto_profile.cpp).
 struct KinetoCliOptions {
-  std::string trace, granularity = "layer", name, out = "-", cluster_out;
+  std::string trace, granularity = "auto", name, out = "-", cluster_out;
   int64_t batch = 0;
   bool summary = false;
 };

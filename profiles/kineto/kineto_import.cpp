@@ -35,21 +35,34 @@ std::string base_name(const std::string& op) {
 // The forward's units in groups, each a layer: see KinetoImportOptions.
 std::vector<std::vector<size_t>> group_units(const KinetoTrace& t, const StepUnits& reference,
                                              const std::string& granularity, const std::vector<double>& unit_us,
-                                             std::vector<std::string>& notes) {
+                                             std::vector<std::string>& notes, bool& by_module) {
   std::vector<std::vector<size_t>> groups;
   const std::vector<ForwardUnit>& units = reference.forward;
+  by_module = granularity == "module" ||
+              (granularity != "op" && granularity != "layer" &&
+               std::any_of(units.begin(), units.end(), [](const ForwardUnit& u) { return u.module >= 0; }));
   bool weighted = false;  // whether the last layer has an op with weights yet
+  int64_t module = -1;    // the last layer's module
   for (size_t u = 0; u < units.size(); ++u) {
     const bool weights = kineto_detail::has_weights(t.names[units[u].name]);
-    if (groups.empty() || granularity == "op" || (weights && weighted)) {
+    const int64_t m = units[u].module;
+    const bool starts = by_module ? m >= 0 && m != module && module >= 0 : granularity == "op" || (weights && weighted);
+    if (groups.empty() || starts) {
       groups.push_back({u});
       weighted = weights;
-    } else {  // an op without weights joins the layer before (those before the first, the first)
+      module = m;
+    } else {  // joins the layer before (those before the first, the first)
       groups.back().push_back(u);
       weighted = weighted || weights;
+      if (module < 0) module = m;
     }
   }
-  if (granularity == "op" || granularity == "layer") return groups;
+  if (by_module && granularity != "module" && granularity != "auto") {
+    notes.push_back("layers from the trace's nn.Module spans, merged into --granularity " + granularity);
+  }
+  if (granularity == "op" || granularity == "layer" || granularity == "module" || granularity == "auto") {
+    return groups;
+  }
   const auto wanted = static_cast<size_t>(std::strtoll(granularity.c_str(), nullptr, 10));
   if (wanted >= groups.size()) {
     notes.push_back("--granularity " + granularity + ": the forward has only " + std::to_string(groups.size()) +
@@ -76,12 +89,12 @@ std::vector<std::vector<size_t>> group_units(const KinetoTrace& t, const StepUni
 }
 
 void check_granularity(const std::string& g) {
-  if (g == "op" || g == "layer") return;
+  if (g == "op" || g == "layer" || g == "module" || g == "auto") return;
   char* end = nullptr;
   errno = 0;
   const long long n = std::strtoll(g.c_str(), &end, 10);
   if (g.empty() || *end != '\0' || n < 1 || errno == ERANGE) {
-    throw InputError("--granularity", "'" + g + "'", "op, layer, or a number of layers (1 or more)");
+    throw InputError("--granularity", "'" + g + "'", "auto, module, layer, op, or a number of layers (1 or more)");
   }
 }
 
@@ -173,7 +186,9 @@ KinetoImport import_kineto(const KinetoTrace& t, const KinetoImportOptions& o) {
   for (const ForwardUnit& u : reference.forward) {
     unit_us.push_back(gpu ? u.forward_us + u.backward_us : u.cpu_forward_us + u.cpu_backward_us);
   }
-  const std::vector<std::vector<size_t>> groups = group_units(t, reference, o.granularity, unit_us, out.notes);
+  bool by_module = false;
+  const std::vector<std::vector<size_t>> groups =
+      group_units(t, reference, o.granularity, unit_us, out.notes, by_module);
   Profile& p = out.profile;
   p.model = o.model.empty() ? std::filesystem::path(t.path).filename().string() : o.model;
   for (const char* ext : {".gz", ".json"}) {
@@ -189,6 +204,14 @@ KinetoImport import_kineto(const KinetoTrace& t, const KinetoImportOptions& o) {
   for (size_t g = 0; g < groups.size(); ++g) {
     LayerProfile layer;
     std::string base;
+    for (const size_t u : groups[g]) {  // its module's name (Conv2d from "nn.Module: Conv2d_0"), else its op's
+      const int64_t m = reference.forward[u].module;
+      if (by_module && base.empty() && m >= 0) {
+        const std::string& module = t.names[t.events[static_cast<size_t>(m)].name];
+        base = module.substr(std::string("nn.Module: ").size());
+        if (const size_t cut = base.rfind('_'); cut != std::string::npos && cut > 0) base.resize(cut);
+      }
+    }
     for (const size_t u : groups[g]) {
       const std::string& op = t.names[reference.forward[u].name];
       if (base.empty() && kineto_detail::has_weights(op)) base = base_name(op);

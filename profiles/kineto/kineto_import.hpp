@@ -3,7 +3,8 @@
 // - steps: the ProfilerStep#N spans on the thread that runs them; GPU work
 //   belongs to the step whose span holds its launch;
 // - layers: the outermost ops of the forward (on that thread, outside the
-//   optimizer's and the data loader's spans), each with the GPU time of the
+//   optimizer's and the data loader's spans, grouped by their nn.Module
+//   spans where the trace has them), each with the GPU time of the
 //   kernels, copies and sets its ops launched; a backward op of autograd's
 //   engine joins the forward op of its sequence number (one that matches
 //   none, such as AccumulateGrad, the backward run before it); grouped at
@@ -29,11 +30,13 @@
 namespace trainsim {
 
 struct KinetoImportOptions {
-  // "op" (each outermost forward op a layer), "layer" (a layer starts at
-  // each op with weights: convolutions, linear, norms, embeddings,
-  // recurrent), or a number N (those layers merged into N of about equal
-  // time).
-  std::string granularity = "layer";
+  // "module" (a layer a leaf nn.Module span: with_modules=True; ops that a
+  // container module runs itself join the layer before), "layer" (a layer
+  // starts at each op with weights: convolutions, linear, norms,
+  // embeddings, recurrent), "op" (each outermost forward op a layer),
+  // "auto" (module where the trace has module spans, else layer), or a
+  // number N (those layers merged into N of about equal time).
+  std::string granularity = "auto";
   int64_t batch = 0;  // 0: from the first op's recorded input shape (else unknown: batch_known)
   std::string model;  // "": the file's name
 };

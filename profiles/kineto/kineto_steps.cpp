@@ -41,6 +41,7 @@ bool is_all_reduce(const std::string& name) {
 // whether autograd's engine ran it.
 struct Context {
   int64_t outermost = -1;
+  int64_t module = -1;             // the innermost nn.Module span (with_modules=True) around it
   int64_t first_sequence = kNoId;  // of the outermost op, or the first op below it that has one
   Region region = Region::kNone;
   bool backward = false;
@@ -48,13 +49,14 @@ struct Context {
 
 class Sweep {
  public:
-  Sweep(const KinetoTrace& t, uint32_t main_thread) : t_(t), main_(main_thread), span_(t.events.size()) {}
+  Sweep(const KinetoTrace& t, uint32_t main_thread)
+      : t_(t), main_(main_thread), span_(t.events.size()), container_(t.events.size(), false) {}
 
   void run() {
     std::unordered_map<uint32_t, std::vector<size_t>> by_thread;
     for (size_t i = 0; i < t_.events.size(); ++i) {
       const KinetoEvent& e = t_.events[i];
-      if (is_span(e) || e.cat == KinetoCat::kRuntime) by_thread[e.thread].push_back(i);
+      if (is_span(e) || is_module(e) || e.cat == KinetoCat::kRuntime) by_thread[e.thread].push_back(i);
     }
     for (auto& [thread, items] : by_thread) {
       std::sort(items.begin(), items.end(), [this](size_t a, size_t b) {
@@ -71,6 +73,13 @@ class Sweep {
         Context c = context(stack, thread);
         if (e.cat == KinetoCat::kRuntime) {
           launch_[e.correlation] = {i, c};
+          continue;
+        }
+        if (is_module(e)) {  // transparent to the ops, but each op knows its innermost one
+          if (c.module >= 0) container_[static_cast<size_t>(c.module)] = true;
+          c.module = static_cast<int64_t>(i);
+          span_[i] = c;
+          stack.push_back(i);
           continue;
         }
         const bool op = region_of(name(e)) == Region::kNone;
@@ -94,6 +103,11 @@ class Sweep {
     return (e.cat == KinetoCat::kCpuOp && !is_step(name(e)) && !is_label(name(e))) ||
            (e.cat == KinetoCat::kAnnotation && region_of(name(e)) != Region::kNone);
   }
+  bool is_module(const KinetoEvent& e) const {
+    return e.cat == KinetoCat::kPython && starts_with(name(e), "nn.Module: ");
+  }
+  // Whether a module span holds another module's.
+  bool container(int64_t module) const { return module >= 0 && container_[static_cast<size_t>(module)]; }
   const Context& span(size_t i) const { return span_[i]; }
   const std::pair<size_t, Context>* launch(int64_t correlation) const {
     const auto it = launch_.find(correlation);
@@ -111,6 +125,7 @@ class Sweep {
         c.first_sequence = span_[static_cast<size_t>(below.outermost)].first_sequence;
       }
       if (c.region == Region::kNone) c.region = below.region;
+      if (below.module >= 0) c.module = below.module;
       c.backward = c.backward || below.backward;
     }
     return c;
@@ -119,6 +134,7 @@ class Sweep {
   const KinetoTrace& t_;
   uint32_t main_;
   std::vector<Context> span_;
+  std::vector<bool> container_;
   std::unordered_map<int64_t, std::pair<size_t, Context>> launch_;
 };
 
@@ -197,7 +213,9 @@ TraceSteps trace_steps(const KinetoTrace& t) {
       backward_ops[static_cast<size_t>(s)].push_back(i);
     } else if (e.thread == main_thread) {
       unit_of[static_cast<size_t>(s)][i] = step.forward.size();
-      step.forward.push_back({e.name, i, 0, 0, 0, e.dur_us, 0});
+      const int64_t module =
+          sweep.container(c.module) ? -1 : c.module;  // ops a container runs itself join the layer before
+      step.forward.push_back({e.name, i, 0, 0, 0, e.dur_us, 0, module});
       step.key += t.names[e.name] + ";";
     }
   }

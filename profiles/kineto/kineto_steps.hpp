@@ -19,6 +19,7 @@ struct ForwardUnit {
   double backward_us = 0;                          // GPU time its backward's ops launched
   double backward_end_us = 0;                      // when its (last) backward op ended on the host
   double cpu_forward_us = 0, cpu_backward_us = 0;  // its ops' and its backward's host time
+  int64_t module = -1;  // the innermost leaf nn.Module span around it (with_modules=True), else -1
 };
 
 struct StepUnits {

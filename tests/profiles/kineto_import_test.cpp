@@ -64,7 +64,7 @@ void op_with_kernel(json& events, const std::string& cat, const std::string& nam
 
 // Three steps of a convolution, a ReLU and a linear layer (docs: the test's
 // header); step 2's convolution kernel takes 40 µs, the others' 30.
-json hand_trace(bool gpu = true) {
+json hand_trace(bool gpu = true, bool modules = false) {
   json events = json::array();
   if (gpu) {  // launched before the first step: not the trace's
     events.push_back(span("cuda_runtime", "cudaLaunchKernel", -50, 1, 1, {{"correlation", 999}}));
@@ -90,6 +90,13 @@ json hand_trace(bool gpu = true) {
                     {"Input Dims", {{8, 256}, {10, 256}, {10}}},
                     {"Input type", {"float", "float", "float"}}},
                    c + 3, t0 + 160, 20, gpu);
+    if (modules) {  // with_modules=True: the net's module around its layers' (and an op of its own)
+      events.push_back(span("python_function", "nn.Module: Net_0", t0 + 5, 125, 1));
+      events.push_back(span("python_function", "nn.Module: Conv2d_0", t0 + 9, 52, 1));
+      events.push_back(span("python_function", "nn.Module: ReLU_0", t0 + 69, 22, 1));
+      events.push_back(span("cpu_op", "aten::flatten", t0 + 92, 1, 1));
+      events.push_back(span("python_function", "nn.Module: Linear_0", t0 + 94, 22, 1));
+    }
     const auto backward = [&](const std::string& node, double ts, double dur, int64_t seq, int64_t corr, double kts,
                               double kdur) {
       op_with_kernel(events, "cpu_op", "autograd::engine::evaluate_function: " + node, t0 + ts, dur, 2,
@@ -112,7 +119,7 @@ json hand_trace(bool gpu = true) {
           {"traceEvents", events}};
 }
 
-KinetoImport import_text(const std::string& text, const std::string& granularity = "layer") {
+KinetoImport import_text(const std::string& text, const std::string& granularity = "auto") {
   const TempFile file(".json");
   return import_kineto(read_kineto_trace(file.write(text)), {granularity, 0, "hand"});
 }
@@ -171,6 +178,25 @@ TEST(KinetoImport, GranularityCutsEveryOpOrMergesIntoN) {
       EXPECT_EQ(e.where(), "--granularity") << e.what();
     }
   }
+}
+
+// with_modules=True: a layer a leaf module (the flatten the net runs itself
+// joins the module before), named after it; --granularity layer ignores them.
+TEST(KinetoImport, ModuleSpansMakeTheLayers) {
+  const KinetoImport r = import_text(hand_trace(true, true).dump());
+  ASSERT_EQ(r.profile.layers.size(), 3u);
+  EXPECT_EQ(r.profile.layers[0].name, "Conv2d_0");
+  EXPECT_EQ(r.profile.layers[1].name, "ReLU_0");
+  EXPECT_EQ(r.profile.layers[2].name, "Linear_0");
+  EXPECT_NEAR(r.profile.layers[0].forward_s, 30e-6, 1e-12);
+  EXPECT_NEAR(r.profile.layers[0].backward_s, 60e-6, 1e-12);
+  EXPECT_NEAR(r.profile.layers[1].forward_s, 10e-6, 1e-12);
+  EXPECT_NEAR(r.profile.layers[1].backward_s, 15e-6, 1e-12);  // ReluBackward0 and the AccumulateGrad after it
+  EXPECT_NEAR(r.profile.layers[2].backward_s, 40e-6, 1e-12);
+  EXPECT_DOUBLE_EQ(r.profile.layers[1].activation_bytes, 8 * 256 * 4.0);  // the linear's input
+  const KinetoImport by_weights = import_text(hand_trace(true, true).dump(), "layer");
+  ASSERT_EQ(by_weights.profile.layers.size(), 2u);
+  EXPECT_EQ(by_weights.profile.layers[0].name, "conv2d_0");
 }
 
 TEST(KinetoImport, TheFilesOrderDoesNotMatter) {
