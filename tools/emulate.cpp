@@ -105,6 +105,25 @@ std::vector<std::string> namespaces_named(const std::string& name) {
   return found;
 }
 
+// The links in this namespace of the cluster's hosts (NAME-vI): deleting one
+// deletes its pair, even where the host's namespace lives on after `ip netns
+// del` (a killed rank's sockets can hold it for minutes).
+std::vector<std::string> veths_named(const std::string& name) {
+  std::vector<std::string> found;
+  std::istringstream list(run_command({"ip", "-o", "link", "show"}).output);
+  for (std::string line; std::getline(list, line);) {  // "1155: kl-v0@if1154: <...> ..."
+    const size_t start = line.find(": ");
+    if (start == std::string::npos) continue;
+    const std::string link = line.substr(start + 2, line.find_first_of("@:", start + 2) - start - 2);
+    const std::string prefix = name + "-v";
+    if (link.rfind(prefix, 0) == 0 && link.size() > prefix.size() &&
+        link.find_first_not_of("0123456789", prefix.size()) == std::string::npos) {
+      found.push_back(link);
+    }
+  }
+  return found;
+}
+
 nlohmann::json to_json(const EmulatedCluster& c) {
   return {{"format", "trainsim.emulated/1"},
           {"name", c.name},
@@ -267,7 +286,10 @@ EmulatedCluster emulate_up(const std::string& name, int hosts, int workers_per_h
 bool emulate_down(const std::string& name) {
   bool removed = false;
   for (const std::string& ns : namespaces_named(name)) {
-    removed |= run_command({"ip", "netns", "del", ns}).status == 0;  // its veth pair goes with it
+    removed |= run_command({"ip", "netns", "del", ns}).status == 0;  // its veth pair goes with it, once it ends
+  }
+  for (const std::string& link : veths_named(name)) {
+    removed |= run_command({"ip", "link", "del", link}).status == 0;
   }
   if (run_command({"ip", "link", "show", bridge_of(name)}).status == 0) {
     removed |= run_command({"ip", "link", "del", bridge_of(name)}).status == 0;

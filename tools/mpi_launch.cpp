@@ -19,6 +19,7 @@
 
 #include "model/error.hpp"
 #include "tools/emulate.hpp"
+#include "tools/launch_watchdog.hpp"
 #include "tools/progress.hpp"
 
 namespace trainsim {
@@ -210,6 +211,7 @@ void launch_ranks(const LaunchOptions& o, int64_t ranks, const std::vector<std::
   const std::vector<std::string> command = mpirun_command(o, ranks, rank_args, this_executable());
   int out_fd = -1, err_fd = -1;
   const pid_t pid = start(command, out_fd, err_fd);
+  LaunchWatchdog watchdog(pid);  // ends the job should this process end first
   ProgressBar bar(ctx.err, what, !quiet);
   int64_t done = 0, total = 0;
   LostRank lost;
@@ -236,6 +238,7 @@ void launch_ranks(const LaunchOptions& o, int64_t ranks, const std::vector<std::
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
+  watchdog.finished();
   const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   if (code == 0) return;
   if (lost.rank >= 0) {
