@@ -19,6 +19,7 @@
 #include "profiles/profiler/profiler.hpp"
 #include "profiles/profiler/timing.hpp"
 #include "profiles/profiler/transport_probe.hpp"
+#include "sim/chakra/chakra.hpp"
 #include "tools/commands.hpp"
 #include "tools/mpi_launch.hpp"
 #include "tools/progress.hpp"
@@ -37,6 +38,7 @@ struct ProfileOptions {
   std::string cluster;
   std::string pipedream_graph;
   KinetoCliOptions kineto;
+  std::string chakra;
   std::string device;
   int64_t repeats = 20;
   int64_t concurrent = 0;  // 0: not given
@@ -175,9 +177,18 @@ void run_profile(const ProfileOptions& o, CommandContext& ctx) {
     kineto.cluster_out = o.cluster_out;
     return run_kineto_import(kineto, ctx);
   }
+  if (!o.chakra.empty()) {
+    for (const auto& [given, flag] :
+         {std::pair{!o.device.empty(), "--device"}, std::pair{o.analytic, "--analytic"},
+          std::pair{!o.pipedream_graph.empty(), "--import-pipedream"}, std::pair{!o.model.empty(), "--model"}}) {
+      if (given) throw InputError(flag, "given with --import-chakra", "one source (--name names the imported model)");
+    }
+    const Profile profile = read_chakra_profile(o.chakra, o.batch, o.kineto.name);
+    return write_text_output(o.out, profile_to_json(profile).dump(2) + "\n", ctx.out, "--out");
+  }
   for (const auto& [given, flag] :
        {std::pair{o.kineto.summary, "--summary"}, std::pair{!o.kineto.name.empty(), "--name"},
-        std::pair{o.kineto.granularity != "layer", "--granularity"}}) {
+        std::pair{o.kineto.granularity != "auto", "--granularity"}}) {
     if (given) throw InputError(flag, "given without --import-kineto", "--import-kineto TRACE.json[.gz]");
   }
   if (!o.device.empty()) return run_measured(o, ctx);
@@ -231,7 +242,11 @@ void add_profile_command(CLI::App& app, CommandContext& ctx) {
                   "weights), op (each outermost forward op), auto (module where the trace has module spans, else "
                   "layer) or N (those merged into N layers of about equal time)")
       ->capture_default_str();
-  cmd->add_option("--name", opts->kineto.name, "With --import-kineto: the model's name (default: the file's)");
+  cmd->add_option("--import-chakra", opts->chakra,
+                  "Import one rank's Chakra execution trace (.et) of another tool, as PyTorch's converted by Chakra "
+                  "(needs --batch)");
+  cmd->add_option("--name", opts->kineto.name,
+                  "With --import-kineto or --import-chakra: the model's name (default: the file's)");
   cmd->add_flag("--summary", opts->kineto.summary,
                 "With --import-kineto: print what the trace measured (steps, GPU busy and idle, communication and "
                 "its overlap, host-bound or not); the profile is written only with --out FILE");

@@ -71,6 +71,10 @@ struct KinetoImport {
 // layer or a positive number.
 KinetoImport import_kineto(const KinetoTrace& trace, const KinetoImportOptions& options);
 
+// Whether a forward op of this name carries weights (aten::conv2d,
+// aten::linear, aten::addmm, the norms, embeddings, recurrent layers).
+bool op_has_weights(const std::string& op);
+
 // The trace's machine for `predict`: its world size of its GPU (memory from
 // the trace, peak from the profile's times), one machine, the link's rate
 // as the all-reduces measured it (a bus bandwidth), else NVLink-class

@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "model/error.hpp"
+#include "profiles/kineto/kineto_import.hpp"
 
 namespace trainsim::kineto_detail {
 namespace {
@@ -331,3 +332,7 @@ double weight_bytes(const std::string& op, const std::vector<KinetoInput>& in) {
 }
 
 }  // namespace trainsim::kineto_detail
+
+namespace trainsim {
+bool op_has_weights(const std::string& op) { return kineto_detail::has_weights(op); }
+}  // namespace trainsim

@@ -17,6 +17,7 @@
 
 #include <string>
 
+#include "profiles/profile.hpp"
 #include "sim/plan/plan.hpp"
 
 namespace trainsim {
@@ -30,5 +31,20 @@ int write_chakra_plan(const Plan& plan, const std::string& dir, const std::strin
 // names). InputError naming the file for one that is missing, truncated, not
 // a Chakra ET, or without trainsim's attributes (a trace of another tool).
 Plan read_chakra_plan(const std::string& prefix);
+
+// One rank's Chakra ET written by another tool (PyTorch's execution trace
+// through Chakra's converter) as a profile (chakra_profile.cpp): its
+// compute nodes on the device (is_cpu_op false; the host's where none is)
+// in the file's order, the forward those before the first backward node
+// (a name with "Backward" or autograd's evaluate_function), the optimizer
+// those after the last; the forward's layers start at each op with
+// weights, the backward's nodes join the layer of the weight op they
+// differentiate (the k-th backward with weights the k-th forward op with
+// weights from the end; those without, the next one's); all-reduces'
+// comm_size over the layers whose backward ran since the one before, as
+// parameters. InputError naming the file for one that cannot be read, a
+// trainsim export (its plan runs with simulate --import-chakra), or one
+// without compute nodes; `batch` must be given (an ET records no batch).
+Profile read_chakra_profile(const std::string& path, int64_t batch, const std::string& model);
 
 }  // namespace trainsim

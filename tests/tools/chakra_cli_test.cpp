@@ -36,6 +36,13 @@ TEST(ChakraCli, AnExportedPlanSimulatesBackToTheSameIteration) {
   const auto missing = run_cli({"simulate", "--import-chakra", (dir / "nothing").string(), "--cluster", "p40x4-pcie3"});
   EXPECT_EQ(missing.status, 2);
   EXPECT_NE(missing.err.find("nothing.0.et: cannot be read"), std::string::npos) << missing.err;
+  // A trainsim export is a plan, not a profile; --import-chakra takes no model.
+  const auto as_profile = run_cli({"profile", "--import-chakra", (dir / "trainsim.0.et").string(), "--batch", "8"});
+  EXPECT_EQ(as_profile.status, 2);
+  EXPECT_NE(as_profile.err.find("is a trainsim export"), std::string::npos) << as_profile.err;
+  const auto both = run_cli({"profile", "--import-chakra", (dir / "trainsim.0.et").string(), "--model", "vgg16"});
+  EXPECT_EQ(both.status, 2);
+  EXPECT_NE(both.err.find("--model: given with --import-chakra"), std::string::npos) << both.err;
   fs::remove_all(dir);
 }
 
