@@ -16,10 +16,9 @@ import subprocess
 import sys
 import tempfile
 
-from mpi_env import expect_same_losses, mpi_env
+from mpi_env import emulate_up_or_skip, expect_same_losses, mpi_env
 
 NAME = "tstemu"
-SKIPPED = 77
 
 
 def run(command, env=None, check=True):
@@ -31,17 +30,7 @@ def run(command, env=None, check=True):
 
 def main():
     trainsim, mpiexec = sys.argv[1], sys.argv[2]
-    up = run([trainsim, "cluster", "emulate", "up", "--hosts", "2", "--link", "200mbit", "--burst", "40000", "--name",
-              NAME], check=False)
-    if up.returncode != 0:
-        # What the machine does not permit or lack (privilege, namespaces, the
-        # bridge or tbf modules) skips; anything else is a failure.
-        unavailable = ["needs root", "ip netns add", "Operation not permitted", "RTNETLINK answers",
-                       "qdisc not found", "not supported", "tc (iproute2) is missing"]
-        if any(reason in up.stderr for reason in unavailable):
-            print(f"skipped: {up.stderr.strip()}")
-            sys.exit(SKIPPED)
-        sys.exit(f"cluster emulate up failed:\n{up.stderr}")
+    emulate_up_or_skip(trainsim, NAME, "--hosts", "2", "--link", "200mbit", "--burst", "40000")
     try:
         state = json.load(open(f"/run/trainsim-emulate/{NAME}/state.json"))
         namespaces = run(["ip", "netns", "list"]).stdout

@@ -15,9 +15,9 @@ import tempfile
 import time
 
 from kill_rank import ranks_of
+from mpi_env import emulate_up_or_skip
 
 NAME = "tskl"
-SKIPPED = 77
 
 
 def processes_naming(text):
@@ -34,15 +34,7 @@ def processes_naming(text):
 
 def main():
     trainsim, mpiexec = sys.argv[1], sys.argv[2]
-    up = subprocess.run([trainsim, "cluster", "emulate", "up", "--hosts", "2", "--link", "200mbit", "--name", NAME],
-                        capture_output=True, text=True, timeout=120)
-    if up.returncode != 0:
-        unavailable = ["needs root", "ip netns add", "Operation not permitted", "RTNETLINK answers",
-                       "qdisc not found", "not supported", "tc (iproute2) is missing"]
-        if any(reason in up.stderr for reason in unavailable):
-            print(f"skipped: {up.stderr.strip()}")
-            sys.exit(SKIPPED)
-        sys.exit(f"cluster emulate up failed:\n{up.stderr}")
+    emulate_up_or_skip(trainsim, NAME, "--hosts", "2", "--link", "200mbit")
     left = []
     try:
         with tempfile.TemporaryDirectory() as folder:

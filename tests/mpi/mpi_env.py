@@ -6,7 +6,10 @@ here), and the check that runs over MPI train as the threads do."""
 
 import json
 import os
+import subprocess
 import sys
+
+SKIPPED = 77  # ctest's SKIP_RETURN_CODE for the emulated clusters' tests
 
 
 def mpi_env():
@@ -28,3 +31,19 @@ def expect_same_losses(threads, others, what):
         if abs(a["test_accuracy"] - b["test_accuracy"]) > 1e-6:
             sys.exit(f"{what}: test accuracy {b['test_accuracy']} ({how}), {a['test_accuracy']} with threads")
     return a
+
+
+def emulate_up_or_skip(trainsim, name, *options):
+    """`trainsim cluster emulate up --name NAME OPTIONS`; exits 77 (skipped)
+    with the reason where the machine does not permit or lack what it needs
+    (privilege, namespaces, the bridge or tbf modules), 1 on another failure."""
+    up = subprocess.run([trainsim, "cluster", "emulate", "up", *options, "--name", name], capture_output=True,
+                        text=True, timeout=120)
+    if up.returncode == 0:
+        return up
+    unavailable = ["needs root", "ip netns add", "Operation not permitted", "RTNETLINK answers",
+                   "qdisc not found", "not supported", "tc (iproute2) is missing"]
+    if any(reason in up.stderr for reason in unavailable):
+        print(f"skipped: {up.stderr.strip()}")
+        sys.exit(SKIPPED)
+    sys.exit(f"cluster emulate up failed:\n{up.stderr}")
