@@ -177,8 +177,11 @@ KinetoImport import_kineto(const KinetoTrace& t, const KinetoImportOptions& o) {
     out.notes.push_back(std::to_string(traced.unlaunched_gpu_events) +
                         " GPU events have no launch in the trace: placed in steps by their own time, outside every op");
   }
-  if (gpu)
+  if (gpu) {
     out.host_bound = out.median.step_s > 0 && out.median.step_s - out.median.gpu_busy_s > 0.1 * out.median.step_s;
+  } else {
+    out.notes.push_back("no GPU events (a trace without ProfilerActivity.CUDA): the layers are the ops' host times");
+  }
 
   // Layers from the first analysed step's units; times the medians over the analysed ones.
   const StepUnits& reference = *analysed.front();

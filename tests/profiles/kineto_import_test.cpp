@@ -219,6 +219,8 @@ TEST(KinetoImport, WithoutGpuEventsTheOpsHostTimesAreTheLayers) {
   EXPECT_NEAR(r.profile.layers[0].backward_s, (20 + 5 + 30) * 1e-6, 1e-12);
   EXPECT_NEAR(r.profile.layers[1].backward_s, 30e-6, 1e-12);
   EXPECT_FALSE(r.host_bound);
+  ASSERT_FALSE(r.notes.empty());  // the fallback is stated
+  EXPECT_NE(r.notes.front().find("no GPU events"), std::string::npos) << r.notes.front();
 }
 
 // The three real traces: every one imports, its layers hold the GPU's
