@@ -41,6 +41,7 @@ constexpr int32_t kSimulatedIterations = 20;
 constexpr const char* kAnalysisEnv = "TRAINSIM_ANALYSIS_DIR";
 
 struct ReportOptions {
+  std::string profile;
   std::string model;
   int64_t batch = 0;
   std::string cluster;
@@ -179,12 +180,13 @@ void run_report(const ReportOptions& o, CommandContext& ctx) {
   const bool transformer = is_transformer_config(o.model);
   if (!transformer) refuse_job_size_without_transformer(o.gpus, o.global_batch);
   if (transformer && o.batch > 0) throw InputError("--batch", "with a transformer --model", "--global-batch");
+  if (transformer && !o.profile.empty()) throw InputError("--profile", "with a transformer --model", "one of them");
   // Every input error before any file is written.
   const TransformerPredictRequest request{o.model, o.cluster, o.strategies, "both", "", o.gpus, o.global_batch};
   if (transformer)
     predict_transformer({request.model, request.machine, request.families, "analytic", "", o.gpus, o.global_batch});
   const Cluster cluster = transformer ? Cluster{} : load_cluster(o.cluster, "--cluster");
-  const Profile profile = transformer ? Profile{} : resolve_profile_input("", o.model, o.batch, cluster);
+  const Profile profile = transformer ? Profile{} : resolve_profile_input(o.profile, o.model, o.batch, cluster);
   const std::vector<std::string> ids =
       transformer ? std::vector<std::string>{} : parse_strategy_list(o.strategies, "--strategies");
   const fs::path analysis_dir = find_analysis_dir();
@@ -221,10 +223,10 @@ void add_report_command(CLI::App& app, CommandContext& ctx) {
   auto o = std::make_shared<ReportOptions>();
   CLI::App* cmd = app.add_subcommand(
       "report", "Predict, choose and simulate a model on a cluster; write the JSON and an HTML page into a folder");
+  cmd->add_option("--profile", o->profile, "Per-layer profile (trainsim.profile/1 JSON), e.g. an imported trace's");
   cmd->add_option("--model", o->model,
                   "Zoo model id or model JSON file, profiled analytically on the cluster; or a transformer "
-                  "configuration (trainsim llm --list) on --cluster dgx-a100 or dgx-h100")
-      ->required();
+                  "configuration (trainsim llm --list) on --cluster dgx-a100 or dgx-h100");
   cmd->add_option("--batch", o->batch, "Per-device batch size (default: the model's)")->check(CLI::PositiveNumber);
   cmd->add_option("--cluster", o->cluster, "Cluster preset or cluster JSON file")->required();
   cmd->add_option("--strategies", o->strategies, "'all' or strategy ids separated by commas")->capture_default_str();
@@ -236,7 +238,8 @@ void add_report_command(CLI::App& app, CommandContext& ctx) {
       "\nThe page is drawn by analysis/report.py with Debian's python3-matplotlib (/usr/bin/python3, else\n"
       "python3 on PATH). The analysis/ folder is $TRAINSIM_ANALYSIS_DIR, else the first found above this\n"
       "executable.\n\nExamples:\n  trainsim report --model vgg16 --batch 64 --cluster p40x4-pcie3 --out report/\n"
-      "  trainsim report --model gpt3-175b --cluster dgx-a100 --gpus 1024 --global-batch 1536 --out report/\n");
+      "  trainsim report --model gpt3-175b --cluster dgx-a100 --gpus 1024 --global-batch 1536 --out report/\n"
+      "  trainsim report --profile imported.json --cluster machine.json --out report/   # a traced model\n");
   cmd->callback([&ctx, o] { ctx.action = [&ctx, o] { run_report(*o, ctx); }; });
 }
 

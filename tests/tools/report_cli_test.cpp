@@ -227,5 +227,34 @@ TEST(ReportCli, ATransformerWritesItsFamiliesItsSearchAndItsWinnersJob) {
   EXPECT_FALSE(fs::exists(tmp / "y"));  // refused before anything is written
 }
 
+// A profile imported from a PyTorch trace, on the machine the trace ran on:
+// the same report a zoo model gets.
+TEST(ReportCli, AProfileAndAClusterFileMakeAReport) {
+  if (!have_python3()) GTEST_SKIP() << "no python3";
+  TempDir tmp;
+  const ScopedEnv env("TRAINSIM_ANALYSIS_DIR",
+                      fake_analysis_dir(tmp,
+                                        "import os, sys\n"
+                                        "open(os.path.join(sys.argv[1], 'index.html'), 'w').write('page')\n")
+                          .string());
+  const std::string trace =
+      (fs::path(TRAINSIM_TEST_DATA_DIR) / "kineto" / "kineto_tbplugin_resnet50_V100x1_legacy.json.gz").string();
+  const fs::path profile = tmp / "rn50.json", cluster = tmp / "v100.json";
+  ASSERT_EQ(run_cli({"profile", "--import-kineto", trace, "--name", "rn50", "--out", profile.string(), "--cluster-out",
+                     cluster.string()})
+                .status,
+            0);
+  const auto r = run_cli({"report", "--profile", profile.string(), "--cluster", cluster.string(), "--strategies",
+                          "single,dp-ring", "--out", (tmp / "out").string()});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(read_json(tmp / "out" / "prediction.json")["model"], "rn50");
+  EXPECT_EQ(read_json(tmp / "out" / "choice.json")["batch_size"], 32);
+  const auto both = run_cli({"report", "--profile", profile.string(), "--model", "vgg16", "--cluster", cluster.string(),
+                             "--out", (tmp / "x").string()});
+  EXPECT_EQ(both.status, 2);
+  EXPECT_NE(both.err.find("--profile: given with --model"), std::string::npos) << both.err;
+  EXPECT_FALSE(fs::exists(tmp / "x"));
+}
+
 }  // namespace
 }  // namespace trainsim
