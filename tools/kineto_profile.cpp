@@ -8,12 +8,37 @@
 #include "model/error.hpp"
 #include "model/units.hpp"
 #include "profiles/kineto/kineto_import.hpp"
+#include "sim/cost/strategies.hpp"
 #include "tools/commands.hpp"
 
 namespace trainsim {
 namespace {
 
 std::string share(double part, double whole) { return whole > 0 ? format_percent(part / whole) : "-"; }
+
+// The trace's own strategy on its own machine (DDP's bucketed all-reduce
+// beside the backward over its world size, else one device), predicted
+// from the imported layers beside what the trace measured.
+void print_check(const KinetoTrace& trace, const KinetoImport& r, std::ostream& out) {
+  const bool ddp = trace.world_size > 1;
+  StrategyConfig config;
+  if (ddp) config.set("bucket_bytes", "25MB", "the trace's DDP");
+  const Prediction p = predict_strategy(find_strategy(ddp ? "dp-overlap" : "single", "the trace"), r.profile,
+                                        kineto_cluster(trace, r), config);
+  const KinetoStep& m = r.median;
+  TextTable t;
+  t.header = {"", "step", "compute", "exposed communication", "idle"};
+  t.right_aligned = {false, true, true, true, true};
+  const std::string how = ddp ? "dp-overlap, 25 MB buckets, " + std::to_string(trace.world_size) + " GPUs" : "single";
+  t.rows = {{"measured (the trace)", format_seconds(m.step_s), format_seconds(m.compute_s),
+             format_seconds(m.comm_s - m.overlap_s), format_seconds(std::max(0.0, m.step_s - m.gpu_busy_s))},
+            {"predicted: " + how, format_seconds(p.iteration_s), format_seconds(p.breakdown.compute_s),
+             format_seconds(p.breakdown.exposed_comm_s),
+             format_seconds(p.breakdown.idle_transfer_s + p.breakdown.idle_imbalance_s)}};
+  out << "its own strategy predicted from these layers on its machine (" << format_percent(p.iteration_s / m.step_s - 1)
+      << " from the measured step):\n";
+  print_aligned(out, t);
+}
 
 void print_summary(const KinetoTrace& trace, const KinetoImport& r, const std::string& granularity, std::ostream& out) {
   const KinetoStep& m = r.median;
@@ -70,9 +95,12 @@ void print_summary(const KinetoTrace& trace, const KinetoImport& r, const std::s
       << (r.batch_known ? std::to_string(r.profile.batch_size) : "not recorded")
       << ": forward, backward and update sum to " << format_seconds(layers_s) << ", " << share(layers_s, m.compute_s)
       << " of the GPU's compute time\n";
+  print_check(trace, r, out);
   out << (r.host_bound
-              ? "host-bound: the GPU idles " + share(m.step_s - m.gpu_busy_s, m.step_s) +
-                    " of the step; a prediction from its layers prices the GPU's work, not the host's"
+              ? "host-bound: the GPU idles " + share(m.step_s - m.gpu_busy_s, m.step_s) + " of the step; " +
+                    (m.data_loader_s > 0 ? "the data loader's " + format_seconds(m.data_loader_s) +
+                                               " is a layer, the rest of the host's work (launches, Python) none"
+                                         : "no layer prices the host's work (launches, Python)")
               : "GPU-bound: the GPU idles " + share(std::max(0.0, m.step_s - m.gpu_busy_s), m.step_s) + " of the step")
       << "\n";
   for (const std::string& note : r.notes) out << "note: " << note << "\n";

@@ -52,12 +52,15 @@ TEST(KinetoCli, TheSummarySaysWhereTheStepWent) {
       run_cli({"profile", "--import-kineto", real_trace("hta_nccl_data_A100x2_resnet50_ddp_rank0"), "--summary"});
   ASSERT_EQ(ddp.status, 0) << ddp.err;
   for (const char* part : {"world size 2 (nccl)", "exposed communication", "all-reduced a step: 97.5 MiB in 5",
-                           "host-bound: the GPU idles", "parameters from DDP's 5 all-reduced buckets"}) {
+                           "host-bound: the GPU idles", "parameters from DDP's 5 all-reduced buckets",
+                           "its own strategy predicted", "predicted: dp-overlap, 25 MB buckets, 2 GPUs"}) {
     EXPECT_NE(ddp.out.find(part), std::string::npos) << part << "\n" << ddp.out;
   }
   const auto ns = run_cli({"profile", "--import-kineto", real_trace("hta_ns_resolution_V100x1_rank0"), "--summary"});
   ASSERT_EQ(ns.status, 0) << ns.err;
   EXPECT_NE(ns.out.find("GPU-bound: the GPU idles 1%"), std::string::npos) << ns.out;
+  EXPECT_NE(ns.out.find("predicted from these layers on its machine (-1.1% from the measured step)"), std::string::npos)
+      << ns.out;
   const auto legacy = run_cli({"profile", "--import-kineto", real_trace("kineto_tbplugin_resnet50_V100x1_legacy"),
                                "--summary", "--granularity", "4"});
   ASSERT_EQ(legacy.status, 0) << legacy.err;
