@@ -68,6 +68,17 @@ fs::path fake_analysis_dir(const TempDir& tmp, const std::string& script) {
   return dir;
 }
 
+// A stand-in page script: it writes into index.html the names of the files
+// in the folder it was given (before index.html), after its working folder
+// on a line of its own where `with_cwd`.
+std::string listing_script(bool with_cwd) {
+  return std::string(
+             "import os, sys\n"
+             "files = sorted(os.listdir(sys.argv[1]))\n"
+             "with open(os.path.join(sys.argv[1], 'index.html'), 'w') as f:\n") +
+         (with_cwd ? "    f.write(os.getcwd() + '\\n' + ' '.join(files))\n" : "    f.write(' '.join(files))\n");
+}
+
 bool have_python3() {
   return ::access("/usr/bin/python3", X_OK) == 0 || std::system("command -v python3 >/dev/null") == 0;
 }
@@ -137,13 +148,7 @@ TEST(ReportCli, WritesPredictionChoiceAndTopTracesThenRunsTheScriptOnTheFolder) 
   if (!have_python3()) GTEST_SKIP() << "no python3";
   TempDir tmp;
   // The stand-in page lists the folder it was given and its working folder.
-  const ScopedEnv env("TRAINSIM_ANALYSIS_DIR",
-                      fake_analysis_dir(tmp,
-                                        "import os, sys\n"
-                                        "files = sorted(os.listdir(sys.argv[1]))\n"
-                                        "with open(os.path.join(sys.argv[1], 'index.html'), 'w') as f:\n"
-                                        "    f.write(os.getcwd() + '\\n' + ' '.join(files))\n")
-                          .string());
+  const ScopedEnv env("TRAINSIM_ANALYSIS_DIR", fake_analysis_dir(tmp, listing_script(true)).string());
   const fs::path out = tmp / "out" / "nested";
   const auto r = run_cli({"report", "--model", "fmnist-mlp", "--cluster", "p40x4-pcie3", "--batch", "32",
                           "--strategies", "single,dp-ring,gpipe,pipedream", "--out", out.string()});
@@ -181,13 +186,7 @@ TEST(ReportCli, WritesPredictionChoiceAndTopTracesThenRunsTheScriptOnTheFolder) 
 TEST(ReportCli, ATransformerWritesItsFamiliesItsSearchAndItsWinnersJob) {
   if (!have_python3()) GTEST_SKIP() << "no python3";
   TempDir tmp;
-  const ScopedEnv env("TRAINSIM_ANALYSIS_DIR",
-                      fake_analysis_dir(tmp,
-                                        "import os, sys\n"
-                                        "files = sorted(os.listdir(sys.argv[1]))\n"
-                                        "with open(os.path.join(sys.argv[1], 'index.html'), 'w') as f:\n"
-                                        "    f.write(' '.join(files))\n")
-                          .string());
+  const ScopedEnv env("TRAINSIM_ANALYSIS_DIR", fake_analysis_dir(tmp, listing_script(false)).string());
   const fs::path out = tmp / "out";
   const auto r = run_cli({"report", "--model", "megatron-1.7b", "--cluster", "dgx-a100", "--gpus", "32",
                           "--global-batch", "512", "--out", out.string()});
@@ -232,11 +231,7 @@ TEST(ReportCli, ATransformerWritesItsFamiliesItsSearchAndItsWinnersJob) {
 TEST(ReportCli, AProfileAndAClusterFileMakeAReport) {
   if (!have_python3()) GTEST_SKIP() << "no python3";
   TempDir tmp;
-  const ScopedEnv env("TRAINSIM_ANALYSIS_DIR",
-                      fake_analysis_dir(tmp,
-                                        "import os, sys\n"
-                                        "open(os.path.join(sys.argv[1], 'index.html'), 'w').write('page')\n")
-                          .string());
+  const ScopedEnv env("TRAINSIM_ANALYSIS_DIR", fake_analysis_dir(tmp, listing_script(false)).string());
   const std::string trace =
       (fs::path(TRAINSIM_TEST_DATA_DIR) / "kineto" / "kineto_tbplugin_resnet50_V100x1_legacy.json.gz").string();
   const fs::path profile = tmp / "rn50.json", cluster = tmp / "v100.json";
