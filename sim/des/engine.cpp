@@ -84,6 +84,15 @@ void Engine::on_ready(OpId id) {
 // communicates on the same cores: processor sharing, so its end moves
 // whenever that changes (reschedule_compute).
 void Engine::start_compute(OpId id) {
+  if (!core_jobs_.empty()) {
+    const int32_t worker = states_[id].worker;
+    const int32_t core = core_of_worker_[worker];
+    if (core_owner_[core] >= 0 && core_owner_[core] != worker) {
+      queued_compute_[core].push_back(id);
+      return;
+    }
+    core_owner_[core] = worker;
+  }
   start(id);
   const SimTime duration = compute_duration_ns(id);
   if (!core_jobs_.empty()) {  // on a core other workers share (shared_cores.cpp)
@@ -241,7 +250,11 @@ void Engine::finish(OpId id) {
   if (sharing_ && uses_worker_cores(op.kind)) set_communicating(id, false);
   if (core_shares_[op.worker].running == id) {  // set where compute shares a core
     core_shares_[op.worker].running = -1;
-    if (!core_jobs_.empty()) end_core_job(id);
+    if (!core_jobs_.empty()) {
+      end_core_job(id);
+      compute_left_core(core_of_worker_[op.worker], id);
+      push(now_ns_, id, kHandedOff | (kCoreCheck << 2));
+    }
     if (sharing_) set_computing(op.worker, -1);
   }
   if (op.memory >= 0) live_bytes_[op.worker] -= memory_bytes_[op.memory][1];
@@ -284,6 +297,8 @@ void Engine::post(OpId id) {
 void Engine::release_after(int32_t worker, OpId next, OpId by, SimTime delay_ns) {
   if (core_jobs_.empty()) {
     push(later_ns(now_ns_, delay_ns, by), next, kHandedOff);
+  } else if (states_[by].kind == OpKind::kSend && core_computes(core_of_worker_[worker])) {
+    pollers_[core_of_worker_[worker]].push_back(CoreJob{next, by, static_cast<double>(delay_ns), 1.0});
   } else {
     add_core_job(worker, next, by, static_cast<double>(delay_ns));
   }
@@ -327,6 +342,10 @@ SimResult Engine::run() {
       case kHandedOff:
         if (((event.tag >> 2) & kHopArrival) != 0) {
           on_hop_arrival(event.op);
+          break;
+        }
+        if (((event.tag >> 2) & kCoreCheck) != 0) {
+          check_core(event.op);
           break;
         }
         if (!core_jobs_.empty()) {

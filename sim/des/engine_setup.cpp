@@ -81,6 +81,9 @@ Engine::Engine(const Plan& plan, const Cluster& cluster, const SimOptions& optio
     hop_slot_.assign(op_count_, -1);
     workers_on_core_.assign(core_jobs_.size(), 0);
     for (const int32_t core : core_of_worker_) ++workers_on_core_[core];
+    pollers_.assign(core_jobs_.size(), {});
+    core_owner_.assign(core_jobs_.size(), -1);
+    queued_compute_.assign(core_jobs_.size(), {});
   }
   running_collectives_.assign(workers, {});
   result_.warmup_iterations = resolve_warmup_iterations(options.warmup_iterations, plan.iterations);

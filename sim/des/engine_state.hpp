@@ -29,6 +29,7 @@ enum EventKind : uint32_t {
 // In a kHandedOff event's version: a ring hop's arrival, not a release (the
 // release versions it is kept apart from count a core's reschedules of one op).
 inline constexpr uint32_t kHopArrival = 1u << 28;
+inline constexpr uint32_t kCoreCheck = 1u << 26;  // a compute op ended: who has its core (shared_cores.cpp)
 
 // What the event loop reads and writes of one op, in half a cache line (the
 // loop visits ops in time order, not id order, so size is misses). Its times
@@ -196,6 +197,7 @@ struct HopMember {
   bool working = false;
   double burst_left = 0;
   SimTime link_free_ns = 0;
+  bool polling = false;  // waits for its core's compute to let it in (shared_cores.cpp)
 };
 
 class Engine {
@@ -234,7 +236,12 @@ class Engine {
   void plan_hops(Collective& c, double pack_s);
   double hop_piece_ns(const Collective& c, int32_t piece) const;
   void start_hops(Collective& c);
-  void advance_hop(Collective& c, int32_t slot);
+  void advance_hop(int32_t slot, bool polled);
+  void start_hop_piece(int32_t slot);
+  bool core_computes(int32_t core) const;
+  void compute_left_core(int32_t core, OpId op);
+  void check_core(OpId op);
+  void let_pollers_in(int32_t core);
   void on_hop_arrival(OpId op);
   void end_hop_piece(OpId op);
   void reschedule_core(int32_t core);
@@ -277,6 +284,9 @@ class Engine {
   std::vector<uint32_t> release_version_;                  // per op: its release job's version (shared cores)
   std::vector<int32_t> workers_on_core_;                   // per shared core: the plan's workers pinned there
   std::vector<HopMember> hop_members_;                     // per collective slot, with shared cores
+  std::vector<int32_t> core_owner_;                        // per shared core: the worker whose compute holds it, or -1
+  std::vector<std::vector<OpId>> queued_compute_;  // per shared core: compute ops waiting for the owner to block
+  std::vector<std::vector<CoreJob>> pollers_;  // per shared core: polling threads' work waiting for compute to block
   std::vector<int32_t> hop_slot_;                          // per op, with shared cores: a collective's slot, else -1
   double kernel_cores_ = 0;  // the running collectives' and moving sends' kernel cores, spread over the shared cores
   double crossing_bytes_per_ns_ = 0;  // the sends between machines' bytes moving, as last counted there

@@ -146,6 +146,19 @@ bool FlowNetwork::join(int32_t f, SimTime now_ns, std::vector<FlowCompletion>& s
   return true;
 }
 
+// A port's bucket refills with the bandwidth nothing uses: all of it while
+// no flow moves through it, what its holding collectives leave while they
+// alone hold it (a tbf's tokens accrue at its rate; the bytes that cross
+// take theirs), none while flows move (they take the rest).
+void FlowNetwork::bank(int32_t port, SimTime now_ns) {
+  if (burst_bytes_[port] > 0 && active_[port].empty()) {
+    const double unused = held_[port] > 0 ? std::max(0.0, 1.0 - reserved_[port]) : 1.0;
+    const double refill = capacity_bytes_per_ns_[port] * unused * static_cast<double>(now_ns - idle_since_ns_[port]);
+    credit_bytes_[port] = std::min(burst_bytes_[port], credit_bytes_[port] + refill);
+  }
+  idle_since_ns_[port] = now_ns;
+}
+
 double FlowNetwork::take_burst(const Flow& flow, SimTime now_ns) {
   double burst = flow.remaining_bytes;
   bool bucketed = false;
@@ -159,11 +172,7 @@ double FlowNetwork::take_burst(const Flow& flow, SimTime now_ns) {
       continue;
     }
     bucketed = true;
-    if (active_[port].empty() && held_[port] == 0) {  // idle since its last flow left: refilled at its bandwidth since
-      const double refill = capacity_bytes_per_ns_[port] * static_cast<double>(now_ns - idle_since_ns_[port]);
-      credit_bytes_[port] = std::min(burst_bytes_[port], credit_bytes_[port] + refill);
-      idle_since_ns_[port] = now_ns;
-    }
+    bank(port, now_ns);
     burst = std::min(burst, credit_bytes_[port]);
   }
   if (!bucketed || slowest_unbucketed) return 0;
@@ -192,9 +201,9 @@ void FlowNetwork::leave(int32_t f, SimTime now_ns, std::vector<FlowCompletion>& 
     std::vector<int32_t>& on_port = active_[flow.ports[p]];
     const auto it = std::find(on_port.begin(), on_port.end(), f);
     TRAINSIM_CHECK(it != on_port.end(), "a finished flow was not on its port");
+    bank(flow.ports[p], now_ns);  // nothing while it moved: its bucket refills from now, if it was the last
     *it = on_port.back();
     on_port.pop_back();
-    if (on_port.empty() && held_[flow.ports[p]] == 0) idle_since_ns_[flow.ports[p]] = now_ns;  // refills from now
     update_share(flow.ports[p]);
   }
   reshare(f, now_ns, schedule);
@@ -296,6 +305,7 @@ void FlowNetwork::reserve_nics(const std::vector<int32_t>& machines, double shar
   nic_ports_.clear();
   for (const int32_t m : machines) {
     for (const int32_t port : {machine_port(kNicEgress, m), machine_port(kNicIngress, m)}) {
+      bank(port, now_ns);  // at the share it had until now
       reserved_[port] = held_[port] > 0 ? std::max(0.0, reserved_[port] + share) : 0.0;
       update_share(port);
       nic_ports_.push_back(port);
@@ -319,14 +329,9 @@ double FlowNetwork::hold_nics(const std::vector<int32_t>& machines, double bytes
   bool bucketed = false;
   for (const int32_t m : machines) {
     for (const int32_t port : {machine_port(kNicEgress, m), machine_port(kNicIngress, m)}) {
-      if (held_[port]++ > 0 || !active_[port].empty() || !(burst_bytes_[port] > 0)) {
-        burst = burst_bytes_[port] > 0 ? std::min(burst, credit_bytes_[port]) : burst;
-        bucketed = bucketed || burst_bytes_[port] > 0;
-        continue;
-      }
-      const double refill = capacity_bytes_per_ns_[port] * static_cast<double>(now_ns - idle_since_ns_[port]);
-      credit_bytes_[port] = std::min(burst_bytes_[port], credit_bytes_[port] + refill);
-      idle_since_ns_[port] = now_ns;
+      bank(port, now_ns);
+      ++held_[port];
+      if (!(burst_bytes_[port] > 0)) continue;
       burst = std::min(burst, credit_bytes_[port]);
       bucketed = true;
     }
@@ -345,7 +350,8 @@ void FlowNetwork::release_nics(const std::vector<int32_t>& machines, double shar
                                std::vector<FlowCompletion>& schedule) {
   for (const int32_t m : machines) {
     for (const int32_t port : {machine_port(kNicEgress, m), machine_port(kNicIngress, m)}) {
-      if (--held_[port] == 0 && active_[port].empty()) idle_since_ns_[port] = now_ns;  // its bucket refills from now
+      bank(port, now_ns);
+      --held_[port];
     }
   }
   reserve_nics(machines, -share, now_ns, schedule);

@@ -19,8 +19,9 @@ namespace trainsim {
 
 // A link's token bucket (LinkSpec::burst_bytes): a flow that starts moving
 // takes, at once, as many of its bytes as every bucketed port on its path
-// holds (a path without one takes none); a port's bucket refills at its
-// bandwidth while no flow moves through it, up to the depth.
+// holds (a path without one takes none); a port's bucket refills, up to the
+// depth, with the bandwidth nothing uses: all of it while no flow moves
+// through it, what the collectives holding it leave while they alone do.
 
 // A flow's predicted completion, or (posts) the time a send's flow has only
 // its send buffer's bytes left. A later reschedule of the same flow bumps its
@@ -80,8 +81,8 @@ class FlowNetwork {
   double crossing_bytes_per_ns() const;
 
   // A collective across `machines` (sorted, distinct) starts: it holds their
-  // NICs until release_nics, their buckets refilling meanwhile no more than
-  // a flow's would. Returns the bytes each of its links sends at once, the
+  // NICs until release_nics, their buckets refilling meanwhile with the
+  // share the collectives leave unused. Returns the bytes each of its links sends at once, the
   // least any of the NICs' buckets holds and at most `bytes_per_link`, taken
   // from every one of them (0 without buckets).
   double hold_nics(const std::vector<int32_t>& machines, double bytes_per_link, SimTime now_ns);
@@ -125,6 +126,9 @@ class FlowNetwork {
   void reshare_ports(const int32_t* ports, int32_t count, SimTime now_ns, std::vector<FlowCompletion>& schedule);
   // The flow joins its ports: it takes its burst and moves bytes from now.
   void start_moving(int32_t f, SimTime now_ns, std::vector<FlowCompletion>& schedule);
+  // Brings the port's bucket up to now at the bandwidth unused since the last
+  // change; call before the port's flows, holds or share change.
+  void bank(int32_t port, SimTime now_ns);
   // Flow f's bytes that cross at once from the buckets of its ports, taken from them.
   double take_burst(const Flow& flow, SimTime now_ns);
   // A posting flow's post: when the bytes of its connection up to and
@@ -145,7 +149,7 @@ class FlowNetwork {
   std::vector<double> share_bytes_per_ns_;     // per port: its capacity over its active flows
   std::vector<double> burst_bytes_;            // per port: its token bucket's depth (0: none)
   std::vector<double> credit_bytes_;           // per port: its bucket's bytes as of idle_since_ns_
-  std::vector<SimTime> idle_since_ns_;         // per port: when its last active flow (or holding collective) left
+  std::vector<SimTime> idle_since_ns_;         // per port: when its bucket was last brought up to date (bank)
   std::vector<int32_t> held_;                  // per port: collectives holding it (hold_nics)
   std::vector<double> reserved_;               // per port: the share its holding collectives take (reserve_nics)
   std::vector<int32_t> nic_ports_;             // scratch: the ports reserve_nics reshares

@@ -61,31 +61,47 @@ void Engine::start_hops(Collective& c) {
   const double burst = take_links(c);
   c.hop_members_left = c.members;
   for (int32_t m = 0; m < c.members; ++m) {
-    hop_members_[c.first_slot + m] = HopMember{0, -1, false, burst, now_ns_};
+    hop_members_[c.first_slot + m] = HopMember{0, -1, false, burst, now_ns_, false};
     const OpId op = collective_ops_[c.first_slot + m];
     push(later_ns(now_ns_, c.hop_sync_ns, op), op, kHandedOff | (kHopArrival << 2));
   }
 }
 
 // A member starts its next piece once it has the chunk that piece needs and
-// its core is not busy with its previous one. The pieces' prices hold every
-// worker of a core at work at once (the probe's rates, measured so), so a
-// piece's work at the core's full rate is its price over that count.
-void Engine::advance_hop(Collective& c, int32_t slot) {
+// its core is not busy with its previous one. A member that waited for the
+// chunk polled for it (the transport polls and yields): its piece waits
+// until the compute on its core lets the pollers in (shared_cores.cpp). Its
+// first piece follows its call at once.
+void Engine::advance_hop(int32_t slot, bool polled) {
   HopMember& h = hop_members_[slot];
-  if (h.working || h.received < h.next_piece) return;
-  h.working = true;
+  if (h.working || h.polling || h.received < h.next_piece) return;
+  const OpId op = collective_ops_[slot];
+  const int32_t core = core_of_worker_[states_[op].worker];
+  if (polled && core_computes(core)) {
+    h.polling = true;
+    pollers_[core].push_back(CoreJob{op, CoreJob::kHopPiece, 0, 1.0});
+    return;
+  }
+  start_hop_piece(slot);
+}
+
+// The pieces' prices hold every worker of a core at work at once (the
+// probe's rates, measured so), so a piece's work at the core's full rate is
+// its price over that count.
+void Engine::start_hop_piece(int32_t slot) {
+  HopMember& h = hop_members_[slot];
   const OpId op = collective_ops_[slot];
   const int32_t worker = states_[op].worker;
+  h.polling = false;
+  h.working = true;
   const double sharing = std::max(1, workers_on_core_[core_of_worker_[worker]]);
-  add_core_job(worker, op, CoreJob::kHopPiece, hop_piece_ns(c, h.next_piece) / sharing);
+  add_core_job(worker, op, CoreJob::kHopPiece, hop_piece_ns(collectives_[states_[op].index], h.next_piece) / sharing);
 }
 
 void Engine::on_hop_arrival(OpId op) {
-  Collective& c = collectives_[states_[op].index];
-  const int32_t slot = hop_slot_[op];
-  ++hop_members_[slot].received;
-  advance_hop(c, slot);
+  HopMember& h = hop_members_[hop_slot_[op]];
+  ++h.received;
+  advance_hop(hop_slot_[op], !h.working && h.received > 0);
 }
 
 // A piece is done: after the last the member's op ends; else its chunk
@@ -112,7 +128,7 @@ void Engine::end_hop_piece(OpId op) {
       later_ns(std::max(now_ns_, h.link_free_ns), duration_ns(bytes * link.beta_s_per_byte, op), op);
   h.link_free_ns = sent_ns;
   push(later_ns(sent_ns, duration_ns(link.alpha_s, op), op), to, kHandedOff | (kHopArrival << 2));
-  advance_hop(c, slot);
+  advance_hop(slot, false);
 }
 
 }  // namespace trainsim::des_detail

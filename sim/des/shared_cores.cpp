@@ -7,6 +7,14 @@
 // message's latency is its receiver's core work (docs/simulator.md: over
 // emulated links, a small message's one-way time is the cores' network
 // stack and wake-ups, not a wire's).
+//
+// Who gets the core is the scheduler's (docs/simulator.md, "Who has a shared
+// core"): a worker's compute thread runs its ops back to back until it
+// blocks, so one worker's compute holds the core (its owner) while the
+// others' compute ops queue; and threads that wait by polling (receiving a
+// message, a ring's member waiting for its chunk) give the core up at every
+// poll, so their work waits until no compute holds the core, or until a
+// compute thread yields as it hands an op to another thread of its worker.
 #include <algorithm>
 #include <cmath>
 
@@ -118,6 +126,57 @@ void Engine::reschedule_core(int32_t core) {
 // A job's pending end event is dropped (its version moves on); returns the new version.
 uint32_t Engine::bump_core_event(OpId op, OpId by) {
   return by == CoreJob::kCompute ? ++states_[op].version : ++release_version_[op];
+}
+
+// Compute holds the core: a compute op on it, or one waiting for its owner.
+bool Engine::core_computes(int32_t core) const {
+  if (!queued_compute_[core].empty()) return true;
+  return std::any_of(core_jobs_[core].begin(), core_jobs_[core].end(),
+                     [](const CoreJob& j) { return j.by == CoreJob::kCompute; });
+}
+
+// A compute op left `core`. A compute thread that hands an op to another
+// thread of its worker yields the core (the executor's scheduler): the
+// pollers get it now. Otherwise the core is looked at again once the op's
+// successors have started (check_core).
+void Engine::compute_left_core(int32_t core, OpId op) {
+  if (states_[op].hands_off) let_pollers_in(core);
+}
+
+// After a compute op of `op`'s worker ended and what it released started:
+// the owner keeps the core if its next compute op runs, else the first
+// queued worker takes it; with no compute left, the pollers get the core.
+void Engine::check_core(OpId op) {
+  const int32_t worker = states_[op].worker;
+  const int32_t core = core_of_worker_[worker];
+  if (core_owner_[core] == worker) {
+    const bool runs = std::any_of(core_jobs_[core].begin(), core_jobs_[core].end(), [&](const CoreJob& j) {
+      return j.by == CoreJob::kCompute && states_[j.op].worker == worker;
+    });
+    if (!runs) {
+      core_owner_[core] = -1;
+      std::vector<OpId>& queue = queued_compute_[core];
+      if (!queue.empty()) {
+        const OpId next = queue.front();
+        queue.erase(queue.begin());
+        start_compute(next);
+      }
+    }
+  }
+  if (!core_computes(core)) let_pollers_in(core);
+}
+
+// The pollers waiting on `core` start their work there.
+void Engine::let_pollers_in(int32_t core) {
+  std::vector<CoreJob> pollers;
+  pollers.swap(pollers_[core]);
+  for (const CoreJob& p : pollers) {
+    if (p.by == CoreJob::kHopPiece) {
+      start_hop_piece(hop_slot_[p.op]);
+    } else {
+      add_core_job(states_[p.op].worker, p.op, p.by, p.finish_v);
+    }
+  }
 }
 
 }  // namespace trainsim::des_detail

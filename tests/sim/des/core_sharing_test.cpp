@@ -123,12 +123,12 @@ TEST(DesCoreSharing, TheCollectivesOwnRateBesideComputeSlowsItsCoresPart) {
 }
 
 // LinkSpec::burst_bytes on the links between machines: a collective's first
-// bytes on each link cross at once from the NICs' buckets, which refill at
-// the link's bandwidth only while no collective holds them. The AllReduce of
-// 1e6 B between two machines takes 1130 us (below); each link carries
-// 2·1/2·1e6 = 1e6 B at 1 B/ns. A full 200 KB bucket: 930 us. The next one,
-// at once: the bucket is empty, 1130 us. After 100 us of compute: 100 KB
-// refilled, 1030 us.
+// bytes on each link cross at once from the NICs' buckets, which refill with
+// the bandwidth its bytes leave unused. The AllReduce of 1e6 B between two
+// machines takes 1130 us (below); each link carries 2·1/2·1e6 = 1e6 B at
+// 1 B/ns. A full 200 KB bucket: 930 us, 800 of them its bytes' (a share of
+// 800/930), so 130 KB refill meanwhile. The next one, at once: 1000 us, and
+// 130 KB refill again. After 50 us of compute: 180 KB, 950 us.
 TEST(DesCollectiveBurst, TheNicsBucketsShortenACollectiveByWhatTheyRefilled) {
   std::vector<OpId> ends;
   const auto simulate = [&ends](const Cluster& cluster) {
@@ -140,7 +140,7 @@ TEST(DesCollectiveBurst, TheNicsBucketsShortenACollectiveByWhatTheyRefilled) {
       for (int32_t w = 0; w < 2; ++w) {
         std::vector<OpId> after;
         if (k == 1) after = {last[w]};
-        if (k == 2) after = {b.add(compute_op(w, 100e-6, {last[w]}))};
+        if (k == 2) after = {b.add(compute_op(w, 50e-6, {last[w]}))};
         last[w] = b.add(collective_op(w, OpKind::kAllReduce, g, 1e6, after));
         if (w == 0) ends.push_back(last[w]);
       }
@@ -151,9 +151,9 @@ TEST(DesCollectiveBurst, TheNicsBucketsShortenACollectiveByWhatTheyRefilled) {
   cluster.inter_link.burst_bytes = 200e3;
   const SimResult r = simulate(cluster);
   EXPECT_NEAR(static_cast<double>(r.timings[ends[0]].end_ns), 930.0 * kUs, 2);
-  EXPECT_NEAR(static_cast<double>(r.timings[ends[1]].end_ns - r.timings[ends[0]].end_ns), 1130.0 * kUs, 2);
-  EXPECT_NEAR(static_cast<double>(r.timings[ends[2]].start_ns - r.timings[ends[1]].end_ns), 100.0 * kUs, 2);
-  EXPECT_NEAR(static_cast<double>(r.timings[ends[2]].end_ns - r.timings[ends[2]].start_ns), 1030.0 * kUs, 2);
+  EXPECT_NEAR(static_cast<double>(r.timings[ends[1]].end_ns - r.timings[ends[0]].end_ns), 1000.0 * kUs, 2);
+  EXPECT_NEAR(static_cast<double>(r.timings[ends[2]].start_ns - r.timings[ends[1]].end_ns), 50.0 * kUs, 2);
+  EXPECT_NEAR(static_cast<double>(r.timings[ends[2]].end_ns - r.timings[ends[2]].start_ns), 950.0 * kUs, 2);
   // Within one machine no NIC is crossed: its buckets change nothing.
   Cluster one = simple_cluster(1, 2);
   one.inter_link.burst_bytes = 200e3;
@@ -166,12 +166,12 @@ TEST(DesCollectiveBurst, TheNicsBucketsShortenACollectiveByWhatTheyRefilled) {
 // is priced 2α + nβ + nγ/2 + t_sync = 100 + 1000 + 10 + 20 = 1130 us, the
 // links busy for nβ = 1000 us of it: 2 links at 1 GB/s for 1000/1130 of the
 // time. At 0.565 ns of kernel per byte that is 2 · 1e9 · 0.565e-9 ·
-// 1000/1130 = 1 core, half of each of the 2 shared cores. On them the
-// AllReduce runs hop by hop (ring_hops_test.cpp): t_sync, a hop of 550 us,
-// the reduction's 10 us on each member's core beside its compute op, each
-// with a quarter of the core (40 us), a hop: 1160 us. Each compute op does
-// 1120 · 1/2 + 40 · 1/4 = 570 us of its 5 ms by then and ends at 1160 +
-// 4430 = 5590 us. Without shared cores the field is unused.
+// 1000/1130 = 1 core, half of each of the 2 shared cores. Each compute op
+// of 5 ms runs at that half while the AllReduce lasts, so ends at 10 ms. On
+// the shared cores the AllReduce runs hop by hop (ring_hops_test.cpp):
+// t_sync, a hop of 550 us (its chunk at 570 us), then its members wait for
+// their cores' compute to end (10000 us), the reduction's 10 us at half
+// rate, a hop: 10570 us. Without shared cores the field is unused.
 TEST(DesCoreSharing, TheLinksKernelWorkTakesTheSharedCoresWhileACollectiveCrossesMachines) {
   for (const int64_t cores : {0, 2}) {
     Cluster cluster = simple_cluster(2, 1);
@@ -179,8 +179,8 @@ TEST(DesCoreSharing, TheLinksKernelWorkTakesTheSharedCoresWhileACollectiveCrosse
     cluster.link_kernel_s_per_byte = 0.565e-9;
     const Beside r = compute_beside_allreduce(cluster, 5e-3);
     for (int32_t w = 0; w < 2; ++w) {
-      EXPECT_NEAR(static_cast<double>(r.ar_end[w]), (cores == 0 ? 1130.0 : 1160.0) * kUs, 2) << cores << " cores";
-      EXPECT_NEAR(static_cast<double>(r.work_end[w]), (cores == 0 ? 5000.0 : 5590.0) * kUs, 2) << cores << " cores";
+      EXPECT_NEAR(static_cast<double>(r.ar_end[w]), (cores == 0 ? 1130.0 : 10570.0) * kUs, 2) << cores << " cores";
+      EXPECT_NEAR(static_cast<double>(r.work_end[w]), (cores == 0 ? 5000.0 : 10000.0) * kUs, 2) << cores << " cores";
     }
   }
   // Within one machine no link is crossed: nothing taken.
