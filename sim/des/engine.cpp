@@ -82,7 +82,8 @@ void Engine::on_ready(OpId id) {
 
 // A compute op runs at full rate, or at the shared rate while its worker
 // communicates on the same cores: processor sharing, so its end moves
-// whenever that changes (reschedule_compute).
+// whenever that changes (reschedule_compute). On a shared core it waits
+// while another worker's compute holds the core (shared_cores.cpp).
 void Engine::start_compute(OpId id) {
   if (!core_jobs_.empty()) {
     const int32_t worker = states_[id].worker;
