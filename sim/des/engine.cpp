@@ -299,7 +299,7 @@ void Engine::release_after(int32_t worker, OpId next, OpId by, SimTime delay_ns)
   if (core_jobs_.empty()) {
     push(later_ns(now_ns_, delay_ns, by), next, kHandedOff);
   } else if (states_[by].kind == OpKind::kSend && core_computes(core_of_worker_[worker])) {
-    pollers_[core_of_worker_[worker]].push_back(CoreJob{next, by, static_cast<double>(delay_ns), 1.0});
+    pollers_[core_of_worker_[worker]].push_back(Poller{next, by, static_cast<double>(delay_ns)});
   } else {
     add_core_job(worker, next, by, static_cast<double>(delay_ns));
   }

@@ -99,6 +99,15 @@ struct CoreJob {
   double rate = 1;
 };
 
+// Work a polling thread waits to do on a shared core until its compute lets
+// it in (shared_cores.cpp): a ring member's next piece (`by` kHopPiece), or
+// a message's latency of `work_ns` before it releases `op`.
+struct Poller {
+  OpId op = -1;
+  OpId by = CoreJob::kHopPiece;
+  double work_ns = 0;
+};
+
 // A shared core's virtual clock: `v` as of `since_ns`, moving at `share`
 // (what the links' kernel work leaves of the core over its job count), and
 // the job whose end event is pending (-1: none), its `by` and that
@@ -286,7 +295,7 @@ class Engine {
   std::vector<HopMember> hop_members_;                     // per collective slot, with shared cores
   std::vector<int32_t> core_owner_;                        // per shared core: the worker whose compute holds it, or -1
   std::vector<std::vector<OpId>> queued_compute_;  // per shared core: compute ops waiting for the owner to block
-  std::vector<std::vector<CoreJob>> pollers_;  // per shared core: polling threads' work waiting for compute to block
+  std::vector<std::vector<Poller>> pollers_;       // per shared core: polling threads' work waiting for its compute
   std::vector<int32_t> hop_slot_;                          // per op, with shared cores: a collective's slot, else -1
   double kernel_cores_ = 0;  // the running collectives' and moving sends' kernel cores, spread over the shared cores
   double crossing_bytes_per_ns_ = 0;  // the sends between machines' bytes moving, as last counted there

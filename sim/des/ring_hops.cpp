@@ -79,7 +79,7 @@ void Engine::advance_hop(int32_t slot, bool polled) {
   const int32_t core = core_of_worker_[states_[op].worker];
   if (polled && core_computes(core)) {
     h.polling = true;
-    pollers_[core].push_back(CoreJob{op, CoreJob::kHopPiece, 0, 1.0});
+    pollers_[core].push_back(Poller{op, CoreJob::kHopPiece, 0});
     return;
   }
   start_hop_piece(slot);

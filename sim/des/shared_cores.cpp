@@ -168,13 +168,13 @@ void Engine::check_core(OpId op) {
 
 // The pollers waiting on `core` start their work there.
 void Engine::let_pollers_in(int32_t core) {
-  std::vector<CoreJob> pollers;
+  std::vector<Poller> pollers;
   pollers.swap(pollers_[core]);
-  for (const CoreJob& p : pollers) {
+  for (const Poller& p : pollers) {
     if (p.by == CoreJob::kHopPiece) {
       start_hop_piece(hop_slot_[p.op]);
     } else {
-      add_core_job(states_[p.op].worker, p.op, p.by, p.finish_v);
+      add_core_job(states_[p.op].worker, p.op, p.by, p.work_ns);
     }
   }
 }
