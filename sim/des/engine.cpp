@@ -88,7 +88,7 @@ void Engine::start_compute(OpId id) {
   if (!core_jobs_.empty()) {
     const int32_t worker = states_[id].worker;
     const int32_t core = core_of_worker_[worker];
-    if (core_owner_[core] >= 0 && core_owner_[core] != worker) {
+    if (core_owner_[core] >= 0 && core_owner_[core] != worker && computes_on(core, core_owner_[core])) {
       queued_compute_[core].push_back(id);
       return;
     }
@@ -254,7 +254,6 @@ void Engine::finish(OpId id) {
     if (!core_jobs_.empty()) {
       end_core_job(id);
       compute_left_core(core_of_worker_[op.worker], id);
-      push(now_ns_, id, kHandedOff | (kCoreCheck << 2));
     }
     if (sharing_) set_computing(op.worker, -1);
   }

@@ -248,6 +248,7 @@ class Engine {
   void advance_hop(int32_t slot, bool polled);
   void start_hop_piece(int32_t slot);
   bool core_computes(int32_t core) const;
+  bool computes_on(int32_t core, int32_t worker) const;
   void compute_left_core(int32_t core, OpId op);
   void check_core(OpId op);
   void let_pollers_in(int32_t core);

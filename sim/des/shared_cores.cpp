@@ -135,33 +135,35 @@ bool Engine::core_computes(int32_t core) const {
                      [](const CoreJob& j) { return j.by == CoreJob::kCompute; });
 }
 
+// Whether `worker` has a compute op on `core`.
+bool Engine::computes_on(int32_t core, int32_t worker) const {
+  return std::any_of(core_jobs_[core].begin(), core_jobs_[core].end(),
+                     [&](const CoreJob& j) { return j.by == CoreJob::kCompute && states_[j.op].worker == worker; });
+}
+
 // A compute op left `core`. A compute thread that hands an op to another
 // thread of its worker yields the core (the executor's scheduler): the
-// pollers get it now. Otherwise the core is looked at again once the op's
-// successors have started (check_core).
+// pollers get it now. Where others wait for the core, it is looked at again
+// once the op's successors have started (check_core).
 void Engine::compute_left_core(int32_t core, OpId op) {
   if (states_[op].hands_off) let_pollers_in(core);
+  if (!queued_compute_[core].empty() || !pollers_[core].empty()) push(now_ns_, op, kHandedOff | (kCoreCheck << 2));
 }
 
 // After a compute op of `op`'s worker ended and what it released started:
 // the owner keeps the core if its next compute op runs, else the first
 // queued worker takes it; with no compute left, the pollers get the core.
+// (An owner that blocked with nobody queued keeps the name until the next
+// worker's compute op takes the core: start_compute.)
 void Engine::check_core(OpId op) {
   const int32_t worker = states_[op].worker;
   const int32_t core = core_of_worker_[worker];
-  if (core_owner_[core] == worker) {
-    const bool runs = std::any_of(core_jobs_[core].begin(), core_jobs_[core].end(), [&](const CoreJob& j) {
-      return j.by == CoreJob::kCompute && states_[j.op].worker == worker;
-    });
-    if (!runs) {
-      core_owner_[core] = -1;
-      std::vector<OpId>& queue = queued_compute_[core];
-      if (!queue.empty()) {
-        const OpId next = queue.front();
-        queue.erase(queue.begin());
-        start_compute(next);
-      }
-    }
+  std::vector<OpId>& queue = queued_compute_[core];
+  if (core_owner_[core] == worker && !computes_on(core, worker) && !queue.empty()) {
+    const OpId next = queue.front();
+    queue.erase(queue.begin());
+    core_owner_[core] = -1;
+    start_compute(next);
   }
   if (!core_computes(core)) let_pollers_in(core);
 }
