@@ -224,10 +224,13 @@ int write_chakra_plan(const Plan& plan, const std::string& dir, const std::strin
   return static_cast<int>(plan.workers.size());
 }
 
-Plan read_chakra_plan(const std::string& prefix) {
-  // A malformed file is one InputError, not protobuf's log lines besides it.
+void quiet_protobuf_logging() {
   static const bool quiet = (google::protobuf::SetLogHandler(nullptr), true);
   (void)quiet;
+}
+
+Plan read_chakra_plan(const std::string& prefix) {
+  quiet_protobuf_logging();
   nlohmann::json header;
   std::map<OpId, Op> ops;
   size_t workers = 1;

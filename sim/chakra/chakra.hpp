@@ -47,4 +47,8 @@ Plan read_chakra_plan(const std::string& prefix);
 // without compute nodes; `batch` must be given (an ET records no batch).
 Profile read_chakra_profile(const std::string& path, int64_t batch, const std::string& model);
 
+// Keeps protobuf's own log lines off standard error (once per process), so
+// a malformed trace is one InputError and nothing beside it.
+void quiet_protobuf_logging();
+
 }  // namespace trainsim

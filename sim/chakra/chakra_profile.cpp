@@ -1,6 +1,5 @@
 // A Chakra execution trace of another tool as a profile (chakra.hpp).
 #include <google/protobuf/io/zero_copy_stream_impl.h>
-#include <google/protobuf/stubs/logging.h>
 #include <google/protobuf/util/delimited_message_util.h>
 
 #include <algorithm>
@@ -74,8 +73,7 @@ std::string layer_name(const std::string& op) {
 }  // namespace
 
 Profile read_chakra_profile(const std::string& path, int64_t batch, const std::string& model) {
-  static const bool quiet = (google::protobuf::SetLogHandler(nullptr), true);
-  (void)quiet;
+  quiet_protobuf_logging();
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(path, "cannot be read", "a Chakra execution trace (.et)");
   google::protobuf::io::IstreamInputStream stream(&in);
