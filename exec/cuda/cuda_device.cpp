@@ -1,6 +1,7 @@
 // The interpreter's GPU device: CudaNetwork's range passes, with a network
 // (activations for the whole model at one batch size) lent to each forward
-// until its caches go.
+// until its caches go; a network loads a layer's weights only when it
+// holds another generation of them.
 #include "exec/cuda/cuda_device.hpp"
 
 #include <map>
@@ -13,6 +14,19 @@
 namespace trainsim {
 namespace {
 
+// A network on the GPU and the generations its weights' layers hold.
+struct Lent {
+  std::unique_ptr<CudaNetwork> network;
+  LoadedWeights loaded;
+
+  // The layers of [first, last] that hold another generation get `weights`.
+  void load(const Weights& weights, WeightsGeneration generation, int64_t first, int64_t last) {
+    const std::vector<int64_t> stale = loaded.stale(weights, generation, first, last);
+    for (const int64_t l : stale) network->load_weights(weights, l, l);
+    loaded.loaded(stale, generation);
+  }
+};
+
 // The networks a device lends, by batch size; shared with the leases, which
 // may end on any thread.
 struct Pool {
@@ -20,19 +34,19 @@ struct Pool {
   int gpu = 0;
   CudaNetworkOptions options;
   std::mutex mu;
-  std::map<int64_t, std::vector<std::unique_ptr<CudaNetwork>>> idle;
+  std::map<int64_t, std::vector<Lent>> idle;
 };
 
 // One forward's network, back to the pool when the last cache holding it goes.
 struct Lease {
   std::shared_ptr<Pool> pool;
-  std::unique_ptr<CudaNetwork> network;
-  Lease(std::shared_ptr<Pool> p, std::unique_ptr<CudaNetwork> n) : pool(std::move(p)), network(std::move(n)) {}
+  Lent lent;
+  Lease(std::shared_ptr<Pool> p, Lent l) : pool(std::move(p)), lent(std::move(l)) {}
   Lease(const Lease&) = delete;
   Lease& operator=(const Lease&) = delete;
   ~Lease() {
     std::lock_guard lock(pool->mu);
-    pool->idle[network->batch()].push_back(std::move(network));
+    pool->idle[lent.network->batch()].push_back(std::move(lent));
   }
 };
 
@@ -58,12 +72,12 @@ class CudaDevice final : public Device {
     return trainsim::zero_gradients(network, weights);
   }
 
-  Tensor forward(const Network& network, const Weights& weights, int64_t first, int64_t last, Tensor x,
-                 std::vector<LayerCache>& caches) override {
+  Tensor forward(const Network& network, const Weights& weights, WeightsGeneration generation, int64_t first,
+                 int64_t last, Tensor x, std::vector<LayerCache>& caches) override {
     std::lock_guard lock(mu_);
     std::shared_ptr<Lease> lease = lend(network, x.rows());
-    CudaNetwork& gpu = *lease->network;
-    gpu.load_weights(weights, first, last);
+    lease->lent.load(weights, generation, first, last);
+    CudaNetwork& gpu = *lease->lent.network;
     Tensor y = gpu.forward_range(network, first, last, x);
     caches.assign(static_cast<size_t>(last - first + 1), LayerCache{});
     for (int64_t i = first; i <= last; ++i) {
@@ -77,8 +91,8 @@ class CudaDevice final : public Device {
     return y;
   }
 
-  Tensor backward(const Network& network, const Weights& weights, int64_t first, int64_t last, Tensor dy,
-                  const std::vector<LayerCache>& caches, Gradients& grads) override {
+  Tensor backward(const Network& network, const Weights& weights, WeightsGeneration generation, int64_t first,
+                  int64_t last, Tensor dy, const std::vector<LayerCache>& caches, Gradients& grads) override {
     std::lock_guard lock(mu_);
     TRAINSIM_CHECK(static_cast<int64_t>(caches.size()) == last - first + 1 && !caches.empty(),
                    "caches are not one per layer of the range");
@@ -86,9 +100,9 @@ class CudaDevice final : public Device {
       TRAINSIM_CHECK(cache.device_state != nullptr && cache.device_state == caches.front().device_state,
                      "a GPU backward over layers one GPU forward did not run");
     }
-    CudaNetwork& gpu = *static_cast<Lease*>(caches.front().device_state.get())->network;
-    gpu.load_weights(weights, first, last);
-    return gpu.backward_range(network, first, last, dy, grads);
+    Lent& lent = static_cast<Lease*>(caches.front().device_state.get())->lent;
+    lent.load(weights, generation, first, last);
+    return lent.network->backward_range(network, first, last, dy, grads);
   }
 
   void update_statistics(const Network& network, int64_t first, int64_t last, const std::vector<LayerCache>& caches,
@@ -103,17 +117,18 @@ class CudaDevice final : public Device {
  private:
   // An idle network of `batch` rows, or a new one.
   std::shared_ptr<Lease> lend(const Network& network, int64_t batch) {
-    std::unique_ptr<CudaNetwork> gpu;
     {
       std::lock_guard lock(pool_->mu);
-      std::vector<std::unique_ptr<CudaNetwork>>& idle = pool_->idle[batch];
+      std::vector<Lent>& idle = pool_->idle[batch];
       if (!idle.empty()) {
-        gpu = std::move(idle.back());
+        Lent lent = std::move(idle.back());
         idle.pop_back();
+        return std::make_shared<Lease>(pool_, std::move(lent));
       }
     }
-    if (gpu == nullptr) gpu = std::make_unique<CudaNetwork>(pool_->model, zero_weights(network), batch, pool_->gpu, pool_->options);
-    return std::make_shared<Lease>(pool_, std::move(gpu));
+    Lent lent{std::make_unique<CudaNetwork>(pool_->model, zero_weights(network), batch, pool_->gpu, pool_->options),
+              LoadedWeights(network.layers.size())};
+    return std::make_shared<Lease>(pool_, std::move(lent));
   }
 
   std::shared_ptr<Pool> pool_;

@@ -1,6 +1,8 @@
 // The interpreter's GPU device (ExecOptions::make_device): a worker's
 // forwards and backwards on a GPU, each over the op's layer range. The
-// range's weights and the boundary before it go from the host to the GPU,
+// range's weights (those layers whose copy on the GPU holds another
+// generation: Device::forward) and the boundary before it go from the host
+// to the GPU,
 // the range's kernels run on a stream of the worker's own (those of
 // CudaNetwork: cuBLAS, cuDNN and the project's kernels), and the boundary
 // after it, the parameter gradients and batch normalization's statistics

@@ -91,8 +91,8 @@ void Interpreter::forward(OpId id, const Op& op) {
   const Weights& weights = weights_for(w, id, op, &x);
   // The input goes to the device, which keeps what the backward needs,
   // unless the recompute needs it again.
-  Tensor y = w.device->forward(network_, weights, op.first_layer, op.last_layer, recomputed ? Tensor(x) : std::move(x),
-                               caches);
+  Tensor y = w.device->forward(network_, weights, generation_of(w, op), op.first_layer, op.last_layer,
+                               recomputed ? Tensor(x) : std::move(x), caches);
   w.device->update_statistics(network_, op.first_layer, op.last_layer, caches, w.statistics);
   done_reading(w, op, network_);
   const auto last_layer = static_cast<int32_t>(network_.layers.size()) - 1;
@@ -147,7 +147,8 @@ void Interpreter::recompute(OpId id, const Op& op) {
   }
   std::vector<LayerCache> caches;
   const Weights& weights = weights_for(w, id, op);
-  Tensor y = w.device->forward(network_, weights, op.first_layer, op.last_layer, std::move(x), caches);
+  Tensor y =
+      w.device->forward(network_, weights, generation_of(w, op), op.first_layer, op.last_layer, std::move(x), caches);
   done_reading(w, op, network_);
   const auto last_layer = static_cast<int32_t>(network_.layers.size()) - 1;
   std::lock_guard lock(w.mu);
@@ -176,8 +177,9 @@ void Interpreter::backward(OpId id, const Op& op) {
     }
     grads = &gradients_of(w, op.iteration);
   }
-  Tensor dx = w.device->backward(network_, weights_for(w, id, op), op.first_layer, op.last_layer, std::move(dy),
-                             caches, *grads);
+  const Weights& weights = weights_for(w, id, op);
+  Tensor dx = w.device->backward(network_, weights, generation_of(w, op), op.first_layer, op.last_layer, std::move(dy),
+                                 caches, *grads);
   done_reading(w, op, network_);
   if (op.first_layer > 0) {
     std::lock_guard lock(w.mu);

@@ -256,6 +256,7 @@ void Interpreter::resume_from(const RunState& state) {
       throw InputError("--resume", "holds weights of another model", "a checkpoint of this model");
     }
     w.weights = e.weights;
+    ++w.generation;
     w.statistics = e.statistics;
     w.optimizer->set_velocity(e.velocity);
     if (w.spectrain) w.spectrain->set_smoothed_gradient(e.smoothed);

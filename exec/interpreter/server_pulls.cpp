@@ -104,6 +104,7 @@ void Interpreter::pull_from_server_host(OpId id, const Op& op) {
 
 void Interpreter::install_pull(WorkerState& w, const ServerMessage& pull) const {
   std::lock_guard lock(w.mu);
+  ++w.generation;
   for (size_t v = 0; v < served_.size(); ++v) {
     const ServedVariable& var = served_[v];
     const ServerPart& part = pull[v];

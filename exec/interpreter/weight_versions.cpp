@@ -58,6 +58,14 @@ const Weights& select_weights(WorkerState& w, const Op& op, const SpecTrain::Onl
   return it->second;
 }
 
+WeightsGeneration generation_of(WorkerState& w, const Op& op) {
+  if (op.weights == WeightPolicy::kPredicted) return kUnversionedWeights;
+  std::lock_guard lock(w.mu);
+  if (op.weight_version < 0 || op.weight_version == w.version) return w.generation;
+  auto it = w.snapshot_generations.find(op.weight_version);
+  return it == w.snapshot_generations.end() ? kUnversionedWeights : it->second;
+}
+
 void done_reading(WorkerState& w, const Op& op, const Network& network) {
   const int32_t version = op.weight_version;
   if (version < 0) return;
@@ -66,7 +74,10 @@ void done_reading(WorkerState& w, const Op& op, const Network& network) {
   for_layers_read(op, network, [&](int32_t l) { --readers[l]; });
   if (--w.readers[version] == 0) {
     w.layer_readers.erase(version);
-    if (version != w.version) w.snapshots.erase(version);
+    if (version != w.version) {
+      w.snapshots.erase(version);
+      w.snapshot_generations.erase(version);
+    }
   }
 }
 
@@ -80,8 +91,10 @@ void stash_before_change(WorkerState& w) {
       if (l < readers.size() && readers[l] > 0) stash[l] = w.weights[l];
     }
     w.snapshots[w.version] = std::move(stash);
+    w.snapshot_generations[w.version] = w.generation;
   }
   ++w.version;
+  ++w.generation;
 }
 
 }  // namespace trainsim::interp

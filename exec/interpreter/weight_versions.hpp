@@ -28,13 +28,18 @@ void count_reader(WorkerState& w, const Op& op, const Network& network);
 // `only` narrows a prediction (SpecTrain::Only).
 const Weights& select_weights(WorkerState& w, const Op& op, const SpecTrain::Only& only = {});
 
+// The generation of the weights select_weights gives `op`: the live
+// weights' or its stash's, kUnversionedWeights for a prediction.
+WeightsGeneration generation_of(WorkerState& w, const Op& op);
+
 // After `op` read its version: drops the stash once no reader is left.
 void done_reading(WorkerState& w, const Op& op, const Network& network);
 
 // Before the weights change (an update, an install of received weights):
 // keeps the current version for the ops that will still read it, copying
 // only the layers they will read (an embedding table whose forward is done
-// and whose backward is left is not copied: its entry in the stash is empty).
+// and whose backward is left is not copied: its entry in the stash is
+// empty); the next version and generation follow.
 void stash_before_change(WorkerState& w);
 
 }  // namespace trainsim::interp

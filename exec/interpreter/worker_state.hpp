@@ -46,7 +46,11 @@ struct WorkerState {
   std::unique_ptr<SpecTrain> spectrain; // dualpipe with spectrain: the smoothed gradient v
   Weights predicted;                    // SpecTrain: Ŵ of the compute op running, reused op after op
   int32_t version = 0;                  // updates applied so far
+  // Counts every change of `weights` (an update, an install, a pull), for
+  // the device (Device::forward's generation).
+  WeightsGeneration generation = 1;
   std::map<int32_t, Weights> snapshots; // stashed versions still to be read
+  std::map<int32_t, WeightsGeneration> snapshot_generations;  // the generation each was taken at
   std::map<int32_t, int64_t> readers;   // compute ops yet to read each version
   std::map<int32_t, std::vector<int32_t>> layer_readers;  // per version and layer: those ops yet to read its parameters
   std::map<Key, Tensor> outputs;        // layer outputs awaiting their consumer

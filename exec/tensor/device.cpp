@@ -3,19 +3,40 @@
 
 #include <utility>
 
+#include "model/error.hpp"
+
 namespace trainsim {
 
 Gradients EigenCpuDevice::zero_gradients(const Network& network, const Weights& weights) {
   return trainsim::zero_gradients(network, weights);
 }
 
-Tensor EigenCpuDevice::forward(const Network& network, const Weights& weights, int64_t first, int64_t last,
-                               Tensor x, std::vector<LayerCache>& caches) {
+std::vector<int64_t> LoadedWeights::stale(const Weights& weights, WeightsGeneration generation, int64_t first,
+                                          int64_t last) const {
+  TRAINSIM_CHECK(
+      first >= 0 && first <= last && static_cast<size_t>(last) < loaded_.size() && weights.size() == loaded_.size(),
+      "a layer range of the loaded weights");
+  std::vector<int64_t> out;
+  for (int64_t l = first; l <= last; ++l) {
+    const auto i = static_cast<size_t>(l);
+    if (weights[i].empty()) continue;
+    if (generation == kUnversionedWeights || loaded_[i] != generation) out.push_back(l);
+  }
+  return out;
+}
+
+void LoadedWeights::loaded(std::span<const int64_t> layers, WeightsGeneration generation) {
+  for (const int64_t l : layers) loaded_.at(static_cast<size_t>(l)) = generation;
+}
+
+Tensor EigenCpuDevice::forward(const Network& network, const Weights& weights, WeightsGeneration /*generation*/,
+                               int64_t first, int64_t last, Tensor x, std::vector<LayerCache>& caches) {
   return forward_range(network, weights, first, last, std::move(x), caches);
 }
 
-Tensor EigenCpuDevice::backward(const Network& network, const Weights& weights, int64_t first, int64_t last,
-                                Tensor dy, const std::vector<LayerCache>& caches, Gradients& grads) {
+Tensor EigenCpuDevice::backward(const Network& network, const Weights& weights, WeightsGeneration /*generation*/,
+                                int64_t first, int64_t last, Tensor dy, const std::vector<LayerCache>& caches,
+                                Gradients& grads) {
   return backward_range(network, weights, first, last, std::move(dy), caches, grads);
 }
 

@@ -13,6 +13,31 @@
 
 namespace trainsim {
 
+// Which values a worker's weights hold. Weights given with the same nonzero
+// generation hold the same values in every layer whose parameters they
+// carry, so a device that keeps a copy of them (a GPU's) need not load a
+// layer again; kUnversionedWeights promises nothing (SpecTrain's
+// predictions, computed op by op). The interpreter counts a worker's
+// generations up from 1, one per change of its weights.
+using WeightsGeneration = uint64_t;
+inline constexpr WeightsGeneration kUnversionedWeights = 0;
+
+// Which layers a device's copy of the weights must load again: the
+// generation each layer's copy holds (none at first).
+class LoadedWeights {
+ public:
+  explicit LoadedWeights(size_t layers) : loaded_(layers, kUnversionedWeights) {}
+  // The layers of [first, last] whose parameters `weights` carries (a stash
+  // carries only those its readers read) and whose copy holds another
+  // generation; every such layer for kUnversionedWeights.
+  std::vector<int64_t> stale(const Weights& weights, WeightsGeneration generation, int64_t first, int64_t last) const;
+  // After those layers were copied: their copies hold `generation`.
+  void loaded(std::span<const int64_t> layers, WeightsGeneration generation);
+
+ private:
+  std::vector<WeightsGeneration> loaded_;
+};
+
 // Called from any of its worker's threads, one call at a time per gradient set.
 class Device {
  public:
@@ -20,15 +45,16 @@ class Device {
 
   // Zeroed gradients shaped like `weights` (as zero_gradients).
   virtual Gradients zero_gradients(const Network& network, const Weights& weights) = 0;
-  // Layers [first, last] forward; caches[i - first] receives layer i's cache
-  // (as forward_range). x is the device's: a layer that keeps its input for
-  // the backward takes it without a copy.
-  virtual Tensor forward(const Network& network, const Weights& weights, int64_t first, int64_t last, Tensor x,
-                         std::vector<LayerCache>& caches) = 0;
+  // Layers [first, last] forward with `weights` of `generation`;
+  // caches[i - first] receives layer i's cache (as forward_range). x is the
+  // device's: a layer that keeps its input for the backward takes it
+  // without a copy.
+  virtual Tensor forward(const Network& network, const Weights& weights, WeightsGeneration generation, int64_t first,
+                         int64_t last, Tensor x, std::vector<LayerCache>& caches) = 0;
   // Backward from dL/d(output of last) to dL/d(input of first), adding into
   // `grads` (as backward_range). dy is the device's, as x of forward.
-  virtual Tensor backward(const Network& network, const Weights& weights, int64_t first, int64_t last, Tensor dy,
-                          const std::vector<LayerCache>& caches, Gradients& grads) = 0;
+  virtual Tensor backward(const Network& network, const Weights& weights, WeightsGeneration generation, int64_t first,
+                          int64_t last, Tensor dy, const std::vector<LayerCache>& caches, Gradients& grads) = 0;
   // Layers [first, last] fold their training forward's caches into their
   // statistics (batch norm's running mean and variance; as update_statistics).
   virtual void update_statistics(const Network& network, int64_t first, int64_t last,
@@ -38,14 +64,15 @@ class Device {
   virtual double loss(const Tensor& logits, std::span<const int32_t> labels, Tensor* dlogits) = 0;
 };
 
-// exec/tensor's Eigen kernels on this machine's CPU; stateless.
+// exec/tensor's Eigen kernels on this machine's CPU, on the weights as
+// given (the generation unused); stateless.
 class EigenCpuDevice final : public Device {
  public:
   Gradients zero_gradients(const Network& network, const Weights& weights) override;
-  Tensor forward(const Network& network, const Weights& weights, int64_t first, int64_t last, Tensor x,
-                 std::vector<LayerCache>& caches) override;
-  Tensor backward(const Network& network, const Weights& weights, int64_t first, int64_t last, Tensor dy,
-                  const std::vector<LayerCache>& caches, Gradients& grads) override;
+  Tensor forward(const Network& network, const Weights& weights, WeightsGeneration generation, int64_t first,
+                 int64_t last, Tensor x, std::vector<LayerCache>& caches) override;
+  Tensor backward(const Network& network, const Weights& weights, WeightsGeneration generation, int64_t first,
+                  int64_t last, Tensor dy, const std::vector<LayerCache>& caches, Gradients& grads) override;
   void update_statistics(const Network& network, int64_t first, int64_t last, const std::vector<LayerCache>& caches,
                          Statistics& statistics) override;
   double loss(const Tensor& logits, std::span<const int32_t> labels, Tensor* dlogits) override;
