@@ -73,7 +73,12 @@ Plan plan_dsp(const Profile& profile, const Cluster& cluster, StrategyConfig& co
     w.worker(w.replica_worker(k, 0)).static_bytes = block_static_bytes(profile, pipe.stages[k], queues, k);
     write_block(w, k, queues.m[k]);
   }
-  return std::move(w).build();
+  Plan plan = std::move(w).build();
+  // Block 0 ends each iteration with its backward and update; its last m_0
+  // steps forward nothing (the drain), so the last m_0 iterations end there.
+  // Declared where at least two iterations are left before them.
+  if (iterations - queues.m[0] >= 2) plan.drain_iterations = queues.m[0];
+  return plan;
 }
 
 }  // namespace trainsim

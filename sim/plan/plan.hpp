@@ -135,7 +135,8 @@ struct Plan {
   int32_t iteration_period = 1;              // iterations end in groups of this many in steady state
                                              // (a replicated input stage finishes r mini-batches a round)
   int64_t drain_iterations = 0;              // this many last iterations end in the plan's drain, not in
-                                             // steady state: pipesgd's K-1 pending updates run back to back
+                                             // steady state: pipesgd's K-1 pending updates run back to back,
+                                             // dsp's last m_0 end in block 0's steps without a forward
                                              // (may exceed `iterations`: then all of them do)
   std::vector<PlanWorker> workers;
   std::vector<PlanServer> servers;           // parameter servers, in order (sparse ones first)

@@ -31,6 +31,19 @@ TEST(DspPlan, BlocksPairEachForwardWithTheBackwardMkBatchesOlder) {
   EXPECT_EQ(schedule_text(plan, 2), "F0 B0 U F1 B1 U F2 B2 U F3 B3 U F4 B4 U F5 B5 U");
 }
 
+TEST(DspPlan, DeclaresTheIterationsThatEndInBlockZerosDrain) {
+  // Block 0 of DSP(1,1,0; 4,2,0) forwards nothing in its last m_0 = 4 steps
+  // (the schedule above: R2 B2 U .. R5 B5 U), so iterations n-4 .. n-1 end
+  // in the drain; with m_0 = 10 the last 10 do.
+  EXPECT_EQ(three_block_plan({}, 6).drain_iterations, 4);
+  EXPECT_EQ(three_block_plan({}, 20).drain_iterations, 4);
+  EXPECT_EQ(three_block_plan({{"queues", R"({"p": [3, 3, 0], "m": [10, 5, 0]})"}}, 12).drain_iterations, 10);
+  // Fewer than two iterations before them: none declared, so the run keeps
+  // a steady state to measure.
+  EXPECT_EQ(three_block_plan({}, 5).drain_iterations, 0);
+  EXPECT_EQ(three_block_plan({{"queues", R"({"p": [3, 3, 0], "m": [10, 5, 0]})"}}, 11).drain_iterations, 0);
+}
+
 TEST(DspPlan, LongerQueuesDelayTheBackwardByMk) {
   // DSP(3,3,0; 10,5,0) (q = 1, 1): block 1 forwards 5 batches ahead of its
   // first backward, block 0 ten.
