@@ -230,7 +230,9 @@ void add_profile_command(CLI::App& app, CommandContext& ctx) {
       "--cluster-out", opts->cluster_out,
       "With --device: also write the measured cluster JSON here; with --import-kineto, the trace's machine");
   cmd->add_option("--precision", opts->precision,
-                  "fp32, or tf32 with --device cuda (cuBLAS and cuDNN on TF32 tensor cores, as PyTorch's allow_tf32)")
+                  "fp32, or with --device cuda tf32 (cuBLAS and cuDNN on TF32 tensor cores, as PyTorch's "
+                  "allow_tf32) or bf16 (cuBLAS's products on bfloat16-rounded inputs with fp32 sums; cuDNN's as "
+                  "tf32)")
       ->capture_default_str();
   cmd->add_flag("--analytic", opts->analytic, "Estimate each layer by a roofline on the cluster's device");
   cmd->add_option("--cluster", opts->cluster, "Preset or cluster file whose device the estimate is for");

@@ -235,7 +235,7 @@ void run_training(const RunOptions& o, CommandContext& ctx) {
       {"model", model.name},   {"strategy", o.strategy}, {"settings", o.settings}, {"devices", o.devices},
       {"batch", o.batch},      {"seed", o.seed},         {"dataset", data.name},   {"learning_rate", o.learning_rate},
       {"momentum", o.momentum}};
-  if (precision == CudaPrecision::tf32) identity["precision"] = o.precision;  // fp32 checkpoints keep their identity
+  if (precision != CudaPrecision::fast) identity["precision"] = o.precision;  // fp32 checkpoints keep their identity
   Checkpoint resume;
   if (!o.resume.empty()) {
     resume = read_checkpoint(o.resume);
@@ -294,7 +294,9 @@ void add_run_command(CLI::App& app, CommandContext& ctx) {
                   "cpu:N (N worker threads), or cuda, cuda:G or cuda:GxW (W workers sharing GPU G; every worker's "
                   "forwards and backwards on the GPU, its weights, optimizer and messages on the host)")->capture_default_str();
   cmd->add_option("--precision", o->precision,
-                  "fp32, or tf32 with --devices cuda (cuBLAS and cuDNN on TF32 tensor cores, as PyTorch's allow_tf32)")
+                  "fp32, or with --devices cuda tf32 (cuBLAS and cuDNN on TF32 tensor cores, as PyTorch's "
+                  "allow_tf32) or bf16 (cuBLAS's products on bfloat16-rounded inputs with fp32 sums; cuDNN's as "
+                  "tf32)")
       ->capture_default_str();
   cmd->add_option("--dataset", o->dataset, kDatasetHelp);
   cmd->add_option("--data-dir", o->data_dir,

@@ -81,10 +81,14 @@ WorkerDevices parse_worker_devices(const std::string& text) {
 
 CudaPrecision parse_gpu_precision(const std::string& text, bool gpu) {
   if (text == "fp32") return CudaPrecision::fast;
-  if (text != "tf32") throw InputError("--precision", "'" + text + "' is not a precision", "fp32 or tf32");
-  if (!gpu)
-    throw InputError("--precision", "tf32 on CPU workers", "fp32, or tf32 on a GPU (cuda, cuda:N: its tensor cores)");
-  return CudaPrecision::tf32;
+  if (text != "tf32" && text != "bf16") {
+    throw InputError("--precision", "'" + text + "' is not a precision", "fp32, tf32 or bf16");
+  }
+  if (!gpu) {
+    throw InputError("--precision", text + " on CPU workers",
+                     "fp32, or tf32 or bf16 on a GPU (cuda, cuda:N: its tensor cores)");
+  }
+  return text == "tf32" ? CudaPrecision::tf32 : CudaPrecision::bf16;
 }
 
 }  // namespace trainsim

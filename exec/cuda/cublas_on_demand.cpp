@@ -31,6 +31,15 @@ F* resolve(const char* name) {
     return target != nullptr ? target args : CUBLAS_STATUS_NOT_INITIALIZED;     \
   }
 
+// The same for an entry point cublas_api.h also overloads in C++ (the Ex
+// products take a cudaDataType compute type there), typed by its parameters.
+#define TRAINSIM_CUBLAS_FORWARD_C(function, params, args)                   \
+  cublasStatus_t CUBLASWINAPI function params {                             \
+    using Entry = cublasStatus_t CUBLASWINAPI params;                       \
+    static auto* const target = resolve<Entry>(#function);                  \
+    return target != nullptr ? target args : CUBLAS_STATUS_NOT_INITIALIZED; \
+  }
+
 extern "C" {
 
 TRAINSIM_CUBLAS_FORWARD(cublasCreate_v2, (cublasHandle_t * handle), (handle))
@@ -53,6 +62,22 @@ TRAINSIM_CUBLAS_FORWARD(cublasSgemmStridedBatched,
                          long long int stride_c, int batch_count),
                         (handle, transa, transb, m, n, k, alpha, a, lda, stride_a, b, ldb, stride_b, beta, c, ldc,
                          stride_c, batch_count))
+
+TRAINSIM_CUBLAS_FORWARD_C(cublasGemmEx,
+                          (cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m, int n,
+                           int k, const void* alpha, const void* a, cudaDataType a_type, int lda, const void* b,
+                           cudaDataType b_type, int ldb, const void* beta, void* c, cudaDataType c_type, int ldc,
+                           cublasComputeType_t compute_type, cublasGemmAlgo_t algo),
+                          (handle, transa, transb, m, n, k, alpha, a, a_type, lda, b, b_type, ldb, beta, c, c_type, ldc,
+                           compute_type, algo))
+TRAINSIM_CUBLAS_FORWARD_C(cublasGemmStridedBatchedEx,
+                          (cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m, int n,
+                           int k, const void* alpha, const void* a, cudaDataType a_type, int lda,
+                           long long int stride_a, const void* b, cudaDataType b_type, int ldb, long long int stride_b,
+                           const void* beta, void* c, cudaDataType c_type, int ldc, long long int stride_c,
+                           int batch_count, cublasComputeType_t compute_type, cublasGemmAlgo_t algo),
+                          (handle, transa, transb, m, n, k, alpha, a, a_type, lda, stride_a, b, b_type, ldb, stride_b,
+                           beta, c, c_type, ldc, stride_c, batch_count, compute_type, algo))
 
 const char* CUBLASWINAPI cublasGetStatusString(cublasStatus_t status) {
   static auto* const target = resolve<decltype(cublasGetStatusString)>("cublasGetStatusString");

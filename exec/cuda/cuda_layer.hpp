@@ -52,7 +52,8 @@ class DeviceArray {
 struct Context {
   int device = 0;
   bool exact = false;  // CudaPrecision::exact: no FFT or Winograd convolutions
-  bool tf32 = false;   // CudaPrecision::tf32: tensor-core TF32 products allowed
+  bool tf32 = false;   // CudaPrecision::tf32 or bf16: tensor-core TF32 products allowed
+  bool bf16 = false;   // CudaPrecision::bf16: cuBLAS's products on bfloat16-rounded inputs
   cudaStream_t stream = nullptr;
   cublasHandle_t blas = nullptr;
   cudnnHandle_t dnn = nullptr;
@@ -174,6 +175,21 @@ size_t plan_layer(GpuLayer& layer, const Layer& model_layer, Context& context);
 void forward(const GpuLayer& layer, Context& context);
 // dx from dy (when dx is not null); ADDS the parameter gradients into grads.
 void backward(const GpuLayer& layer, Context& context);
+
+// Column-major out = op(A)·op(B) + beta·out (m × n, k inner), fp32 in
+// and out (cuda_gemm.cpp): cublasSgemm, or with c.bf16 cublasGemmEx on
+// the tensor cores with A and B rounded to bfloat16 and fp32 sums
+// (CUBLAS_COMPUTE_32F_FAST_16BF).
+void gemm(const Context& c, cublasOperation_t ta, cublasOperation_t tb, int64_t m, int64_t n, int64_t k, const float* a,
+          int64_t lda, const float* b, int64_t ldb, const float* beta, float* out, int64_t ldc);
+// `batch` such products, each operand `stride` floats after the one before.
+struct StridedOperand {
+  const float* data;
+  int64_t ld, stride;
+};
+void gemm_strided_batched(const Context& c, cublasOperation_t ta, cublasOperation_t tb, int64_t m, int64_t n, int64_t k,
+                          StridedOperand a, StridedOperand b, float* out, int64_t ldc, int64_t stride_out,
+                          int64_t batch);
 
 // y = x·Wᵀ (+ b where b is not null) over `rows` rows, W row-major {out, in}.
 void dense_forward(Context& c, const float* x, const float* w, const float* b, float* y, int64_t rows, int64_t in,

@@ -189,7 +189,7 @@ const float* GpuLayer::dx_beta() const { return accumulate[0] ? &kOne : &kZero; 
 void dense_forward(Context& c, const float* x, const float* w, const float* b, float* y, int64_t rows, int64_t in,
                    int64_t out) {
   const int m = static_cast<int>(out), n = static_cast<int>(rows), k = static_cast<int>(in);
-  TRAINSIM_CUBLAS(cublasSgemm(c.blas, CUBLAS_OP_T, CUBLAS_OP_N, m, n, k, &kOne, w, k, x, k, &kZero, y, m));
+  gemm(c, CUBLAS_OP_T, CUBLAS_OP_N, m, n, k, w, k, x, k, &kZero, y, m);
   if (b != nullptr) add_row_bias(y, b, rows, out, c.stream);
 }
 
@@ -197,15 +197,14 @@ void dense_backward(Context& c, const float* x, const float* dy, const float* w,
                     bool accumulate, int64_t rows, int64_t in, int64_t out) {
   const int i = static_cast<int>(in), o = static_cast<int>(out), n = static_cast<int>(rows);
   // dW (row-major {out, in}) += dyᵀ·x.
-  TRAINSIM_CUBLAS(cublasSgemm(c.blas, CUBLAS_OP_N, CUBLAS_OP_T, i, o, n, &kOne, x, i, dy, o, &kOne, dw, i));
+  gemm(c, CUBLAS_OP_N, CUBLAS_OP_T, i, o, n, x, i, dy, o, &kOne, dw, i);
   // db += the column sums of dy (c.ones holds at least `rows` ones).
   if (db != nullptr) {
     TRAINSIM_CUBLAS(cublasSgemv(c.blas, CUBLAS_OP_N, o, n, &kOne, dy, o, c.ones.get(), 1, &kOne, db, 1));
   }
   // dx = dy·W.
   if (dx != nullptr) {
-    TRAINSIM_CUBLAS(cublasSgemm(c.blas, CUBLAS_OP_N, CUBLAS_OP_N, i, n, o, &kOne, w, i, dy, o,
-                                accumulate ? &kOne : &kZero, dx, i));
+    gemm(c, CUBLAS_OP_N, CUBLAS_OP_N, i, n, o, w, i, dy, o, accumulate ? &kOne : &kZero, dx, i);
   }
 }
 

@@ -17,8 +17,7 @@ namespace {
 // Column-major C = op(A)·op(B) + beta·C (m × n, k inner).
 void product(Context& c, cublasOperation_t ta, cublasOperation_t tb, int64_t m, int64_t n, int64_t k, const float* a,
              int64_t lda, const float* b, int64_t ldb, const float* beta, float* out, int64_t ldc) {
-  TRAINSIM_CUBLAS(cublasSgemm(c.blas, ta, tb, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), &kOne, a,
-                              static_cast<int>(lda), b, static_cast<int>(ldb), beta, out, static_cast<int>(ldc)));
+  gemm(c, ta, tb, m, n, k, a, lda, b, ldb, beta, out, ldc);
 }
 
 }  // namespace

@@ -187,7 +187,8 @@ CudaNetwork::CudaNetwork(const Model& model, const Weights& weights, int64_t bat
   cuda::Context& c = s.context;
   c.device = device;
   c.exact = options.precision == CudaPrecision::exact;
-  c.tf32 = options.precision == CudaPrecision::tf32;
+  c.tf32 = options.precision == CudaPrecision::tf32 || options.precision == CudaPrecision::bf16;
+  c.bf16 = options.precision == CudaPrecision::bf16;
   cudaDeviceProp prop{};
   TRAINSIM_CUDA(cudaGetDeviceProperties(&prop, device));
   s.device_name = prop.name;

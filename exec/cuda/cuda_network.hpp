@@ -31,8 +31,12 @@ struct NetworkState;
 // direct), within 1e-4 of the CPU reference (the conformance tests);
 // `tf32` lets cuBLAS and cuDNN round the products' inputs to TF32 (10-bit
 // mantissa) on the tensor cores, as PyTorch's allow_tf32, storage and sums
-// staying fp32. The device's own kernels compute in fp32 under all three.
-enum class CudaPrecision { fast, exact, tf32 };
+// staying fp32; `bf16` has cuBLAS round its products' inputs to bfloat16
+// (7-bit mantissa) on the tensor cores and sum in fp32
+// (CUBLAS_COMPUTE_32F_FAST_16BF), cuDNN's convolutions as under tf32,
+// storage fp32. The device's
+// own kernels compute in fp32 under all four.
+enum class CudaPrecision { fast, exact, tf32, bf16 };
 
 struct CudaNetworkOptions {
   CudaPrecision precision = CudaPrecision::fast;

@@ -43,9 +43,8 @@ struct Batched {
 
 void gemm_batched(Context& c, cublasOperation_t ta, cublasOperation_t tb, int64_t m, int64_t n, int64_t k,
                   const Batched& g, int64_t batch) {
-  TRAINSIM_CUBLAS(cublasSgemmStridedBatched(c.blas, ta, tb, static_cast<int>(m), static_cast<int>(n),
-                                            static_cast<int>(k), &kOne, g.a, g.lda, g.stride_a, g.b, g.ldb, g.stride_b,
-                                            &kZero, g.c, g.ldc, g.stride_c, static_cast<int>(batch)));
+  gemm_strided_batched(c, ta, tb, m, n, k, {g.a, g.lda, g.stride_a}, {g.b, g.ldb, g.stride_b}, g.c, g.ldc, g.stride_c,
+                       batch);
 }
 
 void attention_forward(const GpuLayer& l, Context& c) {

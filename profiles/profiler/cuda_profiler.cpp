@@ -63,6 +63,7 @@ Profile measure_cuda_profile(const Model& model, int64_t batch, int device, cons
   LayerMedians at_small;
   if (small >= 1) at_small = time_passes(model, small, device, options, precision, passes, total, name);
   if (precision == CudaPrecision::tf32) name += " (TF32)";
+  if (precision == CudaPrecision::bf16) name += " (BF16 products)";
   return measured_profile(model, batch, at_batch, small, small >= 1 ? &at_small : nullptr, {name, "gpu"});
 }
 

@@ -20,7 +20,7 @@ namespace trainsim {
 // host copy; each layer's times are the medians over the timed passes. The
 // fixed parts are fitted from a second measurement at batch / 8, as on the
 // CPU. device = {the GPU's name, "gpu"}, the name followed by " (TF32)"
-// under CudaPrecision::tf32. InputError naming --batch or
+// under CudaPrecision::tf32 and " (BF16 products)" under bf16. InputError naming --batch or
 // --repeats for values < 1, --concurrent when it is not 1 (each GPU worker
 // is measured alone), and CudaNetwork's errors (an op without a kernel, no
 // such GPU, a build without CUDA).

@@ -29,7 +29,10 @@ void BM_CudaStep(benchmark::State& state, const std::string& model_name) {
     return;
   }
   const int64_t batch = state.range(0);
-  const CudaPrecision precision = state.range(1) == 1 ? CudaPrecision::tf32 : CudaPrecision::fast;
+  // range(1): 0 fp32, 1 TF32, 2 bf16 products.
+  const CudaPrecision precision = state.range(1) == 1   ? CudaPrecision::tf32
+                                  : state.range(1) == 2 ? CudaPrecision::bf16
+                                                        : CudaPrecision::fast;
   const Model model = build_zoo_model(model_name);
   const Network network = build_network(model);
   CudaNetwork gpu(model, init_weights(network, 1), batch, 0, {precision, false});
@@ -50,27 +53,29 @@ void BM_CudaStep(benchmark::State& state, const std::string& model_name) {
   state.counters["samples/s"] =
       benchmark::Counter(static_cast<double>(batch) * static_cast<double>(state.iterations()),
                          benchmark::Counter::kIsRate);
-  state.SetLabel(gpu.device_name() + (precision == CudaPrecision::tf32 ? ", TF32" : ", fp32"));
+  state.SetLabel(gpu.device_name() + (precision == CudaPrecision::tf32   ? ", TF32"
+                                      : precision == CudaPrecision::bf16 ? ", BF16 products"
+                                                                         : ", fp32"));
 }
 
 BENCHMARK_CAPTURE(BM_CudaStep, fmnist_mlp, std::string("fmnist-mlp"))
-    ->ArgsProduct({{64, 1024}, {0, 1}})
+    ->ArgsProduct({{64, 1024}, {0, 1, 2}})
     ->UseManualTime()
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_CudaStep, fmnist_cnn, std::string("fmnist-cnn"))
-    ->ArgsProduct({{64, 1024}, {0, 1}})
+    ->ArgsProduct({{64, 1024}, {0, 1, 2}})
     ->UseManualTime()
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_CudaStep, fmnist_resnet20, std::string("fmnist-resnet20"))
-    ->ArgsProduct({{64, 1024}, {0, 1}})
+    ->ArgsProduct({{64, 1024}, {0, 1, 2}})
     ->UseManualTime()
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_CudaStep, fortunes_gpt, std::string("fortunes-gpt"))
-    ->ArgsProduct({{64, 1024}, {0, 1}})
+    ->ArgsProduct({{64, 1024}, {0, 1, 2}})
     ->UseManualTime()
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_CudaStep, fortunes_lstm, std::string("fortunes-lstm"))
-    ->ArgsProduct({{64, 1024}, {0, 1}})
+    ->ArgsProduct({{64, 1024}, {0, 1, 2}})
     ->UseManualTime()
     ->Unit(benchmark::kMicrosecond);
 

@@ -30,6 +30,7 @@ namespace {
 constexpr double kExactTolerance = 1e-4;
 constexpr double kFastTolerance = 1e-3;
 constexpr double kTf32Tolerance = 1e-2;  // TF32 keeps 10 mantissa bits: each product's inputs within 2^-11
+constexpr double kBf16Tolerance = 5e-2;  // bfloat16 keeps 7: within 2^-8, eight times TF32's rounding
 
 // ‖a − b‖₂ / max(‖b‖₂, floor) (0 when both are zero).
 double relative_error(const Tensor& a, const Tensor& b, double floor = 0) {
@@ -381,6 +382,38 @@ TEST(CudaNetwork, Tf32ProductsAreNotFp32s) {
   const double tf32 = relative_error(logits[1], cpu);
   EXPECT_GT(tf32, 1e-5);
   EXPECT_LE(tf32, kTf32Tolerance);
+}
+
+// bf16 rounds each cuBLAS product's inputs to 7 mantissa bits (cuDNN's
+// convolutions as TF32): the networks still train close to the CPU.
+TEST(CudaNetwork, Bf16ProductsTrainCloseToTheCpu) {
+  SKIP_WITHOUT_GPU();
+  expect_chain_trains_alike(make_case(build_zoo_model("fmnist-cnn"), 64), CudaPrecision::bf16, kBf16Tolerance);
+  expect_network_trains_alike(make_case(build_zoo_model("fortunes-gpt"), 4), CudaPrecision::bf16,
+                              {kBf16Tolerance, kBf16Tolerance, 0});
+  expect_network_trains_alike(make_case(build_zoo_model("fortunes-lstm"), 4), CudaPrecision::bf16,
+                              {kBf16Tolerance, kBf16Tolerance, 0});
+}
+
+// And bf16 is on: fmnist-mlp's logits at batch 512 move from the CPU's by
+// more than TF32's do, and by less than bf16's bound.
+TEST(CudaNetwork, Bf16ProductsRoundMoreThanTf32s) {
+  SKIP_WITHOUT_GPU();
+  const Case c = make_case(build_zoo_model("fmnist-mlp"), 512);
+  const Network net = build_network(c.model);
+  const Weights w = init_weights(net, 7);
+  const auto last = static_cast<int64_t>(net.layers.size()) - 1;
+  std::vector<LayerCache> caches;
+  const Tensor cpu = forward_range(net, w, 0, last, c.x, caches);
+  std::vector<double> errors;
+  for (const CudaPrecision precision : {CudaPrecision::tf32, CudaPrecision::bf16}) {
+    CudaNetwork gpu(c.model, w, c.batch, 0, {precision, false});
+    gpu.set_batch(c.x, c.labels);
+    gpu.forward_and_loss();
+    errors.push_back(relative_error(gpu.output(last), cpu));
+  }
+  EXPECT_GT(errors[1], errors[0]);
+  EXPECT_LE(errors[1], kBf16Tolerance);
 }
 
 TEST(CudaNetwork, ATimedPassTimesEveryLayer) {

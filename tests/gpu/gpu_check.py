@@ -155,15 +155,18 @@ def main():
         losses = j["loss_per_iteration"]
         report.append(f"| {strategy} | {losses[0]:.3f} | {losses[-1]:.3f} | {j['iteration_s'] * 1e3:.2f} ms |")
 
-    done = run([trainsim, "run", "--model", "fmnist-cnn", "--strategy", "single", "--devices", "cuda:0", "--precision",
-                "tf32", "--batch", "64", "--iterations", "30", "--json", "-", "--quiet"] + data, log, timeout=300)
-    failed |= done.returncode != 0
-    if done.returncode == 0:
-        losses = json.loads(done.stdout)["loss_per_iteration"]
-        report += ["", f"With `--precision tf32`, `single` on `cuda:0` (one worker): first loss {losses[0]:.3f}, last "
-                   f"{losses[-1]:.3f}, iteration {json.loads(done.stdout)['iteration_s'] * 1e3:.2f} ms."]
-    else:
-        report += ["", f"`--precision tf32` failed: {(done.stderr.strip().splitlines() or ['?'])[-1]}"]
+    for precision in ("tf32", "bf16"):
+        done = run([trainsim, "run", "--model", "fmnist-cnn", "--strategy", "single", "--devices", "cuda:0",
+                    "--precision", precision, "--batch", "64", "--iterations", "30", "--json", "-", "--quiet"] + data,
+                   log, timeout=300)
+        failed |= done.returncode != 0
+        if done.returncode == 0:
+            losses = json.loads(done.stdout)["loss_per_iteration"]
+            report += ["", f"With `--precision {precision}`, `single` on `cuda:0` (one worker): first loss "
+                       f"{losses[0]:.3f}, last {losses[-1]:.3f}, iteration "
+                       f"{json.loads(done.stdout)['iteration_s'] * 1e3:.2f} ms."]
+        else:
+            report += ["", f"`--precision {precision}` failed: {(done.stderr.strip().splitlines() or ['?'])[-1]}"]
 
     flush()
     report += ["", "## Training step: trainsim's GPU device and PyTorch", "",
@@ -181,8 +184,8 @@ def main():
     if bench.returncode == 0:
         for b in json.loads(bench.stdout)["benchmarks"]:
             if b.get("run_type") == "iteration" and not b.get("error_occurred"):
-                _, model, batch, tf32 = b["name"].split("/")[:4]
-                ours.setdefault((model.replace("_", "-"), int(batch), tf32 == "1"), []).append(b["real_time"] * 1e-6)
+                _, model, batch, precision = b["name"].split("/")[:4]  # precision 0 fp32, 1 TF32, 2 bf16
+                ours.setdefault((model.replace("_", "-"), int(batch), int(precision)), []).append(b["real_time"] * 1e-6)
     torch_version = None
     params = {m: json.loads(run([trainsim, "zoo", "show", m, "--json"], log).stdout)["param_count"] for m in MODELS}
 
@@ -201,7 +204,7 @@ def main():
                 except ValueError as e:
                     failed = True
                     rows.append(f"- {e}")
-                mine = ours.get((model, batch, tf32), [])
+                mine = ours.get((model, batch, int(tf32)), [])
                 ratio = f"{statistics.median(mine) / statistics.median(theirs):.2f}" if mine and theirs else "n/a"
                 rows.append(f"| {model} | {batch} | {spread(mine) if mine else 'failed'} | "
                             f"{spread(theirs) if theirs else 'no PyTorch'} | {ratio} |")
@@ -213,6 +216,17 @@ def main():
                "`torch.backends.cuda.matmul.allow_tf32` and `torch.backends.cudnn.allow_tf32`), otherwise as above:",
                "", "| model | batch | trainsim step | PyTorch step | trainsim / PyTorch |", "|---|---|---|---|---|"]
     report += step_rows(True)
+    report += ["", "trainsim's step with bf16 products (`CudaPrecision::bf16`, `trainsim run --precision bf16`: "
+               "cuBLAS's products on bfloat16-rounded inputs with fp32 sums, CUBLAS_COMPUTE_32F_FAST_16BF; cuDNN's "
+               "convolutions as under TF32) beside its fp32 and TF32 steps, the same benchmark (PyTorch has no "
+               "such mode for fp32 tensors on the GPU):", "",
+               "| model | batch | fp32 | TF32 | bf16 products | bf16 / TF32 |", "|---|---|---|---|---|---|"]
+    for model in MODELS:
+        for batch in BATCHES:
+            steps = [ours.get((model, batch, p), []) for p in (0, 1, 2)]
+            ratio = f"{statistics.median(steps[2]) / statistics.median(steps[1]):.2f}" if steps[1] and steps[2] else "n/a"
+            report.append(f"| {model} | {batch} | " + " | ".join(spread(s) if s else "failed" for s in steps) +
+                          f" | {ratio} |")
     if torch_version:
         report += ["", f"PyTorch {torch_version}."]
 

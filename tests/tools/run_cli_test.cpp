@@ -93,22 +93,25 @@ TEST(RunCli, GpuWorkersAreCheckedBeforeAnyDataLoads) {
   EXPECT_NE(r.err.find("GPU workers run under trainsim run"), std::string::npos) << r.err;
 }
 
-// --precision: fp32 anywhere, tf32 with GPU workers only, nothing else;
-// each refused in one line before anything runs (trainsim profile alike).
-TEST(RunCli, PrecisionIsFp32OrTf32OnAGpu) {
+// --precision: fp32 anywhere, tf32 or bf16 with GPU workers only, nothing
+// else; each refused in one line before anything runs (trainsim profile alike).
+TEST(RunCli, PrecisionIsFp32OrTf32OrBf16OnAGpu) {
   auto r =
       run_cli({"run", "--model", "fmnist-mlp", "--strategy", "single", "--precision", "tf32", "--iterations", "1"});
   EXPECT_EQ(r.status, 2);
   EXPECT_EQ(r.err,
-            "trainsim: error: --precision: tf32 on CPU workers (fp32, or tf32 on a GPU (cuda, cuda:N: "
+            "trainsim: error: --precision: tf32 on CPU workers (fp32, or tf32 or bf16 on a GPU (cuda, cuda:N: "
             "its tensor cores))\n");
-  r = run_cli({"run", "--model", "fmnist-mlp", "--strategy", "single", "--devices", "cuda", "--precision", "bf16",
+  r = run_cli({"run", "--model", "fmnist-mlp", "--strategy", "single", "--devices", "cuda", "--precision", "fp16",
                "--iterations", "1"});
   EXPECT_EQ(r.status, 2);
-  EXPECT_NE(r.err.find("--precision: 'bf16' is not a precision (fp32 or tf32)"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--precision: 'fp16' is not a precision (fp32, tf32 or bf16)"), std::string::npos) << r.err;
   r = run_cli({"profile", "--model", "fmnist-mlp", "--device", "cpu", "--precision", "tf32", "--out", "-"});
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.err.find("--precision: tf32 on CPU workers"), std::string::npos) << r.err;
+  r = run_cli({"run", "--model", "fmnist-mlp", "--strategy", "single", "--precision", "bf16", "--iterations", "1"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("--precision: bf16 on CPU workers"), std::string::npos) << r.err;
   r = run_cli({"run", "--model", "fmnist-mlp", "--strategy", "single", "--precision", "fp32", "--iterations", "1",
                "--batch", "8", "--json", "-", "--quiet"});
   ASSERT_EQ(r.status, 0) << r.err;
