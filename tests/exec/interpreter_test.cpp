@@ -17,6 +17,7 @@
 #include "model/zoo/zoo.hpp"
 #include "profiles/analytic_profiler.hpp"
 #include "sim/cost/strategies.hpp"
+#include "tests/exec/cpu_device_wrapper.hpp"
 #include "tests/exec/strategy_runs.hpp"
 
 namespace trainsim {
@@ -188,33 +189,18 @@ TEST(Interpreter, RunsOnTheTransportItIsGiven) {
   EXPECT_GT(given.result.traffic.sent_bytes(0), 0);
 }
 
-// Counts the kernels it runs, then runs them on the CPU.
-class CountingDevice final : public Device {
+// Counts the forwards it runs, then runs them on the CPU.
+class CountingDevice final : public CpuDeviceWrapper {
  public:
   explicit CountingDevice(int64_t& forwards) : forwards_(forwards) {}
-  Gradients zero_gradients(const Network& network, const Weights& weights) override {
-    return cpu_.zero_gradients(network, weights);
-  }
   Tensor forward(const Network& network, const Weights& weights, WeightsGeneration generation, int64_t first,
                  int64_t last, Tensor x, std::vector<LayerCache>& caches) override {
     ++forwards_;
-    return cpu_.forward(network, weights, generation, first, last, std::move(x), caches);
-  }
-  Tensor backward(const Network& network, const Weights& weights, WeightsGeneration generation, int64_t first,
-                  int64_t last, Tensor dy, const std::vector<LayerCache>& caches, Gradients& grads) override {
-    return cpu_.backward(network, weights, generation, first, last, std::move(dy), caches, grads);
-  }
-  void update_statistics(const Network& network, int64_t first, int64_t last, const std::vector<LayerCache>& caches,
-                         Statistics& statistics) override {
-    cpu_.update_statistics(network, first, last, caches, statistics);
-  }
-  double loss(const Tensor& logits, std::span<const int32_t> labels, Tensor* dlogits) override {
-    return cpu_.loss(logits, labels, dlogits);
+    return CpuDeviceWrapper::forward(network, weights, generation, first, last, std::move(x), caches);
   }
 
  private:
   int64_t& forwards_;  // touched by its worker's compute thread only
-  EigenCpuDevice cpu_;
 };
 
 TEST(Interpreter, ComputesOnTheDevicesItIsGiven) {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "exec/tensor/device.hpp"
+#include "tests/exec/cpu_device_wrapper.hpp"
 #include "tests/exec/strategy_runs.hpp"
 
 namespace trainsim {
@@ -28,30 +29,20 @@ struct LoadCounts {
 };
 
 // Computes on its own copy of the weights, as a GPU keeps them.
-class CopyingDevice final : public Device {
+class CopyingDevice final : public CpuDeviceWrapper {
  public:
   CopyingDevice(const Network& network, LoadCounts& counts)
       : copy_(zero_weights_like(network)), loaded_(network.layers.size()), counts_(counts) {}
 
-  Gradients zero_gradients(const Network& network, const Weights& weights) override {
-    return cpu_.zero_gradients(network, weights);
-  }
   Tensor forward(const Network& network, const Weights& weights, WeightsGeneration generation, int64_t first,
                  int64_t last, Tensor x, std::vector<LayerCache>& caches) override {
     load(weights, generation, first, last);
-    return cpu_.forward(network, copy_, generation, first, last, std::move(x), caches);
+    return CpuDeviceWrapper::forward(network, copy_, generation, first, last, std::move(x), caches);
   }
   Tensor backward(const Network& network, const Weights& weights, WeightsGeneration generation, int64_t first,
                   int64_t last, Tensor dy, const std::vector<LayerCache>& caches, Gradients& grads) override {
     load(weights, generation, first, last);
-    return cpu_.backward(network, copy_, generation, first, last, std::move(dy), caches, grads);
-  }
-  void update_statistics(const Network& network, int64_t first, int64_t last, const std::vector<LayerCache>& caches,
-                         Statistics& statistics) override {
-    cpu_.update_statistics(network, first, last, caches, statistics);
-  }
-  double loss(const Tensor& logits, std::span<const int32_t> labels, Tensor* dlogits) override {
-    return cpu_.loss(logits, labels, dlogits);
+    return CpuDeviceWrapper::backward(network, copy_, generation, first, last, std::move(dy), caches, grads);
   }
 
  private:
@@ -74,7 +65,6 @@ class CopyingDevice final : public Device {
     counts_.loaded += static_cast<int64_t>(stale.size());
   }
 
-  EigenCpuDevice cpu_;
   Weights copy_;
   LoadedWeights loaded_;
   LoadCounts& counts_;

@@ -360,30 +360,6 @@ TEST(CudaNetwork, Tf32ProductsTrainCloseToTheCpu) {
                               {kTf32Tolerance, 1e-2, 0});
 }
 
-// And TF32 is on: fmnist-mlp's logits at batch 512 (products over 784 and
-// 256 inputs) move from fp32's by more than fp32's own rounding, and by
-// less than TF32's bound.
-TEST(CudaNetwork, Tf32ProductsAreNotFp32s) {
-  SKIP_WITHOUT_GPU();
-  const Case c = make_case(build_zoo_model("fmnist-mlp"), 512);
-  const Network net = build_network(c.model);
-  const Weights w = init_weights(net, 7);
-  const auto last = static_cast<int64_t>(net.layers.size()) - 1;
-  std::vector<LayerCache> caches;
-  const Tensor cpu = forward_range(net, w, 0, last, c.x, caches);
-  std::vector<Tensor> logits;
-  for (const CudaPrecision precision : {CudaPrecision::exact, CudaPrecision::tf32}) {
-    CudaNetwork gpu(c.model, w, c.batch, 0, {precision, false});
-    gpu.set_batch(c.x, c.labels);
-    gpu.forward_and_loss();
-    logits.push_back(gpu.output(last));
-  }
-  EXPECT_LE(relative_error(logits[0], cpu), kExactTolerance);
-  const double tf32 = relative_error(logits[1], cpu);
-  EXPECT_GT(tf32, 1e-5);
-  EXPECT_LE(tf32, kTf32Tolerance);
-}
-
 // bf16 rounds each cuBLAS product's inputs to 7 mantissa bits (cuDNN's
 // convolutions as TF32): the networks still train close to the CPU.
 TEST(CudaNetwork, Bf16ProductsTrainCloseToTheCpu) {
@@ -395,9 +371,11 @@ TEST(CudaNetwork, Bf16ProductsTrainCloseToTheCpu) {
                               {kBf16Tolerance, kBf16Tolerance, 0});
 }
 
-// And bf16 is on: fmnist-mlp's logits at batch 512 move from the CPU's by
-// more than TF32's do, and by less than bf16's bound.
-TEST(CudaNetwork, Bf16ProductsRoundMoreThanTf32s) {
+// And each precision is on: fmnist-mlp's logits at batch 512 (products over
+// 784 and 256 inputs) move from the CPU's within fp32's rounding under
+// exact, by more than that and less than TF32's bound under tf32, and by
+// more than TF32's and less than bf16's bound under bf16.
+TEST(CudaNetwork, ReducedPrecisionProductsRoundAsTheirMantissas) {
   SKIP_WITHOUT_GPU();
   const Case c = make_case(build_zoo_model("fmnist-mlp"), 512);
   const Network net = build_network(c.model);
@@ -406,14 +384,17 @@ TEST(CudaNetwork, Bf16ProductsRoundMoreThanTf32s) {
   std::vector<LayerCache> caches;
   const Tensor cpu = forward_range(net, w, 0, last, c.x, caches);
   std::vector<double> errors;
-  for (const CudaPrecision precision : {CudaPrecision::tf32, CudaPrecision::bf16}) {
+  for (const CudaPrecision precision : {CudaPrecision::exact, CudaPrecision::tf32, CudaPrecision::bf16}) {
     CudaNetwork gpu(c.model, w, c.batch, 0, {precision, false});
     gpu.set_batch(c.x, c.labels);
     gpu.forward_and_loss();
     errors.push_back(relative_error(gpu.output(last), cpu));
   }
-  EXPECT_GT(errors[1], errors[0]);
-  EXPECT_LE(errors[1], kBf16Tolerance);
+  EXPECT_LE(errors[0], kExactTolerance);
+  EXPECT_GT(errors[1], 1e-5);
+  EXPECT_LE(errors[1], kTf32Tolerance);
+  EXPECT_GT(errors[2], errors[1]);
+  EXPECT_LE(errors[2], kBf16Tolerance);
 }
 
 TEST(CudaNetwork, ATimedPassTimesEveryLayer) {
