@@ -77,20 +77,41 @@ class CudaDevice final : public Device {
     std::lock_guard lock(mu_);
     std::shared_ptr<Lease> lease = lend(network, x.rows());
     lease->lent.load(weights, generation, first, last);
+    Tensor y = lease->lent.network->forward_range(network, first, last, x);
+    keep(lease, first, last, x.rows(), caches);
+    return y;
+  }
+
+  // The loss on the GPU, beside the logits: only dL/dlogits comes back.
+  double forward_loss(const Network& network, const Weights& weights, WeightsGeneration generation, int64_t first,
+                      int64_t last, Tensor x, std::vector<LayerCache>& caches, std::span<const int32_t> labels,
+                      Tensor& dlogits) override {
+    std::lock_guard lock(mu_);
+    std::shared_ptr<Lease> lease = lend(network, x.rows());
+    lease->lent.load(weights, generation, first, last);
+    const double loss = lease->lent.network->forward_range_loss(network, first, last, x, labels, dlogits);
+    keep(lease, first, last, x.rows(), caches);
+    return loss;
+  }
+
+ private:
+  // The forward's caches hold its network until the backward; batch
+  // normalization's statistics come back as exec's batch norm keeps them.
+  static void keep(const std::shared_ptr<Lease>& lease, int64_t first, int64_t last, int64_t rows,
+                   std::vector<LayerCache>& caches) {
     CudaNetwork& gpu = *lease->lent.network;
-    Tensor y = gpu.forward_range(network, first, last, x);
     caches.assign(static_cast<size_t>(last - first + 1), LayerCache{});
     for (int64_t i = first; i <= last; ++i) {
       LayerCache& cache = caches[static_cast<size_t>(i - first)];
       cache.device_state = lease;
       std::vector<Tensor> stats = gpu.batch_statistics(i);
       if (!stats.empty()) {  // as exec's batch norm keeps them: input (for its rows), -, mean, variance
-        cache.saved = {Tensor({x.rows()}), Tensor(), std::move(stats[0]), std::move(stats[1])};
+        cache.saved = {Tensor({rows}), Tensor(), std::move(stats[0]), std::move(stats[1])};
       }
     }
-    return y;
   }
 
+ public:
   Tensor backward(const Network& network, const Weights& weights, WeightsGeneration generation, int64_t first,
                   int64_t last, Tensor dy, const std::vector<LayerCache>& caches, Gradients& grads) override {
     std::lock_guard lock(mu_);

@@ -6,8 +6,9 @@
 // the range's kernels run on a stream of the worker's own (those of
 // CudaNetwork: cuBLAS, cuDNN and the project's kernels), and the boundary
 // after it, the parameter gradients and batch normalization's statistics
-// come back; weights, optimizers and messages stay on the host, and the
-// loss is the CPU's. Each forward in flight (a pipeline's micro-batches)
+// come back; weights, optimizers and messages stay on the host. A range
+// that ends the model computes its loss on the GPU beside the logits, and
+// only dL/dlogits comes back (Device::forward_loss). Each forward in flight (a pipeline's micro-batches)
 // keeps activations of its own on the GPU until its caches are dropped.
 // Several workers may share one GPU (virtual devices: `cuda:0x4`).
 // No CUDA type appears here.

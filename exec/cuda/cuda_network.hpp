@@ -101,6 +101,12 @@ class CudaNetwork {
   // parts or packed side by side, as network_range.cpp passes them), the
   // range's forward, and the cut after `last` back in the same form.
   Tensor forward_range(const Network& network, int64_t first, int64_t last, const Tensor& x);
+  // The same up to the model's last layer (`last`), then the softmax
+  // cross-entropy of its logits against `labels` (one per position, in
+  // [0, classes)) on the GPU: the mean loss, and dL/dlogits back into
+  // `dlogits` (the logits' shape), as exec's softmax_cross_entropy.
+  double forward_range_loss(const Network& network, int64_t first, int64_t last, const Tensor& x,
+                            std::span<const int32_t> labels, Tensor& dlogits);
   // Batch normalization `layer`'s mean and biased variance per channel over
   // the last forward; empty for any other layer.
   std::vector<Tensor> batch_statistics(int64_t layer) const;

@@ -31,6 +31,10 @@ Gradients CudaNetwork::gradients() const { return {}; }
 Weights CudaNetwork::weights() const { return {}; }
 void CudaNetwork::load_weights(const Weights&, int64_t, int64_t) {}
 Tensor CudaNetwork::forward_range(const Network&, int64_t, int64_t, const Tensor&) { return {}; }
+double CudaNetwork::forward_range_loss(const Network&, int64_t, int64_t, const Tensor&, std::span<const int32_t>,
+                                       Tensor&) {
+  return 0;
+}
 std::vector<Tensor> CudaNetwork::batch_statistics(int64_t) const { return {}; }
 Tensor CudaNetwork::backward_range(const Network&, int64_t, int64_t, const Tensor&, Gradients&) { return {}; }
 

@@ -124,6 +124,32 @@ Tensor CudaNetwork::forward_range(const Network& network, int64_t first, int64_t
   return cuda::download_cut(s, network, last + 1, [&](int32_t t) { return cuda::value_of(s, t); });
 }
 
+double CudaNetwork::forward_range_loss(const Network& network, int64_t first, int64_t last, const Tensor& x,
+                                       std::span<const int32_t> labels, Tensor& dlogits) {
+  cuda::NetworkState& s = *state_;
+  cuda::check_range(s, network, first, last);
+  TRAINSIM_CHECK(last + 1 == static_cast<int64_t>(s.layers.size()), "a loss after a layer that is not the last");
+  TRAINSIM_CHECK(static_cast<int64_t>(labels.size()) == s.positions,
+                 std::to_string(labels.size()) + " labels for " + std::to_string(s.positions) + " positions");
+  for (const int32_t label : labels) {
+    TRAINSIM_CHECK(label >= 0 && label < s.classes, "a label outside [0, " + std::to_string(s.classes) + ")");
+  }
+  if (first == 0) cuda::check_token_ids(s, x);
+  cuda::upload_cut(s, network, first, x, [&](int32_t t) { return cuda::value_of(s, t); });
+  TRAINSIM_CUDA(
+      cudaMemcpyAsync(s.labels.get(), labels.data(), s.labels.bytes(), cudaMemcpyHostToDevice, s.context.stream));
+  for (int64_t i = first; i <= last; ++i) cuda::forward(*s.layers[static_cast<size_t>(i)], s.context);
+  cuda::softmax_cross_entropy(s.layers.back()->y, s.labels.get(), s.positions, s.classes, s.loss.get(), s.dlogits.get(),
+                              s.context.stream);
+  TRAINSIM_CUDA(cudaGetLastError());
+  std::vector<float> losses(static_cast<size_t>(s.positions));
+  TRAINSIM_CUDA(cudaMemcpyAsync(losses.data(), s.loss.get(), s.loss.bytes(), cudaMemcpyDeviceToHost, s.context.stream));
+  dlogits = cuda::download(s.dlogits.get(), cuda::batched(s.batch, network.output_shapes.back()), s.context.stream);
+  double total = 0;
+  for (const float v : losses) total += v;
+  return s.positions > 0 ? total / static_cast<double>(s.positions) : 0.0;
+}
+
 std::vector<Tensor> CudaNetwork::batch_statistics(int64_t layer) const {
   const cuda::NetworkState& s = *state_;
   TRAINSIM_CHECK(layer >= 0 && layer < static_cast<int64_t>(s.layers.size()), "a layer of the network");

@@ -91,11 +91,11 @@ void Interpreter::forward(OpId id, const Op& op) {
   const Weights& weights = weights_for(w, id, op, &x);
   // The input goes to the device, which keeps what the backward needs,
   // unless the recompute needs it again.
-  Tensor y = w.device->forward(network_, weights, generation_of(w, op), op.first_layer, op.last_layer,
-                               recomputed ? Tensor(x) : std::move(x), caches);
+  bool loss_grad = false;
+  Tensor y =
+      forward_on_device(w, op, weights, recomputed ? Tensor(x) : std::move(x), caches, /*count_loss=*/true, &loss_grad);
   w.device->update_statistics(network_, op.first_layer, op.last_layer, caches, w.statistics);
   done_reading(w, op, network_);
-  const auto last_layer = static_cast<int32_t>(network_.layers.size()) - 1;
   std::lock_guard lock(w.mu);
   if (recomputed) {
     // DSP (seed 001 §3.3): keep the input, drop the caches; the recompute rebuilds them.
@@ -105,24 +105,30 @@ void Interpreter::forward(OpId id, const Op& op) {
       w.caches[{op.iteration, mb, l}] = std::move(caches[static_cast<size_t>(l - op.first_layer)]);
     }
   }
-  if (op.last_layer == last_layer) {
-    w.output_grads[{op.iteration, mb, last_layer}] = loss_gradient(op, y, /*count_loss=*/true);
+  if (loss_grad) {
+    w.output_grads[{op.iteration, mb, op.last_layer}] = std::move(y);
   } else {
     w.outputs[{op.iteration, mb, op.last_layer}] = std::move(y);
   }
 }
 
-// dL/dlogits of the micro-batch, weighted by its share of the shard's rows
-// so the micro-batches' gradients add up to the shard's mean-loss gradient.
-Tensor Interpreter::loss_gradient(const Op& op, const Tensor& logits, bool count_loss) {
+Tensor Interpreter::forward_on_device(WorkerState& w, const Op& op, const Weights& weights, Tensor x,
+                                      std::vector<LayerCache>& caches, bool count_loss, bool* loss_grad) {
+  const WeightsGeneration generation = generation_of(w, op);
+  *loss_grad = op.last_layer + 1 == static_cast<int32_t>(network_.layers.size());
+  if (!*loss_grad)
+    return w.device->forward(network_, weights, generation, op.first_layer, op.last_layer, std::move(x), caches);
   std::vector<int32_t> labels;
   batch_rows(op, nullptr, &labels);
   Tensor dlogits;
-  const double loss = workers_[static_cast<size_t>(op.worker)]->device->loss(logits, labels, &dlogits);
-  // The micro-batch's share of the shard's samples; its loss is the mean
-  // over its positions (one per sample, or one per token), counted by them.
+  const double loss = w.device->forward_loss(network_, weights, generation, op.first_layer, op.last_layer, std::move(x),
+                                             caches, labels, dlogits);
+  // dL/dlogits of the micro-batch, weighted by its share of the shard's
+  // rows so the micro-batches' gradients add up to the shard's mean-loss
+  // gradient; its loss is the mean over its positions (one per sample, or
+  // one per token), counted by them.
   const int64_t rows = static_cast<int64_t>(labels.size());
-  const auto share = static_cast<float>(static_cast<double>(logits.rows()) / static_cast<double>(options_.batch_size));
+  const auto share = static_cast<float>(static_cast<double>(dlogits.rows()) / static_cast<double>(options_.batch_size));
   for (float& v : dlogits.data) v *= share;
   if (!count_loss) return dlogits;
   if (options_.stop_on_divergence && !std::isfinite(loss)) throw LossDiverged(op.iteration, loss);
@@ -147,17 +153,14 @@ void Interpreter::recompute(OpId id, const Op& op) {
   }
   std::vector<LayerCache> caches;
   const Weights& weights = weights_for(w, id, op);
-  Tensor y =
-      w.device->forward(network_, weights, generation_of(w, op), op.first_layer, op.last_layer, std::move(x), caches);
+  bool loss_grad = false;
+  Tensor y = forward_on_device(w, op, weights, std::move(x), caches, /*count_loss=*/false, &loss_grad);
   done_reading(w, op, network_);
-  const auto last_layer = static_cast<int32_t>(network_.layers.size()) - 1;
   std::lock_guard lock(w.mu);
   for (int32_t l = op.first_layer; l <= op.last_layer; ++l) {
     w.caches[{op.iteration, mb, l}] = std::move(caches[static_cast<size_t>(l - op.first_layer)]);
   }
-  if (op.last_layer == last_layer) {
-    w.output_grads[{op.iteration, mb, last_layer}] = loss_gradient(op, y, /*count_loss=*/false);
-  }
+  if (loss_grad) w.output_grads[{op.iteration, mb, op.last_layer}] = std::move(y);
 }
 
 void Interpreter::backward(OpId id, const Op& op) {

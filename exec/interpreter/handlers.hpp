@@ -75,7 +75,12 @@ class Interpreter final : public OpHandler {
   const Weights& weights_for(WorkerState& w, OpId id, const Op& op, const Tensor* x = nullptr);
   void install_received_weights(WorkerState& w, const Op& op);
   void forward(OpId id, const Op& op);
-  Tensor loss_gradient(const Op& op, const Tensor& logits, bool count_loss);
+  // The forward of the op's layers on `w`'s device, through the loss where
+  // they end the model: their output, or dL/dlogits weighted by the
+  // micro-batch's share of the shard's rows (`*loss_grad` set) with the loss
+  // counted when `count_loss`.
+  Tensor forward_on_device(WorkerState& w, const Op& op, const Weights& weights, Tensor x,
+                           std::vector<LayerCache>& caches, bool count_loss, bool* loss_grad);
   void recompute(OpId id, const Op& op);
   void backward(OpId id, const Op& op);
   void update(OpId id, const Op& op);

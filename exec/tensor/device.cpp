@@ -29,6 +29,14 @@ void LoadedWeights::loaded(std::span<const int64_t> layers, WeightsGeneration ge
   for (const int64_t l : layers) loaded_.at(static_cast<size_t>(l)) = generation;
 }
 
+double Device::forward_loss(const Network& network, const Weights& weights, WeightsGeneration generation, int64_t first,
+                            int64_t last, Tensor x, std::vector<LayerCache>& caches, std::span<const int32_t> labels,
+                            Tensor& dlogits) {
+  TRAINSIM_CHECK(last + 1 == static_cast<int64_t>(network.layers.size()), "a loss after a layer that is not the last");
+  const Tensor logits = forward(network, weights, generation, first, last, std::move(x), caches);
+  return loss(logits, labels, &dlogits);
+}
+
 Tensor EigenCpuDevice::forward(const Network& network, const Weights& weights, WeightsGeneration /*generation*/,
                                int64_t first, int64_t last, Tensor x, std::vector<LayerCache>& caches) {
   return forward_range(network, weights, first, last, std::move(x), caches);

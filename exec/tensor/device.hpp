@@ -62,6 +62,14 @@ class Device {
   // Mean softmax cross-entropy of `logits` against `labels`, and dL/dlogits
   // into `dlogits` when not null (as softmax_cross_entropy).
   virtual double loss(const Tensor& logits, std::span<const int32_t> labels, Tensor* dlogits) = 0;
+  // Layers [first, last] forward as forward() does, `last` being the
+  // model's last layer, then the loss of their logits against `labels` as
+  // loss() does: the mean loss, and dL/dlogits into `dlogits`. Here
+  // forward() then loss(); a device may compute the loss where it keeps the
+  // logits (a GPU's, which then brings back only dL/dlogits).
+  virtual double forward_loss(const Network& network, const Weights& weights, WeightsGeneration generation,
+                              int64_t first, int64_t last, Tensor x, std::vector<LayerCache>& caches,
+                              std::span<const int32_t> labels, Tensor& dlogits);
 };
 
 // exec/tensor's Eigen kernels on this machine's CPU, on the weights as

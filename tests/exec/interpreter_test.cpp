@@ -189,36 +189,53 @@ TEST(Interpreter, RunsOnTheTransportItIsGiven) {
   EXPECT_GT(given.result.traffic.sent_bytes(0), 0);
 }
 
-// Counts the forwards it runs, then runs them on the CPU.
+// Counts the forwards it runs, and those through the loss, then runs them on the CPU.
 class CountingDevice final : public CpuDeviceWrapper {
  public:
-  explicit CountingDevice(int64_t& forwards) : forwards_(forwards) {}
+  CountingDevice(int64_t& forwards, int64_t& with_loss) : forwards_(forwards), with_loss_(with_loss) {}
   Tensor forward(const Network& network, const Weights& weights, WeightsGeneration generation, int64_t first,
                  int64_t last, Tensor x, std::vector<LayerCache>& caches) override {
     ++forwards_;
     return CpuDeviceWrapper::forward(network, weights, generation, first, last, std::move(x), caches);
   }
+  double forward_loss(const Network& network, const Weights& weights, WeightsGeneration generation, int64_t first,
+                      int64_t last, Tensor x, std::vector<LayerCache>& caches, std::span<const int32_t> labels,
+                      Tensor& dlogits) override {
+    ++with_loss_;
+    return CpuDeviceWrapper::forward_loss(network, weights, generation, first, last, std::move(x), caches, labels,
+                                          dlogits);
+  }
 
  private:
-  int64_t& forwards_;  // touched by its worker's compute thread only
+  int64_t& forwards_;   // touched by its worker's compute thread only
+  int64_t& with_loss_;  // likewise
 };
 
 TEST(Interpreter, ComputesOnTheDevicesItIsGiven) {
   const TrainingRun reference = run("gpipe", kBatch, {{"microbatches", "2"}});
   std::vector<int32_t> made;         // the worker of each device made
   std::vector<int64_t> forwards(2);  // per worker
+  std::vector<int64_t> with_loss(2);
   const TrainingRun given = run("gpipe", kBatch, {{"microbatches", "2"}}, [&](ExecOptions& options) {
     options.make_device = [&](int32_t worker) -> std::unique_ptr<Device> {
       made.push_back(worker);
-      return std::make_unique<CountingDevice>(forwards.at(static_cast<size_t>(worker)));
+      const auto w = static_cast<size_t>(worker);
+      return std::make_unique<CountingDevice>(forwards.at(w), with_loss.at(w));
     };
   });
   EXPECT_EQ(made, (std::vector<int32_t>{0, 1}));
-  std::vector<int64_t> planned(2);
+  // Every forward runs on the device; those of the model's last layer
+  // through forward_loss, which the device may compute where the logits are.
+  std::vector<int64_t> planned(2), planned_loss(2);
+  const auto last_layer = static_cast<int32_t>(build_zoo_model("fmnist-mlp").layers.size()) - 1;
   for (const Op& op : given.plan.ops) {
-    if (op.kind == OpKind::kForward || op.kind == OpKind::kRecompute) ++planned[static_cast<size_t>(op.worker)];
+    if (op.kind != OpKind::kForward && op.kind != OpKind::kRecompute) continue;
+    ++planned[static_cast<size_t>(op.worker)];
+    if (op.last_layer == last_layer) ++planned_loss[static_cast<size_t>(op.worker)];
   }
   EXPECT_EQ(forwards, planned);
+  EXPECT_EQ(with_loss, planned_loss);
+  EXPECT_EQ(planned_loss, (std::vector<int64_t>{0, 10}));  // 5 iterations of 2 micro-batches on the last stage
   EXPECT_EQ(given.result.loss_per_iteration, reference.result.loss_per_iteration);
   EXPECT_EQ(largest_weight_gap(given.result.weights, reference.result.weights), 0.0);
 }
