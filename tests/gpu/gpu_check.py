@@ -55,6 +55,19 @@ def step_s(profile):
     return sum(l["forward_s"] + l["backward_s"] + l.get("update_s", 0.0) for l in profile["layers"])
 
 
+def compute_busy_s(trace_path, first):
+    """Median over iterations from `first` of the time worker 0's compute stream spends in its ops."""
+    with open(trace_path) as f:
+        trace = json.load(f)
+    events = trace["traceEvents"] if isinstance(trace, dict) else trace
+    busy = {}
+    for e in events:
+        it = e.get("args", {}).get("iteration")
+        if e.get("ph") == "X" and e.get("pid") == 0 and e.get("tid") == 0 and it is not None and it >= first:
+            busy[it] = busy.get(it, 0.0) + e["dur"] * 1e-6
+    return statistics.median(busy.values()) if busy else float("nan")
+
+
 def spread(values):
     return f"{statistics.median(values) * 1e3:.3f} ms (runs {', '.join(f'{v * 1e3:.3f}' for v in values)})"
 
@@ -154,6 +167,26 @@ def main():
         j = json.loads(done.stdout)
         losses = j["loss_per_iteration"]
         report.append(f"| {strategy} | {losses[0]:.3f} | {losses[-1]:.3f} | {j['iteration_s'] * 1e3:.2f} ms |")
+
+    # Where a GPU worker's iteration goes: the time its compute stream's ops
+    # take per iteration, beside the iteration; the rest is time between them.
+    report += ["", "Where the iteration goes (`--trace`): per iteration from the 8th, the median time worker 0's "
+               "compute stream spends in its ops (the rest of the iteration is between them), and each op kind's "
+               "median (`tests/bench/trace_ops.py --from 8`, ms):", ""]
+    for strategy in ("single", "dp-ring", "gpipe"):
+        trace = os.path.join(args.out, f"trace-{strategy}.json")
+        done = run([trainsim, "run", "--model", "fmnist-cnn", "--strategy", strategy, "--devices", "cuda:0x4",
+                    "--batch", "64", "--iterations", "30", "--json", "-", "--quiet", "--trace", trace] + data, log,
+                   timeout=300)
+        failed |= done.returncode != 0
+        if done.returncode != 0:
+            report.append(f"- {strategy}: failed: {(done.stderr.strip().splitlines() or ['?'])[-1]}")
+            continue
+        ops = run([sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bench",
+                                                "trace_ops.py"), trace, "--from", "8"], log)
+        kinds = ops.stdout.strip().split(": ", 1)[-1] if ops.returncode == 0 else "trace_ops.py failed"
+        report.append(f"- {strategy}: iteration {json.loads(done.stdout)['iteration_s'] * 1e3:.2f} ms, worker 0 "
+                      f"computing {compute_busy_s(trace, 8) * 1e3:.2f} ms of it; {kinds}")
 
     for precision in ("tf32", "bf16"):
         done = run([trainsim, "run", "--model", "fmnist-cnn", "--strategy", "single", "--devices", "cuda:0",
