@@ -55,15 +55,15 @@ const Weights& select_weights(WorkerState& w, const Op& op, const SpecTrain::Onl
                            " weight version " + std::to_string(version) + " but the worker holds " +
                            std::to_string(w.version));
   }
-  return it->second;
+  return it->second.weights;
 }
 
 WeightsGeneration generation_of(WorkerState& w, const Op& op) {
   if (op.weights == WeightPolicy::kPredicted) return kUnversionedWeights;
   std::lock_guard lock(w.mu);
   if (op.weight_version < 0 || op.weight_version == w.version) return w.generation;
-  auto it = w.snapshot_generations.find(op.weight_version);
-  return it == w.snapshot_generations.end() ? kUnversionedWeights : it->second;
+  auto it = w.snapshots.find(op.weight_version);
+  return it == w.snapshots.end() ? kUnversionedWeights : it->second.generation;
 }
 
 void done_reading(WorkerState& w, const Op& op, const Network& network) {
@@ -74,10 +74,7 @@ void done_reading(WorkerState& w, const Op& op, const Network& network) {
   for_layers_read(op, network, [&](int32_t l) { --readers[l]; });
   if (--w.readers[version] == 0) {
     w.layer_readers.erase(version);
-    if (version != w.version) {
-      w.snapshots.erase(version);
-      w.snapshot_generations.erase(version);
-    }
+    if (version != w.version) w.snapshots.erase(version);
   }
 }
 
@@ -90,8 +87,7 @@ void stash_before_change(WorkerState& w) {
     for (size_t l = 0; l < w.weights.size(); ++l) {
       if (l < readers.size() && readers[l] > 0) stash[l] = w.weights[l];
     }
-    w.snapshots[w.version] = std::move(stash);
-    w.snapshot_generations[w.version] = w.generation;
+    w.snapshots[w.version] = Snapshot{std::move(stash), w.generation};
   }
   ++w.version;
   ++w.generation;

@@ -35,6 +35,13 @@ typename Map::mapped_type take(Map& map, const typename Map::key_type& key, cons
 
 using Key = std::tuple<int32_t, int32_t, int32_t>;  // (iteration, micro-batch, layer)
 
+// A stashed weight version: the layers its readers read, and the generation
+// they hold (Device::forward's).
+struct Snapshot {
+  Weights weights;
+  WeightsGeneration generation = kUnversionedWeights;
+};
+
 // Everything one worker holds. Its streams' threads share it under `mu`;
 // weights are written only by its compute stream (updates) and by installs of
 // received weights, which the plan orders before the ops that read them.
@@ -49,8 +56,7 @@ struct WorkerState {
   // Counts every change of `weights` (an update, an install, a pull), for
   // the device (Device::forward's generation).
   WeightsGeneration generation = 1;
-  std::map<int32_t, Weights> snapshots; // stashed versions still to be read
-  std::map<int32_t, WeightsGeneration> snapshot_generations;  // the generation each was taken at
+  std::map<int32_t, Snapshot> snapshots;  // stashed versions still to be read
   std::map<int32_t, int64_t> readers;   // compute ops yet to read each version
   std::map<int32_t, std::vector<int32_t>> layer_readers;  // per version and layer: those ops yet to read its parameters
   std::map<Key, Tensor> outputs;        // layer outputs awaiting their consumer
