@@ -40,6 +40,22 @@ nlohmann::json link_json(const LinkSpec& link) {
 
 }  // namespace
 
+int64_t workers_per_shared_device(const Cluster& c) {
+  if (c.shared_devices <= 0) return 1;
+  return (c.devices_per_machine + c.shared_devices - 1) / c.shared_devices;
+}
+
+// DeviceSpec::compute_rate_while_shared: 1 / (1 + (n − 1)(1/r − 1)/(W − 1)),
+// r = 1/W (processor sharing, 1/n) where the file gives none.
+double shared_device_rate(const Cluster& c, int64_t computing) {
+  const int64_t w = workers_per_shared_device(c);
+  if (computing <= 1 || w <= 1) return 1;
+  const double r =
+      c.device.compute_rate_while_shared > 0 ? c.device.compute_rate_while_shared : 1.0 / static_cast<double>(w);
+  const double slowdown_per_worker = (1 / r - 1) / static_cast<double>(w - 1);
+  return 1 / (1 + static_cast<double>(computing - 1) * slowdown_per_worker);
+}
+
 void validate_cluster(const Cluster& c, const std::string& where) {
   // Round-tripping through JSON applies every field check in one place.
   cluster_from_json(cluster_to_json(c), where);
@@ -73,6 +89,10 @@ nlohmann::json cluster_to_json(const Cluster& c) {
   }
   if (c.shared_cores != 0) doc["shared_cores"] = c.shared_cores;                    // optional: absent means 0
   if (c.link_kernel_s_per_byte != 0) doc["link_kernel_s_per_byte"] = c.link_kernel_s_per_byte;  // optional: 0
+  if (c.shared_devices != 0) doc["shared_devices"] = c.shared_devices;  // optional: absent means 0
+  if (c.device.compute_rate_while_shared != 0) {                        // optional: absent means 1/W
+    doc["device"]["compute_rate_while_shared"] = c.device.compute_rate_while_shared;
+  }
   return doc;
 }
 
@@ -86,6 +106,17 @@ Cluster cluster_from_json(const nlohmann::json& doc, const std::string& where) {
   if (doc.contains("shared_cores")) c.shared_cores = require_integer(doc, "shared_cores", where, 1);
   if (doc.contains("link_kernel_s_per_byte")) {
     c.link_kernel_s_per_byte = require_nonnegative(doc, "link_kernel_s_per_byte", where);
+  }
+  if (doc.contains("shared_devices")) {
+    c.shared_devices = require_integer(doc, "shared_devices", where, 1);
+    if (c.shared_devices > c.devices_per_machine) {
+      throw InputError(where + ": shared_devices", "is " + std::to_string(c.shared_devices),
+                       "at most devices_per_machine (" + std::to_string(c.devices_per_machine) + ")");
+    }
+    if (c.shared_cores != 0) {
+      throw InputError(where + ": shared_devices", "is given with shared_cores",
+                       "one of them: workers sharing a computer's cores, or virtual workers sharing devices");
+    }
   }
   const nlohmann::json& d = require_field(doc, "device", where);
   const std::string at = where + ": device";
@@ -106,6 +137,15 @@ Cluster cluster_from_json(const nlohmann::json& doc, const std::string& where) {
     if (*rate > 1) throw InputError(at + "." + field, "is " + std::to_string(*rate), "a rate in (0, 1]");
   }
   if (d.contains("handoff_s")) c.device.handoff_s = require_nonnegative(d, "handoff_s", at);
+  if (d.contains("compute_rate_while_shared")) {
+    const double rate = require_positive(d, "compute_rate_while_shared", at);
+    if (rate > 1) throw InputError(at + ".compute_rate_while_shared", "is " + std::to_string(rate), "a rate in (0, 1]");
+    if (c.shared_devices == 0) {
+      throw InputError(at + ".compute_rate_while_shared", "is given without shared_devices",
+                       "shared_devices, the physical devices the workers share");
+    }
+    c.device.compute_rate_while_shared = rate;
+  }
   c.intra_link = read_link(doc, "intra_link", where);
   c.inter_link = read_link(doc, "inter_link", where);
   const nlohmann::json& h = require_field(doc, "host", where);

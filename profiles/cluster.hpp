@@ -41,6 +41,15 @@ struct DeviceSpec {
   // the switch to the communication thread and back; optional in the file
   // (default 0, as for an asynchronous launch).
   double handoff_s = 0;
+  // With Cluster::shared_devices: the rate at which each of the workers of
+  // one physical device computes while all of them compute at once,
+  // relative to computing alone. With n of its W workers computing, each
+  // runs at 1 / (1 + (n − 1)(1/r − 1)/(W − 1)): r = 1/W is processor
+  // sharing (1/n, kernels that fill the device), r = 1 workers that never
+  // slow each other (kernels too small to fill it). Optional in the file:
+  // 0 (the default) takes 1/W. `profile --device cuda:GxW --cluster-out`
+  // measures it on the profile's own model (docs/simulator.md).
+  double compute_rate_while_shared = 0;
 };
 
 struct LinkSpec {
@@ -115,7 +124,22 @@ struct Cluster {
   // shaping, the veth and bridge hops), taken from the shared cores while the
   // links carry it (docs/simulator.md). Optional in the file: 0.
   double link_kernel_s_per_byte = 0;
+  // Where each machine's devices_per_machine devices are virtual workers on
+  // fewer physical devices (`--devices cuda:GxW`: W workers on one GPU): the
+  // physical devices per machine, a machine's device d on its physical
+  // d mod shared_devices. The simulator shares each physical device among
+  // the compute ops running on it at once (DeviceSpec::
+  // compute_rate_while_shared; docs/simulator.md). Optional in the file: 0
+  // (the default), each device its own; at most devices_per_machine; not
+  // with shared_cores.
+  int64_t shared_devices = 0;
 };
+
+// The physical devices the workers of a machine share
+// (Cluster::shared_devices) and the rate each of `computing` of a physical
+// device's workers computes at (DeviceSpec::compute_rate_while_shared).
+int64_t workers_per_shared_device(const Cluster& cluster);
+double shared_device_rate(const Cluster& cluster, int64_t computing);
 
 inline int64_t device_count(const Cluster& cluster) { return cluster.machines * cluster.devices_per_machine; }
 

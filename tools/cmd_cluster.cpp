@@ -62,6 +62,12 @@ void print_cluster(std::ostream& out, const Cluster& c) {
     cores.push_back("the links' kernel work " + format_number(ns) + " ns per byte");
   }
   if (!cores.empty()) out << "  cores: " << join(cores, "; ") << "\n";
+  if (c.shared_devices != 0) {
+    const int64_t w = workers_per_shared_device(c);
+    out << "  virtual workers: " << w << " on each of " << c.shared_devices << " physical device(s) per machine, "
+        << "each computing at " << rate(shared_device_rate(c, w)) << " of its rate while all " << w << " compute"
+        << (c.device.compute_rate_while_shared == 0 ? " (processor sharing)" : "") << "\n";
+  }
 }
 
 void add_emulate_command(CLI::App& cluster, CommandContext& ctx) {

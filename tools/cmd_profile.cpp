@@ -84,12 +84,20 @@ void run_measured_gpu(const ProfileOptions& o, const Model& model, CommandContex
   measure.repeats = o.repeats;
   ProgressBar bar(ctx.err, "profiling " + model.name + " on cuda:" + std::to_string(gpu.index), !o.quiet);
   measure.progress = [&bar](int64_t done, int64_t total) { bar.update(done, total); };
-  const Profile profile = measure_cuda_profile(model, o.batch > 0 ? o.batch : model.default_batch, gpu.index, measure,
-                                               parse_gpu_precision(o.precision, true));
+  const CudaPrecision precision = parse_gpu_precision(o.precision, true);
+  const Profile profile =
+      measure_cuda_profile(model, o.batch > 0 ? o.batch : model.default_batch, gpu.index, measure, precision);
   bar.finish();
   write_text_output(o.out, profile_to_json(profile).dump(2) + "\n", ctx.out, "--out");
   if (!o.cluster_out.empty()) {
-    const Cluster cluster = measure_cuda_cluster(gpu.index, gpu.workers);
+    Cluster cluster = measure_cuda_cluster(gpu.index, gpu.workers);
+    if (gpu.workers > 1) {  // what sharing the GPU leaves each worker of this model's passes
+      cluster.device.compute_rate_while_shared =
+          measure_cuda_shared_rate(model, profile.batch_size, gpu.index, gpu.workers, measure, precision);
+      cluster.description += "; compute_rate_while_shared: " + model.name + "'s training pass at batch " +
+                             std::to_string(profile.batch_size) + ", alone over " + std::to_string(gpu.workers) +
+                             " at once";
+    }
     write_text_output(o.cluster_out, cluster_to_json(cluster).dump(2) + "\n", ctx.out, "--cluster-out");
   }
 }

@@ -323,6 +323,7 @@ void CudaNetwork::update(const SgdOptions& sgd) {
 
 GpuPassTimes CudaNetwork::timed_pass(const SgdOptions& sgd) {
   NetworkState& s = *state_;
+  TRAINSIM_CUDA(cudaSetDevice(s.context.device));  // the calling thread may be any
   const size_t count = s.layers.size();
   size_t next = 0;
   cuda::mark(s, &next);

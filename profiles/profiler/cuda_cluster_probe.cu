@@ -341,6 +341,7 @@ Cluster measure_cuda_cluster(int device, int64_t workers, const CudaProbeOptions
   c.name = "cuda" + std::to_string(workers) + "-measured";
   c.machines = 1;
   c.devices_per_machine = workers;
+  c.shared_devices = workers > 1 ? 1 : 0;  // the workers are virtual: one GPU
   c.device.name = prop.name;
   c.device.kind = "gpu";
   c.device.memory_bytes = static_cast<double>(prop.totalGlobalMem) / static_cast<double>(workers);

@@ -23,7 +23,10 @@ struct CudaProbeOptions {
   int64_t sync_repeats = 200;       // launch + synchronize round trips timed
 };
 
-// One machine, devices_per_machine = workers, device kind "gpu"; "at once"
+// One machine, devices_per_machine = workers, shared_devices = 1 where
+// workers > 1 (the simulator shares the GPU among the workers' compute;
+// `profile --cluster-out` adds the model's compute_rate_while_shared),
+// device kind "gpu"; "at once"
 // means `workers` operations issued together, one per CUDA stream, timed with
 // CUDA events from the first one's start to the last one's end (so with W
 // workers each gets about 1/W of the GPU); every time is the median of

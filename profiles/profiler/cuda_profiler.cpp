@@ -2,6 +2,7 @@
 #include "profiles/profiler/cuda_profiler.hpp"
 
 #include <algorithm>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -11,22 +12,33 @@
 #include "exec/tensor/layers.hpp"
 #include "model/error.hpp"
 #include "profiles/profiler/measured_layers.hpp"
+#include "profiles/profiler/timing.hpp"
 
 namespace trainsim {
 namespace {
+
+// A network of `model` at `batch` on GPU `device` holding one random batch
+// (labels 0, one per output position).
+std::unique_ptr<CudaNetwork> network_with_batch(const Model& model, const Network& network, int64_t batch, int device,
+                                                const MeasureOptions& options, CudaPrecision precision) {
+  auto gpu = std::make_unique<CudaNetwork>(model, init_weights(network, options.seed), batch, device,
+                                           CudaNetworkOptions{precision, false});
+  std::mt19937_64 rng(mix_seed(options.seed, 1));
+  const Tensor x = random_input(model, batch, rng);
+  const std::vector<int64_t>& out = model.layers.back().output_shape;
+  const int64_t per_sample = out.empty() ? 1 : element_count(out) / std::max<int64_t>(1, out.back());
+  gpu->set_batch(x, std::vector<int32_t>(static_cast<size_t>(batch * per_sample), 0));
+  return gpu;
+}
 
 // The medians of `passes` timed passes after `warmups` untimed ones.
 LayerMedians time_passes(const Model& model, int64_t batch, int device, const MeasureOptions& options,
                          CudaPrecision precision, int64_t progress_offset, int64_t progress_total,
                          std::string& device_name) {
   const Network network = build_network(model);
-  CudaNetwork gpu(model, init_weights(network, options.seed), batch, device, {precision, false});
+  const std::unique_ptr<CudaNetwork> owned = network_with_batch(model, network, batch, device, options, precision);
+  CudaNetwork& gpu = *owned;
   device_name = gpu.device_name();
-  std::mt19937_64 rng(mix_seed(options.seed, 1));
-  const Tensor x = random_input(model, batch, rng);
-  const std::vector<int64_t>& out = model.layers.back().output_shape;
-  const int64_t per_sample = out.empty() ? 1 : element_count(out) / std::max<int64_t>(1, out.back());
-  gpu.set_batch(x, std::vector<int32_t>(static_cast<size_t>(batch * per_sample), 0));
   GpuPassTimes runs;
   const int64_t passes = options.warmups + options.repeats;
   for (int64_t r = 0; r < passes; ++r) {
@@ -43,13 +55,34 @@ LayerMedians time_passes(const Model& model, int64_t batch, int device, const Me
           layer_medians(runs.update_s, count), {}};
 }
 
-}  // namespace
-
-Profile measure_cuda_profile(const Model& model, int64_t batch, int device, const MeasureOptions& options,
-                             CudaPrecision precision) {
+void check_measure_options(int64_t batch, const MeasureOptions& options) {
   if (batch < 1) throw InputError("--batch", std::to_string(batch), "a batch size >= 1");
   if (options.repeats < 1) throw InputError("--repeats", std::to_string(options.repeats), "at least 1 timed run");
   if (options.warmups < 0) throw InputError("--warmups", std::to_string(options.warmups), "0 or more warm-up runs");
+}
+
+}  // namespace
+
+double measure_cuda_shared_rate(const Model& model, int64_t batch, int device, int64_t workers,
+                                const MeasureOptions& options, CudaPrecision precision) {
+  check_measure_options(batch, options);
+  if (workers < 1) throw InputError("--device", std::to_string(workers) + " workers", "cuda:GxW with W >= 1");
+  if (workers == 1) return 1;
+  validate_model(model, "model " + model.name);
+  const Network network = build_network(model);
+  std::vector<std::unique_ptr<CudaNetwork>> gpus;
+  for (int64_t w = 0; w < workers; ++w) {
+    gpus.push_back(network_with_batch(model, network, batch, device, options, precision));
+  }
+  const auto pass = [&](int64_t w) { gpus[static_cast<size_t>(w)]->timed_pass(kTimedSgd); };
+  const double alone_s = concurrent_median_s(1, options.warmups, options.repeats, pass);
+  const double together_s = concurrent_median_s(workers, options.warmups, options.repeats, pass);
+  return together_s > 0 ? std::min(1.0, alone_s / together_s) : 1.0;
+}
+
+Profile measure_cuda_profile(const Model& model, int64_t batch, int device, const MeasureOptions& options,
+                             CudaPrecision precision) {
+  check_measure_options(batch, options);
   if (options.concurrent != 1) {
     throw InputError("--concurrent", "is " + std::to_string(options.concurrent),
                      "1 with a GPU: each GPU worker is measured alone");

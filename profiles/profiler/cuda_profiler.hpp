@@ -27,4 +27,14 @@ namespace trainsim {
 Profile measure_cuda_profile(const Model& model, int64_t batch, int device, const MeasureOptions& options = {},
                              CudaPrecision precision = CudaPrecision::fast);
 
+// DeviceSpec::compute_rate_while_shared of `workers` virtual workers on GPU
+// `device` training `model` at `batch` samples each: the median time of one
+// worker's training pass alone (CudaNetwork::timed_pass, host launch to its
+// end) over the median when all `workers`, each its own network and stream
+// on its own thread, run theirs at once (starting together,
+// concurrent_median_s), at most 1; 1 for one worker. InputErrors as
+// measure_cuda_profile's, and naming --device for workers < 1.
+double measure_cuda_shared_rate(const Model& model, int64_t batch, int device, int64_t workers,
+                                const MeasureOptions& options = {}, CudaPrecision precision = CudaPrecision::fast);
+
 }  // namespace trainsim

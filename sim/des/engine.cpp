@@ -83,9 +83,10 @@ void Engine::on_ready(OpId id) {
 // A compute op runs at full rate, or at the shared rate while its worker
 // communicates on the same cores: processor sharing, so its end moves
 // whenever that changes (reschedule_compute). On a shared core it waits
-// while another worker's compute holds the core (shared_cores.cpp).
+// while another worker's compute holds the core; on a shared device it
+// shares the device with the compute ops running there (shared_cores.cpp).
 void Engine::start_compute(OpId id) {
-  if (!core_jobs_.empty()) {
+  if (core_scheduling_) {
     const int32_t worker = states_[id].worker;
     const int32_t core = core_of_worker_[worker];
     if (core_owner_[core] >= 0 && core_owner_[core] != worker && computes_on(core, core_owner_[core])) {
@@ -253,7 +254,7 @@ void Engine::finish(OpId id) {
     core_shares_[op.worker].running = -1;
     if (!core_jobs_.empty()) {
       end_core_job(id);
-      compute_left_core(core_of_worker_[op.worker], id);
+      if (core_scheduling_) compute_left_core(core_of_worker_[op.worker], id);
     }
     if (sharing_) set_computing(op.worker, -1);
   }
@@ -295,7 +296,7 @@ void Engine::post(OpId id) {
 // `by` releases `next` after `delay_ns`: a wait, or, where workers share
 // cores, that much of the core work of `worker` (shared_cores.cpp).
 void Engine::release_after(int32_t worker, OpId next, OpId by, SimTime delay_ns) {
-  if (core_jobs_.empty()) {
+  if (!core_scheduling_) {
     push(later_ns(now_ns_, delay_ns, by), next, kHandedOff);
   } else if (states_[by].kind == OpKind::kSend && core_computes(core_of_worker_[worker])) {
     pollers_[core_of_worker_[worker]].push_back(Poller{next, by, static_cast<double>(delay_ns)});
@@ -348,7 +349,7 @@ SimResult Engine::run() {
           check_core(event.op);
           break;
         }
-        if (!core_jobs_.empty()) {
+        if (core_scheduling_) {
           if ((event.tag >> 2) != release_version_[event.op]) break;  // its core's share changed since
           if (end_core_job(event.op) == CoreJob::kHopPiece) {
             end_hop_piece(event.op);

@@ -71,7 +71,18 @@ Engine::Engine(const Plan& plan, const Cluster& cluster, const SimOptions& optio
   sharing_ = shared_rate_ < 1 || (collective_rate > 0 && collective_rate < 1);
   handoff_ns_ = duration_ns(cluster.device.handoff_s, -1);
   core_shares_.assign(workers, CoreShare{});
-  if (cluster.shared_cores > 0) {
+  if (cluster.shared_devices > 0) {  // virtual workers: a worker's device on its machine's physical device
+    core_jobs_.assign(static_cast<size_t>(cluster.machines * cluster.shared_devices), {});
+    core_clocks_.assign(core_jobs_.size(), CoreClock{});
+    for (int32_t w = 0; w < workers; ++w) {
+      const int64_t device = device_of_worker_[static_cast<size_t>(w)];
+      const int64_t machine = device / cluster.devices_per_machine;
+      const int64_t local = device % cluster.devices_per_machine;
+      core_of_worker_.push_back(
+          static_cast<int32_t>(machine * cluster.shared_devices + local % cluster.shared_devices));
+    }
+  } else if (cluster.shared_cores > 0) {
+    core_scheduling_ = true;
     core_jobs_.assign(static_cast<size_t>(std::min<int64_t>(cluster.shared_cores, workers)), {});
     core_clocks_.assign(core_jobs_.size(), CoreClock{});
     for (int32_t w = 0; w < workers; ++w) {
@@ -96,7 +107,7 @@ Engine::Engine(const Plan& plan, const Cluster& cluster, const SimOptions& optio
   issued_.assign(issued_offsets_[groups], 0);
   instances_.assign(kCollectiveKinds * static_cast<size_t>(groups), {});
   read_ops();
-  if (!core_jobs_.empty()) hop_members_.assign(collective_ops_.size(), HopMember{});
+  if (core_scheduling_) hop_members_.assign(collective_ops_.size(), HopMember{});
   price_collectives();
   live_bytes_.assign(workers, 0.0);
   peak_live_bytes_.assign(workers, 0.0);
@@ -244,7 +255,7 @@ void Engine::add_collective_member(OpId id, const Op& op) {
 // for that part of the collective's `duration_s`, each byte costing
 // link_kernel_s_per_byte of core time (docs/simulator.md).
 double Engine::links_kernel_cores(const Collective& c, const LinkParams& link, double duration_s) {
-  if (core_jobs_.empty() || cluster_.link_kernel_s_per_byte <= 0 || link.beta_s_per_byte <= 0) return 0;
+  if (!core_scheduling_ || cluster_.link_kernel_s_per_byte <= 0 || link.beta_s_per_byte <= 0) return 0;
   const double wire_s = c.link_bytes * link.beta_s_per_byte;
   const auto spanned = static_cast<double>(machines_of(c).size());
   const double busy = std::min(1.0, wire_s / duration_s);
@@ -313,7 +324,7 @@ void Engine::price_collectives() {
                          : 0.0;
       if (duration_s > 0) c.kernel_cores = links_kernel_cores(c, link, duration_s);
       c.link_ns_per_byte = link.beta_s_per_byte * kNsPerS;
-      if (!core_jobs_.empty() && c.kind == OpKind::kAllReduce && c.algorithm == CollectiveAlgorithm::kRing) {
+      if (core_scheduling_ && c.kind == OpKind::kAllReduce && c.algorithm == CollectiveAlgorithm::kRing) {
         plan_hops(c, pack_s);
       }
     }

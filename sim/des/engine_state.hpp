@@ -288,8 +288,14 @@ class Engine {
   std::vector<OpId> handed_off_by_;     // per op released after a hand-off or a latency: the op releasing it, else -1
   std::vector<CoreShare> core_shares_;  // per worker, used when sharing_
   std::vector<std::vector<int32_t>> running_collectives_;  // per worker, likewise: the collectives it is in
-  std::vector<int32_t> core_of_worker_;                    // with Cluster::shared_cores, else empty
-  std::vector<std::vector<CoreJob>> core_jobs_;            // per shared core: the jobs on it
+  std::vector<int32_t> core_of_worker_;                    // with Cluster::shared_cores or shared_devices, else empty
+  // Per shared core, or per physical device with Cluster::shared_devices
+  // (whose jobs are compute ops only): the jobs on it.
+  std::vector<std::vector<CoreJob>> core_jobs_;
+  // Cluster::shared_cores: the cores' scheduling (who holds a core, pollers,
+  // messages and hand-offs as core work, ring hops); without it the shared
+  // processors are devices, whose compute ops share them and nothing else.
+  bool core_scheduling_ = false;
   std::vector<CoreClock> core_clocks_;                     // per shared core
   std::vector<uint32_t> release_version_;                  // per op: its release job's version (shared cores)
   std::vector<int32_t> workers_on_core_;                   // per shared core: the plan's workers pinned there

@@ -15,6 +15,12 @@
 // message, a ring's member waiting for its chunk) give the core up at every
 // poll, so their work waits until no compute holds the core, or until a
 // compute thread yields as it hands an op to another thread of its worker.
+//
+// Devices that virtual workers share (Cluster::shared_devices, `cuda:GxW`)
+// use the same clocks with compute ops as their only jobs, all running at
+// once: n of them each at shared_device_rate(n) (profiles/cluster.hpp), a
+// GPU's kernels from several streams filling it together; none of the
+// cores' scheduling applies.
 #include <algorithm>
 #include <cmath>
 
@@ -77,7 +83,7 @@ void Engine::add_kernel_cores(double delta) {
 // a link): after a send's flow joins or leaves, the cores it keeps busy
 // follow the bytes per second crossing between machines.
 void Engine::count_crossing_sends() {
-  if (core_jobs_.empty() || !(cluster_.link_kernel_s_per_byte > 0)) return;
+  if (!core_scheduling_ || !(cluster_.link_kernel_s_per_byte > 0)) return;
   const double now = flows_.crossing_bytes_per_ns();
   const double delta = now - crossing_bytes_per_ns_;
   crossing_bytes_per_ns_ = now;
@@ -95,7 +101,10 @@ void Engine::reschedule_core(int32_t core) {
   CoreClock& clock = core_clocks_[core];
   advance_core(core);
   std::vector<CoreJob>& jobs = core_jobs_[core];
-  clock.share = jobs.empty() ? 0.0 : kernel_share() / static_cast<double>(jobs.size());
+  const auto n = static_cast<int64_t>(jobs.size());
+  clock.share =
+      n == 0 ? 0.0
+             : kernel_share() * (core_scheduling_ ? 1.0 / static_cast<double>(n) : shared_device_rate(cluster_, n));
   const CoreJob* first = nullptr;
   for (CoreJob& j : jobs) {
     if (j.by == CoreJob::kCompute) {

@@ -76,6 +76,8 @@ TEST(CudaClusterProbe, MeasuresGpuZeroAndSharesItAmongItsWorkers) {
   EXPECT_NEAR(four.device.memory_bytes, one.device.memory_bytes / 4, one.device.memory_bytes * 1e-9);
   EXPECT_LT(four.device.peak_flops_per_s, one.device.peak_flops_per_s);
   EXPECT_EQ(four.device.name, one.device.name);
+  EXPECT_EQ(one.shared_devices, 0);  // a worker alone has its GPU
+  EXPECT_EQ(four.shared_devices, 1);
 }
 
 TEST(CudaClusterProbe, RejectsAnUnknownDeviceAndWorkerCountsOutOfRange) {

@@ -157,6 +157,7 @@ def main():
                "optimizer and messages on the host.", "",
                "| strategy | first loss | last loss | iteration |", "|---|---|---|---|"]
     data = ["--data-dir", args.data_dir] if args.data_dir else []
+    measured = {}  # strategy -> its run's iteration seconds, for the predictions at the end
     for strategy in STRATEGIES:
         done = run([trainsim, "run", "--model", "fmnist-cnn", "--strategy", strategy, "--devices", "cuda:0x4",
                     "--batch", "64", "--iterations", "30", "--json", "-", "--quiet"] + data, log, timeout=300)
@@ -167,6 +168,7 @@ def main():
         j = json.loads(done.stdout)
         losses = j["loss_per_iteration"]
         report.append(f"| {strategy} | {losses[0]:.3f} | {losses[-1]:.3f} | {j['iteration_s'] * 1e3:.2f} ms |")
+        measured[strategy] = j["iteration_s"]
 
     # Where a GPU worker's iteration goes: the time its compute stream's ops
     # take per iteration, beside the iteration; the rest is time between them.
@@ -308,14 +310,43 @@ def main():
                       f"{link['bandwidth_bytes_per_s'] / 1e9:.0f} GB/s after {link['latency_s'] * 1e6:.1f} µs; "
                       f"host link {h['link_bandwidth_bytes_per_s'] / 1e9:.1f} GB/s after "
                       f"{h['link_latency_s'] * 1e6:.1f} µs; launch + sync {h['stream_sync_s'] * 1e6:.1f} µs; "
-                      f"on-device sum {col['reduce_bytes_per_s'] / 1e9:.0f} GB/s")
+                      f"on-device sum {col['reduce_bytes_per_s'] / 1e9:.0f} GB/s" +
+                      (f"; fmnist-cnn's pass with all {workers} at once at "
+                       f"{d['compute_rate_while_shared']:.2f} of its rate alone"
+                       if 'compute_rate_while_shared' in d else ""))
     cluster4 = os.path.join(args.out, "cuda4-measured.json")
     profile = os.path.join(args.out, "fmnist-cnn-b64-run1.json")
     if os.path.exists(cluster4) and os.path.exists(profile):
         done = run([trainsim, "predict", "--profile", profile, "--cluster", cluster4, "--method", "both"], log)
         failed |= done.returncode != 0
-        report += ["", "## Predictions from these measurements (fmnist-cnn, batch 64 per worker, 4 workers)",
+        report += ["", "## Predictions from these measurements (fmnist-cnn, batch 64 per worker, 4 workers "
+                   "sharing the GPU: the simulated rows share it, the analytic ones price four GPUs)",
                    "", "```", done.stdout.strip(), "```"]
+        report += ["", "Each strategy's run above beside its simulation from this profile and cluster, the four "
+                   "workers sharing the GPU (`shared_devices` 1 and the measured `compute_rate_while_shared`) "
+                   "and, as before they did, priced as four GPUs (the same cluster without them):", "",
+                   "| strategy | measured | simulated, one GPU shared | error | simulated as four GPUs | error |",
+                   "|---|---|---|---|---|---|"]
+        with open(cluster4) as f:
+            apart = json.load(f)
+        apart.pop("shared_devices", None)
+        apart["device"].pop("compute_rate_while_shared", None)
+        cluster_apart = os.path.join(args.out, "cuda4-apart.json")
+        with open(cluster_apart, "w") as f:
+            json.dump(apart, f, indent=2)
+        simulated = {}
+        for name, path in (("shared", cluster4), ("apart", cluster_apart)):
+            done = run([trainsim, "predict", "--profile", profile, "--cluster", path, "--method", "simulated",
+                        "--iterations", "30", "--json", "-"], log)
+            failed |= done.returncode != 0
+            if done.returncode == 0:
+                simulated[name] = {r["strategy"]: r["iteration_s"] for r in json.loads(done.stdout)["results"]}
+        for strategy, seconds in measured.items():
+            cells = []
+            for name in ("shared", "apart"):
+                s = simulated.get(name, {}).get(strategy)
+                cells += [f"{s * 1e3:.3f} ms", f"{(s - seconds) / seconds * 100:+.1f}%"] if s else ["?", "?"]
+            report.append(f"| {strategy} | {seconds * 1e3:.3f} ms | " + " | ".join(cells) + " |")
 
     flush()
     print("\n".join(report))

@@ -186,6 +186,62 @@ TEST(Presets, SharedCoresAreOptionalAndAtLeastOne) {
   }
 }
 
+TEST(Presets, SharedDevicesAndTheirRateAreOptionalAndChecked) {
+  Cluster c = cluster_presets().front();  // 4 devices per machine
+  ASSERT_EQ(c.devices_per_machine, 4);
+  EXPECT_FALSE(cluster_to_json(c).contains("shared_devices"));  // 0: each device its own
+  c.shared_devices = 1;
+  c.device.compute_rate_while_shared = 0.4;
+  nlohmann::json doc = cluster_to_json(c);
+  EXPECT_EQ(cluster_from_json(doc, "f").shared_devices, 1);
+  EXPECT_EQ(cluster_from_json(doc, "f").device.compute_rate_while_shared, 0.4);
+  const auto refused = [&](const nlohmann::json& d, const std::string& field) {
+    try {
+      cluster_from_json(d, "f");
+      ADD_FAILURE() << d.dump() << " was accepted";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(field), std::string::npos) << e.what();
+    }
+  };
+  for (const nlohmann::json& bad : {nlohmann::json(0), nlohmann::json(5), nlohmann::json(1.5)}) {
+    nlohmann::json d = doc;
+    d["shared_devices"] = bad;
+    refused(d, "shared_devices");
+  }
+  for (const double bad : {0.0, 1.5, -0.2}) {
+    nlohmann::json d = doc;
+    d["device"]["compute_rate_while_shared"] = bad;
+    refused(d, "compute_rate_while_shared");
+  }
+  nlohmann::json without = doc;
+  without.erase("shared_devices");
+  refused(without, "compute_rate_while_shared");  // a rate for devices nobody shares
+  nlohmann::json with_cores = doc;
+  with_cores["shared_cores"] = 2;
+  refused(with_cores, "shared_cores");
+}
+
+// 1 / (1 + (n − 1)(1/r − 1)/(W − 1)) by hand, W = 4 workers on one device.
+TEST(Presets, ASharedDevicesRateFollowsHowManyCompute) {
+  Cluster c = cluster_presets().front();
+  EXPECT_EQ(shared_device_rate(c, 4), 1.0);  // nobody shares
+  c.shared_devices = 1;
+  EXPECT_EQ(workers_per_shared_device(c), 4);
+  EXPECT_EQ(shared_device_rate(c, 1), 1.0);
+  EXPECT_DOUBLE_EQ(shared_device_rate(c, 2), 0.5);  // r = 1/4: processor sharing
+  EXPECT_DOUBLE_EQ(shared_device_rate(c, 4), 0.25);
+  c.device.compute_rate_while_shared = 0.4;  // 1/r − 1 = 1.5 over 3 workers: 0.5 each
+  EXPECT_DOUBLE_EQ(shared_device_rate(c, 2), 1 / 1.5);
+  EXPECT_DOUBLE_EQ(shared_device_rate(c, 3), 0.5);
+  EXPECT_DOUBLE_EQ(shared_device_rate(c, 4), 0.4);
+  c.device.compute_rate_while_shared = 1;  // never slower
+  EXPECT_EQ(shared_device_rate(c, 4), 1.0);
+  c.shared_devices = 2;  // two workers on each
+  c.device.compute_rate_while_shared = 0;
+  EXPECT_EQ(workers_per_shared_device(c), 2);
+  EXPECT_DOUBLE_EQ(shared_device_rate(c, 2), 0.5);
+}
+
 TEST(Presets, LinkKernelTimeIsOptionalAndNonNegative) {
   Cluster c = cluster_presets().front();
   EXPECT_FALSE(cluster_to_json(c).contains("link_kernel_s_per_byte"));  // 0: links cost the cores nothing

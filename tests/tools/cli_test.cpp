@@ -163,6 +163,27 @@ TEST(Cli, ClusterShowPrintsTheCoresSharingWhereTheClusterHasIt) {
   EXPECT_EQ(preset.out.find("cores:"), std::string::npos) << preset.out;
 }
 
+// Virtual workers sharing a GPU (cuda:0x4's measured cluster): how many
+// share each, and what each computes at while all do.
+TEST(Cli, ClusterShowPrintsHowVirtualWorkersShareTheirDevice) {
+  TempDir dir;
+  nlohmann::json c = cluster_to_json(load_cluster("p40x4-pcie3"));
+  c["shared_devices"] = 1;
+  const Result shared = run({"cluster", "show", dir.write("c.json", c.dump())});
+  ASSERT_EQ(shared.status, 0) << shared.err;
+  EXPECT_NE(shared.out.find("  virtual workers: 4 on each of 1 physical device(s) per machine, each computing at 0.25 "
+                            "of its rate while all 4 compute (processor sharing)\n"),
+            std::string::npos)
+      << shared.out;
+  c["device"]["compute_rate_while_shared"] = 0.7;
+  const Result measured = run({"cluster", "show", dir.write("m.json", c.dump())});
+  ASSERT_EQ(measured.status, 0) << measured.err;
+  EXPECT_NE(measured.out.find("each computing at 0.7 of its rate while all 4 compute\n"), std::string::npos)
+      << measured.out;
+  const Result preset = run({"cluster", "show", "p40x4-pcie3"});
+  EXPECT_EQ(preset.out.find("virtual workers"), std::string::npos) << preset.out;
+}
+
 TEST(Cli, ZooShowJsonCarriesTheParameterCount) {
   const Result r = run({"zoo", "show", "vgg16", "--batch", "2", "--json"});
   ASSERT_EQ(r.status, 0) << r.err;

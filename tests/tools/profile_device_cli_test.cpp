@@ -84,6 +84,30 @@ TEST(ProfileDeviceCli, CudaProfilesWhereAGpuIsAndSaysWhyNotElsewhere) {
   for (const LayerProfile& layer : profile.layers) EXPECT_GT(layer.forward_s + layer.backward_s, 0.0) << layer.name;
 }
 
+// Virtual workers on one GPU: the cluster says they share it and how fast
+// each of them trains the model while all do; without a GPU, one line.
+TEST(ProfileDeviceCli, VirtualGpuWorkersMeasureWhatSharingLeavesEach) {
+  std::string reason;
+  const bool has_gpu = !list_cuda_devices(reason).empty();
+  const auto dir = temp_dir();
+  const std::string cluster_path = (dir / "cuda2.json").string();
+  const auto r = run_cli({"profile", "--model", "fmnist-mlp", "--batch", "64", "--repeats", "3", "--device", "cuda:0x2",
+                          "--out", "-", "--cluster-out", cluster_path, "--quiet"});
+  if (!has_gpu) {
+    EXPECT_EQ(r.status, 2);
+    EXPECT_NE(r.err.find("--device"), std::string::npos) << r.err;
+    return;
+  }
+  ASSERT_EQ(r.status, 0) << r.err;
+  const Cluster c = load_cluster(cluster_path);
+  EXPECT_EQ(c.devices_per_machine, 2);
+  EXPECT_EQ(c.shared_devices, 1);
+  EXPECT_GT(c.device.compute_rate_while_shared, 0.0);
+  EXPECT_LE(c.device.compute_rate_while_shared, 1.0);
+  EXPECT_NE(c.description.find("compute_rate_while_shared"), std::string::npos) << c.description;
+  std::filesystem::remove_all(dir);
+}
+
 TEST(ProfileDeviceCli, CpuThreadsMustAgreeWithConcurrent) {
   const auto bad_count = run_cli({"profile", "--model", "fmnist-mlp", "--device", "cpu:0", "--out", "-"});
   EXPECT_EQ(bad_count.status, 2);
