@@ -72,8 +72,8 @@ class CudaDevice final : public Device {
     return trainsim::zero_gradients(network, weights);
   }
 
-  Tensor forward(const Network& network, const Weights& weights, WeightsGeneration generation, int64_t first,
-                 int64_t last, Tensor x, std::vector<LayerCache>& caches) override {
+  Tensor forward(const Network& network, const Weights& weights, WeightsGeneration generation, PassId /*pass*/,
+                 int64_t first, int64_t last, Tensor x, std::vector<LayerCache>& caches) override {
     std::lock_guard lock(mu_);
     std::shared_ptr<Lease> lease = lend(network, x.rows());
     lease->lent.load(weights, generation, first, last);
@@ -83,13 +83,14 @@ class CudaDevice final : public Device {
   }
 
   // The loss on the GPU, beside the logits: only dL/dlogits comes back.
-  double forward_loss(const Network& network, const Weights& weights, WeightsGeneration generation, int64_t first,
-                      int64_t last, Tensor x, std::vector<LayerCache>& caches, std::span<const int32_t> labels,
-                      Tensor& dlogits) override {
+  double forward_loss(const Network& network, const Weights& weights, WeightsGeneration generation, PassId /*pass*/,
+                      int64_t first, int64_t last, Tensor x, std::vector<LayerCache>& caches,
+                      std::span<const int32_t> labels, float dlogits_scale, Tensor& dlogits) override {
     std::lock_guard lock(mu_);
     std::shared_ptr<Lease> lease = lend(network, x.rows());
     lease->lent.load(weights, generation, first, last);
     const double loss = lease->lent.network->forward_range_loss(network, first, last, x, labels, dlogits);
+    for (float& v : dlogits.data) v *= dlogits_scale;
     keep(lease, first, last, x.rows(), caches);
     return loss;
   }
@@ -112,8 +113,9 @@ class CudaDevice final : public Device {
   }
 
  public:
-  Tensor backward(const Network& network, const Weights& weights, WeightsGeneration generation, int64_t first,
-                  int64_t last, Tensor dy, const std::vector<LayerCache>& caches, Gradients& grads) override {
+  Tensor backward(const Network& network, const Weights& weights, WeightsGeneration generation, PassId /*pass*/,
+                  int64_t first, int64_t last, Tensor dy, const std::vector<LayerCache>& caches,
+                  Gradients& grads) override {
     std::lock_guard lock(mu_);
     TRAINSIM_CHECK(static_cast<int64_t>(caches.size()) == last - first + 1 && !caches.empty(),
                    "caches are not one per layer of the range");

@@ -116,20 +116,22 @@ Tensor Interpreter::forward_on_device(WorkerState& w, const Op& op, const Weight
                                       std::vector<LayerCache>& caches, bool count_loss, bool* loss_grad) {
   const WeightsGeneration generation = generation_of(w, op);
   *loss_grad = op.last_layer + 1 == static_cast<int32_t>(network_.layers.size());
-  if (!*loss_grad)
-    return w.device->forward(network_, weights, generation, op.first_layer, op.last_layer, std::move(x), caches);
+  const PassId pass{op.iteration, std::max(0, op.microbatch)};
+  if (!*loss_grad) {
+    return w.device->forward(network_, weights, generation, pass, op.first_layer, op.last_layer, std::move(x), caches);
+  }
   std::vector<int32_t> labels;
   batch_rows(op, nullptr, &labels);
-  Tensor dlogits;
-  const double loss = w.device->forward_loss(network_, weights, generation, op.first_layer, op.last_layer, std::move(x),
-                                             caches, labels, dlogits);
   // dL/dlogits of the micro-batch, weighted by its share of the shard's
   // rows so the micro-batches' gradients add up to the shard's mean-loss
   // gradient; its loss is the mean over its positions (one per sample, or
   // one per token), counted by them.
+  const auto share =
+      static_cast<float>(static_cast<double>(rows_of(op).count) / static_cast<double>(options_.batch_size));
+  Tensor dlogits;
+  const double loss = w.device->forward_loss(network_, weights, generation, pass, op.first_layer, op.last_layer,
+                                             std::move(x), caches, labels, share, dlogits);
   const int64_t rows = static_cast<int64_t>(labels.size());
-  const auto share = static_cast<float>(static_cast<double>(dlogits.rows()) / static_cast<double>(options_.batch_size));
-  for (float& v : dlogits.data) v *= share;
   if (!count_loss) return dlogits;
   if (options_.stop_on_divergence && !std::isfinite(loss)) throw LossDiverged(op.iteration, loss);
   std::lock_guard lock(loss_mu_);
@@ -181,8 +183,8 @@ void Interpreter::backward(OpId id, const Op& op) {
     grads = &gradients_of(w, op.iteration);
   }
   const Weights& weights = weights_for(w, id, op);
-  Tensor dx = w.device->backward(network_, weights, generation_of(w, op), op.first_layer, op.last_layer, std::move(dy),
-                                 caches, *grads);
+  Tensor dx = w.device->backward(network_, weights, generation_of(w, op), PassId{op.iteration, mb}, op.first_layer,
+                                 op.last_layer, std::move(dy), caches, *grads);
   done_reading(w, op, network_);
   if (op.first_layer > 0) {
     std::lock_guard lock(w.mu);

@@ -48,19 +48,18 @@ void Interpreter::send(OpId id, const Op& op) {
   const int32_t mb = std::max(0, source.microbatch);
   std::vector<float> payload;
   std::optional<Gradients> released;  // the iteration's gradients, read by their last send
+  std::optional<Tensor> boundary;     // an activation or input gradient, brought to the host unlocked
   {
     std::lock_guard lock(w.mu);
     switch (payload_of(id)) {
       case Payload::kActivation: {
-        payload = packed_boundary(take(w.outputs, {source.iteration, mb, source.last_layer},
-                                       "plan: sending an activation the worker lacks"))
-                      .data;
+        boundary =
+            take(w.outputs, {source.iteration, mb, source.last_layer}, "plan: sending an activation the worker lacks");
         break;
       }
       case Payload::kInputGradient: {
-        payload = packed_boundary(take(w.output_grads, {source.iteration, mb, source.first_layer - 1},
-                                       "plan: sending a gradient the worker lacks"))
-                      .data;
+        boundary = take(w.output_grads, {source.iteration, mb, source.first_layer - 1},
+                        "plan: sending a gradient the worker lacks");
         break;
       }
       case Payload::kParamGradient: {
@@ -91,6 +90,10 @@ void Interpreter::send(OpId id, const Op& op) {
         break;
       }
     }
+  }
+  if (boundary) {
+    w.device->to_host(*boundary);
+    payload = packed_boundary(std::move(*boundary)).data;
   }
   transport_.send(op.worker, op.peer, send_tag(id), std::move(payload), SendReturns::kLeft);
   if (released) release_gradients(w, std::move(*released));

@@ -29,22 +29,38 @@ void LoadedWeights::loaded(std::span<const int64_t> layers, WeightsGeneration ge
   for (const int64_t l : layers) loaded_.at(static_cast<size_t>(l)) = generation;
 }
 
-double Device::forward_loss(const Network& network, const Weights& weights, WeightsGeneration generation, int64_t first,
-                            int64_t last, Tensor x, std::vector<LayerCache>& caches, std::span<const int32_t> labels,
-                            Tensor& dlogits) {
+double Device::forward_loss(const Network& network, const Weights& weights, WeightsGeneration generation, PassId pass,
+                            int64_t first, int64_t last, Tensor x, std::vector<LayerCache>& caches,
+                            std::span<const int32_t> labels, float dlogits_scale, Tensor& dlogits) {
   TRAINSIM_CHECK(last + 1 == static_cast<int64_t>(network.layers.size()), "a loss after a layer that is not the last");
-  const Tensor logits = forward(network, weights, generation, first, last, std::move(x), caches);
-  return loss(logits, labels, &dlogits);
+  Tensor logits = forward(network, weights, generation, pass, first, last, std::move(x), caches);
+  to_host(logits);
+  const double mean = loss(logits, labels, &dlogits);
+  for (float& v : dlogits.data) v *= dlogits_scale;
+  return mean;
 }
 
+void Device::to_host(Tensor& t) { TRAINSIM_CHECK(t.resident == nullptr, "a tensor on a device that keeps none"); }
+
+namespace {
+
+void check_on_host(const Tensor& t) {
+  TRAINSIM_CHECK(t.resident == nullptr, "the CPU device given a tensor another device keeps");
+}
+
+}  // namespace
+
 Tensor EigenCpuDevice::forward(const Network& network, const Weights& weights, WeightsGeneration /*generation*/,
-                               int64_t first, int64_t last, Tensor x, std::vector<LayerCache>& caches) {
+                               PassId /*pass*/, int64_t first, int64_t last, Tensor x,
+                               std::vector<LayerCache>& caches) {
+  check_on_host(x);
   return forward_range(network, weights, first, last, std::move(x), caches);
 }
 
 Tensor EigenCpuDevice::backward(const Network& network, const Weights& weights, WeightsGeneration /*generation*/,
-                                int64_t first, int64_t last, Tensor dy, const std::vector<LayerCache>& caches,
-                                Gradients& grads) {
+                                PassId /*pass*/, int64_t first, int64_t last, Tensor dy,
+                                const std::vector<LayerCache>& caches, Gradients& grads) {
+  check_on_host(dy);
   return backward_range(network, weights, first, last, std::move(dy), caches, grads);
 }
 

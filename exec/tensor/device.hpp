@@ -38,23 +38,37 @@ class LoadedWeights {
   std::vector<WeightsGeneration> loaded_;
 };
 
+// Which micro-batch's pass of a worker an op belongs to. A worker's ops of
+// one pass (its forwards, recomputes and backwards of that micro-batch)
+// may keep state on the device between them: a GPU's network, where the
+// boundary one op leaves is the next one's input in place.
+struct PassId {
+  int32_t iteration = 0;
+  int32_t microbatch = 0;
+  auto operator<=>(const PassId&) const = default;
+};
+
 // Called from any of its worker's threads, one call at a time per gradient set.
+// The tensors forward, forward_loss and backward return may stay on the
+// device (Tensor::resident): the interpreter gives them back to it as
+// inputs, and calls to_host before reading one's values itself (a send).
 class Device {
  public:
   virtual ~Device() = default;
 
   // Zeroed gradients shaped like `weights` (as zero_gradients).
   virtual Gradients zero_gradients(const Network& network, const Weights& weights) = 0;
-  // Layers [first, last] forward with `weights` of `generation`;
-  // caches[i - first] receives layer i's cache (as forward_range). x is the
-  // device's: a layer that keeps its input for the backward takes it
-  // without a copy.
-  virtual Tensor forward(const Network& network, const Weights& weights, WeightsGeneration generation, int64_t first,
-                         int64_t last, Tensor x, std::vector<LayerCache>& caches) = 0;
+  // Layers [first, last] forward with `weights` of `generation` for
+  // `pass`; caches[i - first] receives layer i's cache (as forward_range).
+  // x is the device's: a layer that keeps its input for the backward takes
+  // it without a copy.
+  virtual Tensor forward(const Network& network, const Weights& weights, WeightsGeneration generation, PassId pass,
+                         int64_t first, int64_t last, Tensor x, std::vector<LayerCache>& caches) = 0;
   // Backward from dL/d(output of last) to dL/d(input of first), adding into
   // `grads` (as backward_range). dy is the device's, as x of forward.
-  virtual Tensor backward(const Network& network, const Weights& weights, WeightsGeneration generation, int64_t first,
-                          int64_t last, Tensor dy, const std::vector<LayerCache>& caches, Gradients& grads) = 0;
+  virtual Tensor backward(const Network& network, const Weights& weights, WeightsGeneration generation, PassId pass,
+                          int64_t first, int64_t last, Tensor dy, const std::vector<LayerCache>& caches,
+                          Gradients& grads) = 0;
   // Layers [first, last] fold their training forward's caches into their
   // statistics (batch norm's running mean and variance; as update_statistics).
   virtual void update_statistics(const Network& network, int64_t first, int64_t last,
@@ -64,23 +78,27 @@ class Device {
   virtual double loss(const Tensor& logits, std::span<const int32_t> labels, Tensor* dlogits) = 0;
   // Layers [first, last] forward as forward() does, `last` being the
   // model's last layer, then the loss of their logits against `labels` as
-  // loss() does: the mean loss, and dL/dlogits into `dlogits`. Here
-  // forward() then loss(); a device may compute the loss where it keeps the
-  // logits (a GPU's, which then brings back only dL/dlogits).
-  virtual double forward_loss(const Network& network, const Weights& weights, WeightsGeneration generation,
+  // loss() does: the mean loss, and dL/dlogits times `dlogits_scale` into
+  // `dlogits`. Here forward(), loss(), then the scaling; a device may
+  // compute the loss where it keeps the logits (a GPU's).
+  virtual double forward_loss(const Network& network, const Weights& weights, WeightsGeneration generation, PassId pass,
                               int64_t first, int64_t last, Tensor x, std::vector<LayerCache>& caches,
-                              std::span<const int32_t> labels, Tensor& dlogits);
+                              std::span<const int32_t> labels, float dlogits_scale, Tensor& dlogits);
+  // A tensor this device returned, its values brought into t.data (a no-op
+  // for one already there). Here every tensor is on the host.
+  virtual void to_host(Tensor& t);
 };
 
 // exec/tensor's Eigen kernels on this machine's CPU, on the weights as
-// given (the generation unused); stateless.
+// given (the generation and the pass unused); stateless.
 class EigenCpuDevice final : public Device {
  public:
   Gradients zero_gradients(const Network& network, const Weights& weights) override;
-  Tensor forward(const Network& network, const Weights& weights, WeightsGeneration generation, int64_t first,
-                 int64_t last, Tensor x, std::vector<LayerCache>& caches) override;
-  Tensor backward(const Network& network, const Weights& weights, WeightsGeneration generation, int64_t first,
-                  int64_t last, Tensor dy, const std::vector<LayerCache>& caches, Gradients& grads) override;
+  Tensor forward(const Network& network, const Weights& weights, WeightsGeneration generation, PassId pass,
+                 int64_t first, int64_t last, Tensor x, std::vector<LayerCache>& caches) override;
+  Tensor backward(const Network& network, const Weights& weights, WeightsGeneration generation, PassId pass,
+                  int64_t first, int64_t last, Tensor dy, const std::vector<LayerCache>& caches,
+                  Gradients& grads) override;
   void update_statistics(const Network& network, int64_t first, int64_t last, const std::vector<LayerCache>& caches,
                          Statistics& statistics) override;
   double loss(const Tensor& logits, std::span<const int32_t> labels, Tensor* dlogits) override;

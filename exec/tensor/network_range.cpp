@@ -175,6 +175,7 @@ Tensor forward_range(const Network& network, const Weights& weights, int64_t fir
 }
 
 Tensor packed_boundary(Tensor boundary) {
+  TRAINSIM_CHECK(boundary.resident == nullptr, "a boundary still on its device (Device::to_host first)");
   if (boundary.parts.empty()) return boundary;
   const int64_t rows = boundary.rows();
   Tensor packed(boundary.shape);

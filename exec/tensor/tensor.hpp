@@ -5,6 +5,7 @@
 
 #include <Eigen/Core>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 namespace trainsim {
@@ -21,6 +22,10 @@ struct Tensor {
   // `data` is then empty and `shape` is the packed boundary's.
   // packed_boundary (exec/tensor/layers.hpp) makes it one buffer.
   std::vector<Tensor> parts;
+  // Set where the values stay on the device that computed them (a GPU's
+  // buffers) and `data` is empty: that device reads them in place, and
+  // Device::to_host brings them here (exec/tensor/device.hpp).
+  std::shared_ptr<void> resident;
 
   Tensor() = default;
   explicit Tensor(std::vector<int64_t> shape_in, float fill = 0.0f);

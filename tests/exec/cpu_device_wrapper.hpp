@@ -17,13 +17,14 @@ class CpuDeviceWrapper : public Device {
   Gradients zero_gradients(const Network& network, const Weights& weights) override {
     return cpu_.zero_gradients(network, weights);
   }
-  Tensor forward(const Network& network, const Weights& weights, WeightsGeneration generation, int64_t first,
-                 int64_t last, Tensor x, std::vector<LayerCache>& caches) override {
-    return cpu_.forward(network, weights, generation, first, last, std::move(x), caches);
+  Tensor forward(const Network& network, const Weights& weights, WeightsGeneration generation, PassId pass,
+                 int64_t first, int64_t last, Tensor x, std::vector<LayerCache>& caches) override {
+    return cpu_.forward(network, weights, generation, pass, first, last, std::move(x), caches);
   }
-  Tensor backward(const Network& network, const Weights& weights, WeightsGeneration generation, int64_t first,
-                  int64_t last, Tensor dy, const std::vector<LayerCache>& caches, Gradients& grads) override {
-    return cpu_.backward(network, weights, generation, first, last, std::move(dy), caches, grads);
+  Tensor backward(const Network& network, const Weights& weights, WeightsGeneration generation, PassId pass,
+                  int64_t first, int64_t last, Tensor dy, const std::vector<LayerCache>& caches,
+                  Gradients& grads) override {
+    return cpu_.backward(network, weights, generation, pass, first, last, std::move(dy), caches, grads);
   }
   void update_statistics(const Network& network, int64_t first, int64_t last, const std::vector<LayerCache>& caches,
                          Statistics& statistics) override {

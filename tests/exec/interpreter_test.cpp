@@ -193,17 +193,17 @@ TEST(Interpreter, RunsOnTheTransportItIsGiven) {
 class CountingDevice final : public CpuDeviceWrapper {
  public:
   CountingDevice(int64_t& forwards, int64_t& with_loss) : forwards_(forwards), with_loss_(with_loss) {}
-  Tensor forward(const Network& network, const Weights& weights, WeightsGeneration generation, int64_t first,
-                 int64_t last, Tensor x, std::vector<LayerCache>& caches) override {
+  Tensor forward(const Network& network, const Weights& weights, WeightsGeneration generation, PassId pass,
+                 int64_t first, int64_t last, Tensor x, std::vector<LayerCache>& caches) override {
     ++forwards_;
-    return CpuDeviceWrapper::forward(network, weights, generation, first, last, std::move(x), caches);
+    return CpuDeviceWrapper::forward(network, weights, generation, pass, first, last, std::move(x), caches);
   }
-  double forward_loss(const Network& network, const Weights& weights, WeightsGeneration generation, int64_t first,
-                      int64_t last, Tensor x, std::vector<LayerCache>& caches, std::span<const int32_t> labels,
-                      Tensor& dlogits) override {
+  double forward_loss(const Network& network, const Weights& weights, WeightsGeneration generation, PassId pass,
+                      int64_t first, int64_t last, Tensor x, std::vector<LayerCache>& caches,
+                      std::span<const int32_t> labels, float dlogits_scale, Tensor& dlogits) override {
     ++with_loss_;
-    return CpuDeviceWrapper::forward_loss(network, weights, generation, first, last, std::move(x), caches, labels,
-                                          dlogits);
+    return CpuDeviceWrapper::forward_loss(network, weights, generation, pass, first, last, std::move(x), caches, labels,
+                                          dlogits_scale, dlogits);
   }
 
  private:

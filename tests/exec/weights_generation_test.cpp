@@ -34,15 +34,16 @@ class CopyingDevice final : public CpuDeviceWrapper {
   CopyingDevice(const Network& network, LoadCounts& counts)
       : copy_(zero_weights_like(network)), loaded_(network.layers.size()), counts_(counts) {}
 
-  Tensor forward(const Network& network, const Weights& weights, WeightsGeneration generation, int64_t first,
-                 int64_t last, Tensor x, std::vector<LayerCache>& caches) override {
+  Tensor forward(const Network& network, const Weights& weights, WeightsGeneration generation, PassId pass,
+                 int64_t first, int64_t last, Tensor x, std::vector<LayerCache>& caches) override {
     load(weights, generation, first, last);
-    return CpuDeviceWrapper::forward(network, copy_, generation, first, last, std::move(x), caches);
+    return CpuDeviceWrapper::forward(network, copy_, generation, pass, first, last, std::move(x), caches);
   }
-  Tensor backward(const Network& network, const Weights& weights, WeightsGeneration generation, int64_t first,
-                  int64_t last, Tensor dy, const std::vector<LayerCache>& caches, Gradients& grads) override {
+  Tensor backward(const Network& network, const Weights& weights, WeightsGeneration generation, PassId pass,
+                  int64_t first, int64_t last, Tensor dy, const std::vector<LayerCache>& caches,
+                  Gradients& grads) override {
     load(weights, generation, first, last);
-    return CpuDeviceWrapper::backward(network, copy_, generation, first, last, std::move(dy), caches, grads);
+    return CpuDeviceWrapper::backward(network, copy_, generation, pass, first, last, std::move(dy), caches, grads);
   }
 
  private:
