@@ -1,17 +1,16 @@
 // The interpreter's GPU device (ExecOptions::make_device): a worker's
-// forwards and backwards on a GPU, each over the op's layer range. The
-// range's weights (those layers whose copy on the GPU holds another
-// generation: Device::forward) and the boundary before it go from the host
-// to the GPU,
-// the range's kernels run on a stream of the worker's own (those of
-// CudaNetwork: cuBLAS, cuDNN and the project's kernels), and the boundary
-// after it, the parameter gradients and batch normalization's statistics
-// come back; weights, optimizers and messages stay on the host. A range
-// that ends the model computes its loss on the GPU beside the logits, and
-// only dL/dlogits comes back (Device::forward_loss). Each forward in flight (a pipeline's micro-batches)
-// keeps activations of its own on the GPU until its caches are dropped.
-// Several workers may share one GPU (virtual devices: `cuda:0x4`).
-// No CUDA type appears here.
+// forwards and backwards on a GPU, each over the op's layer range, as the
+// lending device runs them (exec/tensor/lending_device.hpp) on CudaNetworks:
+// a network lent to each pass of the worker (an iteration's micro-batch)
+// keeps the pass's activations and boundaries on the GPU, an op's input
+// read in place where the op before left it and brought to the host only
+// to be sent; the range's weights go up only for the layers whose copy on
+// the GPU holds another generation (Device::forward); the loss is computed
+// on the GPU; the parameter gradients and batch normalization's statistics
+// come back, and weights, optimizers and messages stay on the host. Each
+// range's kernels run on the network's stream (cuBLAS, cuDNN and the
+// project's kernels). Several workers may share one GPU (virtual devices:
+// `cuda:0x4`). No CUDA type appears here.
 #pragma once
 
 #include <memory>

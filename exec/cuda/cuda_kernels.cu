@@ -136,7 +136,7 @@ __global__ void maxpool_backward_kernel(const float* dy, const int32_t* argmax, 
 
 // One warp per position: the max, the sum of exponentials, then the gradient.
 __global__ void softmax_cross_entropy_kernel(const float* logits, const int32_t* labels, int64_t positions,
-                                             int64_t classes, float* loss, float* dlogits) {
+                                             int64_t classes, float* loss, float* dlogits, float grad_scale) {
   const int64_t warps = int64_t{blockDim.x} / 32 * gridDim.x;
   const int lane = threadIdx.x % 32;
   for (int64_t r = (blockIdx.x * int64_t{blockDim.x} + threadIdx.x) / 32; r < positions; r += warps) {
@@ -149,7 +149,7 @@ __global__ void softmax_cross_entropy_kernel(const float* logits, const int32_t*
     sum_exp = warp_sum(sum_exp);
     const int32_t label = labels[r];
     if (lane == 0) loss[r] = logf(sum_exp) + max_z - z[label];
-    const float scale = 1.0f / static_cast<float>(positions);
+    const float scale = grad_scale / static_cast<float>(positions);
     float* dz = dlogits + r * classes;
     for (int64_t j = lane; j < classes; j += 32) {
       dz[j] = (expf(z[j] - max_z) / sum_exp - (j == label ? 1.0f : 0.0f)) * scale;
@@ -234,11 +234,11 @@ void maxpool_backward(const float* dy, const int32_t* argmax, float* dx, const P
   if (n > 0) maxpool_backward_kernel<<<blocks_for(n), kThreads, 0, stream>>>(dy, argmax, dx, n);
 }
 
-void softmax_cross_entropy(const float* logits, const int32_t* labels, int64_t positions, int64_t classes,
-                           float* loss, float* dlogits, cudaStream_t stream) {
+void softmax_cross_entropy(const float* logits, const int32_t* labels, int64_t positions, int64_t classes, float* loss,
+                           float* dlogits, float dlogits_scale, cudaStream_t stream) {
   if (positions > 0) {
-    softmax_cross_entropy_kernel<<<blocks_for(positions * 32), kThreads, 0, stream>>>(logits, labels, positions,
-                                                                                     classes, loss, dlogits);
+    softmax_cross_entropy_kernel<<<blocks_for(positions * 32), kThreads, 0, stream>>>(
+        logits, labels, positions, classes, loss, dlogits, dlogits_scale);
   }
 }
 

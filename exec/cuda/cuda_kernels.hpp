@@ -45,10 +45,11 @@ void maxpool_backward(const float* dy, const int32_t* argmax, float* dx, const P
 
 // Softmax cross-entropy of `positions` rows of `classes` logits against
 // `labels`: loss[r] = log Σ exp(z − max) + max − z[label] and
-// dlogits[r, j] = (softmax_j − [j = label]) / positions (docs/equations.md,
-// the mean over positions).
-void softmax_cross_entropy(const float* logits, const int32_t* labels, int64_t positions, int64_t classes,
-                           float* loss, float* dlogits, cudaStream_t stream);
+// dlogits[r, j] = (softmax_j − [j = label]) · dlogits_scale / positions
+// (docs/equations.md, the mean over positions; the scale a micro-batch's
+// share of the batch).
+void softmax_cross_entropy(const float* logits, const int32_t* labels, int64_t positions, int64_t classes, float* loss,
+                           float* dlogits, float dlogits_scale, cudaStream_t stream);
 
 // Momentum SGD, PyTorch's rule (exec/optim/sgd.hpp): g' = g + wd·w;
 // v = μ·v + g'; w −= lr·v (with μ = 0: w −= lr·g', v untouched).

@@ -262,8 +262,8 @@ void run_forward(NetworkState& s, size_t* next) {
   for (size_t i = 0; i < s.layers.size(); ++i) {
     forward(*s.layers[i], s.context);
     if (i + 1 == s.layers.size()) {
-      softmax_cross_entropy(s.layers.back()->y, s.labels.get(), s.positions, s.classes, s.loss.get(),
-                            s.dlogits.get(), s.context.stream);
+      softmax_cross_entropy(s.layers.back()->y, s.labels.get(), s.positions, s.classes, s.loss.get(), s.dlogits.get(),
+                            1.0f, s.context.stream);
     }
     mark(s, next);
   }

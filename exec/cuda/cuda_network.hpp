@@ -14,6 +14,7 @@
 
 #include "exec/optim/sgd.hpp"
 #include "exec/tensor/layers.hpp"
+#include "exec/tensor/range_network.hpp"
 #include "exec/tensor/tensor.hpp"
 #include "model/layer.hpp"
 
@@ -56,7 +57,7 @@ struct GpuPassTimes {
 // `flag` for an index the driver does not have or a build without CUDA).
 void check_cuda_device(const Model& model, int gpu, const std::string& flag);
 
-class CudaNetwork {
+class CudaNetwork final : public RangeNetwork {
  public:
   // `model` (linear, conv2d, batchnorm, relu, maxpool, global avgpool, add
   // of two, flatten, dropout, softmax, dense embedding, positional
@@ -67,13 +68,13 @@ class CudaNetwork {
   // or a build without CUDA; CudaError when the GPU refuses (out of memory).
   CudaNetwork(const Model& model, const Weights& weights, int64_t batch, int device,
               const CudaNetworkOptions& options = {});
-  ~CudaNetwork();
+  ~CudaNetwork() override;
   CudaNetwork(const CudaNetwork&) = delete;
   CudaNetwork& operator=(const CudaNetwork&) = delete;
 
   // The GPU's name, as the driver reports it.
   std::string device_name() const;
-  int64_t batch() const;
+  int64_t batch() const override;
 
   // Copies a batch ({batch, input...}) and its labels (one per output
   // position) to the GPU, where they stay for the passes that follow.
@@ -92,28 +93,20 @@ class CudaNetwork {
   // but one at the end to read them.
   GpuPassTimes timed_pass(const SgdOptions& sgd);
 
-  // Passes over layers [first, last] of `network` (built from the same
-  // model), as the interpreter's GPU device runs a worker's ops
-  // (cuda_device.hpp; cuda_network_range.cpp); the network is built with
-  // options.input_gradient. The range's weights, from the host:
-  void load_weights(const Weights& weights, int64_t first, int64_t last);
-  // The cut before `first` from x (a lone tensor, or the cut's tensors as
-  // parts or packed side by side, as network_range.cpp passes them), the
-  // range's forward, and the cut after `last` back in the same form.
-  Tensor forward_range(const Network& network, int64_t first, int64_t last, const Tensor& x);
-  // The same up to the model's last layer (`last`), then the softmax
-  // cross-entropy of its logits against `labels` (one per position, in
-  // [0, classes)) on the GPU: the mean loss, and dL/dlogits back into
-  // `dlogits` (the logits' shape), as exec's softmax_cross_entropy.
-  double forward_range_loss(const Network& network, int64_t first, int64_t last, const Tensor& x,
-                            std::span<const int32_t> labels, Tensor& dlogits);
-  // Batch normalization `layer`'s mean and biased variance per channel over
-  // the last forward; empty for any other layer.
-  std::vector<Tensor> batch_statistics(int64_t layer) const;
-  // dL/d(the cut after `last`) from dy, the range's backward, its parameter
-  // gradients ADDED into `grads` (dense, shaped like the weights), and
-  // dL/d(the cut before `first`) back.
-  Tensor backward_range(const Network& network, int64_t first, int64_t last, const Tensor& dy, Gradients& grads);
+  // The interpreter's passes over layer ranges (RangeNetwork,
+  // exec/tensor/range_network.hpp; cuda_network_range.cpp), on the
+  // network's stream, the network built with options.input_gradient: the
+  // weights from the host; a boundary's tensors uploaded into and brought
+  // back from the buffers of the whole model's graph; the loss computed on
+  // the GPU; the parameter gradients downloaded and added into the host's.
+  void load_weights(const Weights& weights, int64_t first, int64_t last) override;
+  void forward_range(const Network& network, int64_t first, int64_t last, const Tensor* x) override;
+  double forward_range_loss(const Network& network, int64_t first, int64_t last, const Tensor* x,
+                            std::span<const int32_t> labels, float dlogits_scale) override;
+  std::vector<Tensor> batch_statistics(int64_t layer) const override;
+  void backward_range(const Network& network, int64_t first, int64_t last, const Tensor* dy, Gradients& grads) override;
+  Tensor cut_values(const Network& network, int64_t i) override;
+  Tensor cut_gradients(const Network& network, int64_t i) override;
 
   // Copies back, for tests and checks: a layer's output, dL/d(its input)
   // (where has_input_gradient), the gradients and the weights.

@@ -30,12 +30,14 @@ Tensor CudaNetwork::input_gradient(int64_t) const { return {}; }
 Gradients CudaNetwork::gradients() const { return {}; }
 Weights CudaNetwork::weights() const { return {}; }
 void CudaNetwork::load_weights(const Weights&, int64_t, int64_t) {}
-Tensor CudaNetwork::forward_range(const Network&, int64_t, int64_t, const Tensor&) { return {}; }
-double CudaNetwork::forward_range_loss(const Network&, int64_t, int64_t, const Tensor&, std::span<const int32_t>,
-                                       Tensor&) {
+void CudaNetwork::forward_range(const Network&, int64_t, int64_t, const Tensor*) {}
+double CudaNetwork::forward_range_loss(const Network&, int64_t, int64_t, const Tensor*, std::span<const int32_t>,
+                                       float) {
   return 0;
 }
 std::vector<Tensor> CudaNetwork::batch_statistics(int64_t) const { return {}; }
-Tensor CudaNetwork::backward_range(const Network&, int64_t, int64_t, const Tensor&, Gradients&) { return {}; }
+void CudaNetwork::backward_range(const Network&, int64_t, int64_t, const Tensor*, Gradients&) {}
+Tensor CudaNetwork::cut_values(const Network&, int64_t) { return {}; }
+Tensor CudaNetwork::cut_gradients(const Network&, int64_t) { return {}; }
 
 }  // namespace trainsim

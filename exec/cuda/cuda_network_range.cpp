@@ -114,18 +114,19 @@ void CudaNetwork::load_weights(const Weights& weights, int64_t first, int64_t la
   }
 }
 
-Tensor CudaNetwork::forward_range(const Network& network, int64_t first, int64_t last, const Tensor& x) {
+void CudaNetwork::forward_range(const Network& network, int64_t first, int64_t last, const Tensor* x) {
   cuda::NetworkState& s = *state_;
   cuda::check_range(s, network, first, last);
-  if (first == 0) cuda::check_token_ids(s, x);
-  cuda::upload_cut(s, network, first, x, [&](int32_t t) { return cuda::value_of(s, t); });
+  if (x != nullptr) {
+    if (first == 0) cuda::check_token_ids(s, *x);
+    cuda::upload_cut(s, network, first, *x, [&](int32_t t) { return cuda::value_of(s, t); });
+  }
   for (int64_t i = first; i <= last; ++i) cuda::forward(*s.layers[static_cast<size_t>(i)], s.context);
   TRAINSIM_CUDA(cudaGetLastError());
-  return cuda::download_cut(s, network, last + 1, [&](int32_t t) { return cuda::value_of(s, t); });
 }
 
-double CudaNetwork::forward_range_loss(const Network& network, int64_t first, int64_t last, const Tensor& x,
-                                       std::span<const int32_t> labels, Tensor& dlogits) {
+double CudaNetwork::forward_range_loss(const Network& network, int64_t first, int64_t last, const Tensor* x,
+                                       std::span<const int32_t> labels, float dlogits_scale) {
   cuda::NetworkState& s = *state_;
   cuda::check_range(s, network, first, last);
   TRAINSIM_CHECK(last + 1 == static_cast<int64_t>(s.layers.size()), "a loss after a layer that is not the last");
@@ -134,17 +135,15 @@ double CudaNetwork::forward_range_loss(const Network& network, int64_t first, in
   for (const int32_t label : labels) {
     TRAINSIM_CHECK(label >= 0 && label < s.classes, "a label outside [0, " + std::to_string(s.classes) + ")");
   }
-  if (first == 0) cuda::check_token_ids(s, x);
-  cuda::upload_cut(s, network, first, x, [&](int32_t t) { return cuda::value_of(s, t); });
   TRAINSIM_CUDA(
       cudaMemcpyAsync(s.labels.get(), labels.data(), s.labels.bytes(), cudaMemcpyHostToDevice, s.context.stream));
-  for (int64_t i = first; i <= last; ++i) cuda::forward(*s.layers[static_cast<size_t>(i)], s.context);
+  forward_range(network, first, last, x);
   cuda::softmax_cross_entropy(s.layers.back()->y, s.labels.get(), s.positions, s.classes, s.loss.get(), s.dlogits.get(),
-                              s.context.stream);
+                              dlogits_scale, s.context.stream);
   TRAINSIM_CUDA(cudaGetLastError());
   std::vector<float> losses(static_cast<size_t>(s.positions));
   TRAINSIM_CUDA(cudaMemcpyAsync(losses.data(), s.loss.get(), s.loss.bytes(), cudaMemcpyDeviceToHost, s.context.stream));
-  dlogits = cuda::download(s.dlogits.get(), cuda::batched(s.batch, network.output_shapes.back()), s.context.stream);
+  TRAINSIM_CUDA(cudaStreamSynchronize(s.context.stream));
   double total = 0;
   for (const float v : losses) total += v;
   return s.positions > 0 ? total / static_cast<double>(s.positions) : 0.0;
@@ -164,8 +163,8 @@ std::vector<Tensor> CudaNetwork::batch_statistics(int64_t layer) const {
   return {std::move(mean), std::move(variance)};
 }
 
-Tensor CudaNetwork::backward_range(const Network& network, int64_t first, int64_t last, const Tensor& dy,
-                                   Gradients& grads) {
+void CudaNetwork::backward_range(const Network& network, int64_t first, int64_t last, const Tensor* dy,
+                                 Gradients& grads) {
   cuda::NetworkState& s = *state_;
   cuda::check_range(s, network, first, last);
   TRAINSIM_CHECK(grads.size() == s.layers.size(), "gradients of every layer");
@@ -176,11 +175,13 @@ Tensor CudaNetwork::backward_range(const Network& network, int64_t first, int64_
       TRAINSIM_CUDA(cudaMemsetAsync(g.get(), 0, g.bytes(), s.context.stream));
     }
   }
-  cuda::upload_cut(s, network, last + 1, dy, [&](int32_t t) {
-    float* g = cuda::gradient_of(s, t);
-    TRAINSIM_CHECK(g != nullptr, "a GPU network built without input gradients");
-    return g;
-  });
+  if (dy != nullptr) {
+    cuda::upload_cut(s, network, last + 1, *dy, [&](int32_t t) {
+      float* g = cuda::gradient_of(s, t);
+      TRAINSIM_CHECK(g != nullptr, "a GPU network built without input gradients");
+      return g;
+    });
+  }
   for (int64_t i = last; i >= first; --i) cuda::backward(*s.layers[static_cast<size_t>(i)], s.context);
   TRAINSIM_CUDA(cudaGetLastError());
   for (int64_t i = first; i <= last; ++i) {
@@ -193,7 +194,18 @@ Tensor CudaNetwork::backward_range(const Network& network, int64_t first, int64_
       for (size_t k = 0; k < g.data.size(); ++k) into[p].dense.data[k] += g.data[k];
     }
   }
-  return cuda::download_cut(s, network, first, [&](int32_t t) { return cuda::gradient_of(s, t); });
+}
+
+Tensor CudaNetwork::cut_values(const Network& network, int64_t i) {
+  cuda::NetworkState& s = *state_;
+  TRAINSIM_CUDA(cudaSetDevice(s.context.device));
+  return cuda::download_cut(s, network, i, [&](int32_t t) { return cuda::value_of(s, t); });
+}
+
+Tensor CudaNetwork::cut_gradients(const Network& network, int64_t i) {
+  cuda::NetworkState& s = *state_;
+  TRAINSIM_CUDA(cudaSetDevice(s.context.device));
+  return cuda::download_cut(s, network, i, [&](int32_t t) { return cuda::gradient_of(s, t); });
 }
 
 }  // namespace trainsim

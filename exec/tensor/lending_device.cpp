@@ -1,0 +1,291 @@
+// The lending device (lending_device.hpp): each pass of its worker borrows
+// a network from the device's pool; the pass's ops find their input in its
+// buffers where the op before left it there.
+#include "exec/tensor/lending_device.hpp"
+
+#include <atomic>
+#include <map>
+#include <mutex>
+#include <utility>
+#include <vector>
+
+#include "model/error.hpp"
+
+namespace trainsim {
+namespace {
+
+// A lent network and the generations its weights' layers hold.
+struct Lent {
+  std::unique_ptr<RangeNetwork> network;
+  LoadedWeights loaded;
+
+  // The layers of [first, last] that hold another generation get `weights`.
+  void load(const Weights& weights, WeightsGeneration generation, int64_t first, int64_t last) {
+    const std::vector<int64_t> stale = loaded.stale(weights, generation, first, last);
+    for (const int64_t l : stale) network->load_weights(weights, l, l);
+    loaded.loaded(stale, generation);
+  }
+};
+
+// The networks a device lends, by batch size; shared with the leases, which
+// may end on any thread.
+struct Pool {
+  MakeRangeNetwork make;
+  std::mutex mu;
+  std::map<int64_t, std::vector<Lent>> idle;
+};
+
+struct Resident;
+
+// A network lent to one pass, back to the pool when the last cache or
+// tensor holding it goes.
+struct Lease {
+  std::shared_ptr<Pool> pool;
+  Lent lent;
+  PassId pass;
+  std::vector<std::atomic<int32_t>> live;          // per layer: its caches still held
+  std::vector<std::weak_ptr<Resident>> residents;  // tensors left in its buffers (under the device's lock)
+  Lease(std::shared_ptr<Pool> p, Lent l, PassId for_pass, size_t layers)
+      : pool(std::move(p)), lent(std::move(l)), pass(for_pass), live(layers) {}
+  Lease(const Lease&) = delete;
+  Lease& operator=(const Lease&) = delete;
+  ~Lease() {
+    std::lock_guard lock(pool->mu);
+    pool->idle[lent.network->batch()].push_back(std::move(lent));
+  }
+  // No cache of layer `first` or after is held: a forward from `first`
+  // overwrites nothing a backward still reads.
+  bool free_from(int64_t first) const {
+    for (size_t l = static_cast<size_t>(first); l < live.size(); ++l) {
+      if (live[l].load() > 0) return false;
+    }
+    return true;
+  }
+};
+
+// One layer's cache (LayerCache::device_state), holding its network.
+struct CacheHold {
+  std::shared_ptr<Lease> lease;
+  size_t layer;
+  CacheHold(std::shared_ptr<Lease> l, size_t at) : lease(std::move(l)), layer(at) { ++lease->live[layer]; }
+  CacheHold(const CacheHold&) = delete;
+  CacheHold& operator=(const CacheHold&) = delete;
+  ~CacheHold() { --lease->live[layer]; }
+};
+
+// A tensor left in a network's buffers (Tensor::resident): cut `cut`'s
+// values, or its gradients; brought to the host (then `lease` is let go)
+// by to_host, or before another op overwrites them.
+struct Resident {
+  const void* device;
+  const Network* network;
+  std::shared_ptr<Lease> lease;
+  int64_t cut;
+  bool gradient;
+  Tensor host;
+};
+
+class LendingDevice final : public Device {
+ public:
+  explicit LendingDevice(MakeRangeNetwork make) : pool_(std::make_shared<Pool>()) { pool_->make = std::move(make); }
+
+  Gradients zero_gradients(const Network& network, const Weights& weights) override {
+    return trainsim::zero_gradients(network, weights);
+  }
+
+  Tensor forward(const Network& network, const Weights& weights, WeightsGeneration generation, PassId pass,
+                 int64_t first, int64_t last, Tensor x, std::vector<LayerCache>& caches) override {
+    std::lock_guard lock(mu_);
+    const auto [lease, in] = lend(network, pass, first, x);
+    lease->lent.load(weights, generation, first, last);
+    lease->lent.network->forward_range(network, first, last, in);
+    keep(lease, first, last, x.rows(), caches);
+    return left(network, lease, last + 1, false, x.rows());
+  }
+
+  // The loss beside the logits; dL/dlogits stays there for the backward.
+  double forward_loss(const Network& network, const Weights& weights, WeightsGeneration generation, PassId pass,
+                      int64_t first, int64_t last, Tensor x, std::vector<LayerCache>& caches,
+                      std::span<const int32_t> labels, float dlogits_scale, Tensor& dlogits) override {
+    std::lock_guard lock(mu_);
+    const auto [lease, in] = lend(network, pass, first, x);
+    lease->lent.load(weights, generation, first, last);
+    const double loss = lease->lent.network->forward_range_loss(network, first, last, in, labels, dlogits_scale);
+    keep(lease, first, last, x.rows(), caches);
+    dlogits = left(network, lease, last + 1, true, x.rows());
+    return loss;
+  }
+
+  Tensor backward(const Network& network, const Weights& weights, WeightsGeneration generation, PassId /*pass*/,
+                  int64_t first, int64_t last, Tensor dy, const std::vector<LayerCache>& caches,
+                  Gradients& grads) override {
+    std::lock_guard lock(mu_);
+    TRAINSIM_CHECK(static_cast<int64_t>(caches.size()) == last - first + 1 && !caches.empty(),
+                   "caches are not one per layer of the range");
+    const auto* hold = static_cast<const CacheHold*>(caches.front().device_state.get());
+    for (const LayerCache& cache : caches) {
+      const auto* h = static_cast<const CacheHold*>(cache.device_state.get());
+      TRAINSIM_CHECK(h != nullptr && hold != nullptr && h->lease == hold->lease,
+                     "a backward over layers one forward on this device did not run");
+    }
+    const std::shared_ptr<Lease> lease = hold->lease;
+    const bool held = in_place(lease, last + 1, true, dy);
+    if (!held) to_host_locked(dy);
+    evict_others(*lease, dy);
+    lease->lent.load(weights, generation, first, last);
+    lease->lent.network->backward_range(network, first, last, held ? nullptr : &dy, grads);
+    if (first == 0) return {};  // dL/d(the model's input): nobody reads it
+    return left(network, lease, first, true, dy.rows());
+  }
+
+  void update_statistics(const Network& network, int64_t first, int64_t last, const std::vector<LayerCache>& caches,
+                         Statistics& statistics) override {
+    trainsim::update_statistics(network, first, last, caches, statistics);
+  }
+
+  double loss(const Tensor& logits, std::span<const int32_t> labels, Tensor* dlogits) override {
+    return softmax_cross_entropy(logits, labels, dlogits);
+  }
+
+  void to_host(Tensor& t) override {
+    std::lock_guard lock(mu_);
+    to_host_locked(t);
+  }
+
+ private:
+  Resident& resident_of(const Tensor& t) const {
+    auto& r = *static_cast<Resident*>(t.resident.get());
+    TRAINSIM_CHECK(r.device == this, "a tensor another device keeps");
+    return r;
+  }
+
+  // Its values to the host, its network let go. Callers hold mu_.
+  static void bring_back(Resident& r) {
+    if (r.lease == nullptr) return;
+    RangeNetwork& net = *r.lease->lent.network;
+    r.host = r.gradient ? net.cut_gradients(*r.network, r.cut) : net.cut_values(*r.network, r.cut);
+    r.lease.reset();
+  }
+
+  // Whether `t` is cut `cut`'s values (or gradients) in the buffers of `lease`.
+  bool in_place(const std::shared_ptr<Lease>& lease, int64_t cut, bool gradient, const Tensor& t) const {
+    if (t.resident == nullptr) return false;
+    const Resident& r = resident_of(t);
+    return r.lease == lease && r.cut == cut && r.gradient == gradient;
+  }
+
+  // Tensors left in the network's buffers but `kept` (the op's input, read
+  // in place) go to the host before the op may overwrite them; `kept` is
+  // looked at again by the next op, should a copy of it still be held
+  // (DSP's recompute keeps its forward's input). Callers hold mu_.
+  static void evict_others(Lease& lease, const Tensor& kept) {
+    const void* spared = kept.resident.get();
+    std::vector<std::weak_ptr<Resident>> still;
+    for (const std::weak_ptr<Resident>& weak : lease.residents) {
+      const std::shared_ptr<Resident> r = weak.lock();
+      if (r == nullptr) continue;
+      if (r.get() == spared) {
+        still.push_back(weak);
+      } else {
+        bring_back(*r);
+      }
+    }
+    lease.residents = std::move(still);
+  }
+
+  // The network for a forward of `pass` from layer `first` on x, and the
+  // input to upload (null where x is in its buffers already): the pass's
+  // network that holds x, else one of the pass's whose caches from `first`
+  // on are gone, else an idle one, else a new one. Callers hold mu_.
+  std::pair<std::shared_ptr<Lease>, const Tensor*> lend(const Network& network, PassId pass, int64_t first, Tensor& x) {
+    for (auto& [_, leases] : passes_) {
+      std::erase_if(leases, [](const std::weak_ptr<Lease>& l) { return l.expired(); });
+    }
+    std::erase_if(passes_, [](const auto& entry) { return entry.second.empty(); });
+    std::vector<std::weak_ptr<Lease>>& mine = passes_[pass];
+    std::shared_ptr<Lease> lease;
+    if (x.resident != nullptr) {
+      const Resident& r = resident_of(x);
+      if (r.lease != nullptr && r.lease->pass == pass && r.cut == first && !r.gradient && r.lease->free_from(first)) {
+        lease = r.lease;
+      }
+    }
+    const bool held = lease != nullptr;
+    for (size_t i = 0; lease == nullptr && i < mine.size(); ++i) {
+      std::shared_ptr<Lease> l = mine[i].lock();
+      if (l != nullptr && l->free_from(first)) lease = std::move(l);
+    }
+    if (lease == nullptr) {
+      lease = fresh(network, pass, x.rows());
+      mine.push_back(lease);
+    }
+    if (!held) to_host_locked(x);
+    evict_others(*lease, held ? x : Tensor());
+    return {lease, held ? nullptr : &x};
+  }
+
+  void to_host_locked(Tensor& t) {
+    if (t.resident == nullptr) return;
+    Resident& r = resident_of(t);
+    bring_back(r);
+    t = r.host;
+  }
+
+  // An idle network of `batch` rows, or a new one.
+  std::shared_ptr<Lease> fresh(const Network& network, PassId pass, int64_t batch) {
+    const size_t layers = network.layers.size();
+    {
+      std::lock_guard lock(pool_->mu);
+      std::vector<Lent>& idle = pool_->idle[batch];
+      if (!idle.empty()) {
+        Lent lent = std::move(idle.back());
+        idle.pop_back();
+        return std::make_shared<Lease>(pool_, std::move(lent), pass, layers);
+      }
+    }
+    Lent lent{pool_->make(network, batch), LoadedWeights(layers)};
+    TRAINSIM_CHECK(lent.network->batch() == batch, "a network of another batch size");
+    return std::make_shared<Lease>(pool_, std::move(lent), pass, layers);
+  }
+
+  // The forward's caches hold its network until the backward; batch
+  // normalization's statistics come back as exec's batch norm keeps them.
+  static void keep(const std::shared_ptr<Lease>& lease, int64_t first, int64_t last, int64_t rows,
+                   std::vector<LayerCache>& caches) {
+    const RangeNetwork& net = *lease->lent.network;
+    caches.assign(static_cast<size_t>(last - first + 1), LayerCache{});
+    for (int64_t i = first; i <= last; ++i) {
+      LayerCache& cache = caches[static_cast<size_t>(i - first)];
+      cache.device_state = std::make_shared<CacheHold>(lease, static_cast<size_t>(i));
+      std::vector<Tensor> stats = net.batch_statistics(i);
+      if (!stats.empty()) {  // as exec's batch norm keeps them: input (for its rows), -, mean, variance
+        cache.saved = {Tensor({rows}), Tensor(), std::move(stats[0]), std::move(stats[1])};
+      }
+    }
+  }
+
+  // Cut `cut`'s values (or gradients), left in the network's buffers: its
+  // shape (rows, then the cut's packed shape per sample) and no data.
+  Tensor left(const Network& network, const std::shared_ptr<Lease>& lease, int64_t cut, bool gradient, int64_t rows) {
+    auto r = std::make_shared<Resident>(Resident{this, &network, lease, cut, gradient, Tensor()});
+    lease->residents.push_back(r);
+    Tensor t;
+    const std::vector<int64_t>& sample = network.cut_shapes[static_cast<size_t>(cut)];
+    t.shape.push_back(rows);
+    t.shape.insert(t.shape.end(), sample.begin(), sample.end());
+    t.resident = std::move(r);
+    return t;
+  }
+
+  std::shared_ptr<Pool> pool_;
+  std::mutex mu_;                                               // one pass at a time
+  std::map<PassId, std::vector<std::weak_ptr<Lease>>> passes_;  // the networks lent to each pass
+};
+
+}  // namespace
+
+std::unique_ptr<Device> make_lending_device(MakeRangeNetwork make_network) {
+  return std::make_unique<LendingDevice>(std::move(make_network));
+}
+
+}  // namespace trainsim

@@ -1,0 +1,26 @@
+// A device over RangeNetworks (a GPU's CudaNetworks): it lends a network to
+// one pass of its worker (an iteration's micro-batch) until the pass's
+// caches and the tensors left in its buffers go, so the ops of a pass share
+// it and a boundary one op leaves is the next one's input in place
+// (Tensor::resident); a tensor another op may overwrite first goes to the
+// host. A network loads a layer's weights only when its copy holds another
+// generation of them (LoadedWeights). The loss is the network's; the
+// parameter gradients come back into the interpreter's, and the statistics
+// of batch normalization as exec's batch norm keeps them.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+
+#include "exec/tensor/device.hpp"
+#include "exec/tensor/range_network.hpp"
+
+namespace trainsim {
+
+// A new network of `batch` rows for `network`'s model.
+using MakeRangeNetwork = std::function<std::unique_ptr<RangeNetwork>(const Network& network, int64_t batch)>;
+
+std::unique_ptr<Device> make_lending_device(MakeRangeNetwork make_network);
+
+}  // namespace trainsim

@@ -1,0 +1,49 @@
+// A network that keeps a whole model's activations in buffers of its own (a
+// GPU's: CudaNetwork) and runs the interpreter's ops over layer ranges in
+// them, so a boundary one range leaves in its buffers is the next range's
+// input in place. The lending device (lending_device.hpp) lends such
+// networks to a worker's passes.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "exec/tensor/layers.hpp"
+
+namespace trainsim {
+
+class RangeNetwork {
+ public:
+  virtual ~RangeNetwork() = default;
+  // The batch its buffers hold.
+  virtual int64_t batch() const = 0;
+  // Layers [first, last] of the weights into its own copy.
+  virtual void load_weights(const Weights& weights, int64_t first, int64_t last) = 0;
+  // The cut before `first` from x (a lone tensor, or the cut's tensors as
+  // parts or packed side by side, as network_range.cpp passes them; null:
+  // the buffers hold it already, left by this network's last range before
+  // it), then the range's forward; its output stays in the buffers.
+  virtual void forward_range(const Network& network, int64_t first, int64_t last, const Tensor* x) = 0;
+  // The same, `last` being the model's last layer, then the softmax
+  // cross-entropy of the logits against `labels`: the mean loss, and
+  // dL/dlogits times `dlogits_scale` left in the buffers (the gradient of
+  // cut `last` + 1) for the backward.
+  virtual double forward_range_loss(const Network& network, int64_t first, int64_t last, const Tensor* x,
+                                    std::span<const int32_t> labels, float dlogits_scale) = 0;
+  // Batch normalization `layer`'s mean and biased variance per channel over
+  // the last forward; empty for any other layer.
+  virtual std::vector<Tensor> batch_statistics(int64_t layer) const = 0;
+  // dL/d(the cut after `last`) from dy (null: the buffers hold it), the
+  // range's backward over its last forward's activations, its parameter
+  // gradients ADDED into `grads`; dL/d(the cut before `first`) stays in
+  // the buffers.
+  virtual void backward_range(const Network& network, int64_t first, int64_t last, const Tensor* dy,
+                              Gradients& grads) = 0;
+  // Cut `i`'s values or gradients as the buffers hold them, as a range
+  // pass gives a boundary: a lone tensor, or the cut's tensors as parts.
+  virtual Tensor cut_values(const Network& network, int64_t i) = 0;
+  virtual Tensor cut_gradients(const Network& network, int64_t i) = 0;
+};
+
+}  // namespace trainsim
