@@ -90,14 +90,8 @@ void run_measured_gpu(const ProfileOptions& o, const Model& model, CommandContex
   bar.finish();
   write_text_output(o.out, profile_to_json(profile).dump(2) + "\n", ctx.out, "--out");
   if (!o.cluster_out.empty()) {
-    Cluster cluster = measure_cuda_cluster(gpu.index, gpu.workers);
-    if (gpu.workers > 1) {  // what sharing the GPU leaves each worker of this model's passes
-      cluster.device.compute_rate_while_shared =
-          measure_cuda_shared_rate(model, profile.batch_size, gpu.index, gpu.workers, measure, precision);
-      cluster.description += "; compute_rate_while_shared: " + model.name + "'s training pass at batch " +
-                             std::to_string(profile.batch_size) + ", alone over " + std::to_string(gpu.workers) +
-                             " at once";
-    }
+    const Cluster cluster =
+        measure_cuda_workers_cluster(model, profile.batch_size, gpu.index, gpu.workers, measure, precision);
     write_text_output(o.cluster_out, cluster_to_json(cluster).dump(2) + "\n", ctx.out, "--cluster-out");
   }
 }

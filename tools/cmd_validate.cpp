@@ -32,6 +32,7 @@ namespace {
 struct ValidateCliOptions {
   std::string model;
   std::string devices = "cpu:2";
+  std::string precision = "fp32";
   std::string strategies = "all";
   std::string dataset;
   std::string data_dir;  // empty: kFashionMnistDir
@@ -201,7 +202,16 @@ void run_validate(const ValidateCliOptions& o, CommandContext& ctx) {
   if (o.model.empty()) throw InputError("--model", "is missing", "a zoo model to validate on");
   check_launch_options(o.launch);
   const Model model = load_model(o.model, "--model");
-  const int64_t workers = parse_cpu_devices(o.devices);
+  const WorkerDevices devices = parse_worker_devices(o.devices);
+  const int64_t workers = devices.workers;
+  const CudaPrecision precision = parse_gpu_precision(o.precision, devices.gpu.has_value());
+  if (devices.gpu) {  // before the data loads
+    if (o.launch.launcher == "mpi" || under_mpirun()) {
+      throw InputError("--devices", "is " + o.devices + " across MPI processes",
+                       "GPU workers in one process (no --launcher mpi, not under mpirun), or cpu:N");
+    }
+    check_cuda_device(model, devices.gpu->index, "--devices");
+  }
   if (o.launch.launcher == "mpi") {
     return launch_ranks(o.launch, workers, rank_arguments(o), ctx, "validating", o.quiet);
   }
@@ -222,6 +232,7 @@ void run_validate(const ValidateCliOptions& o, CommandContext& ctx) {
   options.profile_repeats = o.repeats;
   options.seed = o.seed;
   options.strategies = parse_validated_strategies(o.strategies);
+  if (devices.gpu) options.gpu = ValidationGpu{devices.gpu->index, precision};
   ProgressBar bar(ctx.err, "validating", !o.quiet && reports && !o.launch.progress_lines);
   options.progress = [&](const std::string&, int32_t done, int32_t total) {
     bar.update(done, total);
@@ -267,7 +278,13 @@ void add_validate_command(CLI::App& app, CommandContext& ctx) {
   CLI::App* cmd = app.add_subcommand(
       "validate", "Profile this machine, predict every strategy, run each for real and compare");
   cmd->add_option("--model", o->model, "Zoo model id or model JSON file (of layers the CPU executor has kernels for)");
-  cmd->add_option("--devices", o->devices, "cpu:N, N worker threads (with --launcher mpi or under mpirun, N ranks)")
+  cmd->add_option("--devices", o->devices,
+                  "cpu:N, N worker threads (with --launcher mpi or under mpirun, N ranks); or cuda:GxW, W workers "
+                  "sharing GPU G (cuda, cuda:G: one)")
+      ->capture_default_str();
+  cmd->add_option("--precision", o->precision,
+                  "GPU workers' products: fp32, tf32 or bf16 (tensor cores; fp32 sums and storage), profiled and run "
+                  "alike")
       ->capture_default_str();
   cmd->add_option("--strategies", o->strategies,
                   "Strategies separated by commas, each 'all' or an id with settings of its own after colons "

@@ -8,9 +8,11 @@
 #include <sstream>
 #include <tuple>
 
+#include "exec/cuda/cuda_device.hpp"
 #include "model/error.hpp"
 #include "model/units.hpp"
 #include "profiles/profiler/cluster_probe.hpp"
+#include "profiles/profiler/cuda_profiler.hpp"
 #include "profiles/profiler/profiler.hpp"
 #include "profiles/profiler/spread.hpp"
 #include "profiles/profiler/timing.hpp"
@@ -19,8 +21,6 @@
 
 namespace trainsim {
 namespace {
-
-nlohmann::json finite_or_null(double x) { return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(); }
 
 double relative_error(double predicted, double measured) {
   return measured > 0 ? (predicted - measured) / measured : 0.0;
@@ -110,6 +110,11 @@ void run_once(const Model& model, const Dataset& data, const Profile& profile, c
   training.iterations = options.iterations;
   training.seed = options.seed;
   training.evaluate = false;  // timed, not scored
+  if (options.gpu) {
+    training.make_device = [&model, gpu = *options.gpu](int32_t) {
+      return make_cuda_device(model, gpu.index, gpu.precision);
+    };
+  }
   if (options.ranks.rank >= 0) {
     training.local_endpoints = {options.ranks.rank};
     training.make_transport = options.ranks.make_transport;
@@ -245,7 +250,8 @@ Validation validate(const Model& model, const Dataset& data, int64_t workers, co
   }
   const int32_t rounds = options.rounds;
   const int32_t max_rounds = std::max(rounds, options.max_rounds);
-  int32_t total = rounds * (static_cast<int32_t>(runs.size()) + (workers > 1 ? 3 : 2)) + 1;
+  const int32_t profiling_steps = workers > 1 && !options.gpu ? 3 : 2;  // profiles and the probe, per round
+  int32_t total = rounds * (static_cast<int32_t>(runs.size()) + profiling_steps) + 1;
   int32_t done = 0;
   const auto report = [&](const std::string& what) {
     if (options.progress) options.progress(what, done++, total);
@@ -316,7 +322,15 @@ Validation validate(const Model& model, const Dataset& data, int64_t workers, co
       total += static_cast<int32_t>(todo.size());
     }
     const std::string of_round = " (round " + std::to_string(round + 1) + ")";
-    if (round < rounds) {
+    if (round < rounds && options.gpu) {
+      report("profiling " + model.name + " on the GPU" + of_round);
+      MeasureOptions on_gpu = measure;
+      on_gpu.concurrent = 1;  // alone: the cluster says what sharing the GPU leaves each worker
+      const ValidationGpu& gpu = *options.gpu;
+      profiles.push_back(measure_cuda_profile(model, batch, gpu.index, on_gpu, gpu.precision));
+      report("probing the GPU" + of_round);
+      v.round_clusters.push_back(measure_cuda_workers_cluster(model, batch, gpu.index, workers, on_gpu, gpu.precision));
+    } else if (round < rounds) {
       report("profiling " + model.name + of_round);
       profiles.push_back(rank0_profile(measure_profile(model, batch, measure)));
       if (workers > 1) {
@@ -404,59 +418,6 @@ double median_abs_error(const Validation& v, bool simulated, bool judged_only) {
     errors.push_back(std::abs(simulated ? r.error_simulated : r.error_analytic));
   }
   return median_s(errors);
-}
-
-nlohmann::json validation_to_json(const Validation& v, const std::string& model, const std::string& devices,
-                                  int32_t iterations) {
-  nlohmann::json results = nlohmann::json::array();
-  for (const StrategyValidation& r : v.results) {
-    if (!r.skipped.empty()) {
-      results.push_back({{"strategy", r.strategy}, {"skipped", r.skipped}});
-      continue;
-    }
-    nlohmann::json ops = nlohmann::json::array();
-    for (const OpGroupComparison& g : r.ops) {
-      ops.push_back({{"kind", g.kind}, {"stream", g.stream}, {"worker", g.worker},
-                     {"first_layer", g.first_layer}, {"last_layer", g.last_layer}, {"count", g.count},
-                     {"simulated_s", g.simulated_s}, {"measured_s", g.measured_s}, {"error", g.error}});
-    }
-    results.push_back({{"strategy", r.strategy},
-                       {"config", r.config},
-                       {"measured_s", r.measured_s},
-                       {"measured_min_s", r.measured_min_s},
-                       {"measured_max_s", r.measured_max_s},
-                       {"measured_rounds_s", r.measured_rounds_s},
-                       {"probe_rounds_s", r.probe_rounds_s},
-                       {"measured_low_s", r.interval.low},
-                       {"measured_high_s", r.interval.high},
-                       {"coverage", r.interval.coverage},
-                       {"measurement_uncertainty", finite_or_null(r.interval.relative_half_width)},
-                       {"predicted_rounds_s", r.predicted_rounds_s},
-                       {"prediction_spread", finite_or_null(r.prediction_spread)},
-                       {"uncertainty", finite_or_null(r.uncertainty)},
-                       {"verdict", r.verdict},
-                       {"predicted_analytic_s", r.predicted_analytic_s},
-                       {"predicted_simulated_s", r.predicted_simulated_s},
-                       {"error_analytic", r.error_analytic},
-                       {"error_simulated", r.error_simulated},
-                       {"ops", std::move(ops)}});
-  }
-  return {{"format", "trainsim.validation/1"},
-          {"model", model},
-          {"devices", devices},
-          {"workers", v.workers},
-          {"batch_size", v.profile.batch_size},
-          {"iterations", iterations},
-          {"rounds", v.rounds},
-          {"cluster", v.cluster.name},
-          {"elapsed_s", v.elapsed_s},
-          {"stopped", v.stopped},
-          {"probe_s", v.probe_s},
-          {"machine_variability", finite_or_null(v.probe.relative_half_width)},
-          {"median_abs_error_simulated", median_abs_error(v, true)},
-          {"median_abs_error_simulated_judged", median_abs_error(v, true, true)},
-          {"median_abs_error_analytic", median_abs_error(v, false)},
-          {"results", std::move(results)}};
 }
 
 }  // namespace trainsim

@@ -9,9 +9,11 @@
 #include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "exec/cuda/cuda_network.hpp"
 #include "exec/data/dataset.hpp"
 #include "exec/training.hpp"
 #include "model/layer.hpp"
@@ -40,6 +42,12 @@ struct ValidationRanks {
   std::function<void(const std::string& why)> fail;
 };
 
+// Workers as virtual devices of one GPU (`--devices cuda:GxW`).
+struct ValidationGpu {
+  int index = 0;
+  CudaPrecision precision = CudaPrecision::fast;
+};
+
 struct ValidationOptions {
   int64_t batch_size = 0;          // per device; 0 = the model's default
   int32_t iterations = 40;         // trained per strategy and round; warm-up as the simulator's rule
@@ -65,6 +73,12 @@ struct ValidationOptions {
   // decides which strategies run again, and only rank 0's result holds the
   // comparison (the other ranks' results are empty).
   ValidationRanks ranks;
+  // Set: the workers share this GPU. Each profiling round then profiles
+  // the layers on it (measure_cuda_profile: alone, so no profile on one
+  // thread), measures it as the workers' cluster
+  // (measure_cuda_workers_cluster: the simulator shares it among them),
+  // and every run computes on it (make_cuda_device).
+  std::optional<ValidationGpu> gpu;
 };
 
 // Ops of one worker, stream, kind and layer range (all iterations after
@@ -141,7 +155,7 @@ std::vector<OpGroupComparison> compare_ops(const Plan& plan, const std::vector<O
 size_t representative_round(const std::vector<double>& rounds_s);
 
 // The whole loop on `workers` CPU threads of this machine (or on the ranks
-// of `options.ranks`, one worker each): `options.rounds`
+// of `options.ranks`, one worker each, or on `options.gpu`): `options.rounds`
 // rounds, each of which profiles the layers and then runs every strategy once
 // (the channels are probed once, in the first). A strategy's later runs and
 // its predictions keep the settings its first run resolved (partition,

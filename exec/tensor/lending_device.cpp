@@ -228,7 +228,8 @@ class LendingDevice final : public Device {
     if (t.resident == nullptr) return;
     Resident& r = resident_of(t);
     bring_back(r);
-    t = r.host;
+    Tensor host = r.host;  // t may hold the last reference to r
+    t = std::move(host);
   }
 
   // An idle network of `batch` rows, or a new one.

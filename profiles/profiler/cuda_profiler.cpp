@@ -11,6 +11,7 @@
 #include "exec/data/random_bits.hpp"
 #include "exec/tensor/layers.hpp"
 #include "model/error.hpp"
+#include "profiles/profiler/cuda_cluster_probe.hpp"
 #include "profiles/profiler/measured_layers.hpp"
 #include "profiles/profiler/timing.hpp"
 
@@ -78,6 +79,18 @@ double measure_cuda_shared_rate(const Model& model, int64_t batch, int device, i
   const double alone_s = concurrent_median_s(1, options.warmups, options.repeats, pass);
   const double together_s = concurrent_median_s(workers, options.warmups, options.repeats, pass);
   return together_s > 0 ? std::min(1.0, alone_s / together_s) : 1.0;
+}
+
+Cluster measure_cuda_workers_cluster(const Model& model, int64_t batch, int device, int64_t workers,
+                                     const MeasureOptions& options, CudaPrecision precision) {
+  Cluster cluster = measure_cuda_cluster(device, workers);
+  if (workers > 1) {  // what sharing the GPU leaves each worker of this model's passes
+    cluster.device.compute_rate_while_shared =
+        measure_cuda_shared_rate(model, batch, device, workers, options, precision);
+    cluster.description += "; compute_rate_while_shared: " + model.name + "'s training pass at batch " +
+                           std::to_string(batch) + ", alone over " + std::to_string(workers) + " at once";
+  }
+  return cluster;
 }
 
 Profile measure_cuda_profile(const Model& model, int64_t batch, int device, const MeasureOptions& options,

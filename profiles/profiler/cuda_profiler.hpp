@@ -7,6 +7,7 @@
 
 #include "exec/cuda/cuda_network.hpp"
 #include "model/layer.hpp"
+#include "profiles/cluster.hpp"
 #include "profiles/profile.hpp"
 #include "profiles/profiler/profiler.hpp"
 
@@ -34,6 +35,14 @@ Profile measure_cuda_profile(const Model& model, int64_t batch, int device, cons
 // on its own thread, run theirs at once (starting together,
 // concurrent_median_s), at most 1; 1 for one worker. InputErrors as
 // measure_cuda_profile's, and naming --device for workers < 1.
+// GPU `device` as `workers` virtual workers training `model` at `batch`
+// each: measure_cuda_cluster, and where workers > 1 its
+// compute_rate_while_shared from measure_cuda_shared_rate (the description
+// says so). What `profile --device cuda:GxW --cluster-out` and `validate
+// --devices cuda:GxW` measure.
+Cluster measure_cuda_workers_cluster(const Model& model, int64_t batch, int device, int64_t workers,
+                                     const MeasureOptions& options = {}, CudaPrecision precision = CudaPrecision::fast);
+
 double measure_cuda_shared_rate(const Model& model, int64_t batch, int device, int64_t workers,
                                 const MeasureOptions& options = {}, CudaPrecision precision = CudaPrecision::fast);
 

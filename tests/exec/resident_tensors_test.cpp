@@ -61,10 +61,12 @@ class KeepingDevice final : public CpuDeviceWrapper {
   void to_host(Tensor& t) override {
     if (t.resident == nullptr) return;
     const Kept& kept = *static_cast<const Kept*>(t.resident.get());
-    t = kept.value;
+    const bool stray = kept.owner != this;
+    Tensor value = kept.value;  // t may hold the last reference to kept
+    t = std::move(value);
     std::lock_guard lock(counts_.mu);
     ++counts_.to_host;
-    counts_.strays += kept.owner != this;
+    counts_.strays += stray;
   }
 
  private:

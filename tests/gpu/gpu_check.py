@@ -3,7 +3,8 @@
 
 Runs the GPU conformance tests, profiles the zoo's chain models on the GPU
 (three times each, for the spread), measures the GPU as a cluster of 1 and
-4 workers, predicts every strategy from those measurements, and, where
+4 workers, predicts every strategy from those measurements, validates them
+on four workers sharing the GPU, and, where
 PyTorch imports, times PyTorch's eager training step on the same model,
 batch and precision (fp32, TF32 off) beside trainsim's. Writes OUT/gpu-check.md
 (with the GPU's name and driver) and the JSON files it measured; exits 1 if
@@ -22,6 +23,9 @@ MODELS = ["fmnist-mlp", "fmnist-cnn", "fmnist-resnet20", "fortunes-gpt", "fortun
 # Every strategy run by the interpreter on four workers sharing the GPU.
 STRATEGIES = ["single", "dp-ps", "dp-ring", "dp-overlap", "pipesgd", "cgdp", "pipedream", "pipedream-sync", "dualpipe",
               "gpipe", "dsp", "parallax"]
+# validate on four workers sharing the GPU: every strategy on fmnist-cnn,
+# three on the ResNet (both on Fashion-MNIST, like the runs above).
+VALIDATED = [("fmnist-cnn", "all"), ("fmnist-resnet20", "single,dp-ring,gpipe")]
 BATCHES = [64, 1024]
 RUNS = 3
 # Under memcheck, every kernel of every layer alone (the whole networks' five
@@ -347,6 +351,38 @@ def main():
                 s = simulated.get(name, {}).get(strategy)
                 cells += [f"{s * 1e3:.3f} ms", f"{(s - seconds) / seconds * 100:+.1f}%"] if s else ["?", "?"]
             report.append(f"| {strategy} | {seconds * 1e3:.3f} ms | " + " | ".join(cells) + " |")
+
+    flush()
+    # validate on virtual GPU workers: each strategy's runs beside its
+    # predictions from profiles and clusters measured in the same rounds.
+    report += ["", "## validate on four workers sharing the GPU", "",
+               "`trainsim validate --devices cuda:0x4 --rounds 3 --iterations 30 --repeats 20 --budget 240` "
+               "(errors: (predicted − measured) / measured; the prediction shares the GPU among the workers):", ""]
+    for model, strategies in VALIDATED:
+        path = os.path.join(args.out, f"validate-{model}.json")
+        done = run([trainsim, "validate", "--model", model, "--devices", "cuda:0x4", "--strategies", strategies,
+                    "--batch", "64", "--rounds", "3", "--iterations", "30", "--repeats", "20", "--budget", "240",
+                    "--json", path, "--quiet"] + data, log, timeout=600)
+        failed |= done.returncode != 0
+        if done.returncode != 0 or not os.path.exists(path):
+            report.append(f"- {model}: failed: {(done.stderr.strip().splitlines() or ['?'])[-1]}")
+            continue
+        with open(path) as f:
+            v = json.load(f)
+        report += [f"{model}, batch 64 per worker, {v['rounds']} rounds ({v['stopped']}); median |error| simulated "
+                   f"{v['median_abs_error_simulated'] * 100:.1f}%, analytic {v['median_abs_error_analytic'] * 100:.1f}%:",
+                   "", "| strategy | measured | simulated | error | analytic | error | verdict |",
+                   "|---|---|---|---|---|---|---|"]
+        for r in v["results"]:
+            if r.get("skipped"):
+                report.append(f"| {r['strategy']} | not run: {r['skipped']} | | | | | |")
+                continue
+            report.append(f"| {r['strategy']} | {r['measured_s'] * 1e3:.3f} ms | "
+                          f"{r['predicted_simulated_s'] * 1e3:.3f} ms | {r['error_simulated'] * 100:+.1f}% | "
+                          f"{r['predicted_analytic_s'] * 1e3:.3f} ms | {r['error_analytic'] * 100:+.1f}% | "
+                          f"{r['verdict']} |")
+        report.append("")
+        flush()
 
     flush()
     print("\n".join(report))

@@ -108,6 +108,29 @@ TEST(ProfileDeviceCli, VirtualGpuWorkersMeasureWhatSharingLeavesEach) {
   std::filesystem::remove_all(dir);
 }
 
+// validate on virtual GPU workers: profiled and probed on the GPU, each
+// strategy run there and predicted with the GPU shared; without a GPU, one line.
+TEST(ProfileDeviceCli, ValidateRunsOnVirtualGpuWorkers) {
+  std::string reason;
+  const bool has_gpu = !list_cuda_devices(reason).empty();
+  const auto r =
+      run_cli({"validate", "--model", "fmnist-mlp", "--devices", "cuda:0x2", "--strategies", "single,dp-ring",
+               "--rounds", "1", "--iterations", "10", "--repeats", "5", "--json", "-", "--quiet"});
+  if (!has_gpu) {
+    EXPECT_EQ(r.status, 2);
+    EXPECT_NE(r.err.find("--devices"), std::string::npos) << r.err;
+    return;
+  }
+  ASSERT_EQ(r.status, 0) << r.err;
+  const nlohmann::json v = nlohmann::json::parse(r.out);
+  ASSERT_EQ(v["results"].size(), 2u) << r.out;
+  for (const nlohmann::json& s : v["results"]) {
+    EXPECT_FALSE(s.contains("skipped") && !s["skipped"].get<std::string>().empty()) << s.dump();
+    EXPECT_GT(s["measured_s"].get<double>(), 0) << s.dump();
+    EXPECT_GT(s["predicted_simulated_s"].get<double>(), 0) << s.dump();
+  }
+}
+
 TEST(ProfileDeviceCli, CpuThreadsMustAgreeWithConcurrent) {
   const auto bad_count = run_cli({"profile", "--model", "fmnist-mlp", "--device", "cpu:0", "--out", "-"});
   EXPECT_EQ(bad_count.status, 2);

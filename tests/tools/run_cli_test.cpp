@@ -65,8 +65,8 @@ TEST(RunCli, SameSeedRepeatsTheLossesExactly) {
 }
 
 // GPU workers: malformed devices, a model without GPU kernels, MPI and a
-// missing GPU (or CUDA) each give one line naming what to change; validate
-// runs CPU workers only.
+// missing GPU (or CUDA) each give one line naming what to change, for run
+// and validate alike.
 TEST(RunCli, GpuWorkersAreCheckedBeforeAnyDataLoads) {
   for (const char* devices : {"cuda:x2", "cuda:0x0", "cuda:0x65", "cudax"}) {
     const auto r = run_cli({"run", "--model", "fmnist-mlp", "--strategy", "dp-ring", "--devices", devices,
@@ -88,9 +88,18 @@ TEST(RunCli, GpuWorkersAreCheckedBeforeAnyDataLoads) {
   r = run_cli({"run", "--model", "fmnist-mlp", "--strategy", "dp-ring", "--devices", "cuda:63x2", "--iterations", "1"});
   EXPECT_EQ(r.status, 2);
   EXPECT_EQ(r.err.find("trainsim: error: --devices"), 0u) << r.err;
-  r = run_cli({"validate", "--model", "fmnist-mlp", "--devices", "cuda:0x2"});
+  r = run_cli({"validate", "--model", "fmnist-mlp", "--devices", "cuda:0x2", "--launcher", "mpi"});
   EXPECT_EQ(r.status, 2);
-  EXPECT_NE(r.err.find("GPU workers run under trainsim run"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("across MPI processes"), std::string::npos) << r.err;
+  r = run_cli({"validate", "--model", "fmnist-mlp", "--devices", "cuda:63x2"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(r.err.find("trainsim: error: --devices"), 0u) << r.err;
+  r = run_cli({"validate", "--model", "text-bag", "--devices", "cuda:0x2"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(r.err.find("trainsim: error: "), 0u) << r.err;
+  r = run_cli({"validate", "--model", "fmnist-mlp", "--devices", "cpu:2", "--precision", "bf16"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("--precision"), std::string::npos) << r.err;
 }
 
 // --precision: fp32 anywhere, tf32 or bf16 with GPU workers only, nothing
