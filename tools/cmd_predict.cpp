@@ -55,23 +55,28 @@ void print_predictions(std::ostream& out, const PredictionSet& set, const Profil
       << profile.device.name << ") on " << c.name << ": " << c.machines << " x " << c.devices_per_machine << " "
       << c.device.name << "\n\n";
   print_aligned(out, prediction_table(set));
-  // Notes once each; a long one (a partition of many stages) is cut, as the
-  // JSON output has it whole.
+  // Notes once each, after the strategies that have it; a long one (a
+  // partition of many stages) is cut, as the JSON output has it whole.
   constexpr size_t kNoteWidth = 160;
-  std::vector<std::string> printed;
+  std::vector<std::pair<std::string, std::vector<std::string>>> notes;  // note -> strategies, in order
   for (const Prediction& p : set.results) {
     for (const std::string& note : p.notes) {
-      std::string line = p.strategy + ": " + note;
-      if (line.size() > kNoteWidth) {
-        size_t cut = kNoteWidth - 3;
-        while (cut > 0 && (static_cast<unsigned char>(line[cut]) & 0xC0) == 0x80) --cut;  // not inside a UTF-8 char
-        line = line.substr(0, cut) + "...";
+      auto it = std::find_if(notes.begin(), notes.end(), [&](const auto& n) { return n.first == note; });
+      if (it == notes.end()) it = notes.insert(notes.end(), {note, {}});
+      if (std::find(it->second.begin(), it->second.end(), p.strategy) == it->second.end()) {
+        it->second.push_back(p.strategy);
       }
-      if (std::find(printed.begin(), printed.end(), line) != printed.end()) continue;
-      if (printed.empty()) out << "\nnotes (--json has them whole):\n";
-      printed.push_back(line);
-      out << "  " << line << "\n";
     }
+  }
+  if (!notes.empty()) out << "\nnotes (--json has them whole):\n";
+  for (const auto& [note, strategies] : notes) {
+    std::string line = join(strategies, ", ") + ": " + note;
+    if (line.size() > kNoteWidth) {
+      size_t cut = kNoteWidth - 3;
+      while (cut > 0 && (static_cast<unsigned char>(line[cut]) & 0xC0) == 0x80) --cut;  // not inside a UTF-8 char
+      line = line.substr(0, cut) + "...";
+    }
+    out << "  " << line << "\n";
   }
 }
 

@@ -138,7 +138,15 @@ PredictionSet predict_with(const Profile& profile, const Cluster& cluster, const
   PredictionSet set{profile.model, cluster.name, profile.batch_size, cluster.device.memory_bytes, {}};
   for (const StrategyInfo* strategy : selected) {
     const StrategyConfig config = config_for(*strategy, settings);
-    if (analytic) add_result(set, predict_strategy(*strategy, profile, cluster, config), single_analytic);
+    if (analytic) {
+      Prediction p = predict_strategy(*strategy, profile, cluster, config);
+      if (cluster.shared_devices > 0 && p.workers > 1) {  // the cost models price a device per worker
+        p.notes.push_back("the analytic model gives each worker a device of its own; this cluster's workers share " +
+                          std::to_string(cluster.shared_devices) +
+                          " per machine (shared_devices), which the simulated method models");
+      }
+      add_result(set, std::move(p), single_analytic);
+    }
     if (simulated) {
       add_result(set, simulate_strategy(*strategy, profile, cluster, config, iterations, *options), single_simulated);
     }

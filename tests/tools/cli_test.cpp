@@ -1,18 +1,18 @@
 // The trainsim command line, run in-process: what a user sees for good input,
 // and the one-line error with exit 2 for every kind of bad input.
-#include "tests/tools/cli_fixtures.hpp"
-
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "model/model_json.hpp"
 #include "model/zoo/zoo.hpp"
 #include "profiles/cluster.hpp"
 #include "sim/cost/strategies.hpp"
+#include "tests/tools/cli_fixtures.hpp"
 
 namespace trainsim {
 namespace {
@@ -182,6 +182,39 @@ TEST(Cli, ClusterShowPrintsHowVirtualWorkersShareTheirDevice) {
       << measured.out;
   const Result preset = run({"cluster", "show", "p40x4-pcie3"});
   EXPECT_EQ(preset.out.find("virtual workers"), std::string::npos) << preset.out;
+}
+
+// On virtual workers sharing one device the simulated rows share it and
+// the analytic ones say, once, that they give each worker its own.
+TEST(Cli, PredictOnSharedDevicesSaysWhichMethodSharesThem) {
+  TempDir dir;
+  nlohmann::json c = cluster_to_json(load_cluster("p40x4-pcie3"));
+  c["shared_devices"] = 1;
+  const std::string path = dir.write("shared.json", c.dump());
+  const Result r = run({"predict", "--model", "fmnist-mlp", "--batch", "64", "--cluster", path, "--strategies",
+                        "single,dp-ring,gpipe", "--method", "both", "--json", "-"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto doc = nlohmann::json::parse(r.out);
+  std::map<std::pair<std::string, std::string>, nlohmann::json> by;
+  for (const auto& p : doc["results"]) by[{p["strategy"].get<std::string>(), p["method"].get<std::string>()}] = p;
+  const auto says = [&](const std::string& strategy, const std::string& method) {
+    for (const auto& note : by.at({strategy, method})["notes"]) {
+      if (note.get<std::string>().find("shared_devices") != std::string::npos) return true;
+    }
+    return false;
+  };
+  EXPECT_FALSE(says("single", "analytic"));  // one worker: nothing shared
+  EXPECT_TRUE(says("dp-ring", "analytic"));
+  EXPECT_FALSE(says("dp-ring", "simulated"));
+  // Four workers on one device, each at a quarter: about four times single's step.
+  EXPECT_GT(by.at({"dp-ring", "simulated"})["iteration_s"].get<double>(),
+            3 * by.at({"single", "simulated"})["iteration_s"].get<double>());
+  const Result text = run({"predict", "--model", "fmnist-mlp", "--batch", "64", "--cluster", path, "--strategies",
+                           "single,dp-ring,gpipe", "--method", "analytic"});
+  ASSERT_EQ(text.status, 0) << text.err;
+  EXPECT_NE(text.out.find("  dp-ring, gpipe: the analytic model gives each worker a device of its own"),
+            std::string::npos)
+      << text.out;
 }
 
 TEST(Cli, ZooShowJsonCarriesTheParameterCount) {
