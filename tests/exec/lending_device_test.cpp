@@ -122,18 +122,39 @@ class BufferedCpuNetwork final : public RangeNetwork {
   BufferCounts& counts_;
 };
 
+bool carries_boundary(const Op& op) {
+  return op.payload == Payload::kActivation || op.payload == Payload::kInputGradient;
+}
+
 int64_t boundary_sends(const Plan& plan) {
   int64_t sends = 0;
-  for (const Op& op : plan.ops) {
-    sends += op.kind == OpKind::kSend && (op.payload == Payload::kActivation || op.payload == Payload::kInputGradient);
-  }
+  for (const Op& op : plan.ops) sends += op.kind == OpKind::kSend && carries_boundary(op);
   return sends;
 }
 
-class LendingDevice : public testing::TestWithParam<strategy_runs::StrategyCase> {};
+// The range inputs that come from the host: every batch a first forward
+// reads, every recompute's (from the input its forward kept there), and
+// every boundary received from another worker; the others are read in place.
+int64_t host_inputs(const Plan& plan) {
+  int64_t inputs = 0;
+  for (const Op& op : plan.ops) {
+    inputs += (op.kind == OpKind::kForward && op.first_layer == 0) || op.kind == OpKind::kRecompute;
+    if (op.kind == OpKind::kRecv) inputs += carries_boundary(plan.ops[static_cast<size_t>(op.deps.front())]);
+  }
+  return inputs;
+}
 
-TEST_P(LendingDevice, TrainsAsTheCpuReadingAPasssBoundariesInPlace) {
-  const RunSpec& spec = GetParam().spec;
+int64_t range_ops(const Plan& plan) {
+  int64_t ops = 0;
+  for (const Op& op : plan.ops) {
+    ops += op.kind == OpKind::kForward || op.kind == OpKind::kBackward || op.kind == OpKind::kRecompute;
+  }
+  return ops;
+}
+
+// The strategy's run on lending devices over BufferedCpuNetworks beside its
+// run on the CPU device.
+void expect_lending_trains_as_the_cpu(const RunSpec& spec) {
   BufferCounts counts;
   RunSpec lending = spec;
   lending.make_device = [&](int32_t) {
@@ -145,10 +166,60 @@ TEST_P(LendingDevice, TrainsAsTheCpuReadingAPasssBoundariesInPlace) {
   const StrategyRun run = strategy_runs::run(lending);
   EXPECT_EQ(run.result.loss_per_iteration, reference.result.loss_per_iteration);
   EXPECT_EQ(strategy_runs::largest_weight_gap(run.result.weights, reference.result.weights), 0.0);
-  // Every backward reads its gradient in place (dL/dlogits, or what the
-  // backward after it left) unless it came from another worker.
+  ASSERT_EQ(run.result.statistics.size(), reference.result.statistics.size());
+  for (size_t l = 0; l < run.result.statistics.size(); ++l) {
+    ASSERT_EQ(run.result.statistics[l].size(), reference.result.statistics[l].size());
+    for (size_t p = 0; p < run.result.statistics[l].size(); ++p) {
+      EXPECT_EQ(run.result.statistics[l][p].data, reference.result.statistics[l][p].data) << "layer " << l;
+    }
+  }
+  // Every range input that is not the batch, a recompute's or a received
+  // boundary is read where the pass's op before left it, and only the
+  // boundaries sent come back.
+  EXPECT_EQ(counts.uploads, host_inputs(run.plan));
+  EXPECT_EQ(counts.in_place, range_ops(run.plan) - host_inputs(run.plan));
   EXPECT_GT(counts.in_place, 0);
   EXPECT_EQ(counts.downloads, boundary_sends(run.plan));
+}
+
+class LendingDevice : public testing::TestWithParam<strategy_runs::StrategyCase> {};
+
+TEST_P(LendingDevice, TrainsAsTheCpuReadingAPasssBoundariesInPlace) {
+  expect_lending_trains_as_the_cpu(GetParam().spec);
+}
+
+// Boundaries of several tensors (a residual branch crossing the cut: their
+// gradients gather from both sides) and batch normalization's statistics.
+const std::vector<strategy_runs::StrategyCase>& graph_cases() {
+  using strategy_runs::batchnorm_mlp;
+  using strategy_runs::residual_mlp;
+  static const std::vector<strategy_runs::StrategyCase> all = {
+      {"single_residual", {.strategy = "single", .sgd = {0.1, 0.9, 0.0}, .make_model = residual_mlp}},
+      {"dp_ring_residual", {.strategy = "dp-ring", .sgd = {0.1, 0.9, 0.0}, .make_model = residual_mlp}},
+      {"gpipe_across_the_residual",
+       {.strategy = "gpipe",
+        .settings = {{"microbatches", "4"}, {"stages", "0-3,4-7"}},
+        .sgd = {0.1, 0.9, 0.0},
+        .make_model = residual_mlp}},
+      {"one_f_one_b_across_the_residual",
+       {.strategy = "1f1b",
+        .settings = {{"microbatches", "4"}, {"stages", "0-3,4-7"}},
+        .sgd = {0.1, 0.9, 0.0},
+        .make_model = residual_mlp}},
+      {"single_batchnorm", {.strategy = "single", .sgd = {0.1, 0.9, 0.0}, .make_model = batchnorm_mlp}},
+      {"gpipe_batchnorm",
+       {.strategy = "gpipe",
+        .settings = {{"microbatches", "1"}, {"stages", "0-1,2-4"}},
+        .sgd = {0.1, 0.9, 0.0},
+        .make_model = batchnorm_mlp}},
+  };
+  return all;
+}
+
+class LendingDeviceGraphs : public testing::TestWithParam<strategy_runs::StrategyCase> {};
+
+TEST_P(LendingDeviceGraphs, TrainsAsTheCpuReadingAPasssBoundariesInPlace) {
+  expect_lending_trains_as_the_cpu(GetParam().spec);
 }
 
 // fmnist-mlp (0 flatten, 1 fc1, 2 relu1, 3 fc2, 4 relu2, 5 fc3, 6 softmax)
@@ -220,6 +291,8 @@ TEST(LendingDeviceCalls, RefusesATensorAnotherDeviceKeeps) {
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryStrategy, LendingDevice, testing::ValuesIn(strategy_runs::cases()),
+                         [](const testing::TestParamInfo<strategy_runs::StrategyCase>& p) { return p.param.name; });
+INSTANTIATE_TEST_SUITE_P(Graphs, LendingDeviceGraphs, testing::ValuesIn(graph_cases()),
                          [](const testing::TestParamInfo<strategy_runs::StrategyCase>& p) { return p.param.name; });
 
 }  // namespace
