@@ -76,6 +76,9 @@ int64_t parse_cpu_device(const std::string& device, int64_t concurrent) {
 
 void run_measured_gpu(const ProfileOptions& o, const Model& model, CommandContext& ctx) {
   const GpuDevice gpu = parse_gpu_device(o.device, "--device");
+  if (!gpu.each.empty()) {
+    throw InputError("--device", "is " + o.device + ", several GPUs", "one GPU: cuda:N, or cuda:NxW for --cluster-out");
+  }
   if (o.concurrent > 1) {
     throw InputError("--concurrent", std::to_string(o.concurrent) + " with a GPU",
                      "1: GPU workers are measured alone; cuda:NxW makes W workers for --cluster-out");

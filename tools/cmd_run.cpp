@@ -15,6 +15,7 @@
 #include <stdexcept>
 
 #include "exec/cuda/cuda_device.hpp"
+#include "exec/cuda/nccl_transport.hpp"
 #include "exec/data/fashion_mnist.hpp"
 #include "exec/data/fortunes_text.hpp"
 #include "exec/training.hpp"
@@ -169,7 +170,18 @@ void run_training(const RunOptions& o, CommandContext& ctx) {
   }
   if (o.launch.launcher == "mpi") return launch_ranks(o.launch, workers, rank_arguments(o), ctx, "training", o.quiet);
   TrainingOptions options;
-  if (devices.gpu) {  // checked before the data loads; each worker then gets its device on this GPU
+  if (devices.gpu && !devices.gpu->each.empty()) {  // a GPU each, the library AllReduce by NCCL
+    const std::vector<int> gpus = devices.gpu->each;
+    for (const int gpu : gpus) check_cuda_device(model, gpu, "--devices");
+    make_nccl_transport(gpus);  // its checks, before the data loads
+    options.make_device = [&model, gpus, precision](int32_t worker) {
+      return make_cuda_device(model, gpus.at(static_cast<size_t>(worker)), precision);
+    };
+    options.make_transport = [gpus](int endpoints) {
+      TRAINSIM_CHECK(static_cast<size_t>(endpoints) <= gpus.size(), "a plan of more workers than GPUs listed");
+      return make_nccl_transport(std::vector<int>(gpus.begin(), gpus.begin() + endpoints));
+    };
+  } else if (devices.gpu) {  // checked before the data loads; each worker then gets its device on this GPU
     check_cuda_device(model, devices.gpu->index, "--devices");
     options.make_device = [&model, gpu = devices.gpu->index, precision](int32_t) {
       return make_cuda_device(model, gpu, precision);
@@ -292,7 +304,9 @@ void add_run_command(CLI::App& app, CommandContext& ctx) {
   cmd->add_option("--set", o->settings, "Strategy setting key=value (repeatable)");
   cmd->add_option("--devices", o->devices,
                   "cpu:N (N worker threads), or cuda, cuda:G or cuda:GxW (W workers sharing GPU G; every worker's "
-                  "forwards and backwards on the GPU, its weights, optimizer and messages on the host)")->capture_default_str();
+                  "forwards and backwards on the GPU, its weights, optimizer and messages on the host), or "
+                  "cuda:G,H,... (a worker on each GPU listed; --set algorithm=mpi: the library AllReduce, NCCL's)")
+      ->capture_default_str();
   cmd->add_option("--precision", o->precision,
                   "fp32, or with --devices cuda tf32 (cuBLAS and cuDNN on TF32 tensor cores, as PyTorch's "
                   "allow_tf32) or bf16 (cuBLAS's products on bfloat16-rounded inputs with fp32 sums; cuDNN's as "

@@ -206,6 +206,10 @@ void run_validate(const ValidateCliOptions& o, CommandContext& ctx) {
   const int64_t workers = devices.workers;
   const CudaPrecision precision = parse_gpu_precision(o.precision, devices.gpu.has_value());
   if (devices.gpu) {  // before the data loads
+    if (!devices.gpu->each.empty()) {
+      throw InputError("--devices", "is " + o.devices + ", a GPU per worker",
+                       "cuda:GxW: validate measures the workers sharing one GPU");
+    }
     if (o.launch.launcher == "mpi" || under_mpirun()) {
       throw InputError("--devices", "is " + o.devices + " across MPI processes",
                        "GPU workers in one process (no --launcher mpi, not under mpirun), or cpu:N");

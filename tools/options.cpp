@@ -1,6 +1,7 @@
 // The command line's value parsers (options.hpp).
 #include "tools/options.hpp"
 
+#include <algorithm>
 #include <charconv>
 
 #include "model/error.hpp"
@@ -49,9 +50,35 @@ int64_t parse_cpu_devices(const std::string& text) {
 }
 
 GpuDevice parse_gpu_device(const std::string& device, const std::string& flag) {
-  const char* expected = "cuda, cuda:N or cuda:NxW (W workers sharing GPU N, 1 to 64)";
+  const char* expected = "cuda, cuda:N, cuda:NxW (W workers sharing GPU N, 1 to 64) or cuda:N,M,... (a worker on each)";
   GpuDevice gpu;
   if (device == "cuda") return gpu;
+  if (device.rfind("cuda:", 0) == 0 && device.find(',') != std::string::npos) {
+    std::vector<std::string> items{""};
+    for (const char c : device.substr(5)) {
+      if (c == ',') {
+        items.emplace_back();
+      } else {
+        items.back() += c;
+      }
+    }
+    for (const std::string& item : items) {
+      int index = -1;
+      const auto [at, error] = std::from_chars(item.data(), item.data() + item.size(), index);
+      if (item.empty() || error != std::errc{} || at != item.data() + item.size() || index < 0) {
+        throw InputError(flag, "'" + device + "' does not list GPUs", expected);
+      }
+      if (std::find(gpu.each.begin(), gpu.each.end(), index) != gpu.each.end()) {
+        throw InputError(flag, "'" + device + "' lists GPU " + item + " twice",
+                         "each GPU once: a worker on each (cuda:NxW puts W workers on one)");
+      }
+      gpu.each.push_back(index);
+    }
+    if (gpu.each.size() > 64) throw InputError(flag, "'" + device + "' lists more than 64 GPUs", expected);
+    gpu.index = gpu.each.front();
+    gpu.workers = static_cast<int64_t>(gpu.each.size());
+    return gpu;
+  }
   const std::string rest = device.size() > 5 ? device.substr(5) : std::string();
   const char* end = rest.data() + rest.size();
   auto [at, error] = std::from_chars(rest.data(), end, gpu.index);

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "exec/cuda/cuda_network.hpp"
 #include "sim/des/engine.hpp"
@@ -22,6 +23,9 @@ int64_t parse_cpu_devices(const std::string& text);
 struct GpuDevice {
   int index = 0;
   int64_t workers = 1;
+  // cuda:G0,G1,...: one worker on each GPU listed (index the first), their
+  // AllReduce by NCCL; empty for cuda:G and cuda:GxW.
+  std::vector<int> each;
 };
 GpuDevice parse_gpu_device(const std::string& device, const std::string& flag);
 

@@ -19,7 +19,7 @@
 
 namespace trainsim {
 
-class InProcessTransport final : public Transport {
+class InProcessTransport : public Transport {
  public:
   // recv_timeout_s > 0: a recv waiting longer aborts the transport (a plan
   // that deadlocks fails instead of hanging); 0 waits for ever.

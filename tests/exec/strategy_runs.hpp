@@ -92,6 +92,8 @@ struct RunSpec {
   int32_t per_machine = 2;
   // Each worker's device (ExecOptions::make_device; the CPU's when unset).
   std::function<std::unique_ptr<Device>(int32_t worker)> make_device{};
+  // The transport (ExecOptions::make_transport; in-process when unset).
+  std::function<std::unique_ptr<Transport>(int endpoints)> make_transport{};
 };
 
 inline Model model_of(const RunSpec& spec) {
@@ -160,6 +162,7 @@ inline StrategyRun execute(const RunSpec& spec, Plan plan, int32_t first_iterati
   options.resume = resume;
   options.keep_state = keep_state;
   options.make_device = spec.make_device;
+  options.make_transport = spec.make_transport;
   std::mutex mu;
   if (spec.record_weights) {
     options.on_weights_read = [&](OpId id, const Weights& w) {

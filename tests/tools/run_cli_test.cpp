@@ -1,6 +1,5 @@
 // `trainsim run`: trains for real and reports trainsim.run/1.
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include <algorithm>
@@ -9,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "exec/data/idx.hpp"
+#include "exec/devices.hpp"
 #include "tests/exec/data/idx_files.hpp"
 #include "tests/tools/cli_fixtures.hpp"
 
@@ -68,7 +68,8 @@ TEST(RunCli, SameSeedRepeatsTheLossesExactly) {
 // missing GPU (or CUDA) each give one line naming what to change, for run
 // and validate alike.
 TEST(RunCli, GpuWorkersAreCheckedBeforeAnyDataLoads) {
-  for (const char* devices : {"cuda:x2", "cuda:0x0", "cuda:0x65", "cudax"}) {
+  for (const char* devices :
+       {"cuda:x2", "cuda:0x0", "cuda:0x65", "cudax", "cuda:0,0", "cuda:0,", "cuda:0,1x2", "cuda:,1"}) {
     const auto r = run_cli({"run", "--model", "fmnist-mlp", "--strategy", "dp-ring", "--devices", devices,
                             "--iterations", "1"});
     EXPECT_EQ(r.status, 2) << devices;
@@ -88,6 +89,19 @@ TEST(RunCli, GpuWorkersAreCheckedBeforeAnyDataLoads) {
   r = run_cli({"run", "--model", "fmnist-mlp", "--strategy", "dp-ring", "--devices", "cuda:63x2", "--iterations", "1"});
   EXPECT_EQ(r.status, 2);
   EXPECT_EQ(r.err.find("trainsim: error: --devices"), 0u) << r.err;
+  std::string reason;
+  if (list_cuda_devices(reason).size() < 2) {  // a GPU per worker: NCCL's, which needs them all
+    r = run_cli(
+        {"run", "--model", "fmnist-mlp", "--strategy", "dp-ring", "--devices", "cuda:0,1", "--iterations", "1"});
+    EXPECT_EQ(r.status, 2);
+    EXPECT_EQ(r.err.find("trainsim: error: --devices"), 0u) << r.err;
+  }
+  r = run_cli({"validate", "--model", "fmnist-mlp", "--devices", "cuda:0,1"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("cuda:GxW"), std::string::npos) << r.err;
+  r = run_cli({"profile", "--model", "fmnist-mlp", "--device", "cuda:0,1", "--out", "-"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("one GPU"), std::string::npos) << r.err;
   r = run_cli({"validate", "--model", "fmnist-mlp", "--devices", "cuda:0x2", "--launcher", "mpi"});
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.err.find("across MPI processes"), std::string::npos) << r.err;

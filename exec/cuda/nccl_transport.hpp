@@ -1,0 +1,29 @@
+// Workers of one process, each on a GPU of its own (`--devices
+// cuda:G0,G1,...`): messages between them as the in-process transport's,
+// and the plans' library AllReduce (CollectiveAlgorithm::kLibrary) by NCCL
+// over the members' GPUs: each member's values copied to a buffer on its
+// GPU, summed there by ncclAllReduce on a stream of its own, and copied back.
+// A group's communicators are made (ncclCommInitAll) by the first member to
+// call into it. NCCL is opened on first use (nccl_on_demand.cpp). No CUDA
+// type appears here.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "exec/transport/transport.hpp"
+
+namespace trainsim {
+
+// A transport of gpu_of_worker.size() workers, worker w on GPU
+// gpu_of_worker[w]. InputError naming --devices where two workers share a
+// GPU (NCCL 2.5 and later refuse two ranks of one communicator on one GPU:
+// NVIDIA/nccl#418), where a GPU is not one the driver has, or in a build
+// without CUDA; recv_timeout_s as InProcessTransport's.
+std::unique_ptr<Transport> make_nccl_transport(const std::vector<int>& gpu_of_worker, double recv_timeout_s = 0);
+
+// Why NCCL could not be opened, or empty.
+std::string nccl_library_error();
+
+}  // namespace trainsim

@@ -1,0 +1,27 @@
+// The NCCL transport's refusals, before any GPU is touched: two workers on
+// one GPU (NCCL refuses two ranks there), a GPU the driver lacks, or a build
+// without CUDA: each an InputError naming --devices, on any machine.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "exec/cuda/nccl_transport.hpp"
+#include "model/error.hpp"
+
+namespace trainsim {
+namespace {
+
+TEST(NcclTransport, RefusesTwoWorkersOnOneGpuAndGpusTheDriverLacks) {
+  for (const std::vector<int>& gpus : {std::vector<int>{0, 0}, std::vector<int>{0, 1 << 20}, std::vector<int>{-1}}) {
+    try {
+      make_nccl_transport(gpus);
+      ADD_FAILURE() << "no error for " << gpus.size() << " workers on GPUs " << gpus.front() << ", " << gpus.back();
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("--devices"), std::string::npos) << e.what();
+    }
+  }
+}
+
+}  // namespace
+}  // namespace trainsim
