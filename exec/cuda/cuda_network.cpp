@@ -15,6 +15,15 @@ void upload(float* to, const Tensor& from, cudaStream_t stream) {
   TRAINSIM_CUDA(cudaMemcpyAsync(to, from.data.data(), sizeof(float) * from.data.size(), cudaMemcpyHostToDevice, stream));
 }
 
+double mean_loss(const NetworkState& s) {
+  std::vector<float> losses(static_cast<size_t>(s.positions));
+  TRAINSIM_CUDA(cudaMemcpyAsync(losses.data(), s.loss.get(), s.loss.bytes(), cudaMemcpyDeviceToHost, s.context.stream));
+  TRAINSIM_CUDA(cudaStreamSynchronize(s.context.stream));
+  double total = 0;
+  for (const float v : losses) total += v;
+  return s.positions > 0 ? total / static_cast<double>(s.positions) : 0.0;
+}
+
 Tensor download(const float* from, std::vector<int64_t> shape, cudaStream_t stream) {
   Tensor t(std::move(shape));
   TRAINSIM_CUDA(cudaMemcpyAsync(t.data.data(), from, sizeof(float) * t.data.size(), cudaMemcpyDeviceToHost, stream));
@@ -303,12 +312,7 @@ double elapsed_s(const NetworkState& s, size_t from) {
 double CudaNetwork::forward_and_loss() {
   NetworkState& s = *state_;
   cuda::run_forward(s, nullptr);
-  std::vector<float> losses(static_cast<size_t>(s.positions));
-  TRAINSIM_CUDA(cudaMemcpyAsync(losses.data(), s.loss.get(), s.loss.bytes(), cudaMemcpyDeviceToHost, s.context.stream));
-  TRAINSIM_CUDA(cudaStreamSynchronize(s.context.stream));
-  double total = 0;
-  for (const float v : losses) total += v;
-  return s.positions > 0 ? total / static_cast<double>(s.positions) : 0.0;
+  return cuda::mean_loss(s);
 }
 
 void CudaNetwork::backward() {

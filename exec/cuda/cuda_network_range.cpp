@@ -141,12 +141,7 @@ double CudaNetwork::forward_range_loss(const Network& network, int64_t first, in
   cuda::softmax_cross_entropy(s.layers.back()->y, s.labels.get(), s.positions, s.classes, s.loss.get(), s.dlogits.get(),
                               dlogits_scale, s.context.stream);
   TRAINSIM_CUDA(cudaGetLastError());
-  std::vector<float> losses(static_cast<size_t>(s.positions));
-  TRAINSIM_CUDA(cudaMemcpyAsync(losses.data(), s.loss.get(), s.loss.bytes(), cudaMemcpyDeviceToHost, s.context.stream));
-  TRAINSIM_CUDA(cudaStreamSynchronize(s.context.stream));
-  double total = 0;
-  for (const float v : losses) total += v;
-  return s.positions > 0 ? total / static_cast<double>(s.positions) : 0.0;
+  return cuda::mean_loss(s);
 }
 
 std::vector<Tensor> CudaNetwork::batch_statistics(int64_t layer) const {

@@ -31,6 +31,9 @@ struct NetworkState {
   }
 };
 
+// The mean over the positions of the loss the last forward computed
+// (waits for the network's stream).
+double mean_loss(const NetworkState& s);
 // Host to device and back on `stream`; download waits for the copy.
 void upload(float* to, const Tensor& from, cudaStream_t stream);
 Tensor download(const float* from, std::vector<int64_t> shape, cudaStream_t stream);
