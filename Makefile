@@ -103,11 +103,13 @@ ddp-compare: build
 	@$(PEER_VENV)/bin/python -c 'import torch' 2>/dev/null || $(PEER_VENV)/bin/pip install --quiet torch numpy
 	python3 tests/bench/ddp_compare.py $(BUILD)/tools/trainsim $(abspath $(PEER_VENV))/bin/python --hosts $(DDP_HOSTS) --link $(DDP_LINK)
 
-# On a machine with a GPU: the GPU tests, GPU profiles and cluster probe,
-# predictions from them and PyTorch's step beside trainsim's, written to
-# docs/gpu-check/gpu-check.md (tests/gpu/gpu_check.py).
+# On a machine with a GPU: the GPU tests, every strategy on virtual GPU
+# workers, PyTorch's step beside trainsim's, GPU profiles and cluster probe
+# with the predictions from them, and validate, written to
+# docs/gpu-check/gpu-check.md (tests/gpu/gpu_check.py). GPU_CHECK_SECTIONS
+# runs a part of it (tests,strategies,steps,profiles,cluster,validate).
 gpu-check: build
-	python3 tests/gpu/gpu_check.py --build $(BUILD) --out docs/gpu-check --commit "$$(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+	python3 tests/gpu/gpu_check.py --build $(BUILD) --out docs/gpu-check --commit "$$(git rev-parse --short HEAD 2>/dev/null || echo unknown)" $(if $(GPU_CHECK_SECTIONS),--sections $(GPU_CHECK_SECTIONS))
 
 clean:
 	rm -rf $(BUILD)

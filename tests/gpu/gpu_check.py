@@ -27,6 +27,11 @@ STRATEGIES = ["single", "dp-ps", "dp-ring", "dp-overlap", "pipesgd", "cgdp", "pi
 # three on the ResNet (both on Fashion-MNIST, like the runs above).
 VALIDATED = [("fmnist-cnn", "all"), ("fmnist-resnet20", "single,dp-ring,gpipe")]
 BATCHES = [64, 1024]
+# The check's parts: the conformance tests; every strategy on four workers
+# (with where a worker's iteration goes); the training step beside
+# PyTorch's; the profiles; the GPU as a cluster and the predictions from it;
+# validate.
+SECTIONS = ["tests", "strategies", "steps", "profiles", "cluster", "validate"]
 RUNS = 3
 # Under memcheck, every kernel of every layer alone (the whole networks' five
 # steps take minutes there), and the interpreter's range passes on a small
@@ -117,7 +122,15 @@ def main():
     parser.add_argument("--out", default="docs/gpu-check", help="where the report and measurements go")
     parser.add_argument("--commit", default="unknown", help="the trainsim commit measured")
     parser.add_argument("--data-dir", default="", help="Fashion-MNIST's folder for trainsim run (default: Debian's)")
+    parser.add_argument("--sections", default=",".join(SECTIONS),
+                        help="what to run, in this order, separated by commas (a subset of the default: " +
+                             ", ".join(SECTIONS) + ")")
     args = parser.parse_args()
+    sections = set(args.sections.split(","))
+    if not sections <= set(SECTIONS):
+        print(f"gpu-check: --sections names {', '.join(sorted(sections - set(SECTIONS)))}; the sections are "
+              f"{', '.join(SECTIONS)}", file=sys.stderr)
+        return 2
     os.makedirs(args.out, exist_ok=True)
     trainsim = os.path.join(args.build, "tools", "trainsim")
     log, report, failed = [], [], False
@@ -133,257 +146,285 @@ def main():
         print(f"gpu-check: no GPU answers here ({smi.stderr.strip() or 'nvidia-smi printed nothing'})",
               file=sys.stderr)
         return 2
-    report += ["# GPU check", "", f"- GPU, driver, memory: {gpu}", f"- trainsim commit: {args.commit}",
-               f"- date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}", "", "## Tests", ""]
-    tests = [("gpu_tests", ["--gtest_repeat=3"]), ("exec_tests", ["--gtest_filter=CudaNetwork*:Devices*"]),
-             ("tools_tests", ["--gtest_filter=ProfileDeviceCli*"])]
-    for binary, flags in tests:
-        done = run([os.path.join(args.build, "tests", binary)] + flags, log)
-        failed |= done.returncode != 0
-        report.append(f"- `{binary} {' '.join(flags)}`: exit {done.returncode}: {gtest_summary(done.stdout)}")
-        if done.returncode != 0:
-            report.append("```\n" + done.stdout[-3000:] + "\n```")
-
-    sanitizer = shutil.which("compute-sanitizer") or "/usr/local/cuda/bin/compute-sanitizer"
-    if os.path.exists(sanitizer):
-        done = run([sanitizer, "--tool", "memcheck", "--error-exitcode", "1",
-                    os.path.join(args.build, "tests", "gpu_tests"), "--gtest_filter=" + MEMCHECK_TESTS], log,
-                   timeout=60)
-        failed |= done.returncode != 0
-        summary = [l for l in (done.stdout + done.stderr).splitlines() if "ERROR SUMMARY" in l]
-        report.append(f"- `compute-sanitizer --tool memcheck gpu_tests --gtest_filter={MEMCHECK_TESTS}`: exit "
-                      f"{done.returncode}: {summary[-1] if summary else gtest_summary(done.stdout)}")
-
-    flush()
-    report += ["", "## Every strategy on four workers sharing the GPU", "",
-               "`trainsim run --model fmnist-cnn --devices cuda:0x4 --batch 64 --iterations 30` (fmnist-cnn on "
-               "Fashion-MNIST, momentum SGD): each worker's forwards and backwards on the GPU, its weights, "
-               "optimizer and messages on the host.", "",
-               "| strategy | first loss | last loss | iteration |", "|---|---|---|---|"]
     data = ["--data-dir", args.data_dir] if args.data_dir else []
-    measured = {}  # strategy -> its run's iteration seconds, for the predictions at the end
-    for strategy in STRATEGIES:
-        done = run([trainsim, "run", "--model", "fmnist-cnn", "--strategy", strategy, "--devices", "cuda:0x4",
-                    "--batch", "64", "--iterations", "30", "--json", "-", "--quiet"] + data, log, timeout=300)
-        failed |= done.returncode != 0
-        if done.returncode != 0:
-            report.append(f"| {strategy} | failed: {(done.stderr.strip().splitlines() or ['?'])[-1]} | | |")
-            continue
-        j = json.loads(done.stdout)
-        losses = j["loss_per_iteration"]
-        report.append(f"| {strategy} | {losses[0]:.3f} | {losses[-1]:.3f} | {j['iteration_s'] * 1e3:.2f} ms |")
-        measured[strategy] = j["iteration_s"]
+    measured = {}  # strategy -> its run's iteration seconds, for the predictions of the cluster section
+    report += ["# GPU check", "", f"- GPU, driver, memory: {gpu}", f"- trainsim commit: {args.commit}",
+               f"- date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}",
+               f"- sections: {', '.join(s for s in SECTIONS if s in sections)}"]
+    if "tests" in sections:
+        report += ["", "## Tests", ""]
+        tests = [("gpu_tests", ["--gtest_repeat=3"]), ("exec_tests", ["--gtest_filter=CudaNetwork*:Devices*"]),
+                 ("tools_tests", ["--gtest_filter=ProfileDeviceCli*"])]
+        for binary, flags in tests:
+            done = run([os.path.join(args.build, "tests", binary)] + flags, log)
+            failed |= done.returncode != 0
+            report.append(f"- `{binary} {' '.join(flags)}`: exit {done.returncode}: {gtest_summary(done.stdout)}")
+            if done.returncode != 0:
+                report.append("```\n" + done.stdout[-3000:] + "\n```")
 
-    # Where a GPU worker's iteration goes: the time its compute stream's ops
-    # take per iteration, beside the iteration; the rest is time between them.
-    report += ["", "Where the iteration goes (`--trace`): per iteration from the 8th, the median time worker 0's "
-               "compute stream spends in its ops (the rest of the iteration is between them), and each op kind's "
-               "median (`tests/bench/trace_ops.py --from 8`, ms):", ""]
-    for strategy in ("single", "dp-ring", "gpipe"):
-        trace = os.path.join(args.out, f"trace-{strategy}.json")
-        done = run([trainsim, "run", "--model", "fmnist-cnn", "--strategy", strategy, "--devices", "cuda:0x4",
-                    "--batch", "64", "--iterations", "30", "--json", "-", "--quiet", "--trace", trace] + data, log,
-                   timeout=300)
-        failed |= done.returncode != 0
-        if done.returncode != 0:
-            report.append(f"- {strategy}: failed: {(done.stderr.strip().splitlines() or ['?'])[-1]}")
-            continue
-        ops = run([sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bench",
-                                                "trace_ops.py"), trace, "--from", "8"], log)
-        kinds = ops.stdout.strip().split(": ", 1)[-1] if ops.returncode == 0 else "trace_ops.py failed"
-        report.append(f"- {strategy}: iteration {json.loads(done.stdout)['iteration_s'] * 1e3:.2f} ms, worker 0 "
-                      f"computing {compute_busy_s(trace, 8) * 1e3:.2f} ms of it; {kinds}")
+        sanitizer = shutil.which("compute-sanitizer") or "/usr/local/cuda/bin/compute-sanitizer"
+        if os.path.exists(sanitizer):
+            done = run([sanitizer, "--tool", "memcheck", "--error-exitcode", "1",
+                        os.path.join(args.build, "tests", "gpu_tests"), "--gtest_filter=" + MEMCHECK_TESTS], log,
+                       timeout=60)
+            failed |= done.returncode != 0
+            summary = [l for l in (done.stdout + done.stderr).splitlines() if "ERROR SUMMARY" in l]
+            report.append(f"- `compute-sanitizer --tool memcheck gpu_tests --gtest_filter={MEMCHECK_TESTS}`: exit "
+                          f"{done.returncode}: {summary[-1] if summary else gtest_summary(done.stdout)}")
 
-    for precision in ("tf32", "bf16"):
-        done = run([trainsim, "run", "--model", "fmnist-cnn", "--strategy", "single", "--devices", "cuda:0",
-                    "--precision", precision, "--batch", "64", "--iterations", "30", "--json", "-", "--quiet"] + data,
-                   log, timeout=300)
-        failed |= done.returncode != 0
-        if done.returncode == 0:
-            losses = json.loads(done.stdout)["loss_per_iteration"]
-            report += ["", f"With `--precision {precision}`, `single` on `cuda:0` (one worker): first loss "
-                       f"{losses[0]:.3f}, last {losses[-1]:.3f}, iteration "
-                       f"{json.loads(done.stdout)['iteration_s'] * 1e3:.2f} ms."]
+    flush()
+    if "strategies" in sections:
+        report += ["", "## Every strategy on four workers sharing the GPU", "",
+                   "`trainsim run --model fmnist-cnn --devices cuda:0x4 --batch 64 --iterations 30` (fmnist-cnn on "
+                   "Fashion-MNIST, momentum SGD): each worker's forwards and backwards on the GPU, its weights, "
+                   "optimizer and messages on the host.", "",
+                   "| strategy | first loss | last loss | iteration |", "|---|---|---|---|"]
+        for strategy in STRATEGIES:
+            done = run([trainsim, "run", "--model", "fmnist-cnn", "--strategy", strategy, "--devices", "cuda:0x4",
+                        "--batch", "64", "--iterations", "30", "--json", "-", "--quiet"] + data, log, timeout=300)
+            failed |= done.returncode != 0
+            if done.returncode != 0:
+                report.append(f"| {strategy} | failed: {(done.stderr.strip().splitlines() or ['?'])[-1]} | | |")
+                continue
+            j = json.loads(done.stdout)
+            losses = j["loss_per_iteration"]
+            report.append(f"| {strategy} | {losses[0]:.3f} | {losses[-1]:.3f} | {j['iteration_s'] * 1e3:.2f} ms |")
+            measured[strategy] = j["iteration_s"]
+
+        # Where a GPU worker's iteration goes: the time its compute stream's ops
+        # take per iteration, beside the iteration; the rest is time between them.
+        report += ["", "Where the iteration goes (`--trace`): per iteration from the 8th, the median time worker 0's "
+                   "compute stream spends in its ops (the rest of the iteration is between them), and each op kind's "
+                   "median (`tests/bench/trace_ops.py --from 8`, ms):", ""]
+        for strategy in ("single", "dp-ring", "gpipe"):
+            trace = os.path.join(args.out, f"trace-{strategy}.json")
+            done = run([trainsim, "run", "--model", "fmnist-cnn", "--strategy", strategy, "--devices", "cuda:0x4",
+                        "--batch", "64", "--iterations", "30", "--json", "-", "--quiet", "--trace", trace] + data, log,
+                       timeout=300)
+            failed |= done.returncode != 0
+            if done.returncode != 0:
+                report.append(f"- {strategy}: failed: {(done.stderr.strip().splitlines() or ['?'])[-1]}")
+                continue
+            ops = run([sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bench",
+                                                    "trace_ops.py"), trace, "--from", "8"], log)
+            kinds = ops.stdout.strip().split(": ", 1)[-1] if ops.returncode == 0 else "trace_ops.py failed"
+            report.append(f"- {strategy}: iteration {json.loads(done.stdout)['iteration_s'] * 1e3:.2f} ms, worker 0 "
+                          f"computing {compute_busy_s(trace, 8) * 1e3:.2f} ms of it; {kinds}")
+
+        # The CUDA API calls and kernels of `single`'s run, where Nsight Systems
+        # is installed: which calls (copies, synchronizations, allocations) the
+        # iteration's time goes to, beyond the kernels.
+        nsys = shutil.which("nsys") or next((p for p in ("/usr/local/cuda/bin/nsys", "/opt/nvidia/nsight-systems/bin/nsys")
+                                             if os.path.exists(p)), None)
+        if nsys:
+            base = os.path.join(args.out, "nsys-single")
+            done = run([nsys, "profile", "--force-overwrite=true", "--trace=cuda", "-o", base, trainsim, "run", "--model",
+                        "fmnist-cnn", "--strategy", "single", "--devices", "cuda:0", "--batch", "64", "--iterations", "30",
+                        "--quiet"] + data, log, timeout=300)
+            stats = run([nsys, "stats", "--report", "cuda_api_sum,cuda_gpu_kern_sum", "--format", "csv", base + ".nsys-rep"],
+                        log, check=False) if done.returncode == 0 else done
+            report += ["", "`single` on `cuda:0` under Nsight Systems (30 iterations; `nsys stats --report "
+                       "cuda_api_sum,cuda_gpu_kern_sum`, the first 12 rows of each):", "", "```"]
+            for block in stats.stdout.strip().split("\n\n"):
+                report += block.splitlines()[:13] + [""]
+            report.append("```")
         else:
-            report += ["", f"`--precision {precision}` failed: {(done.stderr.strip().splitlines() or ['?'])[-1]}"]
+            report += ["", "(Nsight Systems is not installed here: no CUDA API breakdown of `single`.)"]
 
-    flush()
-    report += ["", "## Training step: trainsim's GPU device and PyTorch", "",
-               f"trainsim: `cuda_step_bench`, {RUNS} repetitions, each the mean of its CUDA-event-timed "
-               "passes (every forward with the loss, every backward, momentum SGD with the gradients zeroed) "
-               f"after 10 warm-up passes. PyTorch: {RUNS} runs, each the median of 50 eager steps "
-               "(CUDA events around zero_grad, forward, loss, backward and SGD step) after 10 warm-ups. "
-               "fp32 with TF32 off, cuDNN's algorithms chosen by timing them (cudnn.benchmark), the batch "
-               "resident on the GPU.", "",
-               "| model | batch | trainsim step | PyTorch step | trainsim / PyTorch |", "|---|---|---|---|---|"]
-    bench = run([os.path.join(args.build, "tests", "bench", "cuda_step_bench"), "--benchmark_format=json",
-                 f"--benchmark_repetitions={RUNS}", "--benchmark_min_time=0.5"], log)
-    failed |= bench.returncode != 0
-    ours = {}
-    if bench.returncode == 0:
-        for b in json.loads(bench.stdout)["benchmarks"]:
-            if b.get("run_type") == "iteration" and not b.get("error_occurred"):
-                _, model, batch, precision = b["name"].split("/")[:4]  # precision 0 fp32, 1 TF32, 2 bf16
-                ours.setdefault((model.replace("_", "-"), int(batch), int(precision)), []).append(b["real_time"] * 1e-6)
-    torch_version = None
-    params = {m: json.loads(run([trainsim, "zoo", "show", m, "--json"], log).stdout)["param_count"] for m in MODELS}
-
-    def step_rows(tf32):
-        nonlocal failed, torch_version
-        rows = []
-        for model in MODELS:
-            for batch in BATCHES:
-                theirs = []
-                try:
-                    for r in range(RUNS):
-                        t, torch_version = torch_steps(model, batch, params[model], tf32)
-                        theirs.append(t)
-                except ImportError:
-                    pass
-                except ValueError as e:
-                    failed = True
-                    rows.append(f"- {e}")
-                mine = ours.get((model, batch, int(tf32)), [])
-                ratio = f"{statistics.median(mine) / statistics.median(theirs):.2f}" if mine and theirs else "n/a"
-                rows.append(f"| {model} | {batch} | {spread(mine) if mine else 'failed'} | "
-                            f"{spread(theirs) if theirs else 'no PyTorch'} | {ratio} |")
-        return rows
-
-    report += step_rows(False)
-    report += ["", "With TF32 products on both sides (trainsim's `CudaPrecision::tf32`, `trainsim run --precision "
-               "tf32`: cuBLAS's TF32 tensor-op math and cuDNN's default math; PyTorch's "
-               "`torch.backends.cuda.matmul.allow_tf32` and `torch.backends.cudnn.allow_tf32`), otherwise as above:",
-               "", "| model | batch | trainsim step | PyTorch step | trainsim / PyTorch |", "|---|---|---|---|---|"]
-    report += step_rows(True)
-    report += ["", "trainsim's step with bf16 products (`CudaPrecision::bf16`, `trainsim run --precision bf16`: "
-               "cuBLAS's products on bfloat16-rounded inputs with fp32 sums, CUBLAS_COMPUTE_32F_FAST_16BF; cuDNN's "
-               "convolutions as under TF32) beside its fp32 and TF32 steps, the same benchmark (PyTorch has no "
-               "such mode for fp32 tensors on the GPU):", "",
-               "| model | batch | fp32 | TF32 | bf16 products | bf16 / TF32 |", "|---|---|---|---|---|---|"]
-    for model in MODELS:
-        for batch in BATCHES:
-            steps = [ours.get((model, batch, p), []) for p in (0, 1, 2)]
-            ratio = f"{statistics.median(steps[2]) / statistics.median(steps[1]):.2f}" if steps[1] and steps[2] else "n/a"
-            report.append(f"| {model} | {batch} | " + " | ".join(spread(s) if s else "failed" for s in steps) +
-                          f" | {ratio} |")
-    if torch_version:
-        report += ["", f"PyTorch {torch_version}."]
-
-    flush()
-    report += ["", "## Profiles", "",
-               f"`trainsim profile --device cuda:0` (20 timed passes after 3 warm-ups), {RUNS} runs; the "
-               "step here is the sum of the layers' medians.", ""]
-    for model in MODELS:
-        for batch in BATCHES:
-            steps = []
-            for r in range(RUNS):
-                path = os.path.join(args.out, f"{model}-b{batch}-run{r + 1}.json")
-                done = run([trainsim, "profile", "--device", "cuda:0", "--model", model, "--batch", str(batch),
-                            "--out", path, "--quiet"], log)
-                if done.returncode != 0:
-                    failed = True
-                    continue
-                with open(path) as f:
-                    steps.append(step_s(json.load(f)))
-            report.append(f"- {model}, batch {batch}: {spread(steps) if steps else 'failed'}")
-    for model in MODELS:
-        path = os.path.join(args.out, f"{model}-b{BATCHES[-1]}-run1.json")
-        if not os.path.exists(path):
-            continue
-        with open(path) as f:
-            layers = json.load(f)["layers"]
-        report += ["", f"{model}, batch {BATCHES[-1]}, run 1, per layer (µs):", "",
-                   "| layer | forward | backward | update |", "|---|---|---|---|"]
-        report += [f"| {l['name']} | {l['forward_s'] * 1e6:.1f} | {l['backward_s'] * 1e6:.1f} | "
-                   f"{l.get('update_s', 0) * 1e6:.1f} |" for l in layers]
-
-    flush()
-    report += ["", "## The GPU as a cluster", ""]
-    for workers in (1, 4):
-        path = os.path.join(args.out, f"cuda{workers}-measured.json")
-        done = run([trainsim, "profile", "--device", f"cuda:0x{workers}", "--model", "fmnist-cnn", "--out",
-                    os.devnull, "--cluster-out", path, "--quiet"], log)
-        if done.returncode != 0:
-            failed = True
-            continue
-        with open(path) as f:
-            c = json.load(f)
-        d, h, col, link = c["device"], c["host"], c["collective"], c["intra_link"]
-        report.append(f"- {workers} worker(s): {d['peak_flops_per_s'] / 1e12:.2f} TFLOP/s fp32 and "
-                      f"{d['memory_bytes_per_s'] / 1e9:.0f} GB/s memory per worker; device-to-device copies "
-                      f"{link['bandwidth_bytes_per_s'] / 1e9:.0f} GB/s after {link['latency_s'] * 1e6:.1f} µs; "
-                      f"host link {h['link_bandwidth_bytes_per_s'] / 1e9:.1f} GB/s after "
-                      f"{h['link_latency_s'] * 1e6:.1f} µs; launch + sync {h['stream_sync_s'] * 1e6:.1f} µs; "
-                      f"on-device sum {col['reduce_bytes_per_s'] / 1e9:.0f} GB/s" +
-                      (f"; fmnist-cnn's pass with all {workers} at once at "
-                       f"{d['compute_rate_while_shared']:.2f} of its rate alone"
-                       if 'compute_rate_while_shared' in d else ""))
-    cluster4 = os.path.join(args.out, "cuda4-measured.json")
-    profile = os.path.join(args.out, "fmnist-cnn-b64-run1.json")
-    if os.path.exists(cluster4) and os.path.exists(profile):
-        done = run([trainsim, "predict", "--profile", profile, "--cluster", cluster4, "--method", "both"], log)
-        failed |= done.returncode != 0
-        report += ["", "## Predictions from these measurements (fmnist-cnn, batch 64 per worker, 4 workers "
-                   "sharing the GPU: the simulated rows share it, the analytic ones price four GPUs)",
-                   "", "```", done.stdout.strip(), "```"]
-        report += ["", "Each strategy's run above beside its simulation from this profile and cluster, the four "
-                   "workers sharing the GPU (`shared_devices` 1 and the measured `compute_rate_while_shared`) "
-                   "and, as before they did, priced as four GPUs (the same cluster without them):", "",
-                   "| strategy | measured | simulated, one GPU shared | error | simulated as four GPUs | error |",
-                   "|---|---|---|---|---|---|"]
-        with open(cluster4) as f:
-            apart = json.load(f)
-        apart.pop("shared_devices", None)
-        apart["device"].pop("compute_rate_while_shared", None)
-        cluster_apart = os.path.join(args.out, "cuda4-apart.json")
-        with open(cluster_apart, "w") as f:
-            json.dump(apart, f, indent=2)
-        simulated = {}
-        for name, path in (("shared", cluster4), ("apart", cluster_apart)):
-            done = run([trainsim, "predict", "--profile", profile, "--cluster", path, "--method", "simulated",
-                        "--iterations", "30", "--json", "-"], log)
+        for precision in ("tf32", "bf16"):
+            done = run([trainsim, "run", "--model", "fmnist-cnn", "--strategy", "single", "--devices", "cuda:0",
+                        "--precision", precision, "--batch", "64", "--iterations", "30", "--json", "-", "--quiet"] + data,
+                       log, timeout=300)
             failed |= done.returncode != 0
             if done.returncode == 0:
-                simulated[name] = {r["strategy"]: r["iteration_s"] for r in json.loads(done.stdout)["results"]}
-        for strategy, seconds in measured.items():
-            cells = []
-            for name in ("shared", "apart"):
-                s = simulated.get(name, {}).get(strategy)
-                cells += [f"{s * 1e3:.3f} ms", f"{(s - seconds) / seconds * 100:+.1f}%"] if s else ["?", "?"]
-            report.append(f"| {strategy} | {seconds * 1e3:.3f} ms | " + " | ".join(cells) + " |")
+                losses = json.loads(done.stdout)["loss_per_iteration"]
+                report += ["", f"With `--precision {precision}`, `single` on `cuda:0` (one worker): first loss "
+                           f"{losses[0]:.3f}, last {losses[-1]:.3f}, iteration "
+                           f"{json.loads(done.stdout)['iteration_s'] * 1e3:.2f} ms."]
+            else:
+                report += ["", f"`--precision {precision}` failed: {(done.stderr.strip().splitlines() or ['?'])[-1]}"]
 
     flush()
-    # validate on virtual GPU workers: each strategy's runs beside its
-    # predictions from profiles and clusters measured in the same rounds.
-    report += ["", "## validate on four workers sharing the GPU", "",
-               "`trainsim validate --devices cuda:0x4 --batch 64 --rounds 3 --max-rounds 3 --iterations 20 "
-               "--repeats 10` "
-               "(errors: (predicted − measured) / measured; the prediction shares the GPU among the workers):", ""]
-    for model, strategies in VALIDATED:
-        path = os.path.join(args.out, f"validate-{model}.json")
-        done = run([trainsim, "validate", "--model", model, "--devices", "cuda:0x4", "--strategies", strategies,
-                    "--batch", "64", "--rounds", "3", "--max-rounds", "3", "--iterations", "20", "--repeats", "10",
-                    "--json", path, "--quiet"] + data, log, timeout=300)
-        failed |= done.returncode != 0
-        if done.returncode != 0 or not os.path.exists(path):
-            report.append(f"- {model}: failed: {(done.stderr.strip().splitlines() or ['?'])[-1]}")
-            continue
-        with open(path) as f:
-            v = json.load(f)
-        report += [f"{model}, batch 64 per worker, {v['rounds']} rounds ({v['stopped']}); median |error| simulated "
-                   f"{v['median_abs_error_simulated'] * 100:.1f}%, analytic {v['median_abs_error_analytic'] * 100:.1f}%:",
-                   "", "| strategy | measured | simulated | error | analytic | error | verdict |",
-                   "|---|---|---|---|---|---|---|"]
-        for r in v["results"]:
-            if r.get("skipped"):
-                report.append(f"| {r['strategy']} | not run: {r['skipped']} | | | | | |")
+    if "steps" in sections:
+        report += ["", "## Training step: trainsim's GPU device and PyTorch", "",
+                   f"trainsim: `cuda_step_bench`, {RUNS} repetitions, each the mean of its CUDA-event-timed "
+                   "passes (every forward with the loss, every backward, momentum SGD with the gradients zeroed) "
+                   f"after 10 warm-up passes. PyTorch: {RUNS} runs, each the median of 50 eager steps "
+                   "(CUDA events around zero_grad, forward, loss, backward and SGD step) after 10 warm-ups. "
+                   "fp32 with TF32 off, cuDNN's algorithms chosen by timing them (cudnn.benchmark), the batch "
+                   "resident on the GPU.", "",
+                   "| model | batch | trainsim step | PyTorch step | trainsim / PyTorch |", "|---|---|---|---|---|"]
+        bench = run([os.path.join(args.build, "tests", "bench", "cuda_step_bench"), "--benchmark_format=json",
+                     f"--benchmark_repetitions={RUNS}", "--benchmark_min_time=0.5"], log)
+        failed |= bench.returncode != 0
+        ours = {}
+        if bench.returncode == 0:
+            for b in json.loads(bench.stdout)["benchmarks"]:
+                if b.get("run_type") == "iteration" and not b.get("error_occurred"):
+                    _, model, batch, precision = b["name"].split("/")[:4]  # precision 0 fp32, 1 TF32, 2 bf16
+                    ours.setdefault((model.replace("_", "-"), int(batch), int(precision)), []).append(b["real_time"] * 1e-6)
+        torch_version = None
+        params = {m: json.loads(run([trainsim, "zoo", "show", m, "--json"], log).stdout)["param_count"] for m in MODELS}
+
+        def step_rows(tf32):
+            nonlocal failed, torch_version
+            rows = []
+            for model in MODELS:
+                for batch in BATCHES:
+                    theirs = []
+                    try:
+                        for r in range(RUNS):
+                            t, torch_version = torch_steps(model, batch, params[model], tf32)
+                            theirs.append(t)
+                    except ImportError:
+                        pass
+                    except ValueError as e:
+                        failed = True
+                        rows.append(f"- {e}")
+                    mine = ours.get((model, batch, int(tf32)), [])
+                    ratio = f"{statistics.median(mine) / statistics.median(theirs):.2f}" if mine and theirs else "n/a"
+                    rows.append(f"| {model} | {batch} | {spread(mine) if mine else 'failed'} | "
+                                f"{spread(theirs) if theirs else 'no PyTorch'} | {ratio} |")
+            return rows
+
+        report += step_rows(False)
+        report += ["", "With TF32 products on both sides (trainsim's `CudaPrecision::tf32`, `trainsim run --precision "
+                   "tf32`: cuBLAS's TF32 tensor-op math and cuDNN's default math; PyTorch's "
+                   "`torch.backends.cuda.matmul.allow_tf32` and `torch.backends.cudnn.allow_tf32`), otherwise as above:",
+                   "", "| model | batch | trainsim step | PyTorch step | trainsim / PyTorch |", "|---|---|---|---|---|"]
+        report += step_rows(True)
+        report += ["", "trainsim's step with bf16 products (`CudaPrecision::bf16`, `trainsim run --precision bf16`: "
+                   "cuBLAS's products on bfloat16-rounded inputs with fp32 sums, CUBLAS_COMPUTE_32F_FAST_16BF; cuDNN's "
+                   "convolutions as under TF32) beside its fp32 and TF32 steps, the same benchmark (PyTorch has no "
+                   "such mode for fp32 tensors on the GPU):", "",
+                   "| model | batch | fp32 | TF32 | bf16 products | bf16 / TF32 |", "|---|---|---|---|---|---|"]
+        for model in MODELS:
+            for batch in BATCHES:
+                steps = [ours.get((model, batch, p), []) for p in (0, 1, 2)]
+                ratio = f"{statistics.median(steps[2]) / statistics.median(steps[1]):.2f}" if steps[1] and steps[2] else "n/a"
+                report.append(f"| {model} | {batch} | " + " | ".join(spread(s) if s else "failed" for s in steps) +
+                              f" | {ratio} |")
+        if torch_version:
+            report += ["", f"PyTorch {torch_version}."]
+
+    flush()
+    if "profiles" in sections:
+        report += ["", "## Profiles", "",
+                   f"`trainsim profile --device cuda:0` (20 timed passes after 3 warm-ups), {RUNS} runs; the "
+                   "step here is the sum of the layers' medians.", ""]
+        for model in MODELS:
+            for batch in BATCHES:
+                steps = []
+                for r in range(RUNS):
+                    path = os.path.join(args.out, f"{model}-b{batch}-run{r + 1}.json")
+                    done = run([trainsim, "profile", "--device", "cuda:0", "--model", model, "--batch", str(batch),
+                                "--out", path, "--quiet"], log)
+                    if done.returncode != 0:
+                        failed = True
+                        continue
+                    with open(path) as f:
+                        steps.append(step_s(json.load(f)))
+                report.append(f"- {model}, batch {batch}: {spread(steps) if steps else 'failed'}")
+        for model in MODELS:
+            path = os.path.join(args.out, f"{model}-b{BATCHES[-1]}-run1.json")
+            if not os.path.exists(path):
                 continue
-            report.append(f"| {r['strategy']} | {r['measured_s'] * 1e3:.3f} ms | "
-                          f"{r['predicted_simulated_s'] * 1e3:.3f} ms | {r['error_simulated'] * 100:+.1f}% | "
-                          f"{r['predicted_analytic_s'] * 1e3:.3f} ms | {r['error_analytic'] * 100:+.1f}% | "
-                          f"{r['verdict']} |")
-        report.append("")
-        flush()
+            with open(path) as f:
+                layers = json.load(f)["layers"]
+            report += ["", f"{model}, batch {BATCHES[-1]}, run 1, per layer (µs):", "",
+                       "| layer | forward | backward | update |", "|---|---|---|---|"]
+            report += [f"| {l['name']} | {l['forward_s'] * 1e6:.1f} | {l['backward_s'] * 1e6:.1f} | "
+                       f"{l.get('update_s', 0) * 1e6:.1f} |" for l in layers]
+
+    flush()
+    if "cluster" in sections:
+        report += ["", "## The GPU as a cluster", ""]
+        for workers in (1, 4):
+            path = os.path.join(args.out, f"cuda{workers}-measured.json")
+            done = run([trainsim, "profile", "--device", f"cuda:0x{workers}", "--model", "fmnist-cnn", "--out",
+                        os.devnull, "--cluster-out", path, "--quiet"], log)
+            if done.returncode != 0:
+                failed = True
+                continue
+            with open(path) as f:
+                c = json.load(f)
+            d, h, col, link = c["device"], c["host"], c["collective"], c["intra_link"]
+            report.append(f"- {workers} worker(s): {d['peak_flops_per_s'] / 1e12:.2f} TFLOP/s fp32 and "
+                          f"{d['memory_bytes_per_s'] / 1e9:.0f} GB/s memory per worker; device-to-device copies "
+                          f"{link['bandwidth_bytes_per_s'] / 1e9:.0f} GB/s after {link['latency_s'] * 1e6:.1f} µs; "
+                          f"host link {h['link_bandwidth_bytes_per_s'] / 1e9:.1f} GB/s after "
+                          f"{h['link_latency_s'] * 1e6:.1f} µs; launch + sync {h['stream_sync_s'] * 1e6:.1f} µs; "
+                          f"on-device sum {col['reduce_bytes_per_s'] / 1e9:.0f} GB/s" +
+                          (f"; fmnist-cnn's pass with all {workers} at once at "
+                           f"{d['compute_rate_while_shared']:.2f} of its rate alone"
+                           if 'compute_rate_while_shared' in d else ""))
+        cluster4 = os.path.join(args.out, "cuda4-measured.json")
+        profile = os.path.join(args.out, "fmnist-cnn-b64-run1.json")
+        if os.path.exists(cluster4) and os.path.exists(profile):
+            done = run([trainsim, "predict", "--profile", profile, "--cluster", cluster4, "--method", "both"], log)
+            failed |= done.returncode != 0
+            report += ["", "## Predictions from these measurements (fmnist-cnn, batch 64 per worker, 4 workers "
+                       "sharing the GPU: the simulated rows share it, the analytic ones price four GPUs)",
+                       "", "```", done.stdout.strip(), "```"]
+            report += ["", "Each strategy's run above beside its simulation from this profile and cluster, the four "
+                       "workers sharing the GPU (`shared_devices` 1 and the measured `compute_rate_while_shared`) "
+                       "and, as before they did, priced as four GPUs (the same cluster without them):", "",
+                       "| strategy | measured | simulated, one GPU shared | error | simulated as four GPUs | error |",
+                       "|---|---|---|---|---|---|"]
+            with open(cluster4) as f:
+                apart = json.load(f)
+            apart.pop("shared_devices", None)
+            apart["device"].pop("compute_rate_while_shared", None)
+            cluster_apart = os.path.join(args.out, "cuda4-apart.json")
+            with open(cluster_apart, "w") as f:
+                json.dump(apart, f, indent=2)
+            simulated = {}
+            for name, path in (("shared", cluster4), ("apart", cluster_apart)):
+                done = run([trainsim, "predict", "--profile", profile, "--cluster", path, "--method", "simulated",
+                            "--iterations", "30", "--json", "-"], log)
+                failed |= done.returncode != 0
+                if done.returncode == 0:
+                    simulated[name] = {r["strategy"]: r["iteration_s"] for r in json.loads(done.stdout)["results"]}
+            for strategy, seconds in measured.items():
+                cells = []
+                for name in ("shared", "apart"):
+                    s = simulated.get(name, {}).get(strategy)
+                    cells += [f"{s * 1e3:.3f} ms", f"{(s - seconds) / seconds * 100:+.1f}%"] if s else ["?", "?"]
+                report.append(f"| {strategy} | {seconds * 1e3:.3f} ms | " + " | ".join(cells) + " |")
+
+    flush()
+    if "validate" in sections:
+        # validate on virtual GPU workers: each strategy's runs beside its
+        # predictions from profiles and clusters measured in the same rounds.
+        report += ["", "## validate on four workers sharing the GPU", "",
+                   "`trainsim validate --devices cuda:0x4 --batch 64 --rounds 3 --max-rounds 3 --iterations 20 "
+                   "--repeats 10` "
+                   "(errors: (predicted − measured) / measured; the prediction shares the GPU among the workers):", ""]
+        for model, strategies in VALIDATED:
+            path = os.path.join(args.out, f"validate-{model}.json")
+            done = run([trainsim, "validate", "--model", model, "--devices", "cuda:0x4", "--strategies", strategies,
+                        "--batch", "64", "--rounds", "3", "--max-rounds", "3", "--iterations", "20", "--repeats", "10",
+                        "--json", path, "--quiet"] + data, log, timeout=300)
+            failed |= done.returncode != 0
+            if done.returncode != 0 or not os.path.exists(path):
+                report.append(f"- {model}: failed: {(done.stderr.strip().splitlines() or ['?'])[-1]}")
+                continue
+            with open(path) as f:
+                v = json.load(f)
+            report += [f"{model}, batch 64 per worker, {v['rounds']} rounds ({v['stopped']}); median |error| simulated "
+                       f"{v['median_abs_error_simulated'] * 100:.1f}%, analytic {v['median_abs_error_analytic'] * 100:.1f}%:",
+                       "", "| strategy | measured | simulated | error | analytic | error | verdict |",
+                       "|---|---|---|---|---|---|---|"]
+            for r in v["results"]:
+                if r.get("skipped"):
+                    report.append(f"| {r['strategy']} | not run: {r['skipped']} | | | | | |")
+                    continue
+                report.append(f"| {r['strategy']} | {r['measured_s'] * 1e3:.3f} ms | "
+                              f"{r['predicted_simulated_s'] * 1e3:.3f} ms | {r['error_simulated'] * 100:+.1f}% | "
+                              f"{r['predicted_analytic_s'] * 1e3:.3f} ms | {r['error_analytic'] * 100:+.1f}% | "
+                              f"{r['verdict']} |")
+            report.append("")
+            flush()
 
     flush()
     print("\n".join(report))
