@@ -104,9 +104,27 @@ struct AttentionPlan {
 // ({B, T, 4h}; the backward's gate gradients reuse it), the activated gates,
 // c and tanh(c) step-major ({T, B, ·}), and the backward's running dh and dc
 // ({B, h}) and the outputs one step back ({B, T, h}).
+// The launches of one layer's pass as a CUDA graph (an LSTM's steps: a
+// product and a cell kernel each, launch-bound at small batches), captured
+// on the pass's second run and launched whole from then on; `eager` where
+// capturing failed, the launches then made one by one (cuda_lstm_ops.cpp).
+struct CapturedPass {
+  int64_t runs = 0;
+  bool eager = false;
+  cudaGraphExec_t exec = nullptr;
+  CapturedPass() = default;
+  CapturedPass(const CapturedPass&) = delete;
+  CapturedPass& operator=(const CapturedPass&) = delete;
+  ~CapturedPass() {
+    if (exec != nullptr) cudaGraphExecDestroy(exec);
+  }
+};
+
 struct LstmPlan {
   int64_t tokens = 0, in = 0, hidden = 0;
   DeviceArray<float> xw, gates, c, tanh_c, dh_next, dc_next, h_prev;
+  // The forward's and the backward's launches (their buffers never move).
+  mutable CapturedPass forward_graph, backward_graph;
 };
 
 enum class Op {

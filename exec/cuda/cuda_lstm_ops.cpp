@@ -14,6 +14,36 @@
 namespace trainsim::cuda {
 namespace {
 
+// `launches` on c.stream: as they are on the first run (the libraries make
+// their workspaces outside a capture), captured as a graph and launched on
+// the second, the graph launched from then on. Where capturing fails (a
+// library call a capture does not allow), as they are from then on.
+template <typename Launches>
+void run_captured(CapturedPass& pass, Context& c, Launches launches) {
+  if (pass.eager || pass.runs++ == 0) return launches();
+  if (pass.exec == nullptr) {
+    cudaGraph_t graph = nullptr;
+    bool captured = cudaStreamBeginCapture(c.stream, cudaStreamCaptureModeThreadLocal) == cudaSuccess;
+    if (captured) {
+      try {
+        launches();
+      } catch (const CudaError&) {
+        captured = false;
+      }
+      captured = cudaStreamEndCapture(c.stream, &graph) == cudaSuccess && captured && graph != nullptr &&
+                 cudaGraphInstantiate(&pass.exec, graph, 0) == cudaSuccess;
+    }
+    if (graph != nullptr) cudaGraphDestroy(graph);
+    if (!captured) {
+      (void)cudaGetLastError();  // the failed capture's error, not the pass's
+      pass.exec = nullptr;
+      pass.eager = true;
+      return launches();
+    }
+  }
+  TRAINSIM_CUDA(cudaGraphLaunch(pass.exec, c.stream));
+}
+
 // Column-major C = op(A)·op(B) + beta·C (m × n, k inner).
 void product(Context& c, cublasOperation_t ta, cublasOperation_t tb, int64_t m, int64_t n, int64_t k, const float* a,
              int64_t lda, const float* b, int64_t ldb, const float* beta, float* out, int64_t ldc) {
@@ -40,7 +70,10 @@ void plan_lstm(GpuLayer& l) {
   p.dc_next = DeviceArray<float>(l.batch * h);
 }
 
-void lstm_forward(const GpuLayer& l, Context& c) {
+namespace {
+
+// Every step's launches, as exec/tensor's Lstm computes them.
+void lstm_forward_steps(const GpuLayer& l, Context& c) {
   const LstmPlan& p = l.lstm;
   const int64_t h = p.hidden, batch = l.batch, tokens = p.tokens, width = p.in + h;
   const float* w = l.params[0].get();  // [W_x, W_h], {4h, in + h}
@@ -58,7 +91,7 @@ void lstm_forward(const GpuLayer& l, Context& c) {
   }
 }
 
-void lstm_backward(const GpuLayer& l, Context& c) {
+void lstm_backward_steps(const GpuLayer& l, Context& c) {
   const LstmPlan& p = l.lstm;
   const int64_t h = p.hidden, batch = l.batch, tokens = p.tokens, width = p.in + h;
   const float* w = l.params[0].get();
@@ -86,6 +119,16 @@ void lstm_backward(const GpuLayer& l, Context& c) {
   if (l.dx() != nullptr) {
     product(c, CUBLAS_OP_N, CUBLAS_OP_N, p.in, l.rows, 4 * h, w, width, dgates, 4 * h, l.dx_beta(), l.dx(), p.in);
   }
+}
+
+}  // namespace
+
+void lstm_forward(const GpuLayer& l, Context& c) {
+  run_captured(l.lstm.forward_graph, c, [&] { lstm_forward_steps(l, c); });
+}
+
+void lstm_backward(const GpuLayer& l, Context& c) {
+  run_captured(l.lstm.backward_graph, c, [&] { lstm_backward_steps(l, c); });
 }
 
 }  // namespace trainsim::cuda
