@@ -179,14 +179,38 @@ void CudaNetwork::backward_range(const Network& network, int64_t first, int64_t 
   }
   for (int64_t i = last; i >= first; --i) cuda::backward(*s.layers[static_cast<size_t>(i)], s.context);
   TRAINSIM_CUDA(cudaGetLastError());
+  // Every parameter gradient of the range into pinned memory, one wait,
+  // then added into the host's.
+  size_t floats = 0;
   for (int64_t i = first; i <= last; ++i) {
     const cuda::GpuLayer& l = *s.layers[static_cast<size_t>(i)];
-    LayerGrads& into = grads[static_cast<size_t>(i)];
+    const LayerGrads& into = grads[static_cast<size_t>(i)];
     TRAINSIM_CHECK(into.size() == l.grads.size(), l.name + ": gradients of every parameter");
     for (size_t p = 0; p < l.grads.size(); ++p) {
       TRAINSIM_CHECK(!into[p].sparse && into[p].dense.size() == l.grads[p].size(), l.name + ": a dense gradient");
-      const Tensor g = cuda::download(l.grads[p].get(), l.param_shapes[p], s.context.stream);
-      for (size_t k = 0; k < g.data.size(); ++k) into[p].dense.data[k] += g.data[k];
+      floats += static_cast<size_t>(l.grads[p].size());
+    }
+  }
+  if (floats > s.gradients_home_floats) {
+    if (s.gradients_home != nullptr) TRAINSIM_CUDA(cudaFreeHost(s.gradients_home));
+    s.gradients_home = nullptr;
+    s.gradients_home_floats = 0;
+    TRAINSIM_CUDA(cudaMallocHost(reinterpret_cast<void**>(&s.gradients_home), floats * sizeof(float)));
+    s.gradients_home_floats = floats;
+  }
+  size_t at = 0;
+  for (int64_t i = first; i <= last; ++i) {
+    for (const auto& g : s.layers[static_cast<size_t>(i)]->grads) {
+      TRAINSIM_CUDA(
+          cudaMemcpyAsync(s.gradients_home + at, g.get(), g.bytes(), cudaMemcpyDeviceToHost, s.context.stream));
+      at += static_cast<size_t>(g.size());
+    }
+  }
+  TRAINSIM_CUDA(cudaStreamSynchronize(s.context.stream));
+  at = 0;
+  for (int64_t i = first; i <= last; ++i) {
+    for (ParamGrad& into : grads[static_cast<size_t>(i)]) {
+      for (float& v : into.dense.data) v += s.gradients_home[at++];
     }
   }
 }

@@ -22,8 +22,13 @@ struct NetworkState {
   DeviceArray<float> input, loss, dlogits;
   DeviceArray<int32_t> labels;
   std::vector<cudaEvent_t> events;  // one before the pass, then one after each timed piece
+  // Pinned host memory a range backward's parameter gradients come back
+  // through, all of them on one synchronization (grown as needed).
+  float* gradients_home = nullptr;
+  size_t gradients_home_floats = 0;
 
   ~NetworkState() {
+    if (gradients_home != nullptr) cudaFreeHost(gradients_home);
     for (cudaEvent_t e : events) cudaEventDestroy(e);
     if (context.dnn != nullptr) cudnnDestroy(context.dnn);
     if (context.blas != nullptr) cublasDestroy(context.blas);

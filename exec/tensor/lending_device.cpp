@@ -195,8 +195,9 @@ class LendingDevice final : public Device {
 
   // The network for a forward of `pass` from layer `first` on x, and the
   // input to upload (null where x is in its buffers already): the pass's
-  // network that holds x, else one of the pass's whose caches from `first`
-  // on are gone, else an idle one, else a new one. Callers hold mu_.
+  // network that holds x, else one of the pass's of x's rows whose caches
+  // from `first` on are gone, else an idle one, else a new one. Callers
+  // hold mu_.
   std::pair<std::shared_ptr<Lease>, const Tensor*> lend(const Network& network, PassId pass, int64_t first, Tensor& x) {
     for (auto& [_, leases] : passes_) {
       std::erase_if(leases, [](const std::weak_ptr<Lease>& l) { return l.expired(); });
@@ -213,7 +214,7 @@ class LendingDevice final : public Device {
     const bool held = lease != nullptr;
     for (size_t i = 0; lease == nullptr && i < mine.size(); ++i) {
       std::shared_ptr<Lease> l = mine[i].lock();
-      if (l != nullptr && l->free_from(first)) lease = std::move(l);
+      if (l != nullptr && l->lent.network->batch() == x.rows() && l->free_from(first)) lease = std::move(l);
     }
     if (lease == nullptr) {
       lease = fresh(network, pass, x.rows());
