@@ -15,6 +15,17 @@ void upload(float* to, const Tensor& from, cudaStream_t stream) {
   TRAINSIM_CUDA(cudaMemcpyAsync(to, from.data.data(), sizeof(float) * from.data.size(), cudaMemcpyHostToDevice, stream));
 }
 
+float* pinned_home(NetworkState& s, size_t floats) {
+  if (floats > s.home_floats) {
+    if (s.home != nullptr) TRAINSIM_CUDA(cudaFreeHost(s.home));
+    s.home = nullptr;
+    s.home_floats = 0;
+    TRAINSIM_CUDA(cudaMallocHost(reinterpret_cast<void**>(&s.home), floats * sizeof(float)));
+    s.home_floats = floats;
+  }
+  return s.home;
+}
+
 double mean_loss(const NetworkState& s) {
   std::vector<float> losses(static_cast<size_t>(s.positions));
   TRAINSIM_CUDA(cudaMemcpyAsync(losses.data(), s.loss.get(), s.loss.bytes(), cudaMemcpyDeviceToHost, s.context.stream));

@@ -103,7 +103,7 @@ class CudaNetwork final : public RangeNetwork {
   void forward_range(const Network& network, int64_t first, int64_t last, const Tensor* x) override;
   double forward_range_loss(const Network& network, int64_t first, int64_t last, const Tensor* x,
                             std::span<const int32_t> labels, float dlogits_scale) override;
-  std::vector<Tensor> batch_statistics(int64_t layer) const override;
+  std::vector<std::vector<Tensor>> batch_statistics(int64_t first, int64_t last) const override;
   void backward_range(const Network& network, int64_t first, int64_t last, const Tensor* dy, Gradients& grads) override;
   Tensor cut_values(const Network& network, int64_t i) override;
   Tensor cut_gradients(const Network& network, int64_t i) override;

@@ -35,7 +35,7 @@ double CudaNetwork::forward_range_loss(const Network&, int64_t, int64_t, const T
                                        float) {
   return 0;
 }
-std::vector<Tensor> CudaNetwork::batch_statistics(int64_t) const { return {}; }
+std::vector<std::vector<Tensor>> CudaNetwork::batch_statistics(int64_t, int64_t) const { return {}; }
 void CudaNetwork::backward_range(const Network&, int64_t, int64_t, const Tensor*, Gradients&) {}
 Tensor CudaNetwork::cut_values(const Network&, int64_t) { return {}; }
 Tensor CudaNetwork::cut_gradients(const Network&, int64_t) { return {}; }

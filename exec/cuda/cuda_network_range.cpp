@@ -144,18 +144,44 @@ double CudaNetwork::forward_range_loss(const Network& network, int64_t first, in
   return cuda::mean_loss(s);
 }
 
-std::vector<Tensor> CudaNetwork::batch_statistics(int64_t layer) const {
-  const cuda::NetworkState& s = *state_;
-  TRAINSIM_CHECK(layer >= 0 && layer < static_cast<int64_t>(s.layers.size()), "a layer of the network");
-  const cuda::GpuLayer& l = *s.layers[static_cast<size_t>(layer)];
-  if (l.op != cuda::Op::batchnorm) return {};
+std::vector<std::vector<Tensor>> CudaNetwork::batch_statistics(int64_t first, int64_t last) const {
+  cuda::NetworkState& s = *state_;
+  TRAINSIM_CHECK(0 <= first && first <= last && last < static_cast<int64_t>(s.layers.size()),
+                 "a layer range of the network");
   TRAINSIM_CUDA(cudaSetDevice(s.context.device));
-  Tensor mean = cuda::download(l.norm.mean.get(), {l.norm.channels}, s.context.stream);
-  Tensor variance = cuda::download(l.norm.inv_std.get(), {l.norm.channels}, s.context.stream);
-  for (float& v : variance.data) {  // the kernels keep 1/sqrt(variance + eps)
-    v = static_cast<float>(1.0 / (static_cast<double>(v) * static_cast<double>(v)) - cuda::kNormEps);
+  // Every batch normalization's mean and 1/sqrt(variance + eps) into pinned memory, one wait.
+  size_t floats = 0;
+  for (int64_t i = first; i <= last; ++i) {
+    const cuda::GpuLayer& l = *s.layers[static_cast<size_t>(i)];
+    if (l.op == cuda::Op::batchnorm) floats += 2 * static_cast<size_t>(l.norm.channels);
   }
-  return {std::move(mean), std::move(variance)};
+  std::vector<std::vector<Tensor>> out(static_cast<size_t>(last - first + 1));
+  if (floats == 0) return out;
+  float* home = cuda::pinned_home(s, floats);
+  size_t at = 0;
+  for (int64_t i = first; i <= last; ++i) {
+    const cuda::GpuLayer& l = *s.layers[static_cast<size_t>(i)];
+    if (l.op != cuda::Op::batchnorm) continue;
+    for (const float* from : {l.norm.mean.get(), l.norm.inv_std.get()}) {
+      TRAINSIM_CUDA(cudaMemcpyAsync(home + at, from, sizeof(float) * static_cast<size_t>(l.norm.channels),
+                                    cudaMemcpyDeviceToHost, s.context.stream));
+      at += static_cast<size_t>(l.norm.channels);
+    }
+  }
+  TRAINSIM_CUDA(cudaStreamSynchronize(s.context.stream));
+  at = 0;
+  for (int64_t i = first; i <= last; ++i) {
+    const cuda::GpuLayer& l = *s.layers[static_cast<size_t>(i)];
+    if (l.op != cuda::Op::batchnorm) continue;
+    Tensor mean({l.norm.channels}), variance({l.norm.channels});
+    for (float& v : mean.data) v = home[at++];
+    for (float& v : variance.data) {  // the kernels keep 1/sqrt(variance + eps)
+      const double inv_std = home[at++];
+      v = static_cast<float>(1.0 / (inv_std * inv_std) - cuda::kNormEps);
+    }
+    out[static_cast<size_t>(i - first)] = {std::move(mean), std::move(variance)};
+  }
+  return out;
 }
 
 void CudaNetwork::backward_range(const Network& network, int64_t first, int64_t last, const Tensor* dy,
@@ -191,18 +217,11 @@ void CudaNetwork::backward_range(const Network& network, int64_t first, int64_t 
       floats += static_cast<size_t>(l.grads[p].size());
     }
   }
-  if (floats > s.gradients_home_floats) {
-    if (s.gradients_home != nullptr) TRAINSIM_CUDA(cudaFreeHost(s.gradients_home));
-    s.gradients_home = nullptr;
-    s.gradients_home_floats = 0;
-    TRAINSIM_CUDA(cudaMallocHost(reinterpret_cast<void**>(&s.gradients_home), floats * sizeof(float)));
-    s.gradients_home_floats = floats;
-  }
+  float* home = cuda::pinned_home(s, floats);
   size_t at = 0;
   for (int64_t i = first; i <= last; ++i) {
     for (const auto& g : s.layers[static_cast<size_t>(i)]->grads) {
-      TRAINSIM_CUDA(
-          cudaMemcpyAsync(s.gradients_home + at, g.get(), g.bytes(), cudaMemcpyDeviceToHost, s.context.stream));
+      TRAINSIM_CUDA(cudaMemcpyAsync(home + at, g.get(), g.bytes(), cudaMemcpyDeviceToHost, s.context.stream));
       at += static_cast<size_t>(g.size());
     }
   }
@@ -210,7 +229,7 @@ void CudaNetwork::backward_range(const Network& network, int64_t first, int64_t 
   at = 0;
   for (int64_t i = first; i <= last; ++i) {
     for (ParamGrad& into : grads[static_cast<size_t>(i)]) {
-      for (float& v : into.dense.data) v += s.gradients_home[at++];
+      for (float& v : into.dense.data) v += home[at++];
     }
   }
 }

@@ -22,13 +22,13 @@ struct NetworkState {
   DeviceArray<float> input, loss, dlogits;
   DeviceArray<int32_t> labels;
   std::vector<cudaEvent_t> events;  // one before the pass, then one after each timed piece
-  // Pinned host memory a range backward's parameter gradients come back
-  // through, all of them on one synchronization (grown as needed).
-  float* gradients_home = nullptr;
-  size_t gradients_home_floats = 0;
+  // Pinned host memory a range pass's parameter gradients or statistics
+  // come back through, all of them on one synchronization (pinned_home).
+  float* home = nullptr;
+  size_t home_floats = 0;
 
   ~NetworkState() {
-    if (gradients_home != nullptr) cudaFreeHost(gradients_home);
+    if (home != nullptr) cudaFreeHost(home);
     for (cudaEvent_t e : events) cudaEventDestroy(e);
     if (context.dnn != nullptr) cudnnDestroy(context.dnn);
     if (context.blas != nullptr) cublasDestroy(context.blas);
@@ -39,6 +39,8 @@ struct NetworkState {
 // The mean over the positions of the loss the last forward computed
 // (waits for the network's stream).
 double mean_loss(const NetworkState& s);
+// s.home holding at least `floats` (grown, its values lost, where it held fewer).
+float* pinned_home(NetworkState& s, size_t floats);
 // Host to device and back on `stream`; download waits for the copy.
 void upload(float* to, const Tensor& from, cudaStream_t stream);
 Tensor download(const float* from, std::vector<int64_t> shape, cudaStream_t stream);

@@ -254,12 +254,14 @@ class LendingDevice final : public Device {
   // normalization's statistics come back as exec's batch norm keeps them.
   static void keep(const std::shared_ptr<Lease>& lease, int64_t first, int64_t last, int64_t rows,
                    std::vector<LayerCache>& caches) {
-    const RangeNetwork& net = *lease->lent.network;
+    std::vector<std::vector<Tensor>> statistics = lease->lent.network->batch_statistics(first, last);
+    TRAINSIM_CHECK(static_cast<int64_t>(statistics.size()) == last - first + 1,
+                   "statistics of every layer of the range");
     caches.assign(static_cast<size_t>(last - first + 1), LayerCache{});
     for (int64_t i = first; i <= last; ++i) {
       LayerCache& cache = caches[static_cast<size_t>(i - first)];
       cache.device_state = std::make_shared<CacheHold>(lease, static_cast<size_t>(i));
-      std::vector<Tensor> stats = net.batch_statistics(i);
+      std::vector<Tensor>& stats = statistics[static_cast<size_t>(i - first)];
       if (!stats.empty()) {  // as exec's batch norm keeps them: input (for its rows), -, mean, variance
         cache.saved = {Tensor({rows}), Tensor(), std::move(stats[0]), std::move(stats[1])};
       }

@@ -31,9 +31,9 @@ class RangeNetwork {
   // cut `last` + 1) for the backward.
   virtual double forward_range_loss(const Network& network, int64_t first, int64_t last, const Tensor* x,
                                     std::span<const int32_t> labels, float dlogits_scale) = 0;
-  // Batch normalization `layer`'s mean and biased variance per channel over
-  // the last forward; empty for any other layer.
-  virtual std::vector<Tensor> batch_statistics(int64_t layer) const = 0;
+  // Per layer of [first, last]: a batch normalization's mean and biased
+  // variance per channel over its last forward; empty for any other layer.
+  virtual std::vector<std::vector<Tensor>> batch_statistics(int64_t first, int64_t last) const = 0;
   // dL/d(the cut after `last`) from dy (null: the buffers hold it), the
   // range's backward over its last forward's activations, its parameter
   // gradients ADDED into `grads`; dL/d(the cut before `first`) stays in

@@ -75,10 +75,17 @@ class BufferedCpuNetwork final : public RangeNetwork {
     gradients_[static_cast<size_t>(last + 1)] = std::move(dlogits);
     return mean;
   }
-  std::vector<Tensor> batch_statistics(int64_t layer) const override {
-    const LayerCache& cache = *caches_[static_cast<size_t>(layer)];
-    if (layer_of(layer).init_statistics().empty()) return {};
-    return {cache.saved[2], cache.saved[3]};  // exec's batch norm keeps input, -, mean, variance
+  std::vector<std::vector<Tensor>> batch_statistics(int64_t first, int64_t last) const override {
+    std::vector<std::vector<Tensor>> out;
+    for (int64_t l = first; l <= last; ++l) {
+      const LayerCache& cache = *caches_[static_cast<size_t>(l)];
+      if (layer_of(l).init_statistics().empty()) {
+        out.emplace_back();
+      } else {
+        out.push_back({cache.saved[2], cache.saved[3]});  // exec's batch norm keeps input, -, mean, variance
+      }
+    }
+    return out;
   }
   void backward_range(const Network& network, int64_t first, int64_t last, const Tensor* dy,
                       Gradients& grads) override {
