@@ -45,6 +45,12 @@ int64_t workers_per_shared_device(const Cluster& c) {
   return (c.devices_per_machine + c.shared_devices - 1) / c.shared_devices;
 }
 
+int64_t physical_device_of(const Cluster& c, int64_t device) {
+  if (c.shared_devices <= 0) return device;
+  const int64_t machine = device / c.devices_per_machine;
+  return machine * c.shared_devices + (device % c.devices_per_machine) % c.shared_devices;
+}
+
 // DeviceSpec::compute_rate_while_shared: 1 / (1 + (n − 1)(1/r − 1)/(W − 1)),
 // r = 1/W (processor sharing, 1/n) where the file gives none.
 double shared_device_rate(const Cluster& c, int64_t computing) {

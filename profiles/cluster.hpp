@@ -139,6 +139,10 @@ struct Cluster {
 // (Cluster::shared_devices) and the rate each of `computing` of a physical
 // device's workers computes at (DeviceSpec::compute_rate_while_shared).
 int64_t workers_per_shared_device(const Cluster& cluster);
+// The physical device cluster device `device` runs on: itself, or with
+// shared_devices N its machine's physical device (device mod
+// devices_per_machine) mod N, numbered machine by machine.
+int64_t physical_device_of(const Cluster& cluster, int64_t device);
 double shared_device_rate(const Cluster& cluster, int64_t computing);
 
 inline int64_t device_count(const Cluster& cluster) { return cluster.machines * cluster.devices_per_machine; }

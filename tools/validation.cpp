@@ -17,6 +17,7 @@
 #include "profiles/profiler/spread.hpp"
 #include "profiles/profiler/timing.hpp"
 #include "sim/cost/driver.hpp"
+#include "sim/cost/shared_devices.hpp"
 #include "sim/cost/strategies.hpp"
 
 namespace trainsim {
@@ -161,7 +162,9 @@ StrategyValidation compare_strategy(const Validation& v, const StrategyRuns& s, 
   const StrategyConfig config = first_run_settings(s);
   const Plan plan = generate_plan(*s.strategy, median, v.cluster, config, run.plan.iterations);
   TRAINSIM_CHECK(plan.ops.size() == run.plan.ops.size(), "the predicted plan is not the plan that ran");
-  out.predicted_analytic_s = predict_strategy(*s.strategy, median, v.cluster, config).iteration_s;
+  Prediction analytic = predict_strategy(*s.strategy, median, v.cluster, config);
+  price_shared_devices(plan, v.cluster, analytic);  // virtual GPU workers: bounded by the GPU's work
+  out.predicted_analytic_s = analytic.iteration_s;
   const SimResult sim = simulate_plan(plan, v.cluster, SimOptions{});
   out.predicted_simulated_s = sim.iteration_s;
   const std::vector<Profile>& round_profiles = alone ? v.alone_round_profiles : v.round_profiles;

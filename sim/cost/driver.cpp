@@ -8,6 +8,7 @@
 #include "model/error.hpp"
 #include "model/strings.hpp"
 #include "model/units.hpp"
+#include "sim/cost/shared_devices.hpp"
 #include "sim/cost/strategies.hpp"
 #include "sim/des/engine.hpp"
 #include "sim/plan/plan.hpp"
@@ -125,6 +126,10 @@ Prediction simulate_strategy(const StrategyInfo& strategy, const Profile& profil
   return p;
 }
 
+// Iterations of the plan whose compute bounds an analytic prediction on
+// shared devices (price_shared_devices), at least.
+constexpr int32_t kSharedDevicePlanIterations = 20;
+
 // Runs the selected strategies by the analytic models, the simulator, or both.
 PredictionSet predict_with(const Profile& profile, const Cluster& cluster, const std::vector<std::string>& ids,
                            const std::vector<Setting>& settings, bool analytic, bool simulated,
@@ -140,10 +145,9 @@ PredictionSet predict_with(const Profile& profile, const Cluster& cluster, const
     const StrategyConfig config = config_for(*strategy, settings);
     if (analytic) {
       Prediction p = predict_strategy(*strategy, profile, cluster, config);
-      if (cluster.shared_devices > 0 && p.workers > 1) {  // the cost models price a device per worker
-        p.notes.push_back("the analytic model gives each worker a device of its own; this cluster's workers share " +
-                          std::to_string(cluster.shared_devices) +
-                          " per machine (shared_devices), which the simulated method models");
+      if (cluster.shared_devices > 0) {  // the cost models price a device per worker: bound by the shared one's
+        const int32_t planned = std::max(iterations, kSharedDevicePlanIterations);
+        price_shared_devices(generate_plan(*strategy, profile, cluster, config, planned), cluster, p);
       }
       add_result(set, std::move(p), single_analytic);
     }

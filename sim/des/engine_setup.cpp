@@ -75,11 +75,8 @@ Engine::Engine(const Plan& plan, const Cluster& cluster, const SimOptions& optio
     core_jobs_.assign(static_cast<size_t>(cluster.machines * cluster.shared_devices), {});
     core_clocks_.assign(core_jobs_.size(), CoreClock{});
     for (int32_t w = 0; w < workers; ++w) {
-      const int64_t device = device_of_worker_[static_cast<size_t>(w)];
-      const int64_t machine = device / cluster.devices_per_machine;
-      const int64_t local = device % cluster.devices_per_machine;
       core_of_worker_.push_back(
-          static_cast<int32_t>(machine * cluster.shared_devices + local % cluster.shared_devices));
+          static_cast<int32_t>(physical_device_of(cluster, device_of_worker_[static_cast<size_t>(w)])));
     }
   } else if (cluster.shared_cores > 0) {
     core_scheduling_ = true;

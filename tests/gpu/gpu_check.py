@@ -364,7 +364,7 @@ def main():
             done = run([trainsim, "predict", "--profile", profile, "--cluster", cluster4, "--method", "both"], log)
             failed |= done.returncode != 0
             report += ["", "## Predictions from these measurements (fmnist-cnn, batch 64 per worker, 4 workers "
-                       "sharing the GPU: the simulated rows share it, the analytic ones price four GPUs)",
+                       "sharing the GPU: the simulated rows share it, the analytic ones are bounded by its work)",
                        "", "```", done.stdout.strip(), "```"]
             report += ["", "Each strategy's run above beside its simulation from this profile and cluster, the four "
                        "workers sharing the GPU (`shared_devices` 1 and the measured `compute_rate_while_shared`) "
