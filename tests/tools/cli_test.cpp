@@ -4,7 +4,6 @@
 
 #include <filesystem>
 #include <fstream>
-#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -21,22 +20,7 @@ using Result = testing_fixtures::CliResult;
 
 Result run(const std::vector<std::string>& args) { return testing_fixtures::run_cli(args); }
 
-class TempDir {
- public:
-  TempDir() : path_(std::filesystem::temp_directory_path() / ("trainsim_cli_" + std::to_string(::getpid()))) {
-    std::filesystem::create_directories(path_);
-  }
-  ~TempDir() { std::filesystem::remove_all(path_); }
-  std::string write(const std::string& name, const std::string& text) const {
-    const auto file = path_ / name;
-    std::ofstream(file) << text;
-    return file.string();
-  }
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  std::filesystem::path path_;
-};
+using testing_fixtures::TempDir;
 
 // A valid two-layer profile; `patch` edits its JSON text.
 std::string profile_text(const std::string& second_layer_inputs = "[\"a\"]", const std::string& backward_s = "0.004",
@@ -161,61 +145,6 @@ TEST(Cli, ClusterShowPrintsTheCoresSharingWhereTheClusterHasIt) {
   const Result preset = run({"cluster", "show", "p40x4-pcie3"});
   ASSERT_EQ(preset.status, 0) << preset.err;
   EXPECT_EQ(preset.out.find("cores:"), std::string::npos) << preset.out;
-}
-
-// Virtual workers sharing a GPU (cuda:0x4's measured cluster): how many
-// share each, and what each computes at while all do.
-TEST(Cli, ClusterShowPrintsHowVirtualWorkersShareTheirDevice) {
-  TempDir dir;
-  nlohmann::json c = cluster_to_json(load_cluster("p40x4-pcie3"));
-  c["shared_devices"] = 1;
-  const Result shared = run({"cluster", "show", dir.write("c.json", c.dump())});
-  ASSERT_EQ(shared.status, 0) << shared.err;
-  EXPECT_NE(shared.out.find("  virtual workers: 4 on each of 1 physical device(s) per machine, each computing at 0.25 "
-                            "of its rate while all 4 compute (processor sharing)\n"),
-            std::string::npos)
-      << shared.out;
-  c["device"]["compute_rate_while_shared"] = 0.7;
-  const Result measured = run({"cluster", "show", dir.write("m.json", c.dump())});
-  ASSERT_EQ(measured.status, 0) << measured.err;
-  EXPECT_NE(measured.out.find("each computing at 0.7 of its rate while all 4 compute\n"), std::string::npos)
-      << measured.out;
-  const Result preset = run({"cluster", "show", "p40x4-pcie3"});
-  EXPECT_EQ(preset.out.find("virtual workers"), std::string::npos) << preset.out;
-}
-
-// On virtual workers sharing one device the simulated rows share it and
-// the analytic ones are bounded by its work (docs/equations.md §11), saying so.
-TEST(Cli, PredictOnSharedDevicesSaysWhichMethodSharesThem) {
-  TempDir dir;
-  nlohmann::json c = cluster_to_json(load_cluster("p40x4-pcie3"));
-  c["shared_devices"] = 1;
-  const std::string path = dir.write("shared.json", c.dump());
-  const Result r = run({"predict", "--model", "fmnist-mlp", "--batch", "64", "--cluster", path, "--strategies",
-                        "single,dp-ring,gpipe", "--method", "both", "--json", "-"});
-  ASSERT_EQ(r.status, 0) << r.err;
-  const auto doc = nlohmann::json::parse(r.out);
-  std::map<std::pair<std::string, std::string>, nlohmann::json> by;
-  for (const auto& p : doc["results"]) by[{p["strategy"].get<std::string>(), p["method"].get<std::string>()}] = p;
-  const auto says = [&](const std::string& strategy, const std::string& method) {
-    for (const auto& note : by.at({strategy, method})["notes"]) {
-      if (note.get<std::string>().find("shared_devices") != std::string::npos) return true;
-    }
-    return false;
-  };
-  EXPECT_FALSE(says("single", "analytic"));  // one worker: nothing shared
-  EXPECT_TRUE(says("dp-ring", "analytic"));
-  EXPECT_FALSE(says("dp-ring", "simulated"));
-  // Four workers on one device, each at a quarter: about four times single's step, both ways.
-  for (const char* method : {"analytic", "simulated"}) {
-    EXPECT_GT(by.at({"dp-ring", method})["iteration_s"].get<double>(),
-              3 * by.at({"single", method})["iteration_s"].get<double>())
-        << method;
-  }
-  const Result text = run({"predict", "--model", "fmnist-mlp", "--batch", "64", "--cluster", path, "--strategies",
-                           "single,dp-ring,gpipe", "--method", "analytic"});
-  ASSERT_EQ(text.status, 0) << text.err;
-  EXPECT_NE(text.out.find("dp-ring: priced at the shared device's capacity"), std::string::npos) << text.out;
 }
 
 TEST(Cli, ZooShowJsonCarriesTheParameterCount) {

@@ -1,0 +1,80 @@
+// The command line on virtual workers sharing a device (a cluster's
+// shared_devices, as `profile --device cuda:GxW --cluster-out` writes it):
+// what `cluster show` says of it, and how `predict` prices it.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "profiles/cluster.hpp"
+#include "tests/tools/cli_fixtures.hpp"
+
+namespace trainsim {
+namespace {
+
+using testing_fixtures::TempDir;
+
+using Result = testing_fixtures::CliResult;
+
+Result run(const std::vector<std::string>& args) { return testing_fixtures::run_cli(args); }
+
+// Virtual workers sharing a GPU (cuda:0x4's measured cluster): how many
+// share each, and what each computes at while all do.
+TEST(SharedDevicesCli, ClusterShowPrintsHowVirtualWorkersShareTheirDevice) {
+  TempDir dir;
+  nlohmann::json c = cluster_to_json(load_cluster("p40x4-pcie3"));
+  c["shared_devices"] = 1;
+  const Result shared = run({"cluster", "show", dir.write("c.json", c.dump())});
+  ASSERT_EQ(shared.status, 0) << shared.err;
+  EXPECT_NE(shared.out.find("  virtual workers: 4 on each of 1 physical device(s) per machine, each computing at 0.25 "
+                            "of its rate while all 4 compute (processor sharing)\n"),
+            std::string::npos)
+      << shared.out;
+  c["device"]["compute_rate_while_shared"] = 0.7;
+  const Result measured = run({"cluster", "show", dir.write("m.json", c.dump())});
+  ASSERT_EQ(measured.status, 0) << measured.err;
+  EXPECT_NE(measured.out.find("each computing at 0.7 of its rate while all 4 compute\n"), std::string::npos)
+      << measured.out;
+  const Result preset = run({"cluster", "show", "p40x4-pcie3"});
+  EXPECT_EQ(preset.out.find("virtual workers"), std::string::npos) << preset.out;
+}
+
+// On virtual workers sharing one device the simulated rows share it and
+// the analytic ones are bounded by its work (docs/equations.md §11), saying so.
+TEST(SharedDevicesCli, PredictSharesTheDeviceBothWays) {
+  TempDir dir;
+  nlohmann::json c = cluster_to_json(load_cluster("p40x4-pcie3"));
+  c["shared_devices"] = 1;
+  const std::string path = dir.write("shared.json", c.dump());
+  const Result r = run({"predict", "--model", "fmnist-mlp", "--batch", "64", "--cluster", path, "--strategies",
+                        "single,dp-ring,gpipe", "--method", "both", "--json", "-"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto doc = nlohmann::json::parse(r.out);
+  std::map<std::pair<std::string, std::string>, nlohmann::json> by;
+  for (const auto& p : doc["results"]) by[{p["strategy"].get<std::string>(), p["method"].get<std::string>()}] = p;
+  const auto says = [&](const std::string& strategy, const std::string& method) {
+    for (const auto& note : by.at({strategy, method})["notes"]) {
+      if (note.get<std::string>().find("shared_devices") != std::string::npos) return true;
+    }
+    return false;
+  };
+  EXPECT_FALSE(says("single", "analytic"));  // one worker: nothing shared
+  EXPECT_TRUE(says("dp-ring", "analytic"));
+  EXPECT_FALSE(says("dp-ring", "simulated"));
+  // Four workers on one device, each at a quarter: about four times single's step, both ways.
+  for (const char* method : {"analytic", "simulated"}) {
+    EXPECT_GT(by.at({"dp-ring", method})["iteration_s"].get<double>(),
+              3 * by.at({"single", method})["iteration_s"].get<double>())
+        << method;
+  }
+  const Result text = run({"predict", "--model", "fmnist-mlp", "--batch", "64", "--cluster", path, "--strategies",
+                           "single,dp-ring,gpipe", "--method", "analytic"});
+  ASSERT_EQ(text.status, 0) << text.err;
+  EXPECT_NE(text.out.find("dp-ring: priced at the shared device's capacity"), std::string::npos) << text.out;
+}
+
+}  // namespace
+}  // namespace trainsim
