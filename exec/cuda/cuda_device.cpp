@@ -5,6 +5,7 @@
 #include <utility>
 #include <vector>
 
+#include "exec/cuda/cuda_gradient_store.hpp"
 #include "exec/tensor/lending_device.hpp"
 
 namespace trainsim {
@@ -14,13 +15,15 @@ std::unique_ptr<Device> make_cuda_device(const Model& model, int gpu, CudaPrecis
   CudaNetworkOptions options;
   options.precision = precision;
   options.input_gradient = true;  // a stage after the first sends dL/d(its input) back
-  return make_lending_device([model, gpu, options](const Network& network, int64_t batch) {
-    Weights zeros(network.layers.size());  // each lent network loads the weights it runs
-    for (size_t i = 0; i < network.layers.size(); ++i) {
-      for (const std::vector<int64_t>& shape : network.layers[i]->param_shapes()) zeros[i].emplace_back(shape);
-    }
-    return std::make_unique<CudaNetwork>(model, zeros, batch, gpu, options);
-  });
+  return make_lending_device(
+      [model, gpu, options](const Network& network, int64_t batch) {
+        Weights zeros(network.layers.size());  // each lent network loads the weights it runs
+        for (size_t i = 0; i < network.layers.size(); ++i) {
+          for (const std::vector<int64_t>& shape : network.layers[i]->param_shapes()) zeros[i].emplace_back(shape);
+        }
+        return std::make_unique<CudaNetwork>(model, zeros, batch, gpu, options);
+      },
+      make_cuda_gradient_store(gpu));
 }
 
 }  // namespace trainsim

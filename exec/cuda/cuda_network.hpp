@@ -98,7 +98,8 @@ class CudaNetwork final : public RangeNetwork {
   // network's stream, the network built with options.input_gradient: the
   // weights from the host; a boundary's tensors uploaded into and brought
   // back from the buffers of the whole model's graph; the loss computed on
-  // the GPU; the parameter gradients downloaded and added into the host's.
+  // the GPU; the parameter gradients added into the sums the GPU device
+  // keeps (cuda_gradient_store.hpp), or downloaded and added into the host's.
   void load_weights(const Weights& weights, int64_t first, int64_t last) override;
   void forward_range(const Network& network, int64_t first, int64_t last, const Tensor* x) override;
   double forward_range_loss(const Network& network, int64_t first, int64_t last, const Tensor* x,

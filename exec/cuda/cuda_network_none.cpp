@@ -1,4 +1,5 @@
 // CudaNetwork in a build without CUDA: constructing one says so.
+#include "exec/cuda/cuda_gradient_store.hpp"
 #include "exec/cuda/cuda_network.hpp"
 #include "model/error.hpp"
 
@@ -39,5 +40,6 @@ std::vector<std::vector<Tensor>> CudaNetwork::batch_statistics(int64_t, int64_t)
 void CudaNetwork::backward_range(const Network&, int64_t, int64_t, const Tensor*, Gradients&) {}
 Tensor CudaNetwork::cut_values(const Network&, int64_t) { return {}; }
 Tensor CudaNetwork::cut_gradients(const Network&, int64_t) { return {}; }
+std::shared_ptr<GradientStore> make_cuda_gradient_store(int) { return nullptr; }
 
 }  // namespace trainsim

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "exec/cuda/cuda_layer.hpp"
+#include "exec/tensor/range_network.hpp"
 
 namespace trainsim::cuda {
 
@@ -34,6 +35,15 @@ struct NetworkState {
     if (context.blas != nullptr) cublasDestroy(context.blas);
     if (context.stream != nullptr) cudaStreamDestroy(context.stream);
   }
+};
+
+// A parameter gradient's sum the GPU device keeps (cuda_gradient_store.cpp):
+// device memory on `gpu`, and the event after the last work on it (its
+// zeroing, a backward's add); a network's stream waits for it before adding.
+struct KeptSum : KeptGradient {
+  int gpu = 0;
+  DeviceArray<float> values;
+  cudaEvent_t written = nullptr;
 };
 
 // The mean over the positions of the loss the last forward computed

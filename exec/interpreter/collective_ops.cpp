@@ -57,18 +57,19 @@ const std::vector<int>& Interpreter::group(const Op& op) {
 // (seed 002 §3.2, Fig. 3b; all_reduce below).
 void Interpreter::compress(const Op& op) {
   WorkerState& w = *workers_[op.worker];
+  Gradients& grads = host_gradients(w, op.iteration, op.first_layer, op.last_layer);
   std::lock_guard lock(w.mu);
   const int64_t first = op.first_layer >= 0 ? op.first_layer : 0;
   const int64_t last = op.last_layer >= 0 ? op.last_layer : static_cast<int64_t>(network_.layers.size()) - 1;
-  densify_range(gradients_of(w, op.iteration), w.weights, first, last);
+  densify_range(grads, w.weights, first, last);
 }
 
 void Interpreter::all_reduce(OpId id, const Op& op) {
   WorkerState& w = *workers_[op.worker];
   std::vector<float> flat;
   {
+    Gradients& grads = host_gradients(w, op.iteration, op.first_layer, op.last_layer);
     std::lock_guard lock(w.mu);
-    Gradients& grads = gradients_of(w, op.iteration);
     // Parallax reduces the dense variables only (dense_only); the sparse go
     // to servers (hybrid) or around the ring as rows (ar).
     flat = op.dense_only ? flatten_gradients(grads, op.first_layer, op.last_layer)

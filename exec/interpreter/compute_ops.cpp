@@ -216,6 +216,7 @@ void Interpreter::update(OpId id, const Op& op) {
     }
   }
   Gradients& grads = shared != nullptr ? *shared : own;
+  w.device->gradients_to_host(grads, op.first_layer, op.last_layer);
   {
     std::lock_guard lock(w.mu);
     // Gradients pushed by other workers (a parameter server's update).
@@ -253,6 +254,17 @@ Gradients& Interpreter::gradients_of(WorkerState& w, int32_t iteration) {
   auto it = w.grads.find(iteration);
   if (it == w.grads.end()) it = w.grads.emplace(iteration, fresh_gradients(w)).first;
   return it->second;
+}
+
+Gradients& Interpreter::host_gradients(WorkerState& w, int32_t iteration, int32_t first, int32_t last) {
+  Gradients* grads = nullptr;
+  {
+    std::lock_guard lock(w.mu);
+    grads = &gradients_of(w, iteration);
+  }
+  const int64_t layers = static_cast<int64_t>(grads->size());
+  w.device->gradients_to_host(*grads, first >= 0 ? first : 0, last >= 0 ? last : layers - 1);
+  return *grads;
 }
 
 // Zero gradients for a new iteration: a set an update released (zeroed

@@ -85,6 +85,10 @@ class Interpreter final : public OpHandler {
   void backward(OpId id, const Op& op);
   void update(OpId id, const Op& op);
   Gradients& gradients_of(WorkerState& w, int32_t iteration);
+  // The iteration's set with the part of layers [first, last] (-1: every
+  // layer) that the worker's device still keeps added in, for the host to
+  // read (Device::gradients_to_host). Callers do not hold w.mu.
+  Gradients& host_gradients(WorkerState& w, int32_t iteration, int32_t first, int32_t last);
   Gradients fresh_gradients(WorkerState& w);
   void release_gradients(WorkerState& w, Gradients grads);
 

@@ -45,8 +45,9 @@ void Interpreter::copy_to_host(OpId id, const Op& op) {
   WorkerState& w = *workers_[op.worker];
   std::vector<float> flat;
   {
+    Gradients& grads = host_gradients(w, op.iteration, op.first_layer, op.last_layer);
     std::lock_guard lock(w.mu);
-    flat = flatten_densified(gradients_of(w, op.iteration), w.weights, op.first_layer, op.last_layer);
+    flat = flatten_densified(grads, w.weights, op.first_layer, op.last_layer);
   }
   const OpId accumulation = host_source_[static_cast<size_t>(id)];
   TRAINSIM_CHECK(accumulation >= 0, "plan: a copy to host that no accumulation reads");

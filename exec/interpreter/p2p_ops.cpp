@@ -49,6 +49,7 @@ void Interpreter::send(OpId id, const Op& op) {
   std::vector<float> payload;
   std::optional<Gradients> released;  // the iteration's gradients, read by their last send
   std::optional<Tensor> boundary;     // an activation or input gradient, brought to the host unlocked
+  if (payload_of(id) == Payload::kParamGradient) host_gradients(w, op.iteration, op.first_layer, op.last_layer);
   {
     std::lock_guard lock(w.mu);
     switch (payload_of(id)) {

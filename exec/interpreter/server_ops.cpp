@@ -147,8 +147,8 @@ OpId Interpreter::forward_of(int32_t worker, int32_t iteration) const {
 ServerMessage Interpreter::gradient_message(WorkerState& w, const Op& op) {
   std::vector<int64_t> wanted = rows_to_pull(op);
   ServerMessage message(served_.size());
+  const Gradients& grads = host_gradients(w, op.iteration, -1, -1);
   std::lock_guard lock(w.mu);
-  const Gradients& grads = gradients_of(w, op.iteration);
   for (size_t v = 0; v < served_.size(); ++v) {
     ServerPart& part = message[v];
     if (!served_[v].sparse) {

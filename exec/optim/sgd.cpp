@@ -20,6 +20,12 @@ void check_range(const Gradients& grads, int64_t first, int64_t last) {
                      std::to_string(grads.size()) + " layers");
 }
 
+// The gradient is all on the host: no part of it still kept on its device.
+void check_on_host(const ParamGrad& grad) {
+  TRAINSIM_CHECK(grad.kept == nullptr,
+                 "a gradient read on the host while its device keeps part of its sum (Device::gradients_to_host)");
+}
+
 // Row width of a sparse gradient's values ({rows, width}).
 int64_t sparse_width(const ParamGrad& grad) {
   if (grad.row_values.shape.size() >= 2) return grad.row_values.shape[1];
@@ -30,6 +36,8 @@ int64_t sparse_width(const ParamGrad& grad) {
 void scatter_add(const ParamGrad& grad, Tensor& dense) { scatter_add_rows(grad, dense.data, dense.row_size()); }
 
 void add_param_grad(ParamGrad& into, const ParamGrad& from) {
+  check_on_host(into);
+  check_on_host(from);
   if (!into.sparse && !from.sparse) {
     TRAINSIM_CHECK(into.dense.data.size() == from.dense.data.size(), "adding gradients of different sizes");
     for (size_t i = 0; i < into.dense.data.size(); ++i) into.dense.data[i] += from.dense.data[i];
@@ -83,6 +91,7 @@ void Sgd::step(Weights& weights, const Gradients& grads, int64_t first, int64_t 
       for (const Tensor& param : params) velocity.emplace_back(param.shape, 0.0f);
     }
     for (size_t p = 0; p < params.size(); ++p) {
+      check_on_host(layer_grads[p]);
       Tensor* v = with_momentum ? &velocity[p] : nullptr;
       if (layer_grads[p].sparse) {
         step_sparse(params[p], layer_grads[p], v);
@@ -151,6 +160,7 @@ void scale_gradients(Gradients& grads, float factor, int64_t first, int64_t last
   check_range(grads, first, last);
   for (int64_t layer = first; layer <= last; ++layer) {
     for (ParamGrad& grad : grads[layer]) {
+      check_on_host(grad);
       auto& values = grad.sparse ? grad.row_values.data : grad.dense.data;
       for (float& value : values) value *= factor;
     }
@@ -161,6 +171,7 @@ void clear_gradients(Gradients& grads, int64_t first, int64_t last) {
   check_range(grads, first, last);
   for (int64_t layer = first; layer <= last; ++layer) {
     for (ParamGrad& grad : grads[layer]) {
+      grad.kept.reset();  // a part the device kept is let go, as zero
       if (grad.sparse) {
         const int64_t width = sparse_width(grad);
         grad.rows.clear();
@@ -174,6 +185,7 @@ void clear_gradients(Gradients& grads, int64_t first, int64_t last) {
 }
 
 void scatter_add_rows(const ParamGrad& grad, std::span<float> dense, int64_t width) {
+  check_on_host(grad);
   TRAINSIM_CHECK(width > 0 && static_cast<int64_t>(dense.size()) % width == 0, "a table of rows of width " +
                                                                                      std::to_string(width));
   TRAINSIM_CHECK(grad.rows.empty() || sparse_width(grad) == width,
@@ -191,6 +203,7 @@ void scatter_add_rows(const ParamGrad& grad, std::span<float> dense, int64_t wid
 }
 
 Tensor densify_gradient(const ParamGrad& grad, const std::vector<int64_t>& param_shape) {
+  check_on_host(grad);
   if (!grad.sparse) return grad.dense;
   Tensor dense(param_shape, 0.0f);
   scatter_add(grad, dense);
@@ -202,6 +215,7 @@ int64_t flat_gradient_size(const Gradients& grads, int64_t first, int64_t last) 
   int64_t count = 0;
   for (int64_t layer = first; layer <= last; ++layer) {
     for (const ParamGrad& grad : grads[layer]) {
+      check_on_host(grad);
       if (!grad.sparse) count += grad.dense.size();
     }
   }

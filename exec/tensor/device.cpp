@@ -1,6 +1,7 @@
 // EigenCpuDevice: exec/tensor's kernels, called as they are.
 #include "exec/tensor/device.hpp"
 
+#include <algorithm>
 #include <utility>
 
 #include "model/error.hpp"
@@ -41,6 +42,14 @@ double Device::forward_loss(const Network& network, const Weights& weights, Weig
 }
 
 void Device::to_host(Tensor& t) { TRAINSIM_CHECK(t.resident == nullptr, "a tensor on a device that keeps none"); }
+
+void Device::gradients_to_host(Gradients& grads, int64_t first, int64_t last) {
+  for (int64_t l = std::max<int64_t>(first, 0); l <= last && l < static_cast<int64_t>(grads.size()); ++l) {
+    for (const ParamGrad& g : grads[static_cast<size_t>(l)]) {
+      TRAINSIM_CHECK(g.kept == nullptr, "a gradient kept on a device that keeps none");
+    }
+  }
+}
 
 namespace {
 

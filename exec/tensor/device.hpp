@@ -87,6 +87,13 @@ class Device {
   // A tensor this device returned, its values brought into t.data (a no-op
   // for one already there). Here every tensor is on the host.
   virtual void to_host(Tensor& t);
+  // A backward may leave the parameter gradients it adds on the device
+  // (ParamGrad::kept), where a worker's micro-batches sum them: this adds
+  // the part kept of layers [first, last] of `grads` into their host values
+  // and lets it go, on one wait. The interpreter calls it before the host
+  // reads a set (a message, an update); a range holding no kept part is a
+  // no-op. Here nothing is kept.
+  virtual void gradients_to_host(Gradients& grads, int64_t first, int64_t last);
 };
 
 // exec/tensor's Eigen kernels on this machine's CPU, on the weights as

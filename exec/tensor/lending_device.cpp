@@ -85,9 +85,20 @@ struct Resident {
   Tensor host;
 };
 
+// A gradient's sum kept in the device's store (ParamGrad::kept); `taken`
+// once brought to the host, so a copy of the gradient cannot add it twice.
+struct Kept {
+  const void* device;
+  std::shared_ptr<KeptGradient> sum;
+  bool taken = false;
+};
+
 class LendingDevice final : public Device {
  public:
-  explicit LendingDevice(MakeRangeNetwork make) : pool_(std::make_shared<Pool>()) { pool_->make = std::move(make); }
+  LendingDevice(MakeRangeNetwork make, std::shared_ptr<GradientStore> store)
+      : pool_(std::make_shared<Pool>()), store_(std::move(store)) {
+    pool_->make = std::move(make);
+  }
 
   Gradients zero_gradients(const Network& network, const Weights& weights) override {
     return trainsim::zero_gradients(network, weights);
@@ -133,7 +144,12 @@ class LendingDevice final : public Device {
     if (!held) to_host_locked(dy);
     evict_others(*lease, dy);
     lease->lent.load(weights, generation, first, last);
-    lease->lent.network->backward_range(network, first, last, held ? nullptr : &dy, grads);
+    if (store_ == nullptr) {
+      lease->lent.network->backward_range(network, first, last, held ? nullptr : &dy, grads);
+    } else {
+      KeptTargets targets(*this, grads, first, last);
+      lease->lent.network->backward_range(network, first, last, held ? nullptr : &dy, targets.into);
+    }
     if (first == 0) return {};  // dL/d(the model's input): nobody reads it
     return left(network, lease, first, true, dy.rows());
   }
@@ -152,7 +168,74 @@ class LendingDevice final : public Device {
     to_host_locked(t);
   }
 
+  // The kept sums of the range to the host together; the device's lock is
+  // not held while the store waits for them, so the worker's next ops go on.
+  void gradients_to_host(Gradients& grads, int64_t first, int64_t last) override {
+    if (store_ == nullptr) return Device::gradients_to_host(grads, first, last);
+    std::vector<std::shared_ptr<Kept>> taken;
+    std::vector<KeptGradient*> sums;
+    std::vector<std::span<float>> into;
+    {
+      std::lock_guard lock(mu_);
+      for (int64_t l = first; l <= last; ++l) {
+        for (ParamGrad& g : grads.at(static_cast<size_t>(l))) {
+          if (g.kept == nullptr) continue;
+          std::shared_ptr<Kept> k = kept_of(g);
+          k->taken = true;
+          sums.push_back(k->sum.get());
+          into.emplace_back(g.dense.data);
+          taken.push_back(std::move(k));
+          g.kept.reset();
+        }
+      }
+    }
+    if (!sums.empty()) store_->add_to_host(sums, into);
+  }
+
  private:
+  // What a backward adds into: per dense gradient of the range, its kept sum
+  // (made where it has none) as a resident tensor of its shape; the sparse
+  // ones lent as they are and given back after.
+  struct KeptTargets {
+    Gradients into;
+    Gradients& grads;
+    int64_t first, last;
+    KeptTargets(LendingDevice& device, Gradients& g, int64_t f, int64_t l)
+        : into(g.size()), grads(g), first(f), last(l) {
+      for (int64_t i = first; i <= last; ++i) {
+        for (ParamGrad& grad : grads.at(static_cast<size_t>(i))) {
+          ParamGrad& target = into[static_cast<size_t>(i)].emplace_back();
+          if (grad.sparse) {
+            target = std::move(grad);
+            continue;
+          }
+          if (grad.kept == nullptr)
+            grad.kept = std::make_shared<Kept>(Kept{&device, device.store_->zeros(grad.dense.size())});
+          target.dense.shape = grad.dense.shape;
+          target.dense.resident = device.kept_of(grad)->sum;
+        }
+      }
+    }
+    KeptTargets(const KeptTargets&) = delete;
+    KeptTargets& operator=(const KeptTargets&) = delete;
+    ~KeptTargets() {
+      for (int64_t i = first; i <= last; ++i) {
+        LayerGrads& layer = grads[static_cast<size_t>(i)];
+        for (size_t p = 0; p < layer.size(); ++p) {
+          if (layer[p].sparse) layer[p] = std::move(into[static_cast<size_t>(i)][p]);  // a move keeps `sparse`
+        }
+      }
+    }
+  };
+
+  // The kept sum of `g`, checked to be this device's and not yet taken.
+  std::shared_ptr<Kept> kept_of(const ParamGrad& g) const {
+    std::shared_ptr<Kept> k = std::static_pointer_cast<Kept>(g.kept);
+    TRAINSIM_CHECK(k->device == this, "a gradient another device keeps part of");
+    TRAINSIM_CHECK(!k->taken, "a copy of a gradient whose kept part another copy brought to the host");
+    return k;
+  }
+
   Resident& resident_of(const Tensor& t) const {
     auto& r = *static_cast<Resident*>(t.resident.get());
     TRAINSIM_CHECK(r.device == this, "a tensor another device keeps");
@@ -282,14 +365,15 @@ class LendingDevice final : public Device {
   }
 
   std::shared_ptr<Pool> pool_;
+  std::shared_ptr<GradientStore> store_;                        // null: gradients added on the host
   std::mutex mu_;                                               // one pass at a time
   std::map<PassId, std::vector<std::weak_ptr<Lease>>> passes_;  // the networks lent to each pass
 };
 
 }  // namespace
 
-std::unique_ptr<Device> make_lending_device(MakeRangeNetwork make_network) {
-  return std::make_unique<LendingDevice>(std::move(make_network));
+std::unique_ptr<Device> make_lending_device(MakeRangeNetwork make_network, std::shared_ptr<GradientStore> store) {
+  return std::make_unique<LendingDevice>(std::move(make_network), std::move(store));
 }
 
 }  // namespace trainsim

@@ -5,8 +5,9 @@
 // (Tensor::resident); a tensor another op may overwrite first goes to the
 // host. A network loads a layer's weights only when its copy holds another
 // generation of them (LoadedWeights). The loss is the network's; the
-// parameter gradients come back into the interpreter's, and the statistics
-// of batch normalization as exec's batch norm keeps them.
+// parameter gradients sum where the networks compute until the host reads
+// them (a GradientStore), and the statistics of batch normalization come
+// back as exec's batch norm keeps them.
 #pragma once
 
 #include <cstdint>
@@ -21,6 +22,10 @@ namespace trainsim {
 // A new network of `batch` rows for `network`'s model.
 using MakeRangeNetwork = std::function<std::unique_ptr<RangeNetwork>(const Network& network, int64_t batch)>;
 
-std::unique_ptr<Device> make_lending_device(MakeRangeNetwork make_network);
+// With a `store`, a backward adds its dense parameter gradients into sums
+// kept there (ParamGrad::kept) until Device::gradients_to_host; without
+// one, into the host's.
+std::unique_ptr<Device> make_lending_device(MakeRangeNetwork make_network,
+                                            std::shared_ptr<GradientStore> store = nullptr);
 
 }  // namespace trainsim

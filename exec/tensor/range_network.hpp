@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -36,14 +37,34 @@ class RangeNetwork {
   virtual std::vector<std::vector<Tensor>> batch_statistics(int64_t first, int64_t last) const = 0;
   // dL/d(the cut after `last`) from dy (null: the buffers hold it), the
   // range's backward over its last forward's activations, its parameter
-  // gradients ADDED into `grads`; dL/d(the cut before `first`) stays in
-  // the buffers.
+  // gradients ADDED into `grads`: into the sum a dense gradient's tensor
+  // names where it is resident (a KeptGradient of this network's
+  // GradientStore), else into its host values; dL/d(the cut before
+  // `first`) stays in the buffers.
   virtual void backward_range(const Network& network, int64_t first, int64_t last, const Tensor* dy,
                               Gradients& grads) = 0;
   // Cut `i`'s values or gradients as the buffers hold them, as a range
   // pass gives a boundary: a lone tensor, or the cut's tensors as parts.
   virtual Tensor cut_values(const Network& network, int64_t i) = 0;
   virtual Tensor cut_gradients(const Network& network, int64_t i) = 0;
+};
+
+// A parameter gradient's sum kept in the memory RangeNetworks compute in
+// (ParamGrad::kept): each backward adds its share there.
+class KeptGradient {
+ public:
+  virtual ~KeptGradient() = default;
+};
+
+// Where a device's networks keep gradient sums (a GPU's memory): any of
+// its networks adds into them, and they come back to the host together.
+class GradientStore {
+ public:
+  virtual ~GradientStore() = default;
+  // A sum of `floats` zeros.
+  virtual std::shared_ptr<KeptGradient> zeros(int64_t floats) = 0;
+  // into[i] += sums[i] for each, after every add into them, on one wait.
+  virtual void add_to_host(std::span<KeptGradient* const> sums, std::span<const std::span<float>> into) = 0;
 };
 
 }  // namespace trainsim

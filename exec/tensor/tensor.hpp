@@ -47,6 +47,12 @@ struct ParamGrad {
   Tensor dense;
   std::vector<int64_t> rows;
   Tensor row_values;  // {rows.size(), row width}
+  // A part of a dense gradient's sum that its device still keeps (a GPU's
+  // memory, where a worker's backwards add into it): the gradient is
+  // `dense` plus that part until Device::gradients_to_host adds it in. The
+  // host's gradient functions (exec/optim/sgd.hpp) refuse a gradient with
+  // one; a copy shares it, and only one copy can take it.
+  std::shared_ptr<void> kept;
 };
 
 // A layer's parameters (weights, then bias) and the whole model's, one entry

@@ -1,0 +1,289 @@
+// A CPU stand-in for a GPU network under the lending device
+// (exec/tensor/lending_device.hpp): its own copy of the weights, loaded per
+// layer; per layer the cache of its last forward, which the backward reads
+// (a later forward of the layer overwrites it); per cut the values and
+// gradients its last ranges left there (those inside a range are not kept,
+// so reading one in place fails); gradient sums kept in a store of its
+// own. It counts what crosses between "device" and host, and
+// expect_lending_trains_as_the_cpu runs a strategy on it beside the CPU
+// device.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "exec/tensor/lending_device.hpp"
+#include "model/error.hpp"
+#include "tests/exec/strategy_runs.hpp"
+
+namespace trainsim::buffered {
+
+using strategy_runs::RunSpec;
+using strategy_runs::StrategyRun;
+
+struct BufferCounts {
+  std::mutex mu;
+  int64_t networks = 0;   // made
+  int64_t uploads = 0;    // range inputs given from the host
+  int64_t in_place = 0;   // range inputs read where the range before left them
+  int64_t downloads = 0;  // cut values or gradients brought back
+  int64_t sums = 0;       // parameter-gradient sums kept on the device
+  int64_t sums_back = 0;  // of them, brought to the host
+  int64_t waits = 0;      // the store's waits to bring sums back
+
+  struct Totals {
+    int64_t waits = 0;      // the store's
+    int64_t backwards = 0;  // the plan's backward ops
+  };
+  void add(int64_t BufferCounts::*field) {
+    std::lock_guard lock(mu);
+    ++(this->*field);
+  }
+};
+
+// A gradient sum kept "on the device": the values as backwards add into them.
+struct CpuKeptSum final : KeptGradient {
+  Tensor values;
+};
+
+class CountingStore final : public GradientStore {
+ public:
+  explicit CountingStore(BufferCounts& counts) : counts_(counts) {}
+  std::shared_ptr<KeptGradient> zeros(int64_t floats) override {
+    counts_.add(&BufferCounts::sums);
+    auto sum = std::make_shared<CpuKeptSum>();
+    sum->values = Tensor({floats});
+    return sum;
+  }
+  void add_to_host(std::span<KeptGradient* const> sums, std::span<const std::span<float>> into) override {
+    counts_.add(&BufferCounts::waits);
+    for (size_t i = 0; i < sums.size(); ++i) {
+      const Tensor& kept = dynamic_cast<const CpuKeptSum&>(*sums[i]).values;
+      TRAINSIM_CHECK(kept.data.size() == into[i].size(), "a kept sum of another size");
+      for (size_t j = 0; j < into[i].size(); ++j) into[i][j] += kept.data[j];
+      counts_.add(&BufferCounts::sums_back);
+    }
+  }
+
+ private:
+  BufferCounts& counts_;
+};
+
+class BufferedCpuNetwork final : public RangeNetwork {
+ public:
+  BufferedCpuNetwork(const Network& network, int64_t batch, BufferCounts& counts)
+      : network_(&network),
+        batch_(batch),
+        weights_(network.layers.size()),
+        caches_(network.layers.size()),
+        values_(network.layers.size() + 1),
+        gradients_(network.layers.size() + 1),
+        counts_(counts) {
+    counts_.add(&BufferCounts::networks);
+  }
+
+  int64_t batch() const override { return batch_; }
+  void load_weights(const Weights& weights, int64_t first, int64_t last) override {
+    for (int64_t l = first; l <= last; ++l) weights_[static_cast<size_t>(l)] = weights[static_cast<size_t>(l)];
+  }
+  void forward_range(const Network& network, int64_t first, int64_t last, const Tensor* x) override {
+    if (x != nullptr) values_[static_cast<size_t>(first)] = *x;
+    Tensor in = held(values_, first, x == nullptr);
+    for (int64_t c = first + 1; c <= last + 1; ++c) values_[static_cast<size_t>(c)].reset();
+    std::vector<LayerCache> caches;
+    Tensor y = trainsim::forward_range(network, weights_, first, last, std::move(in), caches);
+    for (int64_t l = first; l <= last; ++l)
+      caches_[static_cast<size_t>(l)] = std::move(caches[static_cast<size_t>(l - first)]);
+    values_[static_cast<size_t>(last + 1)] = std::move(y);
+  }
+  double forward_range_loss(const Network& network, int64_t first, int64_t last, const Tensor* x,
+                            std::span<const int32_t> labels, float dlogits_scale) override {
+    forward_range(network, first, last, x);
+    Tensor dlogits;
+    const double mean = softmax_cross_entropy(*values_[static_cast<size_t>(last + 1)], labels, &dlogits);
+    for (float& v : dlogits.data) v *= dlogits_scale;
+    gradients_[static_cast<size_t>(last + 1)] = std::move(dlogits);
+    return mean;
+  }
+  std::vector<std::vector<Tensor>> batch_statistics(int64_t first, int64_t last) const override {
+    std::vector<std::vector<Tensor>> out;
+    for (int64_t l = first; l <= last; ++l) {
+      const LayerCache& cache = *caches_[static_cast<size_t>(l)];
+      if (layer_of(l).init_statistics().empty()) {
+        out.emplace_back();
+      } else {
+        out.push_back({cache.saved[2], cache.saved[3]});  // exec's batch norm keeps input, -, mean, variance
+      }
+    }
+    return out;
+  }
+  void backward_range(const Network& network, int64_t first, int64_t last, const Tensor* dy,
+                      Gradients& grads) override {
+    if (dy != nullptr) gradients_[static_cast<size_t>(last + 1)] = *dy;
+    Tensor in = held(gradients_, last + 1, dy == nullptr);
+    std::vector<LayerCache> caches;
+    for (int64_t l = first; l <= last; ++l) {
+      std::optional<LayerCache>& cache = caches_[static_cast<size_t>(l)];
+      TRAINSIM_CHECK(cache.has_value(), "a backward of layer " + std::to_string(l) + " without its forward");
+      caches.push_back(std::move(*cache));
+      cache.reset();
+    }
+    for (int64_t c = first; c <= last + 1; ++c) gradients_[static_cast<size_t>(c)].reset();
+    // Each gradient adds where it is: into its kept sum, else the host's.
+    Gradients into(grads.size());
+    const auto swap_in = [&] {
+      for (int64_t l = first; l <= last; ++l) {
+        LayerGrads& layer = grads[static_cast<size_t>(l)];
+        into[static_cast<size_t>(l)].resize(layer.size());
+        for (size_t p = 0; p < layer.size(); ++p) {
+          ParamGrad& target = into[static_cast<size_t>(l)][p];
+          if (layer[p].dense.resident == nullptr) {
+            std::swap(target, layer[p]);
+            continue;
+          }
+          Tensor& kept = static_cast<CpuKeptSum*>(static_cast<KeptGradient*>(layer[p].dense.resident.get()))->values;
+          kept.shape = layer[p].dense.shape;
+          std::swap(target.dense, kept);
+        }
+      }
+    };
+    swap_in();
+    gradients_[static_cast<size_t>(first)] =
+        trainsim::backward_range(network, weights_, first, last, std::move(in), caches, into);
+    swap_in();  // and back
+  }
+  Tensor cut_values(const Network&, int64_t i) override { return brought_back(values_, i); }
+  Tensor cut_gradients(const Network&, int64_t i) override { return brought_back(gradients_, i); }
+
+ private:
+  const ExecLayer& layer_of(int64_t layer) const { return *network_->layers[static_cast<size_t>(layer)]; }
+
+  Tensor held(const std::vector<std::optional<Tensor>>& cuts, int64_t i, bool in_place) {
+    const std::optional<Tensor>& t = cuts[static_cast<size_t>(i)];
+    TRAINSIM_CHECK(t.has_value(), "cut " + std::to_string(i) + " read in place, but no range left it");
+    counts_.add(in_place ? &BufferCounts::in_place : &BufferCounts::uploads);
+    return *t;
+  }
+  Tensor brought_back(const std::vector<std::optional<Tensor>>& cuts, int64_t i) {
+    const std::optional<Tensor>& t = cuts[static_cast<size_t>(i)];
+    TRAINSIM_CHECK(t.has_value(), "cut " + std::to_string(i) + " brought back, but no range left it");
+    counts_.add(&BufferCounts::downloads);
+    return *t;
+  }
+
+  const Network* network_;
+  int64_t batch_;
+  Weights weights_;
+  std::vector<std::optional<LayerCache>> caches_;
+  std::vector<std::optional<Tensor>> values_, gradients_;  // per cut
+  BufferCounts& counts_;
+};
+
+inline bool carries_boundary(const Op& op) {
+  return op.payload == Payload::kActivation || op.payload == Payload::kInputGradient;
+}
+
+inline int64_t boundary_sends(const Plan& plan) {
+  int64_t sends = 0;
+  for (const Op& op : plan.ops) sends += op.kind == OpKind::kSend && carries_boundary(op);
+  return sends;
+}
+
+// The range inputs that come from the host: every batch a first forward
+// reads, every recompute's (from the input its forward kept there), and
+// every boundary received from another worker; the others are read in place.
+inline int64_t host_inputs(const Plan& plan) {
+  int64_t inputs = 0;
+  for (const Op& op : plan.ops) {
+    inputs += (op.kind == OpKind::kForward && op.first_layer == 0) || op.kind == OpKind::kRecompute;
+    if (op.kind == OpKind::kRecv) inputs += carries_boundary(plan.ops[static_cast<size_t>(op.deps.front())]);
+  }
+  return inputs;
+}
+
+inline int64_t range_ops(const Plan& plan) {
+  int64_t ops = 0;
+  for (const Op& op : plan.ops) {
+    ops += op.kind == OpKind::kForward || op.kind == OpKind::kBackward || op.kind == OpKind::kRecompute;
+  }
+  return ops;
+}
+
+inline int64_t ops_of(const Plan& plan, OpKind kind) {
+  int64_t n = 0;
+  for (const Op& op : plan.ops) n += op.kind == kind;
+  return n;
+}
+
+// The ops that read a worker's parameter gradients on the host.
+inline int64_t gradient_reads(const Plan& plan) {
+  int64_t reads = 0;
+  for (const Op& op : plan.ops) {
+    reads += op.kind == OpKind::kUpdate || op.kind == OpKind::kAllReduce || op.kind == OpKind::kCompress ||
+             op.kind == OpKind::kCopyToHost || (op.kind == OpKind::kSend && op.payload == Payload::kParamGradient);
+  }
+  return reads;
+}
+
+// The strategy's run on lending devices over BufferedCpuNetworks, keeping
+// the gradient sums in a CountingStore, beside its run on the CPU device.
+inline void expect_lending_trains_as_the_cpu(const RunSpec& spec, BufferCounts::Totals* totals = nullptr) {
+  BufferCounts counts;
+  RunSpec lending = spec;
+  auto store = std::make_shared<CountingStore>(counts);
+  lending.make_device = [&](int32_t) {
+    return make_lending_device(
+        [&](const Network& network, int64_t batch) {
+          return std::make_unique<BufferedCpuNetwork>(network, batch, counts);
+        },
+        store);
+  };
+  const StrategyRun reference = strategy_runs::run(spec);
+  const StrategyRun run = strategy_runs::run(lending);
+  EXPECT_EQ(run.result.loss_per_iteration, reference.result.loss_per_iteration);
+  EXPECT_EQ(strategy_runs::largest_weight_gap(run.result.weights, reference.result.weights), 0.0);
+  ASSERT_EQ(run.result.statistics.size(), reference.result.statistics.size());
+  for (size_t l = 0; l < run.result.statistics.size(); ++l) {
+    ASSERT_EQ(run.result.statistics[l].size(), reference.result.statistics[l].size());
+    for (size_t p = 0; p < run.result.statistics[l].size(); ++p) {
+      EXPECT_EQ(run.result.statistics[l][p].data, reference.result.statistics[l][p].data) << "layer " << l;
+    }
+  }
+  // Every range input that is not the batch, a recompute's or a received
+  // boundary is read where the pass's op before left it, and only the
+  // boundaries sent come back.
+  EXPECT_EQ(counts.uploads, host_inputs(run.plan));
+  EXPECT_EQ(counts.in_place, range_ops(run.plan) - host_inputs(run.plan));
+  EXPECT_GT(counts.in_place, 0);
+  EXPECT_EQ(counts.downloads, boundary_sends(run.plan));
+  // Every dense gradient's sum forms on the device and comes back once, at
+  // most one wait per op that reads gradients (none where an op before
+  // brought its range back).
+  EXPECT_GT(counts.sums, 0);
+  EXPECT_EQ(counts.sums_back, counts.sums);
+  EXPECT_GT(counts.waits, 0);
+  EXPECT_LE(counts.waits, gradient_reads(run.plan));
+  if (totals != nullptr) *totals = {counts.waits, ops_of(run.plan, OpKind::kBackward)};
+}
+
+// fmnist-mlp (0 flatten, 1 fc1, 2 relu1, 3 fc2, 4 relu2, 5 fc3, 6 softmax)
+// at batch 8, called as the interpreter calls a device.
+struct MlpCalls {
+  Network network = build_network(build_zoo_model("fmnist-mlp"));
+  Weights weights = init_weights(network, strategy_runs::kWeightSeed);
+  Tensor x;
+  std::vector<int32_t> labels;
+  BufferCounts counts;
+  std::unique_ptr<Device> device = make_lending_device(
+      [this](const Network& n, int64_t batch) { return std::make_unique<BufferedCpuNetwork>(n, batch, counts); });
+  MlpCalls() { strategy_runs::synthetic_batch(0, 8, x, labels); }
+};
+
+}  // namespace trainsim::buffered
