@@ -304,7 +304,7 @@ void add_run_command(CLI::App& app, CommandContext& ctx) {
   cmd->add_option("--set", o->settings, "Strategy setting key=value (repeatable)");
   cmd->add_option("--devices", o->devices,
                   "cpu:N (N worker threads), or cuda, cuda:G or cuda:GxW (W workers sharing GPU G; every worker's "
-                  "forwards and backwards on the GPU, its weights, optimizer and messages on the host), or "
+                  "forwards, backwards, gradient sums and SGD steps on the GPU, its messages on the host), or "
                   "cuda:G,H,... (a worker on each GPU listed; --set algorithm=mpi: the library AllReduce, NCCL's)")
       ->capture_default_str();
   cmd->add_option("--precision", o->precision,

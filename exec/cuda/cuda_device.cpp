@@ -5,7 +5,7 @@
 #include <utility>
 #include <vector>
 
-#include "exec/cuda/cuda_gradient_store.hpp"
+#include "exec/cuda/cuda_device_store.hpp"
 #include "exec/tensor/lending_device.hpp"
 
 namespace trainsim {
@@ -23,7 +23,7 @@ std::unique_ptr<Device> make_cuda_device(const Model& model, int gpu, CudaPrecis
         }
         return std::make_unique<CudaNetwork>(model, zeros, batch, gpu, options);
       },
-      make_cuda_gradient_store(gpu));
+      make_cuda_device_store(gpu));
 }
 
 }  // namespace trainsim

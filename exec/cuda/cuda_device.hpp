@@ -6,11 +6,13 @@
 // read in place where the op before left it and brought to the host only
 // to be sent; the range's weights go up only for the layers whose copy on
 // the GPU holds another generation (Device::forward); the loss is computed
-// on the GPU; the parameter gradients sum on the GPU (a GradientStore) over
+// on the GPU; the parameter gradients sum on the GPU (a DeviceStore) over
 // the worker's micro-batches and ranges until the host reads them
-// (Device::gradients_to_host: one wait for an op's whole range), batch
-// normalization's statistics come back, and weights, optimizers and
-// messages stay on the host. Each
+// (Device::gradients_to_host: one wait for an op's whole range), the
+// update steps a dense range's weights and velocity there (Device::step;
+// the host's copy comes back by Device::weights_to_host where the host
+// reads it), batch normalization's statistics come back, and messages stay
+// on the host. Each
 // range's kernels run on the network's stream (cuBLAS, cuDNN and the
 // project's kernels). Several workers may share one GPU (virtual devices:
 // `cuda:0x4`). No CUDA type appears here.

@@ -1,5 +1,5 @@
 // CudaNetwork in a build without CUDA: constructing one says so.
-#include "exec/cuda/cuda_gradient_store.hpp"
+#include "exec/cuda/cuda_device_store.hpp"
 #include "exec/cuda/cuda_network.hpp"
 #include "model/error.hpp"
 
@@ -38,8 +38,9 @@ double CudaNetwork::forward_range_loss(const Network&, int64_t, int64_t, const T
 }
 std::vector<std::vector<Tensor>> CudaNetwork::batch_statistics(int64_t, int64_t) const { return {}; }
 void CudaNetwork::backward_range(const Network&, int64_t, int64_t, const Tensor*, Gradients&) {}
+void CudaNetwork::load_kept_weights(int64_t, std::span<KeptValues* const>) {}
 Tensor CudaNetwork::cut_values(const Network&, int64_t) { return {}; }
 Tensor CudaNetwork::cut_gradients(const Network&, int64_t) { return {}; }
-std::shared_ptr<GradientStore> make_cuda_gradient_store(int) { return nullptr; }
+std::shared_ptr<DeviceStore> make_cuda_device_store(int) { return nullptr; }
 
 }  // namespace trainsim

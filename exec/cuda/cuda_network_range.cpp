@@ -114,6 +114,23 @@ void CudaNetwork::load_weights(const Weights& weights, int64_t first, int64_t la
   }
 }
 
+void CudaNetwork::load_kept_weights(int64_t layer, std::span<KeptValues* const> params) {
+  cuda::NetworkState& s = *state_;
+  TRAINSIM_CHECK(layer >= 0 && layer < static_cast<int64_t>(s.layers.size()), "a layer of the network");
+  TRAINSIM_CUDA(cudaSetDevice(s.context.device));
+  cuda::GpuLayer& l = *s.layers[static_cast<size_t>(layer)];
+  TRAINSIM_CHECK(params.size() == l.params.size(), l.name + ": kept weights of every parameter");
+  for (size_t p = 0; p < params.size(); ++p) {
+    auto* k = dynamic_cast<cuda::KeptArray*>(params[p]);
+    TRAINSIM_CHECK(k != nullptr && k->gpu == s.context.device && k->values.size() == l.params[p].size(),
+                   l.name + ": weights kept by another GPU's store");
+    TRAINSIM_CUDA(cudaStreamWaitEvent(s.context.stream, k->written, 0));
+    TRAINSIM_CUDA(cudaMemcpyAsync(l.params[p].get(), k->values.get(), k->values.bytes(), cudaMemcpyDeviceToDevice,
+                                  s.context.stream));
+    TRAINSIM_CUDA(cudaEventRecord(k->written, s.context.stream));
+  }
+}
+
 void CudaNetwork::forward_range(const Network& network, int64_t first, int64_t last, const Tensor* x) {
   cuda::NetworkState& s = *state_;
   cuda::check_range(s, network, first, last);
@@ -220,7 +237,7 @@ void CudaNetwork::backward_range(const Network& network, int64_t first, int64_t 
         floats += static_cast<size_t>(l.grads[p].size());
         continue;
       }
-      auto* k = dynamic_cast<cuda::KeptSum*>(static_cast<KeptGradient*>(g.dense.resident.get()));
+      auto* k = dynamic_cast<cuda::KeptArray*>(static_cast<KeptValues*>(g.dense.resident.get()));
       TRAINSIM_CHECK(k != nullptr && k->gpu == s.context.device && k->values.size() == l.grads[p].size(),
                      l.name + ": a gradient kept by another GPU's store");
       TRAINSIM_CUDA(cudaStreamWaitEvent(s.context.stream, k->written, 0));

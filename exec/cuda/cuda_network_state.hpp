@@ -37,10 +37,12 @@ struct NetworkState {
   }
 };
 
-// A parameter gradient's sum the GPU device keeps (cuda_gradient_store.cpp):
-// device memory on `gpu`, and the event after the last work on it (its
-// zeroing, a backward's add); a network's stream waits for it before adding.
-struct KeptSum : KeptGradient {
+// Values the GPU device keeps (cuda_device_store.cpp): a gradient's sum, a
+// parameter's weights or velocity, in device memory on `gpu`, and the event
+// after the last work on them (a zeroing, a backward's add, a step, a
+// network's load); any stream waits for it before its own work on them and
+// records it after.
+struct KeptArray : KeptValues {
   int gpu = 0;
   DeviceArray<float> values;
   cudaEvent_t written = nullptr;

@@ -97,6 +97,7 @@ void Interpreter::all_reduce(OpId id, const Op& op) {
 void Interpreter::broadcast(OpId id, const Op& op) {
   WorkerState& w = *workers_[op.worker];
   const std::vector<int>& members = group(op);
+  w.device->weights_to_host(w.weights, op.first_layer, op.last_layer);
   std::vector<float> flat = flatten_weights(w.weights, op.first_layer, op.last_layer);
   transport_.broadcast(op.worker, members, members.front(), tags_[static_cast<size_t>(id)], flat);
   if (op.worker != members.front()) {

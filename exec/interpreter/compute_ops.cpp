@@ -60,6 +60,7 @@ void Interpreter::install_received_weights(WorkerState& w, const Op& op) {
       w.received.erase(it);
     }
     stash_before_change(w);
+    w.device->weights_to_host(w.weights, d.first_layer, d.last_layer);
     unflatten_weights(flat, w.weights, d.first_layer, d.last_layer);
   }
 }
@@ -216,7 +217,11 @@ void Interpreter::update(OpId id, const Op& op) {
     }
   }
   Gradients& grads = shared != nullptr ? *shared : own;
-  w.device->gradients_to_host(grads, op.first_layer, op.last_layer);
+  // The host reads the gradients where it adds to them or SpecTrain
+  // follows them; else they may stay on the device for its step.
+  if (w.spectrain || gathers_sparse_rows_ || !served_.empty()) {
+    w.device->gradients_to_host(grads, op.first_layer, op.last_layer);
+  }
   {
     std::lock_guard lock(w.mu);
     // Gradients pushed by other workers (a parameter server's update).
@@ -225,6 +230,7 @@ void Interpreter::update(OpId id, const Op& op) {
       auto r = w.received.find(dep);
       if (r == w.received.end() || payload_of(sender_of(dep)) != Payload::kParamGradient) continue;
       const Op& d = plan_.ops[static_cast<size_t>(dep)];
+      w.device->gradients_to_host(grads, op.first_layer, op.last_layer);
       densify_range(grads, w.weights, d.first_layer, d.last_layer);
       add_flat_gradients(r->second, grads, d.first_layer, d.last_layer);
       w.received.erase(r);
@@ -240,9 +246,17 @@ void Interpreter::update(OpId id, const Op& op) {
   // SpecTrain's eq. 1: v follows the gradients the worker applies.
   if (w.spectrain) w.spectrain->observe(w.weights, grads, op.first_layer, op.last_layer);
   // In Parallax's ps mode the servers stepped every variable; the worker
-  // holds what it pulled.
-  if (!serves_dense_) w.optimizer->step(w.weights, grads, op.first_layer, op.last_layer);
+  // holds what it pulled. SpecTrain predicts from the host's weights, so
+  // they are stepped there; elsewhere the device may step its own.
+  if (!serves_dense_) {
+    if (w.spectrain) {
+      w.optimizer->step(w.weights, grads, op.first_layer, op.last_layer);
+    } else {
+      w.device->step(*w.optimizer, w.weights, grads, op.first_layer, op.last_layer);
+    }
+  }
   if (const int32_t sends = weight_sends_of(id); sends > 0) {
+    w.device->weights_to_host(w.weights, op.first_layer, op.last_layer);
     std::lock_guard lock(w.mu);
     w.weight_payloads[id] = {flatten_weights(w.weights, op.first_layer, op.last_layer), sends};
   }

@@ -7,8 +7,21 @@
 #include "model/error.hpp"
 
 namespace trainsim::interp {
+namespace {
+
+// None of the layers' weights is left on a device (Device::weights_to_host first).
+void check_on_host(const Weights& weights, int64_t first, int64_t last) {
+  for (int64_t l = first; l <= last; ++l) {
+    for (const Tensor& t : weights[static_cast<size_t>(l)]) {
+      TRAINSIM_CHECK(t.resident == nullptr, "weights read on the host while a device keeps them");
+    }
+  }
+}
+
+}  // namespace
 
 std::vector<float> flatten_weights(const Weights& weights, int64_t first, int64_t last) {
+  check_on_host(weights, first, last);
   size_t size = 0;
   for (int64_t l = first; l <= last; ++l) {
     for (const Tensor& t : weights[static_cast<size_t>(l)]) size += t.data.size();
@@ -22,6 +35,7 @@ std::vector<float> flatten_weights(const Weights& weights, int64_t first, int64_
 }
 
 void unflatten_weights(std::span<const float> flat, Weights& weights, int64_t first, int64_t last) {
+  check_on_host(weights, first, last);
   size_t at = 0;
   for (int64_t l = first; l <= last; ++l) {
     for (Tensor& t : weights[static_cast<size_t>(l)]) {

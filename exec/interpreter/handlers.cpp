@@ -171,6 +171,9 @@ ExecResult Interpreter::result() {
   // from the first running its forward (DDP keeps rank 0's buffers).
   const std::vector<int32_t> updater = first_worker_per_layer(OpKind::kUpdate);
   const std::vector<int32_t> forwarder = first_worker_per_layer(OpKind::kForward);
+  for (const std::unique_ptr<WorkerState>& w : workers_) {
+    if (w->device != nullptr) w->device->weights_to_host(w->weights, 0, static_cast<int64_t>(w->weights.size()) - 1);
+  }
   r.weights = workers_.front()->weights;
   r.statistics = workers_.front()->statistics;
   for (size_t l = 0; l < network_.layers.size(); ++l) {
@@ -188,7 +191,8 @@ RunState Interpreter::raw_state() const {
   state.endpoints.resize(workers_.size() + served_.size());
   for (size_t i = 0; i < workers_.size(); ++i) {
     if (!local_[i]) continue;
-    const WorkerState& w = *workers_[i];
+    WorkerState& w = *workers_[i];
+    w.device->weights_to_host(w.weights, 0, static_cast<int64_t>(w.weights.size()) - 1, w.optimizer.get());
     state.endpoints[i] = EndpointState{w.weights, w.optimizer->velocity(),
                                        w.spectrain ? w.spectrain->smoothed_gradient() : Weights{}, w.statistics};
   }
@@ -255,6 +259,7 @@ void Interpreter::resume_from(const RunState& state) {
     if (shapes_of(e.weights) != shapes_of(w.weights) || shapes_of(e.statistics) != shapes_of(w.statistics)) {
       throw InputError("--resume", "holds weights of another model", "a checkpoint of this model");
     }
+    w.device->weights_to_host(w.weights, 0, static_cast<int64_t>(w.weights.size()) - 1, w.optimizer.get());
     w.weights = e.weights;
     ++w.generation;
     w.statistics = e.statistics;

@@ -92,6 +92,7 @@ void Sgd::step(Weights& weights, const Gradients& grads, int64_t first, int64_t 
     }
     for (size_t p = 0; p < params.size(); ++p) {
       check_on_host(layer_grads[p]);
+      TRAINSIM_CHECK(params[p].resident == nullptr, "weights stepped on the host while a device keeps them");
       Tensor* v = with_momentum ? &velocity[p] : nullptr;
       if (layer_grads[p].sparse) {
         step_sparse(params[p], layer_grads[p], v);

@@ -43,6 +43,19 @@ double Device::forward_loss(const Network& network, const Weights& weights, Weig
 
 void Device::to_host(Tensor& t) { TRAINSIM_CHECK(t.resident == nullptr, "a tensor on a device that keeps none"); }
 
+void Device::step(Sgd& sgd, Weights& weights, Gradients& grads, int64_t first, int64_t last) {
+  gradients_to_host(grads, first, last);
+  sgd.step(weights, grads, first, last);
+}
+
+void Device::weights_to_host(Weights& weights, int64_t first, int64_t last, Sgd* /*sgd*/) {
+  for (int64_t l = std::max<int64_t>(first, 0); l <= last && l < static_cast<int64_t>(weights.size()); ++l) {
+    for (const Tensor& t : weights[static_cast<size_t>(l)]) {
+      TRAINSIM_CHECK(t.resident == nullptr, "weights kept on a device that keeps none");
+    }
+  }
+}
+
 void Device::gradients_to_host(Gradients& grads, int64_t first, int64_t last) {
   for (int64_t l = std::max<int64_t>(first, 0); l <= last && l < static_cast<int64_t>(grads.size()); ++l) {
     for (const ParamGrad& g : grads[static_cast<size_t>(l)]) {

@@ -9,6 +9,7 @@
 #include <span>
 #include <vector>
 
+#include "exec/optim/sgd.hpp"
 #include "exec/tensor/layers.hpp"
 
 namespace trainsim {
@@ -94,6 +95,20 @@ class Device {
   // reads a set (a message, an update); a range holding no kept part is a
   // no-op. Here nothing is kept.
   virtual void gradients_to_host(Gradients& grads, int64_t first, int64_t last);
+  // One step of `sgd` on layers [first, last] of `weights` by `grads`
+  // (Sgd::step). A device may step a copy of its own of a dense layer's
+  // weights and of the optimizer's velocity (a GPU's, by the gradient sums
+  // it keeps): the host's weights of the layer then stay on the device
+  // (Tensor::resident, no data) until weights_to_host, and the host's
+  // velocity goes stale. Here the gradients come to the host and sgd.step
+  // runs.
+  virtual void step(Sgd& sgd, Weights& weights, Gradients& grads, int64_t first, int64_t last);
+  // The weights of layers [first, last] a step left on the device brought
+  // back into `weights` (one wait); with `sgd`, also the velocity the
+  // device keeps of those layers, into sgd, and the device lets it go. The
+  // interpreter calls it before the host reads or writes a worker's
+  // weights. Here nothing is kept.
+  virtual void weights_to_host(Weights& weights, int64_t first, int64_t last, Sgd* sgd = nullptr);
 };
 
 // exec/tensor's Eigen kernels on this machine's CPU, on the weights as

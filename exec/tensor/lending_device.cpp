@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "exec/tensor/kept_training.hpp"
 #include "model/error.hpp"
 
 namespace trainsim {
@@ -19,10 +20,20 @@ struct Lent {
   std::unique_ptr<RangeNetwork> network;
   LoadedWeights loaded;
 
-  // The layers of [first, last] that hold another generation get `weights`.
-  void load(const Weights& weights, WeightsGeneration generation, int64_t first, int64_t last) {
+  // The layers of [first, last] that hold another generation get `weights`
+  // (from the device where a step left them there).
+  void load(const Weights& weights, WeightsGeneration generation, int64_t first, int64_t last,
+            const KeptTraining* kept) {
     const std::vector<int64_t> stale = loaded.stale(weights, generation, first, last);
-    for (const int64_t l : stale) network->load_weights(weights, l, l);
+    for (const int64_t l : stale) {
+      const std::vector<KeptValues*> on_device =
+          kept == nullptr ? std::vector<KeptValues*>{} : kept->kept_weights(weights[static_cast<size_t>(l)]);
+      if (on_device.empty()) {
+        network->load_weights(weights, l, l);
+      } else {
+        network->load_kept_weights(l, on_device);
+      }
+    }
     loaded.loaded(stale, generation);
   }
 };
@@ -85,19 +96,11 @@ struct Resident {
   Tensor host;
 };
 
-// A gradient's sum kept in the device's store (ParamGrad::kept); `taken`
-// once brought to the host, so a copy of the gradient cannot add it twice.
-struct Kept {
-  const void* device;
-  std::shared_ptr<KeptGradient> sum;
-  bool taken = false;
-};
-
 class LendingDevice final : public Device {
  public:
-  LendingDevice(MakeRangeNetwork make, std::shared_ptr<GradientStore> store)
-      : pool_(std::make_shared<Pool>()), store_(std::move(store)) {
+  LendingDevice(MakeRangeNetwork make, std::shared_ptr<DeviceStore> store) : pool_(std::make_shared<Pool>()) {
     pool_->make = std::move(make);
+    if (store != nullptr) kept_ = std::make_unique<KeptTraining>(std::move(store));
   }
 
   Gradients zero_gradients(const Network& network, const Weights& weights) override {
@@ -108,7 +111,7 @@ class LendingDevice final : public Device {
                  int64_t first, int64_t last, Tensor x, std::vector<LayerCache>& caches) override {
     std::lock_guard lock(mu_);
     const auto [lease, in] = lend(network, pass, first, x);
-    lease->lent.load(weights, generation, first, last);
+    lease->lent.load(weights, generation, first, last, kept_.get());
     lease->lent.network->forward_range(network, first, last, in);
     keep(lease, first, last, x.rows(), caches);
     return left(network, lease, last + 1, false, x.rows());
@@ -120,7 +123,7 @@ class LendingDevice final : public Device {
                       std::span<const int32_t> labels, float dlogits_scale, Tensor& dlogits) override {
     std::lock_guard lock(mu_);
     const auto [lease, in] = lend(network, pass, first, x);
-    lease->lent.load(weights, generation, first, last);
+    lease->lent.load(weights, generation, first, last, kept_.get());
     const double loss = lease->lent.network->forward_range_loss(network, first, last, in, labels, dlogits_scale);
     keep(lease, first, last, x.rows(), caches);
     dlogits = left(network, lease, last + 1, true, x.rows());
@@ -143,11 +146,11 @@ class LendingDevice final : public Device {
     const bool held = in_place(lease, last + 1, true, dy);
     if (!held) to_host_locked(dy);
     evict_others(*lease, dy);
-    lease->lent.load(weights, generation, first, last);
-    if (store_ == nullptr) {
+    lease->lent.load(weights, generation, first, last, kept_.get());
+    if (kept_ == nullptr) {
       lease->lent.network->backward_range(network, first, last, held ? nullptr : &dy, grads);
     } else {
-      KeptTargets targets(*this, grads, first, last);
+      KeptTraining::Targets targets(*kept_, grads, first, last);
       lease->lent.network->backward_range(network, first, last, held ? nullptr : &dy, targets.into);
     }
     if (first == 0) return {};  // dL/d(the model's input): nobody reads it
@@ -171,71 +174,27 @@ class LendingDevice final : public Device {
   // The kept sums of the range to the host together; the device's lock is
   // not held while the store waits for them, so the worker's next ops go on.
   void gradients_to_host(Gradients& grads, int64_t first, int64_t last) override {
-    if (store_ == nullptr) return Device::gradients_to_host(grads, first, last);
-    std::vector<std::shared_ptr<Kept>> taken;
-    std::vector<KeptGradient*> sums;
-    std::vector<std::span<float>> into;
-    {
+    if (kept_ == nullptr) return Device::gradients_to_host(grads, first, last);
+    kept_->gradients_to_host(grads, first, last);
+  }
+
+  // A dense range stepped on the device, else on the host.
+  void step(Sgd& sgd, Weights& weights, Gradients& grads, int64_t first, int64_t last) override {
+    if (kept_ != nullptr) {
       std::lock_guard lock(mu_);
-      for (int64_t l = first; l <= last; ++l) {
-        for (ParamGrad& g : grads.at(static_cast<size_t>(l))) {
-          if (g.kept == nullptr) continue;
-          std::shared_ptr<Kept> k = kept_of(g);
-          k->taken = true;
-          sums.push_back(k->sum.get());
-          into.emplace_back(g.dense.data);
-          taken.push_back(std::move(k));
-          g.kept.reset();
-        }
-      }
+      if (kept_->step(sgd, weights, grads, first, last)) return;
     }
-    if (!sums.empty()) store_->add_to_host(sums, into);
+    weights_to_host(weights, first, last, &sgd);
+    Device::step(sgd, weights, grads, first, last);
+  }
+
+  void weights_to_host(Weights& weights, int64_t first, int64_t last, Sgd* sgd) override {
+    if (kept_ == nullptr) return Device::weights_to_host(weights, first, last, sgd);
+    std::lock_guard lock(mu_);
+    kept_->weights_to_host(weights, first, last, sgd);
   }
 
  private:
-  // What a backward adds into: per dense gradient of the range, its kept sum
-  // (made where it has none) as a resident tensor of its shape; the sparse
-  // ones lent as they are and given back after.
-  struct KeptTargets {
-    Gradients into;
-    Gradients& grads;
-    int64_t first, last;
-    KeptTargets(LendingDevice& device, Gradients& g, int64_t f, int64_t l)
-        : into(g.size()), grads(g), first(f), last(l) {
-      for (int64_t i = first; i <= last; ++i) {
-        for (ParamGrad& grad : grads.at(static_cast<size_t>(i))) {
-          ParamGrad& target = into[static_cast<size_t>(i)].emplace_back();
-          if (grad.sparse) {
-            target = std::move(grad);
-            continue;
-          }
-          if (grad.kept == nullptr)
-            grad.kept = std::make_shared<Kept>(Kept{&device, device.store_->zeros(grad.dense.size())});
-          target.dense.shape = grad.dense.shape;
-          target.dense.resident = device.kept_of(grad)->sum;
-        }
-      }
-    }
-    KeptTargets(const KeptTargets&) = delete;
-    KeptTargets& operator=(const KeptTargets&) = delete;
-    ~KeptTargets() {
-      for (int64_t i = first; i <= last; ++i) {
-        LayerGrads& layer = grads[static_cast<size_t>(i)];
-        for (size_t p = 0; p < layer.size(); ++p) {
-          if (layer[p].sparse) layer[p] = std::move(into[static_cast<size_t>(i)][p]);  // a move keeps `sparse`
-        }
-      }
-    }
-  };
-
-  // The kept sum of `g`, checked to be this device's and not yet taken.
-  std::shared_ptr<Kept> kept_of(const ParamGrad& g) const {
-    std::shared_ptr<Kept> k = std::static_pointer_cast<Kept>(g.kept);
-    TRAINSIM_CHECK(k->device == this, "a gradient another device keeps part of");
-    TRAINSIM_CHECK(!k->taken, "a copy of a gradient whose kept part another copy brought to the host");
-    return k;
-  }
-
   Resident& resident_of(const Tensor& t) const {
     auto& r = *static_cast<Resident*>(t.resident.get());
     TRAINSIM_CHECK(r.device == this, "a tensor another device keeps");
@@ -365,14 +324,14 @@ class LendingDevice final : public Device {
   }
 
   std::shared_ptr<Pool> pool_;
-  std::shared_ptr<GradientStore> store_;                        // null: gradients added on the host
+  std::unique_ptr<KeptTraining> kept_;                          // null: gradients and steps on the host
   std::mutex mu_;                                               // one pass at a time
   std::map<PassId, std::vector<std::weak_ptr<Lease>>> passes_;  // the networks lent to each pass
 };
 
 }  // namespace
 
-std::unique_ptr<Device> make_lending_device(MakeRangeNetwork make_network, std::shared_ptr<GradientStore> store) {
+std::unique_ptr<Device> make_lending_device(MakeRangeNetwork make_network, std::shared_ptr<DeviceStore> store) {
   return std::make_unique<LendingDevice>(std::move(make_network), std::move(store));
 }
 

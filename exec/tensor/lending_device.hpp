@@ -4,10 +4,11 @@
 // it and a boundary one op leaves is the next one's input in place
 // (Tensor::resident); a tensor another op may overwrite first goes to the
 // host. A network loads a layer's weights only when its copy holds another
-// generation of them (LoadedWeights). The loss is the network's; the
-// parameter gradients sum where the networks compute until the host reads
-// them (a GradientStore), and the statistics of batch normalization come
-// back as exec's batch norm keeps them.
+// generation of them (LoadedWeights), from the device's own copy where a
+// step left them there. The loss is the network's; the parameter gradients
+// sum where the networks compute until the host reads them, and the
+// optimizer steps there (a DeviceStore); the statistics of batch
+// normalization come back as exec's batch norm keeps them.
 #pragma once
 
 #include <cstdint>
@@ -23,9 +24,11 @@ namespace trainsim {
 using MakeRangeNetwork = std::function<std::unique_ptr<RangeNetwork>(const Network& network, int64_t batch)>;
 
 // With a `store`, a backward adds its dense parameter gradients into sums
-// kept there (ParamGrad::kept) until Device::gradients_to_host; without
-// one, into the host's.
+// kept there (ParamGrad::kept) until Device::gradients_to_host, and a step
+// of a dense range runs there on weights and velocity kept there until
+// Device::weights_to_host (kept_training.hpp); without one, gradients and
+// steps are the host's.
 std::unique_ptr<Device> make_lending_device(MakeRangeNetwork make_network,
-                                            std::shared_ptr<GradientStore> store = nullptr);
+                                            std::shared_ptr<DeviceStore> store = nullptr);
 
 }  // namespace trainsim

@@ -10,9 +10,36 @@
 #include <span>
 #include <vector>
 
+#include "exec/optim/sgd.hpp"
 #include "exec/tensor/layers.hpp"
 
 namespace trainsim {
+
+// Values a device keeps in the memory its RangeNetworks compute in: a
+// parameter gradient's sum (ParamGrad::kept), where each backward adds its
+// share, or a worker's weights and velocity of one parameter, which the
+// device steps (Device::step).
+class KeptValues {
+ public:
+  virtual ~KeptValues() = default;
+};
+
+// Where a device keeps such values (a GPU's memory): any of its networks
+// reads and adds into them, and the host's copies come and go together.
+class DeviceStore {
+ public:
+  virtual ~DeviceStore() = default;
+  // `floats` zeros.
+  virtual std::shared_ptr<KeptValues> zeros(int64_t floats) = 0;
+  // A copy of `values`.
+  virtual std::shared_ptr<KeptValues> from_host(std::span<const float> values) = 0;
+  // into[i] += kept[i] (add), or = kept[i], for each, after all work on
+  // them, on one wait.
+  virtual void to_host(std::span<KeptValues* const> kept, std::span<const std::span<float>> into, bool add) = 0;
+  // Sgd::step of one dense parameter (exec/optim/sgd.hpp): weights by
+  // `grad`, `velocity` null where the momentum is 0.
+  virtual void sgd_step(KeptValues& weights, KeptValues& grad, KeptValues* velocity, const SgdOptions& options) = 0;
+};
 
 class RangeNetwork {
  public:
@@ -38,33 +65,19 @@ class RangeNetwork {
   // dL/d(the cut after `last`) from dy (null: the buffers hold it), the
   // range's backward over its last forward's activations, its parameter
   // gradients ADDED into `grads`: into the sum a dense gradient's tensor
-  // names where it is resident (a KeptGradient of this network's
-  // GradientStore), else into its host values; dL/d(the cut before
+  // names where it is resident (a KeptValues of this network's
+  // DeviceStore), else into its host values; dL/d(the cut before
   // `first`) stays in the buffers.
   virtual void backward_range(const Network& network, int64_t first, int64_t last, const Tensor* dy,
                               Gradients& grads) = 0;
+  // Layer `layer`'s weights into its own copy from `params` (one per
+  // parameter, kept by this network's DeviceStore), as load_weights from
+  // the host.
+  virtual void load_kept_weights(int64_t layer, std::span<KeptValues* const> params) = 0;
   // Cut `i`'s values or gradients as the buffers hold them, as a range
   // pass gives a boundary: a lone tensor, or the cut's tensors as parts.
   virtual Tensor cut_values(const Network& network, int64_t i) = 0;
   virtual Tensor cut_gradients(const Network& network, int64_t i) = 0;
-};
-
-// A parameter gradient's sum kept in the memory RangeNetworks compute in
-// (ParamGrad::kept): each backward adds its share there.
-class KeptGradient {
- public:
-  virtual ~KeptGradient() = default;
-};
-
-// Where a device's networks keep gradient sums (a GPU's memory): any of
-// its networks adds into them, and they come back to the host together.
-class GradientStore {
- public:
-  virtual ~GradientStore() = default;
-  // A sum of `floats` zeros.
-  virtual std::shared_ptr<KeptGradient> zeros(int64_t floats) = 0;
-  // into[i] += sums[i] for each, after every add into them, on one wait.
-  virtual void add_to_host(std::span<KeptGradient* const> sums, std::span<const std::span<float>> into) = 0;
 };
 
 }  // namespace trainsim

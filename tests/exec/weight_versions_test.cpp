@@ -63,6 +63,7 @@ void update(WorkerState& w) {
 
 TEST(WeightVersions, BackwardReadsTheVersionItsForwardRead) {
   WorkerState w;
+  w.device = std::make_unique<EigenCpuDevice>();  // where a stash finds the weights
   w.weights = scalar_weights(0.0f);
   const Op forward = reader(OpKind::kForward, 0);
   const Op backward = reader(OpKind::kBackward, 0);
@@ -86,6 +87,7 @@ TEST(WeightVersions, BackwardReadsTheVersionItsForwardRead) {
 TEST(WeightVersions, AStashCopiesOnlyTheLayersItsReadersRead) {
   const Network network = stub_network({false, true});
   WorkerState w;
+  w.device = std::make_unique<EigenCpuDevice>();  // where a stash finds the weights
   Tensor table({1000});
   Tensor dense({2});
   dense.data = {1.0f, 2.0f};
@@ -106,6 +108,7 @@ TEST(WeightVersions, AStashCopiesOnlyTheLayersItsReadersRead) {
   EXPECT_EQ(stash[1][0].data, (std::vector<float>{1.0f, 2.0f}));
   // A recompute reads every layer of its range, the table included.
   WorkerState v;
+  v.device = std::make_unique<EigenCpuDevice>();
   v.weights = w.weights;
   Op recompute = reader(OpKind::kRecompute, 0);
   recompute.last_layer = 1;
@@ -116,6 +119,7 @@ TEST(WeightVersions, AStashCopiesOnlyTheLayersItsReadersRead) {
 
 TEST(WeightVersions, AVersionWithoutReadersLeftIsNotStashed) {
   WorkerState w;
+  w.device = std::make_unique<EigenCpuDevice>();  // where a stash finds the weights
   w.weights = scalar_weights(0.0f);
   const Op forward = reader(OpKind::kForward, 0);
   count_reader(w, forward, one_layer());
@@ -141,6 +145,7 @@ TEST(WeightVersions, OneFOneBSteadyStateHoldsSMinusSVersionsOnStageS) {
   constexpr int32_t kRounds = 3 * kStages;
   for (int32_t stage = 0; stage < kStages; ++stage) {
     WorkerState w;
+    w.device = std::make_unique<EigenCpuDevice>();  // where a stash finds the weights
     w.weights = scalar_weights(0.0f);
     const int32_t warmup = kStages - stage - 1;
     const auto version_of = [warmup](int32_t batch) { return std::max(0, batch - warmup); };

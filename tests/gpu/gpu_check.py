@@ -176,8 +176,8 @@ def main():
     if "strategies" in sections:
         report += ["", "## Every strategy on four workers sharing the GPU", "",
                    "`trainsim run --model fmnist-cnn --devices cuda:0x4 --batch 64 --iterations 30` (fmnist-cnn on "
-                   "Fashion-MNIST, momentum SGD): each worker's forwards and backwards on the GPU, its weights, "
-                   "optimizer and messages on the host.", "",
+                   "Fashion-MNIST, momentum SGD): each worker's forwards, backwards, gradient sums and SGD steps on "
+                   "the GPU, its messages on the host.", "",
                    "| strategy | first loss | last loss | iteration |", "|---|---|---|---|"]
         for strategy in STRATEGIES:
             done = run([trainsim, "run", "--model", "fmnist-cnn", "--strategy", strategy, "--devices", "cuda:0x4",

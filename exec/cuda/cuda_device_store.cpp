@@ -1,0 +1,181 @@
+// The GPU device's store (cuda_device_store.hpp). An array's event orders
+// the streams that touch it: the store's stream zeroes, fills, steps and
+// copies it back, a network's stream adds a backward's share into a sum or
+// loads a layer's weights from it, each after waiting for the work before.
+#include "exec/cuda/cuda_device_store.hpp"
+
+#include <algorithm>
+#include <initializer_list>
+#include <map>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "exec/cuda/cuda_network_state.hpp"
+#include "model/error.hpp"
+
+namespace trainsim {
+namespace cuda {
+namespace {
+
+// The store's stream, its buffers let go, and the pinned memory arrays come back through.
+struct StoreCore {
+  int gpu = 0;
+  cudaStream_t stream = nullptr;
+  std::mutex mu;  // idle, and the stream's copies with the pinned memory
+  std::map<int64_t, std::vector<std::pair<DeviceArray<float>, cudaEvent_t>>> idle;
+  float* pinned = nullptr;
+  size_t pinned_floats = 0;
+
+  ~StoreCore() {
+    cudaSetDevice(gpu);
+    if (stream != nullptr) cudaStreamSynchronize(stream);
+    for (auto& [_, buffers] : idle) {
+      for (auto& [values, event] : buffers) cudaEventDestroy(event);
+    }
+    idle.clear();
+    if (pinned != nullptr) cudaFreeHost(pinned);
+    if (stream != nullptr) cudaStreamDestroy(stream);
+  }
+};
+
+// An array whose buffer and event go back to the store when the last
+// gradient or weight naming it lets go.
+struct PooledArray final : KeptArray {
+  std::shared_ptr<StoreCore> home;
+  ~PooledArray() override {
+    std::lock_guard lock(home->mu);
+    const int64_t floats = values.size();
+    home->idle[floats].emplace_back(std::move(values), written);
+  }
+};
+
+class CudaDeviceStore final : public DeviceStore {
+ public:
+  explicit CudaDeviceStore(int gpu) : core_(std::make_shared<StoreCore>()) {
+    core_->gpu = gpu;
+    TRAINSIM_CUDA(cudaSetDevice(gpu));
+    TRAINSIM_CUDA(cudaStreamCreateWithFlags(&core_->stream, cudaStreamNonBlocking));
+  }
+
+  std::shared_ptr<KeptValues> zeros(int64_t floats) override {
+    std::shared_ptr<PooledArray> a = lend(floats);
+    if (floats > 0) TRAINSIM_CUDA(cudaMemsetAsync(a->values.get(), 0, a->values.bytes(), core_->stream));
+    TRAINSIM_CUDA(cudaEventRecord(a->written, core_->stream));
+    return a;
+  }
+
+  std::shared_ptr<KeptValues> from_host(std::span<const float> values) override {
+    std::shared_ptr<PooledArray> a = lend(static_cast<int64_t>(values.size()));
+    // From pageable memory: the call returns once the values are staged.
+    if (!values.empty()) {
+      TRAINSIM_CUDA(
+          cudaMemcpyAsync(a->values.get(), values.data(), a->values.bytes(), cudaMemcpyHostToDevice, core_->stream));
+    }
+    TRAINSIM_CUDA(cudaEventRecord(a->written, core_->stream));
+    return a;
+  }
+
+  void to_host(std::span<KeptValues* const> kept, std::span<const std::span<float>> into, bool add) override {
+    TRAINSIM_CHECK(kept.size() == into.size(), "a host buffer per kept array");
+    std::lock_guard lock(core_->mu);
+    TRAINSIM_CUDA(cudaSetDevice(core_->gpu));
+    size_t floats = 0;
+    for (size_t i = 0; i < kept.size(); ++i) {
+      const KeptArray& k = of_this_gpu(kept[i]);
+      TRAINSIM_CHECK(
+          static_cast<size_t>(k.values.size()) == into[i].size(),
+          "a kept array of " + std::to_string(k.values.size()) + " values for " + std::to_string(into[i].size()));
+      floats += into[i].size();
+    }
+    if (floats > core_->pinned_floats) {
+      if (core_->pinned != nullptr) TRAINSIM_CUDA(cudaFreeHost(core_->pinned));
+      core_->pinned = nullptr;
+      core_->pinned_floats = 0;
+      TRAINSIM_CUDA(cudaMallocHost(reinterpret_cast<void**>(&core_->pinned), floats * sizeof(float)));
+      core_->pinned_floats = floats;
+    }
+    size_t at = 0;
+    for (KeptValues* k : kept) {
+      KeptArray& a = of_this_gpu(k);
+      TRAINSIM_CUDA(cudaStreamWaitEvent(core_->stream, a.written, 0));
+      if (a.values.size() > 0) {
+        TRAINSIM_CUDA(cudaMemcpyAsync(core_->pinned + at, a.values.get(), a.values.bytes(), cudaMemcpyDeviceToHost,
+                                      core_->stream));
+      }
+      TRAINSIM_CUDA(cudaEventRecord(a.written, core_->stream));
+      at += static_cast<size_t>(a.values.size());
+    }
+    TRAINSIM_CUDA(cudaStreamSynchronize(core_->stream));
+    at = 0;
+    for (const std::span<float>& host : into) {
+      if (add) {
+        for (float& v : host) v += core_->pinned[at++];
+      } else {
+        std::copy_n(core_->pinned + at, host.size(), host.begin());
+        at += host.size();
+      }
+    }
+  }
+
+  // Sgd::step_dense's arithmetic (exec/optim/sgd.cpp) by cuda::sgd_step.
+  void sgd_step(KeptValues& weights, KeptValues& grad, KeptValues* velocity, const SgdOptions& options) override {
+    TRAINSIM_CUDA(cudaSetDevice(core_->gpu));
+    KeptArray& w = of_this_gpu(&weights);
+    KeptArray& g = of_this_gpu(&grad);
+    KeptArray* v = velocity == nullptr ? nullptr : &of_this_gpu(velocity);
+    TRAINSIM_CHECK(w.values.size() == g.values.size() && (v == nullptr || v->values.size() == w.values.size()),
+                   "a step of weights, gradient and velocity of different sizes");
+    std::lock_guard lock(core_->mu);  // one thread at a time on the store's stream
+    const std::initializer_list<KeptArray*> touched = {&w, &g, v};
+    for (const KeptArray* a : touched) {
+      if (a != nullptr) TRAINSIM_CUDA(cudaStreamWaitEvent(core_->stream, a->written, 0));
+    }
+    cuda::sgd_step(w.values.get(), g.values.get(), v == nullptr ? nullptr : v->values.get(), w.values.size(),
+                   static_cast<float>(options.learning_rate),
+                   v == nullptr ? 0.0f : static_cast<float>(options.momentum), static_cast<float>(options.weight_decay),
+                   core_->stream);
+    TRAINSIM_CUDA(cudaGetLastError());
+    for (KeptArray* a : touched) {
+      if (a != nullptr) TRAINSIM_CUDA(cudaEventRecord(a->written, core_->stream));
+    }
+  }
+
+ private:
+  KeptArray& of_this_gpu(KeptValues* kept) const {
+    auto* k = dynamic_cast<KeptArray*>(kept);
+    TRAINSIM_CHECK(k != nullptr && k->gpu == core_->gpu, "values kept by another store");
+    return *k;
+  }
+
+  // An array of `floats` from the buffers let go, else a new one, after
+  // the work on its last holder; its values are the caller's to set.
+  std::shared_ptr<PooledArray> lend(int64_t floats) {
+    TRAINSIM_CUDA(cudaSetDevice(core_->gpu));
+    auto a = std::make_shared<PooledArray>();
+    a->gpu = core_->gpu;
+    a->home = core_;
+    std::lock_guard lock(core_->mu);
+    std::vector<std::pair<DeviceArray<float>, cudaEvent_t>>& idle = core_->idle[floats];
+    if (idle.empty()) {
+      a->values = DeviceArray<float>(floats);
+      TRAINSIM_CUDA(cudaEventCreateWithFlags(&a->written, cudaEventDisableTiming));
+    } else {
+      a->values = std::move(idle.back().first);
+      a->written = idle.back().second;
+      idle.pop_back();
+      TRAINSIM_CUDA(cudaStreamWaitEvent(core_->stream, a->written, 0));
+    }
+    return a;
+  }
+
+  std::shared_ptr<StoreCore> core_;
+};
+
+}  // namespace
+}  // namespace cuda
+
+std::shared_ptr<DeviceStore> make_cuda_device_store(int gpu) { return std::make_shared<cuda::CudaDeviceStore>(gpu); }
+
+}  // namespace trainsim

@@ -1,0 +1,158 @@
+// KeptTraining (kept_training.hpp): the handles a device leaves in the
+// host's gradients and weights, and the store calls behind them.
+#include "exec/tensor/kept_training.hpp"
+
+#include <algorithm>
+#include <string>
+
+#include "model/error.hpp"
+
+namespace trainsim {
+
+std::shared_ptr<KeptTraining::Kept> KeptTraining::kept_of(const std::shared_ptr<void>& handle) const {
+  std::shared_ptr<Kept> k = std::static_pointer_cast<Kept>(handle);
+  TRAINSIM_CHECK(k->owner == this, "a gradient or weight another device keeps");
+  TRAINSIM_CHECK(!k->taken, "a copy of a gradient whose kept part another copy brought to the host");
+  return k;
+}
+
+KeptTraining::Targets::Targets(KeptTraining& kept, Gradients& grads, int64_t first, int64_t last)
+    : into(grads.size()), grads_(grads), first_(first), last_(last) {
+  for (int64_t i = first; i <= last; ++i) {
+    for (ParamGrad& grad : grads.at(static_cast<size_t>(i))) {
+      ParamGrad& target = into[static_cast<size_t>(i)].emplace_back();
+      if (grad.sparse) {
+        target = std::move(grad);
+        continue;
+      }
+      if (grad.kept == nullptr) grad.kept = std::make_shared<Kept>(Kept{&kept, kept.store_->zeros(grad.dense.size())});
+      target.dense.shape = grad.dense.shape;
+      target.dense.resident = kept.kept_of(grad.kept)->values;
+    }
+  }
+}
+
+KeptTraining::Targets::~Targets() {
+  for (int64_t i = first_; i <= last_; ++i) {
+    LayerGrads& layer = grads_[static_cast<size_t>(i)];
+    for (size_t p = 0; p < layer.size(); ++p) {
+      if (layer[p].sparse) layer[p] = std::move(into[static_cast<size_t>(i)][p]);  // a move keeps `sparse`
+    }
+  }
+}
+
+void KeptTraining::gradients_to_host(Gradients& grads, int64_t first, int64_t last) {
+  std::vector<std::shared_ptr<Kept>> taken;
+  std::vector<KeptValues*> sums;
+  std::vector<std::span<float>> into;
+  for (int64_t l = first; l <= last; ++l) {
+    for (ParamGrad& g : grads.at(static_cast<size_t>(l))) {
+      if (g.kept == nullptr) continue;
+      std::shared_ptr<Kept> k = kept_of(g.kept);
+      k->taken = true;
+      sums.push_back(k->values.get());
+      into.emplace_back(g.dense.data);
+      taken.push_back(std::move(k));
+      g.kept.reset();
+    }
+  }
+  if (!sums.empty()) store_->to_host(sums, into, /*add=*/true);
+}
+
+bool KeptTraining::step(const Sgd& sgd, Weights& weights, Gradients& grads, int64_t first, int64_t last) {
+  TRAINSIM_CHECK(
+      weights.size() == grads.size() && first >= 0 && first <= last && last < static_cast<int64_t>(weights.size()),
+      "a layer range of the weights and gradients");
+  for (int64_t l = first; l <= last; ++l) {
+    for (const ParamGrad& g : grads[static_cast<size_t>(l)]) {
+      if (g.sparse) return false;
+    }
+  }
+  const SgdOptions& options = sgd.options();
+  const bool momentum = options.momentum != 0;
+  for (int64_t l = first; l <= last; ++l) {
+    LayerParams& params = weights[static_cast<size_t>(l)];
+    LayerGrads& layer_grads = grads[static_cast<size_t>(l)];
+    TRAINSIM_CHECK(params.size() == layer_grads.size(), "layer " + std::to_string(l) + ": a gradient per parameter");
+    for (size_t p = 0; p < params.size(); ++p) {
+      Tensor& w = params[p];
+      ParamGrad& g = layer_grads[p];
+      TRAINSIM_CHECK(element_count(w.shape) == g.dense.size(), "a gradient of another size than its parameter");
+      std::shared_ptr<Kept> kept_w =
+          w.resident != nullptr ? kept_of(w.resident) : std::make_shared<Kept>(Kept{this, store_->from_host(w.data)});
+      // The gradient is its host values plus the sum kept of it.
+      if (g.kept != nullptr && std::any_of(g.dense.data.begin(), g.dense.data.end(), [](float v) { return v != 0; })) {
+        gradients_to_host(grads, l, l);
+      }
+      const std::shared_ptr<KeptValues> grad =
+          g.kept != nullptr ? kept_of(g.kept)->values : store_->from_host(g.dense.data);
+      std::shared_ptr<KeptValues> velocity;
+      if (momentum) {
+        std::lock_guard lock(mu_);
+        std::shared_ptr<KeptValues>& v = velocity_[{l, p}];
+        if (v == nullptr) {  // as Sgd::step: the host's, else zeros
+          const Weights& host = sgd.velocity();
+          const bool held =
+              static_cast<size_t>(l) < host.size() && host[static_cast<size_t>(l)].size() == params.size();
+          v = held ? store_->from_host(host[static_cast<size_t>(l)][p].data) : store_->zeros(g.dense.size());
+        }
+        velocity = v;
+      }
+      store_->sgd_step(*kept_w->values, *grad, velocity.get(), options);
+      w.data.clear();  // its capacity kept for the way back
+      w.resident = std::move(kept_w);
+    }
+  }
+  return true;
+}
+
+void KeptTraining::weights_to_host(Weights& weights, int64_t first, int64_t last, Sgd* sgd) {
+  std::vector<std::shared_ptr<KeptValues>> held;
+  std::vector<KeptValues*> kept;
+  std::vector<std::span<float>> into;
+  for (int64_t l = std::max<int64_t>(first, 0); l <= last && l < static_cast<int64_t>(weights.size()); ++l) {
+    for (Tensor& t : weights[static_cast<size_t>(l)]) {
+      if (t.resident == nullptr) continue;
+      held.push_back(kept_of(t.resident)->values);
+      kept.push_back(held.back().get());
+      t.data.resize(static_cast<size_t>(element_count(t.shape)));
+      into.emplace_back(t.data);
+      t.resident.reset();
+    }
+  }
+  Weights velocity;
+  if (sgd != nullptr) {
+    std::lock_guard lock(mu_);
+    for (auto it = velocity_.begin(); it != velocity_.end();) {
+      const auto [l, p] = it->first;
+      if (l < first || l > last) {
+        ++it;
+        continue;
+      }
+      if (velocity.empty()) velocity = sgd->velocity();
+      velocity.resize(weights.size());
+      LayerParams& layer = velocity[static_cast<size_t>(l)];
+      if (layer.size() != weights[static_cast<size_t>(l)].size()) {  // as Sgd::step makes them
+        layer.clear();
+        for (const Tensor& w : weights[static_cast<size_t>(l)]) layer.emplace_back(w.shape, 0.0f);
+      }
+      held.push_back(it->second);
+      kept.push_back(it->second.get());
+      into.emplace_back(layer[p].data);
+      it = velocity_.erase(it);
+    }
+  }
+  if (!kept.empty()) store_->to_host(kept, into, /*add=*/false);
+  if (!velocity.empty()) sgd->set_velocity(std::move(velocity));
+}
+
+std::vector<KeptValues*> KeptTraining::kept_weights(const LayerParams& params) const {
+  std::vector<KeptValues*> out;
+  for (const Tensor& t : params) {
+    if (t.resident != nullptr) out.push_back(kept_of(t.resident)->values.get());
+  }
+  TRAINSIM_CHECK(out.empty() || out.size() == params.size(), "a layer's weights partly on the device");
+  return out;
+}
+
+}  // namespace trainsim

@@ -1,0 +1,72 @@
+// What a device over RangeNetworks keeps of its worker's training in a
+// DeviceStore (range_network.hpp): the parameter gradients' sums its
+// backwards add into (ParamGrad::kept), and the weights and velocity of
+// the dense layers it steps (Device::step), the host's weights of such a
+// layer resident (Tensor::resident naming the kept weights, no data) until
+// weights_to_host brings them back. The lending device (lending_device.cpp)
+// holds one.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <utility>
+#include <vector>
+
+#include "exec/optim/sgd.hpp"
+#include "exec/tensor/range_network.hpp"
+
+namespace trainsim {
+
+class KeptTraining {
+ public:
+  explicit KeptTraining(std::shared_ptr<DeviceStore> store) : store_(std::move(store)) {}
+
+  // What a backward over layers [first, last] adds into: each dense
+  // gradient's kept sum (made where it has none) as a resident tensor of
+  // its shape; the sparse ones lent as they are, given back when this goes.
+  class Targets {
+   public:
+    Targets(KeptTraining& kept, Gradients& grads, int64_t first, int64_t last);
+    Targets(const Targets&) = delete;
+    Targets& operator=(const Targets&) = delete;
+    ~Targets();
+    Gradients into;
+
+   private:
+    Gradients& grads_;
+    int64_t first_, last_;
+  };
+
+  // Device::gradients_to_host: one wait, outside any lock of the caller's.
+  void gradients_to_host(Gradients& grads, int64_t first, int64_t last);
+  // Device::step where every parameter of [first, last] is dense: the
+  // host's weights and velocity taken up where the device holds none yet;
+  // false (nothing done) where one is sparse.
+  bool step(const Sgd& sgd, Weights& weights, Gradients& grads, int64_t first, int64_t last);
+  // Device::weights_to_host.
+  void weights_to_host(Weights& weights, int64_t first, int64_t last, Sgd* sgd);
+  // The kept weights of a layer's parameters whose host tensors are
+  // resident, in order; empty where they are on the host.
+  std::vector<KeptValues*> kept_weights(const LayerParams& params) const;
+
+ private:
+  // A kept value of this device's (ParamGrad::kept, Tensor::resident of a
+  // weight); `taken` once a gradient's sum came to the host, so a copy of
+  // the gradient cannot add it twice.
+  struct Kept {
+    const KeptTraining* owner;
+    std::shared_ptr<KeptValues> values;
+    bool taken = false;
+  };
+  std::shared_ptr<Kept> kept_of(const std::shared_ptr<void>& handle) const;
+
+  std::shared_ptr<DeviceStore> store_;
+  std::mutex mu_;  // velocity_
+  // Per (layer, parameter) the device steps: its velocity (momentum only).
+  std::map<std::pair<int64_t, size_t>, std::shared_ptr<KeptValues>> velocity_;
+};
+
+}  // namespace trainsim

@@ -1,0 +1,185 @@
+// The lending device keeping what a worker trains where its networks
+// compute (exec/tensor/kept_training.hpp, a DeviceStore), over the CPU
+// stand-in of tests/exec/buffered_cpu_network.hpp: micro-batches and ranges
+// add into one sum per gradient, the update steps the device's copy of the
+// weights and velocity, and the host sees them only where it reads them.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "exec/optim/sgd.hpp"
+#include "tests/exec/buffered_cpu_network.hpp"
+
+namespace trainsim {
+namespace {
+
+using buffered::BufferCounts;
+using buffered::BufferedCpuNetwork;
+using buffered::CountingStore;
+using buffered::MlpCalls;
+using strategy_runs::RunSpec;
+
+const RunSpec& case_named(const std::string& name) {
+  for (const strategy_runs::StrategyCase& c : strategy_runs::cases()) {
+    if (c.name == name) return c.spec;
+  }
+  throw std::logic_error("no case " + name);
+}
+
+// What crosses to the host: with the updates on the device, nothing but
+// the run's weights at the end (one wait per worker) where only the update
+// reads the gradients, however many micro-batches or ranges add into them,
+// and one wait per AllReduce bucket more in data parallelism. A network
+// loads a layer from the host only the first time: after a step, from the
+// weights the device keeps.
+TEST(LendingDeviceCalls, TheHostSeesGradientsAndWeightsOnlyWhereItReadsThem) {
+  for (const std::string name : {"single", "gpipe", "one_f_one_b", "dp_ring", "dp_overlap"}) {
+    SCOPED_TRACE(name);
+    const RunSpec& spec = case_named(name);
+    BufferCounts::Totals t;
+    buffered::expect_lending_trains_as_the_cpu(spec, &t);
+    EXPECT_EQ(t.waits, t.all_reduces + t.workers);
+    EXPECT_GT(t.steps, 0);
+    EXPECT_GT(t.kept_loads, 0);
+    EXPECT_EQ(t.host_reloads, 0);
+  }
+}
+
+// A run's state taken where the devices keep the weights and the velocity
+// (a checkpoint's), then resumed on new devices: it trains as the CPU's run
+// never stopped, bit for bit.
+TEST(LendingDeviceCalls, AStateTakenFromTheDeviceResumesAsARunNeverStopped) {
+  for (const std::string name : {"single", "dp_ring", "gpipe"}) {
+    SCOPED_TRACE(name);
+    BufferCounts counts;
+    RunSpec spec = case_named(name);
+    ASSERT_GT(spec.sgd.momentum, 0);
+    spec.iterations = 3;
+    spec.make_device = [&](int32_t) {
+      return make_lending_device(
+          [&](const Network& n, int64_t batch) { return std::make_unique<BufferedCpuNetwork>(n, batch, counts); },
+          std::make_shared<CountingStore>(counts));
+    };
+    const Plan plan = strategy_runs::plan_of(spec);
+    const strategy_runs::StrategyRun first = strategy_runs::execute(spec, plan, 0, nullptr, true);
+    const RunState state = first.result.state;
+    const strategy_runs::StrategyRun second = strategy_runs::execute(spec, plan, 3, &state, true);
+    RunSpec whole = case_named(name);
+    whole.iterations = 6;
+    const strategy_runs::StrategyRun reference = strategy_runs::run(whole);
+    std::vector<double> losses = first.result.loss_per_iteration;
+    losses.insert(losses.end(), second.result.loss_per_iteration.begin(), second.result.loss_per_iteration.end());
+    EXPECT_EQ(losses, reference.result.loss_per_iteration);
+    EXPECT_EQ(strategy_runs::largest_weight_gap(second.result.weights, reference.result.weights), 0.0);
+    EXPECT_GT(counts.steps, 0);
+  }
+}
+
+// By hand: a step on the device leaves the host's weights there, which the
+// host's SGD refuses; brought back, they and the velocity are the host
+// step's bit for bit, and the next step takes them up from the host again.
+TEST(LendingDeviceCalls, AStepOnTheDeviceComesBackAsTheHostsStep) {
+  BufferCounts counts;
+  Network network = build_network(build_zoo_model("fmnist-mlp"));
+  std::unique_ptr<Device> device = make_lending_device(
+      [&](const Network& n, int64_t batch) { return std::make_unique<BufferedCpuNetwork>(n, batch, counts); },
+      std::make_shared<CountingStore>(counts));
+  Weights host = init_weights(network, strategy_runs::kWeightSeed);
+  Weights kept = host;
+  const SgdOptions options{0.1, 0.9, 1e-4};
+  Sgd host_sgd(options), kept_sgd(options);
+  for (int32_t it = 0; it < 2; ++it) {
+    Gradients g = zero_gradients(network, host);
+    for (size_t l = 0; l < g.size(); ++l) {
+      for (ParamGrad& p : g[l]) {
+        for (size_t i = 0; i < p.dense.data.size(); ++i) p.dense.data[i] = 0.01f * static_cast<float>((i + l + it) % 7);
+      }
+    }
+    Gradients g_kept = g;
+    host_sgd.step(host, g, 0, 6);
+    device->step(kept_sgd, kept, g_kept, 0, 6);
+    ASSERT_NE(kept[1][0].resident, nullptr);
+    EXPECT_TRUE(kept[1][0].data.empty());
+    Gradients again = g;
+    EXPECT_THROW(kept_sgd.step(kept, again, 0, 6), std::logic_error);
+  }
+  EXPECT_EQ(counts.steps, 2 * 6);          // fc1, fc2, fc3: weights and bias, twice
+  EXPECT_EQ(counts.from_host, 2 * 6 + 6);  // the gradients each step, the weights at the first
+  device->weights_to_host(kept, 0, 6, &kept_sgd);
+  EXPECT_EQ(counts.waits, 1);
+  EXPECT_EQ(kept[1][0].resident, nullptr);
+  for (size_t l = 0; l < host.size(); ++l) {
+    for (size_t p = 0; p < host[l].size(); ++p) {
+      EXPECT_EQ(kept[l][p].data, host[l][p].data) << "layer " << l;
+      EXPECT_EQ(kept_sgd.velocity()[l][p].data, host_sgd.velocity()[l][p].data) << "layer " << l;
+    }
+  }
+  Gradients g = zero_gradients(network, kept);
+  device->step(kept_sgd, kept, g, 0, 6);
+  EXPECT_EQ(counts.from_host, 2 * 6 + 6 + 3 * 6);  // weights, gradient and velocity taken up again
+}
+
+// By hand: two micro-batches' backwards add into one sum kept on the
+// device; the host refuses the set until it is brought back, on one wait,
+// bit for bit the CPU's sum.
+TEST(LendingDeviceCalls, MicroBatchesSumOnTheDeviceAndComeBackOnce) {
+  BufferCounts counts;
+  Network network = build_network(build_zoo_model("fmnist-mlp"));
+  Weights weights = init_weights(network, strategy_runs::kWeightSeed);
+  std::unique_ptr<Device> device = make_lending_device(
+      [&](const Network& n, int64_t batch) { return std::make_unique<BufferedCpuNetwork>(n, batch, counts); },
+      std::make_shared<CountingStore>(counts));
+  Gradients reference = zero_gradients(network, weights);
+  Gradients grads = zero_gradients(network, weights);
+  for (int32_t mb = 0; mb < 2; ++mb) {
+    Tensor x;
+    std::vector<int32_t> labels;
+    strategy_runs::synthetic_batch(mb, 8, x, labels);
+    std::vector<LayerCache> cpu_caches, caches;
+    Tensor logits = forward_range(network, weights, 0, 6, x, cpu_caches);
+    Tensor dlogits;
+    softmax_cross_entropy(logits, labels, &dlogits);
+    backward_range(network, weights, 0, 6, std::move(dlogits), cpu_caches, reference);
+    Tensor kept_dlogits;
+    device->forward_loss(network, weights, 1, PassId{0, mb}, 0, 6, x, caches, labels, 1.0f, kept_dlogits);
+    device->backward(network, weights, 1, PassId{0, mb}, 0, 6, std::move(kept_dlogits), caches, grads);
+  }
+  EXPECT_EQ(counts.waits, 0);
+  ASSERT_NE(grads[1][0].kept, nullptr);  // fc1's weight
+  EXPECT_THROW(flatten_gradients(grads, 0, 6), std::logic_error);
+  const Gradients copy = grads;  // shares the kept sums
+  device->gradients_to_host(grads, 0, 6);
+  EXPECT_EQ(counts.waits, 1);
+  EXPECT_EQ(counts.sums_back, counts.zeros);
+  EXPECT_EQ(flatten_gradients(grads, 0, 6), flatten_gradients(reference, 0, 6));
+  Gradients again = copy;  // its sums were taken
+  EXPECT_THROW(device->gradients_to_host(again, 0, 6), std::logic_error);
+  device->gradients_to_host(grads, 0, 6);  // nothing kept: no wait
+  EXPECT_EQ(counts.waits, 1);
+  clear_gradients(again, 0, 6);  // a kept sum let go reads as zero
+  EXPECT_EQ(again[1][0].kept, nullptr);
+  for (const float v : flatten_gradients(again, 0, 6)) ASSERT_EQ(v, 0.0f);
+}
+
+// Without a store the gradients are added on the host by each backward.
+TEST(LendingDeviceCalls, WithoutAStoreBackwardsAddIntoTheHostsGradients) {
+  MlpCalls m;
+  std::vector<LayerCache> caches;
+  Tensor dlogits;
+  m.device->forward_loss(m.network, m.weights, 1, PassId{0, 0}, 0, 6, m.x, caches, m.labels, 1.0f, dlogits);
+  Gradients grads = zero_gradients(m.network, m.weights);
+  m.device->backward(m.network, m.weights, 1, PassId{0, 0}, 0, 6, std::move(dlogits), caches, grads);
+  EXPECT_EQ(grads[1][0].kept, nullptr);
+  EXPECT_EQ(m.counts.zeros, 0);
+  float largest = 0;
+  for (const float v : flatten_gradients(grads, 0, 6)) largest = std::max(largest, std::abs(v));
+  EXPECT_GT(largest, 0.0f);
+}
+
+}  // namespace
+}  // namespace trainsim

@@ -1,0 +1,67 @@
+// The GPU device's store (exec/cuda/cuda_device_store.hpp) by itself: sums
+// and steps as the host's Sgd computes them, arrays back to the host added
+// or copied on one wait, a buffer let go zeroed again when lent anew.
+// Skipped without a GPU.
+#include "exec/cuda/cuda_device_store.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <memory>
+#include <vector>
+
+#include "exec/optim/sgd.hpp"
+#include "tests/gpu/skip_without_gpu.hpp"
+
+namespace trainsim {
+namespace {
+
+std::vector<float> ramp(size_t n, float scale) {
+  std::vector<float> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = scale * static_cast<float>(static_cast<int64_t>(i % 13) - 6);
+  return v;
+}
+
+TEST(CudaDeviceStore, StepsAsTheHostsSgdAndComesBackAddedOrCopied) {
+  SKIP_WITHOUT_GPU();
+  const std::shared_ptr<DeviceStore> store = make_cuda_device_store(0);
+  const size_t n = 1001;  // not a multiple of four
+  const SgdOptions options{0.1, 0.9, 1e-4};
+  Weights host_w{{Tensor({static_cast<int64_t>(n)})}};
+  host_w[0][0].data = ramp(n, 0.5f);
+  std::shared_ptr<KeptValues> w = store->from_host(host_w[0][0].data);
+  std::shared_ptr<KeptValues> v = store->zeros(static_cast<int64_t>(n));
+  Sgd sgd(options);
+  for (int step = 0; step < 3; ++step) {
+    Gradients g{{ParamGrad{}}};
+    g[0][0].dense = Tensor({static_cast<int64_t>(n)});
+    g[0][0].dense.data = ramp(n, 0.01f * static_cast<float>(step + 1));
+    std::shared_ptr<KeptValues> grad = store->from_host(g[0][0].dense.data);
+    store->sgd_step(*w, *grad, v.get(), options);
+    sgd.step(host_w, g, 0, 0);
+  }
+  std::vector<float> weights(n, 0.0f), velocity(n, 1.0f);
+  KeptValues* kept[] = {w.get(), v.get()};
+  const std::span<float> into[] = {weights, velocity};
+  store->to_host(kept, into, /*add=*/false);
+  for (size_t i = 0; i < n; ++i) {
+    EXPECT_NEAR(weights[i], host_w[0][0].data[i], 1e-6f * (1.0f + std::fabs(host_w[0][0].data[i]))) << i;
+    EXPECT_NEAR(velocity[i], sgd.velocity()[0][0].data[i], 1e-6f * (1.0f + std::fabs(velocity[i]))) << i;
+  }
+  std::vector<float> twice = weights;
+  KeptValues* one[] = {w.get()};
+  const std::span<float> back[] = {twice};
+  store->to_host(one, back, /*add=*/true);
+  for (size_t i = 0; i < n; ++i) EXPECT_EQ(twice[i], 2.0f * weights[i]) << i;
+  // A buffer let go comes back zeroed when lent again.
+  w.reset();
+  std::shared_ptr<KeptValues> again = store->zeros(static_cast<int64_t>(n));
+  std::vector<float> zeros(n, 3.0f);
+  KeptValues* fresh[] = {again.get()};
+  const std::span<float> out[] = {zeros};
+  store->to_host(fresh, out, /*add=*/false);
+  for (size_t i = 0; i < n; ++i) ASSERT_EQ(zeros[i], 0.0f) << i;
+}
+
+}  // namespace
+}  // namespace trainsim
