@@ -11,8 +11,8 @@
 // (Device::gradients_to_host: one wait for an op's whole range), the
 // update steps a dense range's weights and velocity there (Device::step;
 // the host's copy comes back by Device::weights_to_host where the host
-// reads it), batch normalization's statistics come back, and messages stay
-// on the host. Each
+// reads it), batch normalization's running statistics fold there after
+// each forward (back with the weights), and messages stay on the host. Each
 // range's kernels run on the network's stream (cuBLAS, cuDNN and the
 // project's kernels). Several workers may share one GPU (virtual devices:
 // `cuda:0x4`). No CUDA type appears here.

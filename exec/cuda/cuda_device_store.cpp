@@ -23,10 +23,13 @@ namespace {
 struct StoreCore {
   int gpu = 0;
   cudaStream_t stream = nullptr;
-  std::mutex mu;  // idle, and the stream's copies with the pinned memory
+  std::mutex mu;       // idle
+  std::mutex copy_mu;  // the pinned memory, while copies land in it: not `mu`, which a backward
+                       // making a sum takes, so a copy's wait does not hold up the compute
   std::map<int64_t, std::vector<std::pair<DeviceArray<float>, cudaEvent_t>>> idle;
   float* pinned = nullptr;
   size_t pinned_floats = 0;
+  cudaEvent_t copied = nullptr;  // after a to_host's copies: waited for alone, not the stream's later work
 
   ~StoreCore() {
     cudaSetDevice(gpu);
@@ -36,6 +39,7 @@ struct StoreCore {
     }
     idle.clear();
     if (pinned != nullptr) cudaFreeHost(pinned);
+    if (copied != nullptr) cudaEventDestroy(copied);
     if (stream != nullptr) cudaStreamDestroy(stream);
   }
 };
@@ -57,6 +61,7 @@ class CudaDeviceStore final : public DeviceStore {
     core_->gpu = gpu;
     TRAINSIM_CUDA(cudaSetDevice(gpu));
     TRAINSIM_CUDA(cudaStreamCreateWithFlags(&core_->stream, cudaStreamNonBlocking));
+    TRAINSIM_CUDA(cudaEventCreateWithFlags(&core_->copied, cudaEventDisableTiming));
   }
 
   std::shared_ptr<KeptValues> zeros(int64_t floats) override {
@@ -79,7 +84,7 @@ class CudaDeviceStore final : public DeviceStore {
 
   void to_host(std::span<KeptValues* const> kept, std::span<const std::span<float>> into, bool add) override {
     TRAINSIM_CHECK(kept.size() == into.size(), "a host buffer per kept array");
-    std::lock_guard lock(core_->mu);
+    std::lock_guard lock(core_->copy_mu);
     TRAINSIM_CUDA(cudaSetDevice(core_->gpu));
     size_t floats = 0;
     for (size_t i = 0; i < kept.size(); ++i) {
@@ -107,7 +112,8 @@ class CudaDeviceStore final : public DeviceStore {
       TRAINSIM_CUDA(cudaEventRecord(a.written, core_->stream));
       at += static_cast<size_t>(a.values.size());
     }
-    TRAINSIM_CUDA(cudaStreamSynchronize(core_->stream));
+    TRAINSIM_CUDA(cudaEventRecord(core_->copied, core_->stream));
+    TRAINSIM_CUDA(cudaEventSynchronize(core_->copied));
     at = 0;
     for (const std::span<float>& host : into) {
       if (add) {
@@ -127,7 +133,6 @@ class CudaDeviceStore final : public DeviceStore {
     KeptArray* v = velocity == nullptr ? nullptr : &of_this_gpu(velocity);
     TRAINSIM_CHECK(w.values.size() == g.values.size() && (v == nullptr || v->values.size() == w.values.size()),
                    "a step of weights, gradient and velocity of different sizes");
-    std::lock_guard lock(core_->mu);  // one thread at a time on the store's stream
     const std::initializer_list<KeptArray*> touched = {&w, &g, v};
     for (const KeptArray* a : touched) {
       if (a != nullptr) TRAINSIM_CUDA(cudaStreamWaitEvent(core_->stream, a->written, 0));

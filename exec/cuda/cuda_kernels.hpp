@@ -71,4 +71,12 @@ void norm_backward_training(const float* x, const float* dy, const float* scale,
                             const float* inv_std, float* dx, bool accumulate, float* dscale, float* dshift,
                             float* scratch, int64_t batch, int64_t channels, int64_t plane, cudaStream_t stream);
 
+// The running statistics after a training forward, as exec's batch norm
+// folds them (exec/tensor/layers_norm.cpp): running_mean += momentum·(mean
+// − running_mean), running_var += momentum·(variance·count/(count − 1) −
+// running_var), the variance from inv_std = 1/sqrt(variance + eps), count
+// the values per channel (batch × plane).
+void norm_fold_running(const float* mean, const float* inv_std, float* running_mean, float* running_var,
+                       int64_t channels, int64_t count, float momentum, double eps, cudaStream_t stream);
+
 }  // namespace trainsim::cuda

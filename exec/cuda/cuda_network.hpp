@@ -107,6 +107,7 @@ class CudaNetwork final : public RangeNetwork {
   std::vector<std::vector<Tensor>> batch_statistics(int64_t first, int64_t last) const override;
   void backward_range(const Network& network, int64_t first, int64_t last, const Tensor* dy, Gradients& grads) override;
   void load_kept_weights(int64_t layer, std::span<KeptValues* const> params) override;
+  void fold_statistics(int64_t layer, KeptValues& running_mean, KeptValues& running_variance) override;
   Tensor cut_values(const Network& network, int64_t i) override;
   Tensor cut_gradients(const Network& network, int64_t i) override;
 

@@ -39,6 +39,7 @@ double CudaNetwork::forward_range_loss(const Network&, int64_t, int64_t, const T
 std::vector<std::vector<Tensor>> CudaNetwork::batch_statistics(int64_t, int64_t) const { return {}; }
 void CudaNetwork::backward_range(const Network&, int64_t, int64_t, const Tensor*, Gradients&) {}
 void CudaNetwork::load_kept_weights(int64_t, std::span<KeptValues* const>) {}
+void CudaNetwork::fold_statistics(int64_t, KeptValues&, KeptValues&) {}
 Tensor CudaNetwork::cut_values(const Network&, int64_t) { return {}; }
 Tensor CudaNetwork::cut_gradients(const Network&, int64_t) { return {}; }
 std::shared_ptr<DeviceStore> make_cuda_device_store(int) { return nullptr; }

@@ -131,6 +131,26 @@ void CudaNetwork::load_kept_weights(int64_t layer, std::span<KeptValues* const> 
   }
 }
 
+void CudaNetwork::fold_statistics(int64_t layer, KeptValues& running_mean, KeptValues& running_variance) {
+  cuda::NetworkState& s = *state_;
+  TRAINSIM_CHECK(layer >= 0 && layer < static_cast<int64_t>(s.layers.size()), "a layer of the network");
+  TRAINSIM_CUDA(cudaSetDevice(s.context.device));
+  const cuda::GpuLayer& l = *s.layers[static_cast<size_t>(layer)];
+  TRAINSIM_CHECK(l.op == cuda::Op::batchnorm, l.name + ": running statistics of a layer that is not a batch norm");
+  cuda::KeptArray* kept[2] = {dynamic_cast<cuda::KeptArray*>(&running_mean),
+                              dynamic_cast<cuda::KeptArray*>(&running_variance)};
+  for (cuda::KeptArray* k : kept) {
+    TRAINSIM_CHECK(k != nullptr && k->gpu == s.context.device && k->values.size() == l.norm.channels,
+                   l.name + ": running statistics kept by another GPU's store");
+    TRAINSIM_CUDA(cudaStreamWaitEvent(s.context.stream, k->written, 0));
+  }
+  cuda::norm_fold_running(l.norm.mean.get(), l.norm.inv_std.get(), kept[0]->values.get(), kept[1]->values.get(),
+                          l.norm.channels, s.batch * l.norm.plane, kBatchNormMomentum, cuda::kNormEps,
+                          s.context.stream);
+  TRAINSIM_CUDA(cudaGetLastError());
+  for (cuda::KeptArray* k : kept) TRAINSIM_CUDA(cudaEventRecord(k->written, s.context.stream));
+}
+
 void CudaNetwork::forward_range(const Network& network, int64_t first, int64_t last, const Tensor* x) {
   cuda::NetworkState& s = *state_;
   cuda::check_range(s, network, first, last);

@@ -149,6 +149,19 @@ __global__ void norm_combine_stats_kernel(const float* __restrict__ partials, fl
   }
 }
 
+// The running statistics folded as exec's batch norm folds them
+// (layers_norm.cpp): the batch's variance from inv_std, made unbiased.
+__global__ void norm_fold_running_kernel(const float* __restrict__ mean, const float* __restrict__ inv_std,
+                                         float* __restrict__ running_mean, float* __restrict__ running_var,
+                                         int64_t channels, float momentum, double unbiased, double eps) {
+  TRAINSIM_GRID_LOOP(c, channels) {
+    const double inv = inv_std[c];
+    const auto variance = static_cast<float>(1.0 / (inv * inv) - eps);
+    running_mean[c] += momentum * (mean[c] - running_mean[c]);
+    running_var[c] += momentum * (static_cast<float>(variance * unbiased) - running_var[c]);
+  }
+}
+
 // y = scale·(x − mean)·inv_std + shift over the block's slice.
 __global__ void norm_apply_kernel(const float* __restrict__ x, float* __restrict__ y, const float* __restrict__ mean,
                                   const float* __restrict__ inv_std, const float* __restrict__ scale,
@@ -254,6 +267,14 @@ void norm_backward_training(const float* x, const float* dy, const float* scale,
   if (dx != nullptr) {
     norm_input_grad_kernel<<<grid_of(s), kThreads, 0, stream>>>(x, dy, mean, inv_std, scale, totals, dx, accumulate, s);
   }
+}
+
+void norm_fold_running(const float* mean, const float* inv_std, float* running_mean, float* running_var,
+                       int64_t channels, int64_t count, float momentum, double eps, cudaStream_t stream) {
+  if (channels <= 0) return;
+  const double unbiased = count > 1 ? static_cast<double>(count) / static_cast<double>(count - 1) : 1.0;
+  norm_fold_running_kernel<<<blocks_for(channels), kThreads, 0, stream>>>(mean, inv_std, running_mean, running_var,
+                                                                          channels, momentum, unbiased, eps);
 }
 
 }  // namespace trainsim::cuda

@@ -172,7 +172,9 @@ ExecResult Interpreter::result() {
   const std::vector<int32_t> updater = first_worker_per_layer(OpKind::kUpdate);
   const std::vector<int32_t> forwarder = first_worker_per_layer(OpKind::kForward);
   for (const std::unique_ptr<WorkerState>& w : workers_) {
-    if (w->device != nullptr) w->device->weights_to_host(w->weights, 0, static_cast<int64_t>(w->weights.size()) - 1);
+    if (w->device == nullptr) continue;
+    w->device->weights_to_host(w->weights, 0, static_cast<int64_t>(w->weights.size()) - 1);
+    w->device->weights_to_host(w->statistics, 0, static_cast<int64_t>(w->statistics.size()) - 1);
   }
   r.weights = workers_.front()->weights;
   r.statistics = workers_.front()->statistics;
@@ -193,6 +195,7 @@ RunState Interpreter::raw_state() const {
     if (!local_[i]) continue;
     WorkerState& w = *workers_[i];
     w.device->weights_to_host(w.weights, 0, static_cast<int64_t>(w.weights.size()) - 1, w.optimizer.get());
+    w.device->weights_to_host(w.statistics, 0, static_cast<int64_t>(w.statistics.size()) - 1);
     state.endpoints[i] = EndpointState{w.weights, w.optimizer->velocity(),
                                        w.spectrain ? w.spectrain->smoothed_gradient() : Weights{}, w.statistics};
   }
@@ -260,6 +263,7 @@ void Interpreter::resume_from(const RunState& state) {
       throw InputError("--resume", "holds weights of another model", "a checkpoint of this model");
     }
     w.device->weights_to_host(w.weights, 0, static_cast<int64_t>(w.weights.size()) - 1, w.optimizer.get());
+    w.device->weights_to_host(w.statistics, 0, static_cast<int64_t>(w.statistics.size()) - 1);
     w.weights = e.weights;
     ++w.generation;
     w.statistics = e.statistics;

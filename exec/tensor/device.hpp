@@ -104,7 +104,8 @@ class Device {
   // runs.
   virtual void step(Sgd& sgd, Weights& weights, Gradients& grads, int64_t first, int64_t last);
   // The weights of layers [first, last] a step left on the device brought
-  // back into `weights` (one wait); with `sgd`, also the velocity the
+  // back into `weights` (one wait), or the running statistics of batch
+  // normalization that update_statistics left there; with `sgd`, also the velocity the
   // device keeps of those layers, into sgd, and the device lets it go. The
   // interpreter calls it before the host reads or writes a worker's
   // weights. Here nothing is kept.

@@ -146,6 +146,21 @@ void KeptTraining::weights_to_host(Weights& weights, int64_t first, int64_t last
   if (!velocity.empty()) sgd->set_velocity(std::move(velocity));
 }
 
+void KeptTraining::fold_statistics(RangeNetwork& network, int64_t layer, LayerParams& statistics) {
+  TRAINSIM_CHECK(statistics.size() == 2, "a batch normalization's running mean and variance");
+  std::shared_ptr<Kept> kept[2];
+  for (size_t i = 0; i < 2; ++i) {
+    Tensor& t = statistics[i];
+    kept[i] =
+        t.resident != nullptr ? kept_of(t.resident) : std::make_shared<Kept>(Kept{this, store_->from_host(t.data)});
+  }
+  network.fold_statistics(layer, *kept[0]->values, *kept[1]->values);
+  for (size_t i = 0; i < 2; ++i) {
+    statistics[i].data.clear();
+    statistics[i].resident = std::move(kept[i]);
+  }
+}
+
 std::vector<KeptValues*> KeptTraining::kept_weights(const LayerParams& params) const {
   std::vector<KeptValues*> out;
   for (const Tensor& t : params) {

@@ -46,8 +46,12 @@ class KeptTraining {
   // host's weights and velocity taken up where the device holds none yet;
   // false (nothing done) where one is sparse.
   bool step(const Sgd& sgd, Weights& weights, Gradients& grads, int64_t first, int64_t last);
-  // Device::weights_to_host.
+  // Device::weights_to_host (of weights, or of running statistics).
   void weights_to_host(Weights& weights, int64_t first, int64_t last, Sgd* sgd);
+  // Device::update_statistics of batch normalization `layer` by the forward
+  // `network` ran last: its running statistics (taken up from the host
+  // where they are there) folded on the device, the host's resident.
+  void fold_statistics(RangeNetwork& network, int64_t layer, LayerParams& statistics);
   // The kept weights of a layer's parameters whose host tensors are
   // resident, in order; empty where they are on the host.
   std::vector<KeptValues*> kept_weights(const LayerParams& params) const;

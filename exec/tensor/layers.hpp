@@ -73,6 +73,11 @@ class ExecLayer {
 // Per model layer, its statistics (ExecLayer::init_statistics).
 using Statistics = std::vector<LayerParams>;
 
+// Batch normalization's running statistics after a training batch, as
+// PyTorch's BatchNorm (momentum 0.1): running += m·(batch statistic −
+// running), the batch's variance made unbiased (count / (count − 1)).
+inline constexpr float kBatchNormMomentum = 0.1f;
+
 // A model as exec runs it: one kernel per model layer, same order and names,
 // over the model's layer graph. Tensors are named by index: -1 the model's
 // input, i the output of layer i.

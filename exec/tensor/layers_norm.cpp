@@ -17,8 +17,6 @@ namespace trainsim {
 namespace {
 
 constexpr double kNormEps = 1e-5;
-// PyTorch's BatchNorm momentum: running = (1 - m)·running + m·batch statistic.
-constexpr float kRunningMomentum = 0.1f;
 
 void check_norm_grads(const LayerGrads& grads, int64_t width, const char* layer) {
   TRAINSIM_CHECK(grads.size() == 2, std::string(layer) + ": gradients not sized by zero_gradients");
@@ -70,8 +68,8 @@ class BatchNorm final : public AffineNorm {
     for (int64_t c = 0; c < width_; ++c) {
       float& running_mean = statistics[0].data[c];
       float& running_var = statistics[1].data[c];
-      running_mean += kRunningMomentum * (mean.data[c] - running_mean);
-      running_var += kRunningMomentum * (static_cast<float>(variance.data[c] * unbiased) - running_var);
+      running_mean += kBatchNormMomentum * (mean.data[c] - running_mean);
+      running_var += kBatchNormMomentum * (static_cast<float>(variance.data[c] * unbiased) - running_var);
     }
   }
 

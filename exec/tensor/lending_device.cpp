@@ -157,9 +157,18 @@ class LendingDevice final : public Device {
     return left(network, lease, first, true, dy.rows());
   }
 
+  // With a store, folded on the device by the network the forward ran on;
+  // else from the statistics the forward brought back.
   void update_statistics(const Network& network, int64_t first, int64_t last, const std::vector<LayerCache>& caches,
                          Statistics& statistics) override {
-    trainsim::update_statistics(network, first, last, caches, statistics);
+    if (kept_ == nullptr) return trainsim::update_statistics(network, first, last, caches, statistics);
+    std::lock_guard lock(mu_);
+    for (int64_t l = first; l <= last; ++l) {
+      if (statistics.at(static_cast<size_t>(l)).empty()) continue;
+      const auto* hold = static_cast<const CacheHold*>(caches.at(static_cast<size_t>(l - first)).device_state.get());
+      TRAINSIM_CHECK(hold != nullptr, "statistics of a forward this device did not run");
+      kept_->fold_statistics(*hold->lease->lent.network, l, statistics[static_cast<size_t>(l)]);
+    }
   }
 
   double loss(const Tensor& logits, std::span<const int32_t> labels, Tensor* dlogits) override {
@@ -292,11 +301,14 @@ class LendingDevice final : public Device {
     return std::make_shared<Lease>(pool_, std::move(lent), pass, layers);
   }
 
-  // The forward's caches hold its network until the backward; batch
-  // normalization's statistics come back as exec's batch norm keeps them.
-  static void keep(const std::shared_ptr<Lease>& lease, int64_t first, int64_t last, int64_t rows,
-                   std::vector<LayerCache>& caches) {
-    std::vector<std::vector<Tensor>> statistics = lease->lent.network->batch_statistics(first, last);
+  // The forward's caches hold its network until the backward; without a
+  // store, batch normalization's statistics come back as exec's batch norm
+  // keeps them.
+  void keep(const std::shared_ptr<Lease>& lease, int64_t first, int64_t last, int64_t rows,
+            std::vector<LayerCache>& caches) const {
+    std::vector<std::vector<Tensor>> statistics =
+        kept_ != nullptr ? std::vector<std::vector<Tensor>>(static_cast<size_t>(last - first + 1))
+                         : lease->lent.network->batch_statistics(first, last);
     TRAINSIM_CHECK(static_cast<int64_t>(statistics.size()) == last - first + 1,
                    "statistics of every layer of the range");
     caches.assign(static_cast<size_t>(last - first + 1), LayerCache{});

@@ -7,8 +7,9 @@
 // generation of them (LoadedWeights), from the device's own copy where a
 // step left them there. The loss is the network's; the parameter gradients
 // sum where the networks compute until the host reads them, and the
-// optimizer steps there (a DeviceStore); the statistics of batch
-// normalization come back as exec's batch norm keeps them.
+// optimizer steps there and batch normalization's running statistics fold
+// there (a DeviceStore); without a store, a forward's batch statistics come
+// back as exec's batch norm keeps them.
 #pragma once
 
 #include <cstdint>

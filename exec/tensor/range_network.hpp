@@ -70,6 +70,10 @@ class RangeNetwork {
   // `first`) stays in the buffers.
   virtual void backward_range(const Network& network, int64_t first, int64_t last, const Tensor* dy,
                               Gradients& grads) = 0;
+  // Batch normalization `layer` folds the batch statistics of its last
+  // forward into running ones kept by this network's DeviceStore (as its
+  // ExecLayer::update_statistics, kBatchNormMomentum).
+  virtual void fold_statistics(int64_t layer, KeptValues& running_mean, KeptValues& running_variance) = 0;
   // Layer `layer`'s weights into its own copy from `params` (one per
   // parameter, kept by this network's DeviceStore), as load_weights from
   // the host.

@@ -43,11 +43,13 @@ struct BufferCounts {
   int64_t host_loads = 0;    // layers' weights a network loaded from the host
   int64_t host_reloads = 0;  // of them, into a network that had loaded the layer before
   int64_t kept_loads = 0;    // from weights kept on the device
+  int64_t statistics_back = 0;  // batch statistics of a range brought to the host
+  int64_t folds = 0;            // batch norms' running statistics folded on the device
 
   // The counts after a run, and the plan's ops they compare with.
   struct Totals {
     int64_t waits = 0, host_reloads = 0, kept_loads = 0, steps = 0, backwards = 0, updates = 0, all_reduces = 0,
-            workers = 0;
+            workers = 0, statistics_back = 0, folds = 0;
   };
   void add(int64_t BufferCounts::*field) {
     std::lock_guard lock(mu);
@@ -129,6 +131,19 @@ class BufferedCpuNetwork final : public RangeNetwork {
       loaded_[static_cast<size_t>(l)] = true;
     }
   }
+  // exec's batch norm folding its last forward's cache into the kept statistics.
+  void fold_statistics(int64_t layer, KeptValues& running_mean, KeptValues& running_variance) override {
+    const std::optional<LayerCache>& cache = caches_[static_cast<size_t>(layer)];
+    TRAINSIM_CHECK(cache.has_value(), "statistics folded without the layer's forward");
+    LayerParams statistics = layer_of(layer).init_statistics();
+    TRAINSIM_CHECK(statistics.size() == 2, "a batch norm's running mean and variance");
+    std::swap(statistics[0].data, kept_values(running_mean).data);
+    std::swap(statistics[1].data, kept_values(running_variance).data);
+    layer_of(layer).update_statistics(statistics, *cache);
+    std::swap(statistics[0].data, kept_values(running_mean).data);
+    std::swap(statistics[1].data, kept_values(running_variance).data);
+    counts_.add(&BufferCounts::folds);
+  }
   void load_kept_weights(int64_t layer, std::span<KeptValues* const> params) override {
     const std::vector<std::vector<int64_t>> shapes = layer_of(layer).param_shapes();
     TRAINSIM_CHECK(params.size() == shapes.size(), "kept weights of every parameter");
@@ -161,6 +176,7 @@ class BufferedCpuNetwork final : public RangeNetwork {
     return mean;
   }
   std::vector<std::vector<Tensor>> batch_statistics(int64_t first, int64_t last) const override {
+    counts_.add(&BufferCounts::statistics_back);
     std::vector<std::vector<Tensor>> out;
     for (int64_t l = first; l <= last; ++l) {
       const LayerCache& cache = *caches_[static_cast<size_t>(l)];
@@ -317,7 +333,9 @@ inline void expect_lending_trains_as_the_cpu(const RunSpec& spec, BufferCounts::
                ops_of(run.plan, OpKind::kBackward),
                ops_of(run.plan, OpKind::kUpdate),
                ops_of(run.plan, OpKind::kAllReduce),
-               static_cast<int64_t>(run.plan.workers.size())};
+               static_cast<int64_t>(run.plan.workers.size()),
+               counts.statistics_back,
+               counts.folds};
   }
 }
 

@@ -54,10 +54,11 @@ TEST(LendingDeviceCalls, TheHostSeesGradientsAndWeightsOnlyWhereItReadsThem) {
 // (a checkpoint's), then resumed on new devices: it trains as the CPU's run
 // never stopped, bit for bit.
 TEST(LendingDeviceCalls, AStateTakenFromTheDeviceResumesAsARunNeverStopped) {
-  for (const std::string name : {"single", "dp_ring", "gpipe"}) {
-    SCOPED_TRACE(name);
+  const RunSpec batchnorm{.strategy = "single", .sgd = {0.1, 0.9, 0.0}, .make_model = strategy_runs::batchnorm_mlp};
+  for (const RunSpec& whole_run : {case_named("single"), case_named("dp_ring"), case_named("gpipe"), batchnorm}) {
+    SCOPED_TRACE(whole_run.strategy);
     BufferCounts counts;
-    RunSpec spec = case_named(name);
+    RunSpec spec = whole_run;
     ASSERT_GT(spec.sgd.momentum, 0);
     spec.iterations = 3;
     spec.make_device = [&](int32_t) {
@@ -69,14 +70,36 @@ TEST(LendingDeviceCalls, AStateTakenFromTheDeviceResumesAsARunNeverStopped) {
     const strategy_runs::StrategyRun first = strategy_runs::execute(spec, plan, 0, nullptr, true);
     const RunState state = first.result.state;
     const strategy_runs::StrategyRun second = strategy_runs::execute(spec, plan, 3, &state, true);
-    RunSpec whole = case_named(name);
+    RunSpec whole = whole_run;
     whole.iterations = 6;
     const strategy_runs::StrategyRun reference = strategy_runs::run(whole);
     std::vector<double> losses = first.result.loss_per_iteration;
     losses.insert(losses.end(), second.result.loss_per_iteration.begin(), second.result.loss_per_iteration.end());
     EXPECT_EQ(losses, reference.result.loss_per_iteration);
     EXPECT_EQ(strategy_runs::largest_weight_gap(second.result.weights, reference.result.weights), 0.0);
+    EXPECT_EQ(strategy_runs::largest_weight_gap(second.result.statistics, reference.result.statistics), 0.0);
     EXPECT_GT(counts.steps, 0);
+  }
+}
+
+// Batch normalization's running statistics fold on the device after each
+// forward, nothing of them coming back until the run's end (or a state's):
+// they end bit for bit as the CPU's, and a run resumed from a state taken
+// there goes on as one never stopped.
+TEST(LendingDeviceCalls, RunningStatisticsFoldOnTheDevice) {
+  const std::vector<RunSpec> specs = {
+      {.strategy = "single", .sgd = {0.1, 0.9, 0.0}, .make_model = strategy_runs::batchnorm_mlp},
+      {.strategy = "gpipe",
+       .settings = {{"microbatches", "2"}, {"stages", "0-1,2-4"}},
+       .sgd = {0.1, 0.9, 0.0},
+       .make_model = strategy_runs::batchnorm_mlp}};
+  for (const RunSpec& spec : specs) {
+    SCOPED_TRACE(spec.strategy);
+    BufferCounts::Totals t;
+    buffered::expect_lending_trains_as_the_cpu(spec, &t);
+    EXPECT_EQ(t.statistics_back, 0);
+    EXPECT_GT(t.folds, 0);
+    EXPECT_LE(t.waits, 2 * t.workers);  // each worker's weights and statistics, at the end
   }
 }
 
