@@ -273,14 +273,42 @@ double measure_launch_sync_s(const CudaProbeOptions& o) {
   return median_of(samples_s);
 }
 
-// intra_link = inter_link: device-to-device copies between two buffers; the
-// host link: the slower direction of pinned host copies.
+// A sweep of what one message between two of the executor's workers on
+// this GPU costs: its bytes from one buffer to pageable host memory (the
+// sender's Device::to_host), copied there (the in-process transport's
+// hand-over) and up into another buffer (the receiver's upload), each
+// message timed alone by the wall clock, waits included.
+std::vector<ChannelSample> measure_host_path_sweep(float* to, const float* from, const CudaProbeOptions& o) {
+  const Stream stream = make_stream();
+  std::vector<float> sent(floats_of(o.max_message_bytes)), received(sent.size());
+  TRAINSIM_CUDA(cudaDeviceSynchronize());
+  std::vector<ChannelSample> samples;
+  for (int64_t bytes = o.min_message_bytes; bytes <= o.max_message_bytes; bytes *= 4) {
+    const auto size = static_cast<size_t>(bytes);
+    std::vector<double> samples_s;
+    for (int64_t r = 0; r < o.warmups + o.repeats; ++r) {
+      const double start_s = steady_s();
+      TRAINSIM_CUDA(cudaMemcpyAsync(sent.data(), from, size, cudaMemcpyDeviceToHost, stream.get()));
+      TRAINSIM_CUDA(cudaStreamSynchronize(stream.get()));
+      std::copy_n(sent.data(), (size + sizeof(float) - 1) / sizeof(float), received.data());
+      TRAINSIM_CUDA(cudaMemcpyAsync(to, received.data(), size, cudaMemcpyHostToDevice, stream.get()));
+      TRAINSIM_CUDA(cudaStreamSynchronize(stream.get()));
+      if (r >= o.warmups) samples_s.push_back(steady_s() - start_s);
+    }
+    samples.push_back({static_cast<double>(bytes), median_of(samples_s)});
+  }
+  return samples;
+}
+
+// intra_link = inter_link: the executor's messages between workers on the
+// GPU, through the host (measure_host_path_sweep); the host link: the
+// slower direction of pinned host copies.
 void measure_links(Cluster& c, const CudaProbeOptions& o) {
   const size_t message_floats = floats_of(o.max_message_bytes);
   const std::vector<DeviceBuffer> messages = zeroed_buffers(2, message_floats);
   float* const from = messages[0].get();
   float* const to = messages[1].get();
-  const ChannelFit link = fit_channel(measure_copy_sweep(to, from, cudaMemcpyDeviceToDevice, o));
+  const ChannelFit link = fit_channel(measure_host_path_sweep(to, from, o));
   c.intra_link = {link.bandwidth_bytes_per_s, link.latency_s};
   c.inter_link = c.intra_link;
   const HostBuffer pinned = pinned_floats(message_floats);
@@ -362,8 +390,9 @@ Cluster measure_cuda_cluster(int device, int64_t workers, const CudaProbeOptions
       "measured on " + c.device.name + " (" + std::to_string(sms) + " SMs, CUDA runtime " + version_text(runtime) +
       ", driver " + version_text(driver) + ") as " + std::to_string(workers) + (workers == 1 ? " worker" : " workers") +
       " sharing it: fp32 SGEMM n=" + std::to_string(options.gemm_size) + " with TF32 off and device copies of " +
-      size_text(options.copy_bytes) + ", one per worker at once; device-to-device and pinned host copies " +
-      size_text(options.min_message_bytes) + ".." + size_text(options.max_message_bytes) +
+      size_text(options.copy_bytes) + ", one per worker at once; workers' messages (device to pageable host, " +
+      "a host copy, up again: the executor's path) and pinned host copies " + size_text(options.min_message_bytes) +
+      ".." + size_text(options.max_message_bytes) +
       " (latency: smallest message; bandwidth: least-squares slope of the large ones); a += b over " +
       size_text(options.reduce_bytes) + " on the GPU and on " + std::to_string(threads) +
       " host threads; empty-kernel launch and sync (NCCL's fixed cost not measured)";

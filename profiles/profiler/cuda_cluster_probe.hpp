@@ -38,13 +38,19 @@ struct CudaProbeOptions {
 //     copy_bytes (read + write, STREAM's convention), one per worker at once;
 //   compute_rate_while_communicating = 1 (copy engines move the bytes);
 //   handoff_s = 0 (launches are asynchronous);
-//   intra_link = inter_link = fit_channel of device-to-device cudaMemcpyAsync
-//     between two buffers of the GPU, min_message_bytes ×4 up to
-//     max_message_bytes, each timed alone with events on one stream: what a
-//     virtual worker's send to another on the same GPU costs;
+//   intra_link = inter_link = fit_channel of what a message between two of
+//     the executor's workers on the GPU costs, min_message_bytes ×4 up to
+//     max_message_bytes, each timed alone by the wall clock: a copy from a
+//     device buffer to pageable host memory and its wait (the sender's
+//     Device::to_host), a host copy (the in-process transport's hand-over)
+//     and a copy up into another buffer and its wait (the receiver's upload).
+//     The workers exchange every message through the host; a collective is
+//     priced as hops of such messages, which charges its device copies per
+//     hop where the executor copies a gradient down and up once;
 //   host.link_bandwidth_bytes_per_s, host.link_latency_s = fit_channel of the
 //     same sweep of pinned (cudaMallocHost) host-to-device and device-to-host
-//     copies: the lower bandwidth and the larger latency of the two directions;
+//     copies, each timed alone with events on one stream: the lower bandwidth
+//     and the larger latency of the two directions;
 //   host.reduce_bytes_per_s = reduce_bytes / time of a += b over reduce_bytes
 //     of floats on host.threads threads, each summing its slice (all threads
 //     together, from their common start to the last one's end);
