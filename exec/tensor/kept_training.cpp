@@ -80,7 +80,10 @@ bool KeptTraining::step(const Sgd& sgd, Weights& weights, Gradients& grads, int6
       TRAINSIM_CHECK(element_count(w.shape) == g.dense.size(), "a gradient of another size than its parameter");
       std::shared_ptr<Kept> kept_w =
           w.resident != nullptr ? kept_of(w.resident) : std::make_shared<Kept>(Kept{this, store_->from_host(w.data)});
-      // The gradient is its host values plus the sum kept of it.
+      // The gradient is its host values plus the sum kept of it; those are
+      // zeros but where the host wrote into the set before a backward added
+      // to it again, which the scan finds (one read of the gradient, less
+      // than the host's step it replaces).
       if (g.kept != nullptr && std::any_of(g.dense.data.begin(), g.dense.data.end(), [](float v) { return v != 0; })) {
         gradients_to_host(grads, l, l);
       }
