@@ -172,9 +172,7 @@ ExecResult Interpreter::result() {
   const std::vector<int32_t> updater = first_worker_per_layer(OpKind::kUpdate);
   const std::vector<int32_t> forwarder = first_worker_per_layer(OpKind::kForward);
   for (const std::unique_ptr<WorkerState>& w : workers_) {
-    if (w->device == nullptr) continue;
-    w->device->weights_to_host(w->weights, 0, static_cast<int64_t>(w->weights.size()) - 1);
-    w->device->weights_to_host(w->statistics, 0, static_cast<int64_t>(w->statistics.size()) - 1);
+    if (w->device != nullptr) weights_to_host(*w, /*everything=*/true);
   }
   r.weights = workers_.front()->weights;
   r.statistics = workers_.front()->statistics;
@@ -194,8 +192,7 @@ RunState Interpreter::raw_state() const {
   for (size_t i = 0; i < workers_.size(); ++i) {
     if (!local_[i]) continue;
     WorkerState& w = *workers_[i];
-    w.device->weights_to_host(w.weights, 0, static_cast<int64_t>(w.weights.size()) - 1, w.optimizer.get());
-    w.device->weights_to_host(w.statistics, 0, static_cast<int64_t>(w.statistics.size()) - 1);
+    weights_to_host(w, /*everything=*/true);
     state.endpoints[i] = EndpointState{w.weights, w.optimizer->velocity(),
                                        w.spectrain ? w.spectrain->smoothed_gradient() : Weights{}, w.statistics};
   }
@@ -262,8 +259,7 @@ void Interpreter::resume_from(const RunState& state) {
     if (shapes_of(e.weights) != shapes_of(w.weights) || shapes_of(e.statistics) != shapes_of(w.statistics)) {
       throw InputError("--resume", "holds weights of another model", "a checkpoint of this model");
     }
-    w.device->weights_to_host(w.weights, 0, static_cast<int64_t>(w.weights.size()) - 1, w.optimizer.get());
-    w.device->weights_to_host(w.statistics, 0, static_cast<int64_t>(w.statistics.size()) - 1);
+    weights_to_host(w, /*everything=*/true);  // the device lets go of what it kept
     w.weights = e.weights;
     ++w.generation;
     w.statistics = e.statistics;

@@ -103,7 +103,7 @@ void Interpreter::pull_from_server_host(OpId id, const Op& op) {
 }
 
 void Interpreter::install_pull(WorkerState& w, const ServerMessage& pull) const {
-  w.device->weights_to_host(w.weights, 0, static_cast<int64_t>(w.weights.size()) - 1);
+  weights_to_host(w);
   std::lock_guard lock(w.mu);
   ++w.generation;
   for (size_t v = 0; v < served_.size(); ++v) {

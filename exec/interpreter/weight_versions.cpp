@@ -82,7 +82,7 @@ void stash_before_change(WorkerState& w) {
   std::lock_guard lock(w.mu);
   auto it = w.readers.find(w.version);
   if (it != w.readers.end() && it->second > 0) {
-    w.device->weights_to_host(w.weights, 0, static_cast<int64_t>(w.weights.size()) - 1);
+    weights_to_host(w);
     const std::vector<int32_t>& readers = w.layer_readers.at(w.version);
     Weights stash(w.weights.size());
     for (size_t l = 0; l < w.weights.size(); ++l) {
