@@ -30,6 +30,12 @@ struct StoreCore {
   float* pinned = nullptr;
   size_t pinned_floats = 0;
   cudaEvent_t copied = nullptr;  // after a to_host's copies: waited for alone, not the stream's later work
+  // Pinned memory from_host_all's values go up through, and the event after
+  // their copies, which the next one waits for before writing it again.
+  std::mutex up_mu;
+  float* up = nullptr;
+  size_t up_floats = 0;
+  cudaEvent_t uploaded = nullptr;
 
   ~StoreCore() {
     cudaSetDevice(gpu);
@@ -40,6 +46,8 @@ struct StoreCore {
     idle.clear();
     if (pinned != nullptr) cudaFreeHost(pinned);
     if (copied != nullptr) cudaEventDestroy(copied);
+    if (up != nullptr) cudaFreeHost(up);
+    if (uploaded != nullptr) cudaEventDestroy(uploaded);
     if (stream != nullptr) cudaStreamDestroy(stream);
   }
 };
@@ -62,6 +70,7 @@ class CudaDeviceStore final : public DeviceStore {
     TRAINSIM_CUDA(cudaSetDevice(gpu));
     TRAINSIM_CUDA(cudaStreamCreateWithFlags(&core_->stream, cudaStreamNonBlocking));
     TRAINSIM_CUDA(cudaEventCreateWithFlags(&core_->copied, cudaEventDisableTiming));
+    TRAINSIM_CUDA(cudaEventCreateWithFlags(&core_->uploaded, cudaEventDisableTiming));
   }
 
   std::shared_ptr<KeptValues> zeros(int64_t floats) override {
@@ -80,6 +89,39 @@ class CudaDeviceStore final : public DeviceStore {
     }
     TRAINSIM_CUDA(cudaEventRecord(a->written, core_->stream));
     return a;
+  }
+
+  // All of them through one pinned buffer: the host copies them in, then
+  // each goes up without a wait.
+  std::vector<std::shared_ptr<KeptValues>> from_host_all(std::span<const std::span<const float>> values) override {
+    std::vector<std::shared_ptr<KeptValues>> out;
+    size_t floats = 0;
+    for (const std::span<const float> v : values) {
+      out.push_back(lend(static_cast<int64_t>(v.size())));
+      floats += v.size();
+    }
+    std::lock_guard lock(core_->up_mu);
+    TRAINSIM_CUDA(cudaEventSynchronize(core_->uploaded));  // the last copies out of it are done
+    if (floats > core_->up_floats) {
+      if (core_->up != nullptr) TRAINSIM_CUDA(cudaFreeHost(core_->up));
+      core_->up = nullptr;
+      core_->up_floats = 0;
+      TRAINSIM_CUDA(cudaMallocHost(reinterpret_cast<void**>(&core_->up), floats * sizeof(float)));
+      core_->up_floats = floats;
+    }
+    size_t at = 0;
+    for (size_t i = 0; i < values.size(); ++i) {
+      std::copy(values[i].begin(), values[i].end(), core_->up + at);
+      auto& a = static_cast<PooledArray&>(*out[i]);
+      if (!values[i].empty()) {
+        TRAINSIM_CUDA(
+            cudaMemcpyAsync(a.values.get(), core_->up + at, a.values.bytes(), cudaMemcpyHostToDevice, core_->stream));
+      }
+      TRAINSIM_CUDA(cudaEventRecord(a.written, core_->stream));
+      at += values[i].size();
+    }
+    TRAINSIM_CUDA(cudaEventRecord(core_->uploaded, core_->stream));
+    return out;
   }
 
   void to_host(std::span<KeptValues* const> kept, std::span<const std::span<float>> into, bool add) override {

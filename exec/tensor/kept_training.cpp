@@ -70,6 +70,21 @@ bool KeptTraining::step(const Sgd& sgd, Weights& weights, Gradients& grads, int6
   }
   const SgdOptions& options = sgd.options();
   const bool momentum = options.momentum != 0;
+  // Per parameter its kept weights, gradient and velocity; those the device
+  // does not hold yet taken up from the host's values together.
+  struct Stepped {
+    Tensor* weights;
+    std::shared_ptr<Kept> kept_weights;
+    std::shared_ptr<KeptValues> grad;
+    std::shared_ptr<KeptValues>* velocity = nullptr;  // velocity_'s entry
+  };
+  std::vector<Stepped> stepped;
+  std::vector<std::span<const float>> uploads;
+  std::vector<std::shared_ptr<KeptValues>*> uploaded;  // where each upload goes
+  size_t count = 0;
+  for (int64_t l = first; l <= last; ++l) count += weights[static_cast<size_t>(l)].size();
+  stepped.reserve(count);  // `uploaded` points into it
+  std::lock_guard lock(mu_);
   for (int64_t l = first; l <= last; ++l) {
     LayerParams& params = weights[static_cast<size_t>(l)];
     LayerGrads& layer_grads = grads[static_cast<size_t>(l)];
@@ -78,8 +93,14 @@ bool KeptTraining::step(const Sgd& sgd, Weights& weights, Gradients& grads, int6
       Tensor& w = params[p];
       ParamGrad& g = layer_grads[p];
       TRAINSIM_CHECK(element_count(w.shape) == g.dense.size(), "a gradient of another size than its parameter");
-      std::shared_ptr<Kept> kept_w =
-          w.resident != nullptr ? kept_of(w.resident) : std::make_shared<Kept>(Kept{this, store_->from_host(w.data)});
+      Stepped& s = stepped.emplace_back(Stepped{&w, nullptr, nullptr});
+      if (w.resident != nullptr) {
+        s.kept_weights = kept_of(w.resident);
+      } else {
+        s.kept_weights = std::make_shared<Kept>(Kept{this, nullptr});
+        uploads.emplace_back(w.data);
+        uploaded.push_back(&s.kept_weights->values);
+      }
       // The gradient is its host values plus the sum kept of it; those are
       // zeros but where the host wrote into the set before a backward added
       // to it again, which the scan finds (one read of the gradient, less
@@ -87,24 +108,31 @@ bool KeptTraining::step(const Sgd& sgd, Weights& weights, Gradients& grads, int6
       if (g.kept != nullptr && std::any_of(g.dense.data.begin(), g.dense.data.end(), [](float v) { return v != 0; })) {
         gradients_to_host(grads, l, l);
       }
-      const std::shared_ptr<KeptValues> grad =
-          g.kept != nullptr ? kept_of(g.kept)->values : store_->from_host(g.dense.data);
-      std::shared_ptr<KeptValues> velocity;
-      if (momentum) {
-        std::lock_guard lock(mu_);
-        std::shared_ptr<KeptValues>& v = velocity_[{l, p}];
-        if (v == nullptr) {  // as Sgd::step: the host's, else zeros
-          const Weights& host = sgd.velocity();
-          const bool held =
-              static_cast<size_t>(l) < host.size() && host[static_cast<size_t>(l)].size() == params.size();
-          v = held ? store_->from_host(host[static_cast<size_t>(l)][p].data) : store_->zeros(g.dense.size());
-        }
-        velocity = v;
+      if (g.kept != nullptr) {
+        s.grad = kept_of(g.kept)->values;
+      } else {
+        uploads.emplace_back(g.dense.data);
+        uploaded.push_back(&s.grad);
       }
-      store_->sgd_step(*kept_w->values, *grad, velocity.get(), options);
-      w.data.clear();  // its capacity kept for the way back
-      w.resident = std::move(kept_w);
+      if (!momentum) continue;
+      s.velocity = &velocity_[{l, p}];
+      if (*s.velocity != nullptr) continue;
+      const Weights& host = sgd.velocity();  // as Sgd::step: the host's, else zeros
+      if (static_cast<size_t>(l) < host.size() && host[static_cast<size_t>(l)].size() == params.size()) {
+        uploads.emplace_back(host[static_cast<size_t>(l)][p].data);
+        uploaded.push_back(s.velocity);
+      } else {
+        *s.velocity = store_->zeros(g.dense.size());
+      }
     }
+  }
+  std::vector<std::shared_ptr<KeptValues>> made = store_->from_host_all(uploads);
+  TRAINSIM_CHECK(made.size() == uploaded.size(), "a copy of each value taken up");
+  for (size_t i = 0; i < made.size(); ++i) *uploaded[i] = std::move(made[i]);
+  for (Stepped& s : stepped) {
+    store_->sgd_step(*s.kept_weights->values, *s.grad, s.velocity == nullptr ? nullptr : s.velocity->get(), options);
+    s.weights->data.clear();  // its capacity kept for the way back
+    s.weights->resident = std::move(s.kept_weights);
   }
   return true;
 }

@@ -33,6 +33,13 @@ class DeviceStore {
   virtual std::shared_ptr<KeptValues> zeros(int64_t floats) = 0;
   // A copy of `values`.
   virtual std::shared_ptr<KeptValues> from_host(std::span<const float> values) = 0;
+  // A copy of each, together (a GPU's in one pass through pinned memory);
+  // here one from_host each.
+  virtual std::vector<std::shared_ptr<KeptValues>> from_host_all(std::span<const std::span<const float>> values) {
+    std::vector<std::shared_ptr<KeptValues>> out;
+    for (const std::span<const float> v : values) out.push_back(from_host(v));
+    return out;
+  }
   // into[i] += kept[i] (add), or = kept[i], for each, after all work on
   // them, on one wait.
   virtual void to_host(std::span<KeptValues* const> kept, std::span<const std::span<float>> into, bool add) = 0;

@@ -63,5 +63,27 @@ TEST(CudaDeviceStore, StepsAsTheHostsSgdAndComesBackAddedOrCopied) {
   for (size_t i = 0; i < n; ++i) ASSERT_EQ(zeros[i], 0.0f) << i;
 }
 
+// Arrays taken up together (through one pinned buffer, twice over) come
+// back as they were given, an empty one among them.
+TEST(CudaDeviceStore, ArraysTakenUpTogetherComeBackAsGiven) {
+  SKIP_WITHOUT_GPU();
+  const std::shared_ptr<DeviceStore> store = make_cuda_device_store(0);
+  for (int round = 0; round < 2; ++round) {
+    const std::vector<std::vector<float>> given = {ramp(5, 1.0f + static_cast<float>(round)), {}, ramp(4099, 0.25f)};
+    const std::vector<std::span<const float>> spans(given.begin(), given.end());
+    const std::vector<std::shared_ptr<KeptValues>> kept = store->from_host_all(spans);
+    ASSERT_EQ(kept.size(), given.size());
+    std::vector<std::vector<float>> back;
+    std::vector<KeptValues*> pointers;
+    for (size_t i = 0; i < given.size(); ++i) {
+      back.emplace_back(given[i].size(), -1.0f);
+      pointers.push_back(kept[i].get());
+    }
+    const std::vector<std::span<float>> into(back.begin(), back.end());
+    store->to_host(pointers, into, /*add=*/false);
+    EXPECT_EQ(back, given) << "round " << round;
+  }
+}
+
 }  // namespace
 }  // namespace trainsim
