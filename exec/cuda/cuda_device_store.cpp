@@ -95,6 +95,8 @@ class CudaDeviceStore final : public DeviceStore {
   // each goes up without a wait.
   std::vector<std::shared_ptr<KeptValues>> from_host_all(std::span<const std::span<const float>> values) override {
     std::vector<std::shared_ptr<KeptValues>> out;
+    if (values.empty()) return out;
+    TRAINSIM_CUDA(cudaSetDevice(core_->gpu));
     size_t floats = 0;
     for (const std::span<const float> v : values) {
       out.push_back(lend(static_cast<int64_t>(v.size())));
