@@ -34,10 +34,13 @@ BATCHES = [64, 1024]
 SECTIONS = ["tests", "strategies", "steps", "profiles", "cluster", "validate"]
 RUNS = 3
 # Under memcheck, every kernel of every layer alone (the whole networks' five
-# steps take minutes there), and the interpreter's range passes on a small
-# pipeline with batch normalization.
+# steps take minutes there), the interpreter's range passes on a small
+# pipeline with batch normalization, the device store, and GPipe's
+# micro-batches adding into and stepping the store's arrays from streams of
+# their own.
 MEMCHECK_TESTS = ("CudaNetwork.EveryLayer*:CudaNetwork.ABatchNorm*:CudaNetwork.AnAdd*:CudaNetwork.Transformer*:"
-                  "CudaNetwork.ResidualNetworkLayers*:CudaNetwork.LstmLayers*:CudaNetwork.ATimedPass*:CudaDevice.BatchNorms*")
+                  "CudaNetwork.ResidualNetworkLayers*:CudaNetwork.LstmLayers*:CudaNetwork.ATimedPass*:CudaDevice.BatchNorms*:"
+                  "CudaDeviceStore.*:EveryStrategy/CudaDeviceStrategies.*/gpipe")
 
 
 def run(cmd, log, check=True, timeout=None):
