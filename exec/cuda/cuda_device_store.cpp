@@ -104,13 +104,7 @@ class CudaDeviceStore final : public DeviceStore {
     }
     std::lock_guard lock(core_->up_mu);
     TRAINSIM_CUDA(cudaEventSynchronize(core_->uploaded));  // the last copies out of it are done
-    if (floats > core_->up_floats) {
-      if (core_->up != nullptr) TRAINSIM_CUDA(cudaFreeHost(core_->up));
-      core_->up = nullptr;
-      core_->up_floats = 0;
-      TRAINSIM_CUDA(cudaMallocHost(reinterpret_cast<void**>(&core_->up), floats * sizeof(float)));
-      core_->up_floats = floats;
-    }
+    grown_pinned(core_->up, core_->up_floats, floats);
     size_t at = 0;
     for (size_t i = 0; i < values.size(); ++i) {
       std::copy(values[i].begin(), values[i].end(), core_->up + at);
@@ -138,13 +132,7 @@ class CudaDeviceStore final : public DeviceStore {
           "a kept array of " + std::to_string(k.values.size()) + " values for " + std::to_string(into[i].size()));
       floats += into[i].size();
     }
-    if (floats > core_->pinned_floats) {
-      if (core_->pinned != nullptr) TRAINSIM_CUDA(cudaFreeHost(core_->pinned));
-      core_->pinned = nullptr;
-      core_->pinned_floats = 0;
-      TRAINSIM_CUDA(cudaMallocHost(reinterpret_cast<void**>(&core_->pinned), floats * sizeof(float)));
-      core_->pinned_floats = floats;
-    }
+    grown_pinned(core_->pinned, core_->pinned_floats, floats);
     size_t at = 0;
     for (KeptValues* k : kept) {
       KeptArray& a = of_this_gpu(k);

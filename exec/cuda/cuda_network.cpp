@@ -15,16 +15,18 @@ void upload(float* to, const Tensor& from, cudaStream_t stream) {
   TRAINSIM_CUDA(cudaMemcpyAsync(to, from.data.data(), sizeof(float) * from.data.size(), cudaMemcpyHostToDevice, stream));
 }
 
-float* pinned_home(NetworkState& s, size_t floats) {
-  if (floats > s.home_floats) {
-    if (s.home != nullptr) TRAINSIM_CUDA(cudaFreeHost(s.home));
-    s.home = nullptr;
-    s.home_floats = 0;
-    TRAINSIM_CUDA(cudaMallocHost(reinterpret_cast<void**>(&s.home), floats * sizeof(float)));
-    s.home_floats = floats;
+float* grown_pinned(float*& buffer, size_t& capacity, size_t floats) {
+  if (floats > capacity) {
+    if (buffer != nullptr) TRAINSIM_CUDA(cudaFreeHost(buffer));
+    buffer = nullptr;
+    capacity = 0;
+    TRAINSIM_CUDA(cudaMallocHost(reinterpret_cast<void**>(&buffer), floats * sizeof(float)));
+    capacity = floats;
   }
-  return s.home;
+  return buffer;
 }
+
+float* pinned_home(NetworkState& s, size_t floats) { return grown_pinned(s.home, s.home_floats, floats); }
 
 double mean_loss(const NetworkState& s) {
   std::vector<float> losses(static_cast<size_t>(s.positions));

@@ -51,7 +51,10 @@ struct KeptArray : KeptValues {
 // The mean over the positions of the loss the last forward computed
 // (waits for the network's stream).
 double mean_loss(const NetworkState& s);
-// s.home holding at least `floats` (grown, its values lost, where it held fewer).
+// Pinned host memory `buffer` of `capacity` floats holding at least
+// `floats` (grown, its values lost, where it held fewer).
+float* grown_pinned(float*& buffer, size_t& capacity, size_t floats);
+// s.home holding at least `floats` (grown_pinned).
 float* pinned_home(NetworkState& s, size_t floats);
 // Host to device and back on `stream`; download waits for the copy.
 void upload(float* to, const Tensor& from, cudaStream_t stream);
