@@ -157,6 +157,21 @@ class CudaDeviceStore final : public DeviceStore {
     }
   }
 
+  // A device-to-device copy after the work on `values`; their event then
+  // also follows the copy, so a step writing them waits for it.
+  std::shared_ptr<KeptValues> copy(KeptValues& values) override {
+    KeptArray& from = of_this_gpu(&values);
+    std::shared_ptr<PooledArray> a = lend(from.values.size());
+    TRAINSIM_CUDA(cudaStreamWaitEvent(core_->stream, from.written, 0));
+    if (from.values.size() > 0) {
+      TRAINSIM_CUDA(cudaMemcpyAsync(a->values.get(), from.values.get(), from.values.bytes(), cudaMemcpyDeviceToDevice,
+                                    core_->stream));
+    }
+    TRAINSIM_CUDA(cudaEventRecord(a->written, core_->stream));
+    TRAINSIM_CUDA(cudaEventRecord(from.written, core_->stream));
+    return a;
+  }
+
   // Sgd::step_dense's arithmetic (exec/optim/sgd.cpp) by cuda::sgd_step.
   void sgd_step(KeptValues& weights, KeptValues& grad, KeptValues* velocity, const SgdOptions& options) override {
     TRAINSIM_CUDA(cudaSetDevice(core_->gpu));

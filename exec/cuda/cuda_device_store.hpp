@@ -1,5 +1,6 @@
-// Where the GPU device keeps its workers' parameter-gradient sums, and the
-// weights and velocities it steps: device memory on one GPU, which every
+// Where the GPU device keeps its workers' parameter-gradient sums, the
+// weights and velocities it steps, and the stashed copies of those weights
+// (a weight version PipeDream's later passes read): device memory on one GPU, which every
 // CudaNetwork of that GPU adds into or loads from, brought to the host
 // together through pinned memory (DeviceStore, exec/tensor/
 // range_network.hpp). No CUDA type appears here.
@@ -11,8 +12,8 @@
 
 namespace trainsim {
 
-// The store of GPU `gpu`: arrays zeroed, filled, stepped and brought back
-// on a stream of its own, their buffers reused once let go.
+// The store of GPU `gpu`: arrays zeroed, filled, copied, stepped and
+// brought back on a stream of its own, their buffers reused once let go.
 std::shared_ptr<DeviceStore> make_cuda_device_store(int gpu);
 
 }  // namespace trainsim

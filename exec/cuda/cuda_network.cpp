@@ -28,13 +28,56 @@ float* grown_pinned(float*& buffer, size_t& capacity, size_t floats) {
 
 float* pinned_home(NetworkState& s, size_t floats) { return grown_pinned(s.home, s.home_floats, floats); }
 
+namespace {
+
+double mean_of(const float* losses, int64_t positions) {
+  double total = 0;
+  for (int64_t i = 0; i < positions; ++i) total += losses[i];
+  return positions > 0 ? total / static_cast<double>(positions) : 0.0;
+}
+
+// An idle slot of `slots`, or a new one; back to them when let go.
+std::shared_ptr<LossSlot> take_slot(const std::shared_ptr<LossSlots>& slots) {
+  std::unique_ptr<LossSlot> slot;
+  {
+    std::lock_guard lock(slots->mu);
+    if (!slots->idle.empty()) {
+      slot = std::move(slots->idle.back());
+      slots->idle.pop_back();
+    }
+  }
+  if (slot == nullptr) {
+    slot = std::make_unique<LossSlot>();
+    TRAINSIM_CUDA(cudaEventCreateWithFlags(&slot->copied, cudaEventDisableTiming));
+  }
+  const std::weak_ptr<LossSlots> home = slots;
+  return {slot.release(), [home](LossSlot* p) {
+            std::unique_ptr<LossSlot> owned(p);
+            if (const std::shared_ptr<LossSlots> pool = home.lock()) {
+              std::lock_guard lock(pool->mu);
+              pool->idle.push_back(std::move(owned));
+            }
+          }};
+}
+
+}  // namespace
+
 double mean_loss(const NetworkState& s) {
   std::vector<float> losses(static_cast<size_t>(s.positions));
   TRAINSIM_CUDA(cudaMemcpyAsync(losses.data(), s.loss.get(), s.loss.bytes(), cudaMemcpyDeviceToHost, s.context.stream));
   TRAINSIM_CUDA(cudaStreamSynchronize(s.context.stream));
-  double total = 0;
-  for (const float v : losses) total += v;
-  return s.positions > 0 ? total / static_cast<double>(s.positions) : 0.0;
+  return mean_of(losses.data(), s.positions);
+}
+
+PendingLoss pending_loss(NetworkState& s) {
+  std::shared_ptr<LossSlot> slot = take_slot(s.loss_slots);
+  float* into = grown_pinned(slot->host, slot->capacity, static_cast<size_t>(s.positions));
+  TRAINSIM_CUDA(cudaMemcpyAsync(into, s.loss.get(), s.loss.bytes(), cudaMemcpyDeviceToHost, s.context.stream));
+  TRAINSIM_CUDA(cudaEventRecord(slot->copied, s.context.stream));
+  return PendingLoss([slot = std::move(slot), positions = s.positions] {
+    TRAINSIM_CUDA(cudaEventSynchronize(slot->copied));
+    return mean_of(slot->host, positions);
+  });
 }
 
 Tensor download(const float* from, std::vector<int64_t> shape, cudaStream_t stream) {

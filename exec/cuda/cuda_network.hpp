@@ -98,12 +98,13 @@ class CudaNetwork final : public RangeNetwork {
   // network's stream, the network built with options.input_gradient: the
   // weights from the host; a boundary's tensors uploaded into and brought
   // back from the buffers of the whole model's graph; the loss computed on
-  // the GPU; the parameter gradients added into the sums the GPU device
+  // the GPU and read when the host first asks (waiting for its copy
+  // alone); the parameter gradients added into the sums the GPU device
   // keeps (cuda_device_store.hpp), or downloaded and added into the host's.
   void load_weights(const Weights& weights, int64_t first, int64_t last) override;
   void forward_range(const Network& network, int64_t first, int64_t last, const Tensor* x) override;
-  double forward_range_loss(const Network& network, int64_t first, int64_t last, const Tensor* x,
-                            std::span<const int32_t> labels, float dlogits_scale) override;
+  PendingLoss forward_range_loss(const Network& network, int64_t first, int64_t last, const Tensor* x,
+                                 std::span<const int32_t> labels, float dlogits_scale) override;
   std::vector<std::vector<Tensor>> batch_statistics(int64_t first, int64_t last) const override;
   void backward_range(const Network& network, int64_t first, int64_t last, const Tensor* dy, Gradients& grads) override;
   void load_kept_weights(int64_t layer, std::span<KeptValues* const> params) override;

@@ -32,9 +32,9 @@ Gradients CudaNetwork::gradients() const { return {}; }
 Weights CudaNetwork::weights() const { return {}; }
 void CudaNetwork::load_weights(const Weights&, int64_t, int64_t) {}
 void CudaNetwork::forward_range(const Network&, int64_t, int64_t, const Tensor*) {}
-double CudaNetwork::forward_range_loss(const Network&, int64_t, int64_t, const Tensor*, std::span<const int32_t>,
-                                       float) {
-  return 0;
+PendingLoss CudaNetwork::forward_range_loss(const Network&, int64_t, int64_t, const Tensor*, std::span<const int32_t>,
+                                            float) {
+  return PendingLoss(0.0);
 }
 std::vector<std::vector<Tensor>> CudaNetwork::batch_statistics(int64_t, int64_t) const { return {}; }
 void CudaNetwork::backward_range(const Network&, int64_t, int64_t, const Tensor*, Gradients&) {}

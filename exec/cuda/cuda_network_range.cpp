@@ -162,8 +162,8 @@ void CudaNetwork::forward_range(const Network& network, int64_t first, int64_t l
   TRAINSIM_CUDA(cudaGetLastError());
 }
 
-double CudaNetwork::forward_range_loss(const Network& network, int64_t first, int64_t last, const Tensor* x,
-                                       std::span<const int32_t> labels, float dlogits_scale) {
+PendingLoss CudaNetwork::forward_range_loss(const Network& network, int64_t first, int64_t last, const Tensor* x,
+                                            std::span<const int32_t> labels, float dlogits_scale) {
   cuda::NetworkState& s = *state_;
   cuda::check_range(s, network, first, last);
   TRAINSIM_CHECK(last + 1 == static_cast<int64_t>(s.layers.size()), "a loss after a layer that is not the last");
@@ -178,7 +178,7 @@ double CudaNetwork::forward_range_loss(const Network& network, int64_t first, in
   cuda::softmax_cross_entropy(s.layers.back()->y, s.labels.get(), s.positions, s.classes, s.loss.get(), s.dlogits.get(),
                               dlogits_scale, s.context.stream);
   TRAINSIM_CUDA(cudaGetLastError());
-  return cuda::mean_loss(s);
+  return cuda::pending_loss(s);
 }
 
 std::vector<std::vector<Tensor>> CudaNetwork::batch_statistics(int64_t first, int64_t last) const {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,28 @@
 #include "exec/tensor/range_network.hpp"
 
 namespace trainsim::cuda {
+
+// Pinned host memory a range pass's per-position losses come back into,
+// and the event after that copy (pending_loss).
+struct LossSlot {
+  float* host = nullptr;
+  size_t capacity = 0;
+  cudaEvent_t copied = nullptr;
+  ~LossSlot() {
+    if (copied != nullptr) {
+      cudaEventSynchronize(copied);  // a copy may still be landing in `host`
+      cudaEventDestroy(copied);
+    }
+    if (host != nullptr) cudaFreeHost(host);
+  }
+};
+
+// A network's loss slots not in use; a slot goes back when the loss read
+// from it (or dropped unread) lets it go, its next copy on the same stream.
+struct LossSlots {
+  std::mutex mu;
+  std::vector<std::unique_ptr<LossSlot>> idle;
+};
 
 struct NetworkState {
   Context context;
@@ -27,6 +50,7 @@ struct NetworkState {
   // come back through, all of them on one synchronization (pinned_home).
   float* home = nullptr;
   size_t home_floats = 0;
+  std::shared_ptr<LossSlots> loss_slots = std::make_shared<LossSlots>();
 
   ~NetworkState() {
     if (home != nullptr) cudaFreeHost(home);
@@ -51,6 +75,9 @@ struct KeptArray : KeptValues {
 // The mean over the positions of the loss the last forward computed
 // (waits for the network's stream).
 double mean_loss(const NetworkState& s);
+// The same, copied on the network's stream into a slot of its own and read
+// (waiting for that copy alone) when the host first asks.
+PendingLoss pending_loss(NetworkState& s);
 // Pinned host memory `buffer` of `capacity` floats holding at least
 // `floats` (grown, its values lost, where it held fewer).
 float* grown_pinned(float*& buffer, size_t& capacity, size_t floats);

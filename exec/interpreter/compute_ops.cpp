@@ -130,15 +130,38 @@ Tensor Interpreter::forward_on_device(WorkerState& w, const Op& op, const Weight
   const auto share =
       static_cast<float>(static_cast<double>(rows_of(op).count) / static_cast<double>(options_.batch_size));
   Tensor dlogits;
-  const double loss = w.device->forward_loss(network_, weights, generation, pass, op.first_layer, op.last_layer,
-                                             std::move(x), caches, labels, share, dlogits);
-  const int64_t rows = static_cast<int64_t>(labels.size());
+  PendingLoss loss = w.device->forward_loss(network_, weights, generation, pass, op.first_layer, op.last_layer,
+                                            std::move(x), caches, labels, share, dlogits);
   if (!count_loss) return dlogits;
-  if (options_.stop_on_divergence && !std::isfinite(loss)) throw LossDiverged(op.iteration, loss);
-  std::lock_guard lock(loss_mu_);
-  loss_sum_[static_cast<size_t>(op.worker)][static_cast<size_t>(op.iteration)] += loss * static_cast<double>(rows);
-  loss_rows_[static_cast<size_t>(op.worker)][static_cast<size_t>(op.iteration)] += rows;
+  {
+    std::lock_guard lock(loss_mu_);
+    w.unread_losses.push_back(UnreadLoss{op.iteration, static_cast<int64_t>(labels.size()), std::move(loss)});
+  }
+  // A loss still on the device is read once the worker has queued the next
+  // iteration's forward after it, when that forward's own work is in flight.
+  count_losses(op.worker, op.iteration);
   return dlogits;
+}
+
+void Interpreter::count_losses(int32_t worker, int32_t before_iteration) {
+  WorkerState& w = *workers_[static_cast<size_t>(worker)];
+  std::vector<UnreadLoss> now;
+  {
+    std::lock_guard lock(loss_mu_);
+    std::vector<UnreadLoss>& unread = w.unread_losses;
+    const auto later = std::find_if(unread.begin(), unread.end(), [&](const UnreadLoss& u) {
+      return !u.loss.known() && u.iteration >= before_iteration;
+    });
+    now.assign(std::make_move_iterator(unread.begin()), std::make_move_iterator(later));
+    unread.erase(unread.begin(), later);
+  }
+  for (UnreadLoss& u : now) {
+    const double loss = u.loss.read();  // outside the lock: it may wait for the device
+    if (options_.stop_on_divergence && !std::isfinite(loss)) throw LossDiverged(u.iteration, loss);
+    std::lock_guard lock(loss_mu_);
+    loss_sum_[static_cast<size_t>(worker)][static_cast<size_t>(u.iteration)] += loss * static_cast<double>(u.positions);
+    loss_rows_[static_cast<size_t>(worker)][static_cast<size_t>(u.iteration)] += u.positions;
+  }
 }
 
 // DSP's recomputation (seed 001 eq. 5): the forward of the op's layers

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <string>
 #include <utility>
 
@@ -86,6 +87,9 @@ std::vector<int32_t> Interpreter::first_worker_per_layer(OpKind kind) const {
 ExecResult Interpreter::run() {
   if (shared_) start_together();
   scheduler_.run(*this);
+  for (size_t w = 0; w < workers_.size(); ++w) {
+    if (local_[w]) count_losses(static_cast<int32_t>(w), std::numeric_limits<int32_t>::max());
+  }
   ExecResult r = result();
   if (shared_) gather_results(r);
   if (options_.keep_state) {

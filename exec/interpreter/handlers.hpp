@@ -81,6 +81,11 @@ class Interpreter final : public OpHandler {
   // counted when `count_loss`.
   Tensor forward_on_device(WorkerState& w, const Op& op, const Weights& weights, Tensor x,
                            std::vector<LayerCache>& caches, bool count_loss, bool* loss_grad);
+  // Worker `worker`'s unread losses, in the order of their forwards, added
+  // into their iterations' sums up to the first that is neither known nor
+  // of an iteration before `before_iteration`; with stop_on_divergence,
+  // LossDiverged at the first that is NaN or infinite.
+  void count_losses(int32_t worker, int32_t before_iteration);
   void recompute(OpId id, const Op& op);
   void backward(OpId id, const Op& op);
   void update(OpId id, const Op& op);

@@ -82,13 +82,11 @@ void stash_before_change(WorkerState& w) {
   std::lock_guard lock(w.mu);
   auto it = w.readers.find(w.version);
   if (it != w.readers.end() && it->second > 0) {
-    weights_to_host(w);
     const std::vector<int32_t>& readers = w.layer_readers.at(w.version);
-    Weights stash(w.weights.size());
-    for (size_t l = 0; l < w.weights.size(); ++l) {
-      if (l < readers.size() && readers[l] > 0) stash[l] = w.weights[l];
-    }
-    w.snapshots[w.version] = Snapshot{std::move(stash), w.generation};
+    std::vector<uint8_t> read(w.weights.size(), 0);
+    for (size_t l = 0; l < read.size() && l < readers.size(); ++l) read[l] = readers[l] > 0 ? 1 : 0;
+    // Where the device keeps the weights, the stash stays there too.
+    w.snapshots[w.version] = Snapshot{w.device->copy_weights(w.weights, read), w.generation};
   }
   ++w.version;
   ++w.generation;

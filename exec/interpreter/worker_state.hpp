@@ -45,6 +45,14 @@ struct Snapshot {
 // Everything one worker holds. Its streams' threads share it under `mu`;
 // weights are written only by its compute stream (updates) and by installs of
 // received weights, which the plan orders before the ops that read them.
+// A forward's loss (PendingLoss), its iteration and how many positions it
+// is the mean over.
+struct UnreadLoss {
+  int32_t iteration = 0;
+  int64_t positions = 0;
+  PendingLoss loss;
+};
+
 struct WorkerState {
   Weights weights;                      // every layer (those the worker runs are the ones that move)
   Statistics statistics;                // every layer's (batch norm's running mean and variance)
@@ -77,6 +85,9 @@ struct WorkerState {
   std::map<OpId, std::vector<float>> received;  // flat gradients or weights a recv brought
   // An update's new weights, for its sends, and how many of them are still to go.
   std::map<OpId, std::pair<std::vector<float>, int32_t>> weight_payloads;
+  // Losses its device returned before they were known, in the order of
+  // their forwards (under the interpreter's loss_mu_).
+  std::vector<UnreadLoss> unread_losses;
   std::mutex mu;
 };
 

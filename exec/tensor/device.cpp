@@ -30,15 +30,24 @@ void LoadedWeights::loaded(std::span<const int64_t> layers, WeightsGeneration ge
   for (const int64_t l : layers) loaded_.at(static_cast<size_t>(l)) = generation;
 }
 
-double Device::forward_loss(const Network& network, const Weights& weights, WeightsGeneration generation, PassId pass,
-                            int64_t first, int64_t last, Tensor x, std::vector<LayerCache>& caches,
-                            std::span<const int32_t> labels, float dlogits_scale, Tensor& dlogits) {
+PendingLoss Device::forward_loss(const Network& network, const Weights& weights, WeightsGeneration generation,
+                                 PassId pass, int64_t first, int64_t last, Tensor x, std::vector<LayerCache>& caches,
+                                 std::span<const int32_t> labels, float dlogits_scale, Tensor& dlogits) {
   TRAINSIM_CHECK(last + 1 == static_cast<int64_t>(network.layers.size()), "a loss after a layer that is not the last");
   Tensor logits = forward(network, weights, generation, pass, first, last, std::move(x), caches);
   to_host(logits);
   const double mean = loss(logits, labels, &dlogits);
   for (float& v : dlogits.data) v *= dlogits_scale;
-  return mean;
+  return PendingLoss(mean);
+}
+
+Weights Device::copy_weights(Weights& weights, std::span<const uint8_t> layers) {
+  weights_to_host(weights, 0, static_cast<int64_t>(weights.size()) - 1);
+  Weights copy(weights.size());
+  for (size_t l = 0; l < weights.size() && l < layers.size(); ++l) {
+    if (layers[l] != 0) copy[l] = weights[l];
+  }
+  return copy;
 }
 
 void Device::to_host(Tensor& t) { TRAINSIM_CHECK(t.resident == nullptr, "a tensor on a device that keeps none"); }

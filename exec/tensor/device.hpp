@@ -11,6 +11,7 @@
 
 #include "exec/optim/sgd.hpp"
 #include "exec/tensor/layers.hpp"
+#include "exec/tensor/pending_loss.hpp"
 
 namespace trainsim {
 
@@ -80,11 +81,12 @@ class Device {
   // Layers [first, last] forward as forward() does, `last` being the
   // model's last layer, then the loss of their logits against `labels` as
   // loss() does: the mean loss, and dL/dlogits times `dlogits_scale` into
-  // `dlogits`. Here forward(), loss(), then the scaling; a device may
-  // compute the loss where it keeps the logits (a GPU's).
-  virtual double forward_loss(const Network& network, const Weights& weights, WeightsGeneration generation, PassId pass,
-                              int64_t first, int64_t last, Tensor x, std::vector<LayerCache>& caches,
-                              std::span<const int32_t> labels, float dlogits_scale, Tensor& dlogits);
+  // `dlogits`. Here forward(), loss(), then the scaling, the loss known; a
+  // device may compute the loss where it keeps the logits (a GPU's) and
+  // return it before it is known, the host reading it later.
+  virtual PendingLoss forward_loss(const Network& network, const Weights& weights, WeightsGeneration generation,
+                                   PassId pass, int64_t first, int64_t last, Tensor x, std::vector<LayerCache>& caches,
+                                   std::span<const int32_t> labels, float dlogits_scale, Tensor& dlogits);
   // A tensor this device returned, its values brought into t.data (a no-op
   // for one already there). Here every tensor is on the host.
   virtual void to_host(Tensor& t);
@@ -110,6 +112,12 @@ class Device {
   // interpreter calls it before the host reads or writes a worker's
   // weights. Here nothing is kept.
   virtual void weights_to_host(Weights& weights, int64_t first, int64_t last, Sgd* sgd = nullptr);
+  // A copy of the layers of `weights` that `layers` marks (the others
+  // left empty) for this device's later forwards and backwards to read (a
+  // stashed weight version). A device may copy the weights it keeps into
+  // memory of its own, the copy's tensors resident there (no data, read by
+  // no one else); here the weights come to the host and are copied.
+  virtual Weights copy_weights(Weights& weights, std::span<const uint8_t> layers);
 };
 
 // exec/tensor's Eigen kernels on this machine's CPU, on the weights as

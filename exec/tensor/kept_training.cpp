@@ -192,6 +192,23 @@ void KeptTraining::fold_statistics(RangeNetwork& network, int64_t layer, LayerPa
   }
 }
 
+Weights KeptTraining::copy_weights(const Weights& weights, std::span<const uint8_t> layers) const {
+  Weights copy(weights.size());
+  for (size_t l = 0; l < weights.size() && l < layers.size(); ++l) {
+    if (layers[l] == 0) continue;
+    for (const Tensor& t : weights[l]) {
+      if (t.resident == nullptr) {
+        copy[l].push_back(t);
+        continue;
+      }
+      Tensor& kept = copy[l].emplace_back();
+      kept.shape = t.shape;
+      kept.resident = std::make_shared<Kept>(Kept{this, store_->copy(*kept_of(t.resident)->values)});
+    }
+  }
+  return copy;
+}
+
 std::vector<KeptValues*> KeptTraining::kept_weights(const LayerParams& params) const {
   std::vector<KeptValues*> out;
   for (const Tensor& t : params) {

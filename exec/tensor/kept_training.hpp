@@ -52,6 +52,9 @@ class KeptTraining {
   // `network` ran last: its running statistics (taken up from the host
   // where they are there) folded on the device, the host's resident.
   void fold_statistics(RangeNetwork& network, int64_t layer, LayerParams& statistics);
+  // Device::copy_weights: the marked layers' kept weights copied on the
+  // device (the copy resident), the others' host values copied.
+  Weights copy_weights(const Weights& weights, std::span<const uint8_t> layers) const;
   // The kept weights of a layer's parameters whose host tensors are
   // resident, in order; empty where they are on the host.
   std::vector<KeptValues*> kept_weights(const LayerParams& params) const;

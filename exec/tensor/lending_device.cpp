@@ -118,13 +118,13 @@ class LendingDevice final : public Device {
   }
 
   // The loss beside the logits; dL/dlogits stays there for the backward.
-  double forward_loss(const Network& network, const Weights& weights, WeightsGeneration generation, PassId pass,
-                      int64_t first, int64_t last, Tensor x, std::vector<LayerCache>& caches,
-                      std::span<const int32_t> labels, float dlogits_scale, Tensor& dlogits) override {
+  PendingLoss forward_loss(const Network& network, const Weights& weights, WeightsGeneration generation, PassId pass,
+                           int64_t first, int64_t last, Tensor x, std::vector<LayerCache>& caches,
+                           std::span<const int32_t> labels, float dlogits_scale, Tensor& dlogits) override {
     std::lock_guard lock(mu_);
     const auto [lease, in] = lend(network, pass, first, x);
     lease->lent.load(weights, generation, first, last, kept_.get());
-    const double loss = lease->lent.network->forward_range_loss(network, first, last, in, labels, dlogits_scale);
+    PendingLoss loss = lease->lent.network->forward_range_loss(network, first, last, in, labels, dlogits_scale);
     keep(lease, first, last, x.rows(), caches);
     dlogits = left(network, lease, last + 1, true, x.rows());
     return loss;
@@ -195,6 +195,13 @@ class LendingDevice final : public Device {
     }
     weights_to_host(weights, first, last, &sgd);
     Device::step(sgd, weights, grads, first, last);
+  }
+
+  // The weights a step left on the device copied there.
+  Weights copy_weights(Weights& weights, std::span<const uint8_t> layers) override {
+    if (kept_ == nullptr) return Device::copy_weights(weights, layers);
+    std::lock_guard lock(mu_);  // the copies ordered after the loads before them
+    return kept_->copy_weights(weights, layers);
   }
 
   void weights_to_host(Weights& weights, int64_t first, int64_t last, Sgd* sgd) override {

@@ -12,6 +12,7 @@
 
 #include "exec/optim/sgd.hpp"
 #include "exec/tensor/layers.hpp"
+#include "exec/tensor/pending_loss.hpp"
 
 namespace trainsim {
 
@@ -43,6 +44,8 @@ class DeviceStore {
   // into[i] += kept[i] (add), or = kept[i], for each, after all work on
   // them, on one wait.
   virtual void to_host(std::span<KeptValues* const> kept, std::span<const std::span<float>> into, bool add) = 0;
+  // A copy of `values` (after all work on them).
+  virtual std::shared_ptr<KeptValues> copy(KeptValues& values) = 0;
   // Sgd::step of one dense parameter (exec/optim/sgd.hpp): weights by
   // `grad`, `velocity` null where the momentum is 0.
   virtual void sgd_step(KeptValues& weights, KeptValues& grad, KeptValues* velocity, const SgdOptions& options) = 0;
@@ -61,11 +64,13 @@ class RangeNetwork {
   // it), then the range's forward; its output stays in the buffers.
   virtual void forward_range(const Network& network, int64_t first, int64_t last, const Tensor* x) = 0;
   // The same, `last` being the model's last layer, then the softmax
-  // cross-entropy of the logits against `labels`: the mean loss, and
-  // dL/dlogits times `dlogits_scale` left in the buffers (the gradient of
-  // cut `last` + 1) for the backward.
-  virtual double forward_range_loss(const Network& network, int64_t first, int64_t last, const Tensor* x,
-                                    std::span<const int32_t> labels, float dlogits_scale) = 0;
+  // cross-entropy of the logits against `labels`: the mean loss (a GPU's
+  // still being computed when it returns), and dL/dlogits times
+  // `dlogits_scale` left in the buffers (the gradient of cut `last` + 1)
+  // for the backward. Reading the loss needs neither the network nor its
+  // buffers (a later range may have overwritten them).
+  virtual PendingLoss forward_range_loss(const Network& network, int64_t first, int64_t last, const Tensor* x,
+                                         std::span<const int32_t> labels, float dlogits_scale) = 0;
   // Per layer of [first, last]: a batch normalization's mean and biased
   // variance per channel over its last forward; empty for any other layer.
   virtual std::vector<std::vector<Tensor>> batch_statistics(int64_t first, int64_t last) const = 0;

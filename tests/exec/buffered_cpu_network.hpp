@@ -11,6 +11,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -45,11 +46,16 @@ struct BufferCounts {
   int64_t kept_loads = 0;    // from weights kept on the device
   int64_t statistics_back = 0;  // batch statistics of a range brought to the host
   int64_t folds = 0;            // batch norms' running statistics folded on the device
+  int64_t copies = 0;           // kept arrays copied on the device (stashed weights)
+  int64_t losses = 0;           // losses computed, each returned unknown
+  // Per loss read, in the order of the reads: how many losses had been
+  // computed by then.
+  std::vector<int64_t> computed_when_read;
 
   // The counts after a run, and the plan's ops they compare with.
   struct Totals {
     int64_t waits = 0, host_reloads = 0, kept_loads = 0, steps = 0, backwards = 0, updates = 0, all_reduces = 0,
-            workers = 0, statistics_back = 0, folds = 0;
+            workers = 0, statistics_back = 0, folds = 0, copies = 0;
   };
   void add(int64_t BufferCounts::*field) {
     std::lock_guard lock(mu);
@@ -89,6 +95,12 @@ class CountingStore final : public DeviceStore {
       for (size_t j = 0; j < into[i].size(); ++j) into[i][j] = (add ? into[i][j] : 0.0f) + values.data[j];
       counts_.add(add ? &BufferCounts::sums_back : &BufferCounts::weights_back);
     }
+  }
+  std::shared_ptr<KeptValues> copy(KeptValues& values) override {
+    counts_.add(&BufferCounts::copies);
+    auto k = std::make_shared<CpuKept>();
+    k->values = kept_values(values);
+    return k;
   }
   // Sgd::step itself, on the kept arrays.
   void sgd_step(KeptValues& weights, KeptValues& grad, KeptValues* velocity, const SgdOptions& options) override {
@@ -166,14 +178,20 @@ class BufferedCpuNetwork final : public RangeNetwork {
       caches_[static_cast<size_t>(l)] = std::move(caches[static_cast<size_t>(l - first)]);
     values_[static_cast<size_t>(last + 1)] = std::move(y);
   }
-  double forward_range_loss(const Network& network, int64_t first, int64_t last, const Tensor* x,
-                            std::span<const int32_t> labels, float dlogits_scale) override {
+  PendingLoss forward_range_loss(const Network& network, int64_t first, int64_t last, const Tensor* x,
+                                 std::span<const int32_t> labels, float dlogits_scale) override {
     forward_range(network, first, last, x);
     Tensor dlogits;
     const double mean = softmax_cross_entropy(*values_[static_cast<size_t>(last + 1)], labels, &dlogits);
     for (float& v : dlogits.data) v *= dlogits_scale;
     gradients_[static_cast<size_t>(last + 1)] = std::move(dlogits);
-    return mean;
+    counts_.add(&BufferCounts::losses);
+    // Unknown until read, as a GPU's loss still being computed.
+    return PendingLoss([mean, &counts = counts_] {
+      std::lock_guard lock(counts.mu);
+      counts.computed_when_read.push_back(counts.losses);
+      return mean;
+    });
   }
   std::vector<std::vector<Tensor>> batch_statistics(int64_t first, int64_t last) const override {
     counts_.add(&BufferCounts::statistics_back);
@@ -281,6 +299,16 @@ inline int64_t range_ops(const Plan& plan) {
   return ops;
 }
 
+// The forwards through the model's last layer (not the recomputes): each
+// loss the host reads.
+inline int64_t loss_forwards(const Plan& plan) {
+  int32_t last = 0;
+  for (const Op& op : plan.ops) last = std::max(last, op.kind == OpKind::kForward ? op.last_layer : 0);
+  int64_t n = 0;
+  for (const Op& op : plan.ops) n += op.kind == OpKind::kForward && op.last_layer == last;
+  return n;
+}
+
 inline int64_t ops_of(const Plan& plan, OpKind kind) {
   int64_t n = 0;
   for (const Op& op : plan.ops) n += op.kind == kind;
@@ -318,6 +346,8 @@ inline void expect_lending_trains_as_the_cpu(const RunSpec& spec, BufferCounts::
   EXPECT_EQ(counts.in_place, range_ops(run.plan) - host_inputs(run.plan));
   EXPECT_GT(counts.in_place, 0);
   EXPECT_EQ(counts.downloads, boundary_sends(run.plan));
+  // Every loss returned unknown is read once (a recompute's never).
+  EXPECT_EQ(static_cast<int64_t>(counts.computed_when_read.size()), loss_forwards(run.plan));
   // Every dense gradient's sum forms on the device and comes back once, at
   // most one wait per op that reads gradients (none where an op before
   // brought its range back).
@@ -335,7 +365,8 @@ inline void expect_lending_trains_as_the_cpu(const RunSpec& spec, BufferCounts::
                ops_of(run.plan, OpKind::kAllReduce),
                static_cast<int64_t>(run.plan.workers.size()),
                counts.statistics_back,
-               counts.folds};
+               counts.folds,
+               counts.copies};
   }
 }
 

@@ -6,8 +6,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <span>
 #include <vector>
@@ -198,9 +200,9 @@ class CountingDevice final : public CpuDeviceWrapper {
     ++forwards_;
     return CpuDeviceWrapper::forward(network, weights, generation, pass, first, last, std::move(x), caches);
   }
-  double forward_loss(const Network& network, const Weights& weights, WeightsGeneration generation, PassId pass,
-                      int64_t first, int64_t last, Tensor x, std::vector<LayerCache>& caches,
-                      std::span<const int32_t> labels, float dlogits_scale, Tensor& dlogits) override {
+  PendingLoss forward_loss(const Network& network, const Weights& weights, WeightsGeneration generation, PassId pass,
+                           int64_t first, int64_t last, Tensor x, std::vector<LayerCache>& caches,
+                           std::span<const int32_t> labels, float dlogits_scale, Tensor& dlogits) override {
     ++with_loss_;
     return CpuDeviceWrapper::forward_loss(network, weights, generation, pass, first, last, std::move(x), caches, labels,
                                           dlogits_scale, dlogits);
@@ -267,6 +269,77 @@ TEST(Interpreter, StopsAtTheFirstLossThatDiverges) {
       EXPECT_LT(e.iteration, kIterations) << strategy;
       EXPECT_FALSE(std::isfinite(e.loss)) << strategy;
       EXPECT_NE(std::string(e.what()).find("diverged at iteration " + std::to_string(e.iteration)), std::string::npos);
+    }
+  }
+}
+
+// Returns each loss unknown, as a GPU still computing it, the one of
+// iteration `nan_at` read as NaN; records the iteration of each read and
+// how many losses were computed by then.
+class DeferringDevice final : public CpuDeviceWrapper {
+ public:
+  DeferringDevice(int32_t nan_at, std::vector<int32_t>& read, std::vector<int32_t>& computed_then)
+      : nan_at_(nan_at), read_(read), computed_then_(computed_then) {}
+  PendingLoss forward_loss(const Network& network, const Weights& weights, WeightsGeneration generation, PassId pass,
+                           int64_t first, int64_t last, Tensor x, std::vector<LayerCache>& caches,
+                           std::span<const int32_t> labels, float dlogits_scale, Tensor& dlogits) override {
+    const double value = CpuDeviceWrapper::forward_loss(network, weights, generation, pass, first, last, std::move(x),
+                                                        caches, labels, dlogits_scale, dlogits)
+                             .read();
+    ++computed_;
+    return PendingLoss([this, value, iteration = pass.iteration] {
+      read_.push_back(iteration);
+      computed_then_.push_back(computed_);
+      return iteration == nan_at_ ? std::numeric_limits<double>::quiet_NaN() : value;
+    });
+  }
+
+ private:
+  int32_t nan_at_;
+  int32_t computed_ = 0;
+  // Touched by its worker's compute thread, then by the run's end.
+  std::vector<int32_t>& read_;
+  std::vector<int32_t>& computed_then_;
+};
+
+// A loss the device has not computed yet is read once the worker's next
+// iteration has queued its forward, and the last iteration's at the run's
+// end: the run stops at the loss that diverged, however late it is read.
+TEST(Interpreter, StopsAtADivergedLossItReadsLater) {
+  const TrainingRun reference = run("single", kBatch, {});
+  for (const int32_t nan_at : {-1, 2, kIterations - 1}) {
+    SCOPED_TRACE(nan_at);
+    std::vector<int32_t> read, computed_then;
+    const auto deferring = [&](bool stop) {
+      return [&, nan_at, stop](ExecOptions& options) {
+        options.stop_on_divergence = stop;
+        options.make_device = [&, nan_at](int32_t) {
+          return std::make_unique<DeferringDevice>(nan_at, read, computed_then);
+        };
+      };
+    };
+    const TrainingRun on = run("single", kBatch, {}, deferring(false));
+    // Each loss read once, in order, after the next iteration's was computed.
+    EXPECT_EQ(read, (std::vector<int32_t>{0, 1, 2, 3, 4}));
+    EXPECT_EQ(computed_then, (std::vector<int32_t>{2, 3, 4, 5, 5}));
+    for (int32_t i = 0; i < kIterations; ++i) {
+      const double loss = on.result.loss_per_iteration.at(static_cast<size_t>(i));
+      if (i == nan_at) {
+        EXPECT_TRUE(std::isnan(loss));
+      } else {
+        EXPECT_EQ(loss, reference.result.loss_per_iteration[static_cast<size_t>(i)]) << "iteration " << i;
+      }
+    }
+    read.clear();
+    computed_then.clear();
+    try {
+      run("single", kBatch, {}, deferring(true));
+      EXPECT_EQ(nan_at, -1) << "trained on";
+    } catch (const LossDiverged& e) {
+      EXPECT_EQ(e.iteration, nan_at);
+      // Read as the next iteration's forward was queued (none after the last).
+      ASSERT_EQ(read.size(), static_cast<size_t>(nan_at + 1));
+      EXPECT_EQ(computed_then.back(), std::min(nan_at + 2, kIterations));
     }
   }
 }

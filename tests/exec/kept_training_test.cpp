@@ -50,6 +50,49 @@ TEST(LendingDeviceCalls, TheHostSeesGradientsAndWeightsOnlyWhereItReadsThem) {
   }
 }
 
+// PipeDream's stashed weight versions stay where the device keeps the
+// weights: a stash is a copy there, with no wait, and a later pass reading
+// it loads from that copy; the host sees the weights only at the run's end.
+TEST(LendingDeviceCalls, AStashedWeightVersionStaysOnTheDevice) {
+  for (const std::string name : {"pipedream", "pipedream_sync"}) {
+    SCOPED_TRACE(name);
+    BufferCounts::Totals t;
+    buffered::expect_lending_trains_as_the_cpu(case_named(name), &t);
+    EXPECT_EQ(t.waits, t.all_reduces + t.workers);
+    EXPECT_GT(t.copies, 0);
+    EXPECT_GT(t.kept_loads, 0);
+    EXPECT_EQ(t.host_reloads, 0);
+  }
+}
+
+// A loss the device returns unknown (a GPU's, still being computed) is
+// read once its worker has queued the forward of its next iteration's
+// first micro-batch after it, and the last iteration's at the run's end:
+// the host never waits for a loss while it could be queuing work.
+TEST(LendingDeviceCalls, ALossIsReadOnceTheNextIterationIsQueued) {
+  for (const std::string name : {"single", "gpipe", "one_f_one_b"}) {
+    SCOPED_TRACE(name);
+    BufferCounts counts;
+    RunSpec spec = case_named(name);
+    spec.make_device = [&](int32_t) {
+      return make_lending_device(
+          [&](const Network& n, int64_t batch) { return std::make_unique<BufferedCpuNetwork>(n, batch, counts); },
+          std::make_shared<CountingStore>(counts));
+    };
+    const strategy_runs::StrategyRun run = strategy_runs::run(spec);
+    EXPECT_EQ(run.result.loss_per_iteration, strategy_runs::run(case_named(name)).result.loss_per_iteration);
+    const int64_t per_iteration = counts.losses / spec.iterations;  // the last stage's micro-batches
+    ASSERT_EQ(counts.losses, per_iteration * spec.iterations);
+    ASSERT_EQ(static_cast<int64_t>(counts.computed_when_read.size()), counts.losses);
+    for (int64_t j = 0; j < counts.losses; ++j) {
+      const int64_t next = j / per_iteration + 1;
+      EXPECT_EQ(counts.computed_when_read[static_cast<size_t>(j)],
+                next < spec.iterations ? next * per_iteration + 1 : counts.losses)
+          << "loss " << j;
+    }
+  }
+}
+
 // A run's state taken where the devices keep the weights and the velocity
 // (a checkpoint's), then resumed on new devices: it trains as the CPU's run
 // never stopped, bit for bit.

@@ -39,16 +39,16 @@ class KeepingDevice final : public CpuDeviceWrapper {
     return keep(CpuDeviceWrapper::forward(network, weights, generation, pass, first, last, std::move(in), caches),
                 pass);
   }
-  double forward_loss(const Network& network, const Weights& weights, WeightsGeneration generation, PassId pass,
-                      int64_t first, int64_t last, Tensor x, std::vector<LayerCache>& caches,
-                      std::span<const int32_t> labels, float dlogits_scale, Tensor& dlogits) override {
+  PendingLoss forward_loss(const Network& network, const Weights& weights, WeightsGeneration generation, PassId pass,
+                           int64_t first, int64_t last, Tensor x, std::vector<LayerCache>& caches,
+                           std::span<const int32_t> labels, float dlogits_scale, Tensor& dlogits) override {
     Tensor in = given_back(std::move(x), pass);
     const Tensor logits =
         CpuDeviceWrapper::forward(network, weights, generation, pass, first, last, std::move(in), caches);
     const double mean = loss(logits, labels, &dlogits);
     for (float& v : dlogits.data) v *= dlogits_scale;
     dlogits = keep(std::move(dlogits), pass);
-    return mean;
+    return PendingLoss(mean);
   }
   Tensor backward(const Network& network, const Weights& weights, WeightsGeneration generation, PassId pass,
                   int64_t first, int64_t last, Tensor dy, const std::vector<LayerCache>& caches,

@@ -1,6 +1,7 @@
 // The GPU device's store (exec/cuda/cuda_device_store.hpp) by itself: sums
 // and steps as the host's Sgd computes them, arrays back to the host added
-// or copied on one wait, a buffer let go zeroed again when lent anew.
+// or copied on one wait, a buffer let go zeroed again when lent anew, a
+// copy unchanged by a step after it.
 // Skipped without a GPU.
 #include "exec/cuda/cuda_device_store.hpp"
 
@@ -82,6 +83,26 @@ TEST(CudaDeviceStore, ArraysTakenUpTogetherComeBackAsGiven) {
     const std::vector<std::span<float>> into(back.begin(), back.end());
     store->to_host(pointers, into, /*add=*/false);
     EXPECT_EQ(back, given) << "round " << round;
+  }
+}
+
+// A copy (a stashed weight version) holds the values as they were: a step
+// of the original queued right after it does not reach it.
+TEST(CudaDeviceStore, ACopyKeepsTheValuesAStepLaterChanges) {
+  SKIP_WITHOUT_GPU();
+  const std::shared_ptr<DeviceStore> store = make_cuda_device_store(0);
+  const std::vector<float> given = ramp(1 << 20, 0.5f);  // large enough that a racing step would overlap the copy
+  std::shared_ptr<KeptValues> w = store->from_host(given);
+  std::shared_ptr<KeptValues> copy = store->copy(*w);
+  std::shared_ptr<KeptValues> grad = store->from_host(ramp(given.size(), 1.0f));
+  store->sgd_step(*w, *grad, nullptr, SgdOptions{0.1, 0.0, 0.0});
+  std::vector<float> copied(given.size(), 0.0f), stepped(given.size(), 0.0f);
+  KeptValues* kept[] = {copy.get(), w.get()};
+  const std::span<float> into[] = {copied, stepped};
+  store->to_host(kept, into, /*add=*/false);
+  EXPECT_EQ(copied, given);
+  for (size_t i = 0; i < given.size(); i += 4099) {
+    EXPECT_FLOAT_EQ(stepped[i], given[i] - 0.1f * 2.0f * given[i]) << i;  // the gradient is twice the weights
   }
 }
 
