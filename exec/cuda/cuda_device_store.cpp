@@ -8,6 +8,7 @@
 #include <initializer_list>
 #include <map>
 #include <mutex>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -172,26 +173,42 @@ class CudaDeviceStore final : public DeviceStore {
     return a;
   }
 
-  // Sgd::step_dense's arithmetic (exec/optim/sgd.cpp) by cuda::sgd_step.
+  // Sgd::step_dense's arithmetic (exec/optim/sgd.cpp), as sgd_step_all.
   void sgd_step(KeptValues& weights, KeptValues& grad, KeptValues* velocity, const SgdOptions& options) override {
+    SgdOptions one_step = options;
+    if (velocity == nullptr) one_step.momentum = 0;  // none kept where the momentum is 0
+    const SgdArrays arrays{&weights, &grad, velocity};
+    sgd_step_all(std::span<const SgdArrays>(&arrays, 1), one_step);
+  }
+
+  // Every parameter's step by cuda::sgd_step_all, after the work on each of
+  // its arrays, one launch per kSgdTensorsPerLaunch parameters.
+  void sgd_step_all(std::span<const SgdArrays> params, const SgdOptions& options) override {
     TRAINSIM_CUDA(cudaSetDevice(core_->gpu));
-    KeptArray& w = of_this_gpu(&weights);
-    KeptArray& g = of_this_gpu(&grad);
-    KeptArray* v = velocity == nullptr ? nullptr : &of_this_gpu(velocity);
-    TRAINSIM_CHECK(w.values.size() == g.values.size() && (v == nullptr || v->values.size() == w.values.size()),
-                   "a step of weights, gradient and velocity of different sizes");
-    const std::initializer_list<KeptArray*> touched = {&w, &g, v};
-    for (const KeptArray* a : touched) {
-      if (a != nullptr) TRAINSIM_CUDA(cudaStreamWaitEvent(core_->stream, a->written, 0));
+    std::vector<cuda::SgdTensor> tensors;
+    std::vector<KeptArray*> touched;
+    tensors.reserve(params.size());
+    for (const SgdArrays& p : params) {
+      KeptArray& w = of_this_gpu(p.weights);
+      KeptArray& g = of_this_gpu(p.grad);
+      KeptArray* v = p.velocity == nullptr ? nullptr : &of_this_gpu(p.velocity);
+      TRAINSIM_CHECK(w.values.size() == g.values.size() && (v == nullptr || v->values.size() == w.values.size()),
+                     "a step of weights, gradient and velocity of different sizes");
+      tensors.push_back({w.values.get(), g.values.get(), v == nullptr ? nullptr : v->values.get(), w.values.size()});
+      for (KeptArray* a : {&w, &g, v}) {
+        if (a == nullptr) continue;
+        TRAINSIM_CUDA(cudaStreamWaitEvent(core_->stream, a->written, 0));
+        touched.push_back(a);
+      }
     }
-    cuda::sgd_step(w.values.get(), g.values.get(), v == nullptr ? nullptr : v->values.get(), w.values.size(),
-                   static_cast<float>(options.learning_rate),
-                   v == nullptr ? 0.0f : static_cast<float>(options.momentum), static_cast<float>(options.weight_decay),
-                   core_->stream);
+    const float momentum = static_cast<float>(options.momentum);
+    for (const cuda::SgdTensor& t : tensors) {
+      TRAINSIM_CHECK(t.v != nullptr || momentum == 0.0f, "a momentum step without its velocity");
+    }
+    cuda::sgd_step_all(tensors.data(), static_cast<int64_t>(tensors.size()), static_cast<float>(options.learning_rate),
+                       momentum, static_cast<float>(options.weight_decay), /*zero_gradients=*/false, core_->stream);
     TRAINSIM_CUDA(cudaGetLastError());
-    for (KeptArray* a : touched) {
-      if (a != nullptr) TRAINSIM_CUDA(cudaEventRecord(a->written, core_->stream));
-    }
+    for (KeptArray* a : touched) TRAINSIM_CUDA(cudaEventRecord(a->written, core_->stream));
   }
 
  private:

@@ -157,8 +157,27 @@ __global__ void softmax_cross_entropy_kernel(const float* logits, const int32_t*
   }
 }
 
-__global__ void sgd_step_kernel(float* w, const float* g, float* v, int64_t n, float lr, float mu, float wd) {
-  TRAINSIM_GRID_LOOP(i, n) {
+// Up to kSgdTensorsPerLaunch parameters of one launch: block b steps the
+// parameter t with first_block[t] <= b < first_block[t + 1], its blocks
+// striding over its values.
+struct SgdLaunch {
+  float* w[kSgdTensorsPerLaunch];
+  float* g[kSgdTensorsPerLaunch];
+  float* v[kSgdTensorsPerLaunch];
+  int64_t n[kSgdTensorsPerLaunch];
+  int64_t first_block[kSgdTensorsPerLaunch + 1];
+  int count;
+};
+
+__global__ void sgd_step_all_kernel(SgdLaunch launch, float lr, float mu, float wd, bool zero_gradients) {
+  int t = 0;
+  while (t + 1 < launch.count && int64_t{blockIdx.x} >= launch.first_block[t + 1]) ++t;
+  const int64_t block = int64_t{blockIdx.x} - launch.first_block[t];
+  const int64_t blocks = launch.first_block[t + 1] - launch.first_block[t];
+  float* w = launch.w[t];
+  float* g = launch.g[t];
+  float* v = launch.v[t];
+  for (int64_t i = block * blockDim.x + threadIdx.x; i < launch.n[t]; i += blocks * blockDim.x) {
     const float step = g[i] + wd * w[i];
     if (mu == 0.0f) {
       w[i] -= lr * step;
@@ -166,6 +185,7 @@ __global__ void sgd_step_kernel(float* w, const float* g, float* v, int64_t n, f
       v[i] = mu * v[i] + step;
       w[i] -= lr * v[i];
     }
+    if (zero_gradients) g[i] = 0.0f;
   }
 }
 
@@ -242,10 +262,26 @@ void softmax_cross_entropy(const float* logits, const int32_t* labels, int64_t p
   }
 }
 
-void sgd_step(float* w, const float* g, float* v, int64_t n, float learning_rate, float momentum,
-              float weight_decay, cudaStream_t stream) {
-  if (n > 0) {
-    sgd_step_kernel<<<blocks_for(n), kThreads, 0, stream>>>(w, g, v, n, learning_rate, momentum, weight_decay);
+void sgd_step_all(const SgdTensor* tensors, int64_t count, float learning_rate, float momentum, float weight_decay,
+                  bool zero_gradients, cudaStream_t stream) {
+  constexpr int64_t kMostBlocksEach = 4096;  // a larger parameter's blocks stride over it
+  int64_t i = 0;
+  while (i < count) {
+    SgdLaunch launch{};
+    launch.first_block[0] = 0;
+    for (; i < count && launch.count < kSgdTensorsPerLaunch; ++i) {
+      if (tensors[i].n <= 0) continue;
+      const int c = launch.count++;
+      launch.w[c] = tensors[i].w;
+      launch.g[c] = tensors[i].g;
+      launch.v[c] = tensors[i].v;
+      launch.n[c] = tensors[i].n;
+      const int64_t blocks = (tensors[i].n + kThreads - 1) / kThreads;
+      launch.first_block[c + 1] = launch.first_block[c] + (blocks < kMostBlocksEach ? blocks : kMostBlocksEach);
+    }
+    if (launch.count == 0) continue;
+    sgd_step_all_kernel<<<static_cast<unsigned>(launch.first_block[launch.count]), kThreads, 0, stream>>>(
+        launch, learning_rate, momentum, weight_decay, zero_gradients);
   }
 }
 

@@ -52,9 +52,19 @@ void softmax_cross_entropy(const float* logits, const int32_t* labels, int64_t p
                            float* dlogits, float dlogits_scale, cudaStream_t stream);
 
 // Momentum SGD, PyTorch's rule (exec/optim/sgd.hpp): g' = g + wd·w;
-// v = μ·v + g'; w −= lr·v (with μ = 0: w −= lr·g', v untouched).
-void sgd_step(float* w, const float* g, float* v, int64_t n, float learning_rate, float momentum,
-              float weight_decay, cudaStream_t stream);
+// v = μ·v + g'; w −= lr·v (with μ = 0: w −= lr·g', v untouched), on
+// `count` parameters, a launch per kSgdTensorsPerLaunch of them (their
+// pointers passed in the launch, as PyTorch's multi-tensor apply), each
+// gradient set to zero after its step where `zero_gradients`.
+struct SgdTensor {
+  float* w = nullptr;
+  float* g = nullptr;
+  float* v = nullptr;  // null where the momentum is 0
+  int64_t n = 0;
+};
+inline constexpr int kSgdTensorsPerLaunch = 32;
+void sgd_step_all(const SgdTensor* tensors, int64_t count, float learning_rate, float momentum, float weight_decay,
+                  bool zero_gradients, cudaStream_t stream);
 
 // Training-mode batch normalization of x {batch, channels, plane} with the
 // batch's own statistics (cuda_norm_kernels.cu): y = scale·(x − mean)·inv_std

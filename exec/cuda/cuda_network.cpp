@@ -343,14 +343,17 @@ void run_backward(NetworkState& s, size_t* next) {
   TRAINSIM_CUDA(cudaGetLastError());
 }
 
+// A layer's parameters stepped and their gradients zeroed in one launch.
 void run_update(NetworkState& s, const SgdOptions& sgd, size_t* next) {
+  std::vector<SgdTensor> params;
   for (const auto& l : s.layers) {
+    params.clear();
     for (size_t p = 0; p < l->params.size(); ++p) {
-      sgd_step(l->params[p].get(), l->grads[p].get(), l->velocity[p].get(), l->params[p].size(),
-               static_cast<float>(sgd.learning_rate), static_cast<float>(sgd.momentum),
-               static_cast<float>(sgd.weight_decay), s.context.stream);
-      TRAINSIM_CUDA(cudaMemsetAsync(l->grads[p].get(), 0, l->grads[p].bytes(), s.context.stream));
+      params.push_back(SgdTensor{l->params[p].get(), l->grads[p].get(), l->velocity[p].get(), l->params[p].size()});
     }
+    sgd_step_all(params.data(), static_cast<int64_t>(params.size()), static_cast<float>(sgd.learning_rate),
+                 static_cast<float>(sgd.momentum), static_cast<float>(sgd.weight_decay), /*zero_gradients=*/true,
+                 s.context.stream);
     mark(s, next);
   }
   TRAINSIM_CUDA(cudaGetLastError());

@@ -129,8 +129,13 @@ bool KeptTraining::step(const Sgd& sgd, Weights& weights, Gradients& grads, int6
   std::vector<std::shared_ptr<KeptValues>> made = store_->from_host_all(uploads);
   TRAINSIM_CHECK(made.size() == uploaded.size(), "a copy of each value taken up");
   for (size_t i = 0; i < made.size(); ++i) *uploaded[i] = std::move(made[i]);
+  std::vector<DeviceStore::SgdArrays> arrays;
+  arrays.reserve(stepped.size());
+  for (const Stepped& s : stepped) {
+    arrays.push_back({s.kept_weights->values.get(), s.grad.get(), s.velocity == nullptr ? nullptr : s.velocity->get()});
+  }
+  store_->sgd_step_all(arrays, options);
   for (Stepped& s : stepped) {
-    store_->sgd_step(*s.kept_weights->values, *s.grad, s.velocity == nullptr ? nullptr : s.velocity->get(), options);
     s.weights->data.clear();  // its capacity kept for the way back
     s.weights->resident = std::move(s.kept_weights);
   }

@@ -49,6 +49,16 @@ class DeviceStore {
   // Sgd::step of one dense parameter (exec/optim/sgd.hpp): weights by
   // `grad`, `velocity` null where the momentum is 0.
   virtual void sgd_step(KeptValues& weights, KeptValues& grad, KeptValues* velocity, const SgdOptions& options) = 0;
+  // The same step of several parameters, as one piece of work where the
+  // device can (a GPU's: a launch per few dozen); here sgd_step each.
+  struct SgdArrays {
+    KeptValues* weights = nullptr;
+    KeptValues* grad = nullptr;
+    KeptValues* velocity = nullptr;
+  };
+  virtual void sgd_step_all(std::span<const SgdArrays> params, const SgdOptions& options) {
+    for (const SgdArrays& p : params) sgd_step(*p.weights, *p.grad, p.velocity, options);
+  }
 };
 
 class RangeNetwork {

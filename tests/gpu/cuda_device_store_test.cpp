@@ -86,6 +86,47 @@ TEST(CudaDeviceStore, ArraysTakenUpTogetherComeBackAsGiven) {
   }
 }
 
+// Parameters stepped together (two launches' worth, of odd sizes, one
+// empty, one large enough for its blocks to stride) as the host's Sgd.
+TEST(CudaDeviceStore, ParametersSteppedTogetherStepAsTheHostsSgd) {
+  SKIP_WITHOUT_GPU();
+  const std::shared_ptr<DeviceStore> store = make_cuda_device_store(0);
+  const SgdOptions options{0.05, 0.9, 1e-3};
+  Weights host(1);
+  Gradients grads(1);
+  std::vector<std::shared_ptr<KeptValues>> held;
+  std::vector<DeviceStore::SgdArrays> arrays;
+  for (size_t p = 0; p < 41; ++p) {
+    const size_t n = p == 7 ? 0 : (p == 40 ? (size_t{1} << 21) + 3 : 1 + 37 * p);
+    host[0].emplace_back(std::vector<int64_t>{static_cast<int64_t>(n)});
+    host[0].back().data = ramp(n, 0.25f + 0.01f * static_cast<float>(p));
+    ParamGrad& g = grads[0].emplace_back();
+    g.dense = Tensor({static_cast<int64_t>(n)});
+    g.dense.data = ramp(n, 0.02f);
+    held.push_back(store->from_host(host[0].back().data));
+    held.push_back(store->from_host(g.dense.data));
+    held.push_back(store->zeros(static_cast<int64_t>(n)));
+    arrays.push_back({held[held.size() - 3].get(), held[held.size() - 2].get(), held.back().get()});
+  }
+  Sgd sgd(options);
+  for (int step = 0; step < 2; ++step) {
+    store->sgd_step_all(arrays, options);
+    sgd.step(host, grads, 0, 0);
+  }
+  for (size_t p = 0; p < arrays.size(); ++p) {
+    std::vector<float> weights(host[0][p].data.size(), -1.0f), velocity(weights.size(), -1.0f);
+    KeptValues* kept[] = {arrays[p].weights, arrays[p].velocity};
+    const std::span<float> into[] = {weights, velocity};
+    store->to_host(kept, into, /*add=*/false);
+    for (size_t i = 0; i < weights.size(); i += 1 + weights.size() / 50) {
+      const float want = host[0][p].data[i];
+      ASSERT_NEAR(weights[i], want, 1e-6f * (1.0f + std::fabs(want))) << "parameter " << p << ", value " << i;
+      const float v = sgd.velocity()[0][p].data[i];
+      ASSERT_NEAR(velocity[i], v, 1e-6f * (1.0f + std::fabs(v))) << "parameter " << p << ", value " << i;
+    }
+  }
+}
+
 // A copy (a stashed weight version) holds the values as they were: a step
 // of the original queued right after it does not reach it.
 TEST(CudaDeviceStore, ACopyKeepsTheValuesAStepLaterChanges) {
