@@ -222,20 +222,28 @@ class CudaDeviceStore final : public DeviceStore {
   // the work on its last holder; its values are the caller's to set.
   std::shared_ptr<PooledArray> lend(int64_t floats) {
     TRAINSIM_CUDA(cudaSetDevice(core_->gpu));
+    DeviceArray<float> values;
+    cudaEvent_t written = nullptr;
+    {
+      std::lock_guard lock(core_->mu);
+      std::vector<std::pair<DeviceArray<float>, cudaEvent_t>>& idle = core_->idle[floats];
+      if (!idle.empty()) {
+        values = std::move(idle.back().first);
+        written = idle.back().second;
+        idle.pop_back();
+      }
+    }
+    if (written == nullptr) {
+      values = DeviceArray<float>(floats);  // where this throws, nothing goes to the pool
+      TRAINSIM_CUDA(cudaEventCreateWithFlags(&written, cudaEventDisableTiming));
+    } else {
+      TRAINSIM_CUDA(cudaStreamWaitEvent(core_->stream, written, 0));
+    }
     auto a = std::make_shared<PooledArray>();
     a->gpu = core_->gpu;
+    a->values = std::move(values);
+    a->written = written;
     a->home = core_;
-    std::lock_guard lock(core_->mu);
-    std::vector<std::pair<DeviceArray<float>, cudaEvent_t>>& idle = core_->idle[floats];
-    if (idle.empty()) {
-      a->values = DeviceArray<float>(floats);
-      TRAINSIM_CUDA(cudaEventCreateWithFlags(&a->written, cudaEventDisableTiming));
-    } else {
-      a->values = std::move(idle.back().first);
-      a->written = idle.back().second;
-      idle.pop_back();
-      TRAINSIM_CUDA(cudaStreamWaitEvent(core_->stream, a->written, 0));
-    }
     return a;
   }
 

@@ -28,6 +28,17 @@ float* grown_pinned(float*& buffer, size_t& capacity, size_t floats) {
 
 float* pinned_home(NetworkState& s, size_t floats) { return grown_pinned(s.home, s.home_floats, floats); }
 
+float* refill(PinnedBuffer& buffer, size_t floats) {
+  if (buffer.copied == nullptr) {
+    TRAINSIM_CUDA(cudaEventCreateWithFlags(&buffer.copied, cudaEventDisableTiming));
+  } else {
+    TRAINSIM_CUDA(cudaEventSynchronize(buffer.copied));
+  }
+  return grown_pinned(buffer.host, buffer.capacity, floats);
+}
+
+void record_copies(PinnedBuffer& buffer, cudaStream_t stream) { TRAINSIM_CUDA(cudaEventRecord(buffer.copied, stream)); }
+
 namespace {
 
 double mean_of(const float* losses, int64_t positions) {
@@ -37,8 +48,8 @@ double mean_of(const float* losses, int64_t positions) {
 }
 
 // An idle slot of `slots`, or a new one; back to them when let go.
-std::shared_ptr<LossSlot> take_slot(const std::shared_ptr<LossSlots>& slots) {
-  std::unique_ptr<LossSlot> slot;
+std::shared_ptr<PinnedBuffer> take_slot(const std::shared_ptr<LossSlots>& slots) {
+  std::unique_ptr<PinnedBuffer> slot;
   {
     std::lock_guard lock(slots->mu);
     if (!slots->idle.empty()) {
@@ -46,13 +57,10 @@ std::shared_ptr<LossSlot> take_slot(const std::shared_ptr<LossSlots>& slots) {
       slots->idle.pop_back();
     }
   }
-  if (slot == nullptr) {
-    slot = std::make_unique<LossSlot>();
-    TRAINSIM_CUDA(cudaEventCreateWithFlags(&slot->copied, cudaEventDisableTiming));
-  }
+  if (slot == nullptr) slot = std::make_unique<PinnedBuffer>();
   const std::weak_ptr<LossSlots> home = slots;
-  return {slot.release(), [home](LossSlot* p) {
-            std::unique_ptr<LossSlot> owned(p);
+  return {slot.release(), [home](PinnedBuffer* p) {
+            std::unique_ptr<PinnedBuffer> owned(p);
             if (const std::shared_ptr<LossSlots> pool = home.lock()) {
               std::lock_guard lock(pool->mu);
               pool->idle.push_back(std::move(owned));
@@ -70,10 +78,10 @@ double mean_loss(const NetworkState& s) {
 }
 
 PendingLoss pending_loss(NetworkState& s) {
-  std::shared_ptr<LossSlot> slot = take_slot(s.loss_slots);
-  float* into = grown_pinned(slot->host, slot->capacity, static_cast<size_t>(s.positions));
+  std::shared_ptr<PinnedBuffer> slot = take_slot(s.loss_slots);
+  float* into = refill(*slot, static_cast<size_t>(s.positions));
   TRAINSIM_CUDA(cudaMemcpyAsync(into, s.loss.get(), s.loss.bytes(), cudaMemcpyDeviceToHost, s.context.stream));
-  TRAINSIM_CUDA(cudaEventRecord(slot->copied, s.context.stream));
+  record_copies(*slot, s.context.stream);
   return PendingLoss([slot = std::move(slot), positions = s.positions] {
     TRAINSIM_CUDA(cudaEventSynchronize(slot->copied));
     return mean_of(slot->host, positions);

@@ -4,6 +4,7 @@
 // Every tensor of the model has its buffer here, so a cut's tensors land in
 // the buffers the range's layers read, and their gradients in those the
 // range's backward adds into.
+#include <algorithm>
 #include <string>
 
 #include "exec/cuda/cuda_network.hpp"
@@ -35,7 +36,8 @@ void check_range(const NetworkState& s, const Network& network, int64_t first, i
   TRAINSIM_CUDA(cudaSetDevice(s.context.device));  // the calling thread may be any of its worker's
 }
 
-// Copies cut `i` from the host tensor x into the buffers `where` names.
+// Copies cut `i` from the host tensor x into the buffers `where` names,
+// through the network's pinned input_up.
 template <typename Where>
 void upload_cut(NetworkState& s, const Network& network, int64_t i, const Tensor& x, Where where) {
   const std::vector<int32_t>& cut = network.cuts[static_cast<size_t>(i)];
@@ -45,22 +47,35 @@ void upload_cut(NetworkState& s, const Network& network, int64_t i, const Tensor
   if (cut.size() == 1 || !x.parts.empty()) {
     TRAINSIM_CHECK(cut.size() == 1 ? x.parts.empty() : x.parts.size() == cut.size(),
                    "a boundary's parts are not its cut's tensors");
+    size_t floats = 0;
     for (size_t k = 0; k < cut.size(); ++k) {
       const Tensor& part = cut.size() == 1 ? x : x.parts[k];
       TRAINSIM_CHECK(part.size() == count(cut[k]), "a boundary tensor of the wrong size");
-      upload(where(cut[k]), part, s.context.stream);
+      floats += part.data.size();
     }
+    float* up = refill(s.input_up, floats);
+    for (size_t k = 0; k < cut.size(); ++k) {
+      const Tensor& part = cut.size() == 1 ? x : x.parts[k];
+      std::copy(part.data.begin(), part.data.end(), up);
+      TRAINSIM_CUDA(cudaMemcpyAsync(where(cut[k]), up, sizeof(float) * part.data.size(), cudaMemcpyHostToDevice,
+                                    s.context.stream));
+      up += part.data.size();
+    }
+    record_copies(s.input_up, s.context.stream);
     return;
   }
   const int64_t width = x.row_size();
+  float* up = refill(s.input_up, x.data.size());
+  std::copy(x.data.begin(), x.data.end(), up);
   int64_t column = 0;
   for (const int32_t t : cut) {  // packed: each sample's row holds the cut's tensors side by side
     const int64_t w = element_count(sample_shape(network, t));
     TRAINSIM_CHECK(column + w <= width, "a packed boundary is narrower than its cut");
-    TRAINSIM_CUDA(cudaMemcpy2DAsync(where(t), sizeof(float) * w, x.data.data() + column, sizeof(float) * width,
-                                    sizeof(float) * w, s.batch, cudaMemcpyHostToDevice, s.context.stream));
+    TRAINSIM_CUDA(cudaMemcpy2DAsync(where(t), sizeof(float) * w, up + column, sizeof(float) * width, sizeof(float) * w,
+                                    s.batch, cudaMemcpyHostToDevice, s.context.stream));
     column += w;
   }
+  record_copies(s.input_up, s.context.stream);
   TRAINSIM_CHECK(column == width, "a packed boundary is wider than its cut");
 }
 
@@ -172,8 +187,13 @@ PendingLoss CudaNetwork::forward_range_loss(const Network& network, int64_t firs
   for (const int32_t label : labels) {
     TRAINSIM_CHECK(label >= 0 && label < s.classes, "a label outside [0, " + std::to_string(s.classes) + ")");
   }
-  TRAINSIM_CUDA(
-      cudaMemcpyAsync(s.labels.get(), labels.data(), s.labels.bytes(), cudaMemcpyHostToDevice, s.context.stream));
+  // Through pinned memory (from pageable memory the copy may wait for the
+  // whole stream), an int32 in each float's 4 bytes.
+  static_assert(sizeof(int32_t) == sizeof(float));
+  auto* up = reinterpret_cast<int32_t*>(cuda::refill(s.labels_up, labels.size()));
+  std::copy(labels.begin(), labels.end(), up);
+  TRAINSIM_CUDA(cudaMemcpyAsync(s.labels.get(), up, s.labels.bytes(), cudaMemcpyHostToDevice, s.context.stream));
+  cuda::record_copies(s.labels_up, s.context.stream);
   forward_range(network, first, last, x);
   cuda::softmax_cross_entropy(s.layers.back()->y, s.labels.get(), s.positions, s.classes, s.loss.get(), s.dlogits.get(),
                               dlogits_scale, s.context.stream);

@@ -13,13 +13,17 @@
 
 namespace trainsim::cuda {
 
-// Pinned host memory a range pass's per-position losses come back into,
-// and the event after that copy (pending_loss).
-struct LossSlot {
+// Pinned host memory and the event after the copies in or out of it: a
+// range's input from the host staged on its way up, a loss on its way down
+// (refill, record_copies).
+struct PinnedBuffer {
   float* host = nullptr;
   size_t capacity = 0;
   cudaEvent_t copied = nullptr;
-  ~LossSlot() {
+  PinnedBuffer() = default;
+  PinnedBuffer(const PinnedBuffer&) = delete;
+  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
+  ~PinnedBuffer() {
     if (copied != nullptr) {
       cudaEventSynchronize(copied);  // a copy may still be landing in `host`
       cudaEventDestroy(copied);
@@ -29,10 +33,10 @@ struct LossSlot {
 };
 
 // A network's loss slots not in use; a slot goes back when the loss read
-// from it (or dropped unread) lets it go, its next copy on the same stream.
+// from it (or dropped unread) lets it go.
 struct LossSlots {
   std::mutex mu;
-  std::vector<std::unique_ptr<LossSlot>> idle;
+  std::vector<std::unique_ptr<PinnedBuffer>> idle;
 };
 
 struct NetworkState {
@@ -51,8 +55,12 @@ struct NetworkState {
   float* home = nullptr;
   size_t home_floats = 0;
   std::shared_ptr<LossSlots> loss_slots = std::make_shared<LossSlots>();
+  // A range's input and labels from the host go up through these (from
+  // pageable memory, a copy may wait for the whole stream before it).
+  PinnedBuffer input_up, labels_up;
 
   ~NetworkState() {
+    cudaSetDevice(context.device);  // the thread letting it go may have another GPU current
     if (home != nullptr) cudaFreeHost(home);
     for (cudaEvent_t e : events) cudaEventDestroy(e);
     if (context.dnn != nullptr) cudnnDestroy(context.dnn);
@@ -83,6 +91,11 @@ PendingLoss pending_loss(NetworkState& s);
 float* grown_pinned(float*& buffer, size_t& capacity, size_t floats);
 // s.home holding at least `floats` (grown_pinned).
 float* pinned_home(NetworkState& s, size_t floats);
+// `buffer` holding at least `floats`, to be written once the copies out of
+// it queued before are done (a wait for those alone, not for the stream).
+float* refill(PinnedBuffer& buffer, size_t floats);
+// After the copies in or out of `buffer` are queued on `stream`.
+void record_copies(PinnedBuffer& buffer, cudaStream_t stream);
 // Host to device and back on `stream`; download waits for the copy.
 void upload(float* to, const Tensor& from, cudaStream_t stream);
 Tensor download(const float* from, std::vector<int64_t> shape, cudaStream_t stream);

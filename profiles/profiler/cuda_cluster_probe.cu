@@ -276,11 +276,13 @@ double measure_launch_sync_s(const CudaProbeOptions& o) {
 // A sweep of what one message between two of the executor's workers on
 // this GPU costs: its bytes from one buffer to pageable host memory (the
 // sender's Device::to_host), copied there (the in-process transport's
-// hand-over) and up into another buffer (the receiver's upload), each
-// message timed alone by the wall clock, waits included.
+// hand-over) and up into another buffer through pinned memory (the
+// receiver's upload, staged as the GPU network stages a range's input),
+// each message timed alone by the wall clock, waits included.
 std::vector<ChannelSample> measure_host_path_sweep(float* to, const float* from, const CudaProbeOptions& o) {
   const Stream stream = make_stream();
   std::vector<float> sent(floats_of(o.max_message_bytes)), received(sent.size());
+  const HostBuffer staged = pinned_floats(sent.size());
   TRAINSIM_CUDA(cudaDeviceSynchronize());
   std::vector<ChannelSample> samples;
   for (int64_t bytes = o.min_message_bytes; bytes <= o.max_message_bytes; bytes *= 4) {
@@ -290,8 +292,10 @@ std::vector<ChannelSample> measure_host_path_sweep(float* to, const float* from,
       const double start_s = steady_s();
       TRAINSIM_CUDA(cudaMemcpyAsync(sent.data(), from, size, cudaMemcpyDeviceToHost, stream.get()));
       TRAINSIM_CUDA(cudaStreamSynchronize(stream.get()));
-      std::copy_n(sent.data(), (size + sizeof(float) - 1) / sizeof(float), received.data());
-      TRAINSIM_CUDA(cudaMemcpyAsync(to, received.data(), size, cudaMemcpyHostToDevice, stream.get()));
+      const size_t floats = (size + sizeof(float) - 1) / sizeof(float);
+      std::copy_n(sent.data(), floats, received.data());
+      std::copy_n(received.data(), floats, staged.get());
+      TRAINSIM_CUDA(cudaMemcpyAsync(to, staged.get(), size, cudaMemcpyHostToDevice, stream.get()));
       TRAINSIM_CUDA(cudaStreamSynchronize(stream.get()));
       if (r >= o.warmups) samples_s.push_back(steady_s() - start_s);
     }

@@ -43,7 +43,8 @@ struct CudaProbeOptions {
 //     max_message_bytes, each timed alone by the wall clock: a copy from a
 //     device buffer to pageable host memory and its wait (the sender's
 //     Device::to_host), a host copy (the in-process transport's hand-over)
-//     and a copy up into another buffer and its wait (the receiver's upload).
+//     and a copy up into another buffer through pinned memory and its wait
+//     (the receiver's upload, staged as the GPU network stages its inputs).
 //     The workers exchange every message through the host; a collective is
 //     priced as hops of such messages, which charges its device copies per
 //     hop where the executor copies a gradient down and up once;
