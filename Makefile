@@ -29,7 +29,7 @@ FUZZ_SECONDS ?= 20
 # interpreter, the data and kernels they run); TSAN_TESTS narrows it (ctest -R).
 TSAN_TESTS ?= .
 
-.PHONY: all deps configure build run test bench peer-bench ddp-compare fuzz test-asan test-tsan gpu-check clean
+.PHONY: all deps configure build run test bench peer-bench ddp-compare fuzz test-asan test-tsan gpu-check gpu-pack clean
 
 all: build
 
@@ -110,6 +110,11 @@ ddp-compare: build
 # runs a part of it (tests,strategies,steps,profiles,cluster,validate).
 gpu-check: build
 	python3 tests/gpu/gpu_check.py --build $(BUILD) --out docs/gpu-check --commit "$$(git rev-parse --short HEAD 2>/dev/null || echo unknown)" $(if $(GPU_CHECK_SECTIONS),--sections $(GPU_CHECK_SECTIONS))
+
+# What gpu-check runs, packed for a GPU machine without the build's tools
+# (.gpu/gpu-check.tar.xz; there, sh tests/gpu/run_packed.sh runs it).
+gpu-pack: build
+	sh tests/gpu/pack.sh $(BUILD)
 
 clean:
 	rm -rf $(BUILD)
