@@ -173,6 +173,31 @@ class CudaDeviceStore final : public DeviceStore {
     return a;
   }
 
+  void smooth(KeptValues& smoothed, KeptValues& grad, float gamma, float rest) override {
+    TRAINSIM_CUDA(cudaSetDevice(core_->gpu));
+    KeptArray& v = of_this_gpu(&smoothed);
+    KeptArray& g = of_this_gpu(&grad);
+    TRAINSIM_CHECK(v.values.size() == g.values.size(), "a smoothed gradient of another size than its gradient");
+    for (const KeptArray* a : {&v, &g}) TRAINSIM_CUDA(cudaStreamWaitEvent(core_->stream, a->written, 0));
+    cuda::spectrain_smooth(v.values.get(), g.values.get(), v.values.size(), gamma, rest, core_->stream);
+    TRAINSIM_CUDA(cudaGetLastError());
+    for (KeptArray* a : {&v, &g}) TRAINSIM_CUDA(cudaEventRecord(a->written, core_->stream));
+  }
+
+  std::shared_ptr<KeptValues> predict(KeptValues& weights, KeptValues& smoothed, float step) override {
+    KeptArray& w = of_this_gpu(&weights);
+    KeptArray& v = of_this_gpu(&smoothed);
+    TRAINSIM_CHECK(w.values.size() == v.values.size(), "a smoothed gradient of another size than its weights");
+    std::shared_ptr<PooledArray> out = lend(w.values.size());  // sets the GPU
+    for (const KeptArray* a : {&w, &v}) TRAINSIM_CUDA(cudaStreamWaitEvent(core_->stream, a->written, 0));
+    cuda::spectrain_predict(out->values.get(), w.values.get(), v.values.get(), w.values.size(), step, core_->stream);
+    TRAINSIM_CUDA(cudaGetLastError());
+    for (KeptArray* a : {&w, &v, static_cast<KeptArray*>(out.get())}) {
+      TRAINSIM_CUDA(cudaEventRecord(a->written, core_->stream));
+    }
+    return out;
+  }
+
   // Sgd::step_dense's arithmetic (exec/optim/sgd.cpp), as sgd_step_all.
   void sgd_step(KeptValues& weights, KeptValues& grad, KeptValues* velocity, const SgdOptions& options) override {
     SgdOptions one_step = options;

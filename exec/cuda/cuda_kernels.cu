@@ -189,6 +189,14 @@ __global__ void sgd_step_all_kernel(SgdLaunch launch, float lr, float mu, float 
   }
 }
 
+__global__ void spectrain_smooth_kernel(float* v, const float* g, int64_t n, float gamma, float rest) {
+  TRAINSIM_GRID_LOOP(i, n) { v[i] = gamma * v[i] + rest * g[i]; }
+}
+
+__global__ void spectrain_predict_kernel(float* out, const float* w, const float* v, int64_t n, float step) {
+  TRAINSIM_GRID_LOOP(i, n) { out[i] = w[i] - step * v[i]; }
+}
+
 }  // namespace
 
 void add_row_bias(float* y, const float* bias, int64_t rows, int64_t width, cudaStream_t stream) {
@@ -283,6 +291,14 @@ void sgd_step_all(const SgdTensor* tensors, int64_t count, float learning_rate, 
     sgd_step_all_kernel<<<static_cast<unsigned>(launch.first_block[launch.count]), kThreads, 0, stream>>>(
         launch, learning_rate, momentum, weight_decay, zero_gradients);
   }
+}
+
+void spectrain_smooth(float* v, const float* g, int64_t n, float gamma, float rest, cudaStream_t stream) {
+  if (n > 0) spectrain_smooth_kernel<<<blocks_for(n), kThreads, 0, stream>>>(v, g, n, gamma, rest);
+}
+
+void spectrain_predict(float* out, const float* w, const float* v, int64_t n, float step, cudaStream_t stream) {
+  if (n > 0) spectrain_predict_kernel<<<blocks_for(n), kThreads, 0, stream>>>(out, w, v, n, step);
 }
 
 }  // namespace trainsim::cuda

@@ -63,6 +63,10 @@ struct SgdTensor {
   int64_t n = 0;
 };
 inline constexpr int kSgdTensorsPerLaunch = 32;
+// SpecTrain (exec/optim/spectrain.hpp): its eq. 1, v = γ·v + rest·g, and
+// its eq. 4, out = w − step·v.
+void spectrain_smooth(float* v, const float* g, int64_t n, float gamma, float rest, cudaStream_t stream);
+void spectrain_predict(float* out, const float* w, const float* v, int64_t n, float step, cudaStream_t stream);
 void sgd_step_all(const SgdTensor* tensors, int64_t count, float learning_rate, float momentum, float weight_decay,
                   bool zero_gradients, cudaStream_t stream);
 

@@ -240,9 +240,9 @@ void Interpreter::update(OpId id, const Op& op) {
     }
   }
   Gradients& grads = shared != nullptr ? *shared : own;
-  // The host reads the gradients where it adds to them or SpecTrain
-  // follows them; else they may stay on the device for its step.
-  if (w.spectrain || gathers_sparse_rows_ || !served_.empty()) {
+  // The host reads the gradients where it adds to them; else they may
+  // stay on the device for its step.
+  if (gathers_sparse_rows_ || !served_.empty()) {
     w.device->gradients_to_host(grads, op.first_layer, op.last_layer);
   }
   {
@@ -266,17 +266,13 @@ void Interpreter::update(OpId id, const Op& op) {
   if (gathers_sparse_rows_) add_gathered_rows(w, op, grads);
   drop_served_rows(grads);
   stash_before_change(w);
-  // SpecTrain's eq. 1: v follows the gradients the worker applies.
-  if (w.spectrain) w.spectrain->observe(w.weights, grads, op.first_layer, op.last_layer);
   // In Parallax's ps mode the servers stepped every variable; the worker
-  // holds what it pulled. SpecTrain predicts from the host's weights, so
-  // they are stepped there; elsewhere the device may step its own.
-  if (!serves_dense_) {
-    if (w.spectrain) {
-      w.optimizer->step(w.weights, grads, op.first_layer, op.last_layer);
-    } else {
-      w.device->step(*w.optimizer, w.weights, grads, op.first_layer, op.last_layer);
-    }
+  // holds what it pulled. Elsewhere the device may step its own copy; with
+  // SpecTrain, v follows the gradients the worker applies (its eq. 1).
+  if (!serves_dense_ && w.spectrain) {
+    w.device->step_spectrain(*w.optimizer, *w.spectrain, w.weights, grads, op.first_layer, op.last_layer);
+  } else if (!serves_dense_) {
+    w.device->step(*w.optimizer, w.weights, grads, op.first_layer, op.last_layer);
   }
   if (const int32_t sends = weight_sends_of(id); sends > 0) {
     w.device->weights_to_host(w.weights, op.first_layer, op.last_layer);

@@ -30,6 +30,7 @@ Interpreter::Interpreter(const Plan& plan, const Network& network, const Weights
   TRAINSIM_CHECK(options.batch_size > 0, "the executor needs the plan's per-device batch size");
   TRAINSIM_CHECK(transport_.workers() == static_cast<int>(plan.workers.size()),
                  "the transport must join the plan's workers");
+  TRAINSIM_CHECK(!(spectrain_ && serves_dense_), "plan: SpecTrain's predictions of weights that servers step");
   workers_.resize(plan.workers.size());
   for (size_t i = 0; i < workers_.size(); ++i) {
     auto& w = workers_[i];

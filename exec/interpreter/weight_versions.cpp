@@ -45,7 +45,8 @@ const Weights& select_weights(WorkerState& w, const Op& op, const SpecTrain::Onl
                              std::to_string(version - op.weight_ahead) + " but the worker holds " +
                              std::to_string(w.version));
     }
-    w.spectrain->predict_into(w.weights, op.weight_ahead, op.first_layer, op.last_layer, w.predicted, only);
+    w.device->predict_weights(*w.spectrain, w.weights, op.weight_ahead, op.first_layer, op.last_layer, w.predicted,
+                              only);
     return w.predicted;
   }
   if (version < 0 || version == w.version) return w.weights;

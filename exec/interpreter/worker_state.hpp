@@ -93,10 +93,12 @@ struct WorkerState {
 
 // Every layer's weights the worker's device keeps, brought to the host
 // (Device::weights_to_host); with `everything`, also the optimizer's
-// velocity and the running statistics it keeps (a run's state or result).
+// velocity, SpecTrain's smoothed gradient and the running statistics it
+// keeps (a run's state or result).
 inline void weights_to_host(WorkerState& w, bool everything = false) {
   const auto last = [](const Weights& all) { return static_cast<int64_t>(all.size()) - 1; };
-  w.device->weights_to_host(w.weights, 0, last(w.weights), everything ? w.optimizer.get() : nullptr);
+  w.device->weights_to_host(w.weights, 0, last(w.weights), everything ? w.optimizer.get() : nullptr,
+                            everything ? w.spectrain.get() : nullptr);
   if (everything) w.device->weights_to_host(w.statistics, 0, last(w.statistics));
 }
 

@@ -57,7 +57,25 @@ void Device::step(Sgd& sgd, Weights& weights, Gradients& grads, int64_t first, i
   sgd.step(weights, grads, first, last);
 }
 
-void Device::weights_to_host(Weights& weights, int64_t first, int64_t last, Sgd* /*sgd*/) {
+void Device::step_spectrain(Sgd& sgd, SpecTrain& spectrain, Weights& weights, Gradients& grads, int64_t first,
+                            int64_t last) {
+  gradients_to_host(grads, first, last);
+  spectrain.observe(weights, grads, first, last);
+  sgd.step(weights, grads, first, last);
+}
+
+void Device::predict_weights(SpecTrain& spectrain, Weights& weights, int64_t version_difference, int64_t first,
+                             int64_t last, Weights& out, const SpecTrain::Only& only) {
+  weights_to_host(weights, first, last, nullptr, &spectrain);
+  for (int64_t l = first; l <= last && l < static_cast<int64_t>(out.size()); ++l) {
+    for (Tensor& t : out[static_cast<size_t>(l)]) {
+      if (t.resident != nullptr) t = Tensor();  // a prediction the device made: the host writes its own
+    }
+  }
+  spectrain.predict_into(weights, version_difference, first, last, out, only);
+}
+
+void Device::weights_to_host(Weights& weights, int64_t first, int64_t last, Sgd* /*sgd*/, SpecTrain* /*spectrain*/) {
   for (int64_t l = std::max<int64_t>(first, 0); l <= last && l < static_cast<int64_t>(weights.size()); ++l) {
     for (const Tensor& t : weights[static_cast<size_t>(l)]) {
       TRAINSIM_CHECK(t.resident == nullptr, "weights kept on a device that keeps none");

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "exec/optim/sgd.hpp"
+#include "exec/optim/spectrain.hpp"
 #include "exec/tensor/layers.hpp"
 #include "exec/tensor/pending_loss.hpp"
 
@@ -105,13 +106,31 @@ class Device {
   // velocity goes stale. Here the gradients come to the host and sgd.step
   // runs.
   virtual void step(Sgd& sgd, Weights& weights, Gradients& grads, int64_t first, int64_t last);
+  // SpecTrain's update of layers [first, last] (seed 000 eqs. 1-2):
+  // `spectrain` observes the gradients (its smoothed gradient v) and `sgd`
+  // (momentum 0) steps the weights. A device may do both on its own copies
+  // of the weights and of v, as step does, the host's v then stale until
+  // weights_to_host. Here the gradients come to the host, spectrain
+  // observes them and sgd steps.
+  virtual void step_spectrain(Sgd& sgd, SpecTrain& spectrain, Weights& weights, Gradients& grads, int64_t first,
+                              int64_t last);
+  // SpecTrain's prediction (eq. 4) of layers [first, last] of `weights`
+  // `version_difference` versions ahead into `out`, as
+  // SpecTrain::predict_into with `only`. A device that keeps those layers'
+  // weights and v may predict them on its own copies, out's tensors of them
+  // then resident (read by this device's forwards and backwards only).
+  // Here the host's weights and v, brought back first.
+  virtual void predict_weights(SpecTrain& spectrain, Weights& weights, int64_t version_difference, int64_t first,
+                               int64_t last, Weights& out, const SpecTrain::Only& only);
   // The weights of layers [first, last] a step left on the device brought
   // back into `weights` (one wait), or the running statistics of batch
-  // normalization that update_statistics left there; with `sgd`, also the velocity the
-  // device keeps of those layers, into sgd, and the device lets it go. The
+  // normalization that update_statistics left there; with `sgd`, also the
+  // velocity the device keeps of those layers, into sgd, and with
+  // `spectrain` the smoothed gradient, and the device lets them go. The
   // interpreter calls it before the host reads or writes a worker's
   // weights. Here nothing is kept.
-  virtual void weights_to_host(Weights& weights, int64_t first, int64_t last, Sgd* sgd = nullptr);
+  virtual void weights_to_host(Weights& weights, int64_t first, int64_t last, Sgd* sgd = nullptr,
+                               SpecTrain* spectrain = nullptr);
   // A copy of the layers of `weights` that `layers` marks (the others
   // left empty) for this device's later forwards and backwards to read (a
   // stashed weight version). A device may copy the weights it keeps into

@@ -59,7 +59,8 @@ void KeptTraining::gradients_to_host(Gradients& grads, int64_t first, int64_t la
   if (!sums.empty()) store_->to_host(sums, into, /*add=*/true);
 }
 
-bool KeptTraining::step(const Sgd& sgd, Weights& weights, Gradients& grads, int64_t first, int64_t last) {
+bool KeptTraining::step(const Sgd& sgd, Weights& weights, Gradients& grads, int64_t first, int64_t last,
+                        const SpecTrain* spectrain) {
   TRAINSIM_CHECK(
       weights.size() == grads.size() && first >= 0 && first <= last && last < static_cast<int64_t>(weights.size()),
       "a layer range of the weights and gradients");
@@ -77,6 +78,7 @@ bool KeptTraining::step(const Sgd& sgd, Weights& weights, Gradients& grads, int6
     std::shared_ptr<Kept> kept_weights;
     std::shared_ptr<KeptValues> grad;
     std::shared_ptr<KeptValues>* velocity = nullptr;  // velocity_'s entry
+    std::shared_ptr<KeptValues>* smoothed = nullptr;  // smoothed_'s (SpecTrain)
   };
   std::vector<Stepped> stepped;
   std::vector<std::span<const float>> uploads;
@@ -84,6 +86,18 @@ bool KeptTraining::step(const Sgd& sgd, Weights& weights, Gradients& grads, int6
   size_t count = 0;
   for (int64_t l = first; l <= last; ++l) count += weights[static_cast<size_t>(l)].size();
   stepped.reserve(count);  // `uploaded` points into it
+  Weights host_smoothed;   // SpecTrain's v on the host, read once where the device holds none yet
+  // A copy of `host`'s parameter (l, p) into *to, taken up with the others;
+  // zeros where the host holds none (as Sgd::step and SpecTrain start them).
+  const auto take_up = [&](const Weights& host, int64_t l, size_t p, size_t params, int64_t floats,
+                           std::shared_ptr<KeptValues>* to) {
+    if (static_cast<size_t>(l) < host.size() && host[static_cast<size_t>(l)].size() == params) {
+      uploads.emplace_back(host[static_cast<size_t>(l)][p].data);
+      uploaded.push_back(to);
+    } else {
+      *to = store_->zeros(floats);
+    }
+  };
   std::lock_guard lock(mu_);
   for (int64_t l = first; l <= last; ++l) {
     LayerParams& params = weights[static_cast<size_t>(l)];
@@ -114,21 +128,26 @@ bool KeptTraining::step(const Sgd& sgd, Weights& weights, Gradients& grads, int6
         uploads.emplace_back(g.dense.data);
         uploaded.push_back(&s.grad);
       }
+      if (spectrain != nullptr) {
+        s.smoothed = &smoothed_[{l, p}];
+        if (*s.smoothed == nullptr) {
+          if (host_smoothed.empty()) host_smoothed = spectrain->smoothed_gradient();
+          take_up(host_smoothed, l, p, params.size(), g.dense.size(), s.smoothed);
+        }
+      }
       if (!momentum) continue;
       s.velocity = &velocity_[{l, p}];
-      if (*s.velocity != nullptr) continue;
-      const Weights& host = sgd.velocity();  // as Sgd::step: the host's, else zeros
-      if (static_cast<size_t>(l) < host.size() && host[static_cast<size_t>(l)].size() == params.size()) {
-        uploads.emplace_back(host[static_cast<size_t>(l)][p].data);
-        uploaded.push_back(s.velocity);
-      } else {
-        *s.velocity = store_->zeros(g.dense.size());
-      }
+      if (*s.velocity == nullptr) take_up(sgd.velocity(), l, p, params.size(), g.dense.size(), s.velocity);
     }
   }
   std::vector<std::shared_ptr<KeptValues>> made = store_->from_host_all(uploads);
   TRAINSIM_CHECK(made.size() == uploaded.size(), "a copy of each value taken up");
   for (size_t i = 0; i < made.size(); ++i) *uploaded[i] = std::move(made[i]);
+  if (spectrain != nullptr) {  // eq. 1, as SpecTrain::observe
+    const auto gamma = static_cast<float>(spectrain->options().gamma);
+    const auto rest = static_cast<float>(1.0 - spectrain->options().gamma);
+    for (const Stepped& s : stepped) store_->smooth(**s.smoothed, *s.grad, gamma, rest);
+  }
   std::vector<DeviceStore::SgdArrays> arrays;
   arrays.reserve(stepped.size());
   for (const Stepped& s : stepped) {
@@ -142,7 +161,29 @@ bool KeptTraining::step(const Sgd& sgd, Weights& weights, Gradients& grads, int6
   return true;
 }
 
-void KeptTraining::weights_to_host(Weights& weights, int64_t first, int64_t last, Sgd* sgd) {
+void KeptTraining::take_back(std::map<Param, std::shared_ptr<KeptValues>>& kept, int64_t first, int64_t last,
+                             const Weights& weights, Weights& into, std::vector<std::shared_ptr<KeptValues>>& held,
+                             std::vector<KeptValues*>& arrays, std::vector<std::span<float>>& spans) {
+  for (auto it = kept.begin(); it != kept.end();) {
+    const auto [l, p] = it->first;
+    if (l < first || l > last) {
+      ++it;
+      continue;
+    }
+    into.resize(weights.size());
+    LayerParams& layer = into[static_cast<size_t>(l)];
+    if (layer.size() != weights[static_cast<size_t>(l)].size()) {  // as Sgd::step and SpecTrain make them
+      layer.clear();
+      for (const Tensor& w : weights[static_cast<size_t>(l)]) layer.emplace_back(w.shape, 0.0f);
+    }
+    held.push_back(it->second);
+    arrays.push_back(it->second.get());
+    spans.emplace_back(layer[p].data);
+    it = kept.erase(it);
+  }
+}
+
+void KeptTraining::weights_to_host(Weights& weights, int64_t first, int64_t last, Sgd* sgd, SpecTrain* spectrain) {
   std::vector<std::shared_ptr<KeptValues>> held;
   std::vector<KeptValues*> kept;
   std::vector<std::span<float>> into;
@@ -156,30 +197,58 @@ void KeptTraining::weights_to_host(Weights& weights, int64_t first, int64_t last
       t.resident.reset();
     }
   }
-  Weights velocity;
-  if (sgd != nullptr) {
+  Weights velocity, smoothed;
+  {
     std::lock_guard lock(mu_);
-    for (auto it = velocity_.begin(); it != velocity_.end();) {
-      const auto [l, p] = it->first;
-      if (l < first || l > last) {
-        ++it;
-        continue;
-      }
-      if (velocity.empty()) velocity = sgd->velocity();
-      velocity.resize(weights.size());
-      LayerParams& layer = velocity[static_cast<size_t>(l)];
-      if (layer.size() != weights[static_cast<size_t>(l)].size()) {  // as Sgd::step makes them
-        layer.clear();
-        for (const Tensor& w : weights[static_cast<size_t>(l)]) layer.emplace_back(w.shape, 0.0f);
-      }
-      held.push_back(it->second);
-      kept.push_back(it->second.get());
-      into.emplace_back(layer[p].data);
-      it = velocity_.erase(it);
+    if (sgd != nullptr && std::any_of(velocity_.begin(), velocity_.end(),
+                                      [&](const auto& e) { return e.first.first >= first && e.first.first <= last; })) {
+      velocity = sgd->velocity();
+      take_back(velocity_, first, last, weights, velocity, held, kept, into);
+    }
+    if (spectrain != nullptr && std::any_of(smoothed_.begin(), smoothed_.end(), [&](const auto& e) {
+          return e.first.first >= first && e.first.first <= last;
+        })) {
+      smoothed = spectrain->smoothed_gradient();
+      take_back(smoothed_, first, last, weights, smoothed, held, kept, into);
     }
   }
   if (!kept.empty()) store_->to_host(kept, into, /*add=*/false);
   if (!velocity.empty()) sgd->set_velocity(std::move(velocity));
+  if (!smoothed.empty()) spectrain->set_smoothed_gradient(std::move(smoothed));
+}
+
+bool KeptTraining::predict(const SpecTrain& spectrain, const Weights& weights, int64_t version_difference,
+                           int64_t first, int64_t last, Weights& out, const SpecTrain::Only& only) const {
+  TRAINSIM_CHECK(version_difference >= 0 && first >= 0 && first <= last && last < static_cast<int64_t>(weights.size()),
+                 "a prediction of a layer range of the weights");
+  if (only.sparse_layer >= first && only.sparse_layer <= last) return false;
+  const auto skipped = [&](int64_t l) { return l < static_cast<int64_t>(only.skip.size()) && only.skip[l] != 0; };
+  for (int64_t l = first; l <= last; ++l) {
+    if (!skipped(l) && kept_weights(weights[static_cast<size_t>(l)]).size() != weights[static_cast<size_t>(l)].size()) {
+      return false;
+    }
+  }
+  // As SpecTrain::predict_into: W − s·η·v, or W itself before v moves it.
+  const auto step = static_cast<float>(static_cast<double>(version_difference) * spectrain.options().learning_rate);
+  if (out.size() != weights.size()) out.resize(weights.size());
+  std::lock_guard lock(mu_);
+  for (int64_t l = first; l <= last; ++l) {
+    if (skipped(l)) continue;
+    const LayerParams& w = weights[static_cast<size_t>(l)];
+    LayerParams& predicted = out[static_cast<size_t>(l)];
+    predicted.assign(w.size(), Tensor());
+    for (size_t p = 0; p < w.size(); ++p) {
+      const auto v = smoothed_.find({l, p});
+      predicted[p].shape = w[p].shape;
+      if (version_difference == 0 || v == smoothed_.end()) {
+        predicted[p].resident = w[p].resident;  // its values, read only
+      } else {
+        predicted[p].resident =
+            std::make_shared<Kept>(Kept{this, store_->predict(*kept_of(w[p].resident)->values, *v->second, step)});
+      }
+    }
+  }
+  return true;
 }
 
 void KeptTraining::fold_statistics(RangeNetwork& network, int64_t layer, LayerParams& statistics) {

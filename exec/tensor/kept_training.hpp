@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "exec/optim/sgd.hpp"
+#include "exec/optim/spectrain.hpp"
 #include "exec/tensor/range_network.hpp"
 
 namespace trainsim {
@@ -44,10 +45,17 @@ class KeptTraining {
   void gradients_to_host(Gradients& grads, int64_t first, int64_t last);
   // Device::step where every parameter of [first, last] is dense: the
   // host's weights and velocity taken up where the device holds none yet;
-  // false (nothing done) where one is sparse.
-  bool step(const Sgd& sgd, Weights& weights, Gradients& grads, int64_t first, int64_t last);
+  // false (nothing done) where one is sparse. With `spectrain`,
+  // Device::step_spectrain: its smoothed gradient (taken up from the host's
+  // likewise) observes the gradients first.
+  bool step(const Sgd& sgd, Weights& weights, Gradients& grads, int64_t first, int64_t last,
+            const SpecTrain* spectrain = nullptr);
+  // Device::predict_weights where the device keeps the weights of every
+  // layer the prediction writes: false (nothing done) otherwise.
+  bool predict(const SpecTrain& spectrain, const Weights& weights, int64_t version_difference, int64_t first,
+               int64_t last, Weights& out, const SpecTrain::Only& only) const;
   // Device::weights_to_host (of weights, or of running statistics).
-  void weights_to_host(Weights& weights, int64_t first, int64_t last, Sgd* sgd);
+  void weights_to_host(Weights& weights, int64_t first, int64_t last, Sgd* sgd, SpecTrain* spectrain);
   // Device::update_statistics of batch normalization `layer` by the forward
   // `network` ran last: its running statistics (taken up from the host
   // where they are there) folded on the device, the host's resident.
@@ -70,10 +78,18 @@ class KeptTraining {
   };
   std::shared_ptr<Kept> kept_of(const std::shared_ptr<void>& handle) const;
 
+  using Param = std::pair<int64_t, size_t>;  // (layer, parameter)
+  // The arrays of `kept` in [first, last], brought into `into` (made
+  // shaped like the weights where it lacks the layer) and let go.
+  void take_back(std::map<Param, std::shared_ptr<KeptValues>>& kept, int64_t first, int64_t last,
+                 const Weights& weights, Weights& into, std::vector<std::shared_ptr<KeptValues>>& held,
+                 std::vector<KeptValues*>& arrays, std::vector<std::span<float>>& spans);
+
   std::shared_ptr<DeviceStore> store_;
-  std::mutex mu_;  // velocity_
-  // Per (layer, parameter) the device steps: its velocity (momentum only).
-  std::map<std::pair<int64_t, size_t>, std::shared_ptr<KeptValues>> velocity_;
+  mutable std::mutex mu_;  // velocity_, smoothed_
+  // Per parameter the device steps: its velocity (momentum only), and
+  // SpecTrain's smoothed gradient v.
+  std::map<Param, std::shared_ptr<KeptValues>> velocity_, smoothed_;
 };
 
 }  // namespace trainsim

@@ -193,8 +193,29 @@ class LendingDevice final : public Device {
       std::lock_guard lock(mu_);
       if (kept_->step(sgd, weights, grads, first, last)) return;
     }
-    weights_to_host(weights, first, last, &sgd);
+    weights_to_host(weights, first, last, &sgd, nullptr);
     Device::step(sgd, weights, grads, first, last);
+  }
+
+  // SpecTrain's update of a dense range on the device, else on the host.
+  void step_spectrain(Sgd& sgd, SpecTrain& spectrain, Weights& weights, Gradients& grads, int64_t first,
+                      int64_t last) override {
+    if (kept_ != nullptr) {
+      std::lock_guard lock(mu_);
+      if (kept_->step(sgd, weights, grads, first, last, &spectrain)) return;
+    }
+    weights_to_host(weights, first, last, &sgd, &spectrain);
+    Device::step_spectrain(sgd, spectrain, weights, grads, first, last);
+  }
+
+  // Predicted on the device where it keeps the range's weights, else on the host.
+  void predict_weights(SpecTrain& spectrain, Weights& weights, int64_t version_difference, int64_t first, int64_t last,
+                       Weights& out, const SpecTrain::Only& only) override {
+    if (kept_ != nullptr) {
+      std::lock_guard lock(mu_);
+      if (kept_->predict(spectrain, weights, version_difference, first, last, out, only)) return;
+    }
+    Device::predict_weights(spectrain, weights, version_difference, first, last, out, only);
   }
 
   // The weights a step left on the device copied there.
@@ -204,10 +225,10 @@ class LendingDevice final : public Device {
     return kept_->copy_weights(weights, layers);
   }
 
-  void weights_to_host(Weights& weights, int64_t first, int64_t last, Sgd* sgd) override {
-    if (kept_ == nullptr) return Device::weights_to_host(weights, first, last, sgd);
+  void weights_to_host(Weights& weights, int64_t first, int64_t last, Sgd* sgd, SpecTrain* spectrain) override {
+    if (kept_ == nullptr) return Device::weights_to_host(weights, first, last, sgd, spectrain);
     std::lock_guard lock(mu_);
-    kept_->weights_to_host(weights, first, last, sgd);
+    kept_->weights_to_host(weights, first, last, sgd, spectrain);
   }
 
  private:

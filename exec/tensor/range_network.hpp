@@ -46,6 +46,11 @@ class DeviceStore {
   virtual void to_host(std::span<KeptValues* const> kept, std::span<const std::span<float>> into, bool add) = 0;
   // A copy of `values` (after all work on them).
   virtual std::shared_ptr<KeptValues> copy(KeptValues& values) = 0;
+  // SpecTrain's eq. 1 (exec/optim/spectrain.hpp): smoothed = gamma·smoothed
+  // + rest·grad.
+  virtual void smooth(KeptValues& smoothed, KeptValues& grad, float gamma, float rest) = 0;
+  // SpecTrain's eq. 4: weights − step·smoothed, a new array.
+  virtual std::shared_ptr<KeptValues> predict(KeptValues& weights, KeptValues& smoothed, float step) = 0;
   // Sgd::step of one dense parameter (exec/optim/sgd.hpp): weights by
   // `grad`, `velocity` null where the momentum is 0.
   virtual void sgd_step(KeptValues& weights, KeptValues& grad, KeptValues* velocity, const SgdOptions& options) = 0;

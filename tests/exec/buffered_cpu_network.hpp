@@ -47,6 +47,8 @@ struct BufferCounts {
   int64_t statistics_back = 0;  // batch statistics of a range brought to the host
   int64_t folds = 0;            // batch norms' running statistics folded on the device
   int64_t copies = 0;           // kept arrays copied on the device (stashed weights)
+  int64_t smooths = 0;          // SpecTrain's smoothed gradients updated on the device
+  int64_t predictions = 0;      // parameters SpecTrain predicted on the device
   int64_t losses = 0;           // losses computed, each returned unknown
   // Per loss read, in the order of the reads: how many losses had been
   // computed by then.
@@ -55,7 +57,7 @@ struct BufferCounts {
   // The counts after a run, and the plan's ops they compare with.
   struct Totals {
     int64_t waits = 0, host_reloads = 0, kept_loads = 0, steps = 0, backwards = 0, updates = 0, all_reduces = 0,
-            workers = 0, statistics_back = 0, folds = 0, copies = 0;
+            workers = 0, statistics_back = 0, folds = 0, copies = 0, smooths = 0, predictions = 0;
   };
   void add(int64_t BufferCounts::*field) {
     std::lock_guard lock(mu);
@@ -100,6 +102,24 @@ class CountingStore final : public DeviceStore {
     counts_.add(&BufferCounts::copies);
     auto k = std::make_shared<CpuKept>();
     k->values = kept_values(values);
+    return k;
+  }
+  // SpecTrain::observe's and predict_into's arithmetic.
+  void smooth(KeptValues& smoothed, KeptValues& grad, float gamma, float rest) override {
+    counts_.add(&BufferCounts::smooths);
+    std::vector<float>& v = kept_values(smoothed).data;
+    const std::vector<float>& g = kept_values(grad).data;
+    TRAINSIM_CHECK(v.size() == g.size(), "a smoothed gradient of another size than its gradient");
+    for (size_t i = 0; i < v.size(); ++i) v[i] = gamma * v[i] + rest * g[i];
+  }
+  std::shared_ptr<KeptValues> predict(KeptValues& weights, KeptValues& smoothed, float step) override {
+    counts_.add(&BufferCounts::predictions);
+    const std::vector<float>& w = kept_values(weights).data;
+    const std::vector<float>& v = kept_values(smoothed).data;
+    TRAINSIM_CHECK(w.size() == v.size(), "a smoothed gradient of another size than its weights");
+    auto k = std::make_shared<CpuKept>();
+    k->values = Tensor({static_cast<int64_t>(w.size())});
+    for (size_t i = 0; i < w.size(); ++i) k->values.data[i] = w[i] - step * v[i];
     return k;
   }
   // Sgd::step itself, on the kept arrays.
@@ -366,7 +386,9 @@ inline void expect_lending_trains_as_the_cpu(const RunSpec& spec, BufferCounts::
                static_cast<int64_t>(run.plan.workers.size()),
                counts.statistics_back,
                counts.folds,
-               counts.copies};
+               counts.copies,
+               counts.smooths,
+               counts.predictions};
   }
 }
 

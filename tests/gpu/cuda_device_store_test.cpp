@@ -127,6 +127,33 @@ TEST(CudaDeviceStore, ParametersSteppedTogetherStepAsTheHostsSgd) {
   }
 }
 
+// SpecTrain's smoothed gradient (eq. 1) and prediction (eq. 4) on the
+// device, as the host's arithmetic computes them.
+TEST(CudaDeviceStore, SmoothsAndPredictsAsSpecTrain) {
+  SKIP_WITHOUT_GPU();
+  const std::shared_ptr<DeviceStore> store = make_cuda_device_store(0);
+  const size_t n = 4099;
+  const std::vector<float> w = ramp(n, 0.5f), g = ramp(n, 0.02f);
+  std::shared_ptr<KeptValues> weights = store->from_host(w);
+  std::shared_ptr<KeptValues> grad = store->from_host(g);
+  std::shared_ptr<KeptValues> smoothed = store->zeros(static_cast<int64_t>(n));
+  std::vector<float> v(n, 0.0f), predicted(n);
+  for (int step = 0; step < 2; ++step) {
+    store->smooth(*smoothed, *grad, 0.9f, 0.1f);
+    for (size_t i = 0; i < n; ++i) v[i] = 0.9f * v[i] + 0.1f * g[i];
+  }
+  std::shared_ptr<KeptValues> out = store->predict(*weights, *smoothed, 0.3f);
+  for (size_t i = 0; i < n; ++i) predicted[i] = w[i] - 0.3f * v[i];
+  std::vector<float> v_back(n, -1.0f), out_back(n, -1.0f);
+  KeptValues* kept[] = {smoothed.get(), out.get()};
+  const std::span<float> into[] = {v_back, out_back};
+  store->to_host(kept, into, /*add=*/false);
+  for (size_t i = 0; i < n; ++i) {
+    ASSERT_NEAR(v_back[i], v[i], 1e-6f * (1.0f + std::fabs(v[i]))) << i;
+    ASSERT_NEAR(out_back[i], predicted[i], 1e-6f * (1.0f + std::fabs(predicted[i]))) << i;
+  }
+}
+
 // A copy (a stashed weight version) holds the values as they were: a step
 // of the original queued right after it does not reach it.
 TEST(CudaDeviceStore, ACopyKeepsTheValuesAStepLaterChanges) {
