@@ -35,12 +35,14 @@ SECTIONS = ["tests", "strategies", "steps", "profiles", "cluster", "validate"]
 RUNS = 3
 # Under memcheck, every kernel of every layer alone (the whole networks' five
 # steps take minutes there), the interpreter's range passes on a small
-# pipeline with batch normalization, the device store, and GPipe's
+# pipeline with batch normalization, the device store, GPipe's
 # micro-batches adding into and stepping the store's arrays from streams of
-# their own.
+# their own, PipeDream's stashes copied there and SpecTrain's predictions
+# made there.
 MEMCHECK_TESTS = ("CudaNetwork.EveryLayer*:CudaNetwork.ABatchNorm*:CudaNetwork.AnAdd*:CudaNetwork.Transformer*:"
                   "CudaNetwork.ResidualNetworkLayers*:CudaNetwork.LstmLayers*:CudaNetwork.ATimedPass*:CudaDevice.BatchNorms*:"
-                  "CudaDeviceStore.*:EveryStrategy/CudaDeviceStrategies.*/gpipe")
+                  "CudaDeviceStore.*:EveryStrategy/CudaDeviceStrategies.*/gpipe:"
+                  "EveryStrategy/CudaDeviceStrategies.*/pipedream:EveryStrategy/CudaDeviceStrategies.*/dualpipe_spectrain")
 
 
 def run(cmd, log, check=True, timeout=None):
