@@ -46,6 +46,8 @@ TRAINSIM_CUBLAS_FORWARD(cublasCreate_v2, (cublasHandle_t * handle), (handle))
 TRAINSIM_CUBLAS_FORWARD(cublasDestroy_v2, (cublasHandle_t handle), (handle))
 TRAINSIM_CUBLAS_FORWARD(cublasSetStream_v2, (cublasHandle_t handle, cudaStream_t stream), (handle, stream))
 TRAINSIM_CUBLAS_FORWARD(cublasSetMathMode, (cublasHandle_t handle, cublasMath_t mode), (handle, mode))
+TRAINSIM_CUBLAS_FORWARD(cublasSetWorkspace_v2, (cublasHandle_t handle, void* workspace, size_t bytes),
+                        (handle, workspace, bytes))
 TRAINSIM_CUBLAS_FORWARD(cublasSgemv_v2,
                         (cublasHandle_t handle, cublasOperation_t trans, int m, int n, const float* alpha,
                          const float* a, int lda, const float* x, int incx, const float* beta, float* y, int incy),

@@ -58,6 +58,7 @@ struct Context {
   cublasHandle_t blas = nullptr;
   cudnnHandle_t dnn = nullptr;
   DeviceArray<char> workspace;
+  DeviceArray<char> blas_workspace;  // cuBLAS's own (cublasSetWorkspace), made before any capture
   DeviceArray<float> ones;
 };
 

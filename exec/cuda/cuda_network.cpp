@@ -179,6 +179,10 @@ CudaNetwork::CudaNetwork(const Model& model, const Weights& weights, int64_t bat
   TRAINSIM_CUBLAS(cublasCreate(&c.blas));
   TRAINSIM_CUBLAS(cublasSetStream(c.blas, c.stream));
   TRAINSIM_CUBLAS(cublasSetMathMode(c.blas, c.tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_PEDANTIC_MATH));
+  // cuBLAS's workspace its own buffer, so a captured LSTM pass finds it made
+  // (cuBLAS's advice for cublasSetWorkspace: 32 MiB from Hopper on, 4 MiB before).
+  c.blas_workspace = cuda::DeviceArray<char>(prop.major >= 9 ? int64_t{32} << 20 : int64_t{4} << 20);
+  TRAINSIM_CUBLAS(cublasSetWorkspace(c.blas, c.blas_workspace.get(), c.blas_workspace.bytes()));
   TRAINSIM_CUDNN(cudnnCreate(&c.dnn));
   TRAINSIM_CUDNN(cudnnSetStream(c.dnn, c.stream));
   s.batch = batch;
@@ -211,6 +215,14 @@ CudaNetwork::CudaNetwork(const Model& model, const Weights& weights, int64_t bat
 CudaNetwork::~CudaNetwork() = default;
 
 std::string CudaNetwork::device_name() const { return state_->device_name; }
+
+int64_t CudaNetwork::captured_passes() const {
+  int64_t captured = 0;
+  for (const auto& l : state_->layers) {
+    captured += (l->lstm.forward_graph.exec != nullptr) + (l->lstm.backward_graph.exec != nullptr);
+  }
+  return captured;
+}
 int64_t CudaNetwork::batch() const { return state_->batch; }
 
 void CudaNetwork::set_batch(const Tensor& x, std::span<const int32_t> labels) {

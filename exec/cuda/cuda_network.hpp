@@ -74,6 +74,9 @@ class CudaNetwork final : public RangeNetwork {
 
   // The GPU's name, as the driver reports it.
   std::string device_name() const;
+  // The layer passes launched as CUDA graphs (an LSTM's forward and
+  // backward each, from their second run; none where capturing failed).
+  int64_t captured_passes() const;
   int64_t batch() const override;
 
   // Copies a batch ({batch, input...}) and its labels (one per output

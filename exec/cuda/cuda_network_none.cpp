@@ -19,6 +19,7 @@ CudaNetwork::~CudaNetwork() = default;
 
 // Unreachable: no CudaNetwork exists in this build.
 std::string CudaNetwork::device_name() const { return {}; }
+int64_t CudaNetwork::captured_passes() const { return 0; }
 int64_t CudaNetwork::batch() const { return 0; }
 void CudaNetwork::set_batch(const Tensor&, std::span<const int32_t>) {}
 double CudaNetwork::forward_and_loss() { return 0; }

@@ -397,6 +397,28 @@ TEST(CudaNetwork, ReducedPrecisionProductsRoundAsTheirMantissas) {
   EXPECT_LE(errors[2], kBf16Tolerance);
 }
 
+// fortunes-lstm's two LSTMs run their forward and backward launches as
+// CUDA graphs from their second pass on (a capture that failed would fall
+// back to launching them one by one, the step launch-bound again).
+TEST(CudaNetwork, AnLstmsPassesRunAsCapturedGraphs) {
+  SKIP_WITHOUT_GPU();
+  const Model model = build_zoo_model("fortunes-lstm");
+  const Network net = build_network(model);
+  CudaNetwork gpu(model, init_weights(net, 3), 4, 0);
+  Tensor x({4, 64});
+  for (size_t i = 0; i < x.data.size(); ++i) x.data[i] = static_cast<float>((7 * i) % 256);
+  gpu.set_batch(x, std::vector<int32_t>(4 * 64, 1));
+  int64_t lstms = 0;
+  for (const auto& layer : model.layers) lstms += layer.op == "lstm";
+  ASSERT_EQ(lstms, 2);
+  for (int step = 0; step < 3; ++step) {
+    gpu.forward_and_loss();
+    gpu.backward();
+    gpu.update({0.01, 0.9, 0.0});
+    EXPECT_EQ(gpu.captured_passes(), step == 0 ? 0 : 2 * lstms) << "step " << step;
+  }
+}
+
 TEST(CudaNetwork, ATimedPassTimesEveryLayer) {
   SKIP_WITHOUT_GPU();
   const Model model = mixed_cnn();
