@@ -163,13 +163,13 @@ class CudaDeviceStore final : public DeviceStore {
   std::shared_ptr<KeptValues> copy(KeptValues& values) override {
     KeptArray& from = of_this_gpu(&values);
     std::shared_ptr<PooledArray> a = lend(from.values.size());
-    TRAINSIM_CUDA(cudaStreamWaitEvent(core_->stream, from.written, 0));
-    if (from.values.size() > 0) {
-      TRAINSIM_CUDA(cudaMemcpyAsync(a->values.get(), from.values.get(), from.values.bytes(), cudaMemcpyDeviceToDevice,
-                                    core_->stream));
-    }
-    TRAINSIM_CUDA(cudaEventRecord(a->written, core_->stream));
-    TRAINSIM_CUDA(cudaEventRecord(from.written, core_->stream));
+    KeptArray* const arrays[] = {&from, a.get()};
+    in_turn(arrays, [&] {
+      if (from.values.size() > 0) {
+        TRAINSIM_CUDA(cudaMemcpyAsync(a->values.get(), from.values.get(), from.values.bytes(), cudaMemcpyDeviceToDevice,
+                                      core_->stream));
+      }
+    });
     return a;
   }
 
@@ -178,10 +178,10 @@ class CudaDeviceStore final : public DeviceStore {
     KeptArray& v = of_this_gpu(&smoothed);
     KeptArray& g = of_this_gpu(&grad);
     TRAINSIM_CHECK(v.values.size() == g.values.size(), "a smoothed gradient of another size than its gradient");
-    for (const KeptArray* a : {&v, &g}) TRAINSIM_CUDA(cudaStreamWaitEvent(core_->stream, a->written, 0));
-    cuda::spectrain_smooth(v.values.get(), g.values.get(), v.values.size(), gamma, rest, core_->stream);
-    TRAINSIM_CUDA(cudaGetLastError());
-    for (KeptArray* a : {&v, &g}) TRAINSIM_CUDA(cudaEventRecord(a->written, core_->stream));
+    KeptArray* const arrays[] = {&v, &g};
+    in_turn(arrays, [&] {
+      cuda::spectrain_smooth(v.values.get(), g.values.get(), v.values.size(), gamma, rest, core_->stream);
+    });
   }
 
   std::shared_ptr<KeptValues> predict(KeptValues& weights, KeptValues& smoothed, float step) override {
@@ -189,12 +189,10 @@ class CudaDeviceStore final : public DeviceStore {
     KeptArray& v = of_this_gpu(&smoothed);
     TRAINSIM_CHECK(w.values.size() == v.values.size(), "a smoothed gradient of another size than its weights");
     std::shared_ptr<PooledArray> out = lend(w.values.size());  // sets the GPU
-    for (const KeptArray* a : {&w, &v}) TRAINSIM_CUDA(cudaStreamWaitEvent(core_->stream, a->written, 0));
-    cuda::spectrain_predict(out->values.get(), w.values.get(), v.values.get(), w.values.size(), step, core_->stream);
-    TRAINSIM_CUDA(cudaGetLastError());
-    for (KeptArray* a : {&w, &v, static_cast<KeptArray*>(out.get())}) {
-      TRAINSIM_CUDA(cudaEventRecord(a->written, core_->stream));
-    }
+    KeptArray* const arrays[] = {&w, &v, out.get()};
+    in_turn(arrays, [&] {
+      cuda::spectrain_predict(out->values.get(), w.values.get(), v.values.get(), w.values.size(), step, core_->stream);
+    });
     return out;
   }
 
@@ -220,23 +218,34 @@ class CudaDeviceStore final : public DeviceStore {
       TRAINSIM_CHECK(w.values.size() == g.values.size() && (v == nullptr || v->values.size() == w.values.size()),
                      "a step of weights, gradient and velocity of different sizes");
       tensors.push_back({w.values.get(), g.values.get(), v == nullptr ? nullptr : v->values.get(), w.values.size()});
-      for (KeptArray* a : {&w, &g, v}) {
-        if (a == nullptr) continue;
-        TRAINSIM_CUDA(cudaStreamWaitEvent(core_->stream, a->written, 0));
-        touched.push_back(a);
-      }
+      touched.insert(touched.end(), {&w, &g, v});
     }
     const float momentum = static_cast<float>(options.momentum);
     for (const cuda::SgdTensor& t : tensors) {
       TRAINSIM_CHECK(t.v != nullptr || momentum == 0.0f, "a momentum step without its velocity");
     }
-    cuda::sgd_step_all(tensors.data(), static_cast<int64_t>(tensors.size()), static_cast<float>(options.learning_rate),
-                       momentum, static_cast<float>(options.weight_decay), /*zero_gradients=*/false, core_->stream);
-    TRAINSIM_CUDA(cudaGetLastError());
-    for (KeptArray* a : touched) TRAINSIM_CUDA(cudaEventRecord(a->written, core_->stream));
+    in_turn(touched, [&] {
+      cuda::sgd_step_all(tensors.data(), static_cast<int64_t>(tensors.size()),
+                         static_cast<float>(options.learning_rate), momentum, static_cast<float>(options.weight_decay),
+                         /*zero_gradients=*/false, core_->stream);
+    });
   }
 
  private:
+  // `work` queued on the store's stream after the work on each of `arrays`
+  // (null ones skipped), each array's event then following it.
+  template <typename Work>
+  void in_turn(std::span<KeptArray* const> arrays, Work work) {
+    for (const KeptArray* a : arrays) {
+      if (a != nullptr) TRAINSIM_CUDA(cudaStreamWaitEvent(core_->stream, a->written, 0));
+    }
+    work();
+    TRAINSIM_CUDA(cudaGetLastError());
+    for (KeptArray* a : arrays) {
+      if (a != nullptr) TRAINSIM_CUDA(cudaEventRecord(a->written, core_->stream));
+    }
+  }
+
   KeptArray& of_this_gpu(KeptValues* kept) const {
     auto* k = dynamic_cast<KeptArray*>(kept);
     TRAINSIM_CHECK(k != nullptr && k->gpu == core_->gpu, "values kept by another store");
