@@ -162,14 +162,18 @@ bool KeptTraining::step(const Sgd& sgd, Weights& weights, Gradients& grads, int6
 }
 
 void KeptTraining::take_back(std::map<Param, std::shared_ptr<KeptValues>>& kept, int64_t first, int64_t last,
-                             const Weights& weights, Weights& into, std::vector<std::shared_ptr<KeptValues>>& held,
-                             std::vector<KeptValues*>& arrays, std::vector<std::span<float>>& spans) {
+                             const Weights& weights, const std::function<Weights()>& host, Weights& into,
+                             std::vector<std::shared_ptr<KeptValues>>& held, std::vector<KeptValues*>& arrays,
+                             std::vector<std::span<float>>& spans) {
+  bool started = false;
   for (auto it = kept.begin(); it != kept.end();) {
     const auto [l, p] = it->first;
     if (l < first || l > last) {
       ++it;
       continue;
     }
+    if (!started) into = host();
+    started = true;
     into.resize(weights.size());
     LayerParams& layer = into[static_cast<size_t>(l)];
     if (layer.size() != weights[static_cast<size_t>(l)].size()) {  // as Sgd::step and SpecTrain make them
@@ -200,16 +204,13 @@ void KeptTraining::weights_to_host(Weights& weights, int64_t first, int64_t last
   Weights velocity, smoothed;
   {
     std::lock_guard lock(mu_);
-    if (sgd != nullptr && std::any_of(velocity_.begin(), velocity_.end(),
-                                      [&](const auto& e) { return e.first.first >= first && e.first.first <= last; })) {
-      velocity = sgd->velocity();
-      take_back(velocity_, first, last, weights, velocity, held, kept, into);
+    if (sgd != nullptr) {
+      take_back(
+          velocity_, first, last, weights, [&] { return sgd->velocity(); }, velocity, held, kept, into);
     }
-    if (spectrain != nullptr && std::any_of(smoothed_.begin(), smoothed_.end(), [&](const auto& e) {
-          return e.first.first >= first && e.first.first <= last;
-        })) {
-      smoothed = spectrain->smoothed_gradient();
-      take_back(smoothed_, first, last, weights, smoothed, held, kept, into);
+    if (spectrain != nullptr) {
+      take_back(
+          smoothed_, first, last, weights, [&] { return spectrain->smoothed_gradient(); }, smoothed, held, kept, into);
     }
   }
   if (!kept.empty()) store_->to_host(kept, into, /*add=*/false);

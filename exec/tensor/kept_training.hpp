@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -79,11 +80,13 @@ class KeptTraining {
   std::shared_ptr<Kept> kept_of(const std::shared_ptr<void>& handle) const;
 
   using Param = std::pair<int64_t, size_t>;  // (layer, parameter)
-  // The arrays of `kept` in [first, last], brought into `into` (made
-  // shaped like the weights where it lacks the layer) and let go.
+  // The arrays of `kept` in [first, last], brought into `into` and let
+  // go; where there is one, `into` starts as the host's values (`host()`),
+  // a layer it lacks made shaped like the weights.
   void take_back(std::map<Param, std::shared_ptr<KeptValues>>& kept, int64_t first, int64_t last,
-                 const Weights& weights, Weights& into, std::vector<std::shared_ptr<KeptValues>>& held,
-                 std::vector<KeptValues*>& arrays, std::vector<std::span<float>>& spans);
+                 const Weights& weights, const std::function<Weights()>& host, Weights& into,
+                 std::vector<std::shared_ptr<KeptValues>>& held, std::vector<KeptValues*>& arrays,
+                 std::vector<std::span<float>>& spans);
 
   std::shared_ptr<DeviceStore> store_;
   mutable std::mutex mu_;  // velocity_, smoothed_
