@@ -23,7 +23,7 @@ std::unique_ptr<Device> make_cuda_device(const Model& model, int gpu, CudaPrecis
         }
         return std::make_unique<CudaNetwork>(model, zeros, batch, gpu, options);
       },
-      make_cuda_device_store(gpu));
+      make_cuda_device_store(gpu), /*shared_memory=*/gpu);
 }
 
 }  // namespace trainsim

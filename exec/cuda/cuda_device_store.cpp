@@ -81,6 +81,9 @@ class CudaDeviceStore final : public DeviceStore {
     return a;
   }
 
+  // Nothing queued: the writer's stream waits for the array's event.
+  std::shared_ptr<KeptValues> uninitialized(int64_t floats) override { return lend(floats, /*store_waits=*/false); }
+
   std::shared_ptr<KeptValues> from_host(std::span<const float> values) override {
     std::shared_ptr<PooledArray> a = lend(static_cast<int64_t>(values.size()));
     // From pageable memory: the call returns once the values are staged.
@@ -252,9 +255,11 @@ class CudaDeviceStore final : public DeviceStore {
     return *k;
   }
 
-  // An array of `floats` from the buffers let go, else a new one, after
-  // the work on its last holder; its values are the caller's to set.
-  std::shared_ptr<PooledArray> lend(int64_t floats) {
+  // An array of `floats` from the buffers let go, else a new one, the
+  // store's stream after the work on its last holder (unless `store_waits`
+  // is false: the caller's stream waits for its event); its values are the
+  // caller's to set.
+  std::shared_ptr<PooledArray> lend(int64_t floats, bool store_waits = true) {
     TRAINSIM_CUDA(cudaSetDevice(core_->gpu));
     DeviceArray<float> values;
     cudaEvent_t written = nullptr;
@@ -270,7 +275,7 @@ class CudaDeviceStore final : public DeviceStore {
     if (written == nullptr) {
       values = DeviceArray<float>(floats);  // where this throws, nothing goes to the pool
       TRAINSIM_CUDA(cudaEventCreateWithFlags(&written, cudaEventDisableTiming));
-    } else {
+    } else if (store_waits) {
       TRAINSIM_CUDA(cudaStreamWaitEvent(core_->stream, written, 0));
     }
     auto a = std::make_shared<PooledArray>();

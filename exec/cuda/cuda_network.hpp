@@ -103,7 +103,9 @@ class CudaNetwork final : public RangeNetwork {
   // back from the buffers of the whole model's graph; the loss computed on
   // the GPU and read when the host first asks (waiting for its copy
   // alone); the parameter gradients added into the sums the GPU device
-  // keeps (cuda_device_store.hpp), or downloaded and added into the host's.
+  // keeps (cuda_device_store.hpp), or downloaded and added into the host's;
+  // a boundary for (or from) a network of another worker on this GPU
+  // copied device to device through an array of that device's store.
   void load_weights(const Weights& weights, int64_t first, int64_t last) override;
   void forward_range(const Network& network, int64_t first, int64_t last, const Tensor* x) override;
   PendingLoss forward_range_loss(const Network& network, int64_t first, int64_t last, const Tensor* x,
@@ -114,6 +116,7 @@ class CudaNetwork final : public RangeNetwork {
   void fold_statistics(int64_t layer, KeptValues& running_mean, KeptValues& running_variance) override;
   Tensor cut_values(const Network& network, int64_t i) override;
   Tensor cut_gradients(const Network& network, int64_t i) override;
+  std::shared_ptr<KeptValues> export_cut(const Network& network, int64_t i, bool gradient, DeviceStore& store) override;
 
   // Copies back, for tests and checks: a layer's output, dL/d(its input)
   // (where has_input_gradient), the gradients and the weights.

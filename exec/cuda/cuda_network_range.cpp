@@ -36,13 +36,48 @@ void check_range(const NetworkState& s, const Network& network, int64_t first, i
   TRAINSIM_CUDA(cudaSetDevice(s.context.device));  // the calling thread may be any of its worker's
 }
 
-// Copies cut `i` from the host tensor x into the buffers `where` names,
-// through the network's pinned input_up.
+// Cut `i`'s tensors and a packed array of the cut (each sample's row
+// holding them side by side): into the array (`out`) from the buffers
+// `where` names (zeros for a null one), or from the array into them
+// (skipping a null one), device to device on the network's stream after
+// the array's last work.
+template <typename Where>
+void copy_packed(NetworkState& s, const Network& network, int64_t i, KeptValues* values, bool out, Where where) {
+  auto* k = dynamic_cast<KeptArray*>(values);
+  const std::vector<int32_t>& cut = network.cuts[static_cast<size_t>(i)];
+  int64_t width = 0;
+  for (const int32_t t : cut) width += element_count(sample_shape(network, t));
+  TRAINSIM_CHECK(k != nullptr && k->gpu == s.context.device, "a boundary exported on another GPU");
+  TRAINSIM_CHECK(k->values.size() == s.batch * width, "an exported boundary of " + std::to_string(k->values.size()) +
+                                                          " values for a cut of " + std::to_string(s.batch * width));
+  TRAINSIM_CUDA(cudaStreamWaitEvent(s.context.stream, k->written, 0));
+  int64_t column = 0;
+  for (const int32_t t : cut) {
+    const int64_t w = element_count(sample_shape(network, t));
+    float* buffer = where(t);
+    float* packed = k->values.get() + column;
+    const size_t pitch = sizeof(float) * static_cast<size_t>(width), row = sizeof(float) * static_cast<size_t>(w);
+    if (buffer != nullptr && w > 0) {
+      TRAINSIM_CUDA(cudaMemcpy2DAsync(out ? packed : buffer, out ? pitch : row, out ? buffer : packed,
+                                      out ? row : pitch, row, static_cast<size_t>(s.batch), cudaMemcpyDeviceToDevice,
+                                      s.context.stream));
+    } else if (out && w > 0) {  // a gradient without a buffer: zeros
+      TRAINSIM_CUDA(cudaMemset2DAsync(packed, pitch, 0, row, static_cast<size_t>(s.batch), s.context.stream));
+    }
+    column += w;
+  }
+  TRAINSIM_CUDA(cudaEventRecord(k->written, s.context.stream));
+}
+
+// Copies cut `i` from x into the buffers `where` names: from the host
+// tensor through the network's pinned input_up, or device to device from
+// the array it was exported into.
 template <typename Where>
 void upload_cut(NetworkState& s, const Network& network, int64_t i, const Tensor& x, Where where) {
   const std::vector<int32_t>& cut = network.cuts[static_cast<size_t>(i)];
   TRAINSIM_CHECK(x.rows() == s.batch, "a boundary of " + std::to_string(x.rows()) + " rows for a GPU network of " +
                                           std::to_string(s.batch));
+  if (x.exported != nullptr) return copy_packed(s, network, i, x.exported->values.get(), /*out=*/false, where);
   const auto count = [&](int32_t t) { return s.batch * element_count(sample_shape(network, t)); };
   if (cut.size() == 1 || !x.parts.empty()) {
     TRAINSIM_CHECK(cut.size() == 1 ? x.parts.empty() : x.parts.size() == cut.size(),
@@ -318,6 +353,20 @@ Tensor CudaNetwork::cut_gradients(const Network& network, int64_t i) {
   cuda::NetworkState& s = *state_;
   TRAINSIM_CUDA(cudaSetDevice(s.context.device));
   return cuda::download_cut(s, network, i, [&](int32_t t) { return cuda::gradient_of(s, t); });
+}
+
+// An array of the store, the cut's buffers copied in on the network's
+// stream (zeros where a gradient has no buffer).
+std::shared_ptr<KeptValues> CudaNetwork::export_cut(const Network& network, int64_t i, bool gradient,
+                                                    DeviceStore& store) {
+  cuda::NetworkState& s = *state_;
+  TRAINSIM_CUDA(cudaSetDevice(s.context.device));
+  TRAINSIM_CHECK(i >= 0 && i < static_cast<int64_t>(network.cuts.size()), "a cut of the network");
+  std::shared_ptr<KeptValues> out =
+      store.uninitialized(s.batch * element_count(network.cut_shapes[static_cast<size_t>(i)]));
+  cuda::copy_packed(s, network, i, out.get(), /*out=*/true,
+                    [&](int32_t t) { return gradient ? cuda::gradient_of(s, t) : cuda::value_of(s, t); });
+  return out;
 }
 
 }  // namespace trainsim

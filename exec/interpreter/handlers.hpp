@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -104,6 +105,9 @@ class Interpreter final : public OpHandler {
   void send(OpId id, const Op& op);
   void recv(OpId id, const Op& op);
   Tensor as_layer_output(std::vector<float> data, int32_t layer) const;
+  // Whether workers a and b run here on devices of one memory
+  // (Device::shared_memory), a boundary between them passed device to device.
+  bool on_one_memory(int32_t a, int32_t b) const;
   const std::vector<int64_t>& output_shape(int32_t layer) const;
   void count_gradient_sends_without_update();
   int32_t weight_sends_of(OpId update_id);
@@ -191,6 +195,11 @@ class Interpreter final : public OpHandler {
   std::vector<int32_t> share_of_worker_;
   bool aggregated_ = false;        // a machine's rows go summed from its host (local aggregation)
   std::vector<uint8_t> to_host_;   // per op: a push from host memory, or a pull (and its send) into it
+  // Boundaries passed device to device (Device::export_boundary), by their
+  // send op, from the send until its recv takes them; the transport
+  // carries an empty message in their place.
+  std::mutex on_device_mu_;
+  std::map<OpId, std::deque<Tensor>> on_device_;
   std::mutex handout_mu_;
   std::map<OpId, std::vector<OpId>> handout_readers_;  // op -> the copies to a device in another process it feeds
   std::map<OpId, size_t> handout_left_;                // such a copy -> its ops still to end

@@ -92,6 +92,19 @@ void Interpreter::send(OpId id, const Op& op) {
       }
     }
   }
+  if (boundary && on_one_memory(op.worker, op.peer)) {
+    Tensor sent = w.device->export_boundary(std::move(*boundary));
+    if (sent.exported != nullptr) {
+      const auto bytes = static_cast<int64_t>(sizeof(float)) * element_count(sent.shape);
+      {
+        std::lock_guard lock(on_device_mu_);
+        on_device_[id].push_back(std::move(sent));
+      }
+      transport_.send(op.worker, op.peer, send_tag(id), {}, SendReturns::kLeft);
+      return transport_.count_beside(op.worker, op.peer, bytes);
+    }
+    boundary = std::move(sent);
+  }
   if (boundary) {
     w.device->to_host(*boundary);
     payload = packed_boundary(std::move(*boundary)).data;
@@ -108,20 +121,41 @@ void Interpreter::recv(OpId id, const Op& op) {
   if (server_payload(payload_of(from))) return recv_server_message(id, op, std::move(payload));
   WorkerState& w = *workers_[op.worker];
   const int32_t mb = std::max(0, source.microbatch);
+  std::optional<Tensor> on_device;  // a boundary passed device to device
+  const bool boundary_payload = payload_of(from) == Payload::kActivation || payload_of(from) == Payload::kInputGradient;
+  if (boundary_payload && on_one_memory(send_op.worker, op.worker)) {
+    std::lock_guard lock(on_device_mu_);
+    auto it = on_device_.find(from);
+    if (it != on_device_.end()) {
+      on_device = std::move(it->second.front());
+      it->second.pop_front();
+      if (it->second.empty()) on_device_.erase(it);
+      TRAINSIM_CHECK(payload.empty(), "a boundary passed both on the device and in its message");
+    }
+  }
+  const auto boundary = [&](int32_t layer) {
+    return on_device ? std::move(*on_device) : as_layer_output(std::move(payload), layer);
+  };
   std::lock_guard lock(w.mu);
   switch (payload_of(from)) {
     case Payload::kActivation:
-      w.outputs[{source.iteration, mb, source.last_layer}] = as_layer_output(std::move(payload), source.last_layer);
+      w.outputs[{source.iteration, mb, source.last_layer}] = boundary(source.last_layer);
       break;
     case Payload::kInputGradient:
-      w.output_grads[{source.iteration, mb, source.first_layer - 1}] =
-          as_layer_output(std::move(payload), source.first_layer - 1);
+      w.output_grads[{source.iteration, mb, source.first_layer - 1}] = boundary(source.first_layer - 1);
       break;
     case Payload::kParamGradient:
     case Payload::kWeights:
     case Payload::kSparseRows: w.received[id] = std::move(payload); break;
     case Payload::kNone: throw std::logic_error("plan: a recv of a send without its payload");
   }
+}
+
+bool Interpreter::on_one_memory(int32_t a, int32_t b) const {
+  const auto local = [&](int32_t w) { return local_[static_cast<size_t>(w)] != 0; };
+  if (!local(a) || !local(b)) return false;
+  const int64_t memory = workers_[static_cast<size_t>(a)]->device->shared_memory();
+  return memory >= 0 && memory == workers_[static_cast<size_t>(b)]->device->shared_memory();
 }
 
 Tensor Interpreter::as_layer_output(std::vector<float> data, int32_t layer) const {

@@ -50,7 +50,14 @@ Weights Device::copy_weights(Weights& weights, std::span<const uint8_t> layers) 
   return copy;
 }
 
-void Device::to_host(Tensor& t) { TRAINSIM_CHECK(t.resident == nullptr, "a tensor on a device that keeps none"); }
+void Device::to_host(Tensor& t) {
+  TRAINSIM_CHECK(t.resident == nullptr && t.exported == nullptr, "a tensor on a device that keeps none");
+}
+
+Tensor Device::export_boundary(Tensor t) {
+  to_host(t);
+  return t;
+}
 
 void Device::step(Sgd& sgd, Weights& weights, Gradients& grads, int64_t first, int64_t last) {
   gradients_to_host(grads, first, last);

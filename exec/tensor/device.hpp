@@ -91,6 +91,15 @@ class Device {
   // A tensor this device returned, its values brought into t.data (a no-op
   // for one already there). Here every tensor is on the host.
   virtual void to_host(Tensor& t);
+  // Which memory this device's tensors stay in where another device reads
+  // them in place: devices with the same id >= 0 (the virtual devices on one
+  // GPU) pass boundaries by export_boundary. Here -1: through the host.
+  virtual int64_t shared_memory() const { return -1; }
+  // A boundary this device returned (a forward's output, a backward's
+  // input gradient) for a device of the same shared_memory() to take as
+  // its input: its values copied into memory that device reads
+  // (Tensor::exported), the host not waiting for them. Here to_host.
+  virtual Tensor export_boundary(Tensor t);
   // A backward may leave the parameter gradients it adds on the device
   // (ParamGrad::kept), where a worker's micro-batches sum them: this adds
   // the part kept of layers [first, last] of `grads` into their host values

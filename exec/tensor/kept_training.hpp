@@ -25,6 +25,7 @@ namespace trainsim {
 class KeptTraining {
  public:
   explicit KeptTraining(std::shared_ptr<DeviceStore> store) : store_(std::move(store)) {}
+  const std::shared_ptr<DeviceStore>& store() const { return store_; }
 
   // What a backward over layers [first, last] adds into: each dense
   // gradient's kept sum (made where it has none) as a resident tensor of

@@ -98,7 +98,8 @@ struct Resident {
 
 class LendingDevice final : public Device {
  public:
-  LendingDevice(MakeRangeNetwork make, std::shared_ptr<DeviceStore> store) : pool_(std::make_shared<Pool>()) {
+  LendingDevice(MakeRangeNetwork make, std::shared_ptr<DeviceStore> store, int64_t shared_memory)
+      : pool_(std::make_shared<Pool>()), shared_memory_(store != nullptr ? shared_memory : -1) {
     pool_->make = std::move(make);
     if (store != nullptr) kept_ = std::make_unique<KeptTraining>(std::move(store));
   }
@@ -144,7 +145,7 @@ class LendingDevice final : public Device {
     }
     const std::shared_ptr<Lease> lease = hold->lease;
     const bool held = in_place(lease, last + 1, true, dy);
-    if (!held) to_host_locked(dy);
+    if (!held && dy.exported == nullptr) to_host_locked(dy);
     evict_others(*lease, dy);
     lease->lent.load(weights, generation, first, last, kept_.get());
     if (kept_ == nullptr) {
@@ -178,6 +179,28 @@ class LendingDevice final : public Device {
   void to_host(Tensor& t) override {
     std::lock_guard lock(mu_);
     to_host_locked(t);
+  }
+
+  int64_t shared_memory() const override { return shared_memory_; }
+
+  // Copied out of the network's buffers into an array of the store, where
+  // the tensor still is in them; else it is the host's already.
+  Tensor export_boundary(Tensor t) override {
+    std::lock_guard lock(mu_);
+    if (shared_memory_ < 0 || t.exported != nullptr || t.resident == nullptr) {
+      to_host_locked(t);
+      return t;
+    }
+    const Resident& r = resident_of(t);
+    if (r.lease == nullptr) {  // brought back before an op overwrote it
+      to_host_locked(t);
+      return t;
+    }
+    Tensor out;
+    out.shape = t.shape;
+    out.exported = std::make_shared<ExportedBoundary>(ExportedBoundary{
+        kept_->store(), r.lease->lent.network->export_cut(*r.network, r.cut, r.gradient, *kept_->store())});
+    return out;
   }
 
   // The kept sums of the range to the host together; the device's lock is
@@ -299,12 +322,13 @@ class LendingDevice final : public Device {
       lease = fresh(network, pass, x.rows());
       mine.push_back(lease);
     }
-    if (!held) to_host_locked(x);
+    if (!held && x.exported == nullptr) to_host_locked(x);
     evict_others(*lease, held ? x : Tensor());
     return {lease, held ? nullptr : &x};
   }
 
   void to_host_locked(Tensor& t) {
+    exported_to_host(t);
     if (t.resident == nullptr) return;
     Resident& r = resident_of(t);
     bring_back(r);
@@ -364,6 +388,7 @@ class LendingDevice final : public Device {
   }
 
   std::shared_ptr<Pool> pool_;
+  int64_t shared_memory_;                                       // Device::shared_memory
   std::unique_ptr<KeptTraining> kept_;                          // null: gradients and steps on the host
   std::mutex mu_;                                               // one pass at a time
   std::map<PassId, std::vector<std::weak_ptr<Lease>>> passes_;  // the networks lent to each pass
@@ -371,8 +396,20 @@ class LendingDevice final : public Device {
 
 }  // namespace
 
-std::unique_ptr<Device> make_lending_device(MakeRangeNetwork make_network, std::shared_ptr<DeviceStore> store) {
-  return std::make_unique<LendingDevice>(std::move(make_network), std::move(store));
+void exported_to_host(Tensor& t) {
+  if (t.exported == nullptr) return;
+  const ExportedBoundary& e = *t.exported;
+  std::vector<float> data(static_cast<size_t>(element_count(t.shape)));
+  KeptValues* const kept[] = {e.values.get()};
+  const std::span<float> into[] = {data};
+  e.store->to_host(kept, into, /*add=*/false);
+  t.exported.reset();
+  t.data = std::move(data);
+}
+
+std::unique_ptr<Device> make_lending_device(MakeRangeNetwork make_network, std::shared_ptr<DeviceStore> store,
+                                            int64_t shared_memory) {
+  return std::make_unique<LendingDevice>(std::move(make_network), std::move(store), shared_memory);
 }
 
 }  // namespace trainsim

@@ -9,7 +9,8 @@
 // sum where the networks compute until the host reads them, and the
 // optimizer steps there and batch normalization's running statistics fold
 // there (a DeviceStore); without a store, a forward's batch statistics come
-// back as exec's batch norm keeps them.
+// back as exec's batch norm keeps them. A boundary sent to a device on the
+// same memory goes there without the host.
 #pragma once
 
 #include <cstdint>
@@ -28,8 +29,11 @@ using MakeRangeNetwork = std::function<std::unique_ptr<RangeNetwork>(const Netwo
 // kept there (ParamGrad::kept) until Device::gradients_to_host, and a step
 // of a dense range runs there on weights and velocity kept there until
 // Device::weights_to_host (kept_training.hpp); without one, gradients and
-// steps are the host's.
-std::unique_ptr<Device> make_lending_device(MakeRangeNetwork make_network,
-                                            std::shared_ptr<DeviceStore> store = nullptr);
+// steps are the host's. With a store and `shared_memory` >= 0 (the GPU its
+// networks and store compute on), a boundary sent to a device of the same
+// shared_memory goes through an array of the store (Device::
+// export_boundary, RangeNetwork::export_cut) instead of the host.
+std::unique_ptr<Device> make_lending_device(MakeRangeNetwork make_network, std::shared_ptr<DeviceStore> store = nullptr,
+                                            int64_t shared_memory = -1);
 
 }  // namespace trainsim

@@ -32,6 +32,10 @@ class DeviceStore {
   virtual ~DeviceStore() = default;
   // `floats` zeros.
   virtual std::shared_ptr<KeptValues> zeros(int64_t floats) = 0;
+  // `floats` values its first writer sets, ordered after the array's last
+  // work as any writer is (a GPU's: nothing queued on the store's stream);
+  // here zeros.
+  virtual std::shared_ptr<KeptValues> uninitialized(int64_t floats) { return zeros(floats); }
   // A copy of `values`.
   virtual std::shared_ptr<KeptValues> from_host(std::span<const float> values) = 0;
   // A copy of each, together (a GPU's in one pass through pinned memory);
@@ -66,6 +70,20 @@ class DeviceStore {
   }
 };
 
+// A boundary's values copied into an array of a DeviceStore (RangeNetwork::
+// export_cut): the cut's tensors side by side in each sample's row, as
+// packed_boundary packs them. A network of any device on the same memory
+// reads it as a range's input (Tensor::exported); `store` brings it to the
+// host.
+struct ExportedBoundary {
+  std::shared_ptr<DeviceStore> store;
+  std::shared_ptr<KeptValues> values;
+};
+
+// t's exported values brought into t.data (packed), t.exported let go; a
+// no-op for a tensor not exported.
+void exported_to_host(Tensor& t);
+
 class RangeNetwork {
  public:
   virtual ~RangeNetwork() = default;
@@ -74,9 +92,11 @@ class RangeNetwork {
   // Layers [first, last] of the weights into its own copy.
   virtual void load_weights(const Weights& weights, int64_t first, int64_t last) = 0;
   // The cut before `first` from x (a lone tensor, or the cut's tensors as
-  // parts or packed side by side, as network_range.cpp passes them; null:
-  // the buffers hold it already, left by this network's last range before
-  // it), then the range's forward; its output stays in the buffers.
+  // parts or packed side by side, as network_range.cpp passes them; or
+  // exported by a network of a device on the same memory, Tensor::exported,
+  // copied from there; null: the buffers hold it already, left by this
+  // network's last range before it), then the range's forward; its output
+  // stays in the buffers.
   virtual void forward_range(const Network& network, int64_t first, int64_t last, const Tensor* x) = 0;
   // The same, `last` being the model's last layer, then the softmax
   // cross-entropy of the logits against `labels`: the mean loss (a GPU's
@@ -89,7 +109,8 @@ class RangeNetwork {
   // Per layer of [first, last]: a batch normalization's mean and biased
   // variance per channel over its last forward; empty for any other layer.
   virtual std::vector<std::vector<Tensor>> batch_statistics(int64_t first, int64_t last) const = 0;
-  // dL/d(the cut after `last`) from dy (null: the buffers hold it), the
+  // dL/d(the cut after `last`) from dy (as forward_range's x; null: the
+  // buffers hold it), the
   // range's backward over its last forward's activations, its parameter
   // gradients ADDED into `grads`: into the sum a dense gradient's tensor
   // names where it is resident (a KeptValues of this network's
@@ -109,6 +130,13 @@ class RangeNetwork {
   // pass gives a boundary: a lone tensor, or the cut's tensors as parts.
   virtual Tensor cut_values(const Network& network, int64_t i) = 0;
   virtual Tensor cut_gradients(const Network& network, int64_t i) = 0;
+  // Cut `i`'s values (or gradients) as the buffers hold them copied into a
+  // new array of `store` (packed as ExportedBoundary says; zeros where a
+  // gradient's buffer is missing), after the work queued before and
+  // without waiting for it, for a network of another device on the same
+  // memory to read (forward_range's x, backward_range's dy).
+  virtual std::shared_ptr<KeptValues> export_cut(const Network& network, int64_t i, bool gradient,
+                                                 DeviceStore& store) = 0;
 };
 
 }  // namespace trainsim

@@ -10,6 +10,8 @@
 
 namespace trainsim {
 
+struct ExportedBoundary;  // exec/tensor/range_network.hpp
+
 using RowMajorMatrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 using MatrixView = Eigen::Map<RowMajorMatrix>;
 using ConstMatrixView = Eigen::Map<const RowMajorMatrix>;
@@ -26,6 +28,10 @@ struct Tensor {
   // buffers) and `data` is empty: that device reads them in place, and
   // Device::to_host brings them here (exec/tensor/device.hpp).
   std::shared_ptr<void> resident;
+  // Set where a device copied the values into memory that another device
+  // reads in place (a virtual device on the same GPU: Device::
+  // export_boundary) and `data` is empty.
+  std::shared_ptr<const ExportedBoundary> exported;
 
   Tensor() = default;
   explicit Tensor(std::vector<int64_t> shape_in, float fill = 0.0f);

@@ -71,6 +71,13 @@ void Transport::send(int from, int to, int64_t tag, std::vector<float> payload, 
   ++traffic_.pair_messages[static_cast<size_t>(from)][static_cast<size_t>(to)];
 }
 
+void Transport::count_beside(int from, int to, int64_t bytes) {
+  check_worker(from, "sending");
+  check_worker(to, "receiving");
+  const std::lock_guard<std::mutex> lock(traffic_mutex_);
+  traffic_.pair_bytes[static_cast<size_t>(from)][static_cast<size_t>(to)] += bytes;
+}
+
 std::vector<float> Transport::recv(int to, int from, int64_t tag) {
   check_worker(to, "receiving");
   check_worker(from, "sending");

@@ -66,6 +66,9 @@ class Transport {
   void send(int from, int to, int64_t tag, std::vector<float> payload, SendReturns returns = SendReturns::kQueued);
   // Blocks until the next message from `from` to `to` with `tag` arrives.
   std::vector<float> recv(int to, int from, int64_t tag);
+  // `bytes` a message carried beside the transport (device to device, the
+  // transport's send carrying none), counted as sent.
+  void count_beside(int from, int to, int64_t bytes);
 
   // Sum over `group` (worker ids, the same list on every member), in place:
   // every member ends with the same bits. Blocks until this member is done.

@@ -273,6 +273,24 @@ double measure_launch_sync_s(const CudaProbeOptions& o) {
   return median_of(samples_s);
 }
 
+// Per message size, min_message_bytes ×4 up to max_message_bytes: the
+// median wall time of `message(bytes)` over `repeats` after `warmups`, the
+// GPU idle before the first.
+std::vector<ChannelSample> wall_clock_sweep(const CudaProbeOptions& o, const std::function<void(size_t)>& message) {
+  TRAINSIM_CUDA(cudaDeviceSynchronize());
+  std::vector<ChannelSample> samples;
+  for (int64_t bytes = o.min_message_bytes; bytes <= o.max_message_bytes; bytes *= 4) {
+    std::vector<double> samples_s;
+    for (int64_t r = 0; r < o.warmups + o.repeats; ++r) {
+      const double start_s = steady_s();
+      message(static_cast<size_t>(bytes));
+      if (r >= o.warmups) samples_s.push_back(steady_s() - start_s);
+    }
+    samples.push_back({static_cast<double>(bytes), median_of(samples_s)});
+  }
+  return samples;
+}
+
 // A sweep of what one message between two of the executor's workers on
 // this GPU costs: its bytes from one buffer to pageable host memory (the
 // sender's Device::to_host), copied there (the in-process transport's
@@ -283,38 +301,49 @@ std::vector<ChannelSample> measure_host_path_sweep(float* to, const float* from,
   const Stream stream = make_stream();
   std::vector<float> sent(floats_of(o.max_message_bytes)), received(sent.size());
   const HostBuffer staged = pinned_floats(sent.size());
-  TRAINSIM_CUDA(cudaDeviceSynchronize());
-  std::vector<ChannelSample> samples;
-  for (int64_t bytes = o.min_message_bytes; bytes <= o.max_message_bytes; bytes *= 4) {
-    const auto size = static_cast<size_t>(bytes);
-    std::vector<double> samples_s;
-    for (int64_t r = 0; r < o.warmups + o.repeats; ++r) {
-      const double start_s = steady_s();
-      TRAINSIM_CUDA(cudaMemcpyAsync(sent.data(), from, size, cudaMemcpyDeviceToHost, stream.get()));
-      TRAINSIM_CUDA(cudaStreamSynchronize(stream.get()));
-      const size_t floats = (size + sizeof(float) - 1) / sizeof(float);
-      std::copy_n(sent.data(), floats, received.data());
-      std::copy_n(received.data(), floats, staged.get());
-      TRAINSIM_CUDA(cudaMemcpyAsync(to, staged.get(), size, cudaMemcpyHostToDevice, stream.get()));
-      TRAINSIM_CUDA(cudaStreamSynchronize(stream.get()));
-      if (r >= o.warmups) samples_s.push_back(steady_s() - start_s);
-    }
-    samples.push_back({static_cast<double>(bytes), median_of(samples_s)});
-  }
-  return samples;
+  return wall_clock_sweep(o, [&](size_t size) {
+    TRAINSIM_CUDA(cudaMemcpyAsync(sent.data(), from, size, cudaMemcpyDeviceToHost, stream.get()));
+    TRAINSIM_CUDA(cudaStreamSynchronize(stream.get()));
+    const size_t floats = (size + sizeof(float) - 1) / sizeof(float);
+    std::copy_n(sent.data(), floats, received.data());
+    std::copy_n(received.data(), floats, staged.get());
+    TRAINSIM_CUDA(cudaMemcpyAsync(to, staged.get(), size, cudaMemcpyHostToDevice, stream.get()));
+    TRAINSIM_CUDA(cudaStreamSynchronize(stream.get()));
+  });
 }
 
-// intra_link = inter_link: the executor's messages between workers on the
-// GPU, through the host (measure_host_path_sweep); the host link: the
-// slower direction of pinned host copies.
+// A sweep of what one boundary between two of the executor's workers on
+// this GPU costs: copied from one buffer into an array on the sender's
+// stream (Device::export_boundary) and, after an event, from the array into
+// another buffer on the receiver's (the receiver's range input), each
+// message timed alone by the wall clock until the receiver's copy is done.
+std::vector<ChannelSample> measure_device_path_sweep(float* to, float* via, const float* from,
+                                                     const CudaProbeOptions& o) {
+  const Stream sender = make_stream(), receiver = make_stream();
+  const Event exported = make_event();
+  return wall_clock_sweep(o, [&](size_t size) {
+    TRAINSIM_CUDA(cudaMemcpyAsync(via, from, size, cudaMemcpyDeviceToDevice, sender.get()));
+    TRAINSIM_CUDA(cudaEventRecord(exported.get(), sender.get()));
+    TRAINSIM_CUDA(cudaStreamWaitEvent(receiver.get(), exported.get(), 0));
+    TRAINSIM_CUDA(cudaMemcpyAsync(to, via, size, cudaMemcpyDeviceToDevice, receiver.get()));
+    TRAINSIM_CUDA(cudaStreamSynchronize(receiver.get()));
+  });
+}
+
+// intra_link = inter_link: a boundary between workers on the GPU, device
+// to device (measure_device_path_sweep); a collective's hop at the
+// bandwidth of a message through the host (measure_host_path_sweep), which
+// the collectives still cross; the host link: the slower direction of
+// pinned host copies.
 void measure_links(Cluster& c, const CudaProbeOptions& o) {
   const size_t message_floats = floats_of(o.max_message_bytes);
-  const std::vector<DeviceBuffer> messages = zeroed_buffers(2, message_floats);
+  const std::vector<DeviceBuffer> messages = zeroed_buffers(3, message_floats);
   float* const from = messages[0].get();
   float* const to = messages[1].get();
-  const ChannelFit link = fit_channel(measure_host_path_sweep(to, from, o));
+  const ChannelFit link = fit_channel(measure_device_path_sweep(to, messages[2].get(), from, o));
   c.intra_link = {link.bandwidth_bytes_per_s, link.latency_s};
   c.inter_link = c.intra_link;
+  c.collective.hop_bytes_per_s = fit_channel(measure_host_path_sweep(to, from, o)).bandwidth_bytes_per_s;
   const HostBuffer pinned = pinned_floats(message_floats);
   std::fill(pinned.get(), pinned.get() + message_floats, 1.0f);
   const ChannelFit up = fit_channel(measure_copy_sweep(to, pinned.get(), cudaMemcpyHostToDevice, o));
@@ -394,9 +423,9 @@ Cluster measure_cuda_cluster(int device, int64_t workers, const CudaProbeOptions
       "measured on " + c.device.name + " (" + std::to_string(sms) + " SMs, CUDA runtime " + version_text(runtime) +
       ", driver " + version_text(driver) + ") as " + std::to_string(workers) + (workers == 1 ? " worker" : " workers") +
       " sharing it: fp32 SGEMM n=" + std::to_string(options.gemm_size) + " with TF32 off and device copies of " +
-      size_text(options.copy_bytes) + ", one per worker at once; workers' messages (device to pageable host, " +
-      "a host copy, up again: the executor's path) and pinned host copies " + size_text(options.min_message_bytes) +
-      ".." + size_text(options.max_message_bytes) +
+      size_text(options.copy_bytes) + ", one per worker at once; workers' boundaries (two device copies and an " +
+      "event: the executor's path), collective hops (device to pageable host, a host copy, up again) and pinned " +
+      "host copies " + size_text(options.min_message_bytes) + ".." + size_text(options.max_message_bytes) +
       " (latency: smallest message; bandwidth: least-squares slope of the large ones); a += b over " +
       size_text(options.reduce_bytes) + " on the GPU and on " + std::to_string(threads) +
       " host threads; empty-kernel launch and sync (NCCL's fixed cost not measured)";

@@ -38,16 +38,21 @@ struct CudaProbeOptions {
 //     copy_bytes (read + write, STREAM's convention), one per worker at once;
 //   compute_rate_while_communicating = 1 (copy engines move the bytes);
 //   handoff_s = 0 (launches are asynchronous);
-//   intra_link = inter_link = fit_channel of what a message between two of
-//     the executor's workers on the GPU costs, min_message_bytes ×4 up to
-//     max_message_bytes, each timed alone by the wall clock: a copy from a
-//     device buffer to pageable host memory and its wait (the sender's
-//     Device::to_host), a host copy (the in-process transport's hand-over)
-//     and a copy up into another buffer through pinned memory and its wait
-//     (the receiver's upload, staged as the GPU network stages its inputs).
-//     The workers exchange every message through the host; a collective is
-//     priced as hops of such messages, which charges its device copies per
-//     hop where the executor copies a gradient down and up once;
+//   intra_link = inter_link = fit_channel of what a boundary between two
+//     of the executor's workers on the GPU costs, min_message_bytes ×4 up
+//     to max_message_bytes, each timed alone by the wall clock: a device
+//     copy from one buffer into an array on one stream (the sender's
+//     Device::export_boundary), an event, and a device copy from the array
+//     into another buffer on a second stream waiting for it (the
+//     receiver's range input), until that copy is done;
+//   collective.hop_bytes_per_s = the bandwidth fit_channel finds over the
+//     same sweep of messages through the host, as the collectives still
+//     go: a copy from a device buffer to pageable host memory and its wait
+//     (Device::gradients_to_host), a host copy (the in-process transport's
+//     hand-over) and a copy up into another buffer through pinned memory
+//     and its wait. A collective is priced as hops at that bandwidth and
+//     intra_link's latency, which charges its device copies per hop where
+//     the executor copies a gradient down and up once;
 //   host.link_bandwidth_bytes_per_s, host.link_latency_s = fit_channel of the
 //     same sweep of pinned (cudaMallocHost) host-to-device and device-to-host
 //     copies, each timed alone with events on one stream: the lower bandwidth

@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -22,6 +23,7 @@
 
 #include "exec/tensor/lending_device.hpp"
 #include "model/error.hpp"
+#include "tests/exec/plan_counts.hpp"
 #include "tests/exec/strategy_runs.hpp"
 
 namespace trainsim::buffered {
@@ -50,6 +52,8 @@ struct BufferCounts {
   int64_t smooths = 0;          // SpecTrain's smoothed gradients updated on the device
   int64_t predictions = 0;      // parameters SpecTrain predicted on the device
   int64_t losses = 0;           // losses computed, each returned unknown
+  int64_t exports = 0;          // boundaries copied out for a network of another device
+  int64_t imports = 0;          // range inputs copied from such a boundary
   // Per loss read, in the order of the reads: how many losses had been
   // computed by then.
   std::vector<int64_t> computed_when_read;
@@ -189,7 +193,7 @@ class BufferedCpuNetwork final : public RangeNetwork {
     loaded_[static_cast<size_t>(layer)] = true;
   }
   void forward_range(const Network& network, int64_t first, int64_t last, const Tensor* x) override {
-    if (x != nullptr) values_[static_cast<size_t>(first)] = *x;
+    if (x != nullptr) values_[static_cast<size_t>(first)] = imported(*x);
     Tensor in = held(values_, first, x == nullptr);
     for (int64_t c = first + 1; c <= last + 1; ++c) values_[static_cast<size_t>(c)].reset();
     std::vector<LayerCache> caches;
@@ -228,7 +232,7 @@ class BufferedCpuNetwork final : public RangeNetwork {
   }
   void backward_range(const Network& network, int64_t first, int64_t last, const Tensor* dy,
                       Gradients& grads) override {
-    if (dy != nullptr) gradients_[static_cast<size_t>(last + 1)] = *dy;
+    if (dy != nullptr) gradients_[static_cast<size_t>(last + 1)] = imported(*dy);
     Tensor in = held(gradients_, last + 1, dy == nullptr);
     std::vector<LayerCache> caches;
     for (int64_t l = first; l <= last; ++l) {
@@ -263,9 +267,31 @@ class BufferedCpuNetwork final : public RangeNetwork {
   }
   Tensor cut_values(const Network&, int64_t i) override { return brought_back(values_, i); }
   Tensor cut_gradients(const Network&, int64_t i) override { return brought_back(gradients_, i); }
+  // Packed into an array of the store, as a GPU's export.
+  std::shared_ptr<KeptValues> export_cut(const Network&, int64_t i, bool gradient, DeviceStore& store) override {
+    const std::optional<Tensor>& t = (gradient ? gradients_ : values_)[static_cast<size_t>(i)];
+    TRAINSIM_CHECK(t.has_value(), "cut " + std::to_string(i) + " exported, but no range left it");
+    counts_.add(&BufferCounts::exports);
+    Tensor packed = packed_boundary(*t);
+    std::shared_ptr<KeptValues> k = store.uninitialized(packed.size());
+    TRAINSIM_CHECK(kept_values(*k).size() == packed.size(), "an array of the boundary's size");
+    kept_values(*k) = std::move(packed);
+    return k;
+  }
 
  private:
   const ExecLayer& layer_of(int64_t layer) const { return *network_->layers[static_cast<size_t>(layer)]; }
+
+  // x, or the packed values of the boundary it names (Tensor::exported).
+  Tensor imported(const Tensor& x) {
+    if (x.exported == nullptr) return x;
+    counts_.add(&BufferCounts::imports);
+    Tensor t;
+    t.shape = x.shape;
+    t.data = kept_values(*x.exported->values).data;
+    TRAINSIM_CHECK(t.size() == element_count(t.shape), "an exported boundary of another size");
+    return t;
+  }
 
   Tensor held(const std::vector<std::optional<Tensor>>& cuts, int64_t i, bool in_place) {
     const std::optional<Tensor>& t = cuts[static_cast<size_t>(i)];
@@ -289,68 +315,27 @@ class BufferedCpuNetwork final : public RangeNetwork {
   BufferCounts& counts_;
 };
 
-inline bool carries_boundary(const Op& op) {
-  return op.payload == Payload::kActivation || op.payload == Payload::kInputGradient;
-}
-
-inline int64_t boundary_sends(const Plan& plan) {
-  int64_t sends = 0;
-  for (const Op& op : plan.ops) sends += op.kind == OpKind::kSend && carries_boundary(op);
-  return sends;
-}
-
-// The range inputs that come from the host: every batch a first forward
-// reads, every recompute's (from the input its forward kept there), and
-// every boundary received from another worker; the others are read in place.
-inline int64_t host_inputs(const Plan& plan) {
-  int64_t inputs = 0;
-  for (const Op& op : plan.ops) {
-    inputs += (op.kind == OpKind::kForward && op.first_layer == 0) || op.kind == OpKind::kRecompute;
-    if (op.kind == OpKind::kRecv) inputs += carries_boundary(plan.ops[static_cast<size_t>(op.deps.front())]);
-  }
-  return inputs;
-}
-
-inline int64_t range_ops(const Plan& plan) {
-  int64_t ops = 0;
-  for (const Op& op : plan.ops) {
-    ops += op.kind == OpKind::kForward || op.kind == OpKind::kBackward || op.kind == OpKind::kRecompute;
-  }
-  return ops;
-}
-
-// The forwards through the model's last layer (not the recomputes): each
-// loss the host reads.
-inline int64_t loss_forwards(const Plan& plan) {
-  int32_t last = 0;
-  for (const Op& op : plan.ops) last = std::max(last, op.kind == OpKind::kForward ? op.last_layer : 0);
-  int64_t n = 0;
-  for (const Op& op : plan.ops) n += op.kind == OpKind::kForward && op.last_layer == last;
-  return n;
-}
-
-inline int64_t ops_of(const Plan& plan, OpKind kind) {
-  int64_t n = 0;
-  for (const Op& op : plan.ops) n += op.kind == kind;
-  return n;
-}
-
 // The strategy's run on lending devices over BufferedCpuNetworks, keeping
-// the gradient sums in a CountingStore, beside its run on the CPU device.
-inline void expect_lending_trains_as_the_cpu(const RunSpec& spec, BufferCounts::Totals* totals = nullptr) {
+// the gradient sums in a CountingStore, beside its run on the CPU device;
+// with `memory_of`, each worker's device passes boundaries to those of
+// the same memory without the host.
+inline void expect_lending_trains_as_the_cpu(const RunSpec& spec, BufferCounts::Totals* totals = nullptr,
+                                             const MemoryOf& memory_of = nullptr) {
   BufferCounts counts;
   RunSpec lending = spec;
   auto store = std::make_shared<CountingStore>(counts);
-  lending.make_device = [&](int32_t) {
+  lending.make_device = [&](int32_t worker) {
     return make_lending_device(
         [&](const Network& network, int64_t batch) {
           return std::make_unique<BufferedCpuNetwork>(network, batch, counts);
         },
-        store);
+        store, memory_of ? memory_of(worker) : -1);
   };
   const StrategyRun reference = strategy_runs::run(spec);
   const StrategyRun run = strategy_runs::run(lending);
   EXPECT_EQ(run.result.loss_per_iteration, reference.result.loss_per_iteration);
+  EXPECT_EQ(run.result.traffic.pair_bytes, reference.result.traffic.pair_bytes);
+  EXPECT_EQ(run.result.traffic.pair_messages, reference.result.traffic.pair_messages);
   EXPECT_EQ(strategy_runs::largest_weight_gap(run.result.weights, reference.result.weights), 0.0);
   ASSERT_EQ(run.result.statistics.size(), reference.result.statistics.size());
   for (size_t l = 0; l < run.result.statistics.size(); ++l) {
@@ -365,7 +350,18 @@ inline void expect_lending_trains_as_the_cpu(const RunSpec& spec, BufferCounts::
   EXPECT_EQ(counts.uploads, host_inputs(run.plan));
   EXPECT_EQ(counts.in_place, range_ops(run.plan) - host_inputs(run.plan));
   EXPECT_GT(counts.in_place, 0);
-  EXPECT_EQ(counts.downloads, boundary_sends(run.plan));
+  // Those sent to a device of the same memory go from array to network,
+  // but one a later op of its pass overwrote first (DSP's recompute), which
+  // came back to the host before it and goes from there.
+  const int64_t passed = boundary_sends(run.plan, memory_of, true);
+  EXPECT_EQ(counts.downloads + counts.exports, boundary_sends(run.plan, memory_of, false) + passed);
+  EXPECT_LE(counts.exports, passed);
+  EXPECT_GE(counts.imports, counts.exports);
+  if (passed == 0) {
+    EXPECT_EQ(counts.imports, 0);
+  } else {
+    EXPECT_GT(counts.exports, 0);
+  }
   // Every loss returned unknown is read once (a recompute's never).
   EXPECT_EQ(static_cast<int64_t>(counts.computed_when_read.size()), loss_forwards(run.plan));
   // Every dense gradient's sum forms on the device and comes back once, at

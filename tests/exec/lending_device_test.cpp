@@ -2,7 +2,8 @@
 // runs it, over the CPU stand-in of a GPU network
 // (tests/exec/buffered_cpu_network.hpp): it trains every strategy bit for
 // bit as the CPU device, reading a pass's boundaries in place and bringing
-// to the host only those sent to another worker.
+// to the host only those sent to another worker whose device does not
+// share its memory.
 #include "exec/tensor/lending_device.hpp"
 
 #include <gtest/gtest.h>
@@ -56,6 +57,28 @@ class LendingDeviceGraphs : public testing::TestWithParam<strategy_runs::Strateg
 
 TEST_P(LendingDeviceGraphs, TrainsAsTheCpuReadingAPasssBoundariesInPlace) {
   buffered::expect_lending_trains_as_the_cpu(GetParam().spec);
+}
+
+// Workers whose devices share one memory (virtual devices on one GPU) pass
+// their boundaries device to device, exported into an array of the
+// sender's store and read from there by the receiver's network: every
+// strategy still trains bit for bit as the CPU, its traffic counted as
+// before, and no boundary comes to the host.
+class LendingDeviceOnOneMemory : public testing::TestWithParam<strategy_runs::StrategyCase> {};
+
+TEST_P(LendingDeviceOnOneMemory, PassesBoundariesWithoutTheHost) {
+  buffered::expect_lending_trains_as_the_cpu(GetParam().spec, nullptr, [](int32_t) { return int64_t{0}; });
+}
+
+// Three stages, the first two on one memory and the third on another: the
+// boundaries between the first two pass device to device, those to and
+// from the third through the host.
+TEST(LendingDeviceCalls, ABoundaryToAnotherMemoryGoesThroughTheHost) {
+  strategy_runs::RunSpec spec{.strategy = "1f1b",
+                              .settings = {{"microbatches", "4"}, {"stages", "0-2,3-4,5-6"}},
+                              .sgd = {0.1, 0.9, 0.0},
+                              .per_machine = 3};
+  buffered::expect_lending_trains_as_the_cpu(spec, nullptr, [](int32_t w) { return int64_t{w < 2 ? 0 : 1}; });
 }
 
 // A forward's output left on the device comes back as the CPU computes it;
@@ -116,6 +139,10 @@ TEST(LendingDeviceCalls, RefusesATensorAnotherDeviceKeeps) {
 INSTANTIATE_TEST_SUITE_P(EveryStrategy, LendingDevice, testing::ValuesIn(strategy_runs::cases()),
                          [](const testing::TestParamInfo<strategy_runs::StrategyCase>& p) { return p.param.name; });
 INSTANTIATE_TEST_SUITE_P(Graphs, LendingDeviceGraphs, testing::ValuesIn(graph_cases()),
+                         [](const testing::TestParamInfo<strategy_runs::StrategyCase>& p) { return p.param.name; });
+INSTANTIATE_TEST_SUITE_P(EveryStrategy, LendingDeviceOnOneMemory, testing::ValuesIn(strategy_runs::cases()),
+                         [](const testing::TestParamInfo<strategy_runs::StrategyCase>& p) { return p.param.name; });
+INSTANTIATE_TEST_SUITE_P(Graphs, LendingDeviceOnOneMemory, testing::ValuesIn(graph_cases()),
                          [](const testing::TestParamInfo<strategy_runs::StrategyCase>& p) { return p.param.name; });
 
 }  // namespace

@@ -65,6 +65,9 @@ void expect_sane(const Cluster& c, int64_t workers) {
   EXPECT_GT(c.collective.reduce_bytes_per_s, 0);
   expect_between(c.collective.sync_s, 1e-7, 1e-2, "collective.sync_s");
   EXPECT_EQ(c.collective.pack_bytes_per_s, 0);
+  // A hop through the host is slower than a boundary's device copies.
+  EXPECT_GT(c.collective.hop_bytes_per_s, 0);
+  EXPECT_LT(c.collective.hop_bytes_per_s, c.intra_link.bandwidth_bytes_per_s);
 }
 
 TEST(CudaClusterProbe, MeasuresGpuZeroAndSharesItAmongItsWorkers) {

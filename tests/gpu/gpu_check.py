@@ -355,8 +355,10 @@ def main():
                 c = json.load(f)
             d, h, col, link = c["device"], c["host"], c["collective"], c["intra_link"]
             report.append(f"- {workers} worker(s): {d['peak_flops_per_s'] / 1e12:.2f} TFLOP/s fp32 and "
-                          f"{d['memory_bytes_per_s'] / 1e9:.0f} GB/s memory per worker; device-to-device copies "
-                          f"{link['bandwidth_bytes_per_s'] / 1e9:.0f} GB/s after {link['latency_s'] * 1e6:.1f} µs; "
+                          f"{d['memory_bytes_per_s'] / 1e9:.0f} GB/s memory per worker; a boundary between workers "
+                          f"(two device copies and an event) {link['bandwidth_bytes_per_s'] / 1e9:.0f} GB/s after "
+                          f"{link['latency_s'] * 1e6:.1f} µs; a collective's hop through the host "
+                          f"{col.get('hop_bytes_per_s', 0) / 1e9:.1f} GB/s; "
                           f"host link {h['link_bandwidth_bytes_per_s'] / 1e9:.1f} GB/s after "
                           f"{h['link_latency_s'] * 1e6:.1f} µs; launch + sync {h['stream_sync_s'] * 1e6:.1f} µs; "
                           f"on-device sum {col['reduce_bytes_per_s'] / 1e9:.0f} GB/s" +
