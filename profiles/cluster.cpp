@@ -23,6 +23,7 @@ nlohmann::json collective_json(const CollectiveSpec& k) {
   nlohmann::json j{{"reduce_bytes_per_s", k.reduce_bytes_per_s}, {"sync_s", k.sync_s}};
   if (k.pack_bytes_per_s != 0) j["pack_bytes_per_s"] = k.pack_bytes_per_s;  // optional: absent means in place
   if (k.hop_bytes_per_s != 0) j["hop_bytes_per_s"] = k.hop_bytes_per_s;  // optional: absent means the link's
+  if (k.hop_latency_s) j["hop_latency_s"] = *k.hop_latency_s;            // optional: absent means the link's
   for (const auto& [name, rates] : {std::pair{"trunc16", k.trunc16}, std::pair{"quant8", k.quant8}}) {
     if (rates.encode_bytes_per_s == 0 && rates.decode_bytes_per_s == 0) continue;  // optional: absent means free
     j["codecs"][name] = {{"encode_bytes_per_s", rates.encode_bytes_per_s},
@@ -169,6 +170,9 @@ Cluster cluster_from_json(const nlohmann::json& doc, const std::string& where) {
   }
   if (k.contains("hop_bytes_per_s")) {
     c.collective.hop_bytes_per_s = require_positive(k, "hop_bytes_per_s", where + ": collective");
+  }
+  if (k.contains("hop_latency_s")) {
+    c.collective.hop_latency_s = require_nonnegative(k, "hop_latency_s", where + ": collective");
   }
   if (k.contains("codecs")) {
     const nlohmann::json& codecs = k.at("codecs");

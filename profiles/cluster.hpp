@@ -4,6 +4,7 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -97,6 +98,11 @@ struct CollectiveSpec {
   // default) where a hop runs at the intra-machine link's bandwidth. The CPU
   // probe measures it: two threads' copies at once share the memory system.
   double hop_bytes_per_s = 0;
+  // Seconds of such a hop's fixed cost where it takes another path than
+  // the link's one message (the GPU's virtual workers: a boundary device to
+  // device, a collective's hop through the host). Optional in the file:
+  // absent (the default) where a hop waits the intra-machine link's latency.
+  std::optional<double> hop_latency_s = std::nullopt;
   // The codecs' rates (optional in the file, under "codecs"); the CPU
   // probe times the executor's own.
   CodecRates trunc16 = {};

@@ -245,6 +245,10 @@ Cluster median_cluster(const std::vector<Cluster>& clusters) {
   out.collective.sync_s = median_of([](const Cluster& c) { return c.collective.sync_s; });
   out.collective.pack_bytes_per_s = median_of([](const Cluster& c) { return c.collective.pack_bytes_per_s; });
   out.collective.hop_bytes_per_s = median_of([](const Cluster& c) { return c.collective.hop_bytes_per_s; });
+  if (out.collective.hop_latency_s) {
+    out.collective.hop_latency_s =
+        median_of([](const Cluster& c) { return c.collective.hop_latency_s.value_or(c.intra_link.latency_s); });
+  }
   out.link_kernel_s_per_byte = median_of([](const Cluster& c) { return c.link_kernel_s_per_byte; });
   for (CodecRates CollectiveSpec::*codec : {&CollectiveSpec::trunc16, &CollectiveSpec::quant8}) {
     (out.collective.*codec).encode_bytes_per_s =

@@ -331,10 +331,9 @@ std::vector<ChannelSample> measure_device_path_sweep(float* to, float* via, cons
 }
 
 // intra_link = inter_link: a boundary between workers on the GPU, device
-// to device (measure_device_path_sweep); a collective's hop at the
-// bandwidth of a message through the host (measure_host_path_sweep), which
-// the collectives still cross; the host link: the slower direction of
-// pinned host copies.
+// to device (measure_device_path_sweep); a collective's hop: a message
+// through the host (measure_host_path_sweep), which the collectives still
+// cross; the host link: the slower direction of pinned host copies.
 void measure_links(Cluster& c, const CudaProbeOptions& o) {
   const size_t message_floats = floats_of(o.max_message_bytes);
   const std::vector<DeviceBuffer> messages = zeroed_buffers(3, message_floats);
@@ -343,7 +342,9 @@ void measure_links(Cluster& c, const CudaProbeOptions& o) {
   const ChannelFit link = fit_channel(measure_device_path_sweep(to, messages[2].get(), from, o));
   c.intra_link = {link.bandwidth_bytes_per_s, link.latency_s};
   c.inter_link = c.intra_link;
-  c.collective.hop_bytes_per_s = fit_channel(measure_host_path_sweep(to, from, o)).bandwidth_bytes_per_s;
+  const ChannelFit hop = fit_channel(measure_host_path_sweep(to, from, o));
+  c.collective.hop_bytes_per_s = hop.bandwidth_bytes_per_s;
+  c.collective.hop_latency_s = hop.latency_s;
   const HostBuffer pinned = pinned_floats(message_floats);
   std::fill(pinned.get(), pinned.get() + message_floats, 1.0f);
   const ChannelFit up = fit_channel(measure_copy_sweep(to, pinned.get(), cudaMemcpyHostToDevice, o));

@@ -45,14 +45,14 @@ struct CudaProbeOptions {
 //     Device::export_boundary), an event, and a device copy from the array
 //     into another buffer on a second stream waiting for it (the
 //     receiver's range input), until that copy is done;
-//   collective.hop_bytes_per_s = the bandwidth fit_channel finds over the
-//     same sweep of messages through the host, as the collectives still
+//   collective.hop_bytes_per_s, collective.hop_latency_s = fit_channel of
+//     the same sweep of messages through the host, as the collectives still
 //     go: a copy from a device buffer to pageable host memory and its wait
 //     (Device::gradients_to_host), a host copy (the in-process transport's
 //     hand-over) and a copy up into another buffer through pinned memory
-//     and its wait. A collective is priced as hops at that bandwidth and
-//     intra_link's latency, which charges its device copies per hop where
-//     the executor copies a gradient down and up once;
+//     and its wait. A collective is priced as hops of such messages, which
+//     charges its device copies per hop where the executor copies a
+//     gradient down and up once;
 //   host.link_bandwidth_bytes_per_s, host.link_latency_s = fit_channel of the
 //     same sweep of pinned (cudaMallocHost) host-to-device and device-to-host
 //     copies, each timed alone with events on one stream: the lower bandwidth

@@ -68,6 +68,8 @@ void expect_sane(const Cluster& c, int64_t workers) {
   // A hop through the host is slower than a boundary's device copies.
   EXPECT_GT(c.collective.hop_bytes_per_s, 0);
   EXPECT_LT(c.collective.hop_bytes_per_s, c.intra_link.bandwidth_bytes_per_s);
+  ASSERT_TRUE(c.collective.hop_latency_s.has_value());
+  expect_between(*c.collective.hop_latency_s, 1e-7, 1e-2, "collective.hop_latency_s");
 }
 
 TEST(CudaClusterProbe, MeasuresGpuZeroAndSharesItAmongItsWorkers) {

@@ -358,7 +358,7 @@ def main():
                           f"{d['memory_bytes_per_s'] / 1e9:.0f} GB/s memory per worker; a boundary between workers "
                           f"(two device copies and an event) {link['bandwidth_bytes_per_s'] / 1e9:.0f} GB/s after "
                           f"{link['latency_s'] * 1e6:.1f} µs; a collective's hop through the host "
-                          f"{col.get('hop_bytes_per_s', 0) / 1e9:.1f} GB/s; "
+                          f"{col.get('hop_bytes_per_s', 0) / 1e9:.1f} GB/s after {col.get('hop_latency_s', 0) * 1e6:.1f} µs; "
                           f"host link {h['link_bandwidth_bytes_per_s'] / 1e9:.1f} GB/s after "
                           f"{h['link_latency_s'] * 1e6:.1f} µs; launch + sync {h['stream_sync_s'] * 1e6:.1f} µs; "
                           f"on-device sum {col['reduce_bytes_per_s'] / 1e9:.0f} GB/s" +

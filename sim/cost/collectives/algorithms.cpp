@@ -106,16 +106,18 @@ LinkParams collective_link(const Cluster& cluster, int64_t group) {
 LinkParams collective_link_for(const Cluster& cluster, bool crosses_machines) {
   LinkParams link;
   // A hop inside a machine at the measured rate of every member sending and
-  // receiving at once, where the cluster has one.
+  // receiving at once, and after the measured latency of a hop, where the
+  // cluster has them (docs/equations.md §2).
   const double intra_bytes_per_s = cluster.collective.hop_bytes_per_s > 0 ? cluster.collective.hop_bytes_per_s
                                                                           : cluster.intra_link.bandwidth_bytes_per_s;
+  const double intra_latency_s = cluster.collective.hop_latency_s.value_or(cluster.intra_link.latency_s);
   if (!crosses_machines) {
-    link.alpha_s = cluster.intra_link.latency_s;
+    link.alpha_s = intra_latency_s;
     link.beta_s_per_byte = 1.0 / intra_bytes_per_s;
   } else {
     // Crossing machines, a flat collective waits on its slowest hop: the lower
     // bandwidth and the higher latency, taken separately.
-    link.alpha_s = std::max(cluster.intra_link.latency_s, cluster.inter_link.latency_s);
+    link.alpha_s = std::max(intra_latency_s, cluster.inter_link.latency_s);
     link.beta_s_per_byte = 1.0 / std::min(intra_bytes_per_s, cluster.inter_link.bandwidth_bytes_per_s);
   }
   link.gamma_s_per_byte = 1.0 / cluster.collective.reduce_bytes_per_s;

@@ -158,6 +158,31 @@ TEST(CollectiveLink, AMeasuredHopRateReplacesTheIntraBandwidth) {
   EXPECT_DOUBLE_EQ(back.collective.hop_bytes_per_s, 4e9);
   cluster.collective.hop_bytes_per_s = 0;
   EXPECT_FALSE(cluster_to_json(cluster)["collective"].contains("hop_bytes_per_s"));
+  EXPECT_FALSE(cluster_to_json(cluster)["collective"].contains("hop_latency_s"));
+  EXPECT_FALSE(back.collective.hop_latency_s.has_value());
+}
+
+TEST(CollectiveLink, AMeasuredHopLatencyReplacesTheIntraLatency) {
+  // Hops through the host after 40 us where a message between the workers
+  // (device to device) takes 10 us: α = 40 us inside the machine; across
+  // machines the higher of it and the network's 20 us, then 60 us.
+  Cluster cluster = testing_fixtures::simple_cluster(2, 4);
+  cluster.collective.hop_latency_s = 40e-6;
+  EXPECT_DOUBLE_EQ(collective_link(cluster, 4).alpha_s, 40e-6);
+  EXPECT_DOUBLE_EQ(collective_link(cluster, 4).beta_s_per_byte, 1 / 10e9);
+  cluster.inter_link = {50e9, 20e-6};
+  EXPECT_DOUBLE_EQ(collective_link(cluster, 8).alpha_s, 40e-6);
+  cluster.inter_link = {50e9, 60e-6};
+  EXPECT_DOUBLE_EQ(collective_link(cluster, 8).alpha_s, 60e-6);
+  // Ring AllReduce of 8 MB on 4 members (docs/equations.md §2):
+  // 6(α + 2 MB β) + 3 · 2 MB γ = 6(40 us + 200 us) + 6 MB / 50 GB/s = 1440 us + 120 us.
+  EXPECT_NEAR(allreduce_s(CollectiveAlgorithm::kRing, 8e6, 4, collective_link(cluster, 4)), 1560e-6, 1e-12);
+  // The file keeps it, 0 included (a hop of no fixed cost).
+  cluster.collective.hop_latency_s = 0.0;
+  const Cluster back = cluster_from_json(cluster_to_json(cluster), "round trip");
+  ASSERT_TRUE(back.collective.hop_latency_s.has_value());
+  EXPECT_DOUBLE_EQ(*back.collective.hop_latency_s, 0.0);
+  EXPECT_DOUBLE_EQ(collective_link(back, 4).alpha_s, 0.0);
 }
 
 TEST(Collectives, CallOverheadIsTsyncPlusMeasuredPacking) {
