@@ -1,6 +1,6 @@
 // The GPU device's store (cuda_device_store.hpp). An array's event orders
-// the streams that touch it: the store's stream zeroes, fills, steps and
-// copies it back, a network's stream adds a backward's share into a sum or
+// the streams that touch it: the store's stream zeroes, fills and steps it,
+// its second stream copies it back, a network's stream adds a backward's share into a sum or
 // loads a layer's weights from it, each after waiting for the work before.
 #include "exec/cuda/cuda_device_store.hpp"
 
@@ -20,10 +20,14 @@ namespace trainsim {
 namespace cuda {
 namespace {
 
-// The store's stream, its buffers let go, and the pinned memory arrays come back through.
+// The store's streams, its buffers let go, and the pinned memory arrays come back through.
 struct StoreCore {
   int gpu = 0;
   cudaStream_t stream = nullptr;
+  // The copies to the host, on a stream of their own: a copy the
+  // communication thread asks for waits for its arrays' work alone, not for
+  // a step the compute thread queued before it.
+  cudaStream_t down = nullptr;
   std::mutex mu;       // idle
   std::mutex copy_mu;  // the pinned memory, while copies land in it: not `mu`, which a backward
                        // making a sum takes, so a copy's wait does not hold up the compute
@@ -41,6 +45,7 @@ struct StoreCore {
   ~StoreCore() {
     cudaSetDevice(gpu);
     if (stream != nullptr) cudaStreamSynchronize(stream);
+    if (down != nullptr) cudaStreamSynchronize(down);
     for (auto& [_, buffers] : idle) {
       for (auto& [values, event] : buffers) cudaEventDestroy(event);
     }
@@ -50,6 +55,7 @@ struct StoreCore {
     if (up != nullptr) cudaFreeHost(up);
     if (uploaded != nullptr) cudaEventDestroy(uploaded);
     if (stream != nullptr) cudaStreamDestroy(stream);
+    if (down != nullptr) cudaStreamDestroy(down);
   }
 };
 
@@ -70,6 +76,7 @@ class CudaDeviceStore final : public DeviceStore {
     core_->gpu = gpu;
     TRAINSIM_CUDA(cudaSetDevice(gpu));
     TRAINSIM_CUDA(cudaStreamCreateWithFlags(&core_->stream, cudaStreamNonBlocking));
+    TRAINSIM_CUDA(cudaStreamCreateWithFlags(&core_->down, cudaStreamNonBlocking));
     TRAINSIM_CUDA(cudaEventCreateWithFlags(&core_->copied, cudaEventDisableTiming));
     TRAINSIM_CUDA(cudaEventCreateWithFlags(&core_->uploaded, cudaEventDisableTiming));
   }
@@ -140,15 +147,15 @@ class CudaDeviceStore final : public DeviceStore {
     size_t at = 0;
     for (KeptValues* k : kept) {
       KeptArray& a = of_this_gpu(k);
-      TRAINSIM_CUDA(cudaStreamWaitEvent(core_->stream, a.written, 0));
+      TRAINSIM_CUDA(cudaStreamWaitEvent(core_->down, a.written, 0));
       if (a.values.size() > 0) {
-        TRAINSIM_CUDA(cudaMemcpyAsync(core_->pinned + at, a.values.get(), a.values.bytes(), cudaMemcpyDeviceToHost,
-                                      core_->stream));
+        TRAINSIM_CUDA(
+            cudaMemcpyAsync(core_->pinned + at, a.values.get(), a.values.bytes(), cudaMemcpyDeviceToHost, core_->down));
       }
-      TRAINSIM_CUDA(cudaEventRecord(a.written, core_->stream));
+      TRAINSIM_CUDA(cudaEventRecord(a.written, core_->down));
       at += static_cast<size_t>(a.values.size());
     }
-    TRAINSIM_CUDA(cudaEventRecord(core_->copied, core_->stream));
+    TRAINSIM_CUDA(cudaEventRecord(core_->copied, core_->down));
     TRAINSIM_CUDA(cudaEventSynchronize(core_->copied));
     at = 0;
     for (const std::span<float>& host : into) {

@@ -12,8 +12,9 @@
 
 namespace trainsim {
 
-// The store of GPU `gpu`: arrays zeroed, filled, copied, stepped and
-// brought back on a stream of its own, their buffers reused once let go.
+// The store of GPU `gpu`: arrays zeroed, filled, copied and stepped on a
+// stream of its own and brought back on a second one, their buffers
+// reused once let go.
 std::shared_ptr<DeviceStore> make_cuda_device_store(int gpu);
 
 }  // namespace trainsim
