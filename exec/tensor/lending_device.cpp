@@ -85,8 +85,9 @@ struct CacheHold {
 };
 
 // A tensor left in a network's buffers (Tensor::resident): cut `cut`'s
-// values, or its gradients; brought to the host (then `lease` is let go)
-// by to_host, or before another op overwrites them.
+// values, or its gradients. Before another op overwrites them, they are
+// set aside (then `lease` is let go): into an array of the device's store
+// (`exported`), else to the host; to_host brings them to `host`.
 struct Resident {
   const void* device;
   const Network* network;
@@ -94,6 +95,7 @@ struct Resident {
   int64_t cut;
   bool gradient;
   Tensor host;
+  std::shared_ptr<const ExportedBoundary> exported;
 };
 
 class LendingDevice final : public Device {
@@ -145,7 +147,7 @@ class LendingDevice final : public Device {
     }
     const std::shared_ptr<Lease> lease = hold->lease;
     const bool held = in_place(lease, last + 1, true, dy);
-    if (!held && dy.exported == nullptr) to_host_locked(dy);
+    if (!held) readable(dy);
     evict_others(*lease, dy);
     lease->lent.load(weights, generation, first, last, kept_.get());
     if (kept_ == nullptr) {
@@ -183,23 +185,24 @@ class LendingDevice final : public Device {
 
   int64_t shared_memory() const override { return shared_memory_; }
 
-  // Copied out of the network's buffers into an array of the store, where
-  // the tensor still is in them; else it is the host's already.
+  // Copied out of the network's buffers into an array of the store (where
+  // an op about to overwrite it had not set it aside there already); one on
+  // the host stays there.
   Tensor export_boundary(Tensor t) override {
     std::lock_guard lock(mu_);
     if (shared_memory_ < 0 || t.exported != nullptr || t.resident == nullptr) {
       to_host_locked(t);
       return t;
     }
-    const Resident& r = resident_of(t);
-    if (r.lease == nullptr) {  // brought back before an op overwrote it
+    Resident& r = resident_of(t);
+    set_aside(r);
+    if (r.exported == nullptr) {  // brought back to the host
       to_host_locked(t);
       return t;
     }
     Tensor out;
     out.shape = t.shape;
-    out.exported = std::make_shared<ExportedBoundary>(ExportedBoundary{
-        kept_->store(), r.lease->lent.network->export_cut(*r.network, r.cut, r.gradient, *kept_->store())});
+    out.exported = r.exported;
     return out;
   }
 
@@ -261,12 +264,51 @@ class LendingDevice final : public Device {
     return r;
   }
 
-  // Its values to the host, its network let go. Callers hold mu_.
-  static void bring_back(Resident& r) {
+  // Its values to the host (from the buffers or the array it was set aside
+  // into), its network let go. Callers hold mu_.
+  static void bring_back(Resident& r, const std::vector<int64_t>& shape) {
+    if (r.lease != nullptr) {
+      RangeNetwork& net = *r.lease->lent.network;
+      r.host = r.gradient ? net.cut_gradients(*r.network, r.cut) : net.cut_values(*r.network, r.cut);
+      r.lease.reset();
+    } else if (r.exported != nullptr) {
+      Tensor t;
+      t.shape = shape;
+      t.exported = std::move(r.exported);
+      exported_to_host(t);
+      r.host = std::move(t);
+    }
+  }
+
+  // Its values out of the network's buffers before an op overwrites them:
+  // into an array of the store, on the network's stream (no wait), else to
+  // the host. Callers hold mu_.
+  void set_aside(Resident& r) const {
     if (r.lease == nullptr) return;
-    RangeNetwork& net = *r.lease->lent.network;
-    r.host = r.gradient ? net.cut_gradients(*r.network, r.cut) : net.cut_values(*r.network, r.cut);
+    if (kept_ == nullptr) return bring_back(r, {});
+    r.exported = std::make_shared<ExportedBoundary>(ExportedBoundary{
+        kept_->store(), r.lease->lent.network->export_cut(*r.network, r.cut, r.gradient, *kept_->store())});
     r.lease.reset();
+  }
+
+  // A range's input that is not in place, as the network reads it: with a
+  // store, one still in a network's buffers is set aside into an array and
+  // read from there (device to device), else it comes to the host.
+  // Callers hold mu_.
+  void readable(Tensor& t) {
+    if (t.exported != nullptr) return;
+    if (t.resident != nullptr && kept_ != nullptr) {
+      Resident& r = resident_of(t);
+      set_aside(r);
+      if (r.exported != nullptr) {
+        Tensor out;
+        out.shape = t.shape;
+        out.exported = r.exported;
+        t = std::move(out);
+        return;
+      }
+    }
+    to_host_locked(t);
   }
 
   // Whether `t` is cut `cut`'s values (or gradients) in the buffers of `lease`.
@@ -280,7 +322,7 @@ class LendingDevice final : public Device {
   // in place) go to the host before the op may overwrite them; `kept` is
   // looked at again by the next op, should a copy of it still be held
   // (DSP's recompute keeps its forward's input). Callers hold mu_.
-  static void evict_others(Lease& lease, const Tensor& kept) {
+  void evict_others(Lease& lease, const Tensor& kept) const {
     const void* spared = kept.resident.get();
     std::vector<std::weak_ptr<Resident>> still;
     for (const std::weak_ptr<Resident>& weak : lease.residents) {
@@ -289,7 +331,7 @@ class LendingDevice final : public Device {
       if (r.get() == spared) {
         still.push_back(weak);
       } else {
-        bring_back(*r);
+        set_aside(*r);
       }
     }
     lease.residents = std::move(still);
@@ -322,7 +364,7 @@ class LendingDevice final : public Device {
       lease = fresh(network, pass, x.rows());
       mine.push_back(lease);
     }
-    if (!held && x.exported == nullptr) to_host_locked(x);
+    if (!held) readable(x);
     evict_others(*lease, held ? x : Tensor());
     return {lease, held ? nullptr : &x};
   }
@@ -331,7 +373,7 @@ class LendingDevice final : public Device {
     exported_to_host(t);
     if (t.resident == nullptr) return;
     Resident& r = resident_of(t);
-    bring_back(r);
+    bring_back(r, t.shape);
     Tensor host = r.host;  // t may hold the last reference to r
     t = std::move(host);
   }
@@ -377,7 +419,7 @@ class LendingDevice final : public Device {
   // Cut `cut`'s values (or gradients), left in the network's buffers: its
   // shape (rows, then the cut's packed shape per sample) and no data.
   Tensor left(const Network& network, const std::shared_ptr<Lease>& lease, int64_t cut, bool gradient, int64_t rows) {
-    auto r = std::make_shared<Resident>(Resident{this, &network, lease, cut, gradient, Tensor()});
+    auto r = std::make_shared<Resident>(Resident{this, &network, lease, cut, gradient, Tensor(), nullptr});
     lease->residents.push_back(r);
     Tensor t;
     const std::vector<int64_t>& sample = network.cut_shapes[static_cast<size_t>(cut)];
@@ -395,17 +437,6 @@ class LendingDevice final : public Device {
 };
 
 }  // namespace
-
-void exported_to_host(Tensor& t) {
-  if (t.exported == nullptr) return;
-  const ExportedBoundary& e = *t.exported;
-  std::vector<float> data(static_cast<size_t>(element_count(t.shape)));
-  KeptValues* const kept[] = {e.values.get()};
-  const std::span<float> into[] = {data};
-  e.store->to_host(kept, into, /*add=*/false);
-  t.exported.reset();
-  t.data = std::move(data);
-}
 
 std::unique_ptr<Device> make_lending_device(MakeRangeNetwork make_network, std::shared_ptr<DeviceStore> store,
                                             int64_t shared_memory) {

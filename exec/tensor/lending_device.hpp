@@ -2,8 +2,9 @@
 // one pass of its worker (an iteration's micro-batch) until the pass's
 // caches and the tensors left in its buffers go, so the ops of a pass share
 // it and a boundary one op leaves is the next one's input in place
-// (Tensor::resident); a tensor another op may overwrite first goes to the
-// host. A network loads a layer's weights only when its copy holds another
+// (Tensor::resident); a tensor another op may overwrite first is set aside
+// into an array of the device's store (copied on the device, then read from
+// there), or goes to the host without a store. A network loads a layer's weights only when its copy holds another
 // generation of them (LoadedWeights), from the device's own copy where a
 // step left them there. The loss is the network's; the parameter gradients
 // sum where the networks compute until the host reads them, and the

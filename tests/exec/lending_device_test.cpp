@@ -110,6 +110,43 @@ TEST(LendingDeviceCalls, AKeptTensorComesBackAsComputedEvenAfterLaterOps) {
   EXPECT_EQ(m.counts.downloads, 1);  // already on the host
 }
 
+// With a store, such a copy is set aside into an array of it instead (no
+// wait): read from there by a later forward of another pass, brought to
+// the host from there, or passed on as it is to a device of the same memory.
+TEST(LendingDeviceCalls, WithAStoreAKeptTensorIsSetAsideOnTheDevice) {
+  MlpCalls m;
+  m.device = make_lending_device(
+      [&m](const Network& n, int64_t batch) {
+        return std::make_unique<buffered::BufferedCpuNetwork>(n, batch, m.counts);
+      },
+      std::make_shared<buffered::CountingStore>(m.counts), /*shared_memory=*/0);
+  std::vector<LayerCache> reference_caches;
+  const Tensor h = forward_range(m.network, m.weights, 0, 2, m.x, reference_caches);
+  const Tensor y = forward_range(m.network, m.weights, 3, 5, h, reference_caches);
+  std::vector<LayerCache> caches0, caches1, caches2;
+  Tensor kept = m.device->forward(m.network, m.weights, 1, PassId{0, 0}, 0, 2, m.x, caches0);
+  const Tensor copy = kept;  // held past the next ops
+  Tensor dlogits;
+  m.device->forward_loss(m.network, m.weights, 1, PassId{0, 0}, 3, 6, std::move(kept), caches1, m.labels, 1.0f,
+                         dlogits);
+  Gradients grads = m.device->zero_gradients(m.network, m.weights);
+  m.device->backward(m.network, m.weights, 1, PassId{0, 0}, 3, 6, std::move(dlogits), caches1, grads);
+  EXPECT_EQ(m.counts.exports, 1);  // the copy, before the backward ran
+  EXPECT_EQ(m.counts.downloads, 0);
+  Tensor y_device = m.device->forward(m.network, m.weights, 1, PassId{1, 0}, 3, 5, copy, caches2);
+  EXPECT_EQ(m.counts.imports, 1);
+  m.device->to_host(y_device);
+  EXPECT_EQ(y_device.data, y.data);
+  const Tensor passed = m.device->export_boundary(copy);
+  EXPECT_NE(passed.exported, nullptr);
+  EXPECT_EQ(m.counts.exports, 1);  // the array it was set aside into
+  Tensor back = copy;
+  m.device->to_host(back);
+  EXPECT_EQ(back.resident, nullptr);
+  EXPECT_EQ(back.data, h.data);
+  EXPECT_EQ(m.counts.downloads, 1);  // y_device alone came back from a network's buffers
+}
+
 // Passes in flight at once each borrow a network; one that has ended
 // (its caches and tensors gone) lends its network to the next.
 TEST(LendingDeviceCalls, PassesInFlightBorrowNetworksOfTheirOwn) {
