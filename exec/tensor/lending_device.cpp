@@ -1,102 +1,25 @@
 // The lending device (lending_device.hpp): each pass of its worker borrows
-// a network from the device's pool; the pass's ops find their input in its
-// buffers where the op before left it there.
+// a network from the device's pool (lending_leases.hpp); the pass's ops
+// find their input in its buffers where the op before left it there.
 #include "exec/tensor/lending_device.hpp"
 
-#include <atomic>
 #include <map>
 #include <mutex>
 #include <utility>
 #include <vector>
 
 #include "exec/tensor/kept_training.hpp"
+#include "exec/tensor/lending_leases.hpp"
 #include "model/error.hpp"
 
 namespace trainsim {
 namespace {
 
-// A lent network and the generations its weights' layers hold.
-struct Lent {
-  std::unique_ptr<RangeNetwork> network;
-  LoadedWeights loaded;
-
-  // The layers of [first, last] that hold another generation get `weights`
-  // (from the device where a step left them there).
-  void load(const Weights& weights, WeightsGeneration generation, int64_t first, int64_t last,
-            const KeptTraining* kept) {
-    const std::vector<int64_t> stale = loaded.stale(weights, generation, first, last);
-    for (const int64_t l : stale) {
-      const std::vector<KeptValues*> on_device =
-          kept == nullptr ? std::vector<KeptValues*>{} : kept->kept_weights(weights[static_cast<size_t>(l)]);
-      if (on_device.empty()) {
-        network->load_weights(weights, l, l);
-      } else {
-        network->load_kept_weights(l, on_device);
-      }
-    }
-    loaded.loaded(stale, generation);
-  }
-};
-
-// The networks a device lends, by batch size; shared with the leases, which
-// may end on any thread.
-struct Pool {
-  MakeRangeNetwork make;
-  std::mutex mu;
-  std::map<int64_t, std::vector<Lent>> idle;
-};
-
-struct Resident;
-
-// A network lent to one pass, back to the pool when the last cache or
-// tensor holding it goes.
-struct Lease {
-  std::shared_ptr<Pool> pool;
-  Lent lent;
-  PassId pass;
-  std::vector<std::atomic<int32_t>> live;          // per layer: its caches still held
-  std::vector<std::weak_ptr<Resident>> residents;  // tensors left in its buffers (under the device's lock)
-  Lease(std::shared_ptr<Pool> p, Lent l, PassId for_pass, size_t layers)
-      : pool(std::move(p)), lent(std::move(l)), pass(for_pass), live(layers) {}
-  Lease(const Lease&) = delete;
-  Lease& operator=(const Lease&) = delete;
-  ~Lease() {
-    std::lock_guard lock(pool->mu);
-    pool->idle[lent.network->batch()].push_back(std::move(lent));
-  }
-  // No cache of layer `first` or after is held: a forward from `first`
-  // overwrites nothing a backward still reads.
-  bool free_from(int64_t first) const {
-    for (size_t l = static_cast<size_t>(first); l < live.size(); ++l) {
-      if (live[l].load() > 0) return false;
-    }
-    return true;
-  }
-};
-
-// One layer's cache (LayerCache::device_state), holding its network.
-struct CacheHold {
-  std::shared_ptr<Lease> lease;
-  size_t layer;
-  CacheHold(std::shared_ptr<Lease> l, size_t at) : lease(std::move(l)), layer(at) { ++lease->live[layer]; }
-  CacheHold(const CacheHold&) = delete;
-  CacheHold& operator=(const CacheHold&) = delete;
-  ~CacheHold() { --lease->live[layer]; }
-};
-
-// A tensor left in a network's buffers (Tensor::resident): cut `cut`'s
-// values, or its gradients. Before another op overwrites them, they are
-// set aside (then `lease` is let go): into an array of the device's store
-// (`exported`), else to the host; to_host brings them to `host`.
-struct Resident {
-  const void* device;
-  const Network* network;
-  std::shared_ptr<Lease> lease;
-  int64_t cut;
-  bool gradient;
-  Tensor host;
-  std::shared_ptr<const ExportedBoundary> exported;
-};
+using lending::CacheHold;
+using lending::Lease;
+using lending::Lent;
+using lending::Pool;
+using lending::Resident;
 
 class LendingDevice final : public Device {
  public:
@@ -185,25 +108,31 @@ class LendingDevice final : public Device {
 
   int64_t shared_memory() const override { return shared_memory_; }
 
-  // Copied out of the network's buffers into an array of the store (where
-  // an op about to overwrite it had not set it aside there already); one on
+  // An array for the receiver alone (one that two devices read at once
+  // would have its event recorded by two streams, each read ordering only
+  // itself): copied out of the network's buffers, the tensor staying in
+  // them, or from the array it was set aside (or received) into. One on
   // the host stays there.
   Tensor export_boundary(Tensor t) override {
     std::lock_guard lock(mu_);
-    if (shared_memory_ < 0 || t.exported != nullptr || t.resident == nullptr) {
+    if (shared_memory_ < 0 || (t.resident == nullptr && t.exported == nullptr)) {
       to_host_locked(t);
       return t;
     }
-    Resident& r = resident_of(t);
-    set_aside(r);
-    if (r.exported == nullptr) {  // brought back to the host
-      to_host_locked(t);
-      return t;
+    std::shared_ptr<const ExportedBoundary> aside = t.exported;
+    if (t.resident != nullptr) {
+      const Resident& r = resident_of(t);
+      if (r.lease != nullptr) {
+        return exported_tensor(t.shape, kept_->store(),
+                               r.lease->lent.network->export_cut(*r.network, r.cut, r.gradient, *kept_->store()));
+      }
+      aside = r.exported;
+      if (aside == nullptr) {  // brought back to the host
+        to_host_locked(t);
+        return t;
+      }
     }
-    Tensor out;
-    out.shape = t.shape;
-    out.exported = r.exported;
-    return out;
+    return exported_tensor(t.shape, aside->store, aside->store->copy(*aside->values));
   }
 
   // The kept sums of the range to the host together; the device's lock is
@@ -291,6 +220,14 @@ class LendingDevice final : public Device {
     r.lease.reset();
   }
 
+  static Tensor exported_tensor(const std::vector<int64_t>& shape, std::shared_ptr<DeviceStore> store,
+                                std::shared_ptr<KeptValues> values) {
+    Tensor out;
+    out.shape = shape;
+    out.exported = std::make_shared<ExportedBoundary>(ExportedBoundary{std::move(store), std::move(values)});
+    return out;
+  }
+
   // A range's input that is not in place, as the network reads it: with a
   // store, one still in a network's buffers is set aside into an array and
   // read from there (device to device), else it comes to the host.
@@ -300,7 +237,7 @@ class LendingDevice final : public Device {
     if (t.resident != nullptr && kept_ != nullptr) {
       Resident& r = resident_of(t);
       set_aside(r);
-      if (r.exported != nullptr) {
+      if (r.exported != nullptr) {  // read by this device alone
         Tensor out;
         out.shape = t.shape;
         out.exported = r.exported;

@@ -112,7 +112,8 @@ TEST(LendingDeviceCalls, AKeptTensorComesBackAsComputedEvenAfterLaterOps) {
 
 // With a store, such a copy is set aside into an array of it instead (no
 // wait): read from there by a later forward of another pass, brought to
-// the host from there, or passed on as it is to a device of the same memory.
+// the host from there, or copied on the device into an array of its own
+// for a device of the same memory.
 TEST(LendingDeviceCalls, WithAStoreAKeptTensorIsSetAsideOnTheDevice) {
   MlpCalls m;
   m.device = make_lending_device(
@@ -138,8 +139,10 @@ TEST(LendingDeviceCalls, WithAStoreAKeptTensorIsSetAsideOnTheDevice) {
   m.device->to_host(y_device);
   EXPECT_EQ(y_device.data, y.data);
   const Tensor passed = m.device->export_boundary(copy);
-  EXPECT_NE(passed.exported, nullptr);
-  EXPECT_EQ(m.counts.exports, 1);  // the array it was set aside into
+  ASSERT_NE(passed.exported, nullptr);
+  EXPECT_EQ(m.counts.exports, 1);  // from the array it was set aside into
+  EXPECT_EQ(m.counts.copies, 1);
+  EXPECT_EQ(buffered::kept_values(*passed.exported->values).data, h.data);
   Tensor back = copy;
   m.device->to_host(back);
   EXPECT_EQ(back.resident, nullptr);

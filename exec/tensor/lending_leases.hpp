@@ -1,0 +1,101 @@
+// Inside the lending device (lending_device.cpp): the networks it lends,
+// the leases its passes hold on them, and what holds a lease (a layer's
+// cache, a tensor left in a network's buffers).
+#pragma once
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <utility>
+#include <vector>
+
+#include "exec/tensor/kept_training.hpp"
+#include "exec/tensor/lending_device.hpp"
+
+namespace trainsim::lending {
+
+// A lent network and the generations its weights' layers hold.
+struct Lent {
+  std::unique_ptr<RangeNetwork> network;
+  LoadedWeights loaded;
+
+  // The layers of [first, last] that hold another generation get `weights`
+  // (from the device where a step left them there).
+  void load(const Weights& weights, WeightsGeneration generation, int64_t first, int64_t last,
+            const KeptTraining* kept) {
+    const std::vector<int64_t> stale = loaded.stale(weights, generation, first, last);
+    for (const int64_t l : stale) {
+      const std::vector<KeptValues*> on_device =
+          kept == nullptr ? std::vector<KeptValues*>{} : kept->kept_weights(weights[static_cast<size_t>(l)]);
+      if (on_device.empty()) {
+        network->load_weights(weights, l, l);
+      } else {
+        network->load_kept_weights(l, on_device);
+      }
+    }
+    loaded.loaded(stale, generation);
+  }
+};
+
+// The networks a device lends, by batch size; shared with the leases, which
+// may end on any thread.
+struct Pool {
+  MakeRangeNetwork make;
+  std::mutex mu;
+  std::map<int64_t, std::vector<Lent>> idle;
+};
+
+struct Resident;
+
+// A network lent to one pass, back to the pool when the last cache or
+// tensor holding it goes.
+struct Lease {
+  std::shared_ptr<Pool> pool;
+  Lent lent;
+  PassId pass;
+  std::vector<std::atomic<int32_t>> live;          // per layer: its caches still held
+  std::vector<std::weak_ptr<Resident>> residents;  // tensors left in its buffers (under the device's lock)
+  Lease(std::shared_ptr<Pool> p, Lent l, PassId for_pass, size_t layers)
+      : pool(std::move(p)), lent(std::move(l)), pass(for_pass), live(layers) {}
+  Lease(const Lease&) = delete;
+  Lease& operator=(const Lease&) = delete;
+  ~Lease() {
+    std::lock_guard lock(pool->mu);
+    pool->idle[lent.network->batch()].push_back(std::move(lent));
+  }
+  // No cache of layer `first` or after is held: a forward from `first`
+  // overwrites nothing a backward still reads.
+  bool free_from(int64_t first) const {
+    for (size_t l = static_cast<size_t>(first); l < live.size(); ++l) {
+      if (live[l].load() > 0) return false;
+    }
+    return true;
+  }
+};
+
+// One layer's cache (LayerCache::device_state), holding its network.
+struct CacheHold {
+  std::shared_ptr<Lease> lease;
+  size_t layer;
+  CacheHold(std::shared_ptr<Lease> l, size_t at) : lease(std::move(l)), layer(at) { ++lease->live[layer]; }
+  CacheHold(const CacheHold&) = delete;
+  CacheHold& operator=(const CacheHold&) = delete;
+  ~CacheHold() { --lease->live[layer]; }
+};
+
+// A tensor left in a network's buffers (Tensor::resident): cut `cut`'s
+// values, or its gradients. Before another op overwrites them, they are
+// set aside (then `lease` is let go): into an array of the device's store
+// (`exported`), else to the host; to_host brings them to `host`.
+struct Resident {
+  const void* device;
+  const Network* network;
+  std::shared_ptr<Lease> lease;
+  int64_t cut;
+  bool gradient;
+  Tensor host;
+  std::shared_ptr<const ExportedBoundary> exported;
+};
+
+}  // namespace trainsim::lending
