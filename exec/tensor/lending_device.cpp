@@ -123,8 +123,7 @@ class LendingDevice final : public Device {
     if (t.resident != nullptr) {
       const Resident& r = resident_of(t);
       if (r.lease != nullptr) {
-        return exported_tensor(t.shape, kept_->store(),
-                               r.lease->lent.network->export_cut(*r.network, r.cut, r.gradient, *kept_->store()));
+        return with_exported(t.shape, export_of(r));
       }
       aside = r.exported;
       if (aside == nullptr) {  // brought back to the host
@@ -132,7 +131,8 @@ class LendingDevice final : public Device {
         return t;
       }
     }
-    return exported_tensor(t.shape, aside->store, aside->store->copy(*aside->values));
+    return with_exported(t.shape, std::make_shared<ExportedBoundary>(
+                                      ExportedBoundary{aside->store, aside->store->copy(*aside->values)}));
   }
 
   // The kept sums of the range to the host together; the device's lock is
@@ -215,16 +215,21 @@ class LendingDevice final : public Device {
   void set_aside(Resident& r) const {
     if (r.lease == nullptr) return;
     if (kept_ == nullptr) return bring_back(r, {});
-    r.exported = std::make_shared<ExportedBoundary>(ExportedBoundary{
-        kept_->store(), r.lease->lent.network->export_cut(*r.network, r.cut, r.gradient, *kept_->store())});
+    r.exported = export_of(r);
     r.lease.reset();
   }
 
-  static Tensor exported_tensor(const std::vector<int64_t>& shape, std::shared_ptr<DeviceStore> store,
-                                std::shared_ptr<KeptValues> values) {
+  // r's values copied out of its network's buffers into a new array of the
+  // store. Callers hold mu_; r.lease is set.
+  std::shared_ptr<const ExportedBoundary> export_of(const Resident& r) const {
+    return std::make_shared<ExportedBoundary>(ExportedBoundary{
+        kept_->store(), r.lease->lent.network->export_cut(*r.network, r.cut, r.gradient, *kept_->store())});
+  }
+
+  static Tensor with_exported(const std::vector<int64_t>& shape, std::shared_ptr<const ExportedBoundary> exported) {
     Tensor out;
     out.shape = shape;
-    out.exported = std::make_shared<ExportedBoundary>(ExportedBoundary{std::move(store), std::move(values)});
+    out.exported = std::move(exported);
     return out;
   }
 
@@ -238,10 +243,7 @@ class LendingDevice final : public Device {
       Resident& r = resident_of(t);
       set_aside(r);
       if (r.exported != nullptr) {  // read by this device alone
-        Tensor out;
-        out.shape = t.shape;
-        out.exported = r.exported;
-        t = std::move(out);
+        t = with_exported(t.shape, r.exported);
         return;
       }
     }
@@ -256,7 +258,7 @@ class LendingDevice final : public Device {
   }
 
   // Tensors left in the network's buffers but `kept` (the op's input, read
-  // in place) go to the host before the op may overwrite them; `kept` is
+  // in place) are set aside (set_aside) before the op may overwrite them; `kept` is
   // looked at again by the next op, should a copy of it still be held
   // (DSP's recompute keeps its forward's input). Callers hold mu_.
   void evict_others(Lease& lease, const Tensor& kept) const {
