@@ -334,4 +334,14 @@ Cluster measure_cpu_cluster(int64_t workers, const ClusterProbeOptions& options)
   return c;
 }
 
+void measure_host_collective(int64_t workers, int64_t gradient_bytes, const ClusterProbeOptions& o, CollectiveSpec& c) {
+  check_probe_options(workers, o);
+  TRAINSIM_CHECK(workers > 1 && gradient_bytes >= 4, "a host collective of two workers or more over some bytes");
+  const int64_t chunk_bytes = std::max<int64_t>(4, gradient_bytes / workers);
+  c.hop_bytes_per_s = measure_hop_bytes_per_s(workers, std::max<int64_t>(chunk_bytes, 1 << 20), o);
+  c.hop_latency_s = measure_message_latency_s(workers, o);
+  c.reduce_bytes_per_s = measure_reduce_bytes_per_s(workers, chunk_bytes, o.pack_repeats, o);
+  c.sync_s = measure_barrier_s(workers, o);
+}
+
 }  // namespace trainsim

@@ -116,6 +116,20 @@ struct ClusterProbeOptions {
 // worker count comes from) when workers < 1.
 Cluster measure_cpu_cluster(int64_t workers, const ClusterProbeOptions& options = {});
 
+// The collective the executor's workers of one process run on the host,
+// over the in-process transport, as measure_cpu_cluster times it: into c,
+//   hop_bytes_per_s = a ring hop of the larger of gradient_bytes / workers
+//     and 1 MiB, every worker at once;
+//   hop_latency_s = a message's latency to the receiver's asleep threads;
+//   reduce_bytes_per_s = the sum of a chunk (gradient_bytes / workers),
+//     `workers` threads at once;
+//   sync_s = a barrier of `workers` threads.
+// What the collectives of a GPU's virtual workers cost between their
+// gradients' copies to and from the GPU (cuda_cluster_probe.hpp).
+// TRAINSIM_CHECK that workers > 1 and gradient_bytes >= 4; InputError as
+// measure_cpu_cluster's for a worker count this machine cannot run.
+void measure_host_collective(int64_t workers, int64_t gradient_bytes, const ClusterProbeOptions& o, CollectiveSpec& c);
+
 // Several probes of one machine folded into one: each measured rate and
 // time is the median over `clusters` (so one probe taken while the machine
 // was disturbed moves nothing); names, counts and derived fields are the

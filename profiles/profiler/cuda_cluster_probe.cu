@@ -1,7 +1,5 @@
 // measure_cuda_cluster: one GPU's compute, memory, copy and launch costs,
 // timed with CUDA events and cuBLAS, as a cluster of workers sharing it.
-#include "profiles/profiler/cuda_cluster_probe.hpp"
-
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -15,6 +13,8 @@
 #include "exec/cuda/cuda_check.hpp"
 #include "model/error.hpp"
 #include "profiles/profiler/cluster_probe.hpp"
+#include "profiles/profiler/cuda_cluster_probe.hpp"
+#include "profiles/profiler/cuda_pack_probe.hpp"
 
 namespace trainsim {
 namespace {
@@ -291,27 +291,6 @@ std::vector<ChannelSample> wall_clock_sweep(const CudaProbeOptions& o, const std
   return samples;
 }
 
-// A sweep of what one message between two of the executor's workers on
-// this GPU costs: its bytes from one buffer to pageable host memory (the
-// sender's Device::to_host), copied there (the in-process transport's
-// hand-over) and up into another buffer through pinned memory (the
-// receiver's upload, staged as the GPU network stages a range's input),
-// each message timed alone by the wall clock, waits included.
-std::vector<ChannelSample> measure_host_path_sweep(float* to, const float* from, const CudaProbeOptions& o) {
-  const Stream stream = make_stream();
-  std::vector<float> sent(floats_of(o.max_message_bytes)), received(sent.size());
-  const HostBuffer staged = pinned_floats(sent.size());
-  return wall_clock_sweep(o, [&](size_t size) {
-    TRAINSIM_CUDA(cudaMemcpyAsync(sent.data(), from, size, cudaMemcpyDeviceToHost, stream.get()));
-    TRAINSIM_CUDA(cudaStreamSynchronize(stream.get()));
-    const size_t floats = (size + sizeof(float) - 1) / sizeof(float);
-    std::copy_n(sent.data(), floats, received.data());
-    std::copy_n(received.data(), floats, staged.get());
-    TRAINSIM_CUDA(cudaMemcpyAsync(to, staged.get(), size, cudaMemcpyHostToDevice, stream.get()));
-    TRAINSIM_CUDA(cudaStreamSynchronize(stream.get()));
-  });
-}
-
 // A sweep of what one boundary between two of the executor's workers on
 // this GPU costs: copied from one buffer into an array on the sender's
 // stream (Device::export_boundary) and, after an event, from the array into
@@ -331,9 +310,8 @@ std::vector<ChannelSample> measure_device_path_sweep(float* to, float* via, cons
 }
 
 // intra_link = inter_link: a boundary between workers on the GPU, device
-// to device (measure_device_path_sweep); a collective's hop: a message
-// through the host (measure_host_path_sweep), which the collectives still
-// cross; the host link: the slower direction of pinned host copies.
+// to device (measure_device_path_sweep); the host link: the slower
+// direction of pinned host copies.
 void measure_links(Cluster& c, const CudaProbeOptions& o) {
   const size_t message_floats = floats_of(o.max_message_bytes);
   const std::vector<DeviceBuffer> messages = zeroed_buffers(3, message_floats);
@@ -342,9 +320,6 @@ void measure_links(Cluster& c, const CudaProbeOptions& o) {
   const ChannelFit link = fit_channel(measure_device_path_sweep(to, messages[2].get(), from, o));
   c.intra_link = {link.bandwidth_bytes_per_s, link.latency_s};
   c.inter_link = c.intra_link;
-  const ChannelFit hop = fit_channel(measure_host_path_sweep(to, from, o));
-  c.collective.hop_bytes_per_s = hop.bandwidth_bytes_per_s;
-  c.collective.hop_latency_s = hop.latency_s;
   const HostBuffer pinned = pinned_floats(message_floats);
   std::fill(pinned.get(), pinned.get() + message_floats, 1.0f);
   const ChannelFit up = fit_channel(measure_copy_sweep(to, pinned.get(), cudaMemcpyHostToDevice, o));
@@ -382,7 +357,7 @@ void check_arguments(int device, int64_t workers, const CudaProbeOptions& o) {
   }
   const bool ok = o.repeats >= 1 && o.warmups >= 0 && o.gemm_size >= 1 && o.gemm_size <= 32768 && o.copy_bytes >= 4 &&
                   o.min_message_bytes >= 4 && o.max_message_bytes >= o.min_message_bytes && o.reduce_bytes >= 4 &&
-                  o.sync_repeats >= 1;
+                  o.sync_repeats >= 1 && o.gradient_bytes >= 4;
   TRAINSIM_CHECK(ok, "CUDA probe options out of range");
 }
 
@@ -416,20 +391,31 @@ Cluster measure_cuda_cluster(int device, int64_t workers, const CudaProbeOptions
   c.host.reduce_bytes_per_s = measure_host_reduce_bytes_per_s(threads, options);
   c.host.threads = threads;
   c.host.stream_sync_s = measure_launch_sync_s(options);
-  c.collective.reduce_bytes_per_s = measure_device_reduce_bytes_per_s(workers, sms, options);
-  c.collective.sync_s = c.host.stream_sync_s;
-  c.collective.pack_bytes_per_s = 0;
+  if (workers > 1) {
+    // The workers' collectives run on the host between their gradients'
+    // copies down and up (exec/interpreter/collective_ops.cpp).
+    measure_host_collective(workers, options.gradient_bytes, ClusterProbeOptions{}, c.collective);
+    c.collective.pack_bytes_per_s = measure_cuda_pack_bytes_per_s(device, workers, options.gradient_bytes, options);
+  } else {
+    c.collective.reduce_bytes_per_s = measure_device_reduce_bytes_per_s(workers, sms, options);
+    c.collective.sync_s = c.host.stream_sync_s;
+    c.collective.pack_bytes_per_s = 0;
+  }
 
   c.description =
       "measured on " + c.device.name + " (" + std::to_string(sms) + " SMs, CUDA runtime " + version_text(runtime) +
       ", driver " + version_text(driver) + ") as " + std::to_string(workers) + (workers == 1 ? " worker" : " workers") +
       " sharing it: fp32 SGEMM n=" + std::to_string(options.gemm_size) + " with TF32 off and device copies of " +
       size_text(options.copy_bytes) + ", one per worker at once; workers' boundaries (two device copies and an " +
-      "event: the executor's path), collective hops (device to pageable host, a host copy, up again) and pinned " +
-      "host copies " + size_text(options.min_message_bytes) + ".." + size_text(options.max_message_bytes) +
+      "event: the executor's path) and pinned host copies " + size_text(options.min_message_bytes) + ".." +
+      size_text(options.max_message_bytes) +
       " (latency: smallest message; bandwidth: least-squares slope of the large ones); a += b over " +
       size_text(options.reduce_bytes) + " on the GPU and on " + std::to_string(threads) +
-      " host threads; empty-kernel launch and sync (NCCL's fixed cost not measured)";
+      " host threads; empty-kernel launch and sync (NCCL's fixed cost not measured)" +
+      (workers > 1 ? "; collectives as the workers run them: on the host (ring hops, sums and barriers of " +
+                         std::to_string(workers) + " threads) between each worker's gradient of " +
+                         std::to_string(options.gradient_bytes) + " B copied down and up, all at once"
+                   : std::string());
   validate_cluster(c, "measured cluster " + c.name);
   return c;
 }

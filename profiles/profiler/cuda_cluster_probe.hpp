@@ -21,6 +21,7 @@ struct CudaProbeOptions {
   int64_t max_message_bytes = 64 << 20;
   int64_t reduce_bytes = 64 << 20;  // one buffer of the float sums a += b (GPU and host)
   int64_t sync_repeats = 200;       // launch + synchronize round trips timed
+  int64_t gradient_bytes = 4 << 20;  // a worker's gradient per collective (the model's, where known)
 };
 
 // One machine, devices_per_machine = workers, shared_devices = 1 where
@@ -45,14 +46,6 @@ struct CudaProbeOptions {
 //     Device::export_boundary), an event, and a device copy from the array
 //     into another buffer on a second stream waiting for it (the
 //     receiver's range input), until that copy is done;
-//   collective.hop_bytes_per_s, collective.hop_latency_s = fit_channel of
-//     the same sweep of messages through the host, as the collectives still
-//     go: a copy from a device buffer to pageable host memory and its wait
-//     (Device::gradients_to_host), a host copy (the in-process transport's
-//     hand-over) and a copy up into another buffer through pinned memory
-//     and its wait. A collective is priced as hops of such messages, which
-//     charges its device copies per hop where the executor copies a
-//     gradient down and up once;
 //   host.link_bandwidth_bytes_per_s, host.link_latency_s = fit_channel of the
 //     same sweep of pinned (cudaMallocHost) host-to-device and device-to-host
 //     copies, each timed alone with events on one stream: the lower bandwidth
@@ -61,13 +54,23 @@ struct CudaProbeOptions {
 //     of floats on host.threads threads, each summing its slice (all threads
 //     together, from their common start to the last one's end);
 //   host.threads = std::thread::hardware_concurrency (at least 1);
-//   host.stream_sync_s = collective.sync_s = median wall time (steady_clock)
-//     of an empty kernel's launch and cudaStreamSynchronize, over
-//     sync_repeats round trips. NCCL's own fixed cost per call is not in it:
-//     one GPU cannot hold two NCCL ranks;
-//   collective.reduce_bytes_per_s = reduce_bytes / time of an on-device a += b
-//     kernel over reduce_bytes, one per worker at once;
-//   collective.pack_bytes_per_s = 0 (collectives read the tensors in place).
+//   host.stream_sync_s = median wall time (steady_clock) of an empty
+//     kernel's launch and cudaStreamSynchronize, over sync_repeats round
+//     trips;
+//   collective, where workers > 1: what the executor's collectives between
+//     the workers cost. They run on the host (the in-process transport's
+//     ring), each worker's gradient copied down before and up after:
+//     hop_bytes_per_s, hop_latency_s, reduce_bytes_per_s and sync_s by
+//     measure_host_collective (cluster_probe.hpp) over gradient_bytes, and
+//     pack_bytes_per_s by measure_cuda_pack_bytes_per_s
+//     (cuda_pack_probe.hpp): the copies down and up and the packing
+//     between them, once per collective where a hop through the host would
+//     charge them per hop;
+//   collective, for one worker (no collective between workers; what a
+//     collective on the GPU would cost): reduce_bytes_per_s = reduce_bytes
+//     / time of an on-device a += b kernel over reduce_bytes; sync_s =
+//     host.stream_sync_s (NCCL's own fixed cost per call is not in it);
+//     pack_bytes_per_s = 0 (read in place).
 // name "cuda<workers>-measured"; the description names the GPU, its SM
 // count, the CUDA runtime and driver versions and what was measured.
 // InputError naming --device when workers is outside [1, kMaxCudaWorkers],

@@ -11,6 +11,7 @@
 #include "exec/data/random_bits.hpp"
 #include "exec/tensor/layers.hpp"
 #include "model/error.hpp"
+#include "model/layer.hpp"
 #include "profiles/profiler/cuda_cluster_probe.hpp"
 #include "profiles/profiler/measured_layers.hpp"
 #include "profiles/profiler/timing.hpp"
@@ -83,7 +84,9 @@ double measure_cuda_shared_rate(const Model& model, int64_t batch, int device, i
 
 Cluster measure_cuda_workers_cluster(const Model& model, int64_t batch, int device, int64_t workers,
                                      const MeasureOptions& options, CudaPrecision precision) {
-  Cluster cluster = measure_cuda_cluster(device, workers);
+  CudaProbeOptions probe;
+  probe.gradient_bytes = std::max<int64_t>(4, 4 * param_count(model));  // what its collectives carry
+  Cluster cluster = measure_cuda_cluster(device, workers, probe);
   if (workers > 1) {  // what sharing the GPU leaves each worker of this model's passes
     cluster.device.compute_rate_while_shared =
         measure_cuda_shared_rate(model, batch, device, workers, options, precision);

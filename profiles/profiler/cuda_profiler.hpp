@@ -36,7 +36,8 @@ Profile measure_cuda_profile(const Model& model, int64_t batch, int device, cons
 // concurrent_median_s), at most 1; 1 for one worker. InputErrors as
 // measure_cuda_profile's, and naming --device for workers < 1.
 // GPU `device` as `workers` virtual workers training `model` at `batch`
-// each: measure_cuda_cluster, and where workers > 1 its
+// each: measure_cuda_cluster over the model's gradient (gradient_bytes:
+// its parameters' bytes), and where workers > 1 its
 // compute_rate_while_shared from measure_cuda_shared_rate (the description
 // says so). What `profile --device cuda:GxW --cluster-out` and `validate
 // --devices cuda:GxW` measure.

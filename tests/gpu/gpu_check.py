@@ -354,14 +354,20 @@ def main():
             with open(path) as f:
                 c = json.load(f)
             d, h, col, link = c["device"], c["host"], c["collective"], c["intra_link"]
+            if workers > 1:  # the workers' collectives run on the host, their gradients copied down and up
+                collective = (f"a collective's ring hop on the host {col['hop_bytes_per_s'] / 1e9:.1f} GB/s after "
+                              f"{col['hop_latency_s'] * 1e6:.1f} µs, its sums {col['reduce_bytes_per_s'] / 1e9:.1f} GB/s, "
+                              f"the gradient's copies down and up with the packing "
+                              f"{col['pack_bytes_per_s'] / 1e9:.1f} GB/s")
+            else:
+                collective = f"on-device sum {col['reduce_bytes_per_s'] / 1e9:.0f} GB/s"
             report.append(f"- {workers} worker(s): {d['peak_flops_per_s'] / 1e12:.2f} TFLOP/s fp32 and "
                           f"{d['memory_bytes_per_s'] / 1e9:.0f} GB/s memory per worker; a boundary between workers "
                           f"(two device copies and an event) {link['bandwidth_bytes_per_s'] / 1e9:.0f} GB/s after "
-                          f"{link['latency_s'] * 1e6:.1f} µs; a collective's hop through the host "
-                          f"{col.get('hop_bytes_per_s', 0) / 1e9:.1f} GB/s after {col.get('hop_latency_s', 0) * 1e6:.1f} µs; "
+                          f"{link['latency_s'] * 1e6:.1f} µs; "
                           f"host link {h['link_bandwidth_bytes_per_s'] / 1e9:.1f} GB/s after "
                           f"{h['link_latency_s'] * 1e6:.1f} µs; launch + sync {h['stream_sync_s'] * 1e6:.1f} µs; "
-                          f"on-device sum {col['reduce_bytes_per_s'] / 1e9:.0f} GB/s" +
+                          f"{collective}" +
                           (f"; fmnist-cnn's pass with all {workers} at once at "
                            f"{d['compute_rate_while_shared']:.2f} of its rate alone"
                            if 'compute_rate_while_shared' in d else ""))

@@ -334,6 +334,26 @@ TEST(MeasuredCluster, IsOneMachineOfCpuWorkersWithPositiveRatesThatValidates) {
   EXPECT_DOUBLE_EQ(back.collective.hop_bytes_per_s, c.collective.hop_bytes_per_s);
 }
 
+// What a GPU's virtual workers' collectives cost on the host: the probe
+// sets the hop, its latency, the chunk's sum and the barrier, and leaves
+// the rest of the collective as it was (the GPU probe's packing, codecs).
+TEST(MeasuredCluster, AHostCollectiveSetsItsHopSumAndBarrierOnly) {
+  CollectiveSpec c;
+  c.pack_bytes_per_s = 123;
+  c.trunc16.encode_bytes_per_s = 7;
+  measure_host_collective(2, 1 << 20, quick_probe(), c);
+  EXPECT_GT(c.hop_bytes_per_s, 0);
+  ASSERT_TRUE(c.hop_latency_s.has_value());
+  EXPECT_GT(*c.hop_latency_s, 0);
+  EXPECT_LT(*c.hop_latency_s, 0.1);
+  EXPECT_GT(c.reduce_bytes_per_s, 0);
+  EXPECT_GE(c.sync_s, 0);
+  EXPECT_LT(c.sync_s, 0.1);
+  EXPECT_EQ(c.pack_bytes_per_s, 123);
+  EXPECT_EQ(c.trunc16.encode_bytes_per_s, 7);
+  EXPECT_THROW(measure_host_collective(1, 1 << 20, quick_probe(), c), std::exception);  // no collective
+}
+
 TEST(MeasuredCluster, AProcessOfASharedRunTimesItsWorkersHandOff) {
   // Rank 3 of 4 (the MPI transport probe): its compute and communication
   // threads where worker 3's sit in that run, no peer thread.

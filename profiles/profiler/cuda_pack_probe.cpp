@@ -1,0 +1,75 @@
+// measure_cuda_pack_bytes_per_s (cuda_pack_probe.hpp).
+#include "profiles/profiler/cuda_pack_probe.hpp"
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <memory>
+#include <vector>
+
+#include "exec/cuda/cuda_check.hpp"
+#include "model/error.hpp"
+#include "profiles/profiler/timing.hpp"
+
+namespace trainsim {
+namespace {
+
+// One worker's gradient on the GPU, the pinned buffers its copies go
+// through, its host values and the collective's flat buffer.
+class PackingWorker {
+ public:
+  explicit PackingWorker(size_t floats) : host_(floats, 0.0f), flat_(floats) {
+    TRAINSIM_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    TRAINSIM_CUDA(cudaMalloc(reinterpret_cast<void**>(&gradient_), bytes()));
+    TRAINSIM_CUDA(cudaMemset(gradient_, 0, bytes()));
+    TRAINSIM_CUDA(cudaMallocHost(reinterpret_cast<void**>(&down_), bytes()));
+    TRAINSIM_CUDA(cudaMallocHost(reinterpret_cast<void**>(&up_), bytes()));
+  }
+  ~PackingWorker() {
+    cudaFreeHost(up_);
+    cudaFreeHost(down_);
+    cudaFree(gradient_);
+    cudaStreamDestroy(stream_);
+  }
+  PackingWorker(const PackingWorker&) = delete;
+  PackingWorker& operator=(const PackingWorker&) = delete;
+
+  void pack(float mean) {
+    TRAINSIM_CUDA(cudaMemcpyAsync(down_, gradient_, bytes(), cudaMemcpyDeviceToHost, stream_));
+    TRAINSIM_CUDA(cudaStreamSynchronize(stream_));
+    for (size_t i = 0; i < host_.size(); ++i) host_[i] += down_[i];
+    std::copy(host_.begin(), host_.end(), flat_.begin());
+    for (float& v : flat_) v *= mean;
+    std::copy(flat_.begin(), flat_.end(), host_.begin());
+    std::copy(host_.begin(), host_.end(), up_);
+    TRAINSIM_CUDA(cudaMemcpyAsync(gradient_, up_, bytes(), cudaMemcpyHostToDevice, stream_));
+    TRAINSIM_CUDA(cudaStreamSynchronize(stream_));
+  }
+
+ private:
+  size_t bytes() const { return host_.size() * sizeof(float); }
+
+  std::vector<float> host_, flat_;
+  cudaStream_t stream_ = nullptr;
+  float* gradient_ = nullptr;
+  float* down_ = nullptr;
+  float* up_ = nullptr;
+};
+
+}  // namespace
+
+double measure_cuda_pack_bytes_per_s(int device, int64_t workers, int64_t gradient_bytes, const CudaProbeOptions& o) {
+  TRAINSIM_CHECK(workers >= 1 && gradient_bytes >= 4, "a packing of some bytes by one worker or more");
+  const auto floats = static_cast<size_t>(gradient_bytes / 4);
+  TRAINSIM_CUDA(cudaSetDevice(device));
+  std::vector<std::unique_ptr<PackingWorker>> packing;
+  for (int64_t w = 0; w < workers; ++w) packing.push_back(std::make_unique<PackingWorker>(floats));
+  const float mean = 1.0f / static_cast<float>(workers);
+  const double seconds = concurrent_median_s(workers, o.warmups, o.repeats, [&](int64_t t) {
+    TRAINSIM_CUDA(cudaSetDevice(device));
+    packing[static_cast<size_t>(t)]->pack(mean);
+  });
+  return static_cast<double>(floats * sizeof(float)) / seconds;
+}
+
+}  // namespace trainsim

@@ -1,0 +1,22 @@
+// Inside profiles/profiler: what the executor's GPU workers do around a
+// collective the host runs, timed for measure_cuda_cluster's
+// collective.pack_bytes_per_s. Built with CUDA only.
+#pragma once
+
+#include <cstdint>
+
+#include "profiles/profiler/cuda_cluster_probe.hpp"
+
+namespace trainsim {
+
+// gradient_bytes / the median time of one worker's packing of its gradient
+// around an AllReduce (exec/interpreter/collective_ops.cpp), `workers`
+// threads at once on GPU `device`, each with a stream, a device gradient
+// and pinned buffers of its own: the gradient copied down through pinned
+// memory and waited for (Device::gradients_to_host), added into its host
+// values, flattened into one buffer, scaled by the mean and unflattened,
+// then copied into pinned memory and up (the step's DeviceStore::
+// from_host_all), waited for. The ring between them is not in it.
+double measure_cuda_pack_bytes_per_s(int device, int64_t workers, int64_t gradient_bytes, const CudaProbeOptions& o);
+
+}  // namespace trainsim
