@@ -54,6 +54,7 @@ struct RunOptions {
   std::string metrics;
   std::string json;
   bool quiet = false;
+  bool no_evaluate = false;  // the final weights not scored on the test set
   std::string profile;     // plan from this measured profile (default: analytic, on the nominal cluster)
   std::string cluster;     // plan for this cluster (default: nominal_cpu_cluster of --devices, on the ranks' hosts)
   std::string checkpoint;  // a directory
@@ -97,6 +98,7 @@ std::vector<std::string> rank_arguments(const RunOptions& o) {
   add("--resume", o.resume);
   a.push_back("--progress-lines");
   if (o.quiet) a.push_back("--quiet");
+  if (o.no_evaluate) a.push_back("--no-evaluate");
   return a;
 }
 
@@ -170,6 +172,7 @@ void run_training(const RunOptions& o, CommandContext& ctx) {
   }
   if (o.launch.launcher == "mpi") return launch_ranks(o.launch, workers, rank_arguments(o), ctx, "training", o.quiet);
   TrainingOptions options;
+  options.evaluate = !o.no_evaluate;
   if (devices.gpu && !devices.gpu->each.empty()) {  // a GPU each, the library AllReduce by NCCL
     const std::vector<int> gpus = devices.gpu->each;
     for (const int gpu : gpus) check_cuda_device(model, gpu, "--devices");
@@ -283,13 +286,17 @@ void run_training(const RunOptions& o, CommandContext& ctx) {
   }
   if (!o.quiet && o.json != "-") {
     ctx.out << r.plan.strategy << " on " << model.name << " (" << data.name << "), " << o.devices << ", batch "
-            << r.profile.batch_size
-            << " per device: " << r.exec.loss_per_iteration.size() << " iterations"
+            << r.profile.batch_size << " per device: " << r.exec.loss_per_iteration.size() << " iterations"
             << (o.resume.empty() ? "" : " (" + std::to_string(resume.next_iteration) + " before --resume)") << "\n"
             << "iteration " << format_seconds(r.iteration.median_s) << " median (min "
             << format_seconds(r.iteration.min_s) << ", max " << format_seconds(r.iteration.max_s) << "), "
             << format_count(r.samples_per_s) << " samples/s\n"
-            << "train loss " << r.train_loss.back() << " (last epoch), test accuracy " << r.test_accuracy << "\n";
+            << "train loss " << r.train_loss.back() << " (last epoch), ";
+    if (o.no_evaluate) {
+      ctx.out << "test accuracy not measured (--no-evaluate)\n";
+    } else {
+      ctx.out << "test accuracy " << r.test_accuracy << "\n";
+    }
   }
 }
 
@@ -332,6 +339,9 @@ void add_run_command(CLI::App& app, CommandContext& ctx) {
   cmd->add_option("--metrics", o->metrics, "Write per-iteration loss and time (CSV) here");
   cmd->add_option("--json", o->json, "Write the trainsim.run/1 summary here ('-' for standard output)");
   cmd->add_flag("--quiet", o->quiet, "No progress bar and no summary");
+  cmd->add_flag("--no-evaluate", o->no_evaluate,
+                "Do not score the final weights on the test set (a forward of it on this machine's CPU, seconds "
+                "for a timing run); test_accuracy is then null");
   cmd->add_option("--profile", o->profile,
                   "Plan from this measured profile of the model (trainsim profile --device cpu; default: the "
                   "analytic one), as validate and predict price it");

@@ -186,7 +186,7 @@ def main():
                    "| strategy | first loss | last loss | iteration |", "|---|---|---|---|"]
         for strategy in STRATEGIES:
             done = run([trainsim, "run", "--model", "fmnist-cnn", "--strategy", strategy, "--devices", "cuda:0x4",
-                        "--batch", "64", "--iterations", "30", "--json", "-", "--quiet"] + data, log, timeout=300)
+                        "--batch", "64", "--iterations", "30", "--json", "-", "--quiet", "--no-evaluate"] + data, log, timeout=300)
             failed |= done.returncode != 0
             if done.returncode != 0:
                 report.append(f"| {strategy} | failed: {(done.stderr.strip().splitlines() or ['?'])[-1]} | | |")
@@ -204,7 +204,7 @@ def main():
         for strategy in ("single", "dp-ring", "gpipe"):
             trace = os.path.join(args.out, f"trace-{strategy}.json")
             done = run([trainsim, "run", "--model", "fmnist-cnn", "--strategy", strategy, "--devices", "cuda:0x4",
-                        "--batch", "64", "--iterations", "30", "--json", "-", "--quiet", "--trace", trace] + data, log,
+                        "--batch", "64", "--iterations", "30", "--json", "-", "--quiet", "--no-evaluate", "--trace", trace] + data, log,
                        timeout=300)
             failed |= done.returncode != 0
             if done.returncode != 0:
@@ -225,7 +225,7 @@ def main():
             base = os.path.join(args.out, "nsys-single")
             done = run([nsys, "profile", "--force-overwrite=true", "--trace=cuda", "-o", base, trainsim, "run", "--model",
                         "fmnist-cnn", "--strategy", "single", "--devices", "cuda:0", "--batch", "64", "--iterations", "30",
-                        "--quiet"] + data, log, timeout=300)
+                        "--quiet", "--no-evaluate"] + data, log, timeout=300)
             stats = run([nsys, "stats", "--report", "cuda_api_sum,cuda_gpu_kern_sum", "--format", "csv", base + ".nsys-rep"],
                         log, check=False) if done.returncode == 0 else done
             report += ["", "`single` on `cuda:0` under Nsight Systems (30 iterations; `nsys stats --report "
@@ -238,7 +238,7 @@ def main():
 
         for precision in ("tf32", "bf16"):
             done = run([trainsim, "run", "--model", "fmnist-cnn", "--strategy", "single", "--devices", "cuda:0",
-                        "--precision", precision, "--batch", "64", "--iterations", "30", "--json", "-", "--quiet"] + data,
+                        "--precision", precision, "--batch", "64", "--iterations", "30", "--json", "-", "--quiet", "--no-evaluate"] + data,
                        log, timeout=300)
             failed |= done.returncode != 0
             if done.returncode == 0:
@@ -355,10 +355,13 @@ def main():
                 c = json.load(f)
             d, h, col, link = c["device"], c["host"], c["collective"], c["intra_link"]
             if workers > 1:  # the workers' collectives run on the host, their gradients copied down and up
-                collective = (f"a collective's ring hop on the host {col['hop_bytes_per_s'] / 1e9:.1f} GB/s after "
-                              f"{col['hop_latency_s'] * 1e6:.1f} µs, its sums {col['reduce_bytes_per_s'] / 1e9:.1f} GB/s, "
+                # (absent fields as the simulator reads them: the link's figures, no packing)
+                hop_bytes_per_s = col.get('hop_bytes_per_s', link['bandwidth_bytes_per_s'])
+                hop_latency_s = col.get('hop_latency_s', link['latency_s'])
+                collective = (f"a collective's ring hop on the host {hop_bytes_per_s / 1e9:.1f} GB/s after "
+                              f"{hop_latency_s * 1e6:.1f} µs, its sums {col['reduce_bytes_per_s'] / 1e9:.1f} GB/s, "
                               f"the gradient's copies down and up with the packing "
-                              f"{col['pack_bytes_per_s'] / 1e9:.1f} GB/s")
+                              f"{col.get('pack_bytes_per_s', 0) / 1e9:.1f} GB/s")
             else:
                 collective = f"on-device sum {col['reduce_bytes_per_s'] / 1e9:.0f} GB/s"
             report.append(f"- {workers} worker(s): {d['peak_flops_per_s'] / 1e12:.2f} TFLOP/s fp32 and "

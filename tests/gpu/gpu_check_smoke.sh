@@ -1,8 +1,13 @@
 #!/bin/sh
 # `make gpu-check`'s script on a machine without a GPU, nvidia-smi stood in
-# for: every section runs, each command failing without a GPU is reported as
-# a line of the report, and the script neither stops on a Python error nor
-# claims success (exit 1). Usage: gpu_check_smoke.sh SOURCE_DIR BUILD_DIR
+# for. First as it is: every section runs, each command failing without a
+# GPU is reported as a line of the report, and the script neither stops on
+# a Python error nor claims success (exit 1). Then with trainsim stood in
+# for by tests/gpu/cpu_stand_in.py (each command on CPU workers, smaller):
+# the sections whose commands then succeed render their reports from real
+# outputs (every strategy's row, the traces, the profiles, the cluster, the
+# predictions beside the runs, validate's tables), exit 0.
+# Usage: gpu_check_smoke.sh SOURCE_DIR BUILD_DIR
 set -u
 source_dir=$1
 build_dir=$2
@@ -23,3 +28,27 @@ for section in "## Tests" "## Every strategy on four workers" "## Training step"
   grep -q "^$section" "$report" || fail "no '$section' in the report"
 done
 echo "gpu_check_smoke: every section reported"
+
+# The sections trainsim alone runs (the tests and the step benchmark need a GPU).
+mkdir -p "$work/stand-in/tools"
+ln -s "$source_dir/tests/gpu/cpu_stand_in.py" "$work/stand-in/tools/trainsim"
+TRAINSIM_REAL="$build_dir/tools/trainsim" PATH="$work/bin:$PATH" python3 "$source_dir/tests/gpu/gpu_check.py" \
+  --build "$work/stand-in" --out "$work/cpu" --sections strategies,profiles,cluster,validate > "$work/log" 2>&1
+status=$?
+report="$work/cpu/gpu-check.md"
+[ "$status" -eq 0 ] || fail "exit $status with trainsim on CPU workers, not 0"
+! grep -q Traceback "$work/log" || fail "a Python error with trainsim on CPU workers"
+for strategy in single dp-ps dp-ring dp-overlap pipesgd cgdp pipedream pipedream-sync dualpipe gpipe dsp parallax; do
+  grep -Eq "^\| $strategy \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ ms \|$" "$report" || fail "no run of $strategy in the report"
+  grep -Eq "^\| $strategy \| [0-9.]+ ms \| [0-9.]+ ms \| [-+][0-9.]+% \| [0-9.]+ ms \| [-+][0-9.]+% \|$" "$report" ||
+    fail "no simulation of $strategy beside its run"
+  grep -Eq "^\| $strategy \| [0-9.]+ ms \| [0-9.]+ ms \| [-+][0-9.]+% \| [0-9.]+ ms \| [-+][0-9.]+% \| [a-z]" "$report" ||
+    fail "no validation of $strategy"
+done
+for line in "^- dp-ring: iteration [0-9.]+ ms, worker 0 computing [0-9.]+ ms of it; .*forward" \
+            "^- fortunes-lstm, batch 1024: [0-9.]+ ms \(runs " "^\| fc1 \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \|$" \
+            "^- 4 worker\(s\): .*ring hop on the host [0-9.]+ GB/s after [0-9.]+ µs" \
+            "^fmnist-resnet20, batch 64 per worker, 1 rounds"; do
+  grep -Eq "$line" "$report" || fail "no line like '$line' in the report with trainsim on CPU workers"
+done
+echo "gpu_check_smoke: the sections trainsim runs reported from trainsim's outputs"

@@ -34,6 +34,29 @@ TEST(RunCli, TrainsDataParallelOnTwoThreadsAndReportsTheRun) {
   EXPECT_LE(j["test_accuracy"].get<double>(), 1);
 }
 
+// --no-evaluate trains the same and leaves the test set unscored (its
+// forward on the host is most of a short timing run's time).
+TEST(RunCli, NoEvaluateTrainsAlikeAndLeavesTheTestAccuracyNull) {
+  const std::vector<std::string> args = {"run",   "--model",      "fmnist-mlp", "--strategy", "dp-ring", "--devices",
+                                         "cpu:2", "--iterations", "3",          "--batch",    "16",      "--json",
+                                         "-",     "--quiet"};
+  std::vector<std::string> unscored = args;
+  unscored.push_back("--no-evaluate");
+  const auto scored_run = run_cli(args);
+  const auto unscored_run = run_cli(unscored);
+  ASSERT_EQ(scored_run.status, 0) << scored_run.err;
+  ASSERT_EQ(unscored_run.status, 0) << unscored_run.err;
+  const nlohmann::json scored = nlohmann::json::parse(scored_run.out);
+  const nlohmann::json j = nlohmann::json::parse(unscored_run.out);
+  EXPECT_TRUE(scored["test_accuracy"].is_number());
+  EXPECT_TRUE(j["test_accuracy"].is_null());
+  EXPECT_EQ(j["loss_per_iteration"], scored["loss_per_iteration"]);
+  const auto summary = run_cli({"run", "--model", "fmnist-mlp", "--strategy", "single", "--devices", "cpu:1",
+                                "--iterations", "3", "--batch", "16", "--no-evaluate"});
+  ASSERT_EQ(summary.status, 0) << summary.err;
+  EXPECT_NE(summary.out.find("test accuracy not measured (--no-evaluate)"), std::string::npos) << summary.out;
+}
+
 // text-bag reads fortunes of four topics as bags of words by default and
 // learns them: above the largest topic's share (computers, about 34%).
 TEST(RunCli, TextBagTrainsOnFortuneTopicsByDefault) {
