@@ -29,6 +29,13 @@ void run_captured(CapturedPass& pass, Context& c, Launches launches) {
         launches();
       } catch (const CudaError&) {
         captured = false;
+      } catch (...) {  // not a launch the capture refused: the stream ends its capture, the error goes on
+        cudaGraph_t abandoned = nullptr;
+        if (cudaStreamEndCapture(c.stream, &abandoned) == cudaSuccess && abandoned != nullptr) {
+          cudaGraphDestroy(abandoned);
+        }
+        (void)cudaGetLastError();
+        throw;
       }
       captured = cudaStreamEndCapture(c.stream, &graph) == cudaSuccess && captured && graph != nullptr &&
                  cudaGraphInstantiate(&pass.exec, graph, 0) == cudaSuccess;

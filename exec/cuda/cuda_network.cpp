@@ -205,7 +205,9 @@ CudaNetwork::CudaNetwork(const Model& model, const Weights& weights, int64_t bat
   for (const auto& l : s.layers) widest = std::max(widest, l->rows);
   std::vector<float> ones(static_cast<size_t>(widest), 1.0f);
   c.ones = cuda::DeviceArray<float>(widest);
-  TRAINSIM_CUDA(cudaMemcpy(c.ones.get(), ones.data(), c.ones.bytes(), cudaMemcpyHostToDevice));
+  // On the network's stream (not the default one, which the network's
+  // stream does not wait for): the synchronization below covers it.
+  TRAINSIM_CUDA(cudaMemcpyAsync(c.ones.get(), ones.data(), c.ones.bytes(), cudaMemcpyHostToDevice, c.stream));
   cuda::wire_gradients(s, model, options.input_gradient);
   s.events.resize(3 * s.layers.size() + 1);
   for (cudaEvent_t& e : s.events) TRAINSIM_CUDA(cudaEventCreate(&e));

@@ -124,6 +124,9 @@ void plan_sequence(GpuLayer& l, const Layer& layer) {
     const Tensor table = positional_table(layer, l.in_shape);
     l.table = DeviceArray<float>(table.size());
     TRAINSIM_CUDA(cudaMemcpy(l.table.get(), table.data.data(), l.table.bytes(), cudaMemcpyHostToDevice));
+    // A copy from pageable memory may return before it lands, and the
+    // network's stream does not wait for the default stream's work.
+    TRAINSIM_CUDA(cudaStreamSynchronize(nullptr));
   }
   if (l.op == Op::layernorm) {
     l.norm.mean = DeviceArray<float>(l.rows);

@@ -33,6 +33,11 @@ struct Member {
   cudaStream_t stream = nullptr;
   float* buffer = nullptr;
   size_t capacity = 0;  // floats
+  // Pinned memory the sum comes back into: a copy into pageable memory would
+  // block the host behind the AllReduce, so a member whose peer failed could
+  // never abort it.
+  float* back = nullptr;
+  size_t back_capacity = 0;  // floats
 };
 
 class NcclTransport final : public InProcessTransport {
@@ -47,6 +52,7 @@ class NcclTransport final : public InProcessTransport {
         if (m.comm != nullptr) ncclCommDestroy(m.comm);
         if (m.stream != nullptr) cudaStreamDestroy(m.stream);
         if (m.buffer != nullptr) cudaFree(m.buffer);
+        if (m.back != nullptr) cudaFreeHost(m.back);
       }
     }
   }
@@ -64,9 +70,16 @@ class NcclTransport final : public InProcessTransport {
       TRAINSIM_CUDA(cudaMalloc(reinterpret_cast<void**>(&m.buffer), data.size_bytes()));
       m.capacity = data.size();
     }
+    if (m.back_capacity < data.size()) {
+      if (m.back != nullptr) TRAINSIM_CUDA(cudaFreeHost(m.back));
+      m.back = nullptr;
+      m.back_capacity = 0;
+      TRAINSIM_CUDA(cudaMallocHost(reinterpret_cast<void**>(&m.back), data.size_bytes()));
+      m.back_capacity = data.size();
+    }
     TRAINSIM_CUDA(cudaMemcpyAsync(m.buffer, data.data(), data.size_bytes(), cudaMemcpyHostToDevice, m.stream));
     check_nccl(ncclAllReduce(m.buffer, m.buffer, data.size(), ncclFloat, ncclSum, m.comm, m.stream), "ncclAllReduce");
-    TRAINSIM_CUDA(cudaMemcpyAsync(data.data(), m.buffer, data.size_bytes(), cudaMemcpyDeviceToHost, m.stream));
+    TRAINSIM_CUDA(cudaMemcpyAsync(m.back, m.buffer, data.size_bytes(), cudaMemcpyDeviceToHost, m.stream));
     // Until the copy back is done, or another worker failed: then the
     // communicator is aborted, as the members still in it would wait for ever.
     for (cudaError_t status = cudaStreamQuery(m.stream); status != cudaSuccess; status = cudaStreamQuery(m.stream)) {
@@ -78,6 +91,7 @@ class NcclTransport final : public InProcessTransport {
       }
       std::this_thread::yield();
     }
+    std::copy_n(m.back, data.size(), data.begin());
   }
 
  private:

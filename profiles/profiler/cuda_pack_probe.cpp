@@ -21,9 +21,10 @@ class PackingWorker {
   explicit PackingWorker(size_t floats) : host_(floats, 0.0f), flat_(floats) {
     TRAINSIM_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
     TRAINSIM_CUDA(cudaMalloc(reinterpret_cast<void**>(&gradient_), bytes()));
-    TRAINSIM_CUDA(cudaMemset(gradient_, 0, bytes()));
+    TRAINSIM_CUDA(cudaMemsetAsync(gradient_, 0, bytes(), stream_));
     TRAINSIM_CUDA(cudaMallocHost(reinterpret_cast<void**>(&down_), bytes()));
     TRAINSIM_CUDA(cudaMallocHost(reinterpret_cast<void**>(&up_), bytes()));
+    TRAINSIM_CUDA(cudaStreamSynchronize(stream_));
   }
   ~PackingWorker() {
     cudaFreeHost(up_);
