@@ -84,6 +84,7 @@ class NcclTransport final : public InProcessTransport {
     // communicator is aborted, as the members still in it would wait for ever.
     for (cudaError_t status = cudaStreamQuery(m.stream); status != cudaSuccess; status = cudaStreamQuery(m.stream)) {
       if (status != cudaErrorNotReady) TRAINSIM_CUDA(status);
+      (void)cudaGetLastError();  // not ready is an answer, not a launch's error for a later check to report
       if (aborted()) {
         ncclCommAbort(m.comm);
         m.comm = nullptr;
