@@ -59,8 +59,9 @@ struct ExecOptions {
   // when a worker fails and reads its traffic() for ExecResult::traffic.
   std::function<std::unique_ptr<Transport>(int endpoints)> make_transport;
   // Makes the device worker `worker` computes on (its layer kernels, loss
-  // and gradient buffers). Unset: an EigenCpuDevice. Where a CUDA backend
-  // plugs in.
+  // and gradient buffers), called for this process's workers only (the
+  // others': an EigenCpuDevice, never computed on). Unset: an
+  // EigenCpuDevice. Where a CUDA backend plugs in.
   std::function<std::unique_ptr<Device>(int32_t worker)> make_device;
   // Stops the run at the first micro-batch whose loss is NaN or infinite
   // (throwing LossDiverged) instead of training on to the end on weights

@@ -13,6 +13,7 @@
 #include <optional>
 #include <sstream>
 #include <stdexcept>
+#include <vector>
 
 #include "exec/cuda/cuda_device.hpp"
 #include "exec/cuda/nccl_transport.hpp"
@@ -142,10 +143,6 @@ void run_training(const RunOptions& o, CommandContext& ctx) {
   const WorkerDevices devices = parse_worker_devices(o.devices);
   const CudaPrecision precision = parse_gpu_precision(o.precision, devices.gpu.has_value());
   const int64_t workers = devices.workers;
-  if (devices.gpu && (o.launch.launcher == "mpi" || under_mpirun())) {
-    throw InputError("--devices", "is " + o.devices + " across MPI processes",
-                     "GPU workers in one process (no --launcher mpi, not under mpirun), or cpu:N");
-  }
   Cluster cluster = o.cluster.empty() ? nominal_cpu_cluster(workers) : load_cluster(o.cluster, "--cluster");
   if (device_count(cluster) != workers) {
     throw InputError("--cluster", cluster.name + " has " + std::to_string(device_count(cluster)) + " devices",
@@ -173,22 +170,29 @@ void run_training(const RunOptions& o, CommandContext& ctx) {
   if (o.launch.launcher == "mpi") return launch_ranks(o.launch, workers, rank_arguments(o), ctx, "training", o.quiet);
   TrainingOptions options;
   options.evaluate = !o.no_evaluate;
-  if (devices.gpu && !devices.gpu->each.empty()) {  // a GPU each, the library AllReduce by NCCL
-    const std::vector<int> gpus = devices.gpu->each;
-    for (const int gpu : gpus) check_cuda_device(model, gpu, "--devices");
-    make_nccl_transport(gpus);  // its checks, before the data loads
-    options.make_device = [&model, gpus, precision](int32_t worker) {
-      return make_cuda_device(model, gpus.at(static_cast<size_t>(worker)), precision);
+  std::vector<int> rank_gpus;  // under mpirun: each rank's GPU
+  if (devices.gpu) {
+    // Each worker's GPU: one each (cuda:G0,G1,...), or all on one (cuda:GxW).
+    const std::vector<int> gpus = devices.gpu->each.empty() ? std::vector<int>{devices.gpu->index} : devices.gpu->each;
+    const std::vector<int> gpu_of_worker =
+        devices.gpu->each.empty() ? std::vector<int>(static_cast<size_t>(workers), devices.gpu->index) : gpus;
+    options.make_device = [&model, gpu_of_worker, precision](int32_t worker) {
+      return make_cuda_device(model, gpu_of_worker.at(static_cast<size_t>(worker)), precision);
     };
-    options.make_transport = [gpus](int endpoints) {
-      TRAINSIM_CHECK(static_cast<size_t>(endpoints) <= gpus.size(), "a plan of more workers than GPUs listed");
-      return make_nccl_transport(std::vector<int>(gpus.begin(), gpus.begin() + endpoints));
-    };
-  } else if (devices.gpu) {  // checked before the data loads; each worker then gets its device on this GPU
-    check_cuda_device(model, devices.gpu->index, "--devices");
-    options.make_device = [&model, gpu = devices.gpu->index, precision](int32_t) {
-      return make_cuda_device(model, gpu, precision);
-    };
+    if (under_mpirun()) {
+      // A rank per worker, its messages and collectives over MPI on the
+      // host; each rank checks its own GPU once it knows its rank.
+      rank_gpus = gpu_of_worker;
+    } else {  // checked before the data loads
+      for (const int gpu : gpus) check_cuda_device(model, gpu, "--devices");
+    }
+    if (!under_mpirun() && !devices.gpu->each.empty()) {  // a GPU each, the library AllReduce by NCCL
+      make_nccl_transport(gpus);                          // its checks, before the data loads
+      options.make_transport = [gpus](int endpoints) {
+        TRAINSIM_CHECK(static_cast<size_t>(endpoints) <= gpus.size(), "a plan of more workers than GPUs listed");
+        return make_nccl_transport(std::vector<int>(gpus.begin(), gpus.begin() + endpoints));
+      };
+    }
   }
   const Dataset data = load_dataset(o.dataset, model, o.data_dir);
   bool reports = true;  // rank 0 of a shared run, or the only process
@@ -197,9 +201,11 @@ void run_training(const RunOptions& o, CommandContext& ctx) {
   if (under_mpirun()) {
     mpi = std::make_unique<MpiSession>(nullptr, nullptr);
     if (mpi->size() != workers) {
-      throw InputError("--devices", "is " + o.devices + " under mpirun with " + std::to_string(mpi->size()) + " ranks",
-                       "cpu:" + std::to_string(mpi->size()) + ", one worker per rank");
+      throw InputError(
+          "--devices", "is " + o.devices + " under mpirun with " + std::to_string(mpi->size()) + " ranks",
+          "cpu:" + std::to_string(mpi->size()) + " or cuda:Gx" + std::to_string(mpi->size()) + ", one worker per rank");
     }
+    if (!rank_gpus.empty()) check_cuda_device(model, rank_gpus.at(static_cast<size_t>(mpi->rank())), "--devices");
     options.local_endpoints = {mpi->rank()};
     options.make_transport = [](int endpoints) { return MpiTransport::for_endpoints(endpoints); };
     reports = mpi->rank() == 0;
@@ -215,6 +221,7 @@ void run_training(const RunOptions& o, CommandContext& ctx) {
     }
   }
 #else
+  (void)rank_gpus;
   if (under_mpirun()) {
     throw InputError("mpirun", "started trainsim, which was built without MPI",
                      "a build with TRAINSIM_WITH_MPI (libopenmpi-dev installed)");
@@ -312,7 +319,8 @@ void add_run_command(CLI::App& app, CommandContext& ctx) {
   cmd->add_option("--devices", o->devices,
                   "cpu:N (N worker threads), or cuda, cuda:G or cuda:GxW (W workers sharing GPU G; every worker's "
                   "forwards, backwards, gradient sums and SGD steps on the GPU, its messages on the host), or "
-                  "cuda:G,H,... (a worker on each GPU listed; --set algorithm=mpi: the library AllReduce, NCCL's)")
+                  "cuda:G,H,... (a worker on each GPU listed; --set algorithm=mpi: the library AllReduce, NCCL's); "
+                  "with --launcher mpi or under mpirun, one worker per rank (cuda:GxN: every rank's on GPU G)")
       ->capture_default_str();
   cmd->add_option("--precision", o->precision,
                   "fp32, or with --devices cuda tf32 (cuBLAS and cuDNN on TF32 tensor cores, as PyTorch's "

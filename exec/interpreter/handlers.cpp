@@ -35,8 +35,10 @@ Interpreter::Interpreter(const Plan& plan, const Network& network, const Weights
   for (size_t i = 0; i < workers_.size(); ++i) {
     auto& w = workers_[i];
     w = std::make_unique<WorkerState>();
-    w->device = options.make_device ? options.make_device(static_cast<int32_t>(i))
-                                    : std::make_unique<EigenCpuDevice>();
+    // A worker of another process computes there: its device is made
+    // there (a GPU device here would take up that GPU in this process).
+    w->device = options.make_device && local_[i] != 0 ? options.make_device(static_cast<int32_t>(i))
+                                                      : std::make_unique<EigenCpuDevice>();
     TRAINSIM_CHECK(w->device != nullptr, "ExecOptions::make_device returned no device");
     w->weights = initial;
     w->statistics = init_statistics(network_);

@@ -249,6 +249,33 @@ def main():
             else:
                 report += ["", f"`--precision {precision}` failed: {(done.stderr.strip().splitlines() or ['?'])[-1]}"]
 
+        # One process per worker (--launcher mpi: mpirun starts the ranks, their
+        # messages and AllReduce over MPI on the host), both workers on the GPU,
+        # beside the same run's two workers in one process.
+        if shutil.which("mpirun"):
+            dp_ring = ["run", "--model", "fmnist-cnn", "--strategy", "dp-ring", "--devices", "cuda:0x2", "--batch", "64",
+                    "--iterations", "30", "--quiet", "--no-evaluate"] + data
+            runs = {}
+            for name, extra in (("threads", []), ("ranks", ["--launcher", "mpi"])):
+                path = os.path.join(args.out, f"dp-ring-{name}.json")
+                done = run([trainsim] + dp_ring + ["--json", path] + extra, log, timeout=300)
+                failed |= done.returncode != 0
+                if done.returncode == 0:
+                    with open(path) as f:
+                        runs[name] = json.load(f)
+                else:
+                    report += ["", f"dp-ring on `cuda:0x2` ({name}) failed: "
+                               f"{(done.stderr.strip().splitlines() or ['?'])[-1]}"]
+            if len(runs) == 2:
+                a, b = runs["threads"]["loss_per_iteration"], runs["ranks"]["loss_per_iteration"]
+                gap = max(abs(x - y) / max(1.0, abs(x)) for x, y in zip(a, b))
+                report += ["", f"dp-ring on `cuda:0x2`, its two workers as processes (`--launcher mpi`) beside threads "
+                           f"of one process: last loss {b[-1]:.3f} and {a[-1]:.3f}, largest relative gap of a loss "
+                           f"{gap:.1e}; iteration {runs['ranks']['iteration_s'] * 1e3:.2f} ms and "
+                           f"{runs['threads']['iteration_s'] * 1e3:.2f} ms."]
+        else:
+            report += ["", "(mpirun is not installed here: no GPU workers across processes.)"]
+
     flush()
     if "steps" in sections:
         report += ["", "## Training step: trainsim's GPU device and PyTorch", "",

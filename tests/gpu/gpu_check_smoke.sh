@@ -51,4 +51,8 @@ for line in "^- dp-ring: iteration [0-9.]+ ms, worker 0 computing [0-9.]+ ms of 
             "^fmnist-resnet20, batch 64 per worker, 1 rounds"; do
   grep -Eq "$line" "$report" || fail "no line like '$line' in the report with trainsim on CPU workers"
 done
+if command -v mpirun > /dev/null; then  # dp-ring's workers as processes beside threads
+  grep -Eq "^dp-ring on .cuda:0x2., its two workers as processes .* largest relative gap of a loss [0-9.e+-]+; " \
+    "$report" || fail "no run of dp-ring's workers as processes in the report"
+fi
 echo "gpu_check_smoke: the sections trainsim runs reported from trainsim's outputs"

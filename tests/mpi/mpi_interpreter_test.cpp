@@ -243,6 +243,29 @@ TEST(AcrossProcesses, RanksBeyondThePlansEndpointsSitTheRunOut) {
   }
 }
 
+// A rank makes the devices of its own workers only: a GPU device made for
+// another rank's worker would take up that GPU (or fail on a host without
+// it) in this process.
+TEST(AcrossProcesses, EachRankMakesTheDeviceOfItsOwnWorkerOnly) {
+  const Plan plan = plan_for("dp-ring");
+  ExecOptions options;
+  options.batch_size = kBatch;
+  options.sgd = {0.1, 0.9, 0.0};
+  options.recv_timeout_s = 60;
+  options.local_endpoints = {world_rank()};
+  options.make_transport = [](int endpoints) { return MpiTransport::for_endpoints(endpoints); };
+  std::vector<int32_t> made;
+  options.make_device = [&made](int32_t worker) {
+    made.push_back(worker);
+    return std::make_unique<EigenCpuDevice>();
+  };
+  const Network network = build_network(build_zoo_model("fmnist-mlp"));
+  const ExecResult shared =
+      execute_plan(plan, network, init_weights(network, kWeightSeed), whole_batches(synthetic_batch), options);
+  EXPECT_EQ(made, std::vector<int32_t>{world_rank()});
+  if (world_rank() == 0) expect_trains_alike(shared, run(plan, false));
+}
+
 TEST(AcrossProcessesRefused, APlanOfMoreEndpointsThanRanks) {
   try {
     MpiTransport::for_endpoints(world_size() + 1);

@@ -72,6 +72,22 @@ def main():
                                 "--strategy", "dp-ring", "--devices", "cpu:3", "--iterations", "2", "--quiet"], capture_output=True, text=True, env=env, timeout=300)
         if wrong.returncode == 0 or "one worker per rank" not in wrong.stderr:
             sys.exit(f"cpu:3 under 2 ranks was not refused as it should be:\n{wrong.stderr}")
+        # GPU workers across ranks: each rank checks its own GPU, and where none
+        # answers (this machine) the run fails with that reason, naming --devices.
+        gpus = subprocess.run([mpiexec, "-np", "2", "--oversubscribe", trainsim, "run", "--model", "fmnist-mlp",
+                               "--strategy", "dp-ring", "--devices", "cuda:0x2", "--iterations", "2", "--quiet"],
+                              capture_output=True, text=True, env=env, timeout=300)
+        if gpus.returncode == 0 and "--devices" not in gpus.stderr:
+            print("cuda:0x2 across 2 ranks trained: this machine has a GPU")
+        elif "--devices" not in gpus.stderr or "across MPI processes" in gpus.stderr:
+            sys.exit(f"cuda:0x2 under 2 ranks did not fail on its GPU alone:\n{gpus.stderr}")
+        # --no-evaluate reaches the ranks the launcher starts.
+        unscored = os.path.join(folder, "unscored.json")
+        run([trainsim, "run", "--model", "fmnist-mlp", "--strategy", "dp-ring", "--devices", "cpu:2", "--iterations",
+             "3", "--batch", "16", "--quiet", "--no-evaluate", "--json", unscored, "--launcher", "mpi", "--mpirun",
+             mpiexec])
+        if json.load(open(unscored))["test_accuracy"] is not None:
+            sys.exit("--no-evaluate under the launcher: the ranks scored the test set")
     print("ok")
 
 
