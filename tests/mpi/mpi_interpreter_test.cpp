@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -18,11 +19,15 @@
 #include "exec/interpreter.hpp"
 #include "exec/mpi/mpi_transport.hpp"
 #include "model/error.hpp"
+#include "tests/exec/buffered_cpu_network.hpp"
 #include "tests/exec/strategy_runs.hpp"
 
 namespace trainsim {
 namespace {
 
+using buffered::BufferCounts;
+using buffered::BufferedCpuNetwork;
+using buffered::CountingStore;
 using strategy_runs::kWeightSeed;
 using strategy_runs::largest_weight_gap;
 using strategy_runs::synthetic_batch;
@@ -58,9 +63,11 @@ Plan plan_for(const std::string& strategy, const std::vector<std::pair<std::stri
 // Runs `plan` on rank 0's threads or across the ranks; given `resume`, from
 // that state, its iteration 0 being batch `first_iteration`.
 ExecResult run(const Plan& plan, bool shared, bool keep_state = false, const RunState* resume = nullptr,
-               int32_t first_iteration = 0, bool text = false) {
+               int32_t first_iteration = 0, bool text = false,
+               std::function<std::unique_ptr<Device>(int32_t)> make_device = nullptr) {
   const Network network = build_network(build_zoo_model(text ? "text-bag" : "fmnist-mlp"));
   ExecOptions options;
+  options.make_device = std::move(make_device);
   options.batch_size = kBatch;
   options.sgd = {0.1, 0.9, 0.0};
   options.recv_timeout_s = 60;
@@ -264,6 +271,29 @@ TEST(AcrossProcesses, EachRankMakesTheDeviceOfItsOwnWorkerOnly) {
       execute_plan(plan, network, init_weights(network, kWeightSeed), whole_batches(synthetic_batch), options);
   EXPECT_EQ(made, std::vector<int32_t>{world_rank()});
   if (world_rank() == 0) expect_trains_alike(shared, run(plan, false));
+}
+
+// GPU-like workers across ranks (cuda:0xN under mpirun): lending devices
+// over the CPU stand-in of a GPU's network and store, all of one memory.
+// A boundary to a worker of another process goes through the host all the
+// same, and the run trains as the CPU's threads do.
+TEST(AcrossProcesses, LendingDevicesOfOneMemoryTrainAsTheCpusThreads) {
+  for (const std::string strategy : {"dp-ring", "gpipe", "pipedream"}) {
+    SCOPED_TRACE(strategy);
+    const Plan plan = plan_for(strategy);
+    ExecResult alone;
+    if (world_rank() == 0) alone = run(plan, false);
+    BufferCounts counts;
+    auto store = std::make_shared<CountingStore>(counts);
+    const ExecResult shared = run(plan, true, false, nullptr, 0, false, [&](int32_t) {
+      return make_lending_device(
+          [&](const Network& network, int64_t batch) {
+            return std::make_unique<BufferedCpuNetwork>(network, batch, counts);
+          },
+          store, /*shared_memory=*/0);
+    });
+    if (world_rank() == 0) expect_trains_alike(shared, alone);
+  }
 }
 
 TEST(AcrossProcessesRefused, APlanOfMoreEndpointsThanRanks) {
