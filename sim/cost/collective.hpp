@@ -48,7 +48,10 @@ double barrier_s(int64_t p, double sync_s);
 // beyond its algorithm's α-β-γ time: t_sync (docs/equations.md §2), plus, where
 // the cluster gives collective.pack_bytes_per_s, bytes / that rate for
 // packing the tensors into one buffer and unpacking the result (a fusion
-// buffer, as Horovod's and PyTorch DDP's buckets copy). t_sync alone when p == 1.
+// buffer, as Horovod's and PyTorch DDP's buckets copy; the GPU's virtual
+// workers' copies of the gradient down and up around their host
+// collective), `bytes` the float32 bytes packed, whatever the wire
+// carries. t_sync alone when p == 1.
 double collective_call_overhead_s(const Cluster& cluster, double bytes, int64_t p);
 
 // Pipe-SGD's codec at every hop of a ring AllReduce of `gradient_bytes`

@@ -119,7 +119,8 @@ struct PipeSgdComm {
 // For the ring, S·AllReduce(M'/S) = S·2(N-1)α + 2((N-1)/N)M'β + ((N-1)/N)M'γ,
 // exactly eq. (6)'s communication term; other algorithms follow the same rule.
 // With compression each AllReduce also runs the codec at its hops
-// (ring_codec_s of the segment's float32 bytes).
+// (ring_codec_s of the segment's float32 bytes), and packs the float32
+// bytes (collective_call_overhead_s).
 PipeSgdComm communication(const Profile& profile, const Cluster& cluster, int64_t workers,
                           CollectiveAlgorithm algorithm, double gradient_bytes, const std::string& compression,
                           int64_t segments) {
@@ -127,13 +128,13 @@ PipeSgdComm communication(const Profile& profile, const Cluster& cluster, int64_
   const double wire_bytes = gradient_bytes * wire_fraction(compression);
   PipeSgdComm c;
   c.sequential_s = allreduce_s(algorithm, wire_bytes, workers, link) +
-                   collective_call_overhead_s(cluster, wire_bytes, workers) +
+                   collective_call_overhead_s(cluster, gradient_bytes, workers) +
                    ring_codec_s(cluster, compression, gradient_bytes, workers);
   const double s = static_cast<double>(segments);
   const std::vector<GradientGroup> groups = group_gradients_by_bytes(profile, gradient_bytes / s);
   const double first_segment_bw_s = groups.empty() ? 0.0 : groups.front().ready_s;
   c.segmented_s = first_segment_bw_s + s * (allreduce_s(algorithm, wire_bytes / s, workers, link) +
-                                            collective_call_overhead_s(cluster, wire_bytes / s, workers) +
+                                            collective_call_overhead_s(cluster, gradient_bytes / s, workers) +
                                             ring_codec_s(cluster, compression, gradient_bytes / s, workers));
   return c;
 }

@@ -121,6 +121,15 @@ TEST(PipeSgd, Quant8QuartersTheWireBytes) {
   EXPECT_DOUBLE_EQ(p.memory[0].total_bytes(), 60e6 + 2e6 + 20e6 + 5e6);
 }
 
+TEST(PipeSgd, PackingCopiesTheFloat32GradientWhateverTheWire) {
+  // Packing at 10 GB/s: quant8's AllReduce packs the whole 20 MB (2e-3 s),
+  // not the 5 MB on the wire: 7.895e-3 + 2e-3 = 9.895e-3.
+  Cluster cluster = simple_cluster(2, 2);
+  cluster.collective.pack_bytes_per_s = 1e10;
+  const Prediction p = run_strategy("pipesgd", heavy_profile(), cluster, {{"compression", "quant8"}});
+  EXPECT_NEAR(p.iteration_s, 9.895e-3, 1e-12);
+}
+
 TEST(PipeSgd, WiderPipelineOnlyAddsStalenessAndBuffers) {
   // Eq. (4): any K >= 2 takes the same time; K = 3 holds 2 extra gradients.
   const Prediction two = run_strategy("pipesgd", heavy_profile(), simple_cluster(2, 2));
