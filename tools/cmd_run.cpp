@@ -87,6 +87,7 @@ std::vector<std::string> rank_arguments(const RunOptions& o) {
     add("--epochs", std::to_string(o.epochs));
   }
   add("--seed", std::to_string(o.seed));
+  add("--precision", o.precision);
   add("--learning-rate", exact(o.learning_rate));
   add("--momentum", exact(o.momentum));
   add("--trace", o.trace);
@@ -319,8 +320,9 @@ void add_run_command(CLI::App& app, CommandContext& ctx) {
   cmd->add_option("--devices", o->devices,
                   "cpu:N (N worker threads), or cuda, cuda:G or cuda:GxW (W workers sharing GPU G; every worker's "
                   "forwards, backwards, gradient sums and SGD steps on the GPU, its messages on the host), or "
-                  "cuda:G,H,... (a worker on each GPU listed; --set algorithm=mpi: the library AllReduce, NCCL's); "
-                  "with --launcher mpi or under mpirun, one worker per rank (cuda:GxN: every rank's on GPU G)")
+                  "cuda:G,H,... (a worker on each GPU listed; in one process, --set algorithm=mpi: the library "
+                  "AllReduce, NCCL's); with --launcher mpi or under mpirun, one worker per rank (cuda:GxN: every "
+                  "rank's on GPU G), its messages and collectives over MPI")
       ->capture_default_str();
   cmd->add_option("--precision", o->precision,
                   "fp32, or with --devices cuda tf32 (cuBLAS and cuDNN on TF32 tensor cores, as PyTorch's "

@@ -344,6 +344,12 @@ void check_arguments(int device, int64_t workers, const CudaProbeOptions& o) {
     throw InputError("--device", "'" + spelled + "' asks for " + std::to_string(workers) + " workers",
                      "cuda:N or cuda:NxW with 1 <= W <= " + std::to_string(kMaxCudaWorkers));
   }
+  if (workers > host_worker_threads()) {
+    throw InputError("--device",
+                     "'" + spelled + "' asks for " + std::to_string(workers) +
+                         " workers, whose collectives run on as many host threads",
+                     "at most " + std::to_string(host_worker_threads()) + " workers here (4 per core)");
+  }
   int count = 0;
   const cudaError_t status = cudaGetDeviceCount(&count);
   if (status != cudaSuccess || count == 0) {

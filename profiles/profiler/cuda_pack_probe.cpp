@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "exec/cuda/cuda_check.hpp"
+#include "exec/optim/sgd.hpp"
+#include "exec/tensor/tensor.hpp"
 #include "model/error.hpp"
 #include "profiles/profiler/timing.hpp"
 
@@ -15,10 +17,13 @@ namespace trainsim {
 namespace {
 
 // One worker's gradient on the GPU, the pinned buffers its copies go
-// through, its host values and the collective's flat buffer.
+// through and its host values (one tensor, as the executor's Gradients).
 class PackingWorker {
  public:
-  explicit PackingWorker(size_t floats) : host_(floats, 0.0f), flat_(floats) {
+  explicit PackingWorker(size_t floats) {
+    ParamGrad g;
+    g.dense = Tensor({static_cast<int64_t>(floats)});
+    host_.push_back({std::move(g)});
     TRAINSIM_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
     TRAINSIM_CUDA(cudaMalloc(reinterpret_cast<void**>(&gradient_), bytes()));
     TRAINSIM_CUDA(cudaMemsetAsync(gradient_, 0, bytes(), stream_));
@@ -35,22 +40,26 @@ class PackingWorker {
   PackingWorker(const PackingWorker&) = delete;
   PackingWorker& operator=(const PackingWorker&) = delete;
 
+  // As the executor: KeptTraining::gradients_to_host, all_reduce's
+  // flatten, scale and unflatten (the ring between them left out), the
+  // step's DeviceStore::from_host_all.
   void pack(float mean) {
+    std::vector<float>& host = host_[0][0].dense.data;
     TRAINSIM_CUDA(cudaMemcpyAsync(down_, gradient_, bytes(), cudaMemcpyDeviceToHost, stream_));
     TRAINSIM_CUDA(cudaStreamSynchronize(stream_));
-    for (size_t i = 0; i < host_.size(); ++i) host_[i] += down_[i];
-    std::copy(host_.begin(), host_.end(), flat_.begin());
-    for (float& v : flat_) v *= mean;
-    std::copy(flat_.begin(), flat_.end(), host_.begin());
-    std::copy(host_.begin(), host_.end(), up_);
+    for (size_t i = 0; i < host.size(); ++i) host[i] += down_[i];
+    std::vector<float> flat = flatten_gradients(host_, 0, 0);
+    for (float& v : flat) v *= mean;
+    unflatten_gradients(flat, host_, 0, 0);
+    std::copy(host.begin(), host.end(), up_);
     TRAINSIM_CUDA(cudaMemcpyAsync(gradient_, up_, bytes(), cudaMemcpyHostToDevice, stream_));
     TRAINSIM_CUDA(cudaStreamSynchronize(stream_));
   }
 
  private:
-  size_t bytes() const { return host_.size() * sizeof(float); }
+  size_t bytes() const { return host_[0][0].dense.data.size() * sizeof(float); }
 
-  std::vector<float> host_, flat_;
+  Gradients host_;
   cudaStream_t stream_ = nullptr;
   float* gradient_ = nullptr;
   float* down_ = nullptr;
@@ -58,6 +67,8 @@ class PackingWorker {
 };
 
 }  // namespace
+
+int64_t host_worker_threads() { return max_worker_threads(); }
 
 double measure_cuda_pack_bytes_per_s(int device, int64_t workers, int64_t gradient_bytes, const CudaProbeOptions& o) {
   TRAINSIM_CHECK(workers >= 1 && gradient_bytes >= 4, "a packing of some bytes by one worker or more");

@@ -19,4 +19,8 @@ namespace trainsim {
 // from_host_all), waited for. The ring between them is not in it.
 double measure_cuda_pack_bytes_per_s(int device, int64_t workers, int64_t gradient_bytes, const CudaProbeOptions& o);
 
+// The most workers whose collectives this machine's host threads can run
+// (max_worker_threads: 4 per core); timing.hpp, out of CUDA's C++ standard.
+int64_t host_worker_threads();
+
 }  // namespace trainsim
