@@ -74,13 +74,16 @@ def main():
             sys.exit(f"cpu:3 under 2 ranks was not refused as it should be:\n{wrong.stderr}")
         # GPU workers across ranks: each rank checks its own GPU, and where none
         # answers (this machine) the run fails with that reason, naming --devices.
-        gpus = subprocess.run([mpiexec, "-np", "2", "--oversubscribe", trainsim, "run", "--model", "fmnist-mlp",
-                               "--strategy", "dp-ring", "--devices", "cuda:0x2", "--iterations", "2", "--quiet"],
-                              capture_output=True, text=True, env=env, timeout=300)
-        if gpus.returncode == 0:
-            print("cuda:0x2 across 2 ranks trained: this machine has a GPU")
-        elif "--devices: 'cuda:0'" not in gpus.stderr:  # the rank's check of its GPU, not a refusal of --devices
-            sys.exit(f"cuda:0x2 under 2 ranks did not fail on its GPU alone:\n{gpus.stderr}")
+        gpu_run = ["run", "--model", "fmnist-mlp", "--strategy", "dp-ring", "--devices", "cuda:0x2", "--iterations",
+                   "2", "--quiet"]
+        for how, command, with_env in (("mpirun", [mpiexec, "-np", "2", "--oversubscribe", trainsim, *gpu_run], env),
+                                       ("--launcher mpi", [trainsim, *gpu_run, "--launcher", "mpi", "--mpirun",
+                                                           mpiexec], None)):
+            gpus = subprocess.run(command, capture_output=True, text=True, env=with_env, timeout=300)
+            if gpus.returncode == 0:
+                print(f"cuda:0x2 across 2 ranks ({how}) trained: this machine has a GPU")
+            elif "--devices: 'cuda:0'" not in gpus.stderr:  # the rank's check of its GPU, not a refusal of --devices
+                sys.exit(f"cuda:0x2 on 2 ranks ({how}) did not fail on its GPU alone:\n{gpus.stderr}")
         # --no-evaluate reaches the ranks the launcher starts.
         unscored = os.path.join(folder, "unscored.json")
         run([trainsim, "run", "--model", "fmnist-mlp", "--strategy", "dp-ring", "--devices", "cpu:2", "--iterations",
