@@ -171,7 +171,7 @@ def main():
         if os.path.exists(sanitizer):
             done = run([sanitizer, "--tool", "memcheck", "--error-exitcode", "1",
                         os.path.join(args.build, "tests", "gpu_tests"), "--gtest_filter=" + MEMCHECK_TESTS], log,
-                       timeout=60)
+                       timeout=240)
             failed |= done.returncode != 0
             summary = [l for l in (done.stdout + done.stderr).splitlines() if "ERROR SUMMARY" in l]
             report.append(f"- `compute-sanitizer --tool memcheck gpu_tests --gtest_filter={MEMCHECK_TESTS}`: exit "
