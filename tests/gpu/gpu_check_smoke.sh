@@ -29,11 +29,14 @@ for section in "## Tests" "## Every strategy on four workers" "## Training step"
 done
 echo "gpu_check_smoke: every section reported"
 
-# The sections trainsim alone runs (the tests and the step benchmark need a GPU).
-mkdir -p "$work/stand-in/tools"
+# The sections trainsim alone runs (the tests need a GPU), and the step
+# benchmark's table from its own names with stand-in times.
+mkdir -p "$work/stand-in/tools" "$work/stand-in/tests/bench"
 ln -s "$source_dir/tests/gpu/cpu_stand_in.py" "$work/stand-in/tools/trainsim"
-TRAINSIM_REAL="$build_dir/tools/trainsim" PATH="$work/bin:$PATH" python3 "$source_dir/tests/gpu/gpu_check.py" \
-  --build "$work/stand-in" --out "$work/cpu" --sections strategies,profiles,cluster,validate > "$work/log" 2>&1
+ln -s "$source_dir/tests/gpu/cpu_stand_in.py" "$work/stand-in/tests/bench/cuda_step_bench"
+TRAINSIM_REAL="$build_dir/tools/trainsim" TRAINSIM_REAL_BENCH="$build_dir/tests/bench/cuda_step_bench" \
+  PATH="$work/bin:$PATH" python3 "$source_dir/tests/gpu/gpu_check.py" \
+  --build "$work/stand-in" --out "$work/cpu" --sections strategies,steps,profiles,cluster,validate > "$work/log" 2>&1
 status=$?
 report="$work/cpu/gpu-check.md"
 [ "$status" -eq 0 ] || fail "exit $status with trainsim on CPU workers, not 0"
@@ -48,7 +51,9 @@ done
 for line in "^- dp-ring: iteration [0-9.]+ ms, worker 0 computing [0-9.]+ ms of it; .*forward" \
             "^- fortunes-lstm, batch 1024: [0-9.]+ ms \(runs " "^\| fc1 \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \|$" \
             "^- 4 worker\(s\): .*ring hop on the host [0-9.]+ GB/s after [0-9.]+ µs" \
-            "^fmnist-resnet20, batch 64 per worker, 1 rounds"; do
+            "^fmnist-resnet20, batch 64 per worker, 1 rounds" \
+            "^\| fortunes-lstm \| 1024 \| 2\.000 ms \(runs 1\.000, 2\.000, 3\.000\) \| no PyTorch \| n/a \|$" \
+            "^\| fmnist-cnn \| 64 \| 2\.000 ms .* \| 2\.000 ms .* \| 2\.000 ms .* \| 1\.00 \|$"; do
   grep -Eq "$line" "$report" || fail "no line like '$line' in the report with trainsim on CPU workers"
 done
 if command -v mpirun > /dev/null; then  # dp-ring's workers as processes beside threads
