@@ -14,34 +14,24 @@
 #include "model/error.hpp"
 #include "profiles/profiler/cluster_probe.hpp"
 #include "profiles/profiler/cuda_cluster_probe.hpp"
+#include "profiles/profiler/cuda_owners.hpp"
 #include "profiles/profiler/cuda_pack_probe.hpp"
 
 namespace trainsim {
 namespace {
 
-// Owners of CUDA resources. A release that fails (the context broken by the
-// error being thrown) is ignored.
-template <auto release>
-struct Release {
-  template <typename T>
-  void operator()(T* p) const {
-    release(p);
-  }
-};
-using DeviceBuffer = std::unique_ptr<float, Release<cudaFree>>;
-using HostBuffer = std::unique_ptr<float, Release<cudaFreeHost>>;
-using Stream = std::unique_ptr<CUstream_st, Release<cudaStreamDestroy>>;
-using Event = std::unique_ptr<CUevent_st, Release<cudaEventDestroy>>;
-using Blas = std::unique_ptr<cublasContext, Release<cublasDestroy>>;
+using probe::device_floats;
+using probe::DeviceBuffer;
+using probe::Event;
+using probe::HostBuffer;
+using probe::make_event;
+using probe::make_stream;
+using probe::pinned_floats;
+using probe::Stream;
+using Blas = std::unique_ptr<cublasContext, probe::Release<cublasDestroy>>;
 
 // Floats that hold `bytes`, rounded up.
 size_t floats_of(int64_t bytes) { return static_cast<size_t>(std::max<int64_t>(1, (bytes + 3) / 4)); }
-
-DeviceBuffer device_floats(size_t floats) {
-  void* p = nullptr;
-  TRAINSIM_CUDA(cudaMalloc(&p, floats * sizeof(float)));
-  return DeviceBuffer(static_cast<float*>(p));
-}
 
 // `count` buffers of `floats` zeros.
 std::vector<DeviceBuffer> zeroed_buffers(int64_t count, size_t floats) {
@@ -51,24 +41,6 @@ std::vector<DeviceBuffer> zeroed_buffers(int64_t count, size_t floats) {
     TRAINSIM_CUDA(cudaMemset(buffers.back().get(), 0, floats * sizeof(float)));
   }
   return buffers;
-}
-
-HostBuffer pinned_floats(size_t floats) {
-  void* p = nullptr;
-  TRAINSIM_CUDA(cudaMallocHost(&p, floats * sizeof(float)));
-  return HostBuffer(static_cast<float*>(p));
-}
-
-Stream make_stream() {
-  cudaStream_t s = nullptr;
-  TRAINSIM_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  return Stream(s);
-}
-
-Event make_event() {
-  cudaEvent_t e = nullptr;
-  TRAINSIM_CUDA(cudaEventCreate(&e));
-  return Event(e);
 }
 
 // Puts back the calling thread's current device on the way out.

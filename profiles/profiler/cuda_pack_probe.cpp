@@ -11,6 +11,7 @@
 #include "exec/optim/sgd.hpp"
 #include "exec/tensor/tensor.hpp"
 #include "model/error.hpp"
+#include "profiles/profiler/cuda_owners.hpp"
 #include "profiles/profiler/timing.hpp"
 
 namespace trainsim {
@@ -20,50 +21,41 @@ namespace {
 // through and its host values (one tensor, as the executor's Gradients).
 class PackingWorker {
  public:
-  explicit PackingWorker(size_t floats) {
+  explicit PackingWorker(size_t floats)
+      : stream_(probe::make_stream()),
+        gradient_(probe::device_floats(floats)),
+        down_(probe::pinned_floats(floats)),
+        up_(probe::pinned_floats(floats)) {
     ParamGrad g;
     g.dense = Tensor({static_cast<int64_t>(floats)});
     host_.push_back({std::move(g)});
-    TRAINSIM_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-    TRAINSIM_CUDA(cudaMalloc(reinterpret_cast<void**>(&gradient_), bytes()));
-    TRAINSIM_CUDA(cudaMemsetAsync(gradient_, 0, bytes(), stream_));
-    TRAINSIM_CUDA(cudaMallocHost(reinterpret_cast<void**>(&down_), bytes()));
-    TRAINSIM_CUDA(cudaMallocHost(reinterpret_cast<void**>(&up_), bytes()));
-    TRAINSIM_CUDA(cudaStreamSynchronize(stream_));
+    TRAINSIM_CUDA(cudaMemsetAsync(gradient_.get(), 0, bytes(), stream_.get()));
+    TRAINSIM_CUDA(cudaStreamSynchronize(stream_.get()));
   }
-  ~PackingWorker() {
-    cudaFreeHost(up_);
-    cudaFreeHost(down_);
-    cudaFree(gradient_);
-    cudaStreamDestroy(stream_);
-  }
-  PackingWorker(const PackingWorker&) = delete;
-  PackingWorker& operator=(const PackingWorker&) = delete;
 
   // As the executor: KeptTraining::gradients_to_host, all_reduce's
   // flatten, scale and unflatten (the ring between them left out), the
   // step's DeviceStore::from_host_all.
   void pack(float mean) {
     std::vector<float>& host = host_[0][0].dense.data;
-    TRAINSIM_CUDA(cudaMemcpyAsync(down_, gradient_, bytes(), cudaMemcpyDeviceToHost, stream_));
-    TRAINSIM_CUDA(cudaStreamSynchronize(stream_));
-    for (size_t i = 0; i < host.size(); ++i) host[i] += down_[i];
+    TRAINSIM_CUDA(cudaMemcpyAsync(down_.get(), gradient_.get(), bytes(), cudaMemcpyDeviceToHost, stream_.get()));
+    TRAINSIM_CUDA(cudaStreamSynchronize(stream_.get()));
+    for (size_t i = 0; i < host.size(); ++i) host[i] += down_.get()[i];
     std::vector<float> flat = flatten_gradients(host_, 0, 0);
     for (float& v : flat) v *= mean;
     unflatten_gradients(flat, host_, 0, 0);
-    std::copy(host.begin(), host.end(), up_);
-    TRAINSIM_CUDA(cudaMemcpyAsync(gradient_, up_, bytes(), cudaMemcpyHostToDevice, stream_));
-    TRAINSIM_CUDA(cudaStreamSynchronize(stream_));
+    std::copy(host.begin(), host.end(), up_.get());
+    TRAINSIM_CUDA(cudaMemcpyAsync(gradient_.get(), up_.get(), bytes(), cudaMemcpyHostToDevice, stream_.get()));
+    TRAINSIM_CUDA(cudaStreamSynchronize(stream_.get()));
   }
 
  private:
   size_t bytes() const { return host_[0][0].dense.data.size() * sizeof(float); }
 
+  probe::Stream stream_;
+  probe::DeviceBuffer gradient_;
+  probe::HostBuffer down_, up_;
   Gradients host_;
-  cudaStream_t stream_ = nullptr;
-  float* gradient_ = nullptr;
-  float* down_ = nullptr;
-  float* up_ = nullptr;
 };
 
 }  // namespace
