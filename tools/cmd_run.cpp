@@ -171,20 +171,18 @@ void run_training(const RunOptions& o, CommandContext& ctx) {
   if (o.launch.launcher == "mpi") return launch_ranks(o.launch, workers, rank_arguments(o), ctx, "training", o.quiet);
   TrainingOptions options;
   options.evaluate = !o.no_evaluate;
-  std::vector<int> rank_gpus;  // under mpirun: each rank's GPU
+  std::vector<int> gpu_of_worker;  // each worker's GPU: one each (cuda:G0,G1,...), or all on one (cuda:GxW)
   if (devices.gpu) {
-    // Each worker's GPU: one each (cuda:G0,G1,...), or all on one (cuda:GxW).
     const std::vector<int> gpus = devices.gpu->each.empty() ? std::vector<int>{devices.gpu->index} : devices.gpu->each;
-    const std::vector<int> gpu_of_worker =
+    gpu_of_worker =
         devices.gpu->each.empty() ? std::vector<int>(static_cast<size_t>(workers), devices.gpu->index) : gpus;
     options.make_device = [&model, gpu_of_worker, precision](int32_t worker) {
       return make_cuda_device(model, gpu_of_worker.at(static_cast<size_t>(worker)), precision);
     };
-    if (under_mpirun()) {
-      // A rank per worker, its messages and collectives over MPI on the
-      // host; each rank checks its own GPU once it knows its rank.
-      rank_gpus = gpu_of_worker;
-    } else {  // checked before the data loads
+    // Checked before the data loads; under mpirun (a rank per worker, its
+    // messages and collectives over MPI on the host) each rank checks its
+    // own GPU once it knows its rank.
+    if (!under_mpirun()) {
       for (const int gpu : gpus) check_cuda_device(model, gpu, "--devices");
     }
     if (!under_mpirun() && !devices.gpu->each.empty()) {  // a GPU each, the library AllReduce by NCCL
@@ -206,7 +204,7 @@ void run_training(const RunOptions& o, CommandContext& ctx) {
           "--devices", "is " + o.devices + " under mpirun with " + std::to_string(mpi->size()) + " ranks",
           "cpu:" + std::to_string(mpi->size()) + " or cuda:Gx" + std::to_string(mpi->size()) + ", one worker per rank");
     }
-    if (!rank_gpus.empty()) check_cuda_device(model, rank_gpus.at(static_cast<size_t>(mpi->rank())), "--devices");
+    if (devices.gpu) check_cuda_device(model, gpu_of_worker.at(static_cast<size_t>(mpi->rank())), "--devices");
     options.local_endpoints = {mpi->rank()};
     options.make_transport = [](int endpoints) { return MpiTransport::for_endpoints(endpoints); };
     reports = mpi->rank() == 0;
@@ -222,7 +220,6 @@ void run_training(const RunOptions& o, CommandContext& ctx) {
     }
   }
 #else
-  (void)rank_gpus;
   if (under_mpirun()) {
     throw InputError("mpirun", "started trainsim, which was built without MPI",
                      "a build with TRAINSIM_WITH_MPI (libopenmpi-dev installed)");
