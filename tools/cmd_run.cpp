@@ -206,10 +206,21 @@ void run_training(const RunOptions& o, CommandContext& ctx) {
     }
     if (devices.gpu) check_cuda_device(model, gpu_of_worker.at(static_cast<size_t>(mpi->rank())), "--devices");
     options.local_endpoints = {mpi->rank()};
-    options.make_transport = [](int endpoints) { return MpiTransport::for_endpoints(endpoints); };
+    const std::vector<int> host_of = mpi_host_of_ranks();
+    // A GPU each (no two ranks of a host on one): the library AllReduce by
+    // NCCL between the GPUs; otherwise MPI's on the host.
+    const int nccl_gpu = devices.gpu && one_rank_per_gpu(gpu_of_worker, host_of)
+                             ? gpu_of_worker.at(static_cast<size_t>(mpi->rank()))
+                             : -1;
+    options.make_transport = [nccl_gpu](int endpoints) {
+      std::unique_ptr<MpiTransport> transport = MpiTransport::for_endpoints(endpoints);
+      if (transport && nccl_gpu >= 0) {
+        transport->sum_library_by(make_nccl_rank_member(nccl_gpu, transport->rank(), transport->workers()));
+      }
+      return transport;
+    };
     reports = mpi->rank() == 0;
     if (o.cluster.empty()) {  // plan for the machines the ranks run on (a Parallax server on each, ...)
-      const std::vector<int> host_of = mpi_host_of_ranks();
       cluster = nominal_cpu_cluster(workers, host_of);
       const bool hosts = std::any_of(host_of.begin(), host_of.end(), [](int h) { return h > 0; });
       if (hosts && cluster.machines == 1 && reports) {

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <charconv>
+#include <set>
+#include <utility>
 
 #include "model/error.hpp"
 #include "model/units.hpp"
@@ -93,6 +95,15 @@ GpuDevice parse_gpu_device(const std::string& device, const std::string& flag) {
     }
   }
   return gpu;
+}
+
+bool one_rank_per_gpu(const std::vector<int>& gpu_of_rank, const std::vector<int>& host_of_rank) {
+  TRAINSIM_CHECK(gpu_of_rank.size() == host_of_rank.size(), "one_rank_per_gpu: a GPU and a host for every rank");
+  std::set<std::pair<int, int>> taken;  // (host, GPU)
+  for (size_t r = 0; r < gpu_of_rank.size(); ++r) {
+    if (!taken.emplace(host_of_rank[r], gpu_of_rank[r]).second) return false;
+  }
+  return true;
 }
 
 WorkerDevices parse_worker_devices(const std::string& text) {

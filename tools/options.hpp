@@ -29,6 +29,11 @@ struct GpuDevice {
 };
 GpuDevice parse_gpu_device(const std::string& device, const std::string& flag);
 
+// Whether the ranks of an MPI launch have a GPU each: no two ranks of one
+// host (host_of_rank, mpi_host_of_ranks) on the same GPU (gpu_of_rank). Then
+// their library AllReduce can go by NCCL, which refuses two ranks on one GPU.
+bool one_rank_per_gpu(const std::vector<int>& gpu_of_rank, const std::vector<int>& host_of_rank);
+
 // `--devices` of trainsim run: cpu:N worker threads, or workers on a GPU
 // (parse_gpu_device).
 struct WorkerDevices {

@@ -43,6 +43,9 @@ extern "C" {
 
 TRAINSIM_NCCL_FORWARD(ncclGetVersion, (int* version), (version))
 TRAINSIM_NCCL_FORWARD(ncclCommInitAll, (ncclComm_t * comm, int ndev, const int* devlist), (comm, ndev, devlist))
+TRAINSIM_NCCL_FORWARD(ncclGetUniqueId, (ncclUniqueId * unique_id), (unique_id))
+TRAINSIM_NCCL_FORWARD(ncclCommInitRank, (ncclComm_t * comm, int nranks, ncclUniqueId comm_id, int rank),
+                      (comm, nranks, comm_id, rank))
 TRAINSIM_NCCL_FORWARD(ncclCommDestroy, (ncclComm_t comm), (comm))
 TRAINSIM_NCCL_FORWARD(ncclCommAbort, (ncclComm_t comm), (comm))
 TRAINSIM_NCCL_FORWARD(ncclAllReduce,

@@ -4,7 +4,8 @@
 // over the members' GPUs: each member's values copied to a buffer on its
 // GPU, summed there by ncclAllReduce on a stream of its own, and copied back.
 // A group's communicators are made (ncclCommInitAll) by the first member to
-// call into it. NCCL is opened on first use (nccl_on_demand.cpp). No CUDA
+// call into it. Processes of one GPU each (the MPI launch) sum by NCCL too,
+// through a member of their own (make_nccl_rank_member). NCCL is opened on first use (nccl_on_demand.cpp). No CUDA
 // type appears here.
 #pragma once
 
@@ -12,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "exec/transport/library_member.hpp"
 #include "exec/transport/transport.hpp"
 
 namespace trainsim {
@@ -22,6 +24,18 @@ namespace trainsim {
 // NVIDIA/nccl#418), where a GPU is not one the driver has, or in a build
 // without CUDA; recv_timeout_s as InProcessTransport's.
 std::unique_ptr<Transport> make_nccl_transport(const std::vector<int>& gpu_of_worker, double recv_timeout_s = 0);
+
+// This process's member of the library AllReduce over `ranks` processes, one
+// per GPU (the MPI launch: MpiTransport::sum_library_by), rank `rank` on GPU
+// `gpu`: NCCL's. Its communicator is made at the first AllReduce
+// (ncclCommInitRank over rank 0's ncclUniqueId, which the transport shares).
+// InputError naming --devices where `gpu` is not one the driver has, or in a
+// build without CUDA. Two ranks on one GPU are the caller's to refuse (NCCL
+// fails their first AllReduce).
+std::unique_ptr<LibraryMember> make_nccl_rank_member(int gpu, int rank, int ranks);
+
+// InputError naming --devices unless `gpu` is one the driver answers for.
+void check_nccl_gpu(int gpu);
 
 // Why NCCL could not be opened, or empty.
 std::string nccl_library_error();

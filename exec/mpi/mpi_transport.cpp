@@ -199,6 +199,13 @@ void MpiTransport::run_all_reduce(CollectivePeers& peers, std::span<float> data,
   TRAINSIM_CHECK(data.size() <= static_cast<size_t>(std::numeric_limits<int>::max()),
                  "MpiTransport: an AllReduce of more than 2^31 values");
   const std::lock_guard<std::mutex> lock(library_mutex_);
+  if (library_member_) {
+    const bool done = library_member_->all_reduce(
+        data, [this](const std::string& bytes) { return mpi_broadcast_text(bytes, library_comm_); },
+        [this] { return aborted(); });
+    if (!done) throw_aborted();
+    return;
+  }
   check_mpi(MPI_Allreduce(MPI_IN_PLACE, data.data(), static_cast<int>(data.size()), MPI_FLOAT, MPI_SUM, library_comm_),
             "MPI_Allreduce");
 }

@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "exec/transport/library_member.hpp"
 #include "exec/transport/transport.hpp"
 
 namespace trainsim {
@@ -85,8 +86,11 @@ class MpiTransport final : public Transport {
   ~MpiTransport() override;
 
   int rank() const { return rank_; }
-  // CollectiveAlgorithm::kLibrary: MPI_Allreduce over every rank.
+  // CollectiveAlgorithm::kLibrary: MPI_Allreduce over every rank, or
+  // `member`'s AllReduce once given (NCCL over the ranks' GPUs). Every rank
+  // gives one or none, before its first AllReduce.
   bool has_library_all_reduce() const override { return true; }
+  void sum_library_by(std::unique_ptr<LibraryMember> member) { library_member_ = std::move(member); }
   int64_t send_buffer_bytes() const override { return send_buffer_bytes_; }
   // The largest tag a message may carry (MPI_TAG_UB); a larger one is a plan
   // bug (logic_error).
@@ -106,8 +110,9 @@ class MpiTransport final : public Transport {
   // A matched probe then receive (MPI_Improbe, MPI_Mrecv): another thread's
   // receive cannot take the message in between. Polls, so an abort wakes it.
   std::vector<float> wait_for(int to, int from, int64_t tag) override;
-  // kLibrary over every rank: MPI_Allreduce on a communicator of its own;
-  // the other algorithms as Transport runs them.
+  // kLibrary over every rank: MPI_Allreduce on a communicator of its own
+  // (the member's AllReduce, sharing its bytes over that communicator, where
+  // one was given); the other algorithms as Transport runs them.
   void run_all_reduce(CollectivePeers& peers, std::span<float> data, CollectiveAlgorithm algorithm) override;
 
  private:
@@ -119,6 +124,7 @@ class MpiTransport final : public Transport {
   MPI_Comm comm_ = MPI_COMM_NULL;
   MPI_Comm library_comm_ = MPI_COMM_NULL;  // the library's collectives, apart from the messages
   std::mutex library_mutex_;               // one collective at a time on it
+  std::unique_ptr<LibraryMember> library_member_;
   int rank_ = 0;
   int64_t max_tag_ = 0;
   int64_t eager_bytes_ = 0;                       // tcp_eager_bytes_of this process's settings

@@ -1,4 +1,4 @@
-// The NCCL transport's refusals, before any GPU is touched: two workers on
+// The NCCL transports' refusals, before any GPU is touched: two workers on
 // one GPU (NCCL refuses two ranks there), a GPU the driver lacks, or a build
 // without CUDA: each an InputError naming --devices, on any machine.
 #include <gtest/gtest.h>
@@ -17,6 +17,19 @@ TEST(NcclTransport, RefusesTwoWorkersOnOneGpuAndGpusTheDriverLacks) {
     try {
       make_nccl_transport(gpus);
       ADD_FAILURE() << "no error for " << gpus.size() << " workers on GPUs " << gpus.front() << ", " << gpus.back();
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("--devices"), std::string::npos) << e.what();
+    }
+  }
+}
+
+// A rank's NCCL member (the MPI launch) checks its GPU when it is made,
+// before any communicator.
+TEST(NcclTransport, ARanksMemberRefusesAGpuTheDriverLacks) {
+  for (const int gpu : {1 << 20, -1}) {
+    try {
+      (void)make_nccl_rank_member(gpu, 0, 2);
+      ADD_FAILURE() << "no error for a rank on GPU " << gpu;
     } catch (const InputError& e) {
       EXPECT_NE(std::string(e.what()).find("--devices"), std::string::npos) << e.what();
     }

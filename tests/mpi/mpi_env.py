@@ -18,18 +18,20 @@ def mpi_env():
                 OMPI_MCA_rtc_hwloc_vmhole="none")
 
 
-def expect_same_losses(threads, others, what):
+def expect_same_losses(threads, others, what, tolerance=1e-5):
     """Exits naming `what` and the first iteration where a run's losses (its
     --json, each of `others` as (how, path)) leave the threads' run's by more
-    than 1e-5; returns the threads' run's summary."""
+    than `tolerance` (relative), or where its test accuracy differs (both
+    null under --no-evaluate); returns the threads' run's summary."""
     a = json.load(open(threads))
     for how, path in others:
         b = json.load(open(path))
         for i, (x, y) in enumerate(zip(a["loss_per_iteration"], b["loss_per_iteration"], strict=True)):
-            if abs(x - y) > 1e-5 * max(1.0, abs(x)):
+            if abs(x - y) > tolerance * max(1.0, abs(x)):
                 sys.exit(f"{what}: iteration {i} loss {y} ({how}), {x} with threads")
-        if abs(a["test_accuracy"] - b["test_accuracy"]) > 1e-6:
-            sys.exit(f"{what}: test accuracy {b['test_accuracy']} ({how}), {a['test_accuracy']} with threads")
+        x, y = a["test_accuracy"], b["test_accuracy"]
+        if (x is None) != (y is None) or (x is not None and abs(x - y) > 1e-6):
+            sys.exit(f"{what}: test accuracy {y} ({how}), {x} with threads")
     return a
 
 

@@ -1,16 +1,18 @@
 // MpiTransport across processes (run under mpirun with 3 ranks, tests/CMakeLists.txt):
 // messages matched by pair and tag in order, several threads of a rank at
 // once, the project's collectives giving the in-process transport's bits,
-// broadcast and barrier, the traffic counted, and what a rank may not do.
+// broadcast and barrier, the traffic counted, a library AllReduce summed by
+// a member given to it, and what a rank may not do.
 #include "exec/mpi/mpi_transport.hpp"
 
 #include <gtest/gtest.h>
 
 #include <cstdlib>
-
+#include <memory>
 #include <numeric>
 #include <random>
 #include <stdexcept>
+#include <string>
 #include <thread>
 
 #include "exec/transport/in_process.hpp"
@@ -186,6 +188,48 @@ TEST(MpiTransport, ItsSendBufferIsTheTcpSocketsWhereSendsGoEagerlyOverTcp) {
   const char* sndbuf = std::getenv("OMPI_MCA_btl_tcp_sndbuf");
   EXPECT_EQ(t.send_buffer_bytes(), tcp_alone && sndbuf != nullptr ? std::atoll(sndbuf) : 0)
       << (btl != nullptr ? btl : "btl unset");
+}
+
+// A member given to sum the library AllReduce in MPI's place (NCCL on the
+// ranks' GPUs): it records its calls and what rank 0 shared, and gives 10x+1
+// (no sum of the ranks' values).
+class RecordingMember final : public LibraryMember {
+ public:
+  RecordingMember(int rank, int& calls, std::string& shared) : rank_(rank), calls_(calls), shared_(shared) {}
+  bool all_reduce(std::span<float> data, const Share& share, const std::function<bool()>& aborted) override {
+    ++calls_;
+    shared_ = share("from rank " + std::to_string(rank_));
+    if (aborted()) return false;
+    for (float& v : data) v = 10.0f * v + 1.0f;
+    return true;
+  }
+
+ private:
+  int rank_;
+  int& calls_;
+  std::string& shared_;
+};
+
+TEST(MpiTransport, AGivenMemberSumsTheLibraryAllReduceWithRankZerosBytesShared) {
+  MpiTransport t;
+  const int p = t.workers(), me = t.rank();
+  int calls = 0;
+  std::string shared;
+  t.sum_library_by(std::make_unique<RecordingMember>(me, calls, shared));
+  std::vector<float> data{1.0f, -2.0f};
+  t.all_reduce(me, world(p), 5, data, CollectiveAlgorithm::kLibrary);
+  EXPECT_EQ(data, (std::vector<float>{11.0f, -19.0f}));
+  EXPECT_EQ(calls, 1);
+  EXPECT_EQ(shared, "from rank 0");
+  // The project's algorithms stay the transport's own.
+  std::vector<float> ring(3, static_cast<float>(me));
+  t.all_reduce(me, world(p), 6, ring, CollectiveAlgorithm::kRing);
+  EXPECT_EQ(ring, std::vector<float>(3, static_cast<float>(p * (p - 1) / 2)));
+  EXPECT_EQ(calls, 1);
+  // A member that gives up (the transport aborted) fails the AllReduce.
+  t.abort("test");
+  EXPECT_THROW(t.all_reduce(me, world(p), 7, data, CollectiveAlgorithm::kLibrary), TransportAborted);
+  EXPECT_EQ(calls, 2);
 }
 
 TEST(MpiTransport, AnAbortWakesAWaitingReceive) {

@@ -84,6 +84,21 @@ def main():
                 print(f"cuda:0x2 across 2 ranks ({how}) trained: this machine has a GPU")
             elif "--devices: 'cuda:0'" not in gpus.stderr:  # the rank's check of its GPU, not a refusal of --devices
                 sys.exit(f"cuda:0x2 on 2 ranks ({how}) did not fail on its GPU alone:\n{gpus.stderr}")
+        # A GPU each (cuda:0,1): the ranks' library AllReduce goes by NCCL
+        # between the GPUs, and trains as the threads' NCCL does. Where GPU 0
+        # or 1 is missing, the rank checking it fails, naming it.
+        nccl_run = ["run", "--model", "fmnist-mlp", "--strategy", "dp-ring", "--set", "algorithm=mpi", "--devices",
+                    "cuda:0,1", "--iterations", "4", "--batch", "16", "--quiet", "--no-evaluate"]
+        nccl_ranks = os.path.join(folder, "nccl-ranks.json")
+        gpus = subprocess.run([mpiexec, "-np", "2", "--oversubscribe", trainsim, *nccl_run, "--json", nccl_ranks],
+                              capture_output=True, text=True, env=env, timeout=300)
+        if gpus.returncode == 0:
+            nccl_threads = os.path.join(folder, "nccl-threads.json")
+            run([trainsim, *nccl_run, "--json", nccl_threads])
+            expect_same_losses(nccl_threads, (("NCCL across ranks", nccl_ranks),), "dp-ring cuda:0,1", tolerance=1e-4)
+            print("cuda:0,1 across 2 ranks: NCCL's AllReduce between the ranks trains as between threads")
+        elif "--devices: 'cuda:0'" not in gpus.stderr and "--devices: 'cuda:1'" not in gpus.stderr:
+            sys.exit(f"cuda:0,1 on 2 ranks did not fail on a missing GPU alone:\n{gpus.stderr}")
         # --no-evaluate reaches the ranks the launcher starts.
         unscored = os.path.join(folder, "unscored.json")
         run([trainsim, "run", "--model", "fmnist-mlp", "--strategy", "dp-ring", "--devices", "cpu:2", "--iterations",

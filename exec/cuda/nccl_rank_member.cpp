@@ -1,0 +1,58 @@
+// make_nccl_rank_member (nccl_transport.hpp): a process's NCCL member over
+// the ranks of an MPI launch, one GPU each.
+#include <cuda_runtime.h>
+#include <nccl.h>
+
+#include <memory>
+#include <string>
+
+#include "exec/cuda/cuda_check.hpp"
+#include "exec/cuda/nccl_member.hpp"
+#include "exec/cuda/nccl_transport.hpp"
+#include "model/error.hpp"
+
+namespace trainsim {
+namespace {
+
+class NcclRankMember final : public LibraryMember {
+ public:
+  NcclRankMember(int gpu, int rank, int ranks) : gpu_(gpu), rank_(rank), ranks_(ranks) {}
+
+  bool all_reduce(std::span<float> data, const Share& share, const std::function<bool()>& aborted) override {
+    if (!member_) {
+      // Rank 0's unique id on every rank, then a communicator of them all.
+      ncclUniqueId id{};
+      std::string bytes;
+      if (rank_ == 0) {
+        check_nccl(ncclGetUniqueId(&id), "ncclGetUniqueId");
+        bytes.assign(id.internal, sizeof(id.internal));
+      }
+      bytes = share(bytes);
+      TRAINSIM_CHECK(bytes.size() == sizeof(id.internal),
+                     "NcclRankMember: rank 0 shared " + std::to_string(bytes.size()) + " bytes, not an ncclUniqueId");
+      bytes.copy(id.internal, sizeof(id.internal));
+      TRAINSIM_CUDA(cudaSetDevice(gpu_));
+      ncclComm_t comm = nullptr;
+      check_nccl(ncclCommInitRank(&comm, ranks_, id, rank_), "ncclCommInitRank");
+      member_ = std::make_unique<NcclMember>(gpu_, comm);
+    }
+    return member_->all_reduce(data, aborted);
+  }
+
+ private:
+  int gpu_ = 0;
+  int rank_ = 0;
+  int ranks_ = 1;
+  std::unique_ptr<NcclMember> member_;
+};
+
+}  // namespace
+
+std::unique_ptr<LibraryMember> make_nccl_rank_member(int gpu, int rank, int ranks) {
+  check_nccl_gpu(gpu);
+  TRAINSIM_CHECK(rank >= 0 && rank < ranks,
+                 "make_nccl_rank_member: rank " + std::to_string(rank) + " of " + std::to_string(ranks));
+  return std::make_unique<NcclRankMember>(gpu, rank, ranks);
+}
+
+}  // namespace trainsim
