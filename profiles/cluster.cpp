@@ -22,6 +22,7 @@ LinkSpec read_link(const nlohmann::json& doc, const std::string& key, const std:
 nlohmann::json collective_json(const CollectiveSpec& k) {
   nlohmann::json j{{"reduce_bytes_per_s", k.reduce_bytes_per_s}, {"sync_s", k.sync_s}};
   if (k.pack_bytes_per_s != 0) j["pack_bytes_per_s"] = k.pack_bytes_per_s;  // optional: absent means in place
+  if (k.pack_latency_s != 0) j["pack_latency_s"] = k.pack_latency_s;        // optional: absent means none
   if (k.hop_bytes_per_s != 0) j["hop_bytes_per_s"] = k.hop_bytes_per_s;  // optional: absent means the link's
   if (k.hop_latency_s) j["hop_latency_s"] = *k.hop_latency_s;            // optional: absent means the link's
   for (const auto& [name, rates] : {std::pair{"trunc16", k.trunc16}, std::pair{"quant8", k.quant8}}) {
@@ -167,6 +168,13 @@ Cluster cluster_from_json(const nlohmann::json& doc, const std::string& where) {
   c.collective.sync_s = require_nonnegative(k, "sync_s", where + ": collective");
   if (k.contains("pack_bytes_per_s")) {
     c.collective.pack_bytes_per_s = require_positive(k, "pack_bytes_per_s", where + ": collective");
+  }
+  if (k.contains("pack_latency_s")) {
+    if (!k.contains("pack_bytes_per_s")) {
+      throw InputError(where + ": collective: pack_latency_s", "is given without pack_bytes_per_s",
+                       "pack_bytes_per_s beside it (a packing's rate), or neither (collectives read in place)");
+    }
+    c.collective.pack_latency_s = require_nonnegative(k, "pack_latency_s", where + ": collective");
   }
   if (k.contains("hop_bytes_per_s")) {
     c.collective.hop_bytes_per_s = require_positive(k, "hop_bytes_per_s", where + ": collective");

@@ -92,6 +92,11 @@ struct CollectiveSpec {
   // default) where the collective reads the tensors in place (NCCL on
   // bucket views). The CPU probe measures the executor's own packing.
   double pack_bytes_per_s = 0;
+  // The fixed part of a packing: seconds each call adds whatever its bytes
+  // (the GPU's virtual workers wait for each copy down and up). Optional in
+  // the file, with pack_bytes_per_s only: 0 (the default) where the packing
+  // is memory copies alone (the CPU's).
+  double pack_latency_s = 0;
   // Bytes per second of one hop of a collective inside a machine: every
   // member sends a chunk to one peer and receives one from another at once,
   // putting what it received in place. Optional in the file: 0 (the

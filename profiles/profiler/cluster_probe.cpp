@@ -244,6 +244,7 @@ Cluster median_cluster(const std::vector<Cluster>& clusters) {
   out.collective.reduce_bytes_per_s = median_of([](const Cluster& c) { return c.collective.reduce_bytes_per_s; });
   out.collective.sync_s = median_of([](const Cluster& c) { return c.collective.sync_s; });
   out.collective.pack_bytes_per_s = median_of([](const Cluster& c) { return c.collective.pack_bytes_per_s; });
+  out.collective.pack_latency_s = median_of([](const Cluster& c) { return c.collective.pack_latency_s; });
   out.collective.hop_bytes_per_s = median_of([](const Cluster& c) { return c.collective.hop_bytes_per_s; });
   if (out.collective.hop_latency_s) {
     out.collective.hop_latency_s =

@@ -373,11 +373,14 @@ Cluster measure_cuda_cluster(int device, int64_t workers, const CudaProbeOptions
     // The workers' collectives run on the host between their gradients'
     // copies down and up (exec/interpreter/collective_ops.cpp).
     measure_host_collective(workers, options.gradient_bytes, ClusterProbeOptions{}, c.collective);
-    c.collective.pack_bytes_per_s = measure_cuda_pack_bytes_per_s(device, workers, options.gradient_bytes, options);
+    const ChannelFit packing = measure_cuda_packing(device, workers, options.gradient_bytes, options);
+    c.collective.pack_bytes_per_s = packing.bandwidth_bytes_per_s;
+    c.collective.pack_latency_s = packing.latency_s;
   } else {
     c.collective.reduce_bytes_per_s = measure_device_reduce_bytes_per_s(workers, sms, options);
     c.collective.sync_s = c.host.stream_sync_s;
     c.collective.pack_bytes_per_s = 0;
+    c.collective.pack_latency_s = 0;
   }
 
   c.description =

@@ -62,15 +62,15 @@ struct CudaProbeOptions {
 //     ring), each worker's gradient copied down before and up after:
 //     hop_bytes_per_s, hop_latency_s, reduce_bytes_per_s and sync_s by
 //     measure_host_collective (cluster_probe.hpp) over gradient_bytes, and
-//     pack_bytes_per_s by measure_cuda_pack_bytes_per_s
+//     pack_bytes_per_s and pack_latency_s by measure_cuda_packing
 //     (cuda_pack_probe.hpp): the copies down and up and the packing
 //     between them, once per collective where a hop through the host would
-//     charge them per hop;
+//     charge them per hop, its waits a fixed part of every call;
 //   collective, for one worker (no collective between workers; what a
 //     collective on the GPU would cost): reduce_bytes_per_s = reduce_bytes
 //     / time of an on-device a += b kernel over reduce_bytes; sync_s =
 //     host.stream_sync_s (NCCL's own fixed cost per call is not in it);
-//     pack_bytes_per_s = 0 (read in place).
+//     pack_bytes_per_s = pack_latency_s = 0 (read in place).
 // name "cuda<workers>-measured"; the description names the GPU, its SM
 // count, the CUDA runtime and driver versions and what was measured.
 // InputError naming --device when workers is outside [1, kMaxCudaWorkers],

@@ -1,4 +1,4 @@
-// measure_cuda_pack_bytes_per_s (cuda_pack_probe.hpp).
+// measure_cuda_packing (cuda_pack_probe.hpp).
 #include "profiles/profiler/cuda_pack_probe.hpp"
 
 #include <cuda_runtime.h>
@@ -62,18 +62,22 @@ class PackingWorker {
 
 int64_t host_worker_threads() { return max_worker_threads(); }
 
-double measure_cuda_pack_bytes_per_s(int device, int64_t workers, int64_t gradient_bytes, const CudaProbeOptions& o) {
+ChannelFit measure_cuda_packing(int device, int64_t workers, int64_t gradient_bytes, const CudaProbeOptions& o) {
   TRAINSIM_CHECK(workers >= 1 && gradient_bytes >= 4, "a packing of some bytes by one worker or more");
-  const auto floats = static_cast<size_t>(gradient_bytes / 4);
   TRAINSIM_CUDA(cudaSetDevice(device));
-  std::vector<std::unique_ptr<PackingWorker>> packing;
-  for (int64_t w = 0; w < workers; ++w) packing.push_back(std::make_unique<PackingWorker>(floats));
   const float mean = 1.0f / static_cast<float>(workers);
-  const double seconds = concurrent_median_s(workers, o.warmups, o.repeats, [&](int64_t t) {
-    TRAINSIM_CUDA(cudaSetDevice(device));
-    packing[static_cast<size_t>(t)]->pack(mean);
-  });
-  return static_cast<double>(floats * sizeof(float)) / seconds;
+  std::vector<ChannelSample> samples;
+  for (const int64_t bytes : {int64_t{256}, gradient_bytes / 16, gradient_bytes / 4, gradient_bytes}) {
+    const auto floats = static_cast<size_t>(std::max<int64_t>(1, bytes / 4));
+    std::vector<std::unique_ptr<PackingWorker>> packing;
+    for (int64_t w = 0; w < workers; ++w) packing.push_back(std::make_unique<PackingWorker>(floats));
+    const double seconds = concurrent_median_s(workers, o.warmups, o.repeats, [&](int64_t t) {
+      TRAINSIM_CUDA(cudaSetDevice(device));
+      packing[static_cast<size_t>(t)]->pack(mean);
+    });
+    samples.push_back({static_cast<double>(floats * sizeof(float)), seconds});
+  }
+  return fit_channel(std::move(samples));
 }
 
 }  // namespace trainsim

@@ -1,23 +1,28 @@
 // Inside profiles/profiler: what the executor's GPU workers do around a
 // collective the host runs, timed for measure_cuda_cluster's
-// collective.pack_bytes_per_s. Built with CUDA only.
+// collective.pack_bytes_per_s and pack_latency_s. Built with CUDA only.
 #pragma once
 
 #include <cstdint>
 
+#include "profiles/profiler/cluster_probe.hpp"
 #include "profiles/profiler/cuda_cluster_probe.hpp"
 
 namespace trainsim {
 
-// gradient_bytes / the median time of one worker's packing of its gradient
-// around an AllReduce (exec/interpreter/collective_ops.cpp), `workers`
+// The packing's fixed part and rate: fit_channel over the median times of
+// one worker's packing of a gradient of 256 bytes, gradient_bytes / 16, / 4
+// and gradient_bytes around an AllReduce
+// (exec/interpreter/collective_ops.cpp), `workers`
 // threads at once on GPU `device`, each with a stream, a device gradient
 // and pinned buffers of its own: the gradient copied down through pinned
 // memory and waited for (Device::gradients_to_host), added into its host
 // values, flattened into one buffer, scaled by the mean and unflattened,
 // then copied into pinned memory and up (the step's DeviceStore::
 // from_host_all), waited for. The ring between them is not in it.
-double measure_cuda_pack_bytes_per_s(int device, int64_t workers, int64_t gradient_bytes, const CudaProbeOptions& o);
+// The copies' waits are the fixed part (latency_s), the same for a bucket
+// as for the whole gradient.
+ChannelFit measure_cuda_packing(int device, int64_t workers, int64_t gradient_bytes, const CudaProbeOptions& o);
 
 // The most workers whose collectives this machine's host threads can run
 // (max_worker_threads: 4 per core); timing.hpp, out of CUDA's C++ standard.

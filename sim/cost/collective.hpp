@@ -46,8 +46,8 @@ double barrier_s(int64_t p, double sync_s);
 
 // What one AllReduce or broadcast call of `bytes` over p > 1 members costs
 // beyond its algorithm's α-β-γ time: t_sync (docs/equations.md §2), plus, where
-// the cluster gives collective.pack_bytes_per_s, bytes / that rate for
-// packing the tensors into one buffer and unpacking the result (a fusion
+// the cluster gives collective.pack_bytes_per_s, pack_latency_s + bytes /
+// that rate for packing the tensors into one buffer and unpacking the result (a fusion
 // buffer, as Horovod's and PyTorch DDP's buckets copy; the GPU's virtual
 // workers' copies of the gradient down and up around their host
 // collective), `bytes` the float32 bytes packed, whatever the wire

@@ -388,7 +388,8 @@ def main():
                 collective = (f"a collective's ring hop on the host {hop_bytes_per_s / 1e9:.1f} GB/s after "
                               f"{hop_latency_s * 1e6:.1f} µs, its sums {col['reduce_bytes_per_s'] / 1e9:.1f} GB/s, "
                               f"the gradient's copies down and up with the packing "
-                              f"{col.get('pack_bytes_per_s', 0) / 1e9:.1f} GB/s")
+                              f"{col.get('pack_bytes_per_s', 0) / 1e9:.1f} GB/s after "
+                              f"{col.get('pack_latency_s', 0) * 1e6:.1f} µs a call")
             else:
                 collective = f"on-device sum {col['reduce_bytes_per_s'] / 1e9:.0f} GB/s"
             report.append(f"- {workers} worker(s): {d['peak_flops_per_s'] / 1e12:.2f} TFLOP/s fp32 and "

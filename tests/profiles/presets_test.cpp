@@ -280,6 +280,32 @@ TEST(Presets, PackBytesPerSecondIsOptionalAndPositive) {
   }
 }
 
+// A packing's fixed part: absent means none, kept when set, refused when
+// negative or without a packing rate beside it.
+TEST(Presets, PackLatencyIsOptionalNotNegativeAndComesWithARate) {
+  nlohmann::json doc = cluster_to_json(cluster_presets().front());
+  EXPECT_FALSE(doc["collective"].contains("pack_latency_s"));
+  doc["collective"]["pack_latency_s"] = 30e-6;
+  try {
+    cluster_from_json(doc, "f");
+    FAIL() << "pack_latency_s without pack_bytes_per_s was accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("f: collective: pack_latency_s"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("pack_bytes_per_s"), std::string::npos) << e.what();
+  }
+  doc["collective"]["pack_bytes_per_s"] = 8e9;
+  const Cluster c = cluster_from_json(doc, "f");
+  EXPECT_EQ(c.collective.pack_latency_s, 30e-6);
+  EXPECT_EQ(cluster_to_json(c)["collective"]["pack_latency_s"], 30e-6);
+  doc["collective"]["pack_latency_s"] = -1e-6;
+  try {
+    cluster_from_json(doc, "f");
+    FAIL() << "a negative pack_latency_s was accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("pack_latency_s"), std::string::npos) << e.what();
+  }
+}
+
 // The links' optional fields: absent in the presets and read back as 0,
 // kept when set, refused when negative with the link and field named.
 TEST(Presets, SendBuffersAndBurstsAreOptionalAndNotNegative) {

@@ -384,11 +384,15 @@ TEST(MeasuredCluster, TheMedianOfProbesTakesEachRatesMedian) {
   a.link_kernel_s_per_byte = 8e-9;
   b.link_kernel_s_per_byte = 3e-9;
   c.link_kernel_s_per_byte = 3.5e-9;
+  a.collective.pack_latency_s = 30e-6;
+  b.collective.pack_latency_s = 10e-6;
+  c.collective.pack_latency_s = 20e-6;
   c.name = "another";
   const Cluster m = median_cluster({a, b, c});
   EXPECT_EQ(m.link_kernel_s_per_byte, 3.5e-9);
   EXPECT_EQ(m.device.peak_flops_per_s, 2);
   EXPECT_EQ(m.collective.hop_bytes_per_s, 8);
+  EXPECT_EQ(m.collective.pack_latency_s, 20e-6);
   EXPECT_EQ(m.intra_link.latency_s, 5e-6);
   EXPECT_EQ(m.collective.reduce_bytes_per_s, a.collective.reduce_bytes_per_s);
   EXPECT_EQ(m.name, a.name);

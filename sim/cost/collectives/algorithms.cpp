@@ -55,10 +55,11 @@ double allreduce_s(CollectiveAlgorithm algorithm, double bytes, int64_t p, const
 // docs/equations.md §2: t_sync, the global synchronization of p > 1 processes.
 double barrier_s(int64_t p, double sync_s) { return p > 1 ? sync_s : 0.0; }
 
-// docs/equations.md §2's t_sync per call, and the measured packing of the bytes.
+// docs/equations.md §2's t_sync per call, and the measured packing of the bytes
+// (its fixed part, then the bytes at its rate).
 double collective_call_overhead_s(const Cluster& cluster, double bytes, int64_t p) {
-  const double rate = cluster.collective.pack_bytes_per_s;
-  return cluster.collective.sync_s + (p > 1 && rate > 0 ? bytes / rate : 0.0);
+  const CollectiveSpec& k = cluster.collective;
+  return k.sync_s + (p > 1 && k.pack_bytes_per_s > 0 ? k.pack_latency_s + bytes / k.pack_bytes_per_s : 0.0);
 }
 
 const CodecRates& codec_rates(const Cluster& cluster, const std::string& compression) {

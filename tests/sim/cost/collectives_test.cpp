@@ -194,6 +194,10 @@ TEST(Collectives, CallOverheadIsTsyncPlusMeasuredPacking) {
   cluster.collective.pack_bytes_per_s = 10e9;
   EXPECT_NEAR(collective_call_overhead_s(cluster, 3e6, 4), 320e-6, 1e-15);
   EXPECT_NEAR(collective_call_overhead_s(cluster, 3e6, 1), 20e-6, 1e-15);
+  // A packing's fixed part, 15 us a call: 335 us, still t_sync alone on one member.
+  cluster.collective.pack_latency_s = 15e-6;
+  EXPECT_NEAR(collective_call_overhead_s(cluster, 3e6, 4), 335e-6, 1e-15);
+  EXPECT_NEAR(collective_call_overhead_s(cluster, 3e6, 1), 20e-6, 1e-15);
 }
 
 TEST(Collectives, TheRingsCodecEncodesPChunksAndDecodes2PMinus1) {
