@@ -22,7 +22,7 @@ LinkSpec read_link(const nlohmann::json& doc, const std::string& key, const std:
 nlohmann::json collective_json(const CollectiveSpec& k) {
   nlohmann::json j{{"reduce_bytes_per_s", k.reduce_bytes_per_s}, {"sync_s", k.sync_s}};
   if (k.pack_bytes_per_s != 0) j["pack_bytes_per_s"] = k.pack_bytes_per_s;  // optional: absent means in place
-  if (k.pack_latency_s != 0) j["pack_latency_s"] = k.pack_latency_s;        // optional: absent means none
+  if (k.pack_bytes_per_s != 0 && k.pack_latency_s != 0) j["pack_latency_s"] = k.pack_latency_s;  // beside a rate only
   if (k.hop_bytes_per_s != 0) j["hop_bytes_per_s"] = k.hop_bytes_per_s;  // optional: absent means the link's
   if (k.hop_latency_s) j["hop_latency_s"] = *k.hop_latency_s;            // optional: absent means the link's
   for (const auto& [name, rates] : {std::pair{"trunc16", k.trunc16}, std::pair{"quant8", k.quant8}}) {

@@ -13,6 +13,7 @@
 #include <optional>
 #include <sstream>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "exec/cuda/cuda_device.hpp"
@@ -207,11 +208,22 @@ void run_training(const RunOptions& o, CommandContext& ctx) {
     if (devices.gpu) check_cuda_device(model, gpu_of_worker.at(static_cast<size_t>(mpi->rank())), "--devices");
     options.local_endpoints = {mpi->rank()};
     const std::vector<int> host_of = mpi_host_of_ranks();
-    // A GPU each (no two ranks of a host on one): the library AllReduce by
-    // NCCL between the GPUs; otherwise MPI's on the host.
-    const int nccl_gpu = devices.gpu && one_rank_per_gpu(gpu_of_worker, host_of)
-                             ? gpu_of_worker.at(static_cast<size_t>(mpi->rank()))
-                             : -1;
+    // A GPU each (no two ranks of a host on one) and NCCL on every rank: the
+    // library AllReduce by NCCL between the GPUs; otherwise MPI's on the
+    // host, every rank alike.
+    int nccl_gpu = -1;
+    if (devices.gpu && one_rank_per_gpu(gpu_of_worker, host_of)) {
+      const std::string unopened = nccl_library_error();
+      const std::vector<double> opened = mpi_all_gather(unopened.empty() ? 1.0 : 0.0);
+      if (std::all_of(opened.begin(), opened.end(), [](double v) { return v == 1.0; })) {
+        nccl_gpu = gpu_of_worker.at(static_cast<size_t>(mpi->rank()));
+      } else if (mpi->rank() == 0) {
+        ctx.err << "trainsim: note: NCCL could not be opened on every rank"
+                << (unopened.empty() ? "" : " (rank 0: " + unopened + ")")
+                << "; the ranks' library AllReduce goes over MPI on the host\n"
+                << std::flush;
+      }
+    }
     options.make_transport = [nccl_gpu](int endpoints) {
       std::unique_ptr<MpiTransport> transport = MpiTransport::for_endpoints(endpoints);
       if (transport && nccl_gpu >= 0) {

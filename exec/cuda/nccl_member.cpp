@@ -36,7 +36,11 @@ NcclMember::~NcclMember() {
 }
 
 bool NcclMember::all_reduce(std::span<float> data, const std::function<bool()>& aborted) {
-  TRAINSIM_CHECK(comm_ != nullptr, "NcclMember: an AllReduce after the communicator was aborted");
+  if (comm_ == nullptr || aborted()) {  // given up before, or now before starting
+    if (comm_ != nullptr) ncclCommAbort(comm_);
+    comm_ = nullptr;
+    return false;
+  }
   TRAINSIM_CUDA(cudaSetDevice(gpu_));
   if (capacity_ < data.size()) {
     if (buffer_ != nullptr) TRAINSIM_CUDA(cudaFree(buffer_));

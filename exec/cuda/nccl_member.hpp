@@ -29,7 +29,7 @@ class NcclMember {
   // The sum over the communicator of every member's `data`, in place; true
   // once done. Waits for the copy back polling `aborted`: where it turns
   // true the communicator is aborted (the members still in it would wait
-  // for ever), false is returned, and the member takes no more calls.
+  // for ever), false is returned, and every later call returns false.
   bool all_reduce(std::span<float> data, const std::function<bool()>& aborted);
 
  private:

@@ -20,16 +20,23 @@ class NcclRankMember final : public LibraryMember {
 
   bool all_reduce(std::span<float> data, const Share& share, const std::function<bool()>& aborted) override {
     if (!member_) {
+      if (aborted()) return false;
       // Rank 0's unique id on every rank, then a communicator of them all.
+      // Where rank 0 cannot make one it shares nothing, so the others fail
+      // too instead of waiting for it.
       ncclUniqueId id{};
       std::string bytes;
       if (rank_ == 0) {
-        check_nccl(ncclGetUniqueId(&id), "ncclGetUniqueId");
-        bytes.assign(id.internal, sizeof(id.internal));
+        const ncclResult_t made = ncclGetUniqueId(&id);
+        if (made == ncclSuccess) bytes.assign(id.internal, sizeof(id.internal));
+        share(bytes);
+        check_nccl(made, "ncclGetUniqueId");
+      } else {
+        bytes = share(bytes);
       }
-      bytes = share(bytes);
-      TRAINSIM_CHECK(bytes.size() == sizeof(id.internal),
-                     "NcclRankMember: rank 0 shared " + std::to_string(bytes.size()) + " bytes, not an ncclUniqueId");
+      if (bytes.size() != sizeof(id.internal)) {
+        throw CudaError("ncclGetUniqueId failed on rank 0: no NCCL communicator between the ranks' GPUs");
+      }
       bytes.copy(id.internal, sizeof(id.internal));
       TRAINSIM_CUDA(cudaSetDevice(gpu_));
       ncclComm_t comm = nullptr;

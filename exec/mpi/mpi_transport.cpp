@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <exception>
 #include <limits>
 #include <sstream>
 #include <string>
@@ -123,7 +124,7 @@ std::vector<double> mpi_all_gather(double value, MPI_Comm comm) {
   return out;
 }
 
-MpiSession::MpiSession(int* argc, char*** argv) {
+MpiSession::MpiSession(int* argc, char*** argv) : unwinding_(std::uncaught_exceptions()) {
   int initialized = 0;
   MPI_Initialized(&initialized);
   if (!initialized) {
@@ -144,7 +145,7 @@ MpiSession::MpiSession(int* argc, char*** argv) {
 MpiSession::~MpiSession() {
   int finalized = 0;
   MPI_Finalized(&finalized);
-  if (owns_ && !finalized) MPI_Finalize();
+  if (owns_ && !finalized && std::uncaught_exceptions() <= unwinding_) MPI_Finalize();
 }
 
 MpiTransport::MpiTransport(MPI_Comm comm) : Transport(size_of(comm)) {

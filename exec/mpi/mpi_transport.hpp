@@ -24,8 +24,11 @@ namespace trainsim {
 
 // MPI for this process: initialized with MPI_THREAD_MULTIPLE on
 // construction (unless the process already did) and finalized on
-// destruction (if it initialized it). InputError where the MPI library
-// cannot give threads that level.
+// destruction (if it initialized it), except when an exception unwinds it:
+// the other ranks may be waiting for this one in a collective, and
+// MPI_Finalize would wait for them. The process then exits unfinalized, its
+// error reported, and the launcher ends the job on its exit status.
+// InputError where the MPI library cannot give threads that level.
 class MpiSession {
  public:
   MpiSession(int* argc, char*** argv);
@@ -38,6 +41,7 @@ class MpiSession {
 
  private:
   bool owns_ = false;
+  int unwinding_ = 0;  // std::uncaught_exceptions() when made
   int rank_ = 0;
   int size_ = 1;
 };

@@ -212,6 +212,20 @@ ChannelFit fit_channel(std::vector<ChannelSample> samples) {
   return fit;
 }
 
+ChannelFit fit_packing(ChannelSample small, ChannelSample whole) {
+  TRAINSIM_CHECK(whole.bytes > small.bytes && small.bytes > 0 && small.one_way_s > 0 && whole.one_way_s > 0,
+                 "fit_packing: a small packing and a larger whole, each timed");
+  ChannelFit fit;
+  fit.bandwidth_bytes_per_s = whole.bytes / whole.one_way_s;
+  if (whole.one_way_s > small.one_way_s) {
+    fit.bandwidth_bytes_per_s = (whole.bytes - small.bytes) / (whole.one_way_s - small.one_way_s);
+    fit.latency_s = std::max(0.0, whole.one_way_s - whole.bytes / fit.bandwidth_bytes_per_s);
+    // Clamped at 0 (the line crossing below the origin): the whole's bytes over its time.
+    if (fit.latency_s == 0) fit.bandwidth_bytes_per_s = whole.bytes / whole.one_way_s;
+  }
+  return fit;
+}
+
 // Each worker computes on one thread and communicates on another (the
 // executor's streams); where they share the worker's core, each gets half.
 double cpu_compute_rate_while_communicating(int64_t workers, int64_t cores) {

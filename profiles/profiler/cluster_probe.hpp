@@ -38,6 +38,14 @@ struct ChannelFit {
 // slope is not positive (noise), bandwidth = largest bytes / its time.
 ChannelFit fit_channel(std::vector<ChannelSample> samples);
 
+// A packing's fixed part and rate (collective.pack_latency_s,
+// pack_bytes_per_s) through two timed packings, a small one and the whole
+// gradient's: the line through them, so the whole gradient costs exactly
+// its time. Where the whole took no longer than the small one (noise, a
+// gradient of a few bytes): no fixed part, and the whole's bytes over its
+// time. bandwidth_bytes_per_s is the rate; burst_bytes 0.
+ChannelFit fit_packing(ChannelSample small, ChannelSample whole);
+
 struct ClusterProbeOptions {
   int64_t repeats = 5;                     // timed runs per measurement (median)
   int64_t warmups = 2;

@@ -17,6 +17,8 @@
 namespace trainsim {
 namespace {
 
+constexpr int64_t kSmallPackingBytes = 256;  // the packing timed for the fixed part
+
 // One worker's gradient on the GPU, the pinned buffers its copies go
 // through and its host values (one tensor, as the executor's Gradients).
 class PackingWorker {
@@ -66,8 +68,7 @@ ChannelFit measure_cuda_packing(int device, int64_t workers, int64_t gradient_by
   TRAINSIM_CHECK(workers >= 1 && gradient_bytes >= 4, "a packing of some bytes by one worker or more");
   TRAINSIM_CUDA(cudaSetDevice(device));
   const float mean = 1.0f / static_cast<float>(workers);
-  std::vector<ChannelSample> samples;
-  for (const int64_t bytes : {int64_t{256}, gradient_bytes / 16, gradient_bytes / 4, gradient_bytes}) {
+  const auto timed = [&](int64_t bytes) {
     const auto floats = static_cast<size_t>(std::max<int64_t>(1, bytes / 4));
     std::vector<std::unique_ptr<PackingWorker>> packing;
     for (int64_t w = 0; w < workers; ++w) packing.push_back(std::make_unique<PackingWorker>(floats));
@@ -75,9 +76,15 @@ ChannelFit measure_cuda_packing(int device, int64_t workers, int64_t gradient_by
       TRAINSIM_CUDA(cudaSetDevice(device));
       packing[static_cast<size_t>(t)]->pack(mean);
     });
-    samples.push_back({static_cast<double>(floats * sizeof(float)), seconds});
+    return ChannelSample{static_cast<double>(floats * sizeof(float)), seconds};
+  };
+  const ChannelSample whole = timed(gradient_bytes);
+  if (gradient_bytes <= kSmallPackingBytes) {  // nothing smaller to tell the fixed part by
+    ChannelFit fit;
+    fit.bandwidth_bytes_per_s = whole.bytes / whole.one_way_s;
+    return fit;
   }
-  return fit_channel(std::move(samples));
+  return fit_packing(timed(kSmallPackingBytes), whole);
 }
 
 }  // namespace trainsim

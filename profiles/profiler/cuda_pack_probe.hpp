@@ -10,10 +10,9 @@
 
 namespace trainsim {
 
-// The packing's fixed part and rate: fit_channel over the median times of
-// one worker's packing of a gradient of 256 bytes, gradient_bytes / 16, / 4
-// and gradient_bytes around an AllReduce
-// (exec/interpreter/collective_ops.cpp), `workers`
+// The packing's fixed part and rate: fit_packing through the median times of
+// one worker's packing of a gradient of 256 bytes and of gradient_bytes
+// around an AllReduce (exec/interpreter/collective_ops.cpp), `workers`
 // threads at once on GPU `device`, each with a stream, a device gradient
 // and pinned buffers of its own: the gradient copied down through pinned
 // memory and waited for (Device::gradients_to_host), added into its host

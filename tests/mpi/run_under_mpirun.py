@@ -4,8 +4,9 @@ starting mpirun itself: one worker per rank over MPI gives the losses and
 test accuracy of the same run with its workers as threads of one process,
 and only rank 0 writes the summary; a checkpoint written across ranks
 resumes across ranks as the run never stopped; `trainsim validate` under
-mpirun runs its strategies across the ranks and rank 0 alone reports. Usage: run_under_mpirun.py TRAINSIM
-MPIEXEC (ctest: mpi_run_cli)."""
+mpirun runs its strategies across the ranks and rank 0 alone reports; one
+rank failing alone ends the job with its error. Usage: run_under_mpirun.py
+TRAINSIM MPIEXEC (ctest: mpi_run_cli)."""
 
 import json
 import os
@@ -72,6 +73,16 @@ def main():
                                 "--strategy", "dp-ring", "--devices", "cpu:3", "--iterations", "2", "--quiet"], capture_output=True, text=True, env=env, timeout=300)
         if wrong.returncode == 0 or "one worker per rank" not in wrong.stderr:
             sys.exit(f"cpu:3 under 2 ranks was not refused as it should be:\n{wrong.stderr}")
+        # One rank failing alone (its --resume names no checkpoint) while the
+        # other trains and waits for it: the job ends on its error, naming it,
+        # instead of the failing rank waiting in MPI_Finalize for the other.
+        args = ["run", "--model", "fmnist-mlp", "--strategy", "dp-ring", "--devices", "cpu:2", "--iterations", "4",
+                "--batch", "16", "--quiet"]
+        alone = subprocess.run([mpiexec, "-np", "1", trainsim, *args, ":", "-np", "1", trainsim, *args, "--resume",
+                                os.path.join(folder, "none")], capture_output=True, text=True, env=env, timeout=120)
+        if alone.returncode == 0 or "--resume" not in alone.stderr:
+            sys.exit(f"one rank's error did not end the job with it:\n{alone.stderr}")
+        print("one rank failing alone: the job ended on its error")
         # GPU workers across ranks: each rank checks its own GPU, and where none
         # answers (this machine) the run fails with that reason, naming --devices.
         gpu_run = ["run", "--model", "fmnist-mlp", "--strategy", "dp-ring", "--devices", "cuda:0x2", "--iterations",

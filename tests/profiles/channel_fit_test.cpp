@@ -1,7 +1,9 @@
 // fit_channel: a channel's latency, bandwidth and token bucket from a
-// ping-pong sweep of message sizes.
+// ping-pong sweep of message sizes; fit_packing: a packing's fixed part and
+// rate from two packings.
 #include <gtest/gtest.h>
 
+#include <stdexcept>
 #include <vector>
 
 #include "profiles/profiler/cluster_probe.hpp"
@@ -42,6 +44,26 @@ TEST(ChannelFit, FallsBackToLargestMessageRateWithoutTwoLargeSizes) {
   // A falling line (noise): slope < 0, so again largest / its time = 4e6 / 1e-3 = 4e9 B/s.
   const ChannelFit noisy = fit_channel({{1e6, 2e-3}, {4e6, 1e-3}});
   EXPECT_DOUBLE_EQ(noisy.bandwidth_bytes_per_s, 4e9);
+}
+
+TEST(PackingFit, TheLineThroughASmallPackingAndTheWholeGradients) {
+  // 256 B in 20 us, 4 MB in 520 us: (4e6 - 256) B in 500 us, 7.999488e9 B/s;
+  // the fixed part 520 us - 4e6 / that = 19.968 us, the whole exact.
+  const ChannelFit fit = fit_packing({256, 20e-6}, {4e6, 520e-6});
+  EXPECT_NEAR(fit.bandwidth_bytes_per_s, 7.999488e9, 1);
+  EXPECT_NEAR(fit.latency_s, 19.968e-6, 1e-11);
+  EXPECT_NEAR(fit.latency_s + 4e6 / fit.bandwidth_bytes_per_s, 520e-6, 1e-12);
+  EXPECT_EQ(fit.burst_bytes, 0);
+  // The whole no slower than the small one (noise): no fixed part, 4e6 / 15e-6.
+  const ChannelFit noisy = fit_packing({256, 20e-6}, {4e6, 15e-6});
+  EXPECT_EQ(noisy.latency_s, 0);
+  EXPECT_DOUBLE_EQ(noisy.bandwidth_bytes_per_s, 4e6 / 15e-6);
+  // A line crossing below the origin (the small one cheaper per byte than
+  // the whole's rate): clamped, the whole's bytes over its time.
+  const ChannelFit below = fit_packing({1e6, 1e-6}, {4e6, 1e-3});
+  EXPECT_EQ(below.latency_s, 0);
+  EXPECT_DOUBLE_EQ(below.bandwidth_bytes_per_s, 4e6 / 1e-3);
+  EXPECT_THROW((void)fit_packing({4e6, 1e-3}, {256, 1e-6}), std::logic_error);
 }
 
 }  // namespace
