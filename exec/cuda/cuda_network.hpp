@@ -117,6 +117,9 @@ class CudaNetwork final : public RangeNetwork {
   Tensor cut_values(const Network& network, int64_t i) override;
   Tensor cut_gradients(const Network& network, int64_t i) override;
   std::shared_ptr<KeptValues> export_cut(const Network& network, int64_t i, bool gradient, DeviceStore& store) override;
+  // This network's stream waits for an event recorded on previous's (a
+  // network of the same GPU).
+  void queue_after(RangeNetwork& previous) override;
 
   // Copies back, for tests and checks: a layer's output, dL/d(its input)
   // (where has_input_gradient), the gradients and the weights.

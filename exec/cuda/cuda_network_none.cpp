@@ -44,6 +44,7 @@ void CudaNetwork::fold_statistics(int64_t, KeptValues&, KeptValues&) {}
 Tensor CudaNetwork::cut_values(const Network&, int64_t) { return {}; }
 Tensor CudaNetwork::cut_gradients(const Network&, int64_t) { return {}; }
 std::shared_ptr<KeptValues> CudaNetwork::export_cut(const Network&, int64_t, bool, DeviceStore&) { return nullptr; }
+void CudaNetwork::queue_after(RangeNetwork&) {}
 std::shared_ptr<DeviceStore> make_cuda_device_store(int) { return nullptr; }
 
 }  // namespace trainsim

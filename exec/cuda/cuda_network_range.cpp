@@ -369,4 +369,18 @@ std::shared_ptr<KeptValues> CudaNetwork::export_cut(const Network& network, int6
   return out;
 }
 
+void CudaNetwork::queue_after(RangeNetwork& previous) {
+  auto* other = dynamic_cast<CudaNetwork*>(&previous);
+  cuda::NetworkState& s = *state_;
+  TRAINSIM_CHECK(other != nullptr && other->state_->context.device == s.context.device,
+                 "a GPU network ordered after a network of another GPU");
+  cuda::NetworkState& p = *other->state_;
+  TRAINSIM_CUDA(cudaSetDevice(s.context.device));
+  if (p.queued == nullptr) TRAINSIM_CUDA(cudaEventCreateWithFlags(&p.queued, cudaEventDisableTiming));
+  // A wait takes the event as last recorded: recording it again later
+  // leaves this one as it was.
+  TRAINSIM_CUDA(cudaEventRecord(p.queued, p.context.stream));
+  TRAINSIM_CUDA(cudaStreamWaitEvent(s.context.stream, p.queued, 0));
+}
+
 }  // namespace trainsim

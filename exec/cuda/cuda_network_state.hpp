@@ -50,6 +50,7 @@ struct NetworkState {
   DeviceArray<float> input, loss, dlogits;
   DeviceArray<int32_t> labels;
   std::vector<cudaEvent_t> events;  // one before the pass, then one after each timed piece
+  cudaEvent_t queued = nullptr;     // recorded where another network's work goes after this one's (queue_after)
   // Pinned host memory a range pass's parameter gradients or statistics
   // come back through, all of them on one synchronization (pinned_home).
   float* home = nullptr;
@@ -63,6 +64,7 @@ struct NetworkState {
     cudaSetDevice(context.device);  // the thread letting it go may have another GPU current
     if (home != nullptr) cudaFreeHost(home);
     for (cudaEvent_t e : events) cudaEventDestroy(e);
+    if (queued != nullptr) cudaEventDestroy(queued);
     if (context.dnn != nullptr) cudnnDestroy(context.dnn);
     if (context.blas != nullptr) cublasDestroy(context.blas);
     if (context.stream != nullptr) cudaStreamDestroy(context.stream);

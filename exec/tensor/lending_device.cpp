@@ -37,6 +37,7 @@ class LendingDevice final : public Device {
                  int64_t first, int64_t last, Tensor x, std::vector<LayerCache>& caches) override {
     std::lock_guard lock(mu_);
     const auto [lease, in] = lend(network, pass, first, x);
+    in_compute_order(*lease->lent.network);
     lease->lent.load(weights, generation, first, last, kept_.get());
     lease->lent.network->forward_range(network, first, last, in);
     keep(lease, first, last, x.rows(), caches);
@@ -49,6 +50,7 @@ class LendingDevice final : public Device {
                            std::span<const int32_t> labels, float dlogits_scale, Tensor& dlogits) override {
     std::lock_guard lock(mu_);
     const auto [lease, in] = lend(network, pass, first, x);
+    in_compute_order(*lease->lent.network);
     lease->lent.load(weights, generation, first, last, kept_.get());
     PendingLoss loss = lease->lent.network->forward_range_loss(network, first, last, in, labels, dlogits_scale);
     keep(lease, first, last, x.rows(), caches);
@@ -72,6 +74,7 @@ class LendingDevice final : public Device {
     const bool held = in_place(lease, last + 1, true, dy);
     if (!held) readable(dy);
     evict_others(*lease, dy);
+    in_compute_order(*lease->lent.network);
     lease->lent.load(weights, generation, first, last, kept_.get());
     if (kept_ == nullptr) {
       lease->lent.network->backward_range(network, first, last, held ? nullptr : &dy, grads);
@@ -308,6 +311,16 @@ class LendingDevice final : public Device {
     return {lease, held ? nullptr : &x};
   }
 
+  // The worker's compute ops run one after another, as the plan's compute
+  // stream orders them and the simulator times them: a range's work on one
+  // network waits for what the last range queued on another, so the passes
+  // in flight (a pipeline's micro-batches) do not run side by side on the
+  // GPU. The networks live as long as the pool. Callers hold mu_.
+  void in_compute_order(RangeNetwork& next) {
+    if (last_computed_ != nullptr && last_computed_ != &next) next.queue_after(*last_computed_);
+    last_computed_ = &next;
+  }
+
   void to_host_locked(Tensor& t) {
     exported_to_host(t);
     if (t.resident == nullptr) return;
@@ -373,6 +386,7 @@ class LendingDevice final : public Device {
   std::unique_ptr<KeptTraining> kept_;                          // null: gradients and steps on the host
   std::mutex mu_;                                               // one pass at a time
   std::map<PassId, std::vector<std::weak_ptr<Lease>>> passes_;  // the networks lent to each pass
+  RangeNetwork* last_computed_ = nullptr;                       // the network of the last range (in_compute_order)
 };
 
 }  // namespace

@@ -137,6 +137,11 @@ class RangeNetwork {
   // memory to read (forward_range's x, backward_range's dy).
   virtual std::shared_ptr<KeptValues> export_cut(const Network& network, int64_t i, bool gradient,
                                                  DeviceStore& store) = 0;
+  // The work this network is given next waits for the work queued so far
+  // on `previous`, another network lent by the same device, without the
+  // host waiting: a GPU network's stream waits for an event of the other's.
+  // Nothing here, where a call's work is done when it returns.
+  virtual void queue_after(RangeNetwork& /*previous*/) {}
 };
 
 }  // namespace trainsim

@@ -54,6 +54,8 @@ struct BufferCounts {
   int64_t losses = 0;           // losses computed, each returned unknown
   int64_t exports = 0;          // boundaries copied out for a network of another device
   int64_t imports = 0;          // range inputs copied from such a boundary
+  // (previous, next) of each RangeNetwork::queue_after, in call order.
+  std::vector<std::pair<const RangeNetwork*, const RangeNetwork*>> queued_after;
   // Per loss read, in the order of the reads: how many losses had been
   // computed by then.
   std::vector<int64_t> computed_when_read;
@@ -267,6 +269,10 @@ class BufferedCpuNetwork final : public RangeNetwork {
   }
   Tensor cut_values(const Network&, int64_t i) override { return brought_back(values_, i); }
   Tensor cut_gradients(const Network&, int64_t i) override { return brought_back(gradients_, i); }
+  void queue_after(RangeNetwork& previous) override {
+    std::lock_guard lock(counts_.mu);
+    counts_.queued_after.emplace_back(&previous, this);
+  }
   // Packed into an array of the store, as a GPU's export.
   std::shared_ptr<KeptValues> export_cut(const Network&, int64_t i, bool gradient, DeviceStore& store) override {
     const std::optional<Tensor>& t = (gradient ? gradients_ : values_)[static_cast<size_t>(i)];

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "tests/exec/buffered_cpu_network.hpp"
@@ -164,6 +165,29 @@ TEST(LendingDeviceCalls, PassesInFlightBorrowNetworksOfTheirOwn) {
   m.device->forward(m.network, m.weights, 1, PassId{1, 0}, 0, 2, m.x, c);
   EXPECT_EQ(m.counts.networks, 2);
   EXPECT_EQ(m.counts.uploads, 3);
+}
+
+// A worker's compute ops go one after another whichever network each pass
+// borrowed, as the plan's compute stream orders them: a range on another
+// network than the last range's queues after that one's work; a range on
+// the same network is in order already.
+TEST(LendingDeviceCalls, ARangeOnAnotherNetworkQueuesAfterTheLastRangesWork) {
+  MlpCalls m;
+  std::vector<LayerCache> a0, b0, a1, b1;
+  Tensor ya = m.device->forward(m.network, m.weights, 1, PassId{0, 0}, 0, 2, m.x, a0);
+  EXPECT_TRUE(m.counts.queued_after.empty());  // the first range
+  Tensor yb = m.device->forward(m.network, m.weights, 1, PassId{0, 1}, 0, 2, m.x, b0);
+  ASSERT_EQ(m.counts.queued_after.size(), 1u);
+  const auto [first, second] = m.counts.queued_after.front();
+  EXPECT_NE(first, second);
+  Tensor db, da;
+  m.device->forward_loss(m.network, m.weights, 1, PassId{0, 1}, 3, 6, std::move(yb), b1, m.labels, 1.0f, db);
+  m.device->forward_loss(m.network, m.weights, 1, PassId{0, 0}, 3, 6, std::move(ya), a1, m.labels, 1.0f, da);
+  Gradients grads = zero_gradients(m.network, m.weights);
+  m.device->backward(m.network, m.weights, 1, PassId{0, 0}, 3, 6, std::move(da), a1, grads);
+  m.device->backward(m.network, m.weights, 1, PassId{0, 1}, 3, 6, std::move(db), b1, grads);
+  using Order = std::pair<const RangeNetwork*, const RangeNetwork*>;
+  EXPECT_EQ(m.counts.queued_after, (std::vector<Order>{{first, second}, {second, first}, {first, second}}));
 }
 
 // A tensor another device keeps is refused, not read as empty.
