@@ -224,10 +224,14 @@ void run_training(const RunOptions& o, CommandContext& ctx) {
                 << std::flush;
       }
     }
-    options.make_transport = [nccl_gpu](int endpoints) {
+    // One member for the run: each stretch between checkpoints makes a
+    // transport of the same ranks, and NCCL's communicator is made once.
+    auto member = std::make_shared<std::shared_ptr<LibraryMember>>();
+    options.make_transport = [nccl_gpu, member](int endpoints) {
       std::unique_ptr<MpiTransport> transport = MpiTransport::for_endpoints(endpoints);
       if (transport && nccl_gpu >= 0) {
-        transport->sum_library_by(make_nccl_rank_member(nccl_gpu, transport->rank(), transport->workers()));
+        if (*member == nullptr) *member = make_nccl_rank_member(nccl_gpu, transport->rank(), transport->workers());
+        transport->sum_library_by(*member);
       }
       return transport;
     };

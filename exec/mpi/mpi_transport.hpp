@@ -92,9 +92,11 @@ class MpiTransport final : public Transport {
   int rank() const { return rank_; }
   // CollectiveAlgorithm::kLibrary: MPI_Allreduce over every rank, or
   // `member`'s AllReduce once given (NCCL over the ranks' GPUs). Every rank
-  // gives one or none, before its first AllReduce.
+  // gives one or none, before its first AllReduce; a member may outlive the
+  // transport and serve the next one of the same ranks (a run's stretches
+  // between checkpoints), its communicator made once.
   bool has_library_all_reduce() const override { return true; }
-  void sum_library_by(std::unique_ptr<LibraryMember> member) { library_member_ = std::move(member); }
+  void sum_library_by(std::shared_ptr<LibraryMember> member) { library_member_ = std::move(member); }
   int64_t send_buffer_bytes() const override { return send_buffer_bytes_; }
   // The largest tag a message may carry (MPI_TAG_UB); a larger one is a plan
   // bug (logic_error).
@@ -128,7 +130,7 @@ class MpiTransport final : public Transport {
   MPI_Comm comm_ = MPI_COMM_NULL;
   MPI_Comm library_comm_ = MPI_COMM_NULL;  // the library's collectives, apart from the messages
   std::mutex library_mutex_;               // one collective at a time on it
-  std::unique_ptr<LibraryMember> library_member_;
+  std::shared_ptr<LibraryMember> library_member_;
   int rank_ = 0;
   int64_t max_tag_ = 0;
   int64_t eager_bytes_ = 0;                       // tcp_eager_bytes_of this process's settings

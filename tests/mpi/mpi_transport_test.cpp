@@ -215,7 +215,16 @@ TEST(MpiTransport, AGivenMemberSumsTheLibraryAllReduceWithRankZerosBytesShared) 
   const int p = t.workers(), me = t.rank();
   int calls = 0;
   std::string shared;
-  t.sum_library_by(std::make_unique<RecordingMember>(me, calls, shared));
+  const auto member = std::make_shared<RecordingMember>(me, calls, shared);
+  {  // a transport before this one, the member serving it first (a run's earlier stretch)
+    MpiTransport earlier;
+    earlier.sum_library_by(member);
+    std::vector<float> one{0.5f};
+    earlier.all_reduce(me, world(p), 4, one, CollectiveAlgorithm::kLibrary);
+    EXPECT_EQ(one, std::vector<float>{6.0f});
+  }
+  calls = 0;
+  t.sum_library_by(member);
   std::vector<float> data{1.0f, -2.0f};
   t.all_reduce(me, world(p), 5, data, CollectiveAlgorithm::kLibrary);
   EXPECT_EQ(data, (std::vector<float>{11.0f, -19.0f}));
