@@ -188,9 +188,10 @@ void run_training(const RunOptions& o, CommandContext& ctx) {
     }
     if (!under_mpirun() && !devices.gpu->each.empty()) {  // a GPU each, the library AllReduce by NCCL
       make_nccl_transport(gpus);                          // its checks, before the data loads
-      options.make_transport = [gpus](int endpoints) {
+      // The communicators made once for the run's stretches between checkpoints.
+      options.make_transport = [gpus, kept = make_nccl_communicators()](int endpoints) {
         TRAINSIM_CHECK(static_cast<size_t>(endpoints) <= gpus.size(), "a plan of more workers than GPUs listed");
-        return make_nccl_transport(std::vector<int>(gpus.begin(), gpus.begin() + endpoints));
+        return make_nccl_transport(std::vector<int>(gpus.begin(), gpus.begin() + endpoints), 0, kept);
       };
     }
   }

@@ -18,12 +18,21 @@
 #include "model/error.hpp"
 
 namespace trainsim {
+
+struct NcclCommunicators {
+  std::mutex mu;
+  // A group's GPUs, in group order -> one member each.
+  std::map<std::vector<int>, std::vector<std::unique_ptr<NcclMember>>> groups;
+};
+
 namespace {
 
 class NcclTransport final : public InProcessTransport {
  public:
-  NcclTransport(std::vector<int> gpus, double recv_timeout_s)
-      : InProcessTransport(static_cast<int>(gpus.size()), recv_timeout_s), gpus_(std::move(gpus)) {}
+  NcclTransport(std::vector<int> gpus, double recv_timeout_s, std::shared_ptr<NcclCommunicators> kept)
+      : InProcessTransport(static_cast<int>(gpus.size()), recv_timeout_s),
+        gpus_(std::move(gpus)),
+        kept_(kept != nullptr ? std::move(kept) : make_nccl_communicators()) {}
 
   bool has_library_all_reduce() const override { return true; }
 
@@ -37,11 +46,11 @@ class NcclTransport final : public InProcessTransport {
   // The caller's member of its group, the group's communicators made by
   // the first member to get here.
   NcclMember& member(const CollectivePeers& peers) {
-    std::lock_guard lock(mu_);
-    auto it = groups_.find(peers.group());
-    if (it == groups_.end()) {
-      std::vector<int> devices;
-      for (const int worker : peers.group()) devices.push_back(gpus_[static_cast<size_t>(worker)]);
+    std::vector<int> devices;
+    for (const int worker : peers.group()) devices.push_back(gpus_[static_cast<size_t>(worker)]);
+    std::lock_guard lock(kept_->mu);
+    auto it = kept_->groups.find(devices);
+    if (it == kept_->groups.end()) {
       std::vector<ncclComm_t> comms(devices.size());
       check_nccl(ncclCommInitAll(comms.data(), static_cast<int>(comms.size()), devices.data()), "ncclCommInitAll");
       std::vector<std::unique_ptr<NcclMember>> members;
@@ -53,15 +62,13 @@ class NcclTransport final : public InProcessTransport {
           throw;
         }
       }
-      it = groups_.emplace(peers.group(), std::move(members)).first;
+      it = kept_->groups.emplace(devices, std::move(members)).first;
     }
     return *it->second[static_cast<size_t>(peers.rank())];
   }
 
   std::vector<int> gpus_;
-  std::mutex mu_;
-  std::map<std::vector<int>, std::vector<std::unique_ptr<NcclMember>>>
-      groups_;  // worker ids -> one member each, in group order
+  std::shared_ptr<NcclCommunicators> kept_;
 };
 
 }  // namespace
@@ -77,7 +84,10 @@ void check_nccl_gpu(int gpu) {
   }
 }
 
-std::unique_ptr<Transport> make_nccl_transport(const std::vector<int>& gpu_of_worker, double recv_timeout_s) {
+std::shared_ptr<NcclCommunicators> make_nccl_communicators() { return std::make_shared<NcclCommunicators>(); }
+
+std::unique_ptr<Transport> make_nccl_transport(const std::vector<int>& gpu_of_worker, double recv_timeout_s,
+                                               std::shared_ptr<NcclCommunicators> kept) {
   std::set<int> seen;
   for (const int gpu : gpu_of_worker) {
     check_nccl_gpu(gpu);
@@ -86,7 +96,7 @@ std::unique_ptr<Transport> make_nccl_transport(const std::vector<int>& gpu_of_wo
                        "a GPU of its own for every worker: NCCL refuses two ranks on one GPU (NVIDIA/nccl#418)");
     }
   }
-  return std::make_unique<NcclTransport>(gpu_of_worker, recv_timeout_s);
+  return std::make_unique<NcclTransport>(gpu_of_worker, recv_timeout_s, std::move(kept));
 }
 
 }  // namespace trainsim

@@ -4,9 +4,10 @@
 // over the members' GPUs: each member's values copied to a buffer on its
 // GPU, summed there by ncclAllReduce on a stream of its own, and copied back.
 // A group's communicators are made (ncclCommInitAll) by the first member to
-// call into it. Processes of one GPU each (the MPI launch) sum by NCCL too,
-// through a member of their own (make_nccl_rank_member). NCCL is opened on first use (nccl_on_demand.cpp). No CUDA
-// type appears here.
+// call into it, and may be kept for the run's next transport. Processes of
+// one GPU each (the MPI launch) sum by NCCL too, through a member of their
+// own (make_nccl_rank_member). NCCL is opened on first use
+// (nccl_on_demand.cpp). No CUDA type appears here.
 #pragma once
 
 #include <memory>
@@ -22,8 +23,14 @@ namespace trainsim {
 // gpu_of_worker[w]. InputError naming --devices where two workers share a
 // GPU (NCCL 2.5 and later refuse two ranks of one communicator on one GPU:
 // NVIDIA/nccl#418), where a GPU is not one the driver has, or in a build
-// without CUDA; recv_timeout_s as InProcessTransport's.
-std::unique_ptr<Transport> make_nccl_transport(const std::vector<int>& gpu_of_worker, double recv_timeout_s = 0);
+// without CUDA; recv_timeout_s as InProcessTransport's. Its groups'
+// communicators are `kept`'s where given (made by the first transport that
+// needs them, used by the next ones: a run's stretches between checkpoints
+// each make a transport), else its own.
+struct NcclCommunicators;
+std::shared_ptr<NcclCommunicators> make_nccl_communicators();
+std::unique_ptr<Transport> make_nccl_transport(const std::vector<int>& gpu_of_worker, double recv_timeout_s = 0,
+                                               std::shared_ptr<NcclCommunicators> kept = nullptr);
 
 // This process's member of the library AllReduce over `ranks` processes, one
 // per GPU (the MPI launch: MpiTransport::sum_library_by), rank `rank` on GPU
