@@ -170,6 +170,11 @@ void run_training(const RunOptions& o, CommandContext& ctx) {
     config.set(s.key, s.value, s.where);
   }
   if (o.launch.launcher == "mpi") return launch_ranks(o.launch, workers, rank_arguments(o), ctx, "training", o.quiet);
+#if defined(TRAINSIM_WITH_MPI)
+  // Made before `options`, so what its transports keep (NCCL's member) goes
+  // before MPI does.
+  std::unique_ptr<MpiSession> mpi;
+#endif
   TrainingOptions options;
   options.evaluate = !o.no_evaluate;
   std::vector<int> gpu_of_worker;  // each worker's GPU: one each (cuda:G0,G1,...), or all on one (cuda:GxW)
@@ -198,7 +203,6 @@ void run_training(const RunOptions& o, CommandContext& ctx) {
   const Dataset data = load_dataset(o.dataset, model, o.data_dir);
   bool reports = true;  // rank 0 of a shared run, or the only process
 #if defined(TRAINSIM_WITH_MPI)
-  std::unique_ptr<MpiSession> mpi;
   if (under_mpirun()) {
     mpi = std::make_unique<MpiSession>(nullptr, nullptr);
     if (mpi->size() != workers) {

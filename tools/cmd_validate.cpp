@@ -81,10 +81,15 @@ std::vector<std::string> rank_arguments(const ValidateCliOptions& o) {
 }
 
 // Under mpirun: the ranks agree through MPI, measure the cluster across
-// their links and hosts, and train over the MPI transport.
-ValidationRanks mpi_ranks([[maybe_unused]] const ValidateCliOptions& o, [[maybe_unused]] int64_t workers) {
+// their links and hosts, and train over the MPI transport. `session` holds
+// MPI for the command: finalized when it returns, left unfinalized by an
+// error, so a rank failing alone ends the job (MpiSession).
+ValidationRanks mpi_ranks([[maybe_unused]] const ValidateCliOptions& o, [[maybe_unused]] int64_t workers,
+                          [[maybe_unused]] std::shared_ptr<void>& session_holder) {
 #if defined(TRAINSIM_WITH_MPI)
-  static MpiSession session(nullptr, nullptr);  // MPI ends with the process
+  auto held = std::make_shared<MpiSession>(nullptr, nullptr);
+  session_holder = held;
+  const MpiSession& session = *held;
   if (session.size() != workers) {
     throw InputError("--devices", "is " + o.devices + " under mpirun with " + std::to_string(session.size()) + " ranks",
                      "cpu:" + std::to_string(session.size()) + ", one worker per rank");
@@ -221,7 +226,8 @@ void run_validate(const ValidateCliOptions& o, CommandContext& ctx) {
   }
   const Dataset data = load_dataset(o.dataset, model, o.data_dir);
   ValidationOptions options;
-  if (under_mpirun()) options.ranks = mpi_ranks(o, workers);
+  std::shared_ptr<void> mpi;  // MPI for the command under mpirun (mpi_ranks)
+  if (under_mpirun()) options.ranks = mpi_ranks(o, workers, mpi);
   const bool reports = options.ranks.rank <= 0;
   options.batch_size = o.batch;
   options.iterations = o.iterations;

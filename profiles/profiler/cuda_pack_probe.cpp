@@ -79,7 +79,7 @@ ChannelFit measure_cuda_packing(int device, int64_t workers, int64_t gradient_by
     return ChannelSample{static_cast<double>(floats * sizeof(float)), seconds};
   };
   const ChannelSample whole = timed(gradient_bytes);
-  if (gradient_bytes <= kSmallPackingBytes) {  // nothing smaller to tell the fixed part by
+  if (whole.bytes <= kSmallPackingBytes) {  // nothing smaller to tell the fixed part by
     ChannelFit fit;
     fit.bandwidth_bytes_per_s = whole.bytes / whole.one_way_s;
     return fit;
