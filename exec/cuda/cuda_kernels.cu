@@ -2,6 +2,7 @@
 // the loss and the optimizer. Grid-stride loops over 64-bit indices.
 #include <cfloat>
 
+#include "exec/cuda/cuda_check.hpp"
 #include "exec/cuda/cuda_kernels.hpp"
 #include "exec/cuda/cuda_launch.cuh"
 
@@ -234,7 +235,7 @@ void pass_gradient(const float* dy, float* dx, int64_t n, bool accumulate, cudaS
     const int64_t quads = aligned16(dy) && aligned16(dx) ? n / 4 : 0;
     pass_gradient_kernel<<<blocks_for(n - 3 * quads), kThreads, 0, stream>>>(dy, dx, n, quads);
   } else {
-    cudaMemcpyAsync(dx, dy, sizeof(float) * static_cast<size_t>(n), cudaMemcpyDeviceToDevice, stream);
+    TRAINSIM_CUDA(cudaMemcpyAsync(dx, dy, sizeof(float) * static_cast<size_t>(n), cudaMemcpyDeviceToDevice, stream));
   }
 }
 
@@ -258,7 +259,9 @@ void maxpool_forward(const float* x, float* y, int32_t* argmax, const PoolGeomet
 void maxpool_backward(const float* dy, const int32_t* argmax, float* dx, const PoolGeometry& g, bool accumulate,
                       cudaStream_t stream) {
   const int64_t n = g.planes * g.out_height * g.out_width;
-  if (!accumulate) cudaMemsetAsync(dx, 0, sizeof(float) * static_cast<size_t>(g.planes * g.height * g.width), stream);
+  if (!accumulate) {
+    TRAINSIM_CUDA(cudaMemsetAsync(dx, 0, sizeof(float) * static_cast<size_t>(g.planes * g.height * g.width), stream));
+  }
   if (n > 0) maxpool_backward_kernel<<<blocks_for(n), kThreads, 0, stream>>>(dy, argmax, dx, n);
 }
 

@@ -22,6 +22,8 @@ template <typename Launches>
 void run_captured(CapturedPass& pass, Context& c, Launches launches) {
   if (pass.eager || pass.runs++ == 0) return launches();
   if (pass.exec == nullptr) {
+    // An error an earlier launch left is that launch's, not the capture's refusal.
+    TRAINSIM_CUDA(cudaGetLastError());
     cudaGraph_t graph = nullptr;
     bool captured = cudaStreamBeginCapture(c.stream, cudaStreamCaptureModeThreadLocal) == cudaSuccess;
     if (captured) {

@@ -229,6 +229,7 @@ int64_t CudaNetwork::batch() const { return state_->batch; }
 
 void CudaNetwork::set_batch(const Tensor& x, std::span<const int32_t> labels) {
   NetworkState& s = *state_;
+  TRAINSIM_CUDA(cudaSetDevice(s.context.device));  // the calling thread may have another GPU current
   if (x.size() != s.input.size()) {
     throw InputError("set_batch: x", std::to_string(x.size()) + " values", std::to_string(s.input.size()));
   }
@@ -302,16 +303,19 @@ double elapsed_s(const NetworkState& s, size_t from) {
 
 double CudaNetwork::forward_and_loss() {
   NetworkState& s = *state_;
+  TRAINSIM_CUDA(cudaSetDevice(s.context.device));
   cuda::run_forward(s, nullptr);
   return cuda::mean_loss(s);
 }
 
 void CudaNetwork::backward() {
+  TRAINSIM_CUDA(cudaSetDevice(state_->context.device));
   cuda::run_backward(*state_, nullptr);
   TRAINSIM_CUDA(cudaStreamSynchronize(state_->context.stream));
 }
 
 void CudaNetwork::update(const SgdOptions& sgd) {
+  TRAINSIM_CUDA(cudaSetDevice(state_->context.device));
   cuda::run_update(*state_, sgd, nullptr);
   TRAINSIM_CUDA(cudaStreamSynchronize(state_->context.stream));
 }

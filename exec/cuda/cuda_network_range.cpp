@@ -100,18 +100,20 @@ void upload_cut(NetworkState& s, const Network& network, int64_t i, const Tensor
     return;
   }
   const int64_t width = x.row_size();
+  int64_t columns = 0;  // checked before any copy is queued from input_up
+  for (const int32_t t : cut) columns += element_count(sample_shape(network, t));
+  TRAINSIM_CHECK(columns == width,
+                 "a packed boundary is " + std::to_string(width) + " values wide, its cut " + std::to_string(columns));
   float* up = refill(s.input_up, x.data.size());
   std::copy(x.data.begin(), x.data.end(), up);
   int64_t column = 0;
   for (const int32_t t : cut) {  // packed: each sample's row holds the cut's tensors side by side
     const int64_t w = element_count(sample_shape(network, t));
-    TRAINSIM_CHECK(column + w <= width, "a packed boundary is narrower than its cut");
     TRAINSIM_CUDA(cudaMemcpy2DAsync(where(t), sizeof(float) * w, up + column, sizeof(float) * width, sizeof(float) * w,
                                     s.batch, cudaMemcpyHostToDevice, s.context.stream));
     column += w;
   }
   record_copies(s.input_up, s.context.stream);
-  TRAINSIM_CHECK(column == width, "a packed boundary is wider than its cut");
 }
 
 // Cut `i` back from the buffers `where` names: a lone tensor as itself,

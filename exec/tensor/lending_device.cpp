@@ -37,8 +37,8 @@ class LendingDevice final : public Device {
                  int64_t first, int64_t last, Tensor x, std::vector<LayerCache>& caches) override {
     std::lock_guard lock(mu_);
     const auto [lease, in] = lend(network, pass, first, x);
-    in_compute_order(*lease->lent.network);
     lease->lent.load(weights, generation, first, last, kept_.get());
+    in_compute_order(*lease->lent.network);
     lease->lent.network->forward_range(network, first, last, in);
     keep(lease, first, last, x.rows(), caches);
     return left(network, lease, last + 1, false, x.rows());
@@ -50,8 +50,8 @@ class LendingDevice final : public Device {
                            std::span<const int32_t> labels, float dlogits_scale, Tensor& dlogits) override {
     std::lock_guard lock(mu_);
     const auto [lease, in] = lend(network, pass, first, x);
-    in_compute_order(*lease->lent.network);
     lease->lent.load(weights, generation, first, last, kept_.get());
+    in_compute_order(*lease->lent.network);
     PendingLoss loss = lease->lent.network->forward_range_loss(network, first, last, in, labels, dlogits_scale);
     keep(lease, first, last, x.rows(), caches);
     dlogits = left(network, lease, last + 1, true, x.rows());
@@ -74,8 +74,8 @@ class LendingDevice final : public Device {
     const bool held = in_place(lease, last + 1, true, dy);
     if (!held) readable(dy);
     evict_others(*lease, dy);
-    in_compute_order(*lease->lent.network);
     lease->lent.load(weights, generation, first, last, kept_.get());
+    in_compute_order(*lease->lent.network);
     if (kept_ == nullptr) {
       lease->lent.network->backward_range(network, first, last, held ? nullptr : &dy, grads);
     } else {
@@ -315,7 +315,10 @@ class LendingDevice final : public Device {
   // stream orders them and the simulator times them: a range's work on one
   // network waits for what the last range queued on another, so the passes
   // in flight (a pipeline's micro-batches) do not run side by side on the
-  // GPU. The networks live as long as the pool. Callers hold mu_.
+  // GPU. Called once the range's weights are loaded: their copies up, into
+  // this network's own buffers, need not wait (a copy from pageable memory
+  // would hold the host until the stream's work before it is done). The
+  // networks live as long as the pool. Callers hold mu_.
   void in_compute_order(RangeNetwork& next) {
     if (last_computed_ != nullptr && last_computed_ != &next) next.queue_after(*last_computed_);
     last_computed_ = &next;
