@@ -1,5 +1,6 @@
 // `trainsim devices`: what this machine can run plans on.
 #include "analysis/table.hpp"
+#include "exec/cuda/nccl_transport.hpp"
 #include "exec/devices.hpp"
 #include "model/units.hpp"
 #include "tools/commands.hpp"
@@ -17,7 +18,19 @@ void add_devices_command(CLI::App& app, CommandContext& ctx) {
       }
       print_aligned(ctx.out, t);
       std::string reason;
-      if (list_cuda_devices(reason).empty()) ctx.out << "no GPU: " << reason << "\n";
+      if (list_cuda_devices(reason).empty()) {
+        ctx.out << "no GPU: " << reason << "\n";
+        return;
+      }
+      // What a GPU each (--devices cuda:G,H,...) sums its library AllReduce with.
+      const std::string nccl = nccl_version_text();
+      ctx.out << (nccl.empty() ? "NCCL not available (" + nccl_library_error() +
+                                     "): workers with a GPU each have no library AllReduce in one process "
+                                     "(--set algorithm=mpi), MPI's across processes"
+                               : "NCCL " + nccl +
+                                     ": workers with a GPU each (--devices cuda:G,H,...) run the "
+                                     "library AllReduce (--set algorithm=mpi) on it")
+              << "\n";
     };
   });
 }

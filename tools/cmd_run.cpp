@@ -191,8 +191,10 @@ void run_training(const RunOptions& o, CommandContext& ctx) {
     if (!under_mpirun()) {
       for (const int gpu : gpus) check_cuda_device(model, gpu, "--devices");
     }
-    if (!under_mpirun() && !devices.gpu->each.empty()) {  // a GPU each, the library AllReduce by NCCL
-      make_nccl_transport(gpus);                          // its checks, before the data loads
+    // A GPU each, the library AllReduce by NCCL where it opens (else none:
+    // algorithm=mpi is refused, the other algorithms run on the host).
+    if (!under_mpirun() && !devices.gpu->each.empty() && nccl_library_error().empty()) {
+      make_nccl_transport(gpus);  // its checks, before the data loads
       // The communicators made once for the run's stretches between checkpoints.
       options.make_transport = [gpus, kept = make_nccl_communicators()](int endpoints) {
         TRAINSIM_CHECK(static_cast<size_t>(endpoints) <= gpus.size(), "a plan of more workers than GPUs listed");

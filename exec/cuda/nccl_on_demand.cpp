@@ -31,6 +31,15 @@ std::string nccl_library_error() {
   return resolve_nccl<decltype(ncclGetVersion)>("ncclGetVersion") == nullptr ? "NCCL lacks ncclGetVersion" : "";
 }
 
+std::string nccl_version_text() {
+  int code = 0;
+  if (!nccl_library_error().empty() || ncclGetVersion(&code) != ncclSuccess || code <= 0) return "";
+  // NCCL_VERSION(X, Y, Z): X*10000 + Y*100 + Z since 2.9, X*1000 + Y*100 + Z before.
+  const int major = code >= 20900 ? code / 10000 : code / 1000;
+  const int rest = code >= 20900 ? code % 10000 : code % 1000;
+  return std::to_string(major) + "." + std::to_string(rest / 100) + "." + std::to_string(rest % 100);
+}
+
 }  // namespace trainsim
 
 #define TRAINSIM_NCCL_FORWARD(function, params, args)                        \

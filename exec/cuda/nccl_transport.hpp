@@ -46,5 +46,8 @@ void check_nccl_gpu(int gpu);
 
 // Why NCCL could not be opened, or empty.
 std::string nccl_library_error();
+// The version of the NCCL opened ("2.27.3"), or empty where it cannot be
+// opened (nccl_library_error says why).
+std::string nccl_version_text();
 
 }  // namespace trainsim

@@ -22,5 +22,6 @@ void check_nccl_gpu(int) {
 }
 
 std::string nccl_library_error() { return "built without CUDA"; }
+std::string nccl_version_text() { return ""; }
 
 }  // namespace trainsim

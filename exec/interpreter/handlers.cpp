@@ -115,7 +115,8 @@ void Interpreter::check_supported(const Op& op) const {
   if (op.kind == OpKind::kAllReduce && op.algorithm == CollectiveAlgorithm::kLibrary) {
     if (!transport_.has_library_all_reduce()) {
       throw InputError("--set algorithm", "is mpi, the MPI library's own AllReduce",
-                       "a run across MPI processes (trainsim run under mpirun, or --launcher mpi)");
+                       "a run across MPI processes (trainsim run under mpirun, or --launcher mpi), or a GPU "
+                       "each with NCCL (--devices cuda:G,H,...; trainsim devices says whether NCCL opens)");
     }
     if (plan_.groups.at(static_cast<size_t>(op.group)).size() != plan_.workers.size()) {
       throw InputError("--set algorithm", "is mpi for an AllReduce among some of the workers",

@@ -3,6 +3,7 @@
 // without CUDA: each an InputError naming --devices, on any machine.
 #include <gtest/gtest.h>
 
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,18 @@ TEST(NcclTransport, ARanksMemberRefusesAGpuTheDriverLacks) {
       EXPECT_NE(std::string(e.what()).find("--devices"), std::string::npos) << e.what();
     }
   }
+}
+
+// `trainsim devices` names NCCL's version, or why it cannot be opened:
+// one or the other, never both.
+TEST(NcclLibrary, NamesItsVersionOrWhyItCannotBeOpened) {
+  const std::string version = nccl_version_text();
+  if (version.empty()) {
+    EXPECT_FALSE(nccl_library_error().empty());
+    return;
+  }
+  EXPECT_TRUE(nccl_library_error().empty()) << nccl_library_error();
+  EXPECT_TRUE(std::regex_match(version, std::regex(R"(2\.[0-9]+\.[0-9]+)"))) << version;
 }
 
 }  // namespace
