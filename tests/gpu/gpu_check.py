@@ -153,7 +153,10 @@ def main():
         return 2
     data = ["--data-dir", args.data_dir] if args.data_dir else []
     measured = {}  # strategy -> its run's iteration seconds, for the predictions of the cluster section
-    report += ["# GPU check", "", f"- GPU, driver, memory: {gpu}", f"- trainsim commit: {args.commit}",
+    listed = run([trainsim, "devices"], log, check=False)
+    nccl = next((line for line in listed.stdout.splitlines() if line.startswith("NCCL")),
+                f"NCCL: not listed by trainsim devices (exit {listed.returncode})")
+    report += ["# GPU check", "", f"- GPU, driver, memory: {gpu}", f"- {nccl}", f"- trainsim commit: {args.commit}",
                f"- date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}",
                f"- sections: {', '.join(s for s in SECTIONS if s in sections)}"]
     if "tests" in sections:
