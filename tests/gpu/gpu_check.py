@@ -27,11 +27,12 @@ STRATEGIES = ["single", "dp-ps", "dp-ring", "dp-overlap", "pipesgd", "cgdp", "pi
 # three on the ResNet (both on Fashion-MNIST, like the runs above).
 VALIDATED = [("fmnist-cnn", "all"), ("fmnist-resnet20", "single,dp-ring,gpipe")]
 BATCHES = [64, 1024]
-# The check's parts: the conformance tests; every strategy on four workers
-# (with where a worker's iteration goes); the training step beside
-# PyTorch's; the profiles; the GPU as a cluster and the predictions from it;
-# validate.
-SECTIONS = ["tests", "strategies", "steps", "profiles", "cluster", "validate"]
+# The check's parts: the conformance tests; the same under memcheck (up to
+# 4 min: a part of its own, so a short loan of a GPU can leave it for
+# later); every strategy on four workers (with where a worker's iteration
+# goes); the training step beside PyTorch's; the profiles; the GPU as a
+# cluster and the predictions from it; validate.
+SECTIONS = ["tests", "memcheck", "strategies", "steps", "profiles", "cluster", "validate"]
 RUNS = 3
 # Under memcheck, every kernel of every layer alone (the whole networks' five
 # steps take minutes there), the interpreter's range passes on a small
@@ -170,8 +171,13 @@ def main():
             if done.returncode != 0:
                 report.append("```\n" + done.stdout[-3000:] + "\n```")
 
+    flush()
+    if "memcheck" in sections:
+        report += ["", "## Memcheck", ""]
         sanitizer = shutil.which("compute-sanitizer") or "/usr/local/cuda/bin/compute-sanitizer"
-        if os.path.exists(sanitizer):
+        if not os.path.exists(sanitizer):
+            report.append(f"- not run: no compute-sanitizer here ({sanitizer})")
+        else:
             done = run([sanitizer, "--tool", "memcheck", "--error-exitcode", "1",
                         os.path.join(args.build, "tests", "gpu_tests"), "--gtest_filter=" + MEMCHECK_TESTS], log,
                        timeout=240)

@@ -23,7 +23,7 @@ report="$work/out/gpu-check.md"
 fail() { echo "gpu_check_smoke: $1"; cat "$work/log"; exit 1; }
 [ "$status" -eq 1 ] || fail "exit $status, not 1 (commands fail without a GPU)"
 ! grep -q Traceback "$work/log" || fail "a Python error"
-for section in "## Tests" "## Every strategy on four workers" "## Training step" "## Profiles" \
+for section in "## Tests" "## Memcheck" "## Every strategy on four workers" "## Training step" "## Profiles" \
                "## The GPU as a cluster" "## validate on four workers" "## Commands"; do
   grep -q "^$section" "$report" || fail "no '$section' in the report"
 done
