@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "exec/cuda/cuda_check.hpp"
+#include "exec/cuda/cuda_network_state.hpp"
 #include "exec/cuda/nccl_transport.hpp"
 #include "model/error.hpp"
 
@@ -31,7 +32,6 @@ NcclMember::~NcclMember() {
   cudaSetDevice(gpu_);
   if (comm_ != nullptr) ncclCommDestroy(comm_);
   if (stream_ != nullptr) cudaStreamDestroy(stream_);
-  if (buffer_ != nullptr) cudaFree(buffer_);
   if (back_ != nullptr) cudaFreeHost(back_);
 }
 
@@ -42,23 +42,15 @@ bool NcclMember::all_reduce(std::span<float> data, const std::function<bool()>& 
     return false;
   }
   TRAINSIM_CUDA(cudaSetDevice(gpu_));
-  if (capacity_ < data.size()) {
-    if (buffer_ != nullptr) TRAINSIM_CUDA(cudaFree(buffer_));
-    buffer_ = nullptr;
-    capacity_ = 0;
-    TRAINSIM_CUDA(cudaMalloc(reinterpret_cast<void**>(&buffer_), data.size_bytes()));
-    capacity_ = data.size();
+  if (static_cast<size_t>(buffer_.size()) < data.size()) {
+    buffer_ = cuda::DeviceArray<float>();  // the old one freed before the larger one is made
+    buffer_ = cuda::DeviceArray<float>(static_cast<int64_t>(data.size()));
   }
-  if (back_capacity_ < data.size()) {
-    if (back_ != nullptr) TRAINSIM_CUDA(cudaFreeHost(back_));
-    back_ = nullptr;
-    back_capacity_ = 0;
-    TRAINSIM_CUDA(cudaMallocHost(reinterpret_cast<void**>(&back_), data.size_bytes()));
-    back_capacity_ = data.size();
-  }
-  TRAINSIM_CUDA(cudaMemcpyAsync(buffer_, data.data(), data.size_bytes(), cudaMemcpyHostToDevice, stream_));
-  check_nccl(ncclAllReduce(buffer_, buffer_, data.size(), ncclFloat, ncclSum, comm_, stream_), "ncclAllReduce");
-  TRAINSIM_CUDA(cudaMemcpyAsync(back_, buffer_, data.size_bytes(), cudaMemcpyDeviceToHost, stream_));
+  cuda::grown_pinned(back_, back_capacity_, data.size());
+  float* const buffer = buffer_.get();
+  TRAINSIM_CUDA(cudaMemcpyAsync(buffer, data.data(), data.size_bytes(), cudaMemcpyHostToDevice, stream_));
+  check_nccl(ncclAllReduce(buffer, buffer, data.size(), ncclFloat, ncclSum, comm_, stream_), "ncclAllReduce");
+  TRAINSIM_CUDA(cudaMemcpyAsync(back_, buffer, data.size_bytes(), cudaMemcpyDeviceToHost, stream_));
   for (cudaError_t status = cudaStreamQuery(stream_); status != cudaSuccess; status = cudaStreamQuery(stream_)) {
     if (status != cudaErrorNotReady) TRAINSIM_CUDA(status);
     (void)cudaGetLastError();  // not ready is an answer, not a launch's error for a later check to report

@@ -12,6 +12,8 @@
 #include <functional>
 #include <span>
 
+#include "exec/cuda/cuda_layer.hpp"
+
 namespace trainsim {
 
 // CudaError naming `call` and NCCL's reason (or why NCCL could not be
@@ -36,8 +38,7 @@ class NcclMember {
   int gpu_ = 0;
   ncclComm_t comm_ = nullptr;
   cudaStream_t stream_ = nullptr;
-  float* buffer_ = nullptr;
-  size_t capacity_ = 0;  // floats
+  cuda::DeviceArray<float> buffer_;
   // Pinned memory the sum comes back into: a copy into pageable memory would
   // block the host behind the AllReduce, so a member whose peer failed could
   // never abort it.
