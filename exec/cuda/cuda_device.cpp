@@ -1,5 +1,7 @@
 // The interpreter's GPU device: the lending device (exec/tensor/
-// lending_device.hpp) over CudaNetworks of the worker's GPU.
+// lending_device.hpp) over CudaNetworks of the worker's GPU, passing
+// boundaries device to device to the workers of its GPU and of the GPUs
+// that are its peers.
 #include "exec/cuda/cuda_device.hpp"
 
 #include <utility>
@@ -23,7 +25,8 @@ std::unique_ptr<Device> make_cuda_device(const Model& model, int gpu, CudaPrecis
         }
         return std::make_unique<CudaNetwork>(model, zeros, batch, gpu, options);
       },
-      make_cuda_device_store(gpu), /*shared_memory=*/gpu);
+      make_cuda_device_store(gpu), /*shared_memory=*/gpu,
+      [gpu](int64_t other) { return peer_gpus(gpu, static_cast<int>(other)); });
 }
 
 }  // namespace trainsim

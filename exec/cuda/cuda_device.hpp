@@ -15,7 +15,9 @@
 // each forward (back with the weights), and messages stay on the host. Each
 // range's kernels run on the network's stream (cuBLAS, cuDNN and the
 // project's kernels). Several workers may share one GPU (virtual devices:
-// `cuda:0x4`). No CUDA type appears here.
+// `cuda:0x4`). A boundary sent to a worker of the same GPU, or of a GPU
+// with peer access both ways (peer_gpus), goes device to device; to
+// another, through the host. No CUDA type appears here.
 #pragma once
 
 #include <memory>

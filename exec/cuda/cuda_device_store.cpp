@@ -1,7 +1,9 @@
 // The GPU device's store (cuda_device_store.hpp). An array's event orders
 // the streams that touch it: the store's stream zeroes, fills and steps it,
-// its second stream copies it back, a network's stream adds a backward's share into a sum or
-// loads a layer's weights from it, each after waiting for the work before.
+// its second stream copies it back, a third copies in a peer GPU's arrays
+// (and a fourth records an array's event after a peer's copy out of it), a
+// network's stream adds a backward's share into a sum or loads a layer's
+// weights from it, each after waiting for the work before.
 #include "exec/cuda/cuda_device_store.hpp"
 
 #include <algorithm>
@@ -28,6 +30,13 @@ struct StoreCore {
   // communication thread asks for waits for its arrays' work alone, not for
   // a step the compute thread queued before it.
   cudaStream_t down = nullptr;
+  // Copies in from a peer GPU's arrays, on a stream of their own: one waits
+  // for the sender's work, which must not hold up the store's other jobs.
+  cudaStream_t peer = nullptr;
+  // Where an array a peer GPU's store copied has its event recorded after
+  // that copy (an event is recorded on a stream of its own GPU), so the
+  // wait holds up none of this store's other jobs.
+  cudaStream_t released = nullptr;
   std::mutex mu;       // idle
   std::mutex copy_mu;  // the pinned memory, while copies land in it: not `mu`, which a backward
                        // making a sum takes, so a copy's wait does not hold up the compute
@@ -46,6 +55,8 @@ struct StoreCore {
     cudaSetDevice(gpu);
     if (stream != nullptr) cudaStreamSynchronize(stream);
     if (down != nullptr) cudaStreamSynchronize(down);
+    if (peer != nullptr) cudaStreamSynchronize(peer);
+    if (released != nullptr) cudaStreamSynchronize(released);
     for (auto& [_, buffers] : idle) {
       for (auto& [values, event] : buffers) cudaEventDestroy(event);
     }
@@ -56,6 +67,8 @@ struct StoreCore {
     if (uploaded != nullptr) cudaEventDestroy(uploaded);
     if (stream != nullptr) cudaStreamDestroy(stream);
     if (down != nullptr) cudaStreamDestroy(down);
+    if (peer != nullptr) cudaStreamDestroy(peer);
+    if (released != nullptr) cudaStreamDestroy(released);
   }
 };
 
@@ -77,6 +90,8 @@ class CudaDeviceStore final : public DeviceStore {
     TRAINSIM_CUDA(cudaSetDevice(gpu));
     TRAINSIM_CUDA(cudaStreamCreateWithFlags(&core_->stream, cudaStreamNonBlocking));
     TRAINSIM_CUDA(cudaStreamCreateWithFlags(&core_->down, cudaStreamNonBlocking));
+    TRAINSIM_CUDA(cudaStreamCreateWithFlags(&core_->peer, cudaStreamNonBlocking));
+    TRAINSIM_CUDA(cudaStreamCreateWithFlags(&core_->released, cudaStreamNonBlocking));
     TRAINSIM_CUDA(cudaEventCreateWithFlags(&core_->copied, cudaEventDisableTiming));
     TRAINSIM_CUDA(cudaEventCreateWithFlags(&core_->uploaded, cudaEventDisableTiming));
   }
@@ -171,6 +186,8 @@ class CudaDeviceStore final : public DeviceStore {
   // A device-to-device copy after the work on `values`; their event then
   // also follows the copy, so a step writing them waits for it.
   std::shared_ptr<KeptValues> copy(KeptValues& values) override {
+    auto* pooled = dynamic_cast<PooledArray*>(&values);
+    if (pooled != nullptr && pooled->gpu != core_->gpu) return copy_from_peer(*pooled);
     KeptArray& from = of_this_gpu(&values);
     std::shared_ptr<PooledArray> a = lend(from.values.size());
     KeptArray* const arrays[] = {&from, a.get()};
@@ -256,6 +273,28 @@ class CudaDeviceStore final : public DeviceStore {
     }
   }
 
+  // An array of a peer GPU's store copied in on this store's peer stream
+  // after the work on it. An event is recorded only on a stream of its own
+  // GPU: the array's then follows the copy on its store's `released`.
+  std::shared_ptr<KeptValues> copy_from_peer(PooledArray& from) {
+    TRAINSIM_CHECK(peer_gpus(core_->gpu, from.gpu), "an array of GPU " + std::to_string(from.gpu) +
+                                                        ", whose memory GPU " + std::to_string(core_->gpu) +
+                                                        " does not read");
+    std::shared_ptr<PooledArray> a = lend(from.values.size(), /*store_waits=*/false);  // sets this GPU
+    TRAINSIM_CUDA(cudaStreamWaitEvent(core_->peer, a->written, 0));
+    TRAINSIM_CUDA(cudaStreamWaitEvent(core_->peer, from.written, 0));
+    if (from.values.size() > 0) {
+      TRAINSIM_CUDA(cudaMemcpyPeerAsync(a->values.get(), core_->gpu, from.values.get(), from.gpu, from.values.bytes(),
+                                        core_->peer));
+    }
+    TRAINSIM_CUDA(cudaEventRecord(a->written, core_->peer));
+    TRAINSIM_CUDA(cudaSetDevice(from.gpu));
+    TRAINSIM_CUDA(cudaStreamWaitEvent(from.home->released, a->written, 0));
+    TRAINSIM_CUDA(cudaEventRecord(from.written, from.home->released));
+    TRAINSIM_CUDA(cudaSetDevice(core_->gpu));
+    return a;
+  }
+
   KeptArray& of_this_gpu(KeptValues* kept) const {
     auto* k = dynamic_cast<KeptArray*>(kept);
     TRAINSIM_CHECK(k != nullptr && k->gpu == core_->gpu, "values kept by another store");
@@ -312,5 +351,36 @@ class CudaDeviceStore final : public DeviceStore {
 }  // namespace cuda
 
 std::shared_ptr<DeviceStore> make_cuda_device_store(int gpu) { return std::make_shared<cuda::CudaDeviceStore>(gpu); }
+
+namespace {
+
+// Peer access from GPU `from` to `to`'s memory, enabled (or found enabled).
+bool enable_peer(int from, int to) {
+  TRAINSIM_CUDA(cudaSetDevice(from));
+  const cudaError_t status = cudaDeviceEnablePeerAccess(to, 0);
+  if (status == cudaSuccess) return true;
+  (void)cudaGetLastError();  // an answer, not a launch's error to report
+  return status == cudaErrorPeerAccessAlreadyEnabled;
+}
+
+}  // namespace
+
+bool peer_gpus(int a, int b) {
+  static std::mutex mu;
+  static std::map<std::pair<int, int>, bool> known;
+  if (a == b) return false;
+  std::lock_guard lock(mu);
+  const auto pair = std::minmax(a, b);
+  const auto it = known.find(pair);
+  if (it != known.end()) return it->second;
+  // The calling thread is left on either GPU: every caller of the runtime
+  // sets its own first.
+  int ab = 0, ba = 0;
+  TRAINSIM_CUDA(cudaDeviceCanAccessPeer(&ab, a, b));
+  TRAINSIM_CUDA(cudaDeviceCanAccessPeer(&ba, b, a));
+  const bool both = ab != 0 && ba != 0 && enable_peer(a, b) && enable_peer(b, a);
+  known[pair] = both;
+  return both;
+}
 
 }  // namespace trainsim

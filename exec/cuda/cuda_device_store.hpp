@@ -17,4 +17,10 @@ namespace trainsim {
 // reused once let go.
 std::shared_ptr<DeviceStore> make_cuda_device_store(int gpu);
 
+// Whether GPUs `a` and `b` (a != b) read each other's memory: peer access
+// both ways, enabled at the first ask of the pair; false where either way
+// is missing or will not enable (and in a build without CUDA). A store of
+// one copies the other's arrays in (DeviceStore::copy) device to device.
+bool peer_gpus(int a, int b);
+
 }  // namespace trainsim

@@ -105,9 +105,9 @@ class Interpreter final : public OpHandler {
   void send(OpId id, const Op& op);
   void recv(OpId id, const Op& op);
   Tensor as_layer_output(std::vector<float> data, int32_t layer) const;
-  // Whether workers a and b run here on devices of one memory
-  // (Device::shared_memory), a boundary between them passed device to device.
-  bool on_one_memory(int32_t a, int32_t b) const;
+  // Whether workers `from` and `to` run here, from's device reaching to's
+  // (Device::reaches): a boundary between them passed device to device.
+  bool device_to_device(int32_t from, int32_t to) const;
   const std::vector<int64_t>& output_shape(int32_t layer) const;
   void count_gradient_sends_without_update();
   int32_t weight_sends_of(OpId update_id);

@@ -92,7 +92,7 @@ void Interpreter::send(OpId id, const Op& op) {
       }
     }
   }
-  if (boundary && on_one_memory(op.worker, op.peer)) {
+  if (boundary && device_to_device(op.worker, op.peer)) {
     Tensor sent = w.device->export_boundary(std::move(*boundary));
     if (sent.exported != nullptr) {
       const auto bytes = static_cast<int64_t>(sizeof(float)) * element_count(sent.shape);
@@ -123,15 +123,18 @@ void Interpreter::recv(OpId id, const Op& op) {
   const int32_t mb = std::max(0, source.microbatch);
   std::optional<Tensor> on_device;  // a boundary passed device to device
   const bool boundary_payload = payload_of(from) == Payload::kActivation || payload_of(from) == Payload::kInputGradient;
-  if (boundary_payload && on_one_memory(send_op.worker, op.worker)) {
-    std::lock_guard lock(on_device_mu_);
-    auto it = on_device_.find(from);
-    if (it != on_device_.end()) {
-      on_device = std::move(it->second.front());
-      it->second.pop_front();
-      if (it->second.empty()) on_device_.erase(it);
-      TRAINSIM_CHECK(payload.empty(), "a boundary passed both on the device and in its message");
+  if (boundary_payload && device_to_device(send_op.worker, op.worker)) {
+    {
+      std::lock_guard lock(on_device_mu_);
+      auto it = on_device_.find(from);
+      if (it != on_device_.end()) {
+        on_device = std::move(it->second.front());
+        it->second.pop_front();
+        if (it->second.empty()) on_device_.erase(it);
+        TRAINSIM_CHECK(payload.empty(), "a boundary passed both on the device and in its message");
+      }
     }
+    if (on_device) on_device = w.device->import_boundary(std::move(*on_device));
   }
   const auto boundary = [&](int32_t layer) {
     return on_device ? std::move(*on_device) : as_layer_output(std::move(payload), layer);
@@ -151,11 +154,10 @@ void Interpreter::recv(OpId id, const Op& op) {
   }
 }
 
-bool Interpreter::on_one_memory(int32_t a, int32_t b) const {
+bool Interpreter::device_to_device(int32_t from, int32_t to) const {
   const auto local = [&](int32_t w) { return local_[static_cast<size_t>(w)] != 0; };
-  if (!local(a) || !local(b)) return false;
-  const int64_t memory = workers_[static_cast<size_t>(a)]->device->shared_memory();
-  return memory >= 0 && memory == workers_[static_cast<size_t>(b)]->device->shared_memory();
+  if (!local(from) || !local(to)) return false;
+  return workers_[static_cast<size_t>(from)]->device->reaches(*workers_[static_cast<size_t>(to)]->device);
 }
 
 Tensor Interpreter::as_layer_output(std::vector<float> data, int32_t layer) const {

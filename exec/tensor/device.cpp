@@ -54,6 +54,10 @@ void Device::to_host(Tensor& t) {
   TRAINSIM_CHECK(t.resident == nullptr && t.exported == nullptr, "a tensor on a device that keeps none");
 }
 
+bool Device::reaches(const Device& other) const {
+  return shared_memory() >= 0 && shared_memory() == other.shared_memory();
+}
+
 Tensor Device::export_boundary(Tensor t) {
   to_host(t);
   return t;

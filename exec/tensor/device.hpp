@@ -95,11 +95,22 @@ class Device {
   // them in place: devices with the same id >= 0 (the virtual devices on one
   // GPU) pass boundaries by export_boundary. Here -1: through the host.
   virtual int64_t shared_memory() const { return -1; }
+  // Whether a boundary this device returns goes to `other` device to device
+  // (export_boundary): both keep tensors in one memory, or `other`'s memory
+  // reads this one's (GPUs with peer access), the receiver then copying it
+  // into its own before it reads it. Here: one shared_memory() >= 0.
+  virtual bool reaches(const Device& other) const;
   // A boundary this device returned (a forward's output, a backward's
-  // input gradient) for a device of the same shared_memory() to take as
-  // its input: its values copied into memory that device reads
-  // (Tensor::exported), the host not waiting for them. Here to_host.
+  // input gradient) for a device it reaches to take as its input: its
+  // values copied into memory that device reads (Tensor::exported), the
+  // host not waiting for them. Here to_host.
   virtual Tensor export_boundary(Tensor t);
+  // A boundary a device that reaches this one exported for it
+  // (export_boundary), taken in when received: one in another memory is
+  // copied into this device's (a peer GPU's array onto this GPU), the copy
+  // queued without the host waiting, so an op reading it later (and a
+  // recompute reading it again) finds it here. Here t as it is.
+  virtual Tensor import_boundary(Tensor t) { return t; }
   // A backward may leave the parameter gradients it adds on the device
   // (ParamGrad::kept), where a worker's micro-batches sum them: this adds
   // the part kept of layers [first, last] of `grads` into their host values

@@ -23,8 +23,10 @@ using lending::Resident;
 
 class LendingDevice final : public Device {
  public:
-  LendingDevice(MakeRangeNetwork make, std::shared_ptr<DeviceStore> store, int64_t shared_memory)
-      : pool_(std::make_shared<Pool>()), shared_memory_(store != nullptr ? shared_memory : -1) {
+  LendingDevice(MakeRangeNetwork make, std::shared_ptr<DeviceStore> store, int64_t shared_memory, ReachesMemory reaches)
+      : pool_(std::make_shared<Pool>()),
+        shared_memory_(store != nullptr ? shared_memory : -1),
+        reaches_(std::move(reaches)) {
     pool_->make = std::move(make);
     if (store != nullptr) kept_ = std::make_unique<KeptTraining>(std::move(store));
   }
@@ -111,6 +113,12 @@ class LendingDevice final : public Device {
 
   int64_t shared_memory() const override { return shared_memory_; }
 
+  bool reaches(const Device& other) const override {
+    const int64_t memory = other.shared_memory();
+    if (shared_memory_ < 0 || memory < 0) return false;
+    return memory == shared_memory_ || (reaches_ != nullptr && reaches_(memory));
+  }
+
   // An array for the receiver alone (one that two devices read at once
   // would have its event recorded by two streams, each read ordering only
   // itself): copied out of the network's buffers, the tensor staying in
@@ -134,8 +142,16 @@ class LendingDevice final : public Device {
         return t;
       }
     }
+    // Into this device's store, also where it was received from another
+    // memory: a receiver reads the memory it is tagged with.
+    const std::shared_ptr<DeviceStore>& mine = kept_->store();
     return with_exported(t.shape, std::make_shared<ExportedBoundary>(
-                                      ExportedBoundary{aside->store, aside->store->copy(*aside->values)}));
+                                      ExportedBoundary{mine, mine->copy(*aside->values), shared_memory_}));
+  }
+
+  Tensor import_boundary(Tensor t) override {
+    in_own_memory(t);
+    return t;
   }
 
   // The kept sums of the range to the host together; the device's lock is
@@ -226,7 +242,8 @@ class LendingDevice final : public Device {
   // store. Callers hold mu_; r.lease is set.
   std::shared_ptr<const ExportedBoundary> export_of(const Resident& r) const {
     return std::make_shared<ExportedBoundary>(ExportedBoundary{
-        kept_->store(), r.lease->lent.network->export_cut(*r.network, r.cut, r.gradient, *kept_->store())});
+        kept_->store(), r.lease->lent.network->export_cut(*r.network, r.cut, r.gradient, *kept_->store()),
+        shared_memory_});
   }
 
   static Tensor with_exported(const std::vector<int64_t>& shape, std::shared_ptr<const ExportedBoundary> exported) {
@@ -241,7 +258,7 @@ class LendingDevice final : public Device {
   // read from there (device to device), else it comes to the host.
   // Callers hold mu_.
   void readable(Tensor& t) {
-    if (t.exported != nullptr) return;
+    if (t.exported != nullptr) return in_own_memory(t);
     if (t.resident != nullptr && kept_ != nullptr) {
       Resident& r = resident_of(t);
       set_aside(r);
@@ -251,6 +268,17 @@ class LendingDevice final : public Device {
       }
     }
     to_host_locked(t);
+  }
+
+  // An exported t in this device's memory: one of another memory (a peer
+  // GPU's, which this one reads) copied into an array of the store; without
+  // a store, brought to the host.
+  void in_own_memory(Tensor& t) const {
+    if (t.exported == nullptr || t.exported->memory == shared_memory_) return;
+    if (kept_ == nullptr) return exported_to_host(t);
+    const std::shared_ptr<DeviceStore>& mine = kept_->store();
+    t = with_exported(t.shape, std::make_shared<ExportedBoundary>(
+                                   ExportedBoundary{mine, mine->copy(*t.exported->values), shared_memory_}));
   }
 
   // Whether `t` is cut `cut`'s values (or gradients) in the buffers of `lease`.
@@ -386,6 +414,7 @@ class LendingDevice final : public Device {
 
   std::shared_ptr<Pool> pool_;
   int64_t shared_memory_;                                       // Device::shared_memory
+  ReachesMemory reaches_;                                       // null: no memory but its own
   std::unique_ptr<KeptTraining> kept_;                          // null: gradients and steps on the host
   std::mutex mu_;                                               // one pass at a time
   std::map<PassId, std::vector<std::weak_ptr<Lease>>> passes_;  // the networks lent to each pass
@@ -395,8 +424,8 @@ class LendingDevice final : public Device {
 }  // namespace
 
 std::unique_ptr<Device> make_lending_device(MakeRangeNetwork make_network, std::shared_ptr<DeviceStore> store,
-                                            int64_t shared_memory) {
-  return std::make_unique<LendingDevice>(std::move(make_network), std::move(store), shared_memory);
+                                            int64_t shared_memory, ReachesMemory reaches) {
+  return std::make_unique<LendingDevice>(std::move(make_network), std::move(store), shared_memory, std::move(reaches));
 }
 
 }  // namespace trainsim

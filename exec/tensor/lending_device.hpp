@@ -32,9 +32,13 @@ using MakeRangeNetwork = std::function<std::unique_ptr<RangeNetwork>(const Netwo
 // Device::weights_to_host (kept_training.hpp); without one, gradients and
 // steps are the host's. With a store and `shared_memory` >= 0 (the GPU its
 // networks and store compute on), a boundary sent to a device of the same
-// shared_memory goes through an array of the store (Device::
-// export_boundary, RangeNetwork::export_cut) instead of the host.
+// shared_memory, or of a memory `reaches` says reads this one's (a peer
+// GPU), goes through an array of the store (Device::export_boundary,
+// RangeNetwork::export_cut) instead of the host; one received from such a
+// device of another memory is copied into an array of this store
+// (DeviceStore::copy) before a network reads it.
+using ReachesMemory = std::function<bool(int64_t other)>;
 std::unique_ptr<Device> make_lending_device(MakeRangeNetwork make_network, std::shared_ptr<DeviceStore> store = nullptr,
-                                            int64_t shared_memory = -1);
+                                            int64_t shared_memory = -1, ReachesMemory reaches = nullptr);
 
 }  // namespace trainsim

@@ -48,7 +48,9 @@ class DeviceStore {
   // into[i] += kept[i] (add), or = kept[i], for each, after all work on
   // them, on one wait.
   virtual void to_host(std::span<KeptValues* const> kept, std::span<const std::span<float>> into, bool add) = 0;
-  // A copy of `values` (after all work on them).
+  // A copy of `values` (after all work on them): values this store keeps,
+  // or another store's where this one's memory reads that one's (a peer
+  // GPU's: a boundary passed between devices that reach each other).
   virtual std::shared_ptr<KeptValues> copy(KeptValues& values) = 0;
   // SpecTrain's eq. 1 (exec/optim/spectrain.hpp): smoothed = gamma·smoothed
   // + rest·grad.
@@ -73,11 +75,14 @@ class DeviceStore {
 // A boundary's values copied into an array of a DeviceStore (RangeNetwork::
 // export_cut): the cut's tensors side by side in each sample's row, as
 // packed_boundary packs them. A network of any device on the same memory
-// reads it as a range's input (Tensor::exported); `store` brings it to the
-// host.
+// reads it as a range's input (Tensor::exported), a device of another
+// memory that reads this one copies it into its own store first
+// (DeviceStore::copy); `store` brings it to the host. `memory` is the
+// exporting device's (Device::shared_memory).
 struct ExportedBoundary {
   std::shared_ptr<DeviceStore> store;
   std::shared_ptr<KeptValues> values;
+  int64_t memory = -1;
 };
 
 // t's exported values brought into t.data (packed), t.exported let go; a

@@ -54,6 +54,7 @@ struct BufferCounts {
   int64_t losses = 0;           // losses computed, each returned unknown
   int64_t exports = 0;          // boundaries copied out for a network of another device
   int64_t imports = 0;          // range inputs copied from such a boundary
+  int64_t peer_copies = 0;      // arrays of another store (a peer memory's) copied into a store
   // (previous, next) of each RangeNetwork::queue_after, in call order.
   std::vector<std::pair<const RangeNetwork*, const RangeNetwork*>> queued_after;
   // Per loss read, in the order of the reads: how many losses had been
@@ -75,22 +76,25 @@ struct BufferCounts {
 // weights and a velocity as steps leave them.
 struct CpuKept final : KeptValues {
   Tensor values;
+  int64_t memory = -1;  // that of the store that made it
 };
 
 inline Tensor& kept_values(KeptValues& k) { return dynamic_cast<CpuKept&>(k).values; }
 
 class CountingStore final : public DeviceStore {
  public:
-  explicit CountingStore(BufferCounts& counts) : counts_(counts) {}
+  // `memory`: the memory its arrays are in (Device::shared_memory).
+  explicit CountingStore(BufferCounts& counts, int64_t memory = -1) : counts_(counts), memory_(memory) {}
+  int64_t memory() const { return memory_; }
   std::shared_ptr<KeptValues> zeros(int64_t floats) override {
     counts_.add(&BufferCounts::zeros);
-    auto k = std::make_shared<CpuKept>();
+    auto k = made();
     k->values = Tensor({floats});
     return k;
   }
   std::shared_ptr<KeptValues> from_host(std::span<const float> values) override {
     counts_.add(&BufferCounts::from_host);
-    auto k = std::make_shared<CpuKept>();
+    auto k = made();
     k->values = Tensor({static_cast<int64_t>(values.size())});
     std::copy(values.begin(), values.end(), k->values.data.begin());
     return k;
@@ -104,9 +108,11 @@ class CountingStore final : public DeviceStore {
       counts_.add(add ? &BufferCounts::sums_back : &BufferCounts::weights_back);
     }
   }
+  // Of another memory's array: a peer memory's, copied in.
   std::shared_ptr<KeptValues> copy(KeptValues& values) override {
-    counts_.add(&BufferCounts::copies);
-    auto k = std::make_shared<CpuKept>();
+    const bool peer = dynamic_cast<CpuKept&>(values).memory != memory_;
+    counts_.add(peer ? &BufferCounts::peer_copies : &BufferCounts::copies);
+    auto k = made();
     k->values = kept_values(values);
     return k;
   }
@@ -123,7 +129,7 @@ class CountingStore final : public DeviceStore {
     const std::vector<float>& w = kept_values(weights).data;
     const std::vector<float>& v = kept_values(smoothed).data;
     TRAINSIM_CHECK(w.size() == v.size(), "a smoothed gradient of another size than its weights");
-    auto k = std::make_shared<CpuKept>();
+    auto k = made();
     k->values = Tensor({static_cast<int64_t>(w.size())});
     for (size_t i = 0; i < w.size(); ++i) k->values.data[i] = w[i] - step * v[i];
     return k;
@@ -144,13 +150,22 @@ class CountingStore final : public DeviceStore {
   }
 
  private:
+  std::shared_ptr<CpuKept> made() const {
+    auto k = std::make_shared<CpuKept>();
+    k->memory = memory_;
+    return k;
+  }
   BufferCounts& counts_;
+  int64_t memory_;
 };
 
 class BufferedCpuNetwork final : public RangeNetwork {
  public:
-  BufferedCpuNetwork(const Network& network, int64_t batch, BufferCounts& counts)
-      : network_(&network),
+  // With `store`, its device's: a boundary exported into another memory's
+  // store (a peer's) is refused, as a GPU's network reads only its own GPU's.
+  BufferedCpuNetwork(const Network& network, int64_t batch, BufferCounts& counts, const CountingStore* store = nullptr)
+      : store_(store),
+        network_(&network),
         batch_(batch),
         weights_(network.layers.size()),
         caches_(network.layers.size()),
@@ -291,6 +306,8 @@ class BufferedCpuNetwork final : public RangeNetwork {
   // x, or the packed values of the boundary it names (Tensor::exported).
   Tensor imported(const Tensor& x) {
     if (x.exported == nullptr) return x;
+    TRAINSIM_CHECK(store_ == nullptr || dynamic_cast<CpuKept&>(*x.exported->values).memory == store_->memory(),
+                   "a boundary exported into another memory's store");
     counts_.add(&BufferCounts::imports);
     Tensor t;
     t.shape = x.shape;
@@ -312,6 +329,7 @@ class BufferedCpuNetwork final : public RangeNetwork {
     return *t;
   }
 
+  const CountingStore* store_;
   const Network* network_;
   int64_t batch_;
   Weights weights_;
@@ -324,18 +342,29 @@ class BufferedCpuNetwork final : public RangeNetwork {
 // The strategy's run on lending devices over BufferedCpuNetworks, keeping
 // the gradient sums in a CountingStore, beside its run on the CPU device;
 // with `memory_of`, each worker's device passes boundaries to those of
-// the same memory without the host.
+// the same memory without the host. With `reaches` too, each worker has a
+// store of its own in its memory (as each GPU device has), and a boundary
+// also passes device to device to a memory reading the sender's, copied
+// there into the receiver's store when received.
 inline void expect_lending_trains_as_the_cpu(const RunSpec& spec, BufferCounts::Totals* totals = nullptr,
-                                             const MemoryOf& memory_of = nullptr) {
+                                             const MemoryOf& memory_of = nullptr,
+                                             const MemoryReaches& reaches = nullptr) {
   BufferCounts counts;
   RunSpec lending = spec;
-  auto store = std::make_shared<CountingStore>(counts);
+  auto shared_store = std::make_shared<CountingStore>(counts);
   lending.make_device = [&](int32_t worker) {
+    const int64_t memory = memory_of ? memory_of(worker) : -1;
+    std::shared_ptr<CountingStore> store = shared_store;
+    ReachesMemory reached;
+    if (reaches) {
+      store = std::make_shared<CountingStore>(counts, memory);
+      reached = [&reaches, memory](int64_t other) { return reaches(memory, other); };
+    }
     return make_lending_device(
-        [&](const Network& network, int64_t batch) {
-          return std::make_unique<BufferedCpuNetwork>(network, batch, counts);
+        [&counts, own = reaches ? store.get() : nullptr](const Network& network, int64_t batch) {
+          return std::make_unique<BufferedCpuNetwork>(network, batch, counts, own);
         },
-        store, memory_of ? memory_of(worker) : -1);
+        store, memory, std::move(reached));
   };
   const StrategyRun reference = strategy_runs::run(spec);
   const StrategyRun run = strategy_runs::run(lending);
@@ -361,14 +390,19 @@ inline void expect_lending_trains_as_the_cpu(const RunSpec& spec, BufferCounts::
   // read from there by the receiver of the same memory (or set aside there
   // before a later op of its pass overwrote it: DSP's recompute). None
   // comes to the host between devices of one memory.
-  const int64_t across = boundary_sends(run.plan, memory_of, false);
-  const int64_t passed = boundary_sends(run.plan, memory_of, true);
+  const int64_t across = boundary_sends(run.plan, memory_of, false, reaches);
+  const int64_t passed = boundary_sends(run.plan, memory_of, true, reaches);
   EXPECT_EQ(counts.downloads + counts.exports, across + passed);
   EXPECT_LE(counts.downloads, across);
   EXPECT_GE(counts.imports, passed);
   if (across == 0) {
     EXPECT_EQ(counts.downloads, 0);
   }
+  // Each passed to a memory reading the sender's is copied once, when
+  // received, into the receiver's store (the stand-in network refuses
+  // another memory's array; a recompute reads the copy again), and none
+  // between devices of one memory.
+  EXPECT_EQ(counts.peer_copies, boundary_sends(run.plan, memory_of, true, reaches, /*across_memories=*/true));
   // Every loss returned unknown is read once (a recompute's never).
   EXPECT_EQ(static_cast<int64_t>(counts.computed_when_read.size()), loss_forwards(run.plan));
   // Every dense gradient's sum forms on the device and comes back once, at

@@ -82,6 +82,102 @@ TEST(LendingDeviceCalls, ABoundaryToAnotherMemoryGoesThroughTheHost) {
   buffered::expect_lending_trains_as_the_cpu(spec, nullptr, [](int32_t w) { return int64_t{w < 2 ? 0 : 1}; });
 }
 
+// Workers on memories that read each other's (GPUs that are peers), each
+// worker with a store of its own: a boundary goes device to device,
+// exported into the sender's store and, between two memories, copied from
+// there into the receiver's once when received (the stand-in refuses
+// another memory's array); between two workers of one memory it is read
+// where it was exported. Every strategy still trains bit for bit as the
+// CPU, and no boundary comes to the host; each worker on a memory of its
+// own, then two workers to a memory.
+class LendingDeviceOnPeerMemories : public testing::TestWithParam<strategy_runs::StrategyCase> {};
+
+TEST_P(LendingDeviceOnPeerMemories, PassesBoundariesWithoutTheHost) {
+  const auto all_peers = [](int64_t, int64_t) { return true; };
+  buffered::expect_lending_trains_as_the_cpu(
+      GetParam().spec, nullptr, [](int32_t w) { return int64_t{w}; }, all_peers);
+  buffered::expect_lending_trains_as_the_cpu(
+      GetParam().spec, nullptr, [](int32_t w) { return int64_t{w / 2}; }, all_peers);
+}
+
+// Three stages on three memories, the first two peers and the third
+// reading neither: between the first two boundaries pass device to
+// device, to and from the third through the host.
+TEST(LendingDeviceCalls, ABoundaryToAMemoryThatIsNoPeerGoesThroughTheHost) {
+  strategy_runs::RunSpec spec{.strategy = "1f1b",
+                              .settings = {{"microbatches", "4"}, {"stages", "0-2,3-4,5-6"}},
+                              .sgd = {0.1, 0.9, 0.0},
+                              .per_machine = 3};
+  buffered::expect_lending_trains_as_the_cpu(
+      spec, nullptr, [](int32_t w) { return int64_t{w}; }, [](int64_t a, int64_t b) { return a + b == 1; });
+}
+
+// A device reaches those of its memory and of the memories it is told
+// read it; none without a store, and never a device keeping no memory.
+TEST(LendingDeviceCalls, ADeviceReachesItsMemoryAndItsPeersAlone) {
+  BufferCounts counts;
+  const auto device = [&](int64_t memory, bool store, ReachesMemory reaches = nullptr) {
+    return make_lending_device(
+        [&](const Network& n, int64_t batch) {
+          return std::make_unique<buffered::BufferedCpuNetwork>(n, batch, counts);
+        },
+        store ? std::make_shared<buffered::CountingStore>(counts) : nullptr, memory, std::move(reaches));
+  };
+  const std::unique_ptr<Device> zero = device(0, true, [](int64_t other) { return other == 1; });
+  const std::unique_ptr<Device> also_zero = device(0, true), one = device(1, true), two = device(2, true);
+  const std::unique_ptr<Device> storeless = device(1, false), cpu = device(-1, true);
+  EXPECT_TRUE(zero->reaches(*also_zero));
+  EXPECT_TRUE(zero->reaches(*one));
+  EXPECT_FALSE(zero->reaches(*two));
+  EXPECT_FALSE(one->reaches(*zero));  // told of no peer
+  EXPECT_FALSE(zero->reaches(*storeless));
+  EXPECT_FALSE(zero->reaches(*cpu));
+  EXPECT_FALSE(cpu->reaches(*cpu));
+}
+
+// A boundary exported for a device of a peer memory is copied into the
+// receiver's store once, when taken in (Device::import_boundary, as the
+// interpreter's recv does): the forwards reading it, a second one (a
+// recompute) included, read that copy. One never taken in is copied when
+// read, as a network reads only its own memory's arrays.
+TEST(LendingDeviceCalls, ABoundaryFromAPeerMemoryIsCopiedOnceWhenTakenIn) {
+  MlpCalls m;
+  const auto device = [&m](int64_t memory) {
+    auto store = std::make_shared<buffered::CountingStore>(m.counts, memory);
+    return make_lending_device(
+        [&m, own = store.get()](const Network& n, int64_t batch) {
+          return std::make_unique<buffered::BufferedCpuNetwork>(n, batch, m.counts, own);
+        },
+        store, memory, [](int64_t) { return true; });
+  };
+  const std::unique_ptr<Device> zero = device(0), one = device(1);
+  std::vector<LayerCache> reference_caches;
+  const Tensor h = forward_range(m.network, m.weights, 0, 2, m.x, reference_caches);
+  const Tensor y = forward_range(m.network, m.weights, 3, 5, h, reference_caches);
+  std::vector<LayerCache> caches0, caches1, caches2, caches3;
+  ASSERT_TRUE(zero->reaches(*one));
+  const Tensor sent = zero->export_boundary(zero->forward(m.network, m.weights, 1, PassId{0, 0}, 0, 2, m.x, caches0));
+  ASSERT_NE(sent.exported, nullptr);
+  EXPECT_EQ(sent.exported->memory, 0);
+  EXPECT_EQ(m.counts.peer_copies, 0);
+  const Tensor taken = one->import_boundary(sent);
+  EXPECT_EQ(m.counts.peer_copies, 1);
+  ASSERT_NE(taken.exported, nullptr);
+  EXPECT_EQ(taken.exported->memory, 1);
+  Tensor y1 = one->forward(m.network, m.weights, 1, PassId{0, 0}, 3, 5, taken, caches1);
+  Tensor y2 = one->forward(m.network, m.weights, 1, PassId{0, 1}, 3, 5, taken, caches2);
+  EXPECT_EQ(m.counts.peer_copies, 1);
+  EXPECT_EQ(m.counts.imports, 2);
+  one->to_host(y1);
+  one->to_host(y2);
+  EXPECT_EQ(y1.data, y.data);
+  EXPECT_EQ(y2.data, y.data);
+  Tensor y3 = one->forward(m.network, m.weights, 1, PassId{0, 2}, 3, 5, sent, caches3);
+  EXPECT_EQ(m.counts.peer_copies, 2);
+  one->to_host(y3);
+  EXPECT_EQ(y3.data, y.data);
+}
+
 // A forward's output left on the device comes back as the CPU computes it;
 // the next forward of its pass reads it in place. A copy still held (DSP's
 // recompute keeps its forward's input) goes to the host before a later op
@@ -207,6 +303,10 @@ INSTANTIATE_TEST_SUITE_P(Graphs, LendingDeviceGraphs, testing::ValuesIn(graph_ca
 INSTANTIATE_TEST_SUITE_P(EveryStrategy, LendingDeviceOnOneMemory, testing::ValuesIn(strategy_runs::cases()),
                          [](const testing::TestParamInfo<strategy_runs::StrategyCase>& p) { return p.param.name; });
 INSTANTIATE_TEST_SUITE_P(Graphs, LendingDeviceOnOneMemory, testing::ValuesIn(graph_cases()),
+                         [](const testing::TestParamInfo<strategy_runs::StrategyCase>& p) { return p.param.name; });
+INSTANTIATE_TEST_SUITE_P(EveryStrategy, LendingDeviceOnPeerMemories, testing::ValuesIn(strategy_runs::cases()),
+                         [](const testing::TestParamInfo<strategy_runs::StrategyCase>& p) { return p.param.name; });
+INSTANTIATE_TEST_SUITE_P(Graphs, LendingDeviceOnPeerMemories, testing::ValuesIn(graph_cases()),
                          [](const testing::TestParamInfo<strategy_runs::StrategyCase>& p) { return p.param.name; });
 
 }  // namespace

@@ -21,15 +21,23 @@ inline bool carries_boundary(const Op& op) {
 // shared_memory; -1: none).
 using MemoryOf = std::function<int64_t(int32_t worker)>;
 
-// The boundaries sent between workers whose devices share a memory
-// (`within`), or not.
-inline int64_t boundary_sends(const Plan& plan, const MemoryOf& memory_of = nullptr, bool within = false) {
+// Whether memory `to` reads memory `from` (peer GPUs), from != to.
+using MemoryReaches = std::function<bool(int64_t from, int64_t to)>;
+
+// The boundaries sent between workers whose devices pass them device to
+// device (`within`: one memory, or with `reaches` a memory reading the
+// sender's), or not. With `across_memories`, only those between two
+// memories.
+inline int64_t boundary_sends(const Plan& plan, const MemoryOf& memory_of = nullptr, bool within = false,
+                              const MemoryReaches& reaches = nullptr, bool across_memories = false) {
   int64_t sends = 0;
   for (const Op& op : plan.ops) {
     if (op.kind != OpKind::kSend || !carries_boundary(op)) continue;
-    const int64_t memory = memory_of ? memory_of(op.worker) : -1;
-    const bool shared = memory >= 0 && memory == memory_of(op.peer);
-    sends += shared == within;
+    const int64_t from = memory_of ? memory_of(op.worker) : -1;
+    const int64_t to = memory_of ? memory_of(op.peer) : -1;
+    if (across_memories && from == to) continue;
+    const bool passed = from >= 0 && to >= 0 && (from == to || (reaches && reaches(from, to)));
+    sends += passed == within;
   }
   return sends;
 }

@@ -23,7 +23,8 @@ Tensor exported_cut(CudaNetwork& from, const Network& net, int64_t i, bool gradi
   t.shape = {from.batch()};
   const std::vector<int64_t>& sample = net.cut_shapes[static_cast<size_t>(i)];
   t.shape.insert(t.shape.end(), sample.begin(), sample.end());
-  t.exported = std::make_shared<ExportedBoundary>(ExportedBoundary{store, from.export_cut(net, i, gradient, *store)});
+  t.exported = std::make_shared<ExportedBoundary>(
+      ExportedBoundary{store, from.export_cut(net, i, gradient, *store), /*memory=*/0});
   return t;
 }
 

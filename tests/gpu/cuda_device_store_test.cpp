@@ -1,7 +1,7 @@
 // The GPU device's store (exec/cuda/cuda_device_store.hpp) by itself: sums
 // and steps as the host's Sgd computes them, arrays back to the host added
 // or copied on one wait, a buffer let go zeroed again when lent anew, a
-// copy unchanged by a step after it.
+// copy unchanged by a step after it, a peer GPU's array copied in.
 // Skipped without a GPU.
 #include "exec/cuda/cuda_device_store.hpp"
 
@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "exec/optim/sgd.hpp"
@@ -172,6 +173,30 @@ TEST(CudaDeviceStore, ACopyKeepsTheValuesAStepLaterChanges) {
   for (size_t i = 0; i < given.size(); i += 4099) {
     EXPECT_FLOAT_EQ(stepped[i], given[i] - 0.1f * 2.0f * given[i]) << i;  // the gradient is twice the weights
   }
+}
+
+// An array of a peer GPU's store copied in (a boundary between workers on
+// two GPUs) holds the values as they were: a step of the original queued
+// right after the copy does not reach it. Skipped without two GPUs that
+// are peers.
+TEST(CudaDeviceStore, APeerGpusArrayCopiesInAndALaterStepThereDoesNotReachIt) {
+  SKIP_WITHOUT_GPU();
+  std::string reason;
+  if (list_cuda_devices(reason).size() < 2 || !peer_gpus(0, 1)) {
+    GTEST_SKIP() << "needs GPUs 0 and 1 with peer access both ways";
+  }
+  const std::shared_ptr<DeviceStore> zero = make_cuda_device_store(0), one = make_cuda_device_store(1);
+  const std::vector<float> given = ramp(1 << 20, 0.5f);
+  std::shared_ptr<KeptValues> w = zero->from_host(given);
+  std::shared_ptr<KeptValues> copy = one->copy(*w);
+  std::shared_ptr<KeptValues> grad = zero->from_host(ramp(given.size(), 1.0f));
+  zero->sgd_step(*w, *grad, nullptr, SgdOptions{0.1, 0.0, 0.0});
+  std::vector<float> copied(given.size(), 0.0f);
+  KeptValues* kept[] = {copy.get()};
+  const std::span<float> into[] = {copied};
+  one->to_host(kept, into, /*add=*/false);
+  EXPECT_EQ(copied, given);
+  EXPECT_FALSE(peer_gpus(0, 0));
 }
 
 }  // namespace

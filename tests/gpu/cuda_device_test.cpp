@@ -3,12 +3,14 @@
 // workers, and data parallelism on virtual GPU workers equals `single` with
 // the whole batch; pipeline cuts across a residual branch and batch
 // normalization's running statistics come through. Skipped without a GPU.
+#include "exec/cuda/cuda_device.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <string>
 
-#include "exec/cuda/cuda_device.hpp"
+#include "exec/cuda/cuda_device_store.hpp"
 #include "tests/exec/strategy_runs.hpp"
 #include "tests/gpu/skip_without_gpu.hpp"
 
@@ -92,6 +94,52 @@ TEST(CudaDevice, APipelineCutAcrossAResidualBranchTrainsAsOnTheCpu) {
                      .make_model = [] { return build_zoo_model("fortunes-lstm"); },
                      .make_batch = strategy_runs::byte_batch};
   expect_alike(strategy_runs::run(lstm).result, strategy_runs::run(on_gpu(lstm)).result, "gpipe between the LSTMs");
+}
+
+// A stage per GPU (GPUs 0 and 1 peers): the boundaries go device to
+// device, each copied into the receiving GPU's store, and the pipeline
+// trains as on the CPU. Skipped without two GPUs that are peers.
+TEST(CudaDevice, APipelineOverPeerGpusTrainsAsOnTheCpu) {
+  SKIP_WITHOUT_GPU();
+  std::string reason;
+  if (list_cuda_devices(reason).size() < 2 || !peer_gpus(0, 1)) {
+    GTEST_SKIP() << "needs GPUs 0 and 1 with peer access both ways";
+  }
+  RunSpec spec{.strategy = "1f1b",
+               .settings = {{"microbatches", "4"}, {"stages", "0-3,4-7"}},
+               .sgd = {0.1, 0.9, 0.0},
+               .make_model = strategy_runs::residual_mlp};
+  RunSpec gpus = spec;
+  gpus.make_device = [model = strategy_runs::model_of(spec)](int32_t worker) {
+    return make_cuda_device(model, worker, CudaPrecision::exact);
+  };
+  expect_alike(strategy_runs::run(spec).result, strategy_runs::run(gpus).result, "1f1b over peer GPUs");
+  // The path itself: GPU 0's forward output exported for GPU 1, taken in
+  // there (copied onto GPU 1) and read by its forward of the next layers.
+  const Model model = strategy_runs::model_of(spec);
+  const Network net = build_network(model);
+  const Weights w = init_weights(net, strategy_runs::kWeightSeed);
+  Tensor x;
+  std::vector<int32_t> labels;
+  strategy_runs::synthetic_batch(0, strategy_runs::kBatch, x, labels);
+  std::vector<LayerCache> reference;
+  const Tensor h = forward_range(net, w, 0, 3, x, reference);
+  const Tensor y = forward_range(net, w, 4, 5, h, reference);
+  const std::unique_ptr<Device> zero = make_cuda_device(model, 0, CudaPrecision::exact);
+  const std::unique_ptr<Device> one = make_cuda_device(model, 1, CudaPrecision::exact);
+  ASSERT_TRUE(zero->reaches(*one));
+  std::vector<LayerCache> caches0, caches1;
+  const Tensor sent = zero->export_boundary(zero->forward(net, w, 1, PassId{0, 0}, 0, 3, x, caches0));
+  ASSERT_NE(sent.exported, nullptr);
+  EXPECT_EQ(sent.exported->memory, 0);
+  Tensor received = one->import_boundary(sent);
+  ASSERT_NE(received.exported, nullptr);
+  EXPECT_EQ(received.exported->memory, 1);
+  Tensor out = one->forward(net, w, 1, PassId{0, 0}, 4, 5, std::move(received), caches1);
+  one->to_host(out);
+  ASSERT_EQ(out.data.size(), y.data.size());
+  for (size_t i = 0; i < y.data.size(); ++i)
+    EXPECT_NEAR(out.data[i], y.data[i], 1e-4f * (1.0f + std::fabs(y.data[i]))) << i;
 }
 
 TEST(CudaDevice, BatchNormsRunningStatisticsComeBackFromTheGpu) {
