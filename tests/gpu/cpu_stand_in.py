@@ -3,7 +3,7 @@
 machine without a GPU.
 
 Runs each command gpu_check.py gives on this machine's CPU workers instead
-(cuda:GxW as cpu:W, cuda:G as cpu:1), smaller (batches of 16, runs of 10
+(cuda:GxW as cpu:W, cuda:G as cpu:1, cuda:G,H as cpu:2), smaller (batches of 16, runs of 10
 iterations, validate's of 3 in one round, few repeats, fp32), so that every section of the check renders
 its report from real outputs of trainsim's: what a GPU machine would find
 wrong in the report's code shows here. The real binary is $TRAINSIM_REAL.
@@ -21,6 +21,8 @@ import sys
 def on_cpu(device):
     if not device.startswith("cuda"):
         return device
+    if "," in device:  # a GPU each
+        return f"cpu:{len(device.split(','))}"
     return "cpu:" + device.split("x", 1)[1] if "x" in device else "cpu:1"
 
 
@@ -51,6 +53,8 @@ def main():
             args += [flag, on_cpu(value)]
         elif flag == "--precision":
             pass  # the CPU computes in fp32 only
+        elif flag == "--set" and value == "algorithm=mpi" and "--launcher" not in given:
+            pass  # NCCL's AllReduce between GPUs of one process: threads on the CPU have none
         elif flag == "--batch":
             args += [flag, "16"]
         elif flag == "--iterations":  # a run's trace is read from its 8th iteration

@@ -4,7 +4,8 @@
 Runs the GPU conformance tests, profiles the zoo's chain models on the GPU
 (three times each, for the spread), measures the GPU as a cluster of 1 and
 4 workers, predicts every strategy from those measurements, validates them
-on four workers sharing the GPU, and, where
+on four workers sharing the GPU, runs what needs two GPUs where there are
+two (NCCL between GPUs, a stage per GPU), and, where
 PyTorch imports, times PyTorch's eager training step on the same model,
 batch and precision (fp32, TF32 off) beside trainsim's. Writes OUT/gpu-check.md
 (with the GPU's name and driver) and the JSON files it measured; exits 1 if
@@ -19,6 +20,8 @@ import subprocess
 import sys
 import time
 
+from gpu_check_gpus import several_gpus
+
 MODELS = ["fmnist-mlp", "fmnist-cnn", "fmnist-resnet20", "fortunes-gpt", "fortunes-lstm"]
 # Every strategy run by the interpreter on four workers sharing the GPU.
 STRATEGIES = ["single", "dp-ps", "dp-ring", "dp-overlap", "pipesgd", "cgdp", "pipedream", "pipedream-sync", "dualpipe",
@@ -31,8 +34,9 @@ BATCHES = [64, 1024]
 # 4 min: a part of its own, so a short loan of a GPU can leave it for
 # later); every strategy on four workers (with where a worker's iteration
 # goes); the training step beside PyTorch's; the profiles; the GPU as a
-# cluster and the predictions from it; validate.
-SECTIONS = ["tests", "memcheck", "strategies", "steps", "profiles", "cluster", "validate"]
+# cluster and the predictions from it; validate; what needs two GPUs or
+# more (gpu_check_gpus.py), reported as not run on a machine with one.
+SECTIONS = ["tests", "memcheck", "strategies", "steps", "profiles", "cluster", "validate", "gpus"]
 RUNS = 3
 # Under memcheck, every kernel of every layer alone (the whole networks' five
 # steps take minutes there), the interpreter's range passes on a small
@@ -478,6 +482,12 @@ def main():
                               f"{r['verdict']} |")
             report.append("")
             flush()
+
+    flush()
+    if "gpus" in sections:
+        lines, gpus_failed = several_gpus(run, trainsim, args.out, data, log, len(gpu.splitlines()))
+        report += lines
+        failed |= gpus_failed
 
     flush()
     print("\n".join(report))

@@ -24,9 +24,10 @@ fail() { echo "gpu_check_smoke: $1"; cat "$work/log"; exit 1; }
 [ "$status" -eq 1 ] || fail "exit $status, not 1 (commands fail without a GPU)"
 ! grep -q Traceback "$work/log" || fail "a Python error"
 for section in "## Tests" "## Memcheck" "## Every strategy on four workers" "## Training step" "## Profiles" \
-               "## The GPU as a cluster" "## validate on four workers" "## Commands"; do
+               "## The GPU as a cluster" "## validate on four workers" "## Several GPUs" "## Commands"; do
   grep -q "^$section" "$report" || fail "no '$section' in the report"
 done
+grep -q "^- not run: 1 GPU here" "$report" || fail "the section for several GPUs ran on one"
 echo "gpu_check_smoke: every section reported"
 
 # The sections trainsim alone runs (the tests need a GPU), and the step
@@ -61,3 +62,21 @@ if command -v mpirun > /dev/null; then  # dp-ring's workers as processes beside 
     "$report" || fail "no run of dp-ring's workers as processes in the report"
 fi
 echo "gpu_check_smoke: the sections trainsim runs reported from trainsim's outputs"
+
+# Two GPUs stood in for: the section for several GPUs renders its table
+# from the stand-in's runs (a GPU each as CPU workers).
+printf '#!/bin/sh\necho "Stand-in GPU, 0.0, 1 MiB"\necho "Stand-in GPU, 0.0, 1 MiB"\n' > "$work/bin/nvidia-smi"
+TRAINSIM_REAL="$build_dir/tools/trainsim" PATH="$work/bin:$PATH" python3 "$source_dir/tests/gpu/gpu_check.py" \
+  --build "$work/stand-in" --out "$work/two" --sections gpus > "$work/log" 2>&1
+status=$?
+report="$work/two/gpu-check.md"
+[ "$status" -eq 0 ] || fail "exit $status with two stand-in GPUs, not 0"
+row='[0-9.]+ \| [0-9.]+ ms \| [0-9.]+ \| [0-9.]+ ms \| [0-9.]+e[-+][0-9]+ \|$'
+for run in "dp-ring, NCCL between the GPUs \(threads\)" "1f1b, a stage per GPU"; do
+  grep -Eq "^\| $run \| $row" "$report" || fail "no row of '$run' with two stand-in GPUs"
+done
+if command -v mpirun > /dev/null; then
+  grep -Eq "^\| dp-ring, a rank per GPU, NCCL between the ranks \| $row" "$report" ||
+    fail "no row of dp-ring's ranks with two stand-in GPUs"
+fi
+echo "gpu_check_smoke: the section for several GPUs reported from trainsim's outputs"

@@ -1,0 +1,68 @@
+"""gpu_check.py's section for a machine with two GPUs or more: what needs
+GPUs apart, each beside the same run on two workers sharing GPU 0.
+
+- dp-ring's library AllReduce by NCCL between GPUs 0 and 1, the workers
+  threads of one process (`--devices cuda:0,1 --set algorithm=mpi`);
+- the same with a rank per GPU (`--launcher mpi`), NCCL between the ranks;
+- 1f1b with a stage per GPU, its boundaries device to device where the two
+  GPUs are peers (else through the host).
+
+The runs on one GPU (`cuda:0x2`) sum on the host, so the losses differ by
+rounding alone; the table gives the largest relative gap of a loss and
+both iterations."""
+
+import json
+import os
+import shutil
+
+# (what, strategy, the two-GPU run's flags, the one-GPU run's flags)
+RUNS = [
+    ("dp-ring, NCCL between the GPUs (threads)", "dp-ring", ["--devices", "cuda:0,1", "--set", "algorithm=mpi"],
+     ["--devices", "cuda:0x2"]),
+    ("dp-ring, a rank per GPU, NCCL between the ranks", "dp-ring",
+     ["--devices", "cuda:0,1", "--set", "algorithm=mpi", "--launcher", "mpi"], ["--devices", "cuda:0x2"]),
+    ("1f1b, a stage per GPU", "1f1b", ["--devices", "cuda:0,1"], ["--devices", "cuda:0x2"]),
+]
+
+
+def last_line(done):
+    return (done.stderr.strip().splitlines() or ["?"])[-1]
+
+
+def several_gpus(run, trainsim, out, data, log, gpus):
+    """The section's report lines and whether a command failed; `run` is
+    gpu_check.py's (command, log, timeout), `gpus` how many answer."""
+    lines = ["", "## Several GPUs", ""]
+    if gpus < 2:
+        return lines + [f"- not run: {gpus} GPU here. NCCL between GPUs (threads and ranks) and boundaries between "
+                        "peer GPUs need two."], False
+    lines += ["`trainsim run --model fmnist-cnn --batch 64 --iterations 30` on GPUs 0 and 1 beside the same run on two "
+              "workers sharing GPU 0 (`cuda:0x2`, the AllReduce on the host):", "",
+              "| run | last loss, two GPUs | iteration | last loss, `cuda:0x2` | iteration | largest relative gap of a loss |",
+              "|---|---|---|---|---|---|"]
+    failed = False
+    base = ["run", "--model", "fmnist-cnn", "--batch", "64", "--iterations", "30", "--quiet", "--no-evaluate"] + data
+    for index, (what, strategy, apart, shared) in enumerate(RUNS):
+        if "--launcher" in apart and not shutil.which("mpirun"):
+            lines.append(f"| {what} | not run: mpirun is not installed here | | | | |")
+            continue
+        results = []
+        for name, flags in (("apart", apart), ("shared", shared)):
+            path = os.path.join(out, f"gpus-{index}-{strategy}-{name}.json")
+            done = run([trainsim] + base + ["--strategy", strategy, "--json", path] + flags, log, timeout=300)
+            failed |= done.returncode != 0
+            if done.returncode != 0 or not os.path.exists(path):
+                results.append(f"failed: {last_line(done)}")
+                continue
+            with open(path) as f:
+                results.append(json.load(f))
+        cells = []
+        for r in results:
+            cells += [r, ""] if isinstance(r, str) else [f"{r['loss_per_iteration'][-1]:.3f}",
+                                                        f"{r['iteration_s'] * 1e3:.2f} ms"]
+        gap = ""
+        if all(isinstance(r, dict) for r in results):
+            a, b = (r["loss_per_iteration"] for r in results)
+            gap = f"{max(abs(x - y) / max(1.0, abs(y)) for x, y in zip(a, b)):.1e}"
+        lines.append(f"| {what} | " + " | ".join(cells) + f" | {gap} |")
+    return lines, failed
