@@ -1,5 +1,6 @@
 // `trainsim profile`: per-layer profiles measured on this machine with exec's
-// CPU kernels (`--device cpu`) or its GPU device (`--device cuda:N`), estimated by the analytic (roofline) model, or
+// CPU kernels (`--device cpu`) or its GPU device (`--device cuda:N`, `cuda:NxW`, `cuda:G,H,...`), estimated by the
+// analytic (roofline) model, or
 // imported from PipeDream's graph.txt; `--cluster-out` also writes the
 // measured machine as a cluster file. Under mpirun (or --launcher mpi) each
 // rank is one CPU worker: all profile at once and the cluster is measured
@@ -76,9 +77,7 @@ int64_t parse_cpu_device(const std::string& device, int64_t concurrent) {
 
 void run_measured_gpu(const ProfileOptions& o, const Model& model, CommandContext& ctx) {
   const GpuDevice gpu = parse_gpu_device(o.device, "--device");
-  if (!gpu.each.empty()) {
-    throw InputError("--device", "is " + o.device + ", several GPUs", "one GPU: cuda:N, or cuda:NxW for --cluster-out");
-  }
+  for (const int each : gpu.each) check_cuda_device(model, each, "--device");  // every GPU listed, before any runs
   if (o.concurrent > 1) {
     throw InputError("--concurrent", std::to_string(o.concurrent) + " with a GPU",
                      "1: GPU workers are measured alone; cuda:NxW makes W workers for --cluster-out");
@@ -93,8 +92,10 @@ void run_measured_gpu(const ProfileOptions& o, const Model& model, CommandContex
   bar.finish();
   write_text_output(o.out, profile_to_json(profile).dump(2) + "\n", ctx.out, "--out");
   if (!o.cluster_out.empty()) {
-    const Cluster cluster =
-        measure_cuda_workers_cluster(model, profile.batch_size, gpu.index, gpu.workers, measure, precision);
+    // A GPU each (cuda:G,H,...): the layers were profiled on the first.
+    const Cluster cluster = gpu.each.empty() ? measure_cuda_workers_cluster(model, profile.batch_size, gpu.index,
+                                                                            gpu.workers, measure, precision)
+                                             : measure_cuda_gpus_cluster(model, gpu.each);
     write_text_output(o.cluster_out, cluster_to_json(cluster).dump(2) + "\n", ctx.out, "--cluster-out");
   }
 }
@@ -225,7 +226,8 @@ void add_profile_command(CLI::App& app, CommandContext& ctx) {
       ->check(CLI::PositiveNumber);
   cmd->add_option("--device", opts->device,
                   "Measure here: cpu, cpu:N (N threads measuring at once; with --launcher mpi, N ranks), cuda, "
-                  "cuda:N or cuda:NxW (GPU N; W workers sharing it in --cluster-out)");
+                  "cuda:N or cuda:NxW (GPU N; W workers sharing it in --cluster-out), cuda:G,H,... (the "
+                  "layers on GPU G; in --cluster-out a worker on each GPU)");
   cmd->add_option("--repeats", opts->repeats, "Timed runs per layer with --device (the median is kept)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();

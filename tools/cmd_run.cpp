@@ -193,13 +193,8 @@ void run_training(const RunOptions& o, CommandContext& ctx) {
     }
     // A GPU each, the library AllReduce by NCCL where it opens (else none:
     // algorithm=mpi is refused, the other algorithms run on the host).
-    if (!under_mpirun() && !devices.gpu->each.empty() && nccl_library_error().empty()) {
-      make_nccl_transport(gpus);  // its checks, before the data loads
-      // The communicators made once for the run's stretches between checkpoints.
-      options.make_transport = [gpus, kept = make_nccl_communicators()](int endpoints) {
-        TRAINSIM_CHECK(static_cast<size_t>(endpoints) <= gpus.size(), "a plan of more workers than GPUs listed");
-        return make_nccl_transport(std::vector<int>(gpus.begin(), gpus.begin() + endpoints), 0, kept);
-      };
+    if (!under_mpirun() && !devices.gpu->each.empty()) {
+      options.make_transport = gpu_each_transports(gpus);  // its checks, before the data loads
     }
   }
   const Dataset data = load_dataset(o.dataset, model, o.data_dir);

@@ -211,15 +211,12 @@ void run_validate(const ValidateCliOptions& o, CommandContext& ctx) {
   const int64_t workers = devices.workers;
   const CudaPrecision precision = parse_gpu_precision(o.precision, devices.gpu.has_value());
   if (devices.gpu) {  // before the data loads
-    if (!devices.gpu->each.empty()) {
-      throw InputError("--devices", "is " + o.devices + ", a GPU per worker",
-                       "cuda:GxW: validate measures the workers sharing one GPU");
-    }
     if (o.launch.launcher == "mpi" || under_mpirun()) {
       throw InputError("--devices", "is " + o.devices + " across MPI processes",
                        "GPU workers in one process (no --launcher mpi, not under mpirun), or cpu:N");
     }
     check_cuda_device(model, devices.gpu->index, "--devices");
+    for (const int gpu : devices.gpu->each) check_cuda_device(model, gpu, "--devices");
   }
   if (o.launch.launcher == "mpi") {
     return launch_ranks(o.launch, workers, rank_arguments(o), ctx, "validating", o.quiet);
@@ -242,7 +239,11 @@ void run_validate(const ValidateCliOptions& o, CommandContext& ctx) {
   options.profile_repeats = o.repeats;
   options.seed = o.seed;
   options.strategies = parse_validated_strategies(o.strategies);
-  if (devices.gpu) options.gpu = ValidationGpu{devices.gpu->index, precision};
+  if (devices.gpu) {
+    const std::vector<int>& each = devices.gpu->each;
+    options.gpu =
+        ValidationGpu{devices.gpu->index, precision, each, each.empty() ? nullptr : gpu_each_transports(each)};
+  }
   ProgressBar bar(ctx.err, "validating", !o.quiet && reports && !o.launch.progress_lines);
   options.progress = [&](const std::string&, int32_t done, int32_t total) {
     bar.update(done, total);
@@ -290,7 +291,7 @@ void add_validate_command(CLI::App& app, CommandContext& ctx) {
   cmd->add_option("--model", o->model, "Zoo model id or model JSON file (of layers the CPU executor has kernels for)");
   cmd->add_option("--devices", o->devices,
                   "cpu:N, N worker threads (with --launcher mpi or under mpirun, N ranks); or cuda:GxW, W workers "
-                  "sharing GPU G (cuda, cuda:G: one)")
+                  "sharing GPU G (cuda, cuda:G: one); or cuda:G,H,..., a worker on each GPU")
       ->capture_default_str();
   cmd->add_option("--precision", o->precision,
                   "GPU workers' products: fp32, tf32 or bf16 (tensor cores; fp32 sums and storage), profiled and run "

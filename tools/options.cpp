@@ -6,6 +6,7 @@
 #include <set>
 #include <utility>
 
+#include "exec/cuda/nccl_transport.hpp"
 #include "model/error.hpp"
 #include "model/units.hpp"
 #include "profiles/profiler/timing.hpp"
@@ -127,6 +128,16 @@ CudaPrecision parse_gpu_precision(const std::string& text, bool gpu) {
                      "fp32, or tf32 or bf16 on a GPU (cuda, cuda:N: its tensor cores)");
   }
   return text == "tf32" ? CudaPrecision::tf32 : CudaPrecision::bf16;
+}
+
+std::function<std::unique_ptr<Transport>(int endpoints)> gpu_each_transports(const std::vector<int>& gpus) {
+  if (!nccl_library_error().empty()) return nullptr;
+  make_nccl_transport(gpus);  // its checks
+  return [gpus, kept = make_nccl_communicators()](int endpoints) {
+    TRAINSIM_CHECK(endpoints >= 1 && static_cast<size_t>(endpoints) <= gpus.size(),
+                   "a plan of more workers than GPUs listed");
+    return make_nccl_transport(std::vector<int>(gpus.begin(), gpus.begin() + endpoints), 0, kept);
+  };
 }
 
 }  // namespace trainsim

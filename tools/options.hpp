@@ -3,11 +3,14 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "exec/cuda/cuda_network.hpp"
+#include "exec/transport/transport.hpp"
 #include "sim/des/engine.hpp"
 
 namespace trainsim {
@@ -33,6 +36,14 @@ GpuDevice parse_gpu_device(const std::string& device, const std::string& flag);
 // host (host_of_rank, mpi_host_of_ranks) on the same GPU (gpu_of_rank). Then
 // their library AllReduce can go by NCCL, which refuses two ranks on one GPU.
 bool one_rank_per_gpu(const std::vector<int>& gpu_of_rank, const std::vector<int>& host_of_rank);
+
+// The transports of a run of workers with a GPU each in one process
+// (`--devices cuda:G,H,...`, worker w on gpus[w]): NCCL's, its communicators
+// made once for every transport (a run's stretches between checkpoints, a
+// validation's runs). Null where NCCL cannot be opened (the in-process
+// transport's then: algorithm=mpi refused, the other algorithms on the
+// host). make_nccl_transport's InputErrors (naming --devices) come now.
+std::function<std::unique_ptr<Transport>(int endpoints)> gpu_each_transports(const std::vector<int>& gpus);
 
 // `--devices` of trainsim run: cpu:N worker threads, or workers on a GPU
 // (parse_gpu_device).

@@ -112,9 +112,11 @@ void run_once(const Model& model, const Dataset& data, const Profile& profile, c
   training.seed = options.seed;
   training.evaluate = false;  // timed, not scored
   if (options.gpu) {
-    training.make_device = [&model, gpu = *options.gpu](int32_t) {
-      return make_cuda_device(model, gpu.index, gpu.precision);
+    training.make_device = [&model, gpu = *options.gpu](int32_t worker) {
+      return make_cuda_device(model, gpu.each.empty() ? gpu.index : gpu.each.at(static_cast<size_t>(worker)),
+                              gpu.precision);
     };
+    training.make_transport = options.gpu->make_transport;
   }
   if (options.ranks.rank >= 0) {
     training.local_endpoints = {options.ranks.rank};
@@ -331,8 +333,10 @@ Validation validate(const Model& model, const Dataset& data, int64_t workers, co
       on_gpu.concurrent = 1;  // alone: the cluster says what sharing the GPU leaves each worker
       const ValidationGpu& gpu = *options.gpu;
       profiles.push_back(measure_cuda_profile(model, batch, gpu.index, on_gpu, gpu.precision));
-      report("probing the GPU" + of_round);
-      v.round_clusters.push_back(measure_cuda_workers_cluster(model, batch, gpu.index, workers, on_gpu, gpu.precision));
+      report("probing the GPU" + std::string(gpu.each.empty() ? "" : "s") + of_round);
+      v.round_clusters.push_back(
+          gpu.each.empty() ? measure_cuda_workers_cluster(model, batch, gpu.index, workers, on_gpu, gpu.precision)
+                           : measure_cuda_gpus_cluster(model, gpu.each));
     } else if (round < rounds) {
       report("profiling " + model.name + of_round);
       profiles.push_back(rank0_profile(measure_profile(model, batch, measure)));

@@ -42,10 +42,15 @@ struct ValidationRanks {
   std::function<void(const std::string& why)> fail;
 };
 
-// Workers as virtual devices of one GPU (`--devices cuda:GxW`).
+// Workers as virtual devices of one GPU (`--devices cuda:GxW`), or with a
+// GPU each (`--devices cuda:G,H,...`: `each`, worker w on each[w]).
 struct ValidationGpu {
   int index = 0;
   CudaPrecision precision = CudaPrecision::fast;
+  std::vector<int> each;
+  // With a GPU each, the runs' transports (gpu_each_transports, made once
+  // for every run); null: the in-process transport's.
+  std::function<std::unique_ptr<Transport>(int endpoints)> make_transport;
 };
 
 struct ValidationOptions {
@@ -77,7 +82,10 @@ struct ValidationOptions {
   // the layers on it (measure_cuda_profile: alone, so no profile on one
   // thread), measures it as the workers' cluster
   // (measure_cuda_workers_cluster: the simulator shares it among them),
-  // and every run computes on it (make_cuda_device).
+  // and every run computes on it (make_cuda_device). With a GPU each, the
+  // layers are profiled on the first, the cluster is the GPUs'
+  // (measure_cuda_gpus_cluster), and each worker computes on its own, the
+  // runs' transport NCCL's (gpu_each_transports).
   std::optional<ValidationGpu> gpu;
 };
 

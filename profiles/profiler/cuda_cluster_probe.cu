@@ -43,21 +43,6 @@ std::vector<DeviceBuffer> zeroed_buffers(int64_t count, size_t floats) {
   return buffers;
 }
 
-// Puts back the calling thread's current device on the way out.
-class CurrentDevice {
- public:
-  explicit CurrentDevice(int device) {
-    TRAINSIM_CUDA(cudaGetDevice(&previous_));
-    TRAINSIM_CUDA(cudaSetDevice(device));
-  }
-  ~CurrentDevice() { cudaSetDevice(previous_); }
-  CurrentDevice(const CurrentDevice&) = delete;
-  CurrentDevice& operator=(const CurrentDevice&) = delete;
-
- private:
-  int previous_ = 0;
-};
-
 __global__ void fill_kernel(float* x, size_t n, unsigned seed) {
   for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < n; i += size_t{gridDim.x} * blockDim.x) {
     const unsigned h = (static_cast<unsigned>(i) ^ seed) * 2654435761u;
@@ -245,24 +230,6 @@ double measure_launch_sync_s(const CudaProbeOptions& o) {
   return median_of(samples_s);
 }
 
-// Per message size, min_message_bytes ×4 up to max_message_bytes: the
-// median wall time of `message(bytes)` over `repeats` after `warmups`, the
-// GPU idle before the first.
-std::vector<ChannelSample> wall_clock_sweep(const CudaProbeOptions& o, const std::function<void(size_t)>& message) {
-  TRAINSIM_CUDA(cudaDeviceSynchronize());
-  std::vector<ChannelSample> samples;
-  for (int64_t bytes = o.min_message_bytes; bytes <= o.max_message_bytes; bytes *= 4) {
-    std::vector<double> samples_s;
-    for (int64_t r = 0; r < o.warmups + o.repeats; ++r) {
-      const double start_s = steady_s();
-      message(static_cast<size_t>(bytes));
-      if (r >= o.warmups) samples_s.push_back(steady_s() - start_s);
-    }
-    samples.push_back({static_cast<double>(bytes), median_of(samples_s)});
-  }
-  return samples;
-}
-
 // A sweep of what one boundary between two of the executor's workers on
 // this GPU costs: copied from one buffer into an array on the sender's
 // stream (Device::export_boundary) and, after an event, from the array into
@@ -341,9 +308,24 @@ void check_arguments(int device, int64_t workers, const CudaProbeOptions& o) {
 
 }  // namespace
 
+std::vector<ChannelSample> wall_clock_sweep(const CudaProbeOptions& o, const std::function<void(size_t)>& message) {
+  TRAINSIM_CUDA(cudaDeviceSynchronize());
+  std::vector<ChannelSample> samples;
+  for (int64_t bytes = o.min_message_bytes; bytes <= o.max_message_bytes; bytes *= 4) {
+    std::vector<double> samples_s;
+    for (int64_t r = 0; r < o.warmups + o.repeats; ++r) {
+      const double start_s = steady_s();
+      message(static_cast<size_t>(bytes));
+      if (r >= o.warmups) samples_s.push_back(steady_s() - start_s);
+    }
+    samples.push_back({static_cast<double>(bytes), median_of(samples_s)});
+  }
+  return samples;
+}
+
 Cluster measure_cuda_cluster(int device, int64_t workers, const CudaProbeOptions& options) {
   check_arguments(device, workers, options);
-  const CurrentDevice current(device);
+  const probe::CurrentDevice current(device);
   cudaDeviceProp prop{};
   TRAINSIM_CUDA(cudaGetDeviceProperties(&prop, device));
   int runtime = 0, driver = 0;

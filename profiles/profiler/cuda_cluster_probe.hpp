@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "profiles/cluster.hpp"
 
@@ -78,5 +79,27 @@ struct CudaProbeOptions {
 // answers, or (built without CUDA) always; CudaError naming the call
 // when a CUDA or cuBLAS call fails (out of device memory, for one).
 Cluster measure_cuda_cluster(int device, int64_t workers, const CudaProbeOptions& options = {});
+
+// GPUs `gpus` (two or more, a worker each: cuda:G,H,...) as one machine's
+// cluster: measure_cuda_cluster of the first GPU alone (its rates, the
+// host's, the launch; the others taken to be alike), then
+// devices_per_machine = the GPUs, shared_devices = 0, and
+//   intra_link = inter_link = fit_channel of what a boundary between the
+//     workers of the first two GPUs costs, swept as measure_cuda_cluster's
+//     and timed alone by the wall clock: where the two are peers
+//     (peer_gpus), a device copy into an array on the sender's GPU, an
+//     event, the receiver's copy of the array onto its GPU
+//     (cudaMemcpyPeerAsync) and from there into its input, until done;
+//     else the host's path, a copy down into pageable memory, waited for,
+//     a host copy into pinned memory and a copy up from it, waited for;
+//   collective = the workers' collectives as the executor runs them but
+//     for the library AllReduce (algorithm=mpi, NCCL's: not measured): on
+//     the host (measure_host_collective over gradient_bytes, a worker per
+//     GPU), between each worker's gradient copied down and up on its own
+//     GPU, all at once (measure_cuda_packing).
+// name "cuda<N>gpus-measured". InputError naming --device for fewer than
+// two GPUs, one listed twice, one the driver does not have, more workers
+// than the host's threads run, or (built without CUDA) always.
+Cluster measure_cuda_gpus_cluster(const std::vector<int>& gpus, const CudaProbeOptions& options = {});
 
 }  // namespace trainsim

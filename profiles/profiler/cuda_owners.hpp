@@ -12,6 +12,21 @@
 
 namespace trainsim::probe {
 
+// Puts back the calling thread's current device on the way out.
+class CurrentDevice {
+ public:
+  explicit CurrentDevice(int device) {
+    TRAINSIM_CUDA(cudaGetDevice(&previous_));
+    TRAINSIM_CUDA(cudaSetDevice(device));
+  }
+  ~CurrentDevice() { cudaSetDevice(previous_); }
+  CurrentDevice(const CurrentDevice&) = delete;
+  CurrentDevice& operator=(const CurrentDevice&) = delete;
+
+ private:
+  int previous_ = 0;
+};
+
 template <auto release>
 struct Release {
   template <typename T>

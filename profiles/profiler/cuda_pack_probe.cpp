@@ -65,15 +65,24 @@ class PackingWorker {
 int64_t host_worker_threads() { return max_worker_threads(); }
 
 ChannelFit measure_cuda_packing(int device, int64_t workers, int64_t gradient_bytes, const CudaProbeOptions& o) {
+  TRAINSIM_CHECK(workers >= 1, "a packing by one worker or more");
+  return measure_cuda_packing(std::vector<int>(static_cast<size_t>(workers), device), gradient_bytes, o);
+}
+
+ChannelFit measure_cuda_packing(const std::vector<int>& gpu_of_worker, int64_t gradient_bytes,
+                                const CudaProbeOptions& o) {
+  const auto workers = static_cast<int64_t>(gpu_of_worker.size());
   TRAINSIM_CHECK(workers >= 1 && gradient_bytes >= 4, "a packing of some bytes by one worker or more");
-  TRAINSIM_CUDA(cudaSetDevice(device));
   const float mean = 1.0f / static_cast<float>(workers);
   const auto timed = [&](int64_t bytes) {
     const auto floats = static_cast<size_t>(std::max<int64_t>(1, bytes / 4));
     std::vector<std::unique_ptr<PackingWorker>> packing;
-    for (int64_t w = 0; w < workers; ++w) packing.push_back(std::make_unique<PackingWorker>(floats));
+    for (const int gpu : gpu_of_worker) {
+      TRAINSIM_CUDA(cudaSetDevice(gpu));
+      packing.push_back(std::make_unique<PackingWorker>(floats));
+    }
     const double seconds = concurrent_median_s(workers, o.warmups, o.repeats, [&](int64_t t) {
-      TRAINSIM_CUDA(cudaSetDevice(device));
+      TRAINSIM_CUDA(cudaSetDevice(gpu_of_worker[static_cast<size_t>(t)]));
       packing[static_cast<size_t>(t)]->pack(mean);
     });
     return ChannelSample{static_cast<double>(floats * sizeof(float)), seconds};

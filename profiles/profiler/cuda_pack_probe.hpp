@@ -1,9 +1,12 @@
 // Inside profiles/profiler: what the executor's GPU workers do around a
 // collective the host runs, timed for measure_cuda_cluster's
-// collective.pack_bytes_per_s and pack_latency_s. Built with CUDA only.
+// collective.pack_bytes_per_s and pack_latency_s, and the probe's
+// wall-clock sweep of a message. Built with CUDA only.
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <vector>
 
 #include "profiles/profiler/cluster_probe.hpp"
 #include "profiles/profiler/cuda_cluster_probe.hpp"
@@ -22,6 +25,14 @@ namespace trainsim {
 // The copies' waits are the fixed part (latency_s), the same for a bucket
 // as for the whole gradient.
 ChannelFit measure_cuda_packing(int device, int64_t workers, int64_t gradient_bytes, const CudaProbeOptions& o);
+// The same, worker w on GPU gpu_of_worker[w] (a GPU each: cuda:G,H,...).
+ChannelFit measure_cuda_packing(const std::vector<int>& gpu_of_worker, int64_t gradient_bytes,
+                                const CudaProbeOptions& o);
+
+// Per message size, min_message_bytes ×4 up to max_message_bytes: the
+// median wall time of `message(bytes)` over `repeats` after `warmups`, the
+// current GPU idle before the first (cuda_cluster_probe.cu).
+std::vector<ChannelSample> wall_clock_sweep(const CudaProbeOptions& o, const std::function<void(size_t)>& message);
 
 // The most workers whose collectives this machine's host threads can run
 // (max_worker_threads: 4 per core); timing.hpp, out of CUDA's C++ standard.

@@ -96,6 +96,12 @@ Cluster measure_cuda_workers_cluster(const Model& model, int64_t batch, int devi
   return cluster;
 }
 
+Cluster measure_cuda_gpus_cluster(const Model& model, const std::vector<int>& gpus) {
+  CudaProbeOptions probe;
+  probe.gradient_bytes = std::max<int64_t>(4, 4 * param_count(model));  // what its collectives carry
+  return measure_cuda_gpus_cluster(gpus, probe);
+}
+
 Profile measure_cuda_profile(const Model& model, int64_t batch, int device, const MeasureOptions& options,
                              CudaPrecision precision) {
   check_measure_options(batch, options);

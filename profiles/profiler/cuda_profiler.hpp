@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "exec/cuda/cuda_network.hpp"
 #include "model/layer.hpp"
@@ -43,6 +44,11 @@ Profile measure_cuda_profile(const Model& model, int64_t batch, int device, cons
 // --devices cuda:GxW` measure.
 Cluster measure_cuda_workers_cluster(const Model& model, int64_t batch, int device, int64_t workers,
                                      const MeasureOptions& options = {}, CudaPrecision precision = CudaPrecision::fast);
+
+// GPUs `gpus`, a worker each, training `model`: measure_cuda_gpus_cluster
+// over the model's gradient. What `profile --device cuda:G,H,...
+// --cluster-out` and `validate --devices cuda:G,H,...` measure.
+Cluster measure_cuda_gpus_cluster(const Model& model, const std::vector<int>& gpus);
 
 double measure_cuda_shared_rate(const Model& model, int64_t batch, int device, int64_t workers,
                                 const MeasureOptions& options = {}, CudaPrecision precision = CudaPrecision::fast);

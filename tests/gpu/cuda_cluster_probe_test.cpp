@@ -8,7 +8,9 @@
 #include <cmath>
 #include <cstdint>
 #include <string>
+#include <vector>
 
+#include "exec/cuda/cuda_device_store.hpp"
 #include "exec/devices.hpp"
 #include "model/error.hpp"
 #include "tests/gpu/skip_without_gpu.hpp"
@@ -113,6 +115,37 @@ TEST(CudaClusterProbe, RejectsAnUnknownDeviceAndWorkerCountsOutOfRange) {
       EXPECT_EQ(e.where(), "--device") << e.what();
     }
   }
+}
+
+TEST(CudaClusterProbe, SeveralGpusNeedTwoOrMoreEachOnceAndPresent) {
+  // InputErrors with or without GPUs (and in a build without CUDA).
+  for (const std::vector<int>& bad : {std::vector<int>{0}, {0, 0}, {0, 1 << 20}, {}}) {
+    try {
+      measure_cuda_gpus_cluster(bad, quick_cuda_probe());
+      FAIL() << "no error for " << bad.size() << " GPUs";
+    } catch (const InputError& e) {
+      EXPECT_EQ(e.where(), "--device") << e.what();
+    }
+  }
+}
+
+// GPUs 0 and 1, a worker each: one machine of two unshared GPUs, GPU 0's
+// rates as measured alone, a boundary between them and the collectives
+// on the host measured. Skipped without two GPUs.
+TEST(CudaClusterProbe, MeasuresTwoGpusAsOneMachineOfTwoWorkers) {
+  SKIP_WITHOUT_GPU();
+  std::string reason;
+  if (list_cuda_devices(reason).size() < 2) GTEST_SKIP() << "needs two GPUs";
+  const Cluster gpus = measure_cuda_gpus_cluster({0, 1}, quick_cuda_probe());
+  EXPECT_EQ(gpus.machines, 1);
+  EXPECT_EQ(gpus.devices_per_machine, 2);
+  EXPECT_EQ(gpus.shared_devices, 0);
+  EXPECT_GT(gpus.intra_link.bandwidth_bytes_per_s, 0);
+  EXPECT_GT(gpus.collective.hop_bytes_per_s, 0);
+  EXPECT_GT(gpus.collective.pack_bytes_per_s, 0);
+  EXPECT_NE(gpus.description.find(peer_gpus(0, 1) ? "device to device" : "through pinned host memory"),
+            std::string::npos)
+      << gpus.description;
 }
 
 }  // namespace

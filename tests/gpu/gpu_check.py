@@ -126,6 +126,21 @@ def torch_steps(model_name, batch, params, tf32=False, steps=50, warmups=10):
     return statistics.median(times), torch.__version__
 
 
+def validation_lines(model, v):
+    """validate's JSON as the report's table of each strategy."""
+    lines = [f"{model}, batch 64 per worker, {v['rounds']} rounds ({v['stopped']}); median |error| simulated "
+             f"{v['median_abs_error_simulated'] * 100:.1f}%, analytic {v['median_abs_error_analytic'] * 100:.1f}%:",
+             "", "| strategy | measured | simulated | error | analytic | error | verdict |", "|---|---|---|---|---|---|---|"]
+    for r in v["results"]:
+        if r.get("skipped"):
+            lines.append(f"| {r['strategy']} | not run: {r['skipped']} | | | | | |")
+            continue
+        lines.append(f"| {r['strategy']} | {r['measured_s'] * 1e3:.3f} ms | {r['predicted_simulated_s'] * 1e3:.3f} ms | "
+                     f"{r['error_simulated'] * 100:+.1f}% | {r['predicted_analytic_s'] * 1e3:.3f} ms | "
+                     f"{r['error_analytic'] * 100:+.1f}% | {r['verdict']} |")
+    return lines + [""]
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--build", default="build", help="trainsim's build folder")
@@ -467,25 +482,12 @@ def main():
                 report.append(f"- {model}: failed: {(done.stderr.strip().splitlines() or ['?'])[-1]}")
                 continue
             with open(path) as f:
-                v = json.load(f)
-            report += [f"{model}, batch 64 per worker, {v['rounds']} rounds ({v['stopped']}); median |error| simulated "
-                       f"{v['median_abs_error_simulated'] * 100:.1f}%, analytic {v['median_abs_error_analytic'] * 100:.1f}%:",
-                       "", "| strategy | measured | simulated | error | analytic | error | verdict |",
-                       "|---|---|---|---|---|---|---|"]
-            for r in v["results"]:
-                if r.get("skipped"):
-                    report.append(f"| {r['strategy']} | not run: {r['skipped']} | | | | | |")
-                    continue
-                report.append(f"| {r['strategy']} | {r['measured_s'] * 1e3:.3f} ms | "
-                              f"{r['predicted_simulated_s'] * 1e3:.3f} ms | {r['error_simulated'] * 100:+.1f}% | "
-                              f"{r['predicted_analytic_s'] * 1e3:.3f} ms | {r['error_analytic'] * 100:+.1f}% | "
-                              f"{r['verdict']} |")
-            report.append("")
+                report += validation_lines(model, json.load(f))
             flush()
 
     flush()
     if "gpus" in sections:
-        lines, gpus_failed = several_gpus(run, trainsim, args.out, data, log, len(gpu.splitlines()))
+        lines, gpus_failed = several_gpus(run, trainsim, args.out, data, log, len(gpu.splitlines()), validation_lines)
         report += lines
         failed |= gpus_failed
 

@@ -9,7 +9,12 @@ GPUs apart, each beside the same run on two workers sharing GPU 0.
 
 The runs on one GPU (`cuda:0x2`) sum on the host, so the losses differ by
 rounding alone; the table gives the largest relative gap of a loss and
-both iterations."""
+both iterations. Then `validate` with a GPU each: the layers profiled on
+GPU 0, the GPUs probed as one machine (a boundary between them, the
+collectives on the host), each strategy's runs beside its predictions."""
+
+# validate with a GPU each: data parallelism and two pipelines.
+VALIDATED = "dp-ring,gpipe,1f1b"
 
 import json
 import os
@@ -29,9 +34,10 @@ def last_line(done):
     return (done.stderr.strip().splitlines() or ["?"])[-1]
 
 
-def several_gpus(run, trainsim, out, data, log, gpus):
+def several_gpus(run, trainsim, out, data, log, gpus, validation_lines):
     """The section's report lines and whether a command failed; `run` is
-    gpu_check.py's (command, log, timeout), `gpus` how many answer."""
+    gpu_check.py's (command, log, timeout), `gpus` how many answer,
+    `validation_lines` renders validate's JSON."""
     lines = ["", "## Several GPUs", ""]
     if gpus < 2:
         return lines + [f"- not run: {gpus} GPU here. NCCL between GPUs (threads and ranks) and boundaries between "
@@ -65,4 +71,15 @@ def several_gpus(run, trainsim, out, data, log, gpus):
             a, b = (r["loss_per_iteration"] for r in results)
             gap = f"{max(abs(x - y) / max(1.0, abs(y)) for x, y in zip(a, b)):.1e}"
         lines.append(f"| {what} | " + " | ".join(cells) + f" | {gap} |")
+    lines += ["", "`trainsim validate --devices cuda:0,1 --batch 64 --rounds 3 --max-rounds 3 --iterations 20 "
+              "--repeats 10` (a worker on each GPU; errors: (predicted − measured) / measured):", ""]
+    path = os.path.join(out, "validate-gpus.json")
+    done = run([trainsim, "validate", "--model", "fmnist-cnn", "--devices", "cuda:0,1", "--strategies", VALIDATED,
+                "--batch", "64", "--rounds", "3", "--max-rounds", "3", "--iterations", "20", "--repeats", "10",
+                "--json", path, "--quiet"] + data, log, timeout=300)
+    failed |= done.returncode != 0
+    if done.returncode != 0 or not os.path.exists(path):
+        return lines + [f"- fmnist-cnn: failed: {last_line(done)}"], True
+    with open(path) as f:
+        lines += validation_lines("fmnist-cnn", json.load(f))
     return lines, failed

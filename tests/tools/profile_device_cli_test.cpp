@@ -131,6 +131,53 @@ TEST(ProfileDeviceCli, ValidateRunsOnVirtualGpuWorkers) {
   }
 }
 
+// A GPU each (cuda:0,1): the layers profiled on GPU 0, the cluster one
+// machine of two GPUs, neither shared, its boundaries between them and its
+// collectives on the host measured; without two GPUs, one line naming the
+// flag.
+TEST(ProfileDeviceCli, AGpuEachIsMeasuredAsOneMachineOfGpus) {
+  std::string reason;
+  const bool has_gpus = list_cuda_devices(reason).size() >= 2;
+  const auto dir = temp_dir();
+  const std::string cluster_path = (dir / "gpus.json").string();
+  const auto r = run_cli({"profile", "--model", "fmnist-mlp", "--batch", "64", "--repeats", "3", "--device", "cuda:0,1",
+                          "--out", "-", "--cluster-out", cluster_path, "--quiet"});
+  if (!has_gpus) {
+    EXPECT_EQ(r.status, 2);
+    EXPECT_EQ(r.err.find("trainsim: error: --device"), 0u) << r.err;
+    return;
+  }
+  ASSERT_EQ(r.status, 0) << r.err;
+  const Cluster c = load_cluster(cluster_path);
+  EXPECT_EQ(c.machines, 1);
+  EXPECT_EQ(c.devices_per_machine, 2);
+  EXPECT_EQ(c.shared_devices, 0);
+  EXPECT_GT(c.collective.pack_bytes_per_s, 0);
+  EXPECT_NE(c.description.find("a worker per GPU"), std::string::npos) << c.description;
+  std::filesystem::remove_all(dir);
+}
+
+// validate with a GPU each: profiled on the first GPU, the GPUs probed, each
+// strategy run with a worker on each; without two GPUs, one line.
+TEST(ProfileDeviceCli, ValidateRunsOnAGpuEach) {
+  std::string reason;
+  const bool has_gpus = list_cuda_devices(reason).size() >= 2;
+  const auto r = run_cli({"validate", "--model", "fmnist-mlp", "--devices", "cuda:0,1", "--strategies", "dp-ring,gpipe",
+                          "--rounds", "1", "--iterations", "10", "--repeats", "5", "--json", "-", "--quiet"});
+  if (!has_gpus) {
+    EXPECT_EQ(r.status, 2);
+    EXPECT_EQ(r.err.find("trainsim: error: --devices"), 0u) << r.err;
+    return;
+  }
+  ASSERT_EQ(r.status, 0) << r.err;
+  const nlohmann::json v = nlohmann::json::parse(r.out);
+  ASSERT_EQ(v["results"].size(), 2u) << r.out;
+  for (const nlohmann::json& s : v["results"]) {
+    EXPECT_FALSE(s.contains("skipped") && !s["skipped"].get<std::string>().empty()) << s.dump();
+    EXPECT_GT(s["measured_s"].get<double>(), 0) << s.dump();
+  }
+}
+
 TEST(ProfileDeviceCli, CpuThreadsMustAgreeWithConcurrent) {
   const auto bad_count = run_cli({"profile", "--model", "fmnist-mlp", "--device", "cpu:0", "--out", "-"});
   EXPECT_EQ(bad_count.status, 2);

@@ -1,0 +1,127 @@
+// measure_cuda_gpus_cluster (cuda_cluster_probe.hpp): several GPUs, a
+// worker each, as one machine's cluster.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "exec/cuda/cuda_check.hpp"
+#include "exec/cuda/cuda_device_store.hpp"
+#include "model/error.hpp"
+#include "profiles/profiler/cluster_probe.hpp"
+#include "profiles/profiler/cuda_cluster_probe.hpp"
+#include "profiles/profiler/cuda_owners.hpp"
+#include "profiles/profiler/cuda_pack_probe.hpp"
+
+namespace trainsim {
+namespace {
+
+std::string spelled(const std::vector<int>& gpus) {
+  std::string s = "cuda:";
+  for (size_t i = 0; i < gpus.size(); ++i) s += (i > 0 ? "," : "") + std::to_string(gpus[i]);
+  return s;
+}
+
+void check_gpus(const std::vector<int>& gpus) {
+  const std::string name = "'" + spelled(gpus) + "'";
+  if (gpus.size() < 2)
+    throw InputError("--device", name + " names fewer than two GPUs", "two GPUs or more: cuda:G,H,...");
+  if (std::set<int>(gpus.begin(), gpus.end()).size() != gpus.size()) {
+    throw InputError("--device", name + " lists a GPU twice", "each GPU once (cuda:GxW: workers sharing one)");
+  }
+  if (static_cast<int64_t>(gpus.size()) > host_worker_threads()) {
+    throw InputError(
+        "--device",
+        name + " asks for " + std::to_string(gpus.size()) + " workers, whose collectives run on as many host threads",
+        "at most " + std::to_string(host_worker_threads()) + " GPUs here (4 per core)");
+  }
+  int count = 0;
+  const cudaError_t status = cudaGetDeviceCount(&count);
+  if (status != cudaSuccess || count == 0) {
+    const std::string why = status != cudaSuccess ? cudaGetErrorString(status) : "the CUDA runtime reports no device";
+    throw InputError("--device", name + ": no usable CUDA device: " + why, "a machine with GPUs and their driver");
+  }
+  for (const int gpu : gpus) {
+    if (gpu < 0 || gpu >= count) {
+      throw InputError("--device", name + ": this machine has " + std::to_string(count) + " CUDA devices",
+                       "GPUs among cuda:0 to cuda:" + std::to_string(count - 1));
+    }
+  }
+}
+
+// A sweep of what one boundary from a worker on GPU `from` to one on GPU
+// `to` costs, by the executor's path between them. Where they are peers:
+// the sender's copy into an array of its store (Device::export_boundary),
+// an event, the receiver's store's copy of it onto its GPU (DeviceStore::
+// copy) and its network's copy into its input buffers. Else through the
+// host: the sender's copy down into pageable memory, waited for
+// (CudaNetwork::cut_values), and the receiver's copy of it into pinned
+// memory and up into its input buffers, waited for here.
+std::vector<ChannelSample> boundary_sweep(int from, int to, const CudaProbeOptions& o, bool& peers) {
+  const size_t floats = static_cast<size_t>((o.max_message_bytes + 3) / 4);
+  peers = peer_gpus(from, to);
+  TRAINSIM_CUDA(cudaSetDevice(from));
+  const probe::DeviceBuffer source = probe::device_floats(floats), via = probe::device_floats(floats);
+  TRAINSIM_CUDA(cudaMemset(source.get(), 0, floats * sizeof(float)));
+  const probe::Stream sender = probe::make_stream();
+  const probe::Event exported = probe::make_event();
+  const probe::HostBuffer pinned = probe::pinned_floats(floats);
+  std::vector<float> pageable(floats);
+  TRAINSIM_CUDA(cudaSetDevice(to));
+  const probe::DeviceBuffer arrived = probe::device_floats(floats), input = probe::device_floats(floats);
+  const probe::Stream receiver = probe::make_stream();
+  TRAINSIM_CUDA(cudaDeviceSynchronize());
+  TRAINSIM_CUDA(cudaSetDevice(from));
+  return wall_clock_sweep(o, [&](size_t size) {
+    if (peers) {
+      TRAINSIM_CUDA(cudaMemcpyAsync(via.get(), source.get(), size, cudaMemcpyDeviceToDevice, sender.get()));
+      TRAINSIM_CUDA(cudaEventRecord(exported.get(), sender.get()));
+      TRAINSIM_CUDA(cudaStreamWaitEvent(receiver.get(), exported.get(), 0));
+      TRAINSIM_CUDA(cudaMemcpyPeerAsync(arrived.get(), to, via.get(), from, size, receiver.get()));
+      TRAINSIM_CUDA(cudaMemcpyAsync(input.get(), arrived.get(), size, cudaMemcpyDeviceToDevice, receiver.get()));
+      TRAINSIM_CUDA(cudaStreamSynchronize(receiver.get()));
+      return;
+    }
+    TRAINSIM_CUDA(cudaMemcpyAsync(pageable.data(), source.get(), size, cudaMemcpyDeviceToHost, sender.get()));
+    TRAINSIM_CUDA(cudaStreamSynchronize(sender.get()));
+    std::copy_n(pageable.data(), size / sizeof(float), pinned.get());
+    TRAINSIM_CUDA(cudaMemcpyAsync(input.get(), pinned.get(), size, cudaMemcpyHostToDevice, receiver.get()));
+    TRAINSIM_CUDA(cudaStreamSynchronize(receiver.get()));
+  });
+}
+
+}  // namespace
+
+Cluster measure_cuda_gpus_cluster(const std::vector<int>& gpus, const CudaProbeOptions& options) {
+  check_gpus(gpus);
+  const probe::CurrentDevice current(gpus.front());
+  Cluster c = measure_cuda_cluster(gpus.front(), 1, options);
+  const auto n = static_cast<int64_t>(gpus.size());
+  c.name = "cuda" + std::to_string(n) + "gpus-measured";
+  c.devices_per_machine = n;
+  c.shared_devices = 0;
+  bool peers = false;
+  const ChannelFit link = fit_channel(boundary_sweep(gpus[0], gpus[1], options, peers));
+  c.intra_link = {link.bandwidth_bytes_per_s, link.latency_s};
+  c.inter_link = c.intra_link;
+  // The workers' collectives on the host, each gradient copied down and up
+  // on its own GPU (exec/interpreter/collective_ops.cpp).
+  measure_host_collective(n, options.gradient_bytes, ClusterProbeOptions{}, c.collective);
+  const ChannelFit packing = measure_cuda_packing(gpus, options.gradient_bytes, options);
+  c.collective.pack_bytes_per_s = packing.bandwidth_bytes_per_s;
+  c.collective.pack_latency_s = packing.latency_s;
+  c.description = "GPU " + std::to_string(gpus[0]) + " alone (" + c.description + "), then " + spelled(gpus) +
+                  " as a worker per GPU (the others taken to be as GPU " + std::to_string(gpus[0]) +
+                  "): boundaries between GPUs " + std::to_string(gpus[0]) + " and " + std::to_string(gpus[1]) +
+                  (peers ? " device to device (peers: an array copied on the sender's GPU, then onto the receiver's)"
+                         : " through pinned host memory (no peer access)") +
+                  "; collectives on the host (ring hops, sums and barriers of " + std::to_string(n) +
+                  " threads) between each worker's gradient of " + std::to_string(options.gradient_bytes) +
+                  " B copied down and up on its GPU, all at once; NCCL's AllReduce (algorithm=mpi) not measured";
+  validate_cluster(c, "measured cluster " + c.name);
+  return c;
+}
+
+}  // namespace trainsim
