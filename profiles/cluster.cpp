@@ -25,6 +25,9 @@ nlohmann::json collective_json(const CollectiveSpec& k) {
   if (k.pack_bytes_per_s != 0 && k.pack_latency_s != 0) j["pack_latency_s"] = k.pack_latency_s;  // beside a rate only
   if (k.hop_bytes_per_s != 0) j["hop_bytes_per_s"] = k.hop_bytes_per_s;  // optional: absent means the link's
   if (k.hop_latency_s) j["hop_latency_s"] = *k.hop_latency_s;            // optional: absent means the link's
+  if (k.library) {  // optional: absent means the other algorithms' hops
+    j["library"] = {{"hop_bytes_per_s", k.library->hop_bytes_per_s}, {"hop_latency_s", k.library->hop_latency_s}};
+  }
   for (const auto& [name, rates] : {std::pair{"trunc16", k.trunc16}, std::pair{"quant8", k.quant8}}) {
     if (rates.encode_bytes_per_s == 0 && rates.decode_bytes_per_s == 0) continue;  // optional: absent means free
     j["codecs"][name] = {{"encode_bytes_per_s", rates.encode_bytes_per_s},
@@ -181,6 +184,15 @@ Cluster cluster_from_json(const nlohmann::json& doc, const std::string& where) {
   }
   if (k.contains("hop_latency_s")) {
     c.collective.hop_latency_s = require_nonnegative(k, "hop_latency_s", where + ": collective");
+  }
+  if (k.contains("library")) {
+    const nlohmann::json& library = k.at("library");
+    const std::string library_at = where + ": collective: library";
+    if (!library.is_object()) {
+      throw InputError(library_at, "is not an object", "{\"hop_bytes_per_s\": ..., \"hop_latency_s\": ...}");
+    }
+    c.collective.library = CollectiveSpec::LibraryHops{require_positive(library, "hop_bytes_per_s", library_at),
+                                                       require_nonnegative(library, "hop_latency_s", library_at)};
   }
   if (k.contains("codecs")) {
     const nlohmann::json& codecs = k.at("codecs");

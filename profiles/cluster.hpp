@@ -112,6 +112,15 @@ struct CollectiveSpec {
   // probe times the executor's own.
   CodecRates trunc16 = {};
   CodecRates quant8 = {};
+  // The library AllReduce's (algorithm=mpi) hop inside a machine where it
+  // takes a path of its own (NCCL between GPUs): a ring of these hops, its
+  // sums inside them (no γ). Optional in the file (under "library"):
+  // absent, it runs as the other algorithms' hops.
+  struct LibraryHops {
+    double hop_bytes_per_s = 0;
+    double hop_latency_s = 0;
+  };
+  std::optional<LibraryHops> library = std::nullopt;
 };
 
 struct Cluster {

@@ -32,18 +32,22 @@ void print_cluster_list(std::ostream& out) {
 void print_cluster(std::ostream& out, const Cluster& c) {
   out << c.name << ": " << c.description << "\n"
       << "  " << c.machines << " machine(s) x " << c.devices_per_machine << " " << c.device.name << " ("
-      << c.device.kind << ", " << format_bytes(c.device.memory_bytes) << ", "
-      << format_count(c.device.peak_flops_per_s) << " FLOP/s, memory " << rate_text(c.device.memory_bytes_per_s)
-      << ")\n"
+      << c.device.kind << ", " << format_bytes(c.device.memory_bytes) << ", " << format_count(c.device.peak_flops_per_s)
+      << " FLOP/s, memory " << rate_text(c.device.memory_bytes_per_s) << ")\n"
       << "  intra-machine link " << rate_text(c.intra_link.bandwidth_bytes_per_s) << ", "
       << format_seconds(c.intra_link.latency_s) << "\n"
       << "  inter-machine link " << rate_text(c.inter_link.bandwidth_bytes_per_s) << ", "
       << format_seconds(c.inter_link.latency_s) << "\n"
-      << "  host link " << rate_text(c.host.link_bandwidth_bytes_per_s) << ", "
-      << format_seconds(c.host.link_latency_s) << "; host reduction " << rate_text(c.host.reduce_bytes_per_s)
-      << " on " << c.host.threads << " threads; stream sync " << format_seconds(c.host.stream_sync_s) << "\n"
+      << "  host link " << rate_text(c.host.link_bandwidth_bytes_per_s) << ", " << format_seconds(c.host.link_latency_s)
+      << "; host reduction " << rate_text(c.host.reduce_bytes_per_s) << " on " << c.host.threads
+      << " threads; stream sync " << format_seconds(c.host.stream_sync_s) << "\n"
       << "  collectives: reduction " << rate_text(c.collective.reduce_bytes_per_s) << ", "
-      << format_seconds(c.collective.sync_s) << " per call\n";
+      << format_seconds(c.collective.sync_s) << " per call";
+  if (c.collective.library) {
+    out << "; the library AllReduce's own hops " << rate_text(c.collective.library->hop_bytes_per_s) << ", "
+        << format_seconds(c.collective.library->hop_latency_s);
+  }
+  out << "\n";
   // How the workers' cores are shared, where the cluster says (docs/simulator.md).
   std::vector<std::string> cores;
   const auto rate = [](double r) { return format_number(std::round(r * 100) / 100); };  // two decimals

@@ -212,6 +212,25 @@ ChannelFit fit_channel(std::vector<ChannelSample> samples) {
   return fit;
 }
 
+CollectiveSpec::LibraryHops fit_library_ring(int64_t members, ChannelSample small, ChannelSample whole, double sync_s) {
+  TRAINSIM_CHECK(members >= 2 && whole.bytes > small.bytes && small.bytes > 0 && small.one_way_s > 0 &&
+                     whole.one_way_s > 0 && sync_s >= 0,
+                 "fit_library_ring: two members or more, a small AllReduce and a larger whole, each timed");
+  const double steps = 2.0 * static_cast<double>(members - 1);  // 2(p − 1) hops
+  const double share = steps / static_cast<double>(members);    // 2(p − 1)/p of the bytes
+  const double u_small = std::max(0.0, small.one_way_s - sync_s), u_whole = std::max(0.0, whole.one_way_s - sync_s);
+  CollectiveSpec::LibraryHops hops;
+  if (u_whole > u_small) {
+    const double beta = (u_whole - u_small) / (share * (whole.bytes - small.bytes));
+    const double alpha = (u_whole - share * whole.bytes * beta) / steps;
+    if (alpha > 0) return {1.0 / beta, alpha};
+  }
+  // No fixed part to tell (the whole no slower, or the line below the
+  // origin): the whole's bytes at its time.
+  hops.hop_bytes_per_s = share * whole.bytes / (u_whole > 0 ? u_whole : whole.one_way_s);
+  return hops;
+}
+
 ChannelFit fit_packing(ChannelSample small, ChannelSample whole) {
   TRAINSIM_CHECK(whole.bytes > small.bytes && small.bytes > 0 && small.one_way_s > 0 && whole.one_way_s > 0,
                  "fit_packing: a small packing and a larger whole, each timed");
@@ -263,6 +282,15 @@ Cluster median_cluster(const std::vector<Cluster>& clusters) {
   if (out.collective.hop_latency_s) {
     out.collective.hop_latency_s =
         median_of([](const Cluster& c) { return c.collective.hop_latency_s.value_or(c.intra_link.latency_s); });
+  }
+  // The library's hops where every probe measured them (one NCCL failed
+  // in leaves them out).
+  const auto measured_library = [](const Cluster& c) { return c.collective.library.has_value(); };
+  out.collective.library.reset();
+  if (std::all_of(clusters.begin(), clusters.end(), measured_library)) {
+    out.collective.library =
+        CollectiveSpec::LibraryHops{median_of([](const Cluster& c) { return c.collective.library->hop_bytes_per_s; }),
+                                    median_of([](const Cluster& c) { return c.collective.library->hop_latency_s; })};
   }
   out.link_kernel_s_per_byte = median_of([](const Cluster& c) { return c.link_kernel_s_per_byte; });
   for (CodecRates CollectiveSpec::*codec : {&CollectiveSpec::trunc16, &CollectiveSpec::quant8}) {

@@ -46,6 +46,15 @@ ChannelFit fit_channel(std::vector<ChannelSample> samples);
 // time. bandwidth_bytes_per_s is the rate; burst_bytes 0.
 ChannelFit fit_packing(ChannelSample small, ChannelSample whole);
 
+// The library AllReduce's hops (collective.library) from its times over
+// `members` at two sizes, as docs/equations.md §2's ring prices them: each
+// time less t_sync (sync_s, which every call pays apart) is 2(p − 1)α +
+// 2(p − 1)/p · n · β, no γ (the library sums inside its hops); the line
+// through the two gives β and α, so both times are reproduced. Where the
+// whole is no slower than the small one, or α would be negative: α = 0
+// and β from the whole alone.
+CollectiveSpec::LibraryHops fit_library_ring(int64_t members, ChannelSample small, ChannelSample whole, double sync_s);
+
 struct ClusterProbeOptions {
   int64_t repeats = 5;                     // timed runs per measurement (median)
   int64_t warmups = 2;

@@ -92,11 +92,13 @@ Cluster measure_cuda_cluster(int device, int64_t workers, const CudaProbeOptions
 //     (cudaMemcpyPeerAsync) and from there into its input, until done;
 //     else the host's path, a copy down into pageable memory, waited for,
 //     a host copy into pinned memory and a copy up from it, waited for;
-//   collective = the workers' collectives as the executor runs them but
-//     for the library AllReduce (algorithm=mpi, NCCL's: not measured): on
+//   collective = the workers' collectives as the executor runs them: on
 //     the host (measure_host_collective over gradient_bytes, a worker per
 //     GPU), between each worker's gradient copied down and up on its own
-//     GPU, all at once (measure_cuda_packing).
+//     GPU, all at once (measure_cuda_packing); and where NCCL opens, the
+//     library AllReduce (algorithm=mpi) by NCCL's transport over the GPUs,
+//     every member at once at 256 bytes and at gradient_bytes, as a ring's
+//     hops (collective.library, fit_library_ring).
 // name "cuda<N>gpus-measured". InputError naming --device for fewer than
 // two GPUs, one listed twice, one the driver does not have, more workers
 // than the host's threads run, or (built without CUDA) always.

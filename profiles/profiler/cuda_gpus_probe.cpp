@@ -3,17 +3,22 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <memory>
+#include <numeric>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "exec/cuda/cuda_check.hpp"
 #include "exec/cuda/cuda_device_store.hpp"
+#include "exec/cuda/nccl_transport.hpp"
 #include "model/error.hpp"
 #include "profiles/profiler/cluster_probe.hpp"
 #include "profiles/profiler/cuda_cluster_probe.hpp"
 #include "profiles/profiler/cuda_owners.hpp"
 #include "profiles/profiler/cuda_pack_probe.hpp"
+#include "profiles/profiler/timing.hpp"
 
 namespace trainsim {
 namespace {
@@ -92,6 +97,58 @@ std::vector<ChannelSample> boundary_sweep(int from, int to, const CudaProbeOptio
   });
 }
 
+// The timing of measure_nccl_hops: a member that fails aborts the
+// transport, so the others stop waiting for it.
+CollectiveSpec::LibraryHops time_nccl_hops(const std::vector<int>& gpus, int64_t gradient_bytes, int64_t small_bytes,
+                                           double sync_s, const CudaProbeOptions& o) {
+  const std::unique_ptr<Transport> transport = make_nccl_transport(gpus);
+  const auto n = static_cast<int64_t>(gpus.size());
+  std::vector<int> group(gpus.size());
+  std::iota(group.begin(), group.end(), 0);
+  std::vector<int64_t> calls(gpus.size(), 0);  // each member's AllReduces so far: their tags, alike on every member
+  const auto timed = [&](int64_t bytes) {
+    const auto floats = static_cast<size_t>(bytes / 4);
+    std::vector<std::vector<float>> values(gpus.size(), std::vector<float>(floats, 1.0f));
+    const double seconds = concurrent_median_s(n, o.warmups, o.repeats, [&](int64_t t) {
+      const auto member = static_cast<size_t>(t);
+      try {
+        transport->all_reduce(static_cast<int>(t), group, calls[member]++, values[member],
+                              CollectiveAlgorithm::kLibrary);
+      } catch (const std::exception& e) {
+        transport->abort(std::string("a member of the NCCL probe failed: ") + e.what());
+        throw;
+      }
+    });
+    return ChannelSample{static_cast<double>(floats * sizeof(float)), seconds};
+  };
+  const ChannelSample small = timed(small_bytes);
+  return fit_library_ring(n, small, timed(gradient_bytes), sync_s);
+}
+
+// NCCL's AllReduce over the GPUs as the executor's transport runs it
+// (exec/cuda/nccl_transport.hpp: each member's values copied up, summed by
+// ncclAllReduce, copied back), every member at once, at 256 bytes and at
+// gradient_bytes, as the library's ring hops (fit_library_ring). None, and
+// `why_not` says why, where NCCL cannot be opened or will not run here, or
+// the gradient is no larger than 256 bytes.
+std::optional<CollectiveSpec::LibraryHops> measure_nccl_hops(const std::vector<int>& gpus, int64_t gradient_bytes,
+                                                             double sync_s, const CudaProbeOptions& o,
+                                                             std::string& why_not) {
+  constexpr int64_t kSmallBytes = 256;
+  why_not = nccl_library_error();
+  if (!why_not.empty()) return std::nullopt;
+  if (gradient_bytes <= kSmallBytes) {
+    why_not = "a gradient of 256 B or less";
+    return std::nullopt;
+  }
+  try {
+    return time_nccl_hops(gpus, gradient_bytes, kSmallBytes, sync_s, o);
+  } catch (const std::exception& e) {  // NCCL opened but would not run here (its communicators, shared memory)
+    why_not = e.what();
+    return std::nullopt;
+  }
+}
+
 }  // namespace
 
 Cluster measure_cuda_gpus_cluster(const std::vector<int>& gpus, const CudaProbeOptions& options) {
@@ -112,6 +169,8 @@ Cluster measure_cuda_gpus_cluster(const std::vector<int>& gpus, const CudaProbeO
   const ChannelFit packing = measure_cuda_packing(gpus, options.gradient_bytes, options);
   c.collective.pack_bytes_per_s = packing.bandwidth_bytes_per_s;
   c.collective.pack_latency_s = packing.latency_s;
+  std::string why_not;
+  c.collective.library = measure_nccl_hops(gpus, options.gradient_bytes, c.collective.sync_s, options, why_not);
   c.description = "GPU " + std::to_string(gpus[0]) + " alone (" + c.description + "), then " + spelled(gpus) +
                   " as a worker per GPU (the others taken to be as GPU " + std::to_string(gpus[0]) +
                   "): boundaries between GPUs " + std::to_string(gpus[0]) + " and " + std::to_string(gpus[1]) +
@@ -119,7 +178,10 @@ Cluster measure_cuda_gpus_cluster(const std::vector<int>& gpus, const CudaProbeO
                          : " through pinned host memory (no peer access)") +
                   "; collectives on the host (ring hops, sums and barriers of " + std::to_string(n) +
                   " threads) between each worker's gradient of " + std::to_string(options.gradient_bytes) +
-                  " B copied down and up on its GPU, all at once; NCCL's AllReduce (algorithm=mpi) not measured";
+                  " B copied down and up on its GPU, all at once; " +
+                  (c.collective.library ? "the library AllReduce (algorithm=mpi) by NCCL's transport over the GPUs, "
+                                          "all at once, at 256 B and the gradient, as a ring's hops"
+                                        : "NCCL's AllReduce (algorithm=mpi) not measured: " + why_not);
   validate_cluster(c, "measured cluster " + c.name);
   return c;
 }

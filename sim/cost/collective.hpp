@@ -88,11 +88,15 @@ double reduce_scatter_pairwise_s(double bytes, int64_t p, const LinkParams& link
 // intra-machine link while the group fits on one machine, else the slower of
 // the intra- and inter-machine links (a flat collective crossing machines is
 // paced by its slowest hop). γ from cluster.collective.reduce_bytes_per_s.
-LinkParams collective_link(const Cluster& cluster, int64_t group);
+// For `algorithm` kLibrary on one machine whose cluster gives the library's
+// own hops (collective.library: NCCL between GPUs): α and β of those, γ 0.
+LinkParams collective_link(const Cluster& cluster, int64_t group,
+                           CollectiveAlgorithm algorithm = CollectiveAlgorithm::kRing);
 
 // The same link for a group whose placement is known: the intra-machine link
 // when every member sits on one machine, else the slower of the two (as
 // above). collective_link is this with crosses_machines = group > devices_per_machine.
-LinkParams collective_link_for(const Cluster& cluster, bool crosses_machines);
+LinkParams collective_link_for(const Cluster& cluster, bool crosses_machines,
+                               CollectiveAlgorithm algorithm = CollectiveAlgorithm::kRing);
 
 }  // namespace trainsim

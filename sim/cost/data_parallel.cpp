@@ -84,7 +84,7 @@ double overlap_backward_end_s(const Profile& profile, const Cluster& cluster, in
                               CollectiveAlgorithm algorithm, double bucket_bytes) {
   const double backward_s = model_totals(profile).backward_s;
   if (workers <= 1) return backward_s;
-  const LinkParams link = collective_link(cluster, workers);
+  const LinkParams link = collective_link(cluster, workers, algorithm);
   std::vector<double> ready_s;
   std::vector<std::vector<double>> allreduce_s_each;
   for (const GradientGroup& b : group_gradients_by_bytes(profile, bucket_bytes)) {
@@ -124,7 +124,7 @@ struct PipeSgdComm {
 PipeSgdComm communication(const Profile& profile, const Cluster& cluster, int64_t workers,
                           CollectiveAlgorithm algorithm, double gradient_bytes, const std::string& compression,
                           int64_t segments) {
-  const LinkParams link = collective_link(cluster, workers);
+  const LinkParams link = collective_link(cluster, workers, algorithm);
   const double wire_bytes = gradient_bytes * wire_fraction(compression);
   PipeSgdComm c;
   c.sequential_s = allreduce_s(algorithm, wire_bytes, workers, link) +

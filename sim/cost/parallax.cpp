@@ -135,7 +135,7 @@ Prediction predict_parallax(const Profile& profile, const Cluster& cluster, Stra
 
   double comm_s = 0;
   if (workers > 1) {
-    const LinkParams link = collective_link(cluster, workers);
+    const LinkParams link = collective_link(cluster, workers, algorithm);
     if (mode == "ps") {
       comm_s = parameter_server_s(profile, cluster, workers, v.dense, v.sparse_touched, local_aggregation);
     } else {
@@ -145,7 +145,9 @@ Prediction predict_parallax(const Profile& profile, const Cluster& cluster, Stra
       comm_s += parameter_server_s(profile, cluster, workers, 0.0, v.sparse_touched, local_aggregation);
     } else if (mode == "ar") {
       const double gathered = static_cast<double>(workers) * v.sparse_touched;
-      comm_s += collective_call_s(allgather_ring_s(gathered, workers, link), gathered, cluster, workers);
+      // The rows' allgather runs on the host's messages, whatever the AllReduce's algorithm.
+      comm_s += collective_call_s(allgather_ring_s(gathered, workers, collective_link(cluster, workers)), gathered,
+                                  cluster, workers);
     }
     // Between the push and the pull, each server steps its variables (one after another on its host).
     const bool through_servers = mode != "ar" && (mode == "ps" ? v.dense : 0.0) + v.sparse_touched > 0;

@@ -270,7 +270,7 @@ void Engine::price_collectives() {
                                 " has no counterpart on some members of group " +
                                 std::to_string(plan_.ops[listed].group));
     }
-    const LinkParams link = collective_link_for(cluster_, c.crosses_machines);
+    const LinkParams link = collective_link_for(cluster_, c.crosses_machines, c.algorithm);
     // The packing copies the float32 gradient, whatever the wire carries
     // (the executor's all_reduce flattens and unflattens it whole).
     const double packed_bytes = c.codec != Codec::kNone ? c.bytes / wire_fraction(codec_name(c.codec)) : c.bytes;

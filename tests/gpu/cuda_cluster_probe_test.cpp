@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "exec/cuda/cuda_device_store.hpp"
+#include "exec/cuda/nccl_transport.hpp"
 #include "exec/devices.hpp"
 #include "model/error.hpp"
 #include "tests/gpu/skip_without_gpu.hpp"
@@ -146,6 +147,11 @@ TEST(CudaClusterProbe, MeasuresTwoGpusAsOneMachineOfTwoWorkers) {
   EXPECT_NE(gpus.description.find(peer_gpus(0, 1) ? "device to device" : "through pinned host memory"),
             std::string::npos)
       << gpus.description;
+  if (nccl_library_error().empty()) {  // NCCL's AllReduce as a ring's hops
+    ASSERT_TRUE(gpus.collective.library) << gpus.description;
+    EXPECT_GT(gpus.collective.library->hop_bytes_per_s, 0);
+    EXPECT_GE(gpus.collective.library->hop_latency_s, 0);
+  }
 }
 
 }  // namespace

@@ -9,16 +9,18 @@ GPUs apart, each beside the same run on two workers sharing GPU 0.
 
 The runs on one GPU (`cuda:0x2`) sum on the host, so the losses differ by
 rounding alone; the table gives the largest relative gap of a loss and
-both iterations. Then `validate` with a GPU each: the layers profiled on
-GPU 0, the GPUs probed as one machine (a boundary between them, the
-collectives on the host), each strategy's runs beside its predictions."""
-
-# validate with a GPU each: data parallelism and two pipelines.
-VALIDATED = "dp-ring,gpipe,1f1b"
+both iterations. Then the GPUs probed as one machine (`profile
+--cluster-out`: a boundary between them, the host's hop, NCCL's AllReduce
+as a ring's hops), and `validate` with a GPU each: the layers profiled on
+GPU 0, the GPUs probed so in every round, each strategy's runs beside its
+predictions."""
 
 import json
 import os
 import shutil
+
+# validate with a GPU each: data parallelism and two pipelines.
+VALIDATED = "dp-ring,gpipe,1f1b"
 
 # (what, strategy, the two-GPU run's flags, the one-GPU run's flags)
 RUNS = [
@@ -71,6 +73,24 @@ def several_gpus(run, trainsim, out, data, log, gpus, validation_lines):
             a, b = (r["loss_per_iteration"] for r in results)
             gap = f"{max(abs(x - y) / max(1.0, abs(y)) for x, y in zip(a, b)):.1e}"
         lines.append(f"| {what} | " + " | ".join(cells) + f" | {gap} |")
+    cluster_path = os.path.join(out, "cluster-gpus.json")
+    done = run([trainsim, "profile", "--model", "fmnist-cnn", "--batch", "64", "--device", "cuda:0,1", "--repeats", "10",
+                "--out", os.path.join(out, "profile-gpus.json"), "--cluster-out", cluster_path, "--quiet"], log,
+               timeout=300)
+    failed |= done.returncode != 0
+    if done.returncode == 0:
+        with open(cluster_path) as f:
+            c = json.load(f)
+        k, link = c["collective"], c["intra_link"]
+        library = k.get("library")
+        lines += ["", f"`trainsim profile --model fmnist-cnn --device cuda:0,1 --cluster-out` (GPUs 0 and 1 as one "
+                  f"machine): a boundary between them {link['latency_s'] * 1e6:.1f} µs and "
+                  f"{link['bandwidth_bytes_per_s'] / 1e9:.2f} GB/s; the collectives' host hop "
+                  f"{k.get('hop_bytes_per_s', 0) / 1e9:.2f} GB/s; NCCL's AllReduce "
+                  + (f"hops {library['hop_latency_s'] * 1e6:.1f} µs and {library['hop_bytes_per_s'] / 1e9:.2f} GB/s."
+                     if library else "not measured.")]
+    else:
+        lines += ["", f"- `profile --device cuda:0,1 --cluster-out` failed: {last_line(done)}"]
     lines += ["", "`trainsim validate --devices cuda:0,1 --batch 64 --rounds 3 --max-rounds 3 --iterations 20 "
               "--repeats 10` (a worker on each GPU; errors: (predicted − measured) / measured):", ""]
     path = os.path.join(out, "validate-gpus.json")

@@ -79,6 +79,8 @@ if command -v mpirun > /dev/null; then
   grep -Eq "^\| dp-ring, a rank per GPU, NCCL between the ranks \| $row" "$report" ||
     fail "no row of dp-ring's ranks with two stand-in GPUs"
 fi
+grep -Eq "^.trainsim profile --model fmnist-cnn --device cuda:0,1 --cluster-out. .*a boundary between them [0-9.]+ µs" \
+  "$report" || fail "no probe of two stand-in GPUs"
 grep -Eq "^\| gpipe \| [0-9.]+ ms \| [0-9.]+ ms \| [-+][0-9.]+% \| [0-9.]+ ms \| [-+][0-9.]+% \| [a-z]" "$report" ||
   fail "no validation of gpipe with two stand-in GPUs"
 echo "gpu_check_smoke: the section for several GPUs reported from trainsim's outputs"

@@ -66,5 +66,27 @@ TEST(PackingFit, TheLineThroughASmallPackingAndTheWholeGradients) {
   EXPECT_THROW((void)fit_packing({4e6, 1e-3}, {256, 1e-6}), std::logic_error);
 }
 
+TEST(LibraryRingFit, TheRingThroughTwoTimedAllReducesLessTheirSync) {
+  // 2 members, t_sync 10 us: 256 B in 40 us and 4e6 B in 1010 us leave 30
+  // and 1000 us to 2α + n·β: β = 970 us / (4e6 − 256) B, 4,123,447,422.7
+  // B/s; α = (1000 us − 4e6·β) / 2 = 14.968958 us; both reproduced.
+  const CollectiveSpec::LibraryHops two = fit_library_ring(2, {256, 40e-6}, {4e6, 1010e-6}, 10e-6);
+  EXPECT_NEAR(two.hop_bytes_per_s, 3999744.0 / 970e-6, 1);
+  EXPECT_NEAR(two.hop_latency_s, 14.96895805e-6, 1e-13);
+  EXPECT_NEAR(2 * two.hop_latency_s + 256 / two.hop_bytes_per_s + 10e-6, 40e-6, 1e-12);
+  // 4 members: 6α + 1.5·n·β + t_sync reproduces both times.
+  const CollectiveSpec::LibraryHops four = fit_library_ring(4, {256, 60e-6}, {8e6, 520e-6}, 20e-6);
+  for (const auto& [bytes, seconds] : {std::pair{256.0, 60e-6}, std::pair{8e6, 520e-6}}) {
+    EXPECT_NEAR(6 * four.hop_latency_s + 1.5 * bytes / four.hop_bytes_per_s + 20e-6, seconds, 1e-12) << bytes;
+  }
+  // The whole no slower than the small one: no fixed part, 1.5·8e6 B over
+  // (15 − 10) us.
+  const CollectiveSpec::LibraryHops flat = fit_library_ring(4, {256, 20e-6}, {8e6, 15e-6}, 10e-6);
+  EXPECT_EQ(flat.hop_latency_s, 0);
+  EXPECT_NEAR(flat.hop_bytes_per_s, 1.5 * 8e6 / 5e-6, 1);
+  EXPECT_THROW((void)fit_library_ring(1, {256, 1e-6}, {4e6, 1e-3}, 0), std::logic_error);
+  EXPECT_THROW((void)fit_library_ring(2, {4e6, 1e-3}, {256, 1e-6}, 0), std::logic_error);
+}
+
 }  // namespace
 }  // namespace trainsim

@@ -306,6 +306,32 @@ TEST(Presets, PackLatencyIsOptionalNotNegativeAndComesWithARate) {
   }
 }
 
+// The library AllReduce's own hops: absent in the presets, kept when
+// given, refused when not an object or a rate is not positive, the field
+// named.
+TEST(Presets, TheLibrarysHopsAreOptionalAndPositive) {
+  nlohmann::json doc = cluster_to_json(cluster_presets().front());
+  EXPECT_FALSE(doc["collective"].contains("library"));
+  EXPECT_FALSE(cluster_from_json(doc, "f").collective.library);
+  doc["collective"]["library"] = {{"hop_bytes_per_s", 40e9}, {"hop_latency_s", 5e-6}};
+  const Cluster c = cluster_from_json(doc, "f");
+  ASSERT_TRUE(c.collective.library);
+  EXPECT_EQ(c.collective.library->hop_bytes_per_s, 40e9);
+  EXPECT_EQ(c.collective.library->hop_latency_s, 5e-6);
+  EXPECT_EQ(cluster_to_json(c)["collective"]["library"], doc["collective"]["library"]);
+  for (const nlohmann::json& bad :
+       {nlohmann::json(3), nlohmann::json{{"hop_bytes_per_s", 0}, {"hop_latency_s", 0}},
+        nlohmann::json{{"hop_bytes_per_s", 1e9}, {"hop_latency_s", -1}}, nlohmann::json{{"hop_latency_s", 0}}}) {
+    doc["collective"]["library"] = bad;
+    try {
+      cluster_from_json(doc, "f");
+      FAIL() << "accepted library " << bad.dump();
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("f: collective: library"), std::string::npos) << e.what();
+    }
+  }
+}
+
 // The links' optional fields: absent in the presets and read back as 0,
 // kept when set, refused when negative with the link and field named.
 TEST(Presets, SendBuffersAndBurstsAreOptionalAndNotNegative) {

@@ -387,8 +387,18 @@ TEST(MeasuredCluster, TheMedianOfProbesTakesEachRatesMedian) {
   a.collective.pack_latency_s = 30e-6;
   b.collective.pack_latency_s = 10e-6;
   c.collective.pack_latency_s = 20e-6;
+  a.collective.library = CollectiveSpec::LibraryHops{40e9, 6e-6};
+  b.collective.library = CollectiveSpec::LibraryHops{20e9, 4e-6};
+  c.collective.library = CollectiveSpec::LibraryHops{30e9, 5e-6};
   c.name = "another";
   const Cluster m = median_cluster({a, b, c});
+  ASSERT_TRUE(m.collective.library);
+  EXPECT_EQ(m.collective.library->hop_bytes_per_s, 30e9);
+  EXPECT_EQ(m.collective.library->hop_latency_s, 5e-6);
+  Cluster unmeasured = a;  // a probe NCCL failed in: no library hops in the median
+  unmeasured.collective.library.reset();
+  EXPECT_FALSE(median_cluster({unmeasured, b, c}).collective.library);
+  EXPECT_FALSE(median_cluster({b, unmeasured, c}).collective.library);
   EXPECT_EQ(m.link_kernel_s_per_byte, 3.5e-9);
   EXPECT_EQ(m.device.peak_flops_per_s, 2);
   EXPECT_EQ(m.collective.hop_bytes_per_s, 8);

@@ -40,6 +40,18 @@ TEST(SharedDevicesCli, ClusterShowPrintsHowVirtualWorkersShareTheirDevice) {
       << measured.out;
   const Result preset = run({"cluster", "show", "p40x4-pcie3"});
   EXPECT_EQ(preset.out.find("virtual workers"), std::string::npos) << preset.out;
+  EXPECT_EQ(preset.out.find("library AllReduce"), std::string::npos) << preset.out;
+}
+
+// A cluster whose library AllReduce has hops of its own (NCCL between GPUs):
+// `cluster show` names them on the collectives' line.
+TEST(SharedDevicesCli, ClusterShowNamesTheLibrarysOwnHops) {
+  TempDir dir;
+  nlohmann::json c = cluster_to_json(load_cluster("p40x4-pcie3"));
+  c["collective"]["library"] = {{"hop_bytes_per_s", 40e9}, {"hop_latency_s", 5e-6}};
+  const Result shown = run({"cluster", "show", dir.write("c.json", c.dump())});
+  ASSERT_EQ(shown.status, 0) << shown.err;
+  EXPECT_NE(shown.out.find("; the library AllReduce's own hops "), std::string::npos) << shown.out;
 }
 
 // On virtual workers sharing one device the simulated rows share it and

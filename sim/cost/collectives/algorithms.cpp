@@ -99,13 +99,20 @@ double add_power_of_two_fold_s(double core_s, double bytes, int64_t p, const Lin
   return core_s;
 }
 
-LinkParams collective_link(const Cluster& cluster, int64_t group) {
+LinkParams collective_link(const Cluster& cluster, int64_t group, CollectiveAlgorithm algorithm) {
   TRAINSIM_CHECK(group >= 1 && group <= device_count(cluster), "collective group larger than the cluster");
-  return collective_link_for(cluster, group > cluster.devices_per_machine);
+  return collective_link_for(cluster, group > cluster.devices_per_machine, algorithm);
 }
 
-LinkParams collective_link_for(const Cluster& cluster, bool crosses_machines) {
+LinkParams collective_link_for(const Cluster& cluster, bool crosses_machines, CollectiveAlgorithm algorithm) {
   LinkParams link;
+  // docs/equations.md §2: the library's own measured ring hops (NCCL between
+  // GPUs), which sum inside them.
+  if (algorithm == CollectiveAlgorithm::kLibrary && cluster.collective.library && !crosses_machines) {
+    link.alpha_s = cluster.collective.library->hop_latency_s;
+    link.beta_s_per_byte = 1.0 / cluster.collective.library->hop_bytes_per_s;
+    return link;
+  }
   // A hop inside a machine at the measured rate of every member sending and
   // receiving at once, and after the measured latency of a hop, where the
   // cluster has them (docs/equations.md §2).

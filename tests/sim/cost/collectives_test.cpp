@@ -200,6 +200,28 @@ TEST(Collectives, CallOverheadIsTsyncPlusMeasuredPacking) {
   EXPECT_NEAR(collective_call_overhead_s(cluster, 3e6, 1), 20e-6, 1e-15);
 }
 
+TEST(Collectives, TheLibrarysOwnHopsPriceItsAllReduceInsideAMachine) {
+  // NCCL's measured hops, 5 us and 40 GB/s, no γ: a 1 MB AllReduce on 4
+  // members is 6·5 us + 2·(3/4)·1e6 / 40e9 = 30 + 37.5 = 67.5 us. The other
+  // algorithms keep the cluster's hops, and so does the library where the
+  // group crosses machines (its measured hops are one machine's GPUs).
+  Cluster cluster = testing_fixtures::simple_cluster(1, 4);
+  cluster.collective.library = CollectiveSpec::LibraryHops{40e9, 5e-6};
+  const LinkParams library = collective_link(cluster, 4, CollectiveAlgorithm::kLibrary);
+  EXPECT_EQ(library.alpha_s, 5e-6);
+  EXPECT_EQ(library.beta_s_per_byte, 1 / 40e9);
+  EXPECT_EQ(library.gamma_s_per_byte, 0.0);
+  EXPECT_NEAR(allreduce_s(CollectiveAlgorithm::kLibrary, 1e6, 4, library), 67.5e-6, 1e-15);
+  const LinkParams ring = collective_link(cluster, 4, CollectiveAlgorithm::kRing);
+  EXPECT_EQ(ring.alpha_s, cluster.intra_link.latency_s);
+  EXPECT_EQ(ring.gamma_s_per_byte, 1 / cluster.collective.reduce_bytes_per_s);
+  Cluster two = testing_fixtures::simple_cluster(2, 2);
+  two.collective.library = cluster.collective.library;
+  const LinkParams across = collective_link(two, 4, CollectiveAlgorithm::kLibrary);
+  EXPECT_EQ(across.alpha_s, collective_link(two, 4, CollectiveAlgorithm::kRing).alpha_s);
+  EXPECT_GT(across.gamma_s_per_byte, 0.0);
+}
+
 TEST(Collectives, TheRingsCodecEncodesPChunksAndDecodes2PMinus1) {
   // 4 members, 4 MB of float32: chunks of 1 MB; quant8 encodes at 1 GB/s
   // and decodes at 2 GB/s: 4·1e-3 + 7·0.5e-3 = 7.5 ms. Free without rates,

@@ -247,6 +247,27 @@ TEST(DesEngine, EveryCallOfARepeatedAllReducePaysThePackingsFixedPart) {
   }
 }
 
+TEST(DesEngine, TheLibrarysAllReduceRunsAtItsOwnMeasuredHops) {
+  // 1 MB on 4 members of one machine. With NCCL's hops (5 us, 40 GB/s, no
+  // γ): 6·5 + 1.5·1e6 / 40e9 = 30 + 37.5 = 67.5 us, + t_sync 20 us =
+  // 87.5 us. Without them, as a ring on the cluster's: 60 + 150 + 15 + 20 =
+  // 245 us.
+  for (const bool measured : {true, false}) {
+    PlanBuilder b("test", 4, 1, 1);
+    const int32_t g = b.group({0, 1, 2, 3});
+    std::vector<OpId> ar;
+    for (int32_t w = 0; w < 4; ++w) {
+      Op op = collective_op(w, OpKind::kAllReduce, g, 1e6);
+      op.algorithm = CollectiveAlgorithm::kLibrary;
+      ar.push_back(b.add(op));
+    }
+    Cluster cluster = simple_cluster(1, 4);
+    if (measured) cluster.collective.library = CollectiveSpec::LibraryHops{40e9, 5e-6};
+    const SimResult r = run(b, cluster);
+    for (OpId id : ar) EXPECT_EQ(r.timings[id].end_ns, measured ? 87500 : 245 * kUs) << measured;
+  }
+}
+
 TEST(DesEngine, ACodecsAllReducePacksItsFloat32Gradient) {
   // trunc16 halves the wire, not the packing (the executor flattens and
   // unflattens the float32 gradient): 0.5 MB on the wire, p = 4:
