@@ -108,17 +108,17 @@ TEST(ProfileDeviceCli, VirtualGpuWorkersMeasureWhatSharingLeavesEach) {
   std::filesystem::remove_all(dir);
 }
 
-// validate on virtual GPU workers: profiled and probed on the GPU, each
-// strategy run there and predicted with the GPU shared; without a GPU, one line.
-TEST(ProfileDeviceCli, ValidateRunsOnVirtualGpuWorkers) {
+// validate of two strategies on `devices` at fmnist-mlp, one short round:
+// where `gpus` GPUs answer, each strategy run and predicted; else one line
+// naming --devices.
+void expect_validate_runs_where_gpus(const std::string& devices, const std::string& strategies, size_t gpus) {
   std::string reason;
-  const bool has_gpu = !list_cuda_devices(reason).empty();
-  const auto r =
-      run_cli({"validate", "--model", "fmnist-mlp", "--devices", "cuda:0x2", "--strategies", "single,dp-ring",
-               "--rounds", "1", "--iterations", "10", "--repeats", "5", "--json", "-", "--quiet"});
-  if (!has_gpu) {
+  const bool has_gpus = list_cuda_devices(reason).size() >= gpus;
+  const auto r = run_cli({"validate", "--model", "fmnist-mlp", "--devices", devices, "--strategies", strategies,
+                          "--rounds", "1", "--iterations", "10", "--repeats", "5", "--json", "-", "--quiet"});
+  if (!has_gpus) {
     EXPECT_EQ(r.status, 2);
-    EXPECT_NE(r.err.find("--devices"), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("trainsim: error: --devices"), 0u) << r.err;
     return;
   }
   ASSERT_EQ(r.status, 0) << r.err;
@@ -129,6 +129,12 @@ TEST(ProfileDeviceCli, ValidateRunsOnVirtualGpuWorkers) {
     EXPECT_GT(s["measured_s"].get<double>(), 0) << s.dump();
     EXPECT_GT(s["predicted_simulated_s"].get<double>(), 0) << s.dump();
   }
+}
+
+// validate on virtual GPU workers: profiled and probed on the GPU, each
+// strategy run there and predicted with the GPU shared; without a GPU, one line.
+TEST(ProfileDeviceCli, ValidateRunsOnVirtualGpuWorkers) {
+  expect_validate_runs_where_gpus("cuda:0x2", "single,dp-ring", 1);
 }
 
 // A GPU each (cuda:0,1): the layers profiled on GPU 0, the cluster one
@@ -159,24 +165,7 @@ TEST(ProfileDeviceCli, AGpuEachIsMeasuredAsOneMachineOfGpus) {
 
 // validate with a GPU each: profiled on the first GPU, the GPUs probed, each
 // strategy run with a worker on each; without two GPUs, one line.
-TEST(ProfileDeviceCli, ValidateRunsOnAGpuEach) {
-  std::string reason;
-  const bool has_gpus = list_cuda_devices(reason).size() >= 2;
-  const auto r = run_cli({"validate", "--model", "fmnist-mlp", "--devices", "cuda:0,1", "--strategies", "dp-ring,gpipe",
-                          "--rounds", "1", "--iterations", "10", "--repeats", "5", "--json", "-", "--quiet"});
-  if (!has_gpus) {
-    EXPECT_EQ(r.status, 2);
-    EXPECT_EQ(r.err.find("trainsim: error: --devices"), 0u) << r.err;
-    return;
-  }
-  ASSERT_EQ(r.status, 0) << r.err;
-  const nlohmann::json v = nlohmann::json::parse(r.out);
-  ASSERT_EQ(v["results"].size(), 2u) << r.out;
-  for (const nlohmann::json& s : v["results"]) {
-    EXPECT_FALSE(s.contains("skipped") && !s["skipped"].get<std::string>().empty()) << s.dump();
-    EXPECT_GT(s["measured_s"].get<double>(), 0) << s.dump();
-  }
-}
+TEST(ProfileDeviceCli, ValidateRunsOnAGpuEach) { expect_validate_runs_where_gpus("cuda:0,1", "dp-ring,gpipe", 2); }
 
 TEST(ProfileDeviceCli, CpuThreadsMustAgreeWithConcurrent) {
   const auto bad_count = run_cli({"profile", "--model", "fmnist-mlp", "--device", "cpu:0", "--out", "-"});
