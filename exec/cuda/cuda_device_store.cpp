@@ -331,7 +331,7 @@ class CudaDeviceStore final : public DeviceStore {
       }
     }
     if (written == nullptr) {
-      values = DeviceArray<float>(floats);  // where this throws, nothing goes to the pool
+      values = allocated(floats);  // where this throws, nothing goes to the pool
       TRAINSIM_CUDA(cudaEventCreateWithFlags(&written, cudaEventDisableTiming));
     } else if (store_waits) {
       TRAINSIM_CUDA(cudaStreamWaitEvent(core_->stream, written, 0));
@@ -342,6 +342,40 @@ class CudaDeviceStore final : public DeviceStore {
     a->written = written;
     a->home = core_;
     return a;
+  }
+
+  // A new buffer of `floats`. Where the GPU cannot make it (out of memory),
+  // the idle buffers of every size are freed first, each after its last
+  // work, and the allocation is tried once more: buffers are kept by exact
+  // size, so a run whose sizes change would otherwise hold memory it no
+  // longer uses.
+  DeviceArray<float> allocated(int64_t floats) {
+    try {
+      return DeviceArray<float>(floats);
+    } catch (const CudaError&) {
+      (void)cudaGetLastError();  // the failed allocation's, not a launch's error to report later
+      if (!release_idle()) throw;
+    }
+    return DeviceArray<float>(floats);
+  }
+
+  // Frees every idle buffer after its last work: whether there was one.
+  bool release_idle() {
+    std::map<int64_t, std::vector<std::pair<DeviceArray<float>, cudaEvent_t>>> idle;
+    {
+      std::lock_guard lock(core_->mu);
+      idle.swap(core_->idle);
+    }
+    bool any = false;
+    for (auto& [_, buffers] : idle) {
+      for (auto& [values, written] : buffers) {
+        (void)cudaEventSynchronize(written);
+        (void)cudaEventDestroy(written);
+        values = DeviceArray<float>();
+        any = true;
+      }
+    }
+    return any;
   }
 
   std::shared_ptr<StoreCore> core_;

@@ -1,14 +1,18 @@
 // The GPU device's store (exec/cuda/cuda_device_store.hpp) by itself: sums
 // and steps as the host's Sgd computes them, arrays back to the host added
 // or copied on one wait, a buffer let go zeroed again when lent anew, a
-// copy unchanged by a step after it, a peer GPU's array copied in.
+// copy unchanged by a step after it, a peer GPU's array copied in, idle
+// buffers freed for an array the GPU has no room for.
 // Skipped without a GPU.
 #include "exec/cuda/cuda_device_store.hpp"
 
+#include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -173,6 +177,31 @@ TEST(CudaDeviceStore, ACopyKeepsTheValuesAStepLaterChanges) {
   for (size_t i = 0; i < given.size(); i += 4099) {
     EXPECT_FLOAT_EQ(stepped[i], given[i] - 0.1f * 2.0f * given[i]) << i;  // the gradient is twice the weights
   }
+}
+
+// A GPU nearly full: an array of a size no idle buffer has frees the idle
+// buffers of other sizes before it gives up, and comes back zeroed.
+TEST(CudaDeviceStore, AnArrayTheGpuHasNoRoomForFreesTheIdleBuffersFirst) {
+  SKIP_WITHOUT_GPU();
+  const std::shared_ptr<DeviceStore> store = make_cuda_device_store(0);
+  constexpr int64_t kFloats = int64_t{64} << 20;  // 256 MiB each
+  {
+    std::vector<std::shared_ptr<KeptValues>> held;
+    for (int i = 0; i < 4; ++i) held.push_back(store->zeros(kFloats));
+  }  // let go: 1 GiB idle in the store
+  size_t free_bytes = 0, total_bytes = 0;
+  ASSERT_EQ(cudaMemGetInfo(&free_bytes, &total_bytes), cudaSuccess);
+  void* hog = nullptr;  // all but 128 MiB of what is free
+  ASSERT_EQ(cudaMalloc(&hog, free_bytes - (size_t{128} << 20)), cudaSuccess);
+  std::shared_ptr<KeptValues> bigger;
+  EXPECT_NO_THROW(bigger = store->zeros(kFloats + 1));
+  cudaFree(hog);
+  ASSERT_NE(bigger, nullptr);
+  std::vector<float> back(static_cast<size_t>(kFloats + 1), 1.0f);
+  KeptValues* kept[] = {bigger.get()};
+  const std::span<float> into[] = {back};
+  store->to_host(kept, into, /*add=*/false);
+  EXPECT_EQ(std::count(back.begin(), back.end(), 0.0f), kFloats + 1);
 }
 
 // An array of a peer GPU's store copied in (a boundary between workers on
