@@ -38,6 +38,7 @@ struct StoreCore {
   // wait holds up none of this store's other jobs.
   cudaStream_t released = nullptr;
   std::mutex mu;       // idle
+  std::mutex release_mu;  // freeing the idle buffers where the GPU is out of memory, one thread at a time
   std::mutex copy_mu;  // the pinned memory, while copies land in it: not `mu`, which a backward
                        // making a sum takes, so a copy's wait does not hold up the compute
   std::map<int64_t, std::vector<std::pair<DeviceArray<float>, cudaEvent_t>>> idle;
@@ -344,38 +345,41 @@ class CudaDeviceStore final : public DeviceStore {
     return a;
   }
 
-  // A new buffer of `floats`. Where the GPU cannot make it (out of memory),
-  // the idle buffers of every size are freed first, each after its last
-  // work, and the allocation is tried once more: buffers are kept by exact
-  // size, so a run whose sizes change would otherwise hold memory it no
-  // longer uses.
+  // A new buffer of `floats`. Where the GPU is out of memory, the idle
+  // buffers of every size are freed first, each after its last work, and
+  // the allocation is tried once more: buffers are kept by exact size, so a
+  // run whose sizes change would otherwise hold memory it no longer uses.
+  // Any other error is the caller's.
   DeviceArray<float> allocated(int64_t floats) {
     try {
       return DeviceArray<float>(floats);
     } catch (const CudaError&) {
-      (void)cudaGetLastError();  // the failed allocation's, not a launch's error to report later
-      if (!release_idle()) throw;
+      if (cudaGetLastError() != cudaErrorMemoryAllocation) throw;  // (which also clears an out-of-memory)
     }
-    return DeviceArray<float>(floats);
+    std::lock_guard lock(core_->release_mu);  // a second thread short of memory waits for what the first frees
+    release_idle();
+    try {
+      return DeviceArray<float>(floats);
+    } catch (const CudaError&) {
+      (void)cudaGetLastError();  // reported by the throw, not left for the next launch's check
+      throw;
+    }
   }
 
-  // Frees every idle buffer after its last work: whether there was one.
-  bool release_idle() {
+  // Frees every idle buffer after its last work.
+  void release_idle() {
     std::map<int64_t, std::vector<std::pair<DeviceArray<float>, cudaEvent_t>>> idle;
     {
       std::lock_guard lock(core_->mu);
       idle.swap(core_->idle);
     }
-    bool any = false;
     for (auto& [_, buffers] : idle) {
       for (auto& [values, written] : buffers) {
         (void)cudaEventSynchronize(written);
         (void)cudaEventDestroy(written);
         values = DeviceArray<float>();
-        any = true;
       }
     }
-    return any;
   }
 
   std::shared_ptr<StoreCore> core_;
