@@ -198,6 +198,10 @@ __global__ void spectrain_predict_kernel(float* out, const float* w, const float
   TRAINSIM_GRID_LOOP(i, n) { out[i] = w[i] - step * v[i]; }
 }
 
+__global__ void scale_values_kernel(float* x, int64_t n, float scale) {
+  TRAINSIM_GRID_LOOP(i, n) { x[i] *= scale; }
+}
+
 }  // namespace
 
 void add_row_bias(float* y, const float* bias, int64_t rows, int64_t width, cudaStream_t stream) {
@@ -302,6 +306,10 @@ void spectrain_smooth(float* v, const float* g, int64_t n, float gamma, float re
 
 void spectrain_predict(float* out, const float* w, const float* v, int64_t n, float step, cudaStream_t stream) {
   if (n > 0) spectrain_predict_kernel<<<blocks_for(n), kThreads, 0, stream>>>(out, w, v, n, step);
+}
+
+void scale_values(float* x, int64_t n, float scale, cudaStream_t stream) {
+  if (n > 0) scale_values_kernel<<<blocks_for(n), kThreads, 0, stream>>>(x, n, scale);
 }
 
 }  // namespace trainsim::cuda

@@ -69,6 +69,9 @@ void spectrain_smooth(float* v, const float* g, int64_t n, float gamma, float re
 void spectrain_predict(float* out, const float* w, const float* v, int64_t n, float step, cudaStream_t stream);
 void sgd_step_all(const SgdTensor* tensors, int64_t count, float learning_rate, float momentum, float weight_decay,
                   bool zero_gradients, cudaStream_t stream);
+// x[i] *= scale: an AllReduce's sum made the members' mean, as the host's
+// one multiplication per value.
+void scale_values(float* x, int64_t n, float scale, cudaStream_t stream);
 
 // Training-mode batch normalization of x {batch, channels, plane} with the
 // batch's own statistics (cuda_norm_kernels.cu): y = scale·(x − mean)·inv_std

@@ -4,8 +4,10 @@
 #include <algorithm>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "exec/cuda/cuda_check.hpp"
+#include "exec/cuda/cuda_kernels.hpp"
 #include "exec/cuda/cuda_network_state.hpp"
 #include "exec/cuda/nccl_transport.hpp"
 #include "model/error.hpp"
@@ -35,22 +37,22 @@ NcclMember::~NcclMember() {
   if (back_ != nullptr) cudaFreeHost(back_);
 }
 
-bool NcclMember::all_reduce(std::span<float> data, const std::function<bool()>& aborted) {
-  if (comm_ == nullptr || aborted()) {  // given up before, or now before starting
-    if (comm_ != nullptr) ncclCommAbort(comm_);
-    comm_ = nullptr;
-    return false;
-  }
-  TRAINSIM_CUDA(cudaSetDevice(gpu_));
-  if (static_cast<size_t>(buffer_.size()) < data.size()) {
+bool NcclMember::given_up(const std::function<bool()>& aborted) {
+  if (comm_ != nullptr && !aborted()) return false;
+  if (comm_ != nullptr) ncclCommAbort(comm_);
+  comm_ = nullptr;
+  return true;
+}
+
+float* NcclMember::buffer(int64_t floats) {
+  if (buffer_.size() < floats) {
     buffer_ = cuda::DeviceArray<float>();  // the old one freed before the larger one is made
-    buffer_ = cuda::DeviceArray<float>(static_cast<int64_t>(data.size()));
+    buffer_ = cuda::DeviceArray<float>(floats);
   }
-  cuda::grown_pinned(back_, back_capacity_, data.size());
-  float* const buffer = buffer_.get();
-  TRAINSIM_CUDA(cudaMemcpyAsync(buffer, data.data(), data.size_bytes(), cudaMemcpyHostToDevice, stream_));
-  check_nccl(ncclAllReduce(buffer, buffer, data.size(), ncclFloat, ncclSum, comm_, stream_), "ncclAllReduce");
-  TRAINSIM_CUDA(cudaMemcpyAsync(back_, buffer, data.size_bytes(), cudaMemcpyDeviceToHost, stream_));
+  return buffer_.get();
+}
+
+bool NcclMember::finished(const std::function<bool()>& aborted) {
   for (cudaError_t status = cudaStreamQuery(stream_); status != cudaSuccess; status = cudaStreamQuery(stream_)) {
     if (status != cudaErrorNotReady) TRAINSIM_CUDA(status);
     (void)cudaGetLastError();  // not ready is an answer, not a launch's error for a later check to report
@@ -61,8 +63,62 @@ bool NcclMember::all_reduce(std::span<float> data, const std::function<bool()>& 
     }
     std::this_thread::yield();
   }
+  return true;
+}
+
+bool NcclMember::all_reduce(std::span<float> data, const std::function<bool()>& aborted) {
+  if (given_up(aborted)) return false;
+  TRAINSIM_CUDA(cudaSetDevice(gpu_));
+  float* const sum = buffer(static_cast<int64_t>(data.size()));
+  cuda::grown_pinned(back_, back_capacity_, data.size());
+  TRAINSIM_CUDA(cudaMemcpyAsync(sum, data.data(), data.size_bytes(), cudaMemcpyHostToDevice, stream_));
+  check_nccl(ncclAllReduce(sum, sum, data.size(), ncclFloat, ncclSum, comm_, stream_), "ncclAllReduce");
+  TRAINSIM_CUDA(cudaMemcpyAsync(back_, sum, data.size_bytes(), cudaMemcpyDeviceToHost, stream_));
+  if (!finished(aborted)) return false;
   std::copy_n(back_, data.size(), data.begin());
   return true;
+}
+
+bool NcclMember::all_reduce_kept(std::span<KeptValues* const> arrays, int64_t floats, float scale,
+                                 const std::function<bool()>& aborted) {
+  if (given_up(aborted)) return false;
+  TRAINSIM_CUDA(cudaSetDevice(gpu_));
+  std::vector<cuda::KeptArray*> kept;
+  int64_t total = 0;
+  for (KeptValues* k : arrays) {
+    auto* a = dynamic_cast<cuda::KeptArray*>(k);
+    TRAINSIM_CHECK(a != nullptr && a->gpu == gpu_, "an AllReduce of arrays kept on another GPU than its member's");
+    kept.push_back(a);
+    total += a->values.size();
+  }
+  TRAINSIM_CHECK(total == floats,
+                 "an AllReduce of " + std::to_string(total) + " kept values said to be " + std::to_string(floats));
+  float* const sum = buffer(floats);
+  int64_t at = 0;
+  for (cuda::KeptArray* a : kept) {
+    TRAINSIM_CUDA(cudaStreamWaitEvent(stream_, a->written, 0));
+    if (a->values.size() > 0) {
+      TRAINSIM_CUDA(cudaMemcpyAsync(sum + at, a->values.get(), a->values.bytes(), cudaMemcpyDeviceToDevice, stream_));
+    }
+    // Its next writer after this read, even where the AllReduce fails to queue.
+    TRAINSIM_CUDA(cudaEventRecord(a->written, stream_));
+    at += a->values.size();
+  }
+  if (floats > 0) {
+    check_nccl(ncclAllReduce(sum, sum, static_cast<size_t>(floats), ncclFloat, ncclSum, comm_, stream_),
+               "ncclAllReduce");
+    cuda::scale_values(sum, floats, scale, stream_);
+    TRAINSIM_CUDA(cudaGetLastError());
+  }
+  at = 0;
+  for (cuda::KeptArray* a : kept) {
+    if (a->values.size() > 0) {
+      TRAINSIM_CUDA(cudaMemcpyAsync(a->values.get(), sum + at, a->values.bytes(), cudaMemcpyDeviceToDevice, stream_));
+    }
+    TRAINSIM_CUDA(cudaEventRecord(a->written, stream_));
+    at += a->values.size();
+  }
+  return finished(aborted);
 }
 
 }  // namespace trainsim

@@ -1,7 +1,8 @@
 // One GPU's member of an NCCL communicator, as the NCCL transports run the
-// library AllReduce: the member's values copied to a buffer on its GPU,
-// summed there by ncclAllReduce on a stream of its own, and copied back
-// through pinned memory. Shared by the in-process transport (a member per
+// library AllReduce: the member's values (the host's, or arrays its GPU's
+// store keeps) copied to a buffer on its GPU, summed there by one
+// ncclAllReduce on a stream of its own, and copied back (to the host
+// through pinned memory, or into the arrays). Shared by the in-process transport (a member per
 // worker thread) and the MPI ranks' member (nccl_transport.cpp,
 // nccl_rank_member.cpp).
 #pragma once
@@ -9,10 +10,12 @@
 #include <cuda_runtime.h>
 #include <nccl.h>
 
+#include <cstdint>
 #include <functional>
 #include <span>
 
 #include "exec/cuda/cuda_layer.hpp"
+#include "exec/tensor/range_network.hpp"
 
 namespace trainsim {
 
@@ -33,8 +36,24 @@ class NcclMember {
   // true the communicator is aborted (the members still in it would wait
   // for ever), false is returned, and every later call returns false.
   bool all_reduce(std::span<float> data, const std::function<bool()>& aborted);
+  // The same of arrays a store of the member's GPU keeps (`floats` values
+  // in all: Transport::all_reduce_kept), without the host: each copied
+  // into the buffer after its work, one ncclAllReduce, the sum times
+  // `scale`, each copied back, its later work after that. Waits for it as
+  // all_reduce does.
+  bool all_reduce_kept(std::span<KeptValues* const> arrays, int64_t floats, float scale,
+                       const std::function<bool()>& aborted);
 
  private:
+  // The buffer of at least `floats` values on the member's GPU (current).
+  float* buffer(int64_t floats);
+  // Waits for the stream's work polling `aborted`; false where it turned
+  // true (the communicator aborted).
+  bool finished(const std::function<bool()>& aborted);
+  // Where the member gave up before, or `aborted` is true now: the
+  // communicator aborted, true.
+  bool given_up(const std::function<bool()>& aborted);
+
   int gpu_ = 0;
   ncclComm_t comm_ = nullptr;
   cudaStream_t stream_ = nullptr;

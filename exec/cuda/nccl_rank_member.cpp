@@ -19,6 +19,18 @@ class NcclRankMember final : public LibraryMember {
   NcclRankMember(int gpu, int rank, int ranks) : gpu_(gpu), rank_(rank), ranks_(ranks) {}
 
   bool all_reduce(std::span<float> data, const Share& share, const std::function<bool()>& aborted) override {
+    return joined(share, aborted) && member_->all_reduce(data, aborted);
+  }
+  bool sums_kept() const override { return true; }
+  bool all_reduce_kept(std::span<KeptValues* const> arrays, int64_t floats, float scale, const Share& share,
+                       const std::function<bool()>& aborted) override {
+    return joined(share, aborted) && member_->all_reduce_kept(arrays, floats, scale, aborted);
+  }
+
+ private:
+  // The member, made at the first AllReduce; false where `aborted` was
+  // true first.
+  bool joined(const Share& share, const std::function<bool()>& aborted) {
     if (!member_) {
       if (aborted()) return false;
       // Rank 0's unique id on every rank, then a communicator of them all.
@@ -43,10 +55,9 @@ class NcclRankMember final : public LibraryMember {
       check_nccl(ncclCommInitRank(&comm, ranks_, id, rank_), "ncclCommInitRank");
       member_ = std::make_unique<NcclMember>(gpu_, comm);
     }
-    return member_->all_reduce(data, aborted);
+    return true;
   }
 
- private:
   int gpu_ = 0;
   int rank_ = 0;
   int ranks_ = 1;

@@ -35,11 +35,18 @@ class NcclTransport final : public InProcessTransport {
         kept_(kept != nullptr ? std::move(kept) : make_nccl_communicators()) {}
 
   bool has_library_all_reduce() const override { return true; }
+  // Where a member's device keeps no sums it sums on the host: both ways
+  // one ncclAllReduce of the same values, so members may differ.
+  bool sums_kept(const std::vector<int>&) const override { return true; }
 
  protected:
   void run_all_reduce(CollectivePeers& peers, std::span<float> data, CollectiveAlgorithm algorithm) override {
     if (algorithm != CollectiveAlgorithm::kLibrary) return Transport::run_all_reduce(peers, data, algorithm);
     if (!member(peers).all_reduce(data, [this] { return aborted(); })) throw_aborted();
+  }
+  void run_all_reduce_kept(CollectivePeers& peers, std::span<KeptValues* const> arrays, int64_t floats,
+                           float scale) override {
+    if (!member(peers).all_reduce_kept(arrays, floats, scale, [this] { return aborted(); })) throw_aborted();
   }
 
  private:

@@ -66,6 +66,25 @@ void Interpreter::compress(const Op& op) {
 
 void Interpreter::all_reduce(OpId id, const Op& op) {
   WorkerState& w = *workers_[op.worker];
+  const std::vector<int>& members = group(op);
+  const float mean = 1.0f / static_cast<float>(members.size());
+  const int64_t tag = tags_[static_cast<size_t>(id)];
+  // The library's AllReduce where the devices keep the sums (NCCL on the
+  // members' GPUs), the gradients not coming to the host.
+  if (op.codec == Codec::kNone && op.algorithm == CollectiveAlgorithm::kLibrary && transport_.sums_kept(members)) {
+    Gradients* grads = nullptr;
+    {
+      std::lock_guard lock(w.mu);
+      grads = &gradients_of(w, op.iteration);
+    }
+    const int64_t first = op.first_layer >= 0 ? op.first_layer : 0;
+    const int64_t last = op.last_layer >= 0 ? op.last_layer : static_cast<int64_t>(grads->size()) - 1;
+    const bool done = w.device->all_reduce_kept(
+        *grads, first, last, op.dense_only, [&](std::span<KeptValues* const> arrays, int64_t floats) {
+          transport_.all_reduce_kept(op.worker, members, tag, arrays, floats, mean);
+        });
+    if (done) return;
+  }
   std::vector<float> flat;
   {
     Gradients& grads = host_gradients(w, op.iteration, op.first_layer, op.last_layer);
@@ -75,14 +94,12 @@ void Interpreter::all_reduce(OpId id, const Op& op) {
     flat = op.dense_only ? flatten_gradients(grads, op.first_layer, op.last_layer)
                          : flatten_densified(grads, w.weights, op.first_layer, op.last_layer);
   }
-  const std::vector<int>& members = group(op);
   if (op.codec == Codec::kNone) {
-    transport_.all_reduce(op.worker, members, tags_[static_cast<size_t>(id)], flat, op.algorithm);
+    transport_.all_reduce(op.worker, members, tag, flat, op.algorithm);
   } else {
-    CollectivePeers peers(transport_, op.worker, members, tags_[static_cast<size_t>(id)]);
+    CollectivePeers peers(transport_, op.worker, members, tag);
     all_reduce_ring_codec(peers, flat, pipesgd_hop_codec(compression_of(op.codec)));
   }
-  const float mean = 1.0f / static_cast<float>(members.size());
   for (float& v : flat) v *= mean;
   std::lock_guard lock(w.mu);
   Gradients& grads = gradients_of(w, op.iteration);

@@ -5,6 +5,7 @@
 
 #include "exec/optim/sgd.hpp"
 #include "model/error.hpp"
+#include "model/layer.hpp"
 
 namespace trainsim::interp {
 namespace {
@@ -62,9 +63,10 @@ void densify_range(Gradients& grads, const Weights& weights, int64_t first, int6
 
 namespace {
 
-// Floats of a gradient in a densified flat buffer: its parameter's.
+// Floats of a gradient in a densified flat buffer: its parameter's (by its
+// shape: the values may be a device's, Tensor::resident).
 size_t densified_size(const ParamGrad& g, const Tensor& param) {
-  return g.sparse ? param.data.size() : g.dense.data.size();
+  return g.sparse ? static_cast<size_t>(element_count(param.shape)) : g.dense.data.size();
 }
 
 }  // namespace
@@ -87,8 +89,10 @@ std::vector<float> flatten_densified(const Gradients& grads, const Weights& weig
       }
       const Tensor& table = weights[static_cast<size_t>(l)][p];
       const size_t at = flat.size();
-      flat.resize(at + table.data.size(), 0.0f);
-      scatter_add_rows(g, std::span<float>(flat).subspan(at, table.data.size()), table.row_size());
+      const size_t n = densified_size(g, table);
+      const int64_t rows = table.shape.empty() ? 1 : table.shape.front();
+      flat.resize(at + n, 0.0f);
+      scatter_add_rows(g, std::span<float>(flat).subspan(at, n), rows == 0 ? 0 : static_cast<int64_t>(n) / rows);
     }
   }
   return flat;

@@ -211,6 +211,20 @@ void MpiTransport::run_all_reduce(CollectivePeers& peers, std::span<float> data,
             "MPI_Allreduce");
 }
 
+bool MpiTransport::sums_kept(const std::vector<int>& group) const {
+  return library_member_ != nullptr && library_member_->sums_kept() && static_cast<int>(group.size()) == workers();
+}
+
+void MpiTransport::run_all_reduce_kept(CollectivePeers& peers, std::span<KeptValues* const> arrays, int64_t floats,
+                                       float scale) {
+  TRAINSIM_CHECK(peers.size() == workers(), "MpiTransport: algorithm=mpi over some of the ranks");
+  const std::lock_guard<std::mutex> lock(library_mutex_);
+  const bool done = library_member_->all_reduce_kept(
+      arrays, floats, scale, [this](const std::string& bytes) { return mpi_broadcast_text(bytes, library_comm_); },
+      [this] { return aborted(); });
+  if (!done) throw_aborted();
+}
+
 void MpiTransport::check_own(int worker, const char* role) const {
   TRAINSIM_CHECK(worker == rank_, std::string("MpiTransport: rank ") + std::to_string(rank_) + " called as the " +
                                       role + " worker " + std::to_string(worker) +

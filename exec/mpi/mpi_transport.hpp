@@ -97,6 +97,9 @@ class MpiTransport final : public Transport {
   // between checkpoints), its communicator made once.
   bool has_library_all_reduce() const override { return true; }
   void sum_library_by(std::shared_ptr<LibraryMember> member) { library_member_ = std::move(member); }
+  // Where the member sums kept arrays (LibraryMember::sums_kept), over
+  // every rank.
+  bool sums_kept(const std::vector<int>& group) const override;
   int64_t send_buffer_bytes() const override { return send_buffer_bytes_; }
   // The largest tag a message may carry (MPI_TAG_UB); a larger one is a plan
   // bug (logic_error).
@@ -120,6 +123,8 @@ class MpiTransport final : public Transport {
   // (the member's AllReduce, sharing its bytes over that communicator, where
   // one was given); the other algorithms as Transport runs them.
   void run_all_reduce(CollectivePeers& peers, std::span<float> data, CollectiveAlgorithm algorithm) override;
+  void run_all_reduce_kept(CollectivePeers& peers, std::span<KeptValues* const> arrays, int64_t floats,
+                           float scale) override;
 
  private:
   void check_own(int worker, const char* role) const;

@@ -94,6 +94,8 @@ void Device::weights_to_host(Weights& weights, int64_t first, int64_t last, Sgd*
   }
 }
 
+bool Device::all_reduce_kept(Gradients&, int64_t, int64_t, bool, const SumKept&) { return false; }
+
 void Device::gradients_to_host(Gradients& grads, int64_t first, int64_t last) {
   for (int64_t l = std::max<int64_t>(first, 0); l <= last && l < static_cast<int64_t>(grads.size()); ++l) {
     for (const ParamGrad& g : grads[static_cast<size_t>(l)]) {

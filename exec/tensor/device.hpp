@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -50,6 +51,13 @@ struct PassId {
   int32_t microbatch = 0;
   auto operator<=>(const PassId&) const = default;
 };
+
+class KeptValues;
+
+// A library AllReduce of arrays a device's store keeps (`floats` values in
+// all), each summed over the members in place: Device::all_reduce_kept hands
+// its gradients' sums to it.
+using SumKept = std::function<void(std::span<KeptValues* const> arrays, int64_t floats)>;
 
 // Called from any of its worker's threads, one call at a time per gradient set.
 // The tensors forward, forward_loss and backward return may stay on the
@@ -118,6 +126,16 @@ class Device {
   // reads a set (a message, an update); a range holding no kept part is a
   // no-op. Here nothing is kept.
   virtual void gradients_to_host(Gradients& grads, int64_t first, int64_t last);
+  // Where this device keeps the parameter gradients' sums (a GPU's store):
+  // the dense gradients of layers [first, last] made whole there (a part the
+  // host holds taken up, the host's values then zero), in flatten_gradients'
+  // order, and handed together to `sum`, which sums them over the members
+  // where they are (NCCL's AllReduce on the members' GPUs); true. False,
+  // nothing done, where the range holds a sparse gradient and not
+  // `dense_only` (with it, the sparse ones are left as they are), or where
+  // the device keeps no sums (here): the caller then sums on the host.
+  // Either way the members' values meet in one AllReduce of the same size.
+  virtual bool all_reduce_kept(Gradients& grads, int64_t first, int64_t last, bool dense_only, const SumKept& sum);
   // One step of `sgd` on layers [first, last] of `weights` by `grads`
   // (Sgd::step). A device may step a copy of its own of a dense layer's
   // weights and of the optimizer's velocity (a GPU's, by the gradient sums

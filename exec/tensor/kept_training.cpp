@@ -59,6 +59,49 @@ void KeptTraining::gradients_to_host(Gradients& grads, int64_t first, int64_t la
   if (!sums.empty()) store_->to_host(sums, into, /*add=*/true);
 }
 
+bool KeptTraining::all_reduce(Gradients& grads, int64_t first, int64_t last, bool dense_only, const SumKept& sum) {
+  TRAINSIM_CHECK(first >= 0 && first <= last && last < static_cast<int64_t>(grads.size()),
+                 "a layer range of the gradients");
+  for (int64_t l = first; l <= last && !dense_only; ++l) {
+    for (const ParamGrad& g : grads[static_cast<size_t>(l)]) {
+      if (g.sparse) return false;
+    }
+  }
+  std::vector<ParamGrad*> dense;
+  for (int64_t l = first; l <= last; ++l) {
+    for (ParamGrad& g : grads[static_cast<size_t>(l)]) {
+      if (g.sparse) continue;
+      // A host part beside the kept one (the host wrote into the set before
+      // a backward added to it again): the two summed on the host, as step.
+      if (g.kept != nullptr && std::any_of(g.dense.data.begin(), g.dense.data.end(), [](float v) { return v != 0; })) {
+        gradients_to_host(grads, l, l);
+      }
+      dense.push_back(&g);
+    }
+  }
+  std::vector<std::span<const float>> uploads;
+  std::vector<ParamGrad*> uploaded;
+  for (ParamGrad* g : dense) {
+    if (g->kept != nullptr) continue;
+    uploads.emplace_back(g->dense.data);
+    uploaded.push_back(g);
+  }
+  std::vector<std::shared_ptr<KeptValues>> made = store_->from_host_all(uploads);
+  TRAINSIM_CHECK(made.size() == uploaded.size(), "a copy of each gradient taken up");
+  for (size_t i = 0; i < made.size(); ++i) {
+    uploaded[i]->kept = std::make_shared<Kept>(Kept{this, std::move(made[i])});
+    std::fill(uploaded[i]->dense.data.begin(), uploaded[i]->dense.data.end(), 0.0f);
+  }
+  std::vector<KeptValues*> arrays;
+  int64_t floats = 0;
+  for (ParamGrad* g : dense) {
+    arrays.push_back(kept_of(g->kept)->values.get());
+    floats += g->dense.size();
+  }
+  sum(arrays, floats);
+  return true;
+}
+
 bool KeptTraining::step(const Sgd& sgd, Weights& weights, Gradients& grads, int64_t first, int64_t last,
                         const SpecTrain* spectrain) {
   TRAINSIM_CHECK(

@@ -18,6 +18,7 @@
 
 #include "exec/optim/sgd.hpp"
 #include "exec/optim/spectrain.hpp"
+#include "exec/tensor/device.hpp"
 #include "exec/tensor/range_network.hpp"
 
 namespace trainsim {
@@ -45,6 +46,11 @@ class KeptTraining {
 
   // Device::gradients_to_host: one wait, outside any lock of the caller's.
   void gradients_to_host(Gradients& grads, int64_t first, int64_t last);
+  // Device::all_reduce_kept: the dense gradients of [first, last] (false,
+  // nothing done, where one is sparse and not `dense_only`), a sum a part
+  // of which the host holds brought there first, then those the host holds
+  // alone taken up together, the host's values zeroed; their sums to `sum`.
+  bool all_reduce(Gradients& grads, int64_t first, int64_t last, bool dense_only, const SumKept& sum);
   // Device::step where every parameter of [first, last] is dense: the
   // host's weights and velocity taken up where the device holds none yet;
   // false (nothing done) where one is sparse. With `spectrain`,

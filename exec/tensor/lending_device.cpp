@@ -161,6 +161,11 @@ class LendingDevice final : public Device {
     kept_->gradients_to_host(grads, first, last);
   }
 
+  // The sums kept here handed to the library where they are.
+  bool all_reduce_kept(Gradients& grads, int64_t first, int64_t last, bool dense_only, const SumKept& sum) override {
+    return kept_ != nullptr && kept_->all_reduce(grads, first, last, dense_only, sum);
+  }
+
   // A dense range stepped on the device, else on the host.
   void step(Sgd& sgd, Weights& weights, Gradients& grads, int64_t first, int64_t last) override {
     if (kept_ != nullptr) {

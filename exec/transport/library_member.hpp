@@ -4,11 +4,15 @@
 // ranks' GPUs (exec/cuda/nccl_transport.hpp). No CUDA or MPI type appears here.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <span>
+#include <stdexcept>
 #include <string>
 
 namespace trainsim {
+
+class KeptValues;
 
 class LibraryMember {
  public:
@@ -23,6 +27,16 @@ class LibraryMember {
   // at a time. False where `aborted` turned true while it waited for the
   // others: it gave up, and the member takes no more calls.
   virtual bool all_reduce(std::span<float> data, const Share& share, const std::function<bool()>& aborted) = 0;
+  // Whether it also sums arrays the rank's device keeps where they are
+  // (all_reduce_kept): NCCL's member, on its GPU's.
+  virtual bool sums_kept() const { return false; }
+  // As all_reduce, of `arrays` (`floats` values in all) of the device's
+  // store, each summed in place, then times `scale`. Only where sums_kept().
+  virtual bool all_reduce_kept(std::span<KeptValues* const> arrays, int64_t floats, float scale, const Share& share,
+                               const std::function<bool()>& aborted) {
+    (void)arrays, (void)floats, (void)scale, (void)share, (void)aborted;
+    throw std::logic_error("LibraryMember: an AllReduce of kept arrays by a member that sums none");
+  }
 };
 
 }  // namespace trainsim

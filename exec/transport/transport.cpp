@@ -99,6 +99,21 @@ void Transport::all_reduce(int self, const std::vector<int>& group, int64_t tag,
   count_collective(self, tag, peers.sent_bytes());
 }
 
+bool Transport::sums_kept(const std::vector<int>&) const { return false; }
+
+void Transport::all_reduce_kept(int self, const std::vector<int>& group, int64_t tag,
+                                std::span<KeptValues* const> arrays, int64_t floats, float scale) {
+  check_group(self, group);
+  TRAINSIM_CHECK(sums_kept(group), "transport: an AllReduce of kept arrays on a backend that sums none");
+  CollectivePeers peers(*this, self, group, tag);
+  run_all_reduce_kept(peers, arrays, floats, scale);
+  count_collective(self, tag, peers.sent_bytes());
+}
+
+void Transport::run_all_reduce_kept(CollectivePeers&, std::span<KeptValues* const>, int64_t, float) {
+  TRAINSIM_CHECK(false, "transport: an AllReduce of kept arrays on a backend that sums none");
+}
+
 void Transport::broadcast(int self, const std::vector<int>& group, int root, int64_t tag, std::span<float> data) {
   check_group(self, group);
   const auto root_at = std::find(group.begin(), group.end(), root);

@@ -38,6 +38,7 @@ struct TrafficStats {
 };
 
 class CollectivePeers;
+class KeptValues;
 
 // When a send returns. kQueued: once the message is handed over, never
 // waiting for the receiver (collectives post their sends, then receive).
@@ -74,6 +75,17 @@ class Transport {
   // every member ends with the same bits. Blocks until this member is done.
   void all_reduce(int self, const std::vector<int>& group, int64_t tag, std::span<float> data,
                   CollectiveAlgorithm algorithm);
+  // Whether the backend runs the library AllReduce over `group` where the
+  // members' devices keep the arrays (all_reduce_kept): NCCL's, over their
+  // GPUs. The same answer on every member.
+  virtual bool sums_kept(const std::vector<int>& group) const;
+  // The library AllReduce (CollectiveAlgorithm::kLibrary) of `arrays`
+  // (`floats` values in all, kept by the caller's device: Device::
+  // all_reduce_kept), each summed over `group` in place, then times `scale`
+  // (the host's mean, one multiplication each), every member ending with the
+  // same bits; a collective as all_reduce. Only where sums_kept(group).
+  void all_reduce_kept(int self, const std::vector<int>& group, int64_t tag, std::span<KeptValues* const> arrays,
+                       int64_t floats, float scale);
   // `root`'s data to every member of `group` (binomial tree).
   void broadcast(int self, const std::vector<int>& group, int root, int64_t tag, std::span<float> data);
   // Returns once every member of `group` has entered the barrier.
@@ -109,6 +121,9 @@ class Transport {
   // override them, keeping the contract above.
   virtual void run_all_reduce(CollectivePeers& peers, std::span<float> data, CollectiveAlgorithm algorithm);
   virtual void run_broadcast(CollectivePeers& peers, int root_rank, std::span<float> data);
+  // all_reduce_kept's sum, where sums_kept says the backend has one.
+  virtual void run_all_reduce_kept(CollectivePeers& peers, std::span<KeptValues* const> arrays, int64_t floats,
+                                   float scale);
   virtual void run_barrier(CollectivePeers& peers);
 
  private:

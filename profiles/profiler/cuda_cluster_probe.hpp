@@ -96,7 +96,8 @@ Cluster measure_cuda_cluster(int device, int64_t workers, const CudaProbeOptions
 //     the host (measure_host_collective over gradient_bytes, a worker per
 //     GPU), between each worker's gradient copied down and up on its own
 //     GPU, all at once (measure_cuda_packing); and where NCCL opens, the
-//     library AllReduce (algorithm=mpi) by NCCL's transport over the GPUs,
+//     library AllReduce (algorithm=mpi) by NCCL's transport over the GPUs
+//     of a gradient each GPU's store keeps (Transport::all_reduce_kept),
 //     every member at once at 256 bytes and at gradient_bytes, as a ring's
 //     hops (collective.library, fit_library_ring).
 // name "cuda<N>gpus-measured". InputError naming --device for fewer than

@@ -106,28 +106,36 @@ CollectiveSpec::LibraryHops time_nccl_hops(const std::vector<int>& gpus, int64_t
   std::vector<int> group(gpus.size());
   std::iota(group.begin(), group.end(), 0);
   std::vector<int64_t> calls(gpus.size(), 0);  // each member's AllReduces so far: their tags, alike on every member
+  std::vector<std::shared_ptr<DeviceStore>> stores;
+  for (const int gpu : gpus) stores.push_back(make_cuda_device_store(gpu));
   const auto timed = [&](int64_t bytes) {
-    const auto floats = static_cast<size_t>(bytes / 4);
-    std::vector<std::vector<float>> values(gpus.size(), std::vector<float>(floats, 1.0f));
+    const auto floats = bytes / 4;
+    // Each member's gradient kept on its GPU, as a worker's store keeps its sums.
+    std::vector<std::shared_ptr<KeptValues>> values;
+    for (const std::shared_ptr<DeviceStore>& store : stores) {
+      values.push_back(store->from_host(std::vector<float>(static_cast<size_t>(floats), 1.0f)));
+    }
     const double seconds = concurrent_median_s(n, o.warmups, o.repeats, [&](int64_t t) {
       const auto member = static_cast<size_t>(t);
+      KeptValues* const arrays[] = {values[member].get()};
       try {
-        transport->all_reduce(static_cast<int>(t), group, calls[member]++, values[member],
-                              CollectiveAlgorithm::kLibrary);
+        transport->all_reduce_kept(static_cast<int>(t), group, calls[member]++, arrays, floats,
+                                   1.0f / static_cast<float>(n));
       } catch (const std::exception& e) {
         transport->abort(std::string("a member of the NCCL probe failed: ") + e.what());
         throw;
       }
     });
-    return ChannelSample{static_cast<double>(floats * sizeof(float)), seconds};
+    return ChannelSample{static_cast<double>(floats) * sizeof(float), seconds};
   };
   const ChannelSample small = timed(small_bytes);
   return fit_library_ring(n, small, timed(gradient_bytes), sync_s);
 }
 
-// NCCL's AllReduce over the GPUs as the executor's transport runs it
-// (exec/cuda/nccl_transport.hpp: each member's values copied up, summed by
-// ncclAllReduce, copied back), every member at once, at 256 bytes and at
+// NCCL's AllReduce over the GPUs as the executor's transport runs it on
+// the gradients each worker's store keeps (Transport::all_reduce_kept: each
+// member's arrays copied into one buffer on its GPU, summed by
+// ncclAllReduce, scaled, copied back), every member at once, at 256 bytes and at
 // gradient_bytes, as the library's ring hops (fit_library_ring). None, and
 // `why_not` says why, where NCCL cannot be opened or will not run here, or
 // the gradient is no larger than 256 bytes.
@@ -180,7 +188,8 @@ Cluster measure_cuda_gpus_cluster(const std::vector<int>& gpus, const CudaProbeO
                   " threads) between each worker's gradient of " + std::to_string(options.gradient_bytes) +
                   " B copied down and up on its GPU, all at once; " +
                   (c.collective.library ? "the library AllReduce (algorithm=mpi) by NCCL's transport over the GPUs, "
-                                          "all at once, at 256 B and the gradient, as a ring's hops"
+                                          "of a gradient each GPU keeps, all at once, at 256 B and the gradient, "
+                                          "as a ring's hops"
                                         : "NCCL's AllReduce (algorithm=mpi) not measured: " + why_not);
   validate_cluster(c, "measured cluster " + c.name);
   return c;

@@ -2,15 +2,21 @@
 // own, the library AllReduce by NCCL. Training needs two GPUs or more (NCCL
 // refuses two ranks on one GPU), so it skips with the reason on machines of
 // fewer; its refusals are tested everywhere (tests/exec/nccl_transport_errors_test.cpp).
+// dp-ring's AllReduce sums there the gradients each GPU's store keeps
+// (Transport::all_reduce_kept).
 #include "exec/cuda/nccl_transport.hpp"
 
 #include <gtest/gtest.h>
 
+#include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "exec/cuda/cuda_device.hpp"
+#include "exec/cuda/cuda_device_store.hpp"
 #include "exec/devices.hpp"
+#include "exec/transport/in_process.hpp"
 #include "tests/exec/strategy_runs.hpp"
 
 namespace trainsim {
@@ -51,6 +57,59 @@ TEST(NcclTransport, DataParallelOnAGpuEachTrainsAsOnTheCpu) {
     }
     EXPECT_LT(strategy_runs::largest_weight_gap(run.result.weights, reference.result.weights), 1e-3) << which;
   }
+}
+
+// Arrays each GPU's store keeps, summed where they are: the same bits as
+// the host's values summed by the same library AllReduce and scaled on the
+// host (one flat buffer of the same size either way).
+TEST(NcclTransport, ArraysTheStoresKeepSumAsTheHostsValuesDo) {
+  std::string reason;
+  if (gpu_count(reason) < 2) {
+    GTEST_SKIP() << "needs two GPUs (NCCL refuses two ranks on one GPU): "
+                 << (reason.empty() ? std::to_string(gpu_count(reason)) + " here" : reason);
+  }
+  const std::vector<int> group{0, 1};
+  const std::vector<int64_t> sizes{3, 100000, 0, 77};
+  const auto values = [&](int worker, size_t array) {
+    std::vector<float> v(static_cast<size_t>(sizes[array]));
+    for (size_t i = 0; i < v.size(); ++i) v[i] = 0.1f * static_cast<float>((i * 7 + array * 13 + worker * 5) % 101) - 3;
+    return v;
+  };
+  const std::unique_ptr<Transport> transport = make_nccl_transport(group, 30);
+  std::vector<std::vector<float>> host(2), kept(2);
+  run_workers(*transport, 2, [&](int w) {
+    std::vector<float> flat;
+    for (size_t a = 0; a < sizes.size(); ++a) {
+      const std::vector<float> v = values(w, a);
+      flat.insert(flat.end(), v.begin(), v.end());
+    }
+    transport->all_reduce(w, group, 1, flat, CollectiveAlgorithm::kLibrary);
+    for (float& v : flat) v *= 0.5f;
+    host[static_cast<size_t>(w)] = flat;
+
+    const std::shared_ptr<DeviceStore> store = make_cuda_device_store(w);
+    std::vector<std::shared_ptr<KeptValues>> arrays;
+    std::vector<KeptValues*> raw;
+    int64_t floats = 0;
+    for (size_t a = 0; a < sizes.size(); ++a) {
+      arrays.push_back(store->from_host(values(w, a)));
+      raw.push_back(arrays.back().get());
+      floats += sizes[a];
+    }
+    transport->all_reduce_kept(w, group, 2, raw, floats, 0.5f);
+    std::vector<float> back(static_cast<size_t>(floats));
+    std::vector<std::span<float>> into;
+    int64_t at = 0;
+    for (const int64_t n : sizes) {
+      into.emplace_back(back.data() + at, static_cast<size_t>(n));
+      at += n;
+    }
+    store->to_host(raw, into, /*add=*/false);
+    kept[static_cast<size_t>(w)] = back;
+  });
+  EXPECT_EQ(kept[0], host[0]);
+  EXPECT_EQ(kept[1], host[1]);
+  EXPECT_EQ(kept[0], kept[1]);
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -61,10 +62,12 @@ Plan plan_for(const std::string& strategy, const std::vector<std::pair<std::stri
 }
 
 // Runs `plan` on rank 0's threads or across the ranks; given `resume`, from
-// that state, its iteration 0 being batch `first_iteration`.
+// that state, its iteration 0 being batch `first_iteration`; with `library`,
+// the ranks' library AllReduce by it (MpiTransport::sum_library_by).
 ExecResult run(const Plan& plan, bool shared, bool keep_state = false, const RunState* resume = nullptr,
                int32_t first_iteration = 0, bool text = false,
-               std::function<std::unique_ptr<Device>(int32_t)> make_device = nullptr) {
+               std::function<std::unique_ptr<Device>(int32_t)> make_device = nullptr,
+               std::shared_ptr<LibraryMember> library = nullptr) {
   const Network network = build_network(build_zoo_model(text ? "text-bag" : "fmnist-mlp"));
   ExecOptions options;
   options.make_device = std::move(make_device);
@@ -75,9 +78,10 @@ ExecResult run(const Plan& plan, bool shared, bool keep_state = false, const Run
   options.resume = resume;
   if (shared) {
     options.local_endpoints = {world_rank()};
-    options.make_transport = [](int endpoints) {
+    options.make_transport = [library](int endpoints) {
       auto transport = std::make_unique<MpiTransport>();
       TRAINSIM_CHECK(transport->workers() == endpoints, "run the MPI tests with one rank per worker");
+      if (library != nullptr) transport->sum_library_by(library);
       return transport;
     };
   }
@@ -277,6 +281,16 @@ TEST(AcrossProcesses, EachRankMakesTheDeviceOfItsOwnWorkerOnly) {
 // over the CPU stand-in of a GPU's network and store, all of one memory.
 // A boundary to a worker of another process goes through the host all the
 // same, and the run trains as the CPU's threads do.
+std::function<std::unique_ptr<Device>(int32_t)> lending_devices(BufferCounts& counts) {
+  return [&counts, store = std::make_shared<CountingStore>(counts)](int32_t) {
+    return make_lending_device(
+        [&counts](const Network& network, int64_t batch) {
+          return std::make_unique<BufferedCpuNetwork>(network, batch, counts);
+        },
+        store, /*shared_memory=*/0);
+  };
+}
+
 TEST(AcrossProcesses, LendingDevicesOfOneMemoryTrainAsTheCpusThreads) {
   for (const std::string strategy : {"dp-ring", "gpipe", "pipedream"}) {
     SCOPED_TRACE(strategy);
@@ -284,16 +298,69 @@ TEST(AcrossProcesses, LendingDevicesOfOneMemoryTrainAsTheCpusThreads) {
     ExecResult alone;
     if (world_rank() == 0) alone = run(plan, false);
     BufferCounts counts;
-    auto store = std::make_shared<CountingStore>(counts);
-    const ExecResult shared = run(plan, true, false, nullptr, 0, false, [&](int32_t) {
-      return make_lending_device(
-          [&](const Network& network, int64_t batch) {
-            return std::make_unique<BufferedCpuNetwork>(network, batch, counts);
-          },
-          store, /*shared_memory=*/0);
-    });
+    const ExecResult shared = run(plan, true, false, nullptr, 0, false, lending_devices(counts));
     if (world_rank() == 0) expect_trains_alike(shared, alone);
   }
+}
+
+// A library AllReduce by MPI's own that also sums the arrays a rank's
+// device keeps where they are, as NCCL's member on the rank's GPU: here
+// the CPU stand-in's, side by side, on a communicator of its own.
+class KeptSummingMember final : public LibraryMember {
+ public:
+  KeptSummingMember(MPI_Comm comm, int& host_sums, int& kept_sums)
+      : comm_(comm), host_sums_(host_sums), kept_sums_(kept_sums) {}
+  bool all_reduce(std::span<float> data, const Share&, const std::function<bool()>&) override {
+    ++host_sums_;
+    MPI_Allreduce(MPI_IN_PLACE, data.data(), static_cast<int>(data.size()), MPI_FLOAT, MPI_SUM, comm_);
+    return true;
+  }
+  bool sums_kept() const override { return true; }
+  bool all_reduce_kept(std::span<KeptValues* const> arrays, int64_t floats, float scale, const Share&,
+                       const std::function<bool()>&) override {
+    ++kept_sums_;
+    std::vector<float> flat;
+    for (KeptValues* a : arrays) {
+      const std::vector<float>& values = buffered::kept_values(*a).data;
+      flat.insert(flat.end(), values.begin(), values.end());
+    }
+    EXPECT_EQ(static_cast<int64_t>(flat.size()), floats);
+    MPI_Allreduce(MPI_IN_PLACE, flat.data(), static_cast<int>(flat.size()), MPI_FLOAT, MPI_SUM, comm_);
+    size_t at = 0;
+    for (KeptValues* a : arrays) {
+      for (float& v : buffered::kept_values(*a).data) v = flat[at++] * scale;
+    }
+    return true;
+  }
+
+ private:
+  MPI_Comm comm_;
+  int& host_sums_;
+  int& kept_sums_;
+};
+
+// GPU workers under mpirun with NCCL's AllReduce (a rank per GPU): each
+// AllReduce sums the gradients where the rank's device keeps them, none
+// coming to the host, and the run trains as the CPU's threads do.
+TEST(AcrossProcesses, ALibraryThatSumsKeptArraysLeavesTheGradientsOnTheDevices) {
+  const Plan plan = plan_for("dp-ring", {{"algorithm", "mpi"}});
+  ExecResult threads;
+  if (world_rank() == 0) threads = run(plan_for("dp-ring"), false);
+  MPI_Comm comm = MPI_COMM_NULL;
+  MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+  int host_sums = 0, kept_sums = 0;
+  BufferCounts counts;
+  const ExecResult shared = run(plan, true, false, nullptr, 0, false, lending_devices(counts),
+                                std::make_shared<KeptSummingMember>(comm, host_sums, kept_sums));
+  MPI_Comm_free(&comm);
+  int64_t mine = 0;
+  for (const Op& op : plan.ops) mine += op.kind == OpKind::kAllReduce && op.worker == world_rank() ? 1 : 0;
+  ASSERT_GT(mine, 0);
+  EXPECT_EQ(kept_sums, mine);
+  EXPECT_EQ(host_sums, 0);
+  EXPECT_EQ(counts.sums_back, 0);
+  EXPECT_GT(counts.steps, 0);
+  if (world_rank() == 0) expect_trains_alike(shared, threads);
 }
 
 TEST(AcrossProcessesRefused, APlanOfMoreEndpointsThanRanks) {
