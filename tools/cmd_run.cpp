@@ -23,6 +23,7 @@
 #include "exec/training.hpp"
 #include "model/error.hpp"
 #include "model/units.hpp"
+#include "profiles/analytic_profiler.hpp"
 #include "profiles/cluster.hpp"
 #include "profiles/profile.hpp"
 #include "sim/cost/driver.hpp"
@@ -169,7 +170,14 @@ void run_training(const RunOptions& o, CommandContext& ctx) {
     const Setting s = parse_setting(text, "--set");
     config.set(s.key, s.value, s.where);
   }
-  if (o.launch.launcher == "mpi") return launch_ranks(o.launch, workers, rank_arguments(o), ctx, "training", o.quiet);
+  if (o.launch.launcher == "mpi") {
+    // The strategy and its settings checked once here: every rank would
+    // refuse them alike, amid mpirun's banners.
+    const int64_t batch = profile ? profile->batch_size : (o.batch > 0 ? o.batch : model.default_batch);
+    generate_plan(find_strategy(o.strategy, "--strategy"), profile ? *profile : analytic_profile(model, batch, cluster),
+                  cluster, config, 1);
+    return launch_ranks(o.launch, workers, rank_arguments(o), ctx, "training", o.quiet);
+  }
 #if defined(TRAINSIM_WITH_MPI)
   // Made before `options`, so what its transports keep (NCCL's member) goes
   // before MPI does.

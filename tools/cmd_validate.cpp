@@ -218,7 +218,13 @@ void run_validate(const ValidateCliOptions& o, CommandContext& ctx) {
     check_cuda_device(model, devices.gpu->index, "--devices");
     for (const int gpu : devices.gpu->each) check_cuda_device(model, gpu, "--devices");
   }
+  if (o.max_rounds > 0 && o.max_rounds < o.rounds) {
+    throw InputError("--max-rounds", std::to_string(o.max_rounds) + " is below --rounds " + std::to_string(o.rounds),
+                     "at least as many rounds as --rounds");
+  }
   if (o.launch.launcher == "mpi") {
+    // Checked once here: every rank would refuse them alike, amid mpirun's banners.
+    parse_validated_strategies(o.strategies);
     return launch_ranks(o.launch, workers, rank_arguments(o), ctx, "validating", o.quiet);
   }
   const Dataset data = load_dataset(o.dataset, model, o.data_dir);
@@ -230,10 +236,6 @@ void run_validate(const ValidateCliOptions& o, CommandContext& ctx) {
   options.iterations = o.iterations;
   options.rounds = o.rounds;
   options.max_rounds = o.max_rounds > 0 ? o.max_rounds : std::max(15, o.rounds);
-  if (options.max_rounds < o.rounds) {
-    throw InputError("--max-rounds", std::to_string(o.max_rounds) + " is below --rounds " + std::to_string(o.rounds),
-                     "at least as many rounds as --rounds");
-  }
   options.target_uncertainty = o.target_percent / 100;
   options.budget_s = o.budget_s;
   options.profile_repeats = o.repeats;

@@ -107,6 +107,27 @@ TEST(MpiLaunch, HostsNeedTheMpiLauncherAndOneSource) {
   EXPECT_NE(r.err.find("--launcher"), std::string::npos) << r.err;
 }
 
+// A strategy or setting the ranks would refuse is refused once, before
+// mpirun starts ranks that would each refuse it.
+TEST(MpiLaunch, StrategiesAndSettingsAreCheckedBeforeTheRanksStart) {
+  const std::vector<std::string> launch{"--model", "fmnist-mlp", "--devices",           "cpu:2",  "--launcher",
+                                        "mpi",     "--mpirun",   "/nonexistent/mpirun", "--quiet"};
+  for (const auto& [command, flag] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{"run", "--strategy", "dp-ring", "--set", "algorithm=bogus"}, "--set algorithm"},
+           {{"run", "--strategy", "gpipe", "--set", "microbatches=0"}, "--set microbatches"},
+           {{"run", "--strategy", "nosuch"}, "--strategy"},
+           {{"validate", "--strategies", "dp-ring,nosuch"}, "--strategies"},
+           {{"validate", "--rounds", "3", "--max-rounds", "2"}, "--max-rounds"}}) {
+    std::vector<std::string> args = command;
+    args.insert(args.end(), launch.begin(), launch.end());
+    const auto r = run_cli(args);
+    EXPECT_EQ(r.status, 2) << flag;
+    EXPECT_NE(r.err.find(flag + ":"), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("--mpirun"), std::string::npos) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  }
+}
+
 // An emulated cluster's ranks keep 5 ms of their link in a socket buffer,
 // 128 KiB at least; mpirun's options say so.
 TEST(EmulatedCluster, SocketBuffersHoldFiveMillisecondsOfTheLink) {
