@@ -155,15 +155,32 @@ void CudaNetwork::load_weights(const Weights& weights, int64_t first, int64_t la
   cuda::NetworkState& s = *state_;
   TRAINSIM_CHECK(weights.size() == s.layers.size(), "weights of every layer");
   TRAINSIM_CUDA(cudaSetDevice(s.context.device));
+  size_t floats = 0;
   for (int64_t i = first; i <= last; ++i) {
-    cuda::GpuLayer& l = *s.layers[static_cast<size_t>(i)];
+    const cuda::GpuLayer& l = *s.layers[static_cast<size_t>(i)];
     const LayerParams& params = weights[static_cast<size_t>(i)];
     TRAINSIM_CHECK(params.size() == l.params.size(), l.name + ": weights of every parameter");
     for (size_t p = 0; p < params.size(); ++p) {
       TRAINSIM_CHECK(params[p].size() == l.params[p].size(), l.name + ": a weight of the wrong size");
-      cuda::upload(l.params[p].get(), params[p], s.context.stream);
+      floats += params[p].data.size();
     }
   }
+  if (floats == 0) return;
+  // All through the network's pinned memory, the host waiting only for the
+  // last load's copies out of it.
+  float* const up = cuda::refill(s.weights_up, floats);
+  size_t at = 0;
+  for (int64_t i = first; i <= last; ++i) {
+    cuda::GpuLayer& l = *s.layers[static_cast<size_t>(i)];
+    for (size_t p = 0; p < l.params.size(); ++p) {
+      const std::vector<float>& values = weights[static_cast<size_t>(i)][p].data;
+      std::copy(values.begin(), values.end(), up + at);
+      TRAINSIM_CUDA(cudaMemcpyAsync(l.params[p].get(), up + at, sizeof(float) * values.size(), cudaMemcpyHostToDevice,
+                                    s.context.stream));
+      at += values.size();
+    }
+  }
+  cuda::record_copies(s.weights_up, s.context.stream);
 }
 
 void CudaNetwork::load_kept_weights(int64_t layer, std::span<KeptValues* const> params) {
