@@ -20,7 +20,9 @@ import os
 import shutil
 
 # validate with a GPU each: data parallelism and two pipelines.
-VALIDATED = "dp-ring,gpipe,1f1b"
+# dp-ring twice: its ring on the host, and NCCL's AllReduce of the gradients
+# where each GPU keeps them (priced by the probe's collective.library).
+VALIDATED = "dp-ring,dp-ring:algorithm=mpi,gpipe,1f1b"
 
 # (what, strategy, the two-GPU run's flags, the one-GPU run's flags)
 RUNS = [

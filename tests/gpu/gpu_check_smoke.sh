@@ -83,4 +83,7 @@ grep -Eq "^.trainsim profile --model fmnist-cnn --device cuda:0,1 --cluster-out.
   "$report" || fail "no probe of two stand-in GPUs"
 grep -Eq "^\| gpipe \| [0-9.]+ ms \| [0-9.]+ ms \| [-+][0-9.]+% \| [0-9.]+ ms \| [-+][0-9.]+% \| [a-z]" "$report" ||
   fail "no validation of gpipe with two stand-in GPUs"
+# NCCL's AllReduce validated as its own entry (the project's ring in its place here)
+grep -Eq "^\| dp-ring:algorithm=ring \| [0-9.]+ ms \| [0-9.]+ ms \| [-+][0-9.]+% " "$report" ||
+  fail "no validation of dp-ring's library AllReduce with two stand-in GPUs"
 echo "gpu_check_smoke: the section for several GPUs reported from trainsim's outputs"
