@@ -55,9 +55,13 @@ double parameter_server_s(const Profile& profile, const Cluster& cluster, int64_
   return 2 * phase_s;
 }
 
-// A collective over all `workers`, with its t_sync and packing; nothing when there is nothing to send.
-double collective_call_s(double collective_s, double bytes, const Cluster& cluster, int64_t workers) {
-  return bytes > 0 ? collective_s + collective_call_overhead_s(cluster, bytes, workers) : 0.0;
+// A collective of `algorithm` over all `workers`, with its t_sync and
+// packing; nothing when there is nothing to send.
+double collective_call_s(double collective_s, double bytes, const Cluster& cluster, int64_t workers,
+                         CollectiveAlgorithm algorithm) {
+  return bytes > 0 ? collective_s + collective_call_overhead_s(cluster, bytes, workers, algorithm,
+                                                               workers > cluster.devices_per_machine)
+                   : 0.0;
 }
 
 }  // namespace
@@ -139,7 +143,7 @@ Prediction predict_parallax(const Profile& profile, const Cluster& cluster, Stra
     if (mode == "ps") {
       comm_s = parameter_server_s(profile, cluster, workers, v.dense, v.sparse_touched, local_aggregation);
     } else {
-      comm_s = collective_call_s(allreduce_s(algorithm, v.dense, workers, link), v.dense, cluster, workers);
+      comm_s = collective_call_s(allreduce_s(algorithm, v.dense, workers, link), v.dense, cluster, workers, algorithm);
     }
     if (mode == "hybrid") {
       comm_s += parameter_server_s(profile, cluster, workers, 0.0, v.sparse_touched, local_aggregation);
@@ -147,7 +151,7 @@ Prediction predict_parallax(const Profile& profile, const Cluster& cluster, Stra
       const double gathered = static_cast<double>(workers) * v.sparse_touched;
       // The rows' allgather runs on the host's messages, whatever the AllReduce's algorithm.
       comm_s += collective_call_s(allgather_ring_s(gathered, workers, collective_link(cluster, workers)), gathered,
-                                  cluster, workers);
+                                  cluster, workers, CollectiveAlgorithm::kRing);
     }
     // Between the push and the pull, each server steps its variables (one after another on its host).
     const bool through_servers = mode != "ar" && (mode == "ps" ? v.dense : 0.0) + v.sparse_touched > 0;
