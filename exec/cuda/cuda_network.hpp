@@ -107,6 +107,7 @@ class CudaNetwork final : public RangeNetwork {
   // a boundary for (or from) a network of another worker on this GPU
   // copied device to device through an array of that device's store.
   void load_weights(const Weights& weights, int64_t first, int64_t last) override;
+  void load_layers(const Weights& weights, std::span<const int64_t> layers) override;
   void forward_range(const Network& network, int64_t first, int64_t last, const Tensor* x) override;
   PendingLoss forward_range_loss(const Network& network, int64_t first, int64_t last, const Tensor* x,
                                  std::span<const int32_t> labels, float dlogits_scale) override;

@@ -32,6 +32,7 @@ Tensor CudaNetwork::input_gradient(int64_t) const { return {}; }
 Gradients CudaNetwork::gradients() const { return {}; }
 Weights CudaNetwork::weights() const { return {}; }
 void CudaNetwork::load_weights(const Weights&, int64_t, int64_t) {}
+void CudaNetwork::load_layers(const Weights&, std::span<const int64_t>) {}
 void CudaNetwork::forward_range(const Network&, int64_t, int64_t, const Tensor*) {}
 PendingLoss CudaNetwork::forward_range_loss(const Network&, int64_t, int64_t, const Tensor*, std::span<const int32_t>,
                                             float) {

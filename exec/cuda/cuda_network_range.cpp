@@ -152,11 +152,20 @@ void check_distinct_gradients(NetworkState& s, const Network& network, int64_t i
 }  // namespace cuda
 
 void CudaNetwork::load_weights(const Weights& weights, int64_t first, int64_t last) {
+  std::vector<int64_t> layers;
+  for (int64_t i = first; i <= last; ++i) layers.push_back(i);
+  load_layers(weights, layers);
+}
+
+// All through the network's pinned memory, together: the host waits only
+// for the last load's copies out of it.
+void CudaNetwork::load_layers(const Weights& weights, std::span<const int64_t> layers) {
   cuda::NetworkState& s = *state_;
   TRAINSIM_CHECK(weights.size() == s.layers.size(), "weights of every layer");
   TRAINSIM_CUDA(cudaSetDevice(s.context.device));
   size_t floats = 0;
-  for (int64_t i = first; i <= last; ++i) {
+  for (const int64_t i : layers) {
+    TRAINSIM_CHECK(i >= 0 && i < static_cast<int64_t>(s.layers.size()), "a layer of the network");
     const cuda::GpuLayer& l = *s.layers[static_cast<size_t>(i)];
     const LayerParams& params = weights[static_cast<size_t>(i)];
     TRAINSIM_CHECK(params.size() == l.params.size(), l.name + ": weights of every parameter");
@@ -166,11 +175,9 @@ void CudaNetwork::load_weights(const Weights& weights, int64_t first, int64_t la
     }
   }
   if (floats == 0) return;
-  // All through the network's pinned memory, the host waiting only for the
-  // last load's copies out of it.
   float* const up = cuda::refill(s.weights_up, floats);
   size_t at = 0;
-  for (int64_t i = first; i <= last; ++i) {
+  for (const int64_t i : layers) {
     cuda::GpuLayer& l = *s.layers[static_cast<size_t>(i)];
     for (size_t p = 0; p < l.params.size(); ++p) {
       const std::vector<float>& values = weights[static_cast<size_t>(i)][p].data;

@@ -25,15 +25,17 @@ struct Lent {
   void load(const Weights& weights, WeightsGeneration generation, int64_t first, int64_t last,
             const KeptTraining* kept) {
     const std::vector<int64_t> stale = loaded.stale(weights, generation, first, last);
+    std::vector<int64_t> from_host;  // loaded together
     for (const int64_t l : stale) {
       const std::vector<KeptValues*> on_device =
           kept == nullptr ? std::vector<KeptValues*>{} : kept->kept_weights(weights[static_cast<size_t>(l)]);
       if (on_device.empty()) {
-        network->load_weights(weights, l, l);
+        from_host.push_back(l);
       } else {
         network->load_kept_weights(l, on_device);
       }
     }
+    if (!from_host.empty()) network->load_layers(weights, from_host);
     loaded.loaded(stale, generation);
   }
 };

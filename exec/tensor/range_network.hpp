@@ -96,6 +96,11 @@ class RangeNetwork {
   virtual int64_t batch() const = 0;
   // Layers [first, last] of the weights into its own copy.
   virtual void load_weights(const Weights& weights, int64_t first, int64_t last) = 0;
+  // The listed layers of the weights likewise, together where the network
+  // can (a GPU's: through one staging); here each by load_weights.
+  virtual void load_layers(const Weights& weights, std::span<const int64_t> layers) {
+    for (const int64_t l : layers) load_weights(weights, l, l);
+  }
   // The cut before `first` from x (a lone tensor, or the cut's tensors as
   // parts or packed side by side, as network_range.cpp passes them; or
   // exported by a network of a device on the same memory, Tensor::exported,
