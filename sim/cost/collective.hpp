@@ -51,11 +51,12 @@ double barrier_s(int64_t p, double sync_s);
 // buffer, as Horovod's and PyTorch DDP's buckets copy; the GPU's virtual
 // workers' copies of the gradient down and up around their host
 // collective), `bytes` the float32 bytes packed, whatever the wire
-// carries. t_sync alone when p == 1, and for `algorithm` kLibrary where
-// the cluster gives the library's own hops (collective.library: NCCL's
-// AllReduce of the gradients where each GPU keeps them, its copies inside
-// its measured hops).
-double collective_call_overhead_s(const Cluster& cluster, double bytes, int64_t p, CollectiveAlgorithm algorithm);
+// carries. t_sync alone when p == 1, and for `algorithm` kLibrary priced by
+// the library's own hops (collective.library, members on one machine:
+// NCCL's AllReduce of the gradients where each GPU keeps them, its copies
+// inside its measured hops).
+double collective_call_overhead_s(const Cluster& cluster, double bytes, int64_t p, CollectiveAlgorithm algorithm,
+                                  bool crosses_machines);
 
 // Pipe-SGD's codec at every hop of a ring AllReduce of `gradient_bytes`
 // float32 bytes over p members (seed 002 §3.2, Fig. 3b; the executor's

@@ -89,8 +89,9 @@ double overlap_backward_end_s(const Profile& profile, const Cluster& cluster, in
   std::vector<std::vector<double>> allreduce_s_each;
   for (const GradientGroup& b : group_gradients_by_bytes(profile, bucket_bytes)) {
     ready_s.push_back(b.ready_s);
-    allreduce_s_each.push_back({allreduce_s(algorithm, b.bytes, workers, link) +
-                                collective_call_overhead_s(cluster, b.bytes, workers, algorithm)});
+    allreduce_s_each.push_back(
+        {allreduce_s(algorithm, b.bytes, workers, link) +
+         collective_call_overhead_s(cluster, b.bytes, workers, algorithm, workers > cluster.devices_per_machine)});
   }
   return std::max(backward_s, flow_shop_end_s(ready_s, allreduce_s_each));
 }
@@ -125,17 +126,18 @@ PipeSgdComm communication(const Profile& profile, const Cluster& cluster, int64_
                           CollectiveAlgorithm algorithm, double gradient_bytes, const std::string& compression,
                           int64_t segments) {
   const LinkParams link = collective_link(cluster, workers, algorithm);
+  const bool crosses = workers > cluster.devices_per_machine;
   const double wire_bytes = gradient_bytes * wire_fraction(compression);
   PipeSgdComm c;
   c.sequential_s = allreduce_s(algorithm, wire_bytes, workers, link) +
-                   collective_call_overhead_s(cluster, gradient_bytes, workers, algorithm) +
+                   collective_call_overhead_s(cluster, gradient_bytes, workers, algorithm, crosses) +
                    ring_codec_s(cluster, compression, gradient_bytes, workers);
   const double s = static_cast<double>(segments);
   const std::vector<GradientGroup> groups = group_gradients_by_bytes(profile, gradient_bytes / s);
   const double first_segment_bw_s = groups.empty() ? 0.0 : groups.front().ready_s;
   c.segmented_s =
       first_segment_bw_s + s * (allreduce_s(algorithm, wire_bytes / s, workers, link) +
-                                collective_call_overhead_s(cluster, gradient_bytes / s, workers, algorithm) +
+                                collective_call_overhead_s(cluster, gradient_bytes / s, workers, algorithm, crosses) +
                                 ring_codec_s(cluster, compression, gradient_bytes / s, workers));
   return c;
 }

@@ -17,8 +17,9 @@ Prediction predict_dp_ring(const Profile& profile, const Cluster& cluster, Strat
   const double compute_s = t.forward_s + t.backward_s + exchanged_update_s(profile, cluster, workers);
   double comm_s = 0;
   if (workers > 1) {
-    comm_s = allreduce_s(algorithm, t.param_bytes, workers, collective_link(cluster, workers, algorithm)) +
-             collective_call_overhead_s(cluster, t.param_bytes, workers, algorithm);
+    comm_s =
+        allreduce_s(algorithm, t.param_bytes, workers, collective_link(cluster, workers, algorithm)) +
+        collective_call_overhead_s(cluster, t.param_bytes, workers, algorithm, workers > cluster.devices_per_machine);
   }
   Prediction p = data_parallel_prediction("dp-ring", profile, workers, compute_s, comm_s);
   p.staleness = 0;

@@ -59,7 +59,9 @@ double parameter_server_s(const Profile& profile, const Cluster& cluster, int64_
 // packing; nothing when there is nothing to send.
 double collective_call_s(double collective_s, double bytes, const Cluster& cluster, int64_t workers,
                          CollectiveAlgorithm algorithm) {
-  return bytes > 0 ? collective_s + collective_call_overhead_s(cluster, bytes, workers, algorithm) : 0.0;
+  return bytes > 0 ? collective_s + collective_call_overhead_s(cluster, bytes, workers, algorithm,
+                                                               workers > cluster.devices_per_machine)
+                   : 0.0;
 }
 
 }  // namespace

@@ -274,7 +274,8 @@ void Engine::price_collectives() {
     // The packing copies the float32 gradient, whatever the wire carries
     // (the executor's all_reduce flattens and unflattens it whole).
     const double packed_bytes = c.codec != Codec::kNone ? c.bytes / wire_fraction(codec_name(c.codec)) : c.bytes;
-    const double call_s = collective_call_overhead_s(cluster_, packed_bytes / c.repeat, c.members, c.algorithm);
+    const double call_s =
+        collective_call_overhead_s(cluster_, packed_bytes / c.repeat, c.members, c.algorithm, c.crosses_machines);
     const double pack_s = call_s - cluster_.collective.sync_s;
     // A barrier: one global synchronization, t_sync (docs/equations.md §2).
     double duration_s = barrier_s(c.members, cluster_.collective.sync_s);

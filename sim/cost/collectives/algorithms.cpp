@@ -56,11 +56,12 @@ double allreduce_s(CollectiveAlgorithm algorithm, double bytes, int64_t p, const
 double barrier_s(int64_t p, double sync_s) { return p > 1 ? sync_s : 0.0; }
 
 // docs/equations.md §2's t_sync per call, and the measured packing of the bytes
-// (its fixed part, then the bytes at its rate) but where the library, whose
-// own hops the cluster gives, sums the gradients in place.
-double collective_call_overhead_s(const Cluster& cluster, double bytes, int64_t p, CollectiveAlgorithm algorithm) {
+// (its fixed part, then the bytes at its rate) but where the library's own
+// hops sum the gradients in place.
+double collective_call_overhead_s(const Cluster& cluster, double bytes, int64_t p, CollectiveAlgorithm algorithm,
+                                  bool crosses_machines) {
   const CollectiveSpec& k = cluster.collective;
-  const bool in_place = algorithm == CollectiveAlgorithm::kLibrary && k.library;
+  const bool in_place = algorithm == CollectiveAlgorithm::kLibrary && k.library && !crosses_machines;
   return k.sync_s +
          (p > 1 && k.pack_bytes_per_s > 0 && !in_place ? k.pack_latency_s + bytes / k.pack_bytes_per_s : 0.0);
 }

@@ -192,29 +192,31 @@ TEST(Collectives, CallOverheadIsTsyncPlusMeasuredPacking) {
   // t_sync alone on one member (nothing is reduced) and where the cluster
   // gives no packing rate (collectives read the tensors in place).
   Cluster cluster = testing_fixtures::simple_cluster(1, 4);
-  EXPECT_NEAR(collective_call_overhead_s(cluster, 3e6, 4, kRing), 20e-6, 1e-15);
+  EXPECT_NEAR(collective_call_overhead_s(cluster, 3e6, 4, kRing, false), 20e-6, 1e-15);
   cluster.collective.pack_bytes_per_s = 10e9;
-  EXPECT_NEAR(collective_call_overhead_s(cluster, 3e6, 4, kRing), 320e-6, 1e-15);
-  EXPECT_NEAR(collective_call_overhead_s(cluster, 3e6, 1, kRing), 20e-6, 1e-15);
+  EXPECT_NEAR(collective_call_overhead_s(cluster, 3e6, 4, kRing, false), 320e-6, 1e-15);
+  EXPECT_NEAR(collective_call_overhead_s(cluster, 3e6, 1, kRing, false), 20e-6, 1e-15);
   // A packing's fixed part, 15 us a call: 335 us, still t_sync alone on one member.
   cluster.collective.pack_latency_s = 15e-6;
-  EXPECT_NEAR(collective_call_overhead_s(cluster, 3e6, 4, kRing), 335e-6, 1e-15);
-  EXPECT_NEAR(collective_call_overhead_s(cluster, 3e6, 1, kRing), 20e-6, 1e-15);
+  EXPECT_NEAR(collective_call_overhead_s(cluster, 3e6, 4, kRing, false), 335e-6, 1e-15);
+  EXPECT_NEAR(collective_call_overhead_s(cluster, 3e6, 1, kRing, false), 20e-6, 1e-15);
 }
 
 TEST(Collectives, TheLibraryPricedByItsOwnHopsPacksNothing) {
   // t_sync 20 us, packing 15 us + 3 MB at 10 GB/s: 335 us. NCCL's AllReduce
   // sums each GPU's kept gradients in place, its copies inside its measured
-  // hops: t_sync alone; packed for a library without measured hops
-  // (MPI_Allreduce of the host's values) and for the project's algorithms.
+  // hops: t_sync alone inside a machine; packed where the group crosses
+  // machines (priced on the slower link, as the host's), and for any
+  // library without measured hops (MPI_Allreduce of the host's values).
   Cluster cluster = testing_fixtures::simple_cluster(1, 4);
   cluster.collective.pack_bytes_per_s = 10e9;
   cluster.collective.pack_latency_s = 15e-6;
   constexpr auto kLibrary = CollectiveAlgorithm::kLibrary;
-  EXPECT_NEAR(collective_call_overhead_s(cluster, 3e6, 4, kLibrary), 335e-6, 1e-15);
+  EXPECT_NEAR(collective_call_overhead_s(cluster, 3e6, 4, kLibrary, false), 335e-6, 1e-15);
   cluster.collective.library = CollectiveSpec::LibraryHops{40e9, 5e-6};
-  EXPECT_NEAR(collective_call_overhead_s(cluster, 3e6, 4, kLibrary), 20e-6, 1e-15);
-  EXPECT_NEAR(collective_call_overhead_s(cluster, 3e6, 4, kRing), 335e-6, 1e-15);
+  EXPECT_NEAR(collective_call_overhead_s(cluster, 3e6, 4, kLibrary, false), 20e-6, 1e-15);
+  EXPECT_NEAR(collective_call_overhead_s(cluster, 3e6, 4, kLibrary, true), 335e-6, 1e-15);
+  EXPECT_NEAR(collective_call_overhead_s(cluster, 3e6, 4, kRing, false), 335e-6, 1e-15);
 }
 
 TEST(Collectives, TheLibrarysOwnHopsPriceItsAllReduceInsideAMachine) {
