@@ -157,37 +157,53 @@ void CudaNetwork::load_weights(const Weights& weights, int64_t first, int64_t la
   load_layers(weights, layers);
 }
 
-// All through the network's pinned memory, together: the host waits only
-// for the last load's copies out of it.
+// Through the network's pinned memory, together: the host waits only for
+// the last load's copies out of it, and, for a load larger than the
+// memory a network keeps for it, for each piece's copies before the next.
 void CudaNetwork::load_layers(const Weights& weights, std::span<const int64_t> layers) {
+  constexpr size_t kStagedFloats = size_t{16} << 20;  // 64 MiB
   cuda::NetworkState& s = *state_;
   TRAINSIM_CHECK(weights.size() == s.layers.size(), "weights of every layer");
   TRAINSIM_CUDA(cudaSetDevice(s.context.device));
-  size_t floats = 0;
+  struct Piece {
+    float* to;
+    const float* from;
+    size_t floats;
+  };
+  std::vector<Piece> pieces;
+  size_t left = 0;
   for (const int64_t i : layers) {
     TRAINSIM_CHECK(i >= 0 && i < static_cast<int64_t>(s.layers.size()), "a layer of the network");
-    const cuda::GpuLayer& l = *s.layers[static_cast<size_t>(i)];
+    cuda::GpuLayer& l = *s.layers[static_cast<size_t>(i)];
     const LayerParams& params = weights[static_cast<size_t>(i)];
     TRAINSIM_CHECK(params.size() == l.params.size(), l.name + ": weights of every parameter");
     for (size_t p = 0; p < params.size(); ++p) {
       TRAINSIM_CHECK(params[p].size() == l.params[p].size(), l.name + ": a weight of the wrong size");
-      floats += params[p].data.size();
+      pieces.push_back({l.params[p].get(), params[p].data.data(), params[p].data.size()});
+      left += params[p].data.size();
     }
   }
-  if (floats == 0) return;
-  float* const up = cuda::refill(s.weights_up, floats);
-  size_t at = 0;
-  for (const int64_t i : layers) {
-    cuda::GpuLayer& l = *s.layers[static_cast<size_t>(i)];
-    for (size_t p = 0; p < l.params.size(); ++p) {
-      const std::vector<float>& values = weights[static_cast<size_t>(i)][p].data;
-      std::copy(values.begin(), values.end(), up + at);
-      TRAINSIM_CUDA(cudaMemcpyAsync(l.params[p].get(), up + at, sizeof(float) * values.size(), cudaMemcpyHostToDevice,
-                                    s.context.stream));
-      at += values.size();
+  float* up = nullptr;
+  size_t used = 0, capacity = 0;
+  for (Piece piece : pieces) {
+    while (piece.floats > 0) {
+      if (used == capacity) {  // the buffer (re)filled once the copies out of it are done
+        if (up != nullptr) cuda::record_copies(s.weights_up, s.context.stream);
+        capacity = std::min(left, kStagedFloats);
+        up = cuda::refill(s.weights_up, capacity);
+        used = 0;
+      }
+      const size_t n = std::min(piece.floats, capacity - used);
+      std::copy_n(piece.from, n, up + used);
+      TRAINSIM_CUDA(cudaMemcpyAsync(piece.to, up + used, sizeof(float) * n, cudaMemcpyHostToDevice, s.context.stream));
+      used += n;
+      left -= n;
+      piece.to += n;
+      piece.from += n;
+      piece.floats -= n;
     }
   }
-  cuda::record_copies(s.weights_up, s.context.stream);
+  if (up != nullptr) cuda::record_copies(s.weights_up, s.context.stream);
 }
 
 void CudaNetwork::load_kept_weights(int64_t layer, std::span<KeptValues* const> params) {

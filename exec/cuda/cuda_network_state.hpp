@@ -56,9 +56,9 @@ struct NetworkState {
   float* home = nullptr;
   size_t home_floats = 0;
   std::shared_ptr<LossSlots> loss_slots = std::make_shared<LossSlots>();
-  // A range's input and labels, and the weights loaded from the host, go up
-  // through these (from pageable memory, a copy may wait for the whole
-  // stream before it).
+  // A range's input and labels, and the weights loaded from the host (64 MiB
+  // at most at a time), go up through these (from pageable memory, a copy
+  // may wait for the whole stream before it).
   PinnedBuffer input_up, labels_up, weights_up;
 
   ~NetworkState() {

@@ -70,18 +70,15 @@ void Interpreter::all_reduce(OpId id, const Op& op) {
   const float mean = 1.0f / static_cast<float>(members.size());
   const int64_t tag = tags_[static_cast<size_t>(id)];
   // The library's AllReduce where the devices keep the sums (NCCL on the
-  // members' GPUs), the gradients not coming to the host; a sparse one it
-  // reduces whole made dense on the host first, and taken up.
+  // members' GPUs), the gradients not coming to the host.
   if (op.codec == Codec::kNone && op.algorithm == CollectiveAlgorithm::kLibrary && transport_.sums_kept(members)) {
     Gradients* grads = nullptr;
-    const int64_t first = op.first_layer >= 0 ? op.first_layer : 0;
-    int64_t last = op.last_layer;
     {
       std::lock_guard lock(w.mu);
       grads = &gradients_of(w, op.iteration);
-      if (last < 0) last = static_cast<int64_t>(grads->size()) - 1;
-      if (!op.dense_only) densify_range(*grads, w.weights, first, last);
     }
+    const int64_t first = op.first_layer >= 0 ? op.first_layer : 0;
+    const int64_t last = op.last_layer >= 0 ? op.last_layer : static_cast<int64_t>(grads->size()) - 1;
     const bool done = w.device->all_reduce_kept(
         *grads, first, last, op.dense_only, [&](std::span<KeptValues* const> arrays, int64_t floats) {
           transport_.all_reduce_kept(op.worker, members, tag, arrays, floats, mean);
