@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <stdexcept>
 #include <vector>
 
@@ -31,6 +32,23 @@ constexpr SimTime kMs = 1000000;
 SimResult run(PlanBuilder& b, const Cluster& cluster, SimOptions options = {}) {
   const Plan plan = std::move(b).build();
   return simulate_plan(plan, cluster, options);
+}
+
+// When each member of an AllReduce of `bytes` by workers 0..3 ends on
+// `cluster`, each member's op as `edit` leaves it.
+std::vector<SimTime> all_reduce_ends(double bytes, const Cluster& cluster, const std::function<void(Op&)>& edit = {}) {
+  PlanBuilder b("test", 4, 1, 1);
+  const int32_t g = b.group({0, 1, 2, 3});
+  std::vector<OpId> ar;
+  for (int32_t w = 0; w < 4; ++w) {
+    Op op = collective_op(w, OpKind::kAllReduce, g, bytes);
+    if (edit) edit(op);
+    ar.push_back(b.add(op));
+  }
+  const SimResult r = run(b, cluster);
+  std::vector<SimTime> ends;
+  for (const OpId id : ar) ends.push_back(r.timings[id].end_ns);
+  return ends;
 }
 
 TEST(DesEngine, ComputeChainEndsAtTheSumOfItsWork) {
@@ -215,14 +233,9 @@ TEST(DesEngine, AllReduceStartsWithItsLastMemberAndLastsTheRingFormula) {
 TEST(DesEngine, AllReducePacksAtTheClustersMeasuredRate) {
   // As AllReduceStartsWithItsLastMemberAndLastsTheRingFormula on a cluster
   // that packs at 10 GB/s: 1 MB / 1e10 = 100 us more, 245 + 100 = 345 us.
-  PlanBuilder b("test", 4, 1, 1);
-  const int32_t g = b.group({0, 1, 2, 3});
-  std::vector<OpId> ar;
-  for (int32_t w = 0; w < 4; ++w) ar.push_back(b.add(collective_op(w, OpKind::kAllReduce, g, 1e6)));
   Cluster cluster = simple_cluster(1, 4);
   cluster.collective.pack_bytes_per_s = 10e9;
-  const SimResult r = run(b, cluster);
-  for (OpId id : ar) EXPECT_EQ(r.timings[id].end_ns, 345 * kUs);
+  for (const SimTime end : all_reduce_ends(1e6, cluster)) EXPECT_EQ(end, 345 * kUs);
 }
 
 TEST(DesEngine, EveryCallOfARepeatedAllReducePaysThePackingsFixedPart) {
@@ -231,19 +244,12 @@ TEST(DesEngine, EveryCallOfARepeatedAllReducePaysThePackingsFixedPart) {
   // back (repeat 4): each 6α = 60 us, 1.5·nβ = 37.5 us, 0.75·nγ = 3.75 us,
   // t_sync 20 us, packing 25 + 25 = 50 us: 171.25 us, 685 us the four.
   for (const int32_t repeat : {1, 4}) {
-    PlanBuilder b("test", 4, 1, 1);
-    const int32_t g = b.group({0, 1, 2, 3});
-    std::vector<OpId> ar;
-    for (int32_t w = 0; w < 4; ++w) {
-      Op op = collective_op(w, OpKind::kAllReduce, g, 1e6);
-      op.repeat = repeat;
-      ar.push_back(b.add(op));
-    }
     Cluster cluster = simple_cluster(1, 4);
     cluster.collective.pack_bytes_per_s = 10e9;
     cluster.collective.pack_latency_s = 25e-6;
-    const SimResult r = run(b, cluster);
-    for (OpId id : ar) EXPECT_EQ(r.timings[id].end_ns, repeat == 1 ? 370 * kUs : 685 * kUs) << "repeat " << repeat;
+    for (const SimTime end : all_reduce_ends(1e6, cluster, [repeat](Op& op) { op.repeat = repeat; })) {
+      EXPECT_EQ(end, repeat == 1 ? 370 * kUs : 685 * kUs) << "repeat " << repeat;
+    }
   }
 }
 
@@ -254,19 +260,13 @@ TEST(DesEngine, TheLibrarysAllReduceRunsAtItsOwnMeasuredHops) {
   // them). Without them, as a ring on the cluster's: 60 + 150 + 15 + 20 =
   // 245 us, + packing 1 MB at 10 GB/s, 100 us = 345 us.
   for (const bool measured : {true, false}) {
-    PlanBuilder b("test", 4, 1, 1);
-    const int32_t g = b.group({0, 1, 2, 3});
-    std::vector<OpId> ar;
-    for (int32_t w = 0; w < 4; ++w) {
-      Op op = collective_op(w, OpKind::kAllReduce, g, 1e6);
-      op.algorithm = CollectiveAlgorithm::kLibrary;
-      ar.push_back(b.add(op));
-    }
     Cluster cluster = simple_cluster(1, 4);
     cluster.collective.pack_bytes_per_s = 10e9;
     if (measured) cluster.collective.library = CollectiveSpec::LibraryHops{40e9, 5e-6};
-    const SimResult r = run(b, cluster);
-    for (OpId id : ar) EXPECT_EQ(r.timings[id].end_ns, measured ? 87500 : 345 * kUs) << measured;
+    const auto library = [](Op& op) { op.algorithm = CollectiveAlgorithm::kLibrary; };
+    for (const SimTime end : all_reduce_ends(1e6, cluster, library)) {
+      EXPECT_EQ(end, measured ? 87500 : 345 * kUs) << measured;
+    }
   }
 }
 
@@ -276,18 +276,11 @@ TEST(DesEngine, ACodecsAllReducePacksItsFloat32Gradient) {
   // 6α = 60 us, 1.5·nβ = 75 us, 0.75·nγ = 7.5 us, + 20 us = 162.5 us; the
   // codec's rates are absent (0 s); packing the 1 MB gradient at 10 GB/s
   // 100 us: 262.5 us (62.5 us less where the wire's bytes were packed).
-  PlanBuilder b("test", 4, 1, 1);
-  const int32_t g = b.group({0, 1, 2, 3});
-  std::vector<OpId> ar;
-  for (int32_t w = 0; w < 4; ++w) {
-    Op op = collective_op(w, OpKind::kAllReduce, g, 0.5e6);
-    op.codec = Codec::kTrunc16;
-    ar.push_back(b.add(op));
-  }
   Cluster cluster = simple_cluster(1, 4);
   cluster.collective.pack_bytes_per_s = 10e9;
-  const SimResult r = run(b, cluster);
-  for (OpId id : ar) EXPECT_EQ(r.timings[id].end_ns, 262500);
+  for (const SimTime end : all_reduce_ends(0.5e6, cluster, [](Op& op) { op.codec = Codec::kTrunc16; })) {
+    EXPECT_EQ(end, 262500);
+  }
 }
 
 TEST(DesEngine, AllReduceAcrossMachinesUsesTheSlowerLink) {
