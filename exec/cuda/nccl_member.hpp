@@ -19,6 +19,10 @@
 
 namespace trainsim {
 
+namespace cuda {
+struct KeptArray;  // cuda_network_state.hpp
+}  // namespace cuda
+
 // CudaError naming `call` and NCCL's reason (or why NCCL could not be
 // opened) unless `result` is ncclSuccess.
 void check_nccl(ncclResult_t result, const char* call);
@@ -43,6 +47,18 @@ class NcclMember {
   // all_reduce does.
   bool all_reduce_kept(std::span<KeptValues* const> arrays, int64_t floats, float scale,
                        const std::function<bool()>& aborted);
+  // `values` (`floats` of an array a store of the member's GPU keeps) to
+  // rank `peer` of the communicator by ncclSend, after the array's work, its
+  // later work after the send; into `into` from `peer` by ncclRecv
+  // likewise. Queued on the member's stream, not waited for; false where
+  // the member gave up (all_reduce).
+  bool send_kept(int peer, KeptValues& values, int64_t floats, const std::function<bool()>& aborted);
+  bool recv_kept(int peer, KeptValues& into, int64_t floats, const std::function<bool()>& aborted);
+  // One value sent to `peer` (`sends`) or received from it, waited for as
+  // all_reduce waits: NCCL connects a pair's path at its first message, the
+  // host waiting for the peer's part, so a communicator's first message is
+  // one the two exchange when both are there for it.
+  bool connect(int peer, bool sends, const std::function<bool()>& aborted);
 
  private:
   // The buffer of at least `floats` values on the member's GPU (current).
@@ -50,6 +66,8 @@ class NcclMember {
   // Waits for the stream's work polling `aborted`; false where it turned
   // true (the communicator aborted).
   bool finished(const std::function<bool()>& aborted);
+  // `values` as an array of the member's GPU holding `floats` values.
+  cuda::KeptArray& on_gpu(KeptValues& values, int64_t floats) const;
   // Where the member gave up before, or `aborted` is true now: the
   // communicator aborted, true.
   bool given_up(const std::function<bool()>& aborted);

@@ -61,6 +61,14 @@ TRAINSIM_NCCL_FORWARD(ncclAllReduce,
                       (const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, ncclRedOp_t op,
                        ncclComm_t comm, cudaStream_t stream),
                       (sendbuff, recvbuff, count, datatype, op, comm, stream))
+TRAINSIM_NCCL_FORWARD(ncclSend,
+                      (const void* sendbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
+                       cudaStream_t stream),
+                      (sendbuff, count, datatype, peer, comm, stream))
+TRAINSIM_NCCL_FORWARD(ncclRecv,
+                      (void* recvbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
+                       cudaStream_t stream),
+                      (recvbuff, count, datatype, peer, comm, stream))
 
 const char* ncclGetErrorString(ncclResult_t result) {
   static auto* const target = resolve_nccl<decltype(ncclGetErrorString)>("ncclGetErrorString");

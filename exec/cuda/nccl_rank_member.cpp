@@ -3,8 +3,13 @@
 #include <cuda_runtime.h>
 #include <nccl.h>
 
+#include <algorithm>
+#include <map>
 #include <memory>
+#include <set>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "exec/cuda/cuda_check.hpp"
 #include "exec/cuda/nccl_member.hpp"
@@ -25,6 +30,46 @@ class NcclRankMember final : public LibraryMember {
   bool all_reduce_kept(std::span<KeptValues* const> arrays, int64_t floats, float scale, const Share& share,
                        const std::function<bool()>& aborted) override {
     return joined(share, aborted) && member_->all_reduce_kept(arrays, floats, scale, aborted);
+  }
+  bool passes_kept() const override { return true; }
+  // A communicator of two ranks per direction not yet opened (its sender
+  // rank 0), made by the two in the list's order, then connected by a first
+  // message in that order: a rank waits in each ncclCommInitRank, and in
+  // each first message, for its one partner only, who has done every
+  // earlier one it is in, so every rank gets through. Every rank counts
+  // every direction opened, its own or not, so the next call finds the
+  // same ones new on every rank.
+  bool open_paths(std::span<const std::pair<int, int>> directions, const Share& share,
+                  const std::function<bool()>& aborted) override {
+    std::vector<std::pair<int, int>> fresh;
+    for (const auto& d : directions) {
+      if (d.first != d.second && !opened_.contains(d) && std::find(fresh.begin(), fresh.end(), d) == fresh.end()) {
+        fresh.push_back(d);
+      }
+    }
+    if (fresh.empty()) return true;
+    if (aborted()) return false;
+    const std::vector<ncclUniqueId> ids = shared_ids(fresh.size(), share);
+    opened_.insert(fresh.begin(), fresh.end());
+    TRAINSIM_CUDA(cudaSetDevice(gpu_));
+    for (size_t k = 0; k < fresh.size(); ++k) {
+      const auto [from, to] = fresh[k];
+      if (rank_ != from && rank_ != to) continue;
+      ncclComm_t comm = nullptr;
+      check_nccl(ncclCommInitRank(&comm, 2, ids[k], rank_ == from ? 0 : 1), "ncclCommInitRank");
+      paths_[fresh[k]] = std::make_unique<NcclMember>(gpu_, comm);
+    }
+    for (const auto& d : fresh) {
+      if (rank_ == d.first && !paths_.at(d)->connect(1, true, aborted)) return false;
+      if (rank_ == d.second && !paths_.at(d)->connect(0, false, aborted)) return false;
+    }
+    return true;
+  }
+  bool send_kept(int to, KeptValues& values, int64_t floats, const std::function<bool()>& aborted) override {
+    return path({rank_, to}).send_kept(1, values, floats, aborted);
+  }
+  bool recv_kept(int from, KeptValues& into, int64_t floats, const std::function<bool()>& aborted) override {
+    return path({from, rank_}).recv_kept(0, into, floats, aborted);
   }
 
  private:
@@ -58,10 +103,46 @@ class NcclRankMember final : public LibraryMember {
     return true;
   }
 
+  // Rank 0's `count` unique ids on every rank; where rank 0 cannot make
+  // them it shares none, so the others fail too instead of waiting for it.
+  std::vector<ncclUniqueId> shared_ids(size_t count, const Share& share) const {
+    std::vector<ncclUniqueId> ids(count);
+    std::string bytes;
+    if (rank_ == 0) {
+      ncclResult_t made = ncclSuccess;
+      for (ncclUniqueId& id : ids) {
+        if (made == ncclSuccess) made = ncclGetUniqueId(&id);
+      }
+      if (made == ncclSuccess) {
+        for (const ncclUniqueId& id : ids) bytes.append(id.internal, sizeof(id.internal));
+      }
+      share(bytes);
+      check_nccl(made, "ncclGetUniqueId");
+    } else {
+      bytes = share(bytes);
+    }
+    if (bytes.size() != count * sizeof(ncclUniqueId::internal)) {
+      throw CudaError("ncclGetUniqueId failed on rank 0: no NCCL communicator between the ranks' GPUs");
+    }
+    for (size_t k = 0; k < count; ++k) {
+      bytes.copy(ids[k].internal, sizeof(ids[k].internal), k * sizeof(ids[k].internal));
+    }
+    return ids;
+  }
+
+  NcclMember& path(const std::pair<int, int>& direction) {
+    auto it = paths_.find(direction);
+    TRAINSIM_CHECK(it != paths_.end(), "an array passed from rank " + std::to_string(direction.first) + " to " +
+                                           std::to_string(direction.second) + " before that path was opened");
+    return *it->second;
+  }
+
   int gpu_ = 0;
   int rank_ = 0;
   int ranks_ = 1;
   std::unique_ptr<NcclMember> member_;
+  std::map<std::pair<int, int>, std::unique_ptr<NcclMember>> paths_;  // (sender, receiver): their communicator
+  std::set<std::pair<int, int>> opened_;                              // every direction opened, this rank's or not
 };
 
 }  // namespace

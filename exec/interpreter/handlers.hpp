@@ -15,6 +15,7 @@
 #include <mutex>
 #include <set>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "exec/interpreter.hpp"
@@ -108,7 +109,12 @@ class Interpreter final : public OpHandler {
   // Whether workers `from` and `to` run here, from's device reaching to's
   // (Device::reaches): a boundary between them passed device to device.
   bool device_to_device(int32_t from, int32_t to) const;
+  // Whether a boundary from `from` to `to`, one of them another process's,
+  // goes device to device by the transport (Transport::passes_kept).
+  bool passed_kept(int32_t from, int32_t to) const;
+  std::vector<std::pair<int, int>> boundary_directions() const;
   const std::vector<int64_t>& output_shape(int32_t layer) const;
+  int64_t per_sample(int32_t layer) const;  // values per sample at the boundary after `layer`
   void count_gradient_sends_without_update();
   int32_t weight_sends_of(OpId update_id);
   std::vector<float> sparse_rows_block(WorkerState& w, const Op& send);

@@ -3,11 +3,13 @@
 // bookkeeping of the sends that read a shared buffer.
 #include <algorithm>
 #include <functional>
+#include <memory>
 #include <numeric>
 #include <optional>
 #include <set>
 #include <stdexcept>
 #include <utility>
+#include <vector>
 
 #include "exec/interpreter/flat_weights.hpp"
 #include "exec/interpreter/handlers.hpp"
@@ -105,6 +107,14 @@ void Interpreter::send(OpId id, const Op& op) {
     }
     boundary = std::move(sent);
   }
+  if (boundary && passed_kept(op.worker, op.peer)) {
+    Tensor sent = w.device->export_boundary(std::move(*boundary));
+    if (sent.exported != nullptr) {
+      transport_.pass_kept(op.worker, op.peer, send_tag(id), *sent.exported, element_count(sent.shape));
+      return transport_.send(op.worker, op.peer, send_tag(id), {}, SendReturns::kLeft);
+    }
+    boundary = std::move(sent);
+  }
   if (boundary) {
     w.device->to_host(*boundary);
     payload = packed_boundary(std::move(*boundary)).data;
@@ -135,6 +145,14 @@ void Interpreter::recv(OpId id, const Op& op) {
       }
     }
     if (on_device) on_device = w.device->import_boundary(std::move(*on_device));
+  } else if (boundary_payload && payload.empty() && passed_kept(send_op.worker, op.worker)) {
+    // Passed by the transport into an array of this device's.
+    PassedKept passed = transport_.take_kept(op.worker, send_op.worker, send_tag(from),
+                                             [&w](int64_t floats) { return w.device->boundary_array(floats); });
+    const int32_t layer = payload_of(from) == Payload::kActivation ? source.last_layer : source.first_layer - 1;
+    on_device = as_layer_output({}, layer);
+    on_device->shape.front() = passed.floats / std::max<int64_t>(1, per_sample(layer));
+    on_device->exported = std::move(passed.array);
   }
   const auto boundary = [&](int32_t layer) {
     return on_device ? std::move(*on_device) : as_layer_output(std::move(payload), layer);
@@ -160,11 +178,35 @@ bool Interpreter::device_to_device(int32_t from, int32_t to) const {
   return workers_[static_cast<size_t>(from)]->device->reaches(*workers_[static_cast<size_t>(to)]->device);
 }
 
+bool Interpreter::passed_kept(int32_t from, int32_t to) const {
+  const bool here = local_[static_cast<size_t>(from)] != 0 && local_[static_cast<size_t>(to)] != 0;
+  return !here && transport_.passes_kept(from, to);
+}
+
+// Every boundary's (sender, receiver), once each, in the plan's order: the
+// same list in every process.
+std::vector<std::pair<int, int>> Interpreter::boundary_directions() const {
+  std::vector<std::pair<int, int>> directions;
+  for (size_t id = 0; id < plan_.ops.size(); ++id) {
+    const Op& op = plan_.ops[id];
+    if (op.kind != OpKind::kSend) continue;
+    const Payload payload = payload_of(static_cast<OpId>(id));
+    if (payload != Payload::kActivation && payload != Payload::kInputGradient) continue;
+    const std::pair<int, int> d{op.worker, op.peer};
+    if (std::find(directions.begin(), directions.end(), d) == directions.end()) directions.push_back(d);
+  }
+  return directions;
+}
+
+int64_t Interpreter::per_sample(int32_t layer) const {
+  const std::vector<int64_t>& sample = output_shape(layer);
+  return std::accumulate(sample.begin(), sample.end(), int64_t{1}, std::multiplies<>());
+}
+
 Tensor Interpreter::as_layer_output(std::vector<float> data, int32_t layer) const {
   const std::vector<int64_t>& sample = output_shape(layer);
-  const int64_t per_sample = std::accumulate(sample.begin(), sample.end(), int64_t{1}, std::multiplies<>());
   Tensor t;
-  t.shape = {static_cast<int64_t>(data.size()) / per_sample};
+  t.shape = {static_cast<int64_t>(data.size()) / per_sample(layer)};
   t.shape.insert(t.shape.end(), sample.begin(), sample.end());
   t.data = std::move(data);
   return t;

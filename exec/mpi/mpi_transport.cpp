@@ -6,12 +6,14 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <limits>
 #include <sstream>
 #include <string>
 #include <thread>
 
+#include "exec/tensor/range_network.hpp"
 #include "exec/transport/collectives.hpp"
 #include "model/error.hpp"
 
@@ -155,7 +157,9 @@ MpiTransport::MpiTransport(MPI_Comm comm) : Transport(size_of(comm)) {
   check_mpi(MPI_Comm_dup(comm, &comm_), "MPI_Comm_dup");
   check_mpi(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
   check_mpi(MPI_Comm_dup(comm_, &library_comm_), "MPI_Comm_dup");
+  check_mpi(MPI_Comm_dup(comm_, &kept_comm_), "MPI_Comm_dup");
   check_mpi(MPI_Comm_rank(comm_, &rank_), "MPI_Comm_rank");
+  for (int r = 0; r < workers(); ++r) arrivals_.push_back(std::make_unique<KeptArrivals>());
   int* upper = nullptr;
   int found = 0;
   check_mpi(MPI_Comm_get_attr(comm_, MPI_TAG_UB, &upper, &found), "MPI_Comm_get_attr");
@@ -190,6 +194,7 @@ MpiTransport::~MpiTransport() {
     for (auto& [request, buffer] : pending_) MPI_Wait(&request, MPI_STATUS_IGNORE);
     pending_.clear();
   }
+  MPI_Comm_free(&kept_comm_);
   MPI_Comm_free(&library_comm_);
   MPI_Comm_free(&comm_);
 }
@@ -223,6 +228,77 @@ void MpiTransport::run_all_reduce_kept(CollectivePeers& peers, std::span<KeptVal
       arrays, floats, scale, [this](const std::string& bytes) { return mpi_broadcast_text(bytes, library_comm_); },
       [this] { return aborted(); });
   if (!done) throw_aborted();
+}
+
+bool MpiTransport::passes_kept(int, int) const { return library_member_ != nullptr && library_member_->passes_kept(); }
+
+void MpiTransport::open_kept_paths(const std::vector<std::pair<int, int>>& directions) {
+  if (directions.empty() || !passes_kept(rank_, rank_)) return;
+  const std::lock_guard<std::mutex> lock(library_mutex_);
+  const bool done = library_member_->open_paths(
+      directions, [this](const std::string& bytes) { return mpi_broadcast_text(bytes, library_comm_); },
+      [this] { return aborted(); });
+  if (!done) throw_aborted();
+}
+
+namespace {
+
+// A passed array's header: its tag and its size, as the floats of a message.
+constexpr int kKeptHeaderFloats = 4;
+std::vector<float> kept_header(int64_t tag, int64_t floats) {
+  const int64_t fields[2] = {tag, floats};
+  std::vector<float> header(kKeptHeaderFloats);
+  std::memcpy(header.data(), fields, sizeof(fields));
+  return header;
+}
+
+}  // namespace
+
+void MpiTransport::deliver_kept(int from, int to, int64_t tag, const ExportedBoundary& values, int64_t floats) {
+  check_own(from, "sending");
+  if (aborted()) throw_aborted();
+  const std::lock_guard<std::mutex> order(kept_send_mutex_);
+  {
+    // The header first: a member's send may wait on its host for the
+    // receiver to queue the receive (NCCL connecting a path), which the
+    // receiver does once it reads the header.
+    const std::lock_guard<std::mutex> lock(pending_mutex_);
+    reap_sends();
+    auto& [request, buffer] = pending_.emplace_back(MPI_REQUEST_NULL, kept_header(tag, floats));
+    check_mpi(MPI_Isend(buffer.data(), kKeptHeaderFloats, MPI_FLOAT, to, 0, kept_comm_, &request), "MPI_Isend");
+  }
+  if (!library_member_->send_kept(to, *values.values, floats, [this] { return aborted(); })) throw_aborted();
+}
+
+PassedKept MpiTransport::wait_for_kept(int to, int from, int64_t tag, const MakeKept& make) {
+  check_own(to, "receiving");
+  KeptArrivals& arrivals = *arrivals_.at(static_cast<size_t>(from));
+  const std::lock_guard<std::mutex> lock(arrivals.mu);
+  for (;;) {
+    auto it = arrivals.by_tag.find(tag);
+    if (it != arrivals.by_tag.end()) {
+      PassedKept taken = std::move(it->second.front());
+      it->second.pop_front();
+      if (it->second.empty()) arrivals.by_tag.erase(it);
+      return taken;
+    }
+    MPI_Message message = MPI_MESSAGE_NULL;
+    MPI_Status status;
+    for (int found = 0; found == 0;) {
+      if (aborted()) throw_aborted();
+      check_mpi(MPI_Improbe(from, 0, kept_comm_, &found, &message, &status), "MPI_Improbe");
+      if (found == 0) std::this_thread::yield();
+    }
+    float header[kKeptHeaderFloats];
+    check_mpi(MPI_Mrecv(header, kKeptHeaderFloats, MPI_FLOAT, &message, MPI_STATUS_IGNORE), "MPI_Mrecv");
+    int64_t fields[2];
+    std::memcpy(fields, header, sizeof(fields));
+    std::shared_ptr<const ExportedBoundary> into = make(fields[1]);
+    TRAINSIM_CHECK(into != nullptr && into->values != nullptr,
+                   "MpiTransport: a kept array passed to a device that keeps none");
+    if (!library_member_->recv_kept(from, *into->values, fields[1], [this] { return aborted(); })) throw_aborted();
+    arrivals.by_tag[fields[0]].push_back({std::move(into), fields[1]});
+  }
 }
 
 void MpiTransport::check_own(int worker, const char* role) const {

@@ -10,7 +10,9 @@
 
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <list>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -100,6 +102,13 @@ class MpiTransport final : public Transport {
   // Where the member sums kept arrays (LibraryMember::sums_kept), over
   // every rank.
   bool sums_kept(const std::vector<int>& group) const override;
+  // Where the member passes kept arrays (LibraryMember::passes_kept): a
+  // boundary between the ranks' devices, NCCL's send and receive between
+  // their GPUs.
+  bool passes_kept(int from, int to) const override;
+  // The member's paths for `directions` (LibraryMember::open_paths), over
+  // every rank.
+  void open_kept_paths(const std::vector<std::pair<int, int>>& directions) override;
   int64_t send_buffer_bytes() const override { return send_buffer_bytes_; }
   // The largest tag a message may carry (MPI_TAG_UB); a larger one is a plan
   // bug (logic_error).
@@ -125,6 +134,15 @@ class MpiTransport final : public Transport {
   void run_all_reduce(CollectivePeers& peers, std::span<float> data, CollectiveAlgorithm algorithm) override;
   void run_all_reduce_kept(CollectivePeers& peers, std::span<KeptValues* const> arrays, int64_t floats,
                            float scale) override;
+  // A header (the tag and the size) to the receiver on a communicator of
+  // their own, then the member's send, both in one order: the member's
+  // messages carry no tags, so the receiver reads a sender's headers in the
+  // order sent and queues a receive for each (wait_for_kept).
+  void deliver_kept(int from, int to, int64_t tag, const ExportedBoundary& values, int64_t floats) override;
+  // The array of `tag` from `from`: the sender's next headers read, a
+  // receive queued into a `make` array for each, until that tag's; those
+  // received before their take_kept asks are held for it.
+  PassedKept wait_for_kept(int to, int from, int64_t tag, const MakeKept& make) override;
 
  private:
   void check_own(int worker, const char* role) const;
@@ -143,6 +161,15 @@ class MpiTransport final : public Transport {
   static constexpr int64_t kEagerHeaderBytes = 64;  // ob1's match header, rounded up
   std::mutex pending_mutex_;
   std::list<std::pair<MPI_Request, std::vector<float>>> pending_;  // sends in flight and their buffers
+  // Passed kept arrays: their headers, in each sender's order, apart from
+  // the messages.
+  MPI_Comm kept_comm_ = MPI_COMM_NULL;
+  std::mutex kept_send_mutex_;  // a member's send and its header together
+  struct KeptArrivals {
+    std::mutex mu;
+    std::map<int64_t, std::deque<PassedKept>> by_tag;
+  };
+  std::vector<std::unique_ptr<KeptArrivals>> arrivals_;  // by sending rank
 };
 
 }  // namespace trainsim

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -119,6 +120,11 @@ class Device {
   // queued without the host waiting, so an op reading it later (and a
   // recompute reading it again) finds it here. Here t as it is.
   virtual Tensor import_boundary(Tensor t) { return t; }
+  // An array of this device's memory that a boundary another process's
+  // device passes to it is received into (Transport::take_kept), `floats`
+  // values its first writer sets; null where the device keeps none (here).
+  // A tensor exported with it (Tensor::exported) is this device's input.
+  virtual std::shared_ptr<const ExportedBoundary> boundary_array(int64_t floats);
   // A backward may leave the parameter gradients it adds on the device
   // (ParamGrad::kept), where a worker's micro-batches sum them: this adds
   // the part kept of layers [first, last] of `grads` into their host values

@@ -154,6 +154,13 @@ class LendingDevice final : public Device {
     return t;
   }
 
+  // An array of the store, in this device's memory.
+  std::shared_ptr<const ExportedBoundary> boundary_array(int64_t floats) override {
+    if (shared_memory_ < 0 || kept_ == nullptr) return nullptr;
+    const std::shared_ptr<DeviceStore>& mine = kept_->store();
+    return std::make_shared<ExportedBoundary>(ExportedBoundary{mine, mine->uninitialized(floats), shared_memory_});
+  }
+
   // The kept sums of the range to the host together; the device's lock is
   // not held while the store waits for them, so the worker's next ops go on.
   void gradients_to_host(Gradients& grads, int64_t first, int64_t last) override {

@@ -9,6 +9,7 @@
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace trainsim {
 
@@ -36,6 +37,36 @@ class LibraryMember {
                                const std::function<bool()>& aborted) {
     (void)arrays, (void)floats, (void)scale, (void)share, (void)aborted;
     throw std::logic_error("LibraryMember: an AllReduce of kept arrays by a member that sums none");
+  }
+
+  // Whether it also passes an array the rank's device keeps to another
+  // rank's device (send_kept, recv_kept): NCCL's member, by ncclSend and
+  // ncclRecv between the ranks' GPUs.
+  virtual bool passes_kept() const { return false; }
+  // What it needs to pass arrays in each listed direction (sending rank,
+  // receiving rank): NCCL's member makes a communicator of the two for each
+  // one not yet made (a direction's alone, so that each carries its
+  // sender's messages in order, whatever the other direction does). Called
+  // by every rank with the same list, at the same point of its AllReduces.
+  // False where `aborted` turned true while it waited for the others.
+  virtual bool open_paths(std::span<const std::pair<int, int>> directions, const Share& share,
+                          const std::function<bool()>& aborted) {
+    (void)directions, (void)share, (void)aborted;
+    throw std::logic_error("LibraryMember: paths opened on a member that passes no arrays");
+  }
+  // `values` (`floats` of them) to rank `to`, queued after their work, their
+  // later work after the send. Messages have no tags: the n-th send to a
+  // rank meets that rank's n-th recv_kept from this one, so the transport
+  // calls them in the sender's order. False where `aborted`.
+  virtual bool send_kept(int to, KeptValues& values, int64_t floats, const std::function<bool()>& aborted) {
+    (void)to, (void)values, (void)floats, (void)aborted;
+    throw std::logic_error("LibraryMember: an array passed by a member that passes none");
+  }
+  // The next array from rank `from` into `into` (`floats` values), queued
+  // after into's work, its later work after the receive.
+  virtual bool recv_kept(int from, KeptValues& into, int64_t floats, const std::function<bool()>& aborted) {
+    (void)from, (void)into, (void)floats, (void)aborted;
+    throw std::logic_error("LibraryMember: an array received by a member that passes none");
   }
 };
 

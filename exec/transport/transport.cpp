@@ -84,6 +84,33 @@ std::vector<float> Transport::recv(int to, int from, int64_t tag) {
   return wait_for(to, from, tag);
 }
 
+bool Transport::passes_kept(int, int) const { return false; }
+
+void Transport::open_kept_paths(const std::vector<std::pair<int, int>>&) {}
+
+void Transport::pass_kept(int from, int to, int64_t tag, const ExportedBoundary& values, int64_t floats) {
+  check_worker(from, "sending");
+  check_worker(to, "receiving");
+  TRAINSIM_CHECK(passes_kept(from, to), "transport: a kept array passed on a backend that passes none");
+  deliver_kept(from, to, tag, values, floats);
+  count_beside(from, to, floats * static_cast<int64_t>(sizeof(float)));
+}
+
+PassedKept Transport::take_kept(int to, int from, int64_t tag, const MakeKept& make) {
+  check_worker(to, "receiving");
+  check_worker(from, "sending");
+  TRAINSIM_CHECK(passes_kept(from, to), "transport: a kept array taken on a backend that passes none");
+  return wait_for_kept(to, from, tag, make);
+}
+
+void Transport::deliver_kept(int, int, int64_t, const ExportedBoundary&, int64_t) {
+  TRAINSIM_CHECK(false, "transport: a kept array passed on a backend that passes none");
+}
+
+PassedKept Transport::wait_for_kept(int, int, int64_t, const MakeKept&) {
+  throw std::logic_error("transport: a kept array taken on a backend that passes none");
+}
+
 void Transport::count_collective(int self, int64_t tag, int64_t bytes) {
   const std::lock_guard<std::mutex> lock(traffic_mutex_);
   auto [entry, inserted] = traffic_.collective_bytes.try_emplace(tag);

@@ -7,11 +7,14 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "sim/cost/collective.hpp"
@@ -39,6 +42,17 @@ struct TrafficStats {
 
 class CollectivePeers;
 class KeptValues;
+struct ExportedBoundary;  // exec/tensor/range_network.hpp
+
+// An array of the receiving worker's device for a boundary passed to it
+// device to device (Device::boundary_array), `floats` values its first
+// writer sets.
+using MakeKept = std::function<std::shared_ptr<const ExportedBoundary>(int64_t floats)>;
+// A passed array as received: `floats` values in `array`.
+struct PassedKept {
+  std::shared_ptr<const ExportedBoundary> array;
+  int64_t floats = 0;
+};
 
 // When a send returns. kQueued: once the message is handed over, never
 // waiting for the receiver (collectives post their sends, then receive).
@@ -86,6 +100,25 @@ class Transport {
   // same bits; a collective as all_reduce. Only where sums_kept(group).
   void all_reduce_kept(int self, const std::vector<int>& group, int64_t tag, std::span<KeptValues* const> arrays,
                        int64_t floats, float scale);
+  // Whether the backend passes a boundary that `from`'s device keeps to
+  // `to`'s device in another process without the hosts (pass_kept): NCCL's
+  // send and receive between the ranks' GPUs. The same answer on both ends.
+  virtual bool passes_kept(int from, int to) const;
+  // Before a run's first pass_kept: what the backend needs for each listed
+  // direction (sender, receiver), such as a communicator of the two. Every
+  // process of the backend calls it with the same list (a collective); a
+  // no-op where it passes nothing.
+  virtual void open_kept_paths(const std::vector<std::pair<int, int>>& directions);
+  // `values` (`floats` of them, kept by from's device) to `to`'s device,
+  // matched there by take_kept with the same tag; returns once queued, the
+  // array's later work ordered after the send; its bytes counted as sent
+  // (count_beside: the message the caller sends with the tag is the one
+  // counted). Only where passes_kept(from, to).
+  void pass_kept(int from, int to, int64_t tag, const ExportedBoundary& values, int64_t floats);
+  // What `from` passed with `tag`, received into an array `make` gives
+  // (to's device's). Returns once the message is known, not once its values
+  // have arrived: the array's later work waits for them.
+  PassedKept take_kept(int to, int from, int64_t tag, const MakeKept& make);
   // `root`'s data to every member of `group` (binomial tree).
   void broadcast(int self, const std::vector<int>& group, int root, int64_t tag, std::span<float> data);
   // Returns once every member of `group` has entered the barrier.
@@ -115,6 +148,9 @@ class Transport {
   // The backend's message layer, called after the arguments are checked.
   virtual void deliver(int from, int to, int64_t tag, std::vector<float> payload, SendReturns returns) = 0;
   virtual std::vector<float> wait_for(int to, int from, int64_t tag) = 0;
+  // pass_kept and take_kept, where passes_kept says the backend has them.
+  virtual void deliver_kept(int from, int to, int64_t tag, const ExportedBoundary& values, int64_t floats);
+  virtual PassedKept wait_for_kept(int to, int from, int64_t tag, const MakeKept& make);
 
   // The collectives' algorithms; the defaults run them over send/recv
   // (exec/transport/collectives.hpp). A backend with native collectives may

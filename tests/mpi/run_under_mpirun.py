@@ -3,7 +3,9 @@
 starting mpirun itself: one worker per rank over MPI gives the losses and
 test accuracy of the same run with its workers as threads of one process,
 and only rank 0 writes the summary; a checkpoint written across ranks
-resumes across ranks as the run never stopped; `trainsim validate` under
+resumes across ranks as the run never stopped; with a GPU each (where two
+answer) NCCL's AllReduce and a pipeline's boundaries by NCCL's send and
+receive train as the threads do; `trainsim validate` under
 mpirun runs its strategies across the ranks and rank 0 alone reports; one
 rank failing alone ends the job with its error. Usage: run_under_mpirun.py
 TRAINSIM MPIEXEC (ctest: mpi_run_cli)."""
@@ -108,6 +110,16 @@ def main():
             run([trainsim, *nccl_run, "--json", nccl_threads])
             expect_same_losses(nccl_threads, (("NCCL across ranks", nccl_ranks),), "dp-ring cuda:0,1", tolerance=1e-4)
             print("cuda:0,1 across 2 ranks: NCCL's AllReduce between the ranks trains as between threads")
+            # A stage each: the boundaries go from GPU to GPU by NCCL's send
+            # and receive, and train as the threads' stages on the two GPUs.
+            pipe_run = ["run", "--model", "fmnist-mlp", "--strategy", "1f1b", "--devices", "cuda:0,1", "--iterations",
+                        "4", "--batch", "16", "--quiet", "--no-evaluate"]
+            pipe_ranks, pipe_threads = os.path.join(folder, "1f1b-ranks.json"), os.path.join(folder, "1f1b-threads.json")
+            run([mpiexec, "-np", "2", "--oversubscribe", trainsim, *pipe_run, "--json", pipe_ranks], env)
+            run([trainsim, *pipe_run, "--json", pipe_threads])
+            expect_same_losses(pipe_threads, (("NCCL's send and receive across ranks", pipe_ranks),), "1f1b cuda:0,1",
+                               tolerance=1e-4)
+            print("cuda:0,1 across 2 ranks: 1f1b's boundaries by NCCL between the ranks train as between threads")
         elif "--devices: 'cuda:0'" not in gpus.stderr and "--devices: 'cuda:1'" not in gpus.stderr:
             sys.exit(f"cuda:0,1 on 2 ranks did not fail on a missing GPU alone:\n{gpus.stderr}")
         # --no-evaluate reaches the ranks the launcher starts.
