@@ -127,46 +127,33 @@ bool NcclMember::all_reduce_kept(std::span<KeptValues* const> arrays, int64_t fl
   return finished(aborted);
 }
 
-cuda::KeptArray& NcclMember::on_gpu(KeptValues& values, int64_t floats) const {
+// ncclSend of `floats` values at `values` to `peer`, or ncclRecv from it.
+ncclResult_t NcclMember::queue_p2p(bool sends, float* values, int64_t floats, int peer) {
+  const auto count = static_cast<size_t>(floats);
+  return sends ? ncclSend(values, count, ncclFloat, peer, comm_, stream_)
+               : ncclRecv(values, count, ncclFloat, peer, comm_, stream_);
+}
+
+bool NcclMember::pass_kept(bool sends, int peer, KeptValues& values, int64_t floats,
+                           const std::function<bool()>& aborted) {
+  if (given_up(aborted)) return false;
+  TRAINSIM_CUDA(cudaSetDevice(gpu_));
   auto* a = dynamic_cast<cuda::KeptArray*>(&values);
   TRAINSIM_CHECK(a != nullptr && a->gpu == gpu_, "an array passed from or to another GPU than its member's");
   TRAINSIM_CHECK(a->values.size() == floats,
                  "an array of " + std::to_string(a->values.size()) + " values passed as " + std::to_string(floats));
-  return *a;
-}
-
-bool NcclMember::send_kept(int peer, KeptValues& values, int64_t floats, const std::function<bool()>& aborted) {
-  if (given_up(aborted)) return false;
-  TRAINSIM_CUDA(cudaSetDevice(gpu_));
-  cuda::KeptArray& a = on_gpu(values, floats);
-  TRAINSIM_CUDA(cudaStreamWaitEvent(stream_, a.written, 0));
-  // Its next writer after this read, even where the send fails to queue.
-  const ncclResult_t sent =
-      floats > 0 ? ncclSend(a.values.get(), static_cast<size_t>(floats), ncclFloat, peer, comm_, stream_) : ncclSuccess;
-  TRAINSIM_CUDA(cudaEventRecord(a.written, stream_));
-  check_nccl(sent, "ncclSend");
-  return true;
-}
-
-bool NcclMember::recv_kept(int peer, KeptValues& into, int64_t floats, const std::function<bool()>& aborted) {
-  if (given_up(aborted)) return false;
-  TRAINSIM_CUDA(cudaSetDevice(gpu_));
-  cuda::KeptArray& a = on_gpu(into, floats);
-  TRAINSIM_CUDA(cudaStreamWaitEvent(stream_, a.written, 0));
-  const ncclResult_t received =
-      floats > 0 ? ncclRecv(a.values.get(), static_cast<size_t>(floats), ncclFloat, peer, comm_, stream_) : ncclSuccess;
-  TRAINSIM_CUDA(cudaEventRecord(a.written, stream_));
-  check_nccl(received, "ncclRecv");
+  TRAINSIM_CUDA(cudaStreamWaitEvent(stream_, a->written, 0));
+  const ncclResult_t queued = floats > 0 ? queue_p2p(sends, a->values.get(), floats, peer) : ncclSuccess;
+  // Its next work after this, even where NCCL failed to queue it.
+  TRAINSIM_CUDA(cudaEventRecord(a->written, stream_));
+  check_nccl(queued, sends ? "ncclSend" : "ncclRecv");
   return true;
 }
 
 bool NcclMember::connect(int peer, bool sends, const std::function<bool()>& aborted) {
   if (given_up(aborted)) return false;
   TRAINSIM_CUDA(cudaSetDevice(gpu_));
-  float* const one = buffer(1);
-  check_nccl(
-      sends ? ncclSend(one, 1, ncclFloat, peer, comm_, stream_) : ncclRecv(one, 1, ncclFloat, peer, comm_, stream_),
-      sends ? "ncclSend" : "ncclRecv");
+  check_nccl(queue_p2p(sends, buffer(1), 1, peer), sends ? "ncclSend" : "ncclRecv");
   return finished(aborted);
 }
 

@@ -19,10 +19,6 @@
 
 namespace trainsim {
 
-namespace cuda {
-struct KeptArray;  // cuda_network_state.hpp
-}  // namespace cuda
-
 // CudaError naming `call` and NCCL's reason (or why NCCL could not be
 // opened) unless `result` is ncclSuccess.
 void check_nccl(ncclResult_t result, const char* call);
@@ -52,8 +48,12 @@ class NcclMember {
   // later work after the send; into `into` from `peer` by ncclRecv
   // likewise. Queued on the member's stream, not waited for; false where
   // the member gave up (all_reduce).
-  bool send_kept(int peer, KeptValues& values, int64_t floats, const std::function<bool()>& aborted);
-  bool recv_kept(int peer, KeptValues& into, int64_t floats, const std::function<bool()>& aborted);
+  bool send_kept(int peer, KeptValues& values, int64_t floats, const std::function<bool()>& aborted) {
+    return pass_kept(true, peer, values, floats, aborted);
+  }
+  bool recv_kept(int peer, KeptValues& into, int64_t floats, const std::function<bool()>& aborted) {
+    return pass_kept(false, peer, into, floats, aborted);
+  }
   // One value sent to `peer` (`sends`) or received from it, waited for as
   // all_reduce waits: NCCL connects a pair's path at its first message, the
   // host waiting for the peer's part, so a communicator's first message is
@@ -66,8 +66,8 @@ class NcclMember {
   // Waits for the stream's work polling `aborted`; false where it turned
   // true (the communicator aborted).
   bool finished(const std::function<bool()>& aborted);
-  // `values` as an array of the member's GPU holding `floats` values.
-  cuda::KeptArray& on_gpu(KeptValues& values, int64_t floats) const;
+  bool pass_kept(bool sends, int peer, KeptValues& values, int64_t floats, const std::function<bool()>& aborted);
+  ncclResult_t queue_p2p(bool sends, float* values, int64_t floats, int peer);
   // Where the member gave up before, or `aborted` is true now: the
   // communicator aborted, true.
   bool given_up(const std::function<bool()>& aborted);

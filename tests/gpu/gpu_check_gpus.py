@@ -5,7 +5,9 @@ GPUs apart, each beside the same run on two workers sharing GPU 0.
   threads of one process (`--devices cuda:0,1 --set algorithm=mpi`);
 - the same with a rank per GPU (`--launcher mpi`), NCCL between the ranks;
 - 1f1b with a stage per GPU, its boundaries device to device where the two
-  GPUs are peers (else through the host).
+  GPUs are peers (else through the host);
+- the same with a rank per GPU (`--launcher mpi`), its boundaries by NCCL's
+  send and receive between the ranks' GPUs.
 
 The runs on one GPU (`cuda:0x2`) sum on the host, so the losses differ by
 rounding alone; the table gives the largest relative gap of a loss and
@@ -31,6 +33,8 @@ RUNS = [
     ("dp-ring, a rank per GPU, NCCL between the ranks", "dp-ring",
      ["--devices", "cuda:0,1", "--set", "algorithm=mpi", "--launcher", "mpi"], ["--devices", "cuda:0x2"]),
     ("1f1b, a stage per GPU", "1f1b", ["--devices", "cuda:0,1"], ["--devices", "cuda:0x2"]),
+    ("1f1b, a rank per GPU, NCCL's send and receive between the ranks", "1f1b",
+     ["--devices", "cuda:0,1", "--launcher", "mpi"], ["--devices", "cuda:0x2"]),
 ]
 
 

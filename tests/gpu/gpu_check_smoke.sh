@@ -78,6 +78,8 @@ done
 if command -v mpirun > /dev/null; then
   grep -Eq "^\| dp-ring, a rank per GPU, NCCL between the ranks \| $row" "$report" ||
     fail "no row of dp-ring's ranks with two stand-in GPUs"
+  grep -Eq "^\| 1f1b, a rank per GPU, NCCL's send and receive between the ranks \| $row" "$report" ||
+    fail "no row of 1f1b's ranks with two stand-in GPUs"
 fi
 grep -Eq "^.trainsim profile --model fmnist-cnn --device cuda:0,1 --cluster-out. .*a boundary between them [0-9.]+ µs" \
   "$report" || fail "no probe of two stand-in GPUs"
