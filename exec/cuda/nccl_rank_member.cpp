@@ -3,10 +3,8 @@
 #include <cuda_runtime.h>
 #include <nccl.h>
 
-#include <algorithm>
 #include <map>
 #include <memory>
-#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -36,21 +34,13 @@ class NcclRankMember final : public LibraryMember {
   // rank 0), made by the two in the list's order, then connected by a first
   // message in that order: a rank waits in each ncclCommInitRank, and in
   // each first message, for its one partner only, who has done every
-  // earlier one it is in, so every rank gets through. Every rank counts
-  // every direction opened, its own or not, so the next call finds the
-  // same ones new on every rank.
+  // earlier one it is in, so every rank gets through.
   bool open_paths(std::span<const std::pair<int, int>> directions, const Share& share,
                   const std::function<bool()>& aborted) override {
-    std::vector<std::pair<int, int>> fresh;
-    for (const auto& d : directions) {
-      if (d.first != d.second && !opened_.contains(d) && std::find(fresh.begin(), fresh.end(), d) == fresh.end()) {
-        fresh.push_back(d);
-      }
-    }
-    if (fresh.empty()) return true;
     if (aborted()) return false;
+    const std::vector<std::pair<int, int>> fresh = opened_.fresh(directions);
+    if (fresh.empty()) return true;
     const std::vector<ncclUniqueId> ids = shared_ids(fresh.size(), share);
-    opened_.insert(fresh.begin(), fresh.end());
     TRAINSIM_CUDA(cudaSetDevice(gpu_));
     for (size_t k = 0; k < fresh.size(); ++k) {
       const auto [from, to] = fresh[k];
@@ -142,7 +132,7 @@ class NcclRankMember final : public LibraryMember {
   int ranks_ = 1;
   std::unique_ptr<NcclMember> member_;
   std::map<std::pair<int, int>, std::unique_ptr<NcclMember>> paths_;  // (sender, receiver): their communicator
-  std::set<std::pair<int, int>> opened_;                              // every direction opened, this rank's or not
+  OpenedPaths opened_;
 };
 
 }  // namespace

@@ -4,16 +4,39 @@
 // ranks' GPUs (exec/cuda/nccl_transport.hpp). No CUDA or MPI type appears here.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
+#include <set>
 #include <span>
 #include <stdexcept>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace trainsim {
 
 class KeptValues;
+
+// The directions (sending rank, receiving rank) a member has opened
+// (LibraryMember::open_paths), alike on every rank: a rank counts every
+// direction opened, its own or not, so each call finds the same ones new
+// on every rank.
+class OpenedPaths {
+ public:
+  // Those of `directions` not opened before, in their order, once each,
+  // none from a rank to itself; counted as opened from now on.
+  std::vector<std::pair<int, int>> fresh(std::span<const std::pair<int, int>> directions) {
+    std::vector<std::pair<int, int>> out;
+    for (const auto& d : directions) {
+      if (d.first != d.second && opened_.insert(d).second) out.push_back(d);
+    }
+    return out;
+  }
+
+ private:
+  std::set<std::pair<int, int>> opened_;
+};
 
 class LibraryMember {
  public:

@@ -51,13 +51,16 @@ class UntaggedPassingMember final : public LibraryMember {
     return true;
   }
   bool passes_kept() const override { return true; }
+  // As NCCL's member: those not opened before, together on every rank (a
+  // rank finding others new than rank 0 would wait here alone).
   bool open_paths(std::span<const std::pair<int, int>> directions, const Share& share,
                   const std::function<bool()>&) override {
-    // Every rank opens them together, with rank 0's list.
+    const std::vector<std::pair<int, int>> fresh = paths_.fresh(directions);
+    if (fresh.empty()) return true;
     std::string mine;
-    for (const auto& [from, to] : directions) mine += std::to_string(from) + ">" + std::to_string(to) + " ";
+    for (const auto& [from, to] : fresh) mine += std::to_string(from) + ">" + std::to_string(to) + " ";
     EXPECT_EQ(share(mine), mine) << "rank " << world_rank() << " opened other paths than rank 0";
-    opened.insert(opened.end(), directions.begin(), directions.end());
+    opened.insert(opened.end(), fresh.begin(), fresh.end());
     return true;
   }
   bool send_kept(int to, KeptValues& values, int64_t floats, const std::function<bool()>&) override {
@@ -88,6 +91,7 @@ class UntaggedPassingMember final : public LibraryMember {
 
  private:
   MPI_Comm comm_ = MPI_COMM_NULL;
+  OpenedPaths paths_;
   std::list<std::pair<MPI_Request, std::vector<float>>> in_flight_;
 };
 
@@ -194,6 +198,30 @@ TEST(AcrossProcesses, BoundariesPassBetweenTheRanksDevicesWithoutTheHosts) {
     EXPECT_EQ(shared.traffic.pair_bytes, threads.traffic.pair_bytes);
     EXPECT_EQ(shared.traffic.pair_messages, through_hosts.traffic.pair_messages);
   }
+}
+
+// A run's stretches between checkpoints each make a transport over one
+// member: the second opens no path again, on any rank, and resumes as the
+// threads' run does.
+TEST(AcrossProcesses, ASecondStretchOpensNoPathAgain) {
+  const Plan plan = mpi_runs::plan_for("1f1b");
+  ExecResult first_alone, second_alone;
+  if (world_rank() == 0) {
+    first_alone = mpi_runs::run(plan, false, true);
+    second_alone = mpi_runs::run(plan, false, true, &first_alone.state, 4);
+  }
+  auto member = std::make_shared<UntaggedPassingMember>();
+  BufferCounts counts;
+  const ExecResult first =
+      mpi_runs::run(plan, true, true, nullptr, 0, false, mpi_runs::lending_devices(counts), member);
+  const std::vector<std::pair<int, int>> opened = member->opened;
+  const int64_t sends = member->sends;
+  const ExecResult second =
+      mpi_runs::run(plan, true, true, &first.state, 4, false, mpi_runs::lending_devices(counts), member);
+  EXPECT_FALSE(opened.empty());
+  EXPECT_EQ(member->opened, opened);
+  EXPECT_EQ(member->sends, 2 * sends);
+  if (world_rank() == 0) mpi_runs::expect_trains_alike(second, second_alone);
 }
 
 }  // namespace
