@@ -34,7 +34,9 @@ NcclMember::~NcclMember() {
   cudaSetDevice(gpu_);
   // Work still queued (a peer that never came for its message) would hold
   // ncclCommDestroy for ever.
-  if (comm_ != nullptr && cudaStreamQuery(stream_) == cudaSuccess) {
+  const bool idle = stream_ == nullptr || cudaStreamQuery(stream_) == cudaSuccess;
+  (void)cudaGetLastError();  // not ready is an answer, not an error for a later check to report
+  if (comm_ != nullptr && idle) {
     ncclCommDestroy(comm_);
   } else if (comm_ != nullptr) {
     ncclCommAbort(comm_);

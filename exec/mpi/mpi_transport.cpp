@@ -260,8 +260,10 @@ void MpiTransport::deliver_kept(int from, int to, int64_t tag, const ExportedBou
   const std::lock_guard<std::mutex> order(kept_send_mutex_);
   {
     // The header first: a member's send may wait on its host for the
-    // receiver to queue the receive (NCCL connecting a path), which the
-    // receiver does once it reads the header.
+    // receiver's part (NCCL connects a path's channels when a message first
+    // uses them), which the receiver queues once it reads the header. A
+    // send that then fails leaves that receive unmatched: the rank's error
+    // ends the job (the launcher stops every rank).
     const std::lock_guard<std::mutex> lock(pending_mutex_);
     reap_sends();
     auto& [request, buffer] = pending_.emplace_back(MPI_REQUEST_NULL, kept_header(tag, floats));

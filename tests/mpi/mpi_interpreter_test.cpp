@@ -28,8 +28,6 @@ namespace trainsim {
 namespace {
 
 using buffered::BufferCounts;
-using buffered::BufferedCpuNetwork;
-using buffered::CountingStore;
 using mpi_runs::expect_trains_alike;
 using mpi_runs::kBatch;
 using mpi_runs::lending_devices;
