@@ -14,6 +14,7 @@ a test or a command failed."""
 import argparse
 import json
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -67,9 +68,24 @@ def run(cmd, log, check=True, timeout=None):
     return done
 
 
+GTEST_TEST_LINE = re.compile(r"^\[  (FAILED|SKIPPED) +\] ([A-Za-z_][\w/.]*)")
+
+
 def gtest_summary(output):
-    lines = [l for l in output.splitlines() if l.startswith(("[  PASSED  ]", "[  FAILED  ]", "[  SKIPPED ]"))]
-    return "; ".join(lines) if lines else " ".join(output.strip().splitlines()[-1:])
+    """gtest's totals (each run's, once, with how many runs gave them), then
+    each test that failed or was skipped, named once over the repeats."""
+    lines = output.splitlines()
+    totals = [l[len("[  PASSED  ] "):] for l in lines if l.startswith("[  PASSED  ]")]
+    named = {"FAILED": [], "SKIPPED": []}
+    for line in lines:
+        m = GTEST_TEST_LINE.match(line)
+        if m and m.group(2) not in named[m.group(1)]:
+            named[m.group(1)].append(m.group(2))
+    if not totals and not any(named.values()):
+        return " ".join(output.strip().splitlines()[-1:])
+    parts = [f"passed {t}" + (f" (×{totals.count(t)})" if totals.count(t) > 1 else "") for t in dict.fromkeys(totals)]
+    parts += [f"{kind.lower()} {len(tests)}: {', '.join(tests)}" for kind, tests in named.items() if tests]
+    return "; ".join(parts)
 
 
 def step_s(profile):

@@ -28,6 +28,12 @@ for section in "## Tests" "## Memcheck" "## Every strategy on four workers" "## 
   grep -q "^$section" "$report" || fail "no '$section' in the report"
 done
 grep -q "^- not run: 1 GPU here" "$report" || fail "the section for several GPUs ran on one"
+if [ -x "$build_dir/tests/gpu_tests" ]; then  # each repeat's totals once, each skipped test named once
+  grep -Eq "^- .gpu_tests --gtest_repeat=3.: exit 0: passed [0-9]+ tests?\. \(×3\); skipped [0-9]+: [A-Z][A-Za-z]+\.[A-Za-z]+, " \
+    "$report" || fail "no summary of gpu_tests' three runs"
+  named=$(grep -E "^- .gpu_tests" "$report" | grep -o "CudaNetwork.EveryLayerConformsToItsCpuKernel" | wc -l)
+  [ "$named" -eq 1 ] || fail "a test skipped in each of three runs named $named times, not once"
+fi
 echo "gpu_check_smoke: every section reported"
 
 # The sections trainsim alone runs (the tests need a GPU), and the step
