@@ -6,7 +6,8 @@
 # for by tests/gpu/cpu_stand_in.py (each command on CPU workers, smaller):
 # the sections whose commands then succeed render their reports from real
 # outputs (every strategy's row, the traces, the profiles, the cluster, the
-# predictions beside the runs, validate's tables), exit 0.
+# predictions beside the runs, validate's tables), exit 0. Last, make
+# gpu-pack's archive unpacked and run by run_packed.sh, as on a GPU machine.
 # Usage: gpu_check_smoke.sh SOURCE_DIR BUILD_DIR
 set -u
 source_dir=$1
@@ -95,3 +96,24 @@ grep -Eq "^\| gpipe \| [0-9.]+ ms \| [0-9.]+ ms \| [-+][0-9.]+% \| [0-9.]+ ms \|
 grep -Eq "^\| dp-ring:algorithm=ring \| [0-9.]+ ms \| [0-9.]+ ms \| [-+][0-9.]+% " "$report" ||
   fail "no validation of dp-ring's library AllReduce with two stand-in GPUs"
 echo "gpu_check_smoke: the section for several GPUs reported from trainsim's outputs"
+
+# make gpu-pack's archive unpacked and run as on a GPU machine
+# (tests/gpu/run_packed.sh, from a tree of its own so the source tree's
+# .gpu/ stays as it is; xz at its fastest here): the packed binaries run
+# from where it unpacked them and the report comes out.
+if [ -x "$build_dir/tests/gpu_tests" ] && [ -x "$build_dir/tests/bench/cuda_step_bench" ] &&
+   [ -d /usr/share/datasets/fashion-mnist ]; then
+  mkdir -p "$work/tree"
+  ln -s "$source_dir/tests" "$work/tree/tests"
+  (cd "$work/tree" && XZ_OPT=-0 sh "$source_dir/tests/gpu/pack.sh" "$build_dir") > "$work/log" 2>&1 ||
+    fail "gpu-pack failed"
+  (cd "$work/tree" && PATH="$work/bin:$PATH" GPU_PACK_DIR="$work/unpacked" sh tests/gpu/run_packed.sh \
+    --out "$work/packed" --sections tests) > "$work/log" 2>&1
+  status=$?
+  [ "$status" -eq 0 ] || fail "exit $status from the unpacked gpu-check, not 0"
+  grep -q "^\$ $work/unpacked/build/tests/gpu_tests --gtest_repeat=3" "$work/packed/gpu-check.md" ||
+    fail "the unpacked check did not run the packed gpu_tests"
+  grep -Eq "^- .gpu_tests --gtest_repeat=3.: exit 0: passed " "$work/packed/gpu-check.md" ||
+    fail "no summary of the packed gpu_tests"
+  echo "gpu_check_smoke: make gpu-pack's archive ran where it was unpacked"
+fi
