@@ -8,6 +8,7 @@
 #include <optional>
 #include <set>
 #include <stdexcept>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -150,8 +151,12 @@ void Interpreter::recv(OpId id, const Op& op) {
     PassedKept passed = transport_.take_kept(op.worker, send_op.worker, send_tag(from),
                                              [&w](int64_t floats) { return w.device->boundary_array(floats); });
     const int32_t layer = payload_of(from) == Payload::kActivation ? source.last_layer : source.first_layer - 1;
+    const int64_t sample = per_sample(layer);
+    TRAINSIM_CHECK(sample > 0 && passed.floats % sample == 0, "a boundary of " + std::to_string(passed.floats) +
+                                                                  " values passed, not whole samples of " +
+                                                                  std::to_string(sample));
     on_device = as_layer_output({}, layer);
-    on_device->shape.front() = passed.floats / std::max<int64_t>(1, per_sample(layer));
+    on_device->shape.front() = passed.floats / sample;
     on_device->exported = std::move(passed.array);
   }
   const auto boundary = [&](int32_t layer) {
