@@ -302,13 +302,14 @@ class CudaDeviceStore final : public DeviceStore {
     return *k;
   }
 
-  // An array of `floats` from the buffers let go, else a new one, the
-  // store's stream after the work on its last holder (unless `store_waits`
-  // is false: the caller's stream waits for its event); its values are the
-  // caller's to set. A buffer whose last work is done goes first, so the
-  // store's stream waits behind no other stream's work where one is idle
-  // (a wait behind a backward would hold up every later job of the store,
-  // copies to the host included, whose arrays' events then follow it).
+  // An array of `floats` from the buffers let go whose last work is done,
+  // else a new one, the store's stream after that work (unless
+  // `store_waits` is false: the caller's stream waits for its event); its
+  // values are the caller's to set. A buffer still in use waits in the pool:
+  // lent, it would put the store's stream, or the caller's, behind work it
+  // has no part in (a backward, or NCCL's send of a boundary, which ends
+  // only when another process receives it), and every later job of that
+  // stream with it.
   std::shared_ptr<PooledArray> lend(int64_t floats, bool store_waits = true) {
     TRAINSIM_CUDA(cudaSetDevice(core_->gpu));
     DeviceArray<float> values;
@@ -316,19 +317,16 @@ class CudaDeviceStore final : public DeviceStore {
     {
       std::lock_guard lock(core_->mu);
       std::vector<std::pair<DeviceArray<float>, cudaEvent_t>>& idle = core_->idle[floats];
-      if (!idle.empty()) {
-        auto chosen = std::prev(idle.end());
-        for (auto it = idle.rbegin(); it != idle.rend(); ++it) {
-          const cudaError_t done = cudaEventQuery(it->second);
-          if (done == cudaSuccess) {
-            chosen = std::prev(it.base());
-            break;
-          }
-          if (done == cudaErrorNotReady) (void)cudaGetLastError();  // an answer, not a launch's error to report
+      for (auto it = idle.rbegin(); it != idle.rend(); ++it) {
+        const cudaError_t done = cudaEventQuery(it->second);
+        if (done == cudaSuccess) {
+          const auto chosen = std::prev(it.base());
+          values = std::move(chosen->first);
+          written = chosen->second;
+          idle.erase(chosen);
+          break;
         }
-        values = std::move(chosen->first);
-        written = chosen->second;
-        idle.erase(chosen);
+        if (done == cudaErrorNotReady) (void)cudaGetLastError();  // an answer, not a launch's error to report
       }
     }
     if (written == nullptr) {
