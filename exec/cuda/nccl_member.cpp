@@ -159,4 +159,22 @@ bool NcclMember::connect(int peer, bool sends, const std::function<bool()>& abor
   return finished(aborted);
 }
 
+bool NcclMember::connect_pair(NcclMember& sender, NcclMember& receiver, const std::function<bool()>& aborted) {
+  if (sender.given_up(aborted) || receiver.given_up(aborted)) return false;
+  TRAINSIM_CUDA(cudaSetDevice(sender.gpu_));
+  float* const sent = sender.buffer(1);
+  TRAINSIM_CUDA(cudaSetDevice(receiver.gpu_));
+  float* const into = receiver.buffer(1);
+  check_nccl(ncclGroupStart(), "ncclGroupStart");
+  const ncclResult_t send = sender.queue_p2p(true, sent, 1, 1);
+  const ncclResult_t recv = receiver.queue_p2p(false, into, 1, 0);
+  check_nccl(ncclGroupEnd(), "ncclGroupEnd");
+  check_nccl(send, "ncclSend");
+  check_nccl(recv, "ncclRecv");
+  TRAINSIM_CUDA(cudaSetDevice(sender.gpu_));
+  if (!sender.finished(aborted)) return false;
+  TRAINSIM_CUDA(cudaSetDevice(receiver.gpu_));
+  return receiver.finished(aborted);
+}
+
 }  // namespace trainsim

@@ -59,6 +59,10 @@ class NcclMember {
   // host waiting for the peer's part, so a communicator's first message is
   // one the two exchange when both are there for it.
   bool connect(int peer, bool sends, const std::function<bool()>& aborted);
+  // The same for a communicator of two members of this process, `sender`
+  // its rank 0 and `receiver` its rank 1: one value from the first to the
+  // second, both queued by this thread in one NCCL group, then waited for.
+  static bool connect_pair(NcclMember& sender, NcclMember& receiver, const std::function<bool()>& aborted);
 
  private:
   // The buffer of at least `floats` values on the member's GPU (current).

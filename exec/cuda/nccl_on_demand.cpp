@@ -69,6 +69,8 @@ TRAINSIM_NCCL_FORWARD(ncclRecv,
                       (void* recvbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
                        cudaStream_t stream),
                       (recvbuff, count, datatype, peer, comm, stream))
+TRAINSIM_NCCL_FORWARD(ncclGroupStart, (), ())
+TRAINSIM_NCCL_FORWARD(ncclGroupEnd, (), ())
 
 const char* ncclGetErrorString(ncclResult_t result) {
   static auto* const target = resolve_nccl<decltype(ncclGetErrorString)>("ncclGetErrorString");

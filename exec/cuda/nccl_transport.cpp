@@ -9,6 +9,8 @@
 #include <map>
 #include <mutex>
 #include <set>
+#include <span>
+#include <string>
 #include <utility>
 
 #include "exec/cuda/cuda_check.hpp"
@@ -23,16 +25,76 @@ struct NcclCommunicators {
   std::mutex mu;
   // A group's GPUs, in group order -> one member each.
   std::map<std::vector<int>, std::vector<std::unique_ptr<NcclMember>>> groups;
+  // (sending GPU, receiving GPU) -> the members of a communicator of the
+  // two, the sender's (rank 0) then the receiver's.
+  std::map<std::pair<int, int>, std::pair<std::unique_ptr<NcclMember>, std::unique_ptr<NcclMember>>> paths;
 };
 
 namespace {
+
+// Boundaries between workers whose GPUs are not peers, by ncclSend and
+// ncclRecv on a communicator of the two GPUs per direction (so each carries
+// its sender's messages in order, whatever the other direction does), made
+// and connected when a run opens the direction and kept for the next run.
+class NcclPasser final : public KeptPasser {
+ public:
+  NcclPasser(std::vector<int> gpus, std::shared_ptr<NcclCommunicators> kept)
+      : gpus_(std::move(gpus)), kept_(std::move(kept)) {}
+
+  void open(std::span<const std::pair<int, int>> directions) override {
+    const std::lock_guard lock(kept_->mu);
+    for (const auto& [from, to] : directions) {
+      const std::pair<int, int> pair{gpu(from), gpu(to)};
+      if (kept_->paths.contains(pair)) continue;
+      ncclComm_t comms[2] = {nullptr, nullptr};
+      const int devices[2] = {pair.first, pair.second};
+      check_nccl(ncclCommInitAll(comms, 2, devices), "ncclCommInitAll");
+      std::unique_ptr<NcclMember> sender;
+      try {
+        sender = std::make_unique<NcclMember>(pair.first, comms[0]);
+      } catch (...) {
+        ncclCommDestroy(comms[1]);
+        throw;
+      }
+      auto receiver = std::make_unique<NcclMember>(pair.second, comms[1]);
+      // Connected here, with no run waiting on either GPU: NCCL connects a
+      // path at its first message, the host waiting for the peer's part.
+      if (!NcclMember::connect_pair(*sender, *receiver, [] { return false; })) {
+        throw CudaError("NCCL's first message from GPU " + std::to_string(pair.first) + " to GPU " +
+                        std::to_string(pair.second) + " did not arrive");
+      }
+      kept_->paths.emplace(pair, std::make_pair(std::move(sender), std::move(receiver)));
+    }
+  }
+  bool send(int from, int to, KeptValues& values, int64_t floats, const std::function<bool()>& aborted) override {
+    return path(from, to).first->send_kept(1, values, floats, aborted);
+  }
+  bool recv(int to, int from, KeptValues& into, int64_t floats, const std::function<bool()>& aborted) override {
+    return path(from, to).second->recv_kept(0, into, floats, aborted);
+  }
+
+ private:
+  int gpu(int worker) const { return gpus_.at(static_cast<size_t>(worker)); }
+  std::pair<std::unique_ptr<NcclMember>, std::unique_ptr<NcclMember>>& path(int from, int to) {
+    const std::lock_guard lock(kept_->mu);
+    auto it = kept_->paths.find({gpu(from), gpu(to)});
+    TRAINSIM_CHECK(it != kept_->paths.end(), "an array passed from worker " + std::to_string(from) + " to worker " +
+                                                 std::to_string(to) + " before that path was opened");
+    return it->second;
+  }
+
+  std::vector<int> gpus_;
+  std::shared_ptr<NcclCommunicators> kept_;
+};
 
 class NcclTransport final : public InProcessTransport {
  public:
   NcclTransport(std::vector<int> gpus, double recv_timeout_s, std::shared_ptr<NcclCommunicators> kept)
       : InProcessTransport(static_cast<int>(gpus.size()), recv_timeout_s),
         gpus_(std::move(gpus)),
-        kept_(kept != nullptr ? std::move(kept) : make_nccl_communicators()) {}
+        kept_(kept != nullptr ? std::move(kept) : make_nccl_communicators()) {
+    pass_kept_by(std::make_shared<NcclPasser>(gpus_, kept_));
+  }
 
   bool has_library_all_reduce() const override { return true; }
   // Where a member's device keeps no sums it sums on the host: both ways

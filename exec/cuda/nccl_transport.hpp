@@ -4,7 +4,11 @@
 // over the members' GPUs: each member's values copied to a buffer on its
 // GPU, summed there by ncclAllReduce on a stream of its own, and copied back.
 // A group's communicators are made (ncclCommInitAll) by the first member to
-// call into it, and may be kept for the run's next transport. Processes of
+// call into it, and may be kept for the run's next transport. A boundary
+// between GPUs that are not peers goes by ncclSend and ncclRecv on a
+// communicator of the two per direction (a KeptPasser), made and connected
+// when a run starts, each array's header in the direction's mailbox ahead
+// of it. Processes of
 // one GPU each (the MPI launch) sum by NCCL too, through a member of their
 // own (make_nccl_rank_member). NCCL is opened on first use
 // (nccl_on_demand.cpp). No CUDA type appears here.

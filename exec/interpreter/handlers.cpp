@@ -88,6 +88,9 @@ std::vector<int32_t> Interpreter::first_worker_per_layer(OpKind kind) const {
 }
 
 ExecResult Interpreter::run() {
+  // What the transport passes boundaries device to device by, opened by
+  // every process before the clocks start.
+  transport_.open_kept_paths(kept_directions());
   if (shared_) start_together();
   scheduler_.run(*this);
   for (size_t w = 0; w < workers_.size(); ++w) {

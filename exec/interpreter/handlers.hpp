@@ -109,10 +109,11 @@ class Interpreter final : public OpHandler {
   // Whether workers `from` and `to` run here, from's device reaching to's
   // (Device::reaches): a boundary between them passed device to device.
   bool device_to_device(int32_t from, int32_t to) const;
-  // Whether a boundary from `from` to `to`, one of them another process's,
-  // goes device to device by the transport (Transport::passes_kept).
+  // Whether a boundary from `from` to `to`, from's device not reaching to's
+  // (one of them another process's, or GPUs that are not peers), goes
+  // device to device by the transport (Transport::passes_kept).
   bool passed_kept(int32_t from, int32_t to) const;
-  std::vector<std::pair<int, int>> boundary_directions() const;
+  std::vector<std::pair<int, int>> kept_directions() const;
   const std::vector<int64_t>& output_shape(int32_t layer) const;
   int64_t per_sample(int32_t layer) const;  // values per sample at the boundary after `layer`
   void count_gradient_sends_without_update();

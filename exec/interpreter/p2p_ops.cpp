@@ -184,13 +184,12 @@ bool Interpreter::device_to_device(int32_t from, int32_t to) const {
 }
 
 bool Interpreter::passed_kept(int32_t from, int32_t to) const {
-  const bool here = local_[static_cast<size_t>(from)] != 0 && local_[static_cast<size_t>(to)] != 0;
-  return !here && transport_.passes_kept(from, to);
+  return !device_to_device(from, to) && transport_.passes_kept(from, to);
 }
 
-// Every boundary's (sender, receiver), once each, in the plan's order: the
-// same list in every process.
-std::vector<std::pair<int, int>> Interpreter::boundary_directions() const {
+// Every boundary's (sender, receiver) the transport passes, once each, in
+// the plan's order: the same list in every process.
+std::vector<std::pair<int, int>> Interpreter::kept_directions() const {
   std::vector<std::pair<int, int>> directions;
   for (size_t id = 0; id < plan_.ops.size(); ++id) {
     const Op& op = plan_.ops[id];
@@ -198,6 +197,7 @@ std::vector<std::pair<int, int>> Interpreter::boundary_directions() const {
     const Payload payload = payload_of(static_cast<OpId>(id));
     if (payload != Payload::kActivation && payload != Payload::kInputGradient) continue;
     const std::pair<int, int> d{op.worker, op.peer};
+    if (!passed_kept(op.worker, op.peer)) continue;
     if (std::find(directions.begin(), directions.end(), d) == directions.end()) directions.push_back(d);
   }
   return directions;

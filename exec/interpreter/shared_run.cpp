@@ -180,10 +180,8 @@ void Interpreter::check_shareable(const Plan& plan) {
 }
 
 // Every process's workers enter one barrier, so the runs' clocks start
-// within a message's latency of each other; before it, the transport opens
-// what it passes boundaries device to device by.
+// within a message's latency of each other.
 void Interpreter::start_together() {
-  transport_.open_kept_paths(boundary_directions());
   std::vector<int> everyone(plan_.workers.size());
   std::iota(everyone.begin(), everyone.end(), 0);
   std::vector<int> mine;

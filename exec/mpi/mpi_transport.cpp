@@ -274,16 +274,7 @@ void MpiTransport::deliver_kept(int from, int to, int64_t tag, const ExportedBou
 
 PassedKept MpiTransport::wait_for_kept(int to, int from, int64_t tag, const MakeKept& make) {
   check_own(to, "receiving");
-  KeptArrivals& arrivals = *arrivals_.at(static_cast<size_t>(from));
-  const std::lock_guard<std::mutex> lock(arrivals.mu);
-  for (;;) {
-    auto it = arrivals.by_tag.find(tag);
-    if (it != arrivals.by_tag.end()) {
-      PassedKept taken = std::move(it->second.front());
-      it->second.pop_front();
-      if (it->second.empty()) arrivals.by_tag.erase(it);
-      return taken;
-    }
+  return arrivals_.at(static_cast<size_t>(from))->take(tag, [&]() -> std::pair<int64_t, PassedKept> {
     MPI_Message message = MPI_MESSAGE_NULL;
     MPI_Status status;
     for (int found = 0; found == 0;) {
@@ -299,8 +290,8 @@ PassedKept MpiTransport::wait_for_kept(int to, int from, int64_t tag, const Make
     TRAINSIM_CHECK(into != nullptr && into->values != nullptr,
                    "MpiTransport: a kept array passed to a device that keeps none");
     if (!library_member_->recv_kept(from, *into->values, fields[1], [this] { return aborted(); })) throw_aborted();
-    arrivals.by_tag[fields[0]].push_back({std::move(into), fields[1]});
-  }
+    return {fields[0], {std::move(into), fields[1]}};
+  });
 }
 
 void MpiTransport::check_own(int worker, const char* role) const {

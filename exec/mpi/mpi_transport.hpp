@@ -10,9 +10,7 @@
 
 #include <atomic>
 #include <cstdint>
-#include <deque>
 #include <list>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -164,11 +162,7 @@ class MpiTransport final : public Transport {
   // Passed kept arrays: their headers, in each sender's order, apart from
   // the messages.
   MPI_Comm kept_comm_ = MPI_COMM_NULL;
-  std::mutex kept_send_mutex_;  // a member's send and its header together
-  struct KeptArrivals {
-    std::mutex mu;
-    std::map<int64_t, std::deque<PassedKept>> by_tag;
-  };
+  std::mutex kept_send_mutex_;                           // a member's send and its header together
   std::vector<std::unique_ptr<KeptArrivals>> arrivals_;  // by sending rank
 };
 

@@ -4,8 +4,10 @@
 
 #include <chrono>
 #include <exception>
+#include <string>
 #include <thread>
 
+#include "exec/tensor/range_network.hpp"
 #include "model/error.hpp"
 
 namespace trainsim {
@@ -23,6 +25,10 @@ void InProcessTransport::wake_waiters() {
     const std::lock_guard<std::mutex> lock(mailbox->mutex);
     mailbox->arrived.notify_all();
   }
+  for (auto& d : kept_) {
+    const std::lock_guard<std::mutex> lock(d->mutex);
+    d->arrived.notify_all();
+  }
 }
 
 void InProcessTransport::deliver(int from, int to, int64_t tag, std::vector<float> payload, SendReturns /*returns*/) {
@@ -37,34 +43,83 @@ void InProcessTransport::deliver(int from, int to, int64_t tag, std::vector<floa
   mailbox.arrived.notify_all();
 }
 
-std::vector<float> InProcessTransport::wait_for(int to, int from, int64_t tag) {
-  Mailbox& mailbox = *mailboxes_[static_cast<size_t>(to)];
-  std::unique_lock<std::mutex> lock(mailbox.mutex);
-  const auto ready = [&] {
-    if (aborted()) return true;
-    const auto queue = mailbox.queues.find({from, tag});
-    return queue != mailbox.queues.end() && !queue->second.empty();
-  };
+void InProcessTransport::wait_until(std::condition_variable& arrived, std::unique_lock<std::mutex>& lock,
+                                    const std::function<bool()>& ready, int to, int from, int64_t tag,
+                                    const char* what) {
+  const auto done = [&] { return aborted() || ready(); };
   if (recv_timeout_s_ > 0) {
-    const auto timeout = std::chrono::duration<double>(recv_timeout_s_);
-    if (!mailbox.arrived.wait_for(lock, timeout, ready)) {
+    if (!arrived.wait_for(lock, std::chrono::duration<double>(recv_timeout_s_), done)) {
       lock.unlock();
-      abort("worker " + std::to_string(to) + " waited over " + std::to_string(recv_timeout_s_) +
-            " s for a message from worker " + std::to_string(from) + " with tag " + std::to_string(tag));
+      abort("worker " + std::to_string(to) + " waited over " + std::to_string(recv_timeout_s_) + " s for " + what +
+            " from worker " + std::to_string(from) + " with tag " + std::to_string(tag));
       throw_aborted();
     }
   } else {
-    mailbox.arrived.wait(lock, ready);
+    arrived.wait(lock, done);
   }
   if (aborted()) {
     lock.unlock();
     throw_aborted();
   }
+}
+
+std::vector<float> InProcessTransport::wait_for(int to, int from, int64_t tag) {
+  Mailbox& mailbox = *mailboxes_[static_cast<size_t>(to)];
+  std::unique_lock<std::mutex> lock(mailbox.mutex);
+  const auto ready = [&] {
+    const auto queue = mailbox.queues.find({from, tag});
+    return queue != mailbox.queues.end() && !queue->second.empty();
+  };
+  wait_until(mailbox.arrived, lock, ready, to, from, tag, "a message");
   const auto queue = mailbox.queues.find({from, tag});
   std::vector<float> payload = std::move(queue->second.front());
   queue->second.pop_front();
   if (queue->second.empty()) mailbox.queues.erase(queue);  // tags are many; keep the map small
   return payload;
+}
+
+void InProcessTransport::pass_kept_by(std::shared_ptr<KeptPasser> passer) {
+  passer_ = std::move(passer);
+  kept_.clear();
+  if (passer_ == nullptr) return;
+  for (int k = 0; k < workers() * workers(); ++k) kept_.push_back(std::make_unique<KeptDirection>());
+}
+
+bool InProcessTransport::passes_kept(int from, int to) const { return passer_ != nullptr && from != to; }
+
+void InProcessTransport::open_kept_paths(const std::vector<std::pair<int, int>>& directions) {
+  if (passer_ != nullptr && !directions.empty()) passer_->open(directions);
+}
+
+void InProcessTransport::deliver_kept(int from, int to, int64_t tag, const ExportedBoundary& values, int64_t floats) {
+  if (aborted()) throw_aborted();
+  KeptDirection& d = direction(from, to);
+  const std::lock_guard<std::mutex> order(d.send_mutex);
+  {
+    const std::lock_guard<std::mutex> lock(d.mutex);
+    d.headers.emplace_back(tag, floats);
+  }
+  d.arrived.notify_all();
+  if (!passer_->send(from, to, *values.values, floats, [this] { return aborted(); })) throw_aborted();
+}
+
+PassedKept InProcessTransport::wait_for_kept(int to, int from, int64_t tag, const MakeKept& make) {
+  KeptDirection& d = direction(from, to);
+  return d.arrivals.take(tag, [&]() -> std::pair<int64_t, PassedKept> {
+    std::pair<int64_t, int64_t> header;
+    {
+      std::unique_lock<std::mutex> lock(d.mutex);
+      wait_until(
+          d.arrived, lock, [&] { return !d.headers.empty(); }, to, from, tag, "an array");
+      header = d.headers.front();
+      d.headers.pop_front();
+    }
+    std::shared_ptr<const ExportedBoundary> into = make(header.second);
+    TRAINSIM_CHECK(into != nullptr && into->values != nullptr,
+                   "InProcessTransport: a kept array passed to a device that keeps none");
+    if (!passer_->recv(to, from, *into->values, header.second, [this] { return aborted(); })) throw_aborted();
+    return {header.first, {std::move(into), header.second}};
+  });
 }
 
 void run_workers(Transport& transport, int threads, const std::function<void(int)>& body) {

@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -19,17 +20,51 @@
 
 namespace trainsim {
 
+// Passes an array one worker's device keeps to another worker's device of
+// the process without the host, where the two cannot read each other's
+// memory: NCCL's send and receive between GPUs that are not peers. Like
+// NCCL's, its messages carry no tags: the n-th send from a worker to
+// another meets that one's n-th receive from it.
+class KeptPasser {
+ public:
+  virtual ~KeptPasser() = default;
+  // What it needs for each listed direction (sending worker, receiving
+  // worker) not opened before (NCCL: a communicator of the two GPUs), before
+  // a run's workers start; the transport's next run may open more.
+  virtual void open(std::span<const std::pair<int, int>> directions) = 0;
+  // `values` (`floats` of them, from's device's) to `to`, queued after their
+  // work, their later work after the send; false where `aborted` turned
+  // true while it waited.
+  virtual bool send(int from, int to, KeptValues& values, int64_t floats, const std::function<bool()>& aborted) = 0;
+  // The next array from `from` into `into` (`floats` values, to's device's),
+  // queued after into's work, its later work after the receive.
+  virtual bool recv(int to, int from, KeptValues& into, int64_t floats, const std::function<bool()>& aborted) = 0;
+};
+
 class InProcessTransport : public Transport {
  public:
   // recv_timeout_s > 0: a recv waiting longer aborts the transport (a plan
   // that deadlocks fails instead of hanging); 0 waits for ever.
   explicit InProcessTransport(int workers, double recv_timeout_s = 0);
 
+  // Boundaries between devices that keep arrays passed by `passer` (given
+  // before the run), each one's header (tag, size) ahead of it in the
+  // mailbox of its direction.
+  void pass_kept_by(std::shared_ptr<KeptPasser> passer);
+  bool passes_kept(int from, int to) const override;
+  void open_kept_paths(const std::vector<std::pair<int, int>>& directions) override;
+
  protected:
   void wake_waiters() override;
   // A copy into the receiver's mailbox: queued and gone at once.
   void deliver(int from, int to, int64_t tag, std::vector<float> payload, SendReturns returns) override;
   std::vector<float> wait_for(int to, int from, int64_t tag) override;
+  // The header into the direction's queue, then the passer's send, both
+  // in one order.
+  void deliver_kept(int from, int to, int64_t tag, const ExportedBoundary& values, int64_t floats) override;
+  // The sender's headers read in their order, a receive queued into a `make`
+  // array for each, until the one of `tag` (KeptArrivals).
+  PassedKept wait_for_kept(int to, int from, int64_t tag, const MakeKept& make) override;
 
  private:
   struct Mailbox {
@@ -37,9 +72,25 @@ class InProcessTransport : public Transport {
     std::condition_variable arrived;
     std::map<std::pair<int, int64_t>, std::deque<std::vector<float>>> queues;  // (from, tag) -> FIFO
   };
+  // One direction's passed arrays: their headers (tag, floats) in the order sent.
+  struct KeptDirection {
+    std::mutex send_mutex;  // a header and its send together
+    std::mutex mutex;
+    std::condition_variable arrived;
+    std::deque<std::pair<int64_t, int64_t>> headers;
+    KeptArrivals arrivals;
+  };
+  // Blocks until `ready` (called under `lock`) or an abort, and aborts the
+  // transport past the timeout, naming what (`what`: "a message") worker
+  // `to` waited for.
+  void wait_until(std::condition_variable& arrived, std::unique_lock<std::mutex>& lock,
+                  const std::function<bool()>& ready, int to, int from, int64_t tag, const char* what);
+  KeptDirection& direction(int from, int to) { return *kept_[static_cast<size_t>(from * workers() + to)]; }
 
   std::vector<std::unique_ptr<Mailbox>> mailboxes_;  // one per receiving worker
   double recv_timeout_s_;
+  std::shared_ptr<KeptPasser> passer_;
+  std::vector<std::unique_ptr<KeptDirection>> kept_;  // [from * workers + to], made with the passer
 };
 
 // Runs body(w) for w = 0..threads-1, each on its own thread, and joins them.

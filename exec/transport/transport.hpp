@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -52,6 +53,36 @@ using MakeKept = std::function<std::shared_ptr<const ExportedBoundary>(int64_t f
 struct PassedKept {
   std::shared_ptr<const ExportedBoundary> array;
   int64_t floats = 0;
+};
+
+// The arrays passed from one sender to one receiver whose messages, like
+// NCCL's, carry no tags: the sender sends each one's header (its tag and
+// size) ahead of it, in one order, and the receiver reads the headers in
+// that order, queuing a receive for each; those received before their
+// take_kept asks for them are held by tag.
+class KeptArrivals {
+ public:
+  // The sender's next header read and its receive queued: (tag, array).
+  using Next = std::function<std::pair<int64_t, PassedKept>()>;
+  // The array of `tag`: one held before, or the next ones read until it comes.
+  PassedKept take(int64_t tag, const Next& next) {
+    const std::lock_guard<std::mutex> lock(mu_);
+    for (;;) {
+      auto it = by_tag_.find(tag);
+      if (it != by_tag_.end()) {
+        PassedKept taken = std::move(it->second.front());
+        it->second.pop_front();
+        if (it->second.empty()) by_tag_.erase(it);
+        return taken;
+      }
+      auto [read, passed] = next();
+      by_tag_[read].push_back(std::move(passed));
+    }
+  }
+
+ private:
+  std::mutex mu_;  // one reader of the sender's headers at a time
+  std::map<int64_t, std::deque<PassedKept>> by_tag_;
 };
 
 // When a send returns. kQueued: once the message is handed over, never

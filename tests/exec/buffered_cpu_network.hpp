@@ -64,7 +64,8 @@ struct BufferCounts {
   // The counts after a run, and the plan's ops they compare with.
   struct Totals {
     int64_t waits = 0, host_reloads = 0, kept_loads = 0, steps = 0, backwards = 0, updates = 0, all_reduces = 0,
-            workers = 0, statistics_back = 0, folds = 0, copies = 0, smooths = 0, predictions = 0;
+            workers = 0, statistics_back = 0, folds = 0, copies = 0, smooths = 0, predictions = 0, downloads = 0,
+            exports = 0;
   };
   void add(int64_t BufferCounts::*field) {
     std::lock_guard lock(mu);
@@ -345,12 +346,14 @@ class BufferedCpuNetwork final : public RangeNetwork {
 // the same memory without the host. With `reaches` too, each worker has a
 // store of its own in its memory (as each GPU device has), and a boundary
 // also passes device to device to a memory reading the sender's, copied
-// there into the receiver's store when received.
-inline void expect_lending_trains_as_the_cpu(const RunSpec& spec, BufferCounts::Totals* totals = nullptr,
-                                             const MemoryOf& memory_of = nullptr,
-                                             const MemoryReaches& reaches = nullptr) {
+// there into the receiver's store when received. With `transport`, the
+// lending run's.
+inline void expect_lending_trains_as_the_cpu(
+    const RunSpec& spec, BufferCounts::Totals* totals = nullptr, const MemoryOf& memory_of = nullptr,
+    const MemoryReaches& reaches = nullptr, const std::function<std::unique_ptr<Transport>(int)>& transport = nullptr) {
   BufferCounts counts;
   RunSpec lending = spec;
+  if (transport) lending.make_transport = transport;
   auto shared_store = std::make_shared<CountingStore>(counts);
   lending.make_device = [&](int32_t worker) {
     const int64_t memory = memory_of ? memory_of(worker) : -1;
@@ -405,9 +408,6 @@ inline void expect_lending_trains_as_the_cpu(const RunSpec& spec, BufferCounts::
   EXPECT_EQ(counts.peer_copies, boundary_sends(run.plan, memory_of, true, reaches, /*across_memories=*/true));
   // Every loss returned unknown is read once (a recompute's never).
   EXPECT_EQ(static_cast<int64_t>(counts.computed_when_read.size()), loss_forwards(run.plan));
-  // Every dense gradient's sum forms on the device and comes back once, at
-  // most one wait per op that reads gradients (none where an op before
-  // brought its range back).
   // Every dense gradient's sum forms on the device; the host's gradient
   // functions refuse what is still kept there, so matching the CPU bit for
   // bit says every read brought them back first.
@@ -425,7 +425,9 @@ inline void expect_lending_trains_as_the_cpu(const RunSpec& spec, BufferCounts::
                counts.folds,
                counts.copies,
                counts.smooths,
-               counts.predictions};
+               counts.predictions,
+               counts.downloads,
+               counts.exports};
   }
 }
 

@@ -19,39 +19,12 @@ namespace {
 
 using buffered::BufferCounts;
 using buffered::MlpCalls;
+using strategy_runs::graph_cases;
 
 class LendingDevice : public testing::TestWithParam<strategy_runs::StrategyCase> {};
 
 TEST_P(LendingDevice, TrainsAsTheCpuReadingAPasssBoundariesInPlace) {
   buffered::expect_lending_trains_as_the_cpu(GetParam().spec);
-}
-
-// Boundaries of several tensors (a residual branch crossing the cut: their
-// gradients gather from both sides) and batch normalization's statistics.
-const std::vector<strategy_runs::StrategyCase>& graph_cases() {
-  using strategy_runs::batchnorm_mlp;
-  using strategy_runs::residual_mlp;
-  static const std::vector<strategy_runs::StrategyCase> all = {
-      {"single_residual", {.strategy = "single", .sgd = {0.1, 0.9, 0.0}, .make_model = residual_mlp}},
-      {"dp_ring_residual", {.strategy = "dp-ring", .sgd = {0.1, 0.9, 0.0}, .make_model = residual_mlp}},
-      {"gpipe_across_the_residual",
-       {.strategy = "gpipe",
-        .settings = {{"microbatches", "4"}, {"stages", "0-3,4-7"}},
-        .sgd = {0.1, 0.9, 0.0},
-        .make_model = residual_mlp}},
-      {"one_f_one_b_across_the_residual",
-       {.strategy = "1f1b",
-        .settings = {{"microbatches", "4"}, {"stages", "0-3,4-7"}},
-        .sgd = {0.1, 0.9, 0.0},
-        .make_model = residual_mlp}},
-      {"single_batchnorm", {.strategy = "single", .sgd = {0.1, 0.9, 0.0}, .make_model = batchnorm_mlp}},
-      {"gpipe_batchnorm",
-       {.strategy = "gpipe",
-        .settings = {{"microbatches", "1"}, {"stages", "0-1,2-4"}},
-        .sgd = {0.1, 0.9, 0.0},
-        .make_model = batchnorm_mlp}},
-  };
-  return all;
 }
 
 class LendingDeviceGraphs : public testing::TestWithParam<strategy_runs::StrategyCase> {};

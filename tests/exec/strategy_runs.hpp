@@ -249,6 +249,32 @@ inline const std::vector<StrategyCase>& cases() {
   return all;
 }
 
+// Boundaries of several tensors (a residual branch crossing the cut: their
+// gradients gather from both sides) and batch normalization's statistics.
+inline const std::vector<StrategyCase>& graph_cases() {
+  static const std::vector<StrategyCase> all = {
+      {"single_residual", {.strategy = "single", .sgd = {0.1, 0.9, 0.0}, .make_model = residual_mlp}},
+      {"dp_ring_residual", {.strategy = "dp-ring", .sgd = {0.1, 0.9, 0.0}, .make_model = residual_mlp}},
+      {"gpipe_across_the_residual",
+       {.strategy = "gpipe",
+        .settings = {{"microbatches", "4"}, {"stages", "0-3,4-7"}},
+        .sgd = {0.1, 0.9, 0.0},
+        .make_model = residual_mlp}},
+      {"one_f_one_b_across_the_residual",
+       {.strategy = "1f1b",
+        .settings = {{"microbatches", "4"}, {"stages", "0-3,4-7"}},
+        .sgd = {0.1, 0.9, 0.0},
+        .make_model = residual_mlp}},
+      {"single_batchnorm", {.strategy = "single", .sgd = {0.1, 0.9, 0.0}, .make_model = batchnorm_mlp}},
+      {"gpipe_batchnorm",
+       {.strategy = "gpipe",
+        .settings = {{"microbatches", "1"}, {"stages", "0-1,2-4"}},
+        .sgd = {0.1, 0.9, 0.0},
+        .make_model = batchnorm_mlp}},
+  };
+  return all;
+}
+
 inline void PrintTo(const StrategyCase& c, std::ostream* os) { *os << c.name; }
 
 }  // namespace trainsim::strategy_runs
