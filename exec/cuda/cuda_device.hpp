@@ -17,7 +17,9 @@
 // project's kernels). Several workers may share one GPU (virtual devices:
 // `cuda:0x4`). A boundary sent to a worker of the same GPU, or of a GPU
 // with peer access both ways (peer_gpus), goes device to device; to
-// another, through the host. No CUDA type appears here.
+// another, by the transport where it passes arrays (NCCL's send and
+// receive: make_nccl_transport, or the MPI launch's member), else through
+// the host. No CUDA type appears here.
 #pragma once
 
 #include <memory>

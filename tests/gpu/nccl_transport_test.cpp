@@ -3,7 +3,8 @@
 // refuses two ranks on one GPU), so it skips with the reason on machines of
 // fewer; its refusals are tested everywhere (tests/exec/nccl_transport_errors_test.cpp).
 // dp-ring's AllReduce sums there the gradients each GPU's store keeps
-// (Transport::all_reduce_kept).
+// (Transport::all_reduce_kept); arrays pass from one GPU's store to the
+// other's by NCCL's send and receive (Transport::pass_kept).
 #include "exec/cuda/nccl_transport.hpp"
 
 #include <gtest/gtest.h>
@@ -16,6 +17,7 @@
 #include "exec/cuda/cuda_device.hpp"
 #include "exec/cuda/cuda_device_store.hpp"
 #include "exec/devices.hpp"
+#include "exec/tensor/range_network.hpp"
 #include "exec/transport/in_process.hpp"
 #include "tests/exec/strategy_runs.hpp"
 
@@ -110,6 +112,44 @@ TEST(NcclTransport, ArraysTheStoresKeepSumAsTheHostsValuesDo) {
   EXPECT_EQ(kept[0], host[0]);
   EXPECT_EQ(kept[1], host[1]);
   EXPECT_EQ(kept[0], kept[1]);
+}
+
+// Arrays of GPU 0's store passed to GPU 1's by NCCL's send and receive
+// (the path of a boundary between GPUs that are not peers), taken last
+// first: each arrives whole under its own tag, the host carrying none of it.
+TEST(NcclTransport, ArraysPassFromGpuToGpuUnderTheirTags) {
+  std::string reason;
+  if (gpu_count(reason) < 2) {
+    GTEST_SKIP() << "needs two GPUs (NCCL refuses two ranks on one GPU): "
+                 << (reason.empty() ? std::to_string(gpu_count(reason)) + " here" : reason);
+  }
+  const std::unique_ptr<Transport> transport = make_nccl_transport({0, 1}, 30);
+  ASSERT_TRUE(transport->passes_kept(0, 1));
+  transport->open_kept_paths({{0, 1}});
+  const std::shared_ptr<DeviceStore> sender = make_cuda_device_store(0);
+  const std::shared_ptr<DeviceStore> receiver = make_cuda_device_store(1);
+  const std::vector<int64_t> tags{10, 11, 12};
+  const std::vector<int64_t> sizes{3, 100000, 7};
+  const auto values = [&](size_t k) {
+    std::vector<float> v(static_cast<size_t>(sizes[k]));
+    for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(tags[k] * 1000 + static_cast<int64_t>(i % 997));
+    return v;
+  };
+  for (size_t k = 0; k < tags.size(); ++k) {
+    const ExportedBoundary array{sender, sender->from_host(values(k)), 0};
+    transport->pass_kept(0, 1, tags[k], array, sizes[k]);
+  }
+  for (const size_t k : {2, 0, 1}) {
+    const PassedKept passed = transport->take_kept(1, 0, tags[k], [&](int64_t floats) {
+      return std::make_shared<ExportedBoundary>(ExportedBoundary{receiver, receiver->uninitialized(floats), 1});
+    });
+    ASSERT_EQ(passed.floats, sizes[k]);
+    std::vector<float> back(static_cast<size_t>(passed.floats));
+    KeptValues* raw[] = {passed.array->values.get()};
+    const std::span<float> into[] = {back};
+    receiver->to_host(raw, into, /*add=*/false);
+    EXPECT_EQ(back, values(k)) << "tag " << tags[k];
+  }
 }
 
 }  // namespace
