@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "exec/cuda/cuda_buffer_pool.hpp"
 #include "exec/cuda/cuda_network_state.hpp"
 #include "model/error.hpp"
 
@@ -37,11 +38,9 @@ struct StoreCore {
   // that copy (an event is recorded on a stream of its own GPU), so the
   // wait holds up none of this store's other jobs.
   cudaStream_t released = nullptr;
-  std::mutex mu;       // idle
-  std::mutex release_mu;  // freeing the idle buffers where the GPU is out of memory, one thread at a time
+  BufferPool pool;
   std::mutex copy_mu;  // the pinned memory, while copies land in it: not `mu`, which a backward
                        // making a sum takes, so a copy's wait does not hold up the compute
-  std::map<int64_t, std::vector<std::pair<DeviceArray<float>, cudaEvent_t>>> idle;
   float* pinned = nullptr;
   size_t pinned_floats = 0;
   cudaEvent_t copied = nullptr;  // after a to_host's copies: waited for alone, not the stream's later work
@@ -58,10 +57,7 @@ struct StoreCore {
     if (down != nullptr) cudaStreamSynchronize(down);
     if (peer != nullptr) cudaStreamSynchronize(peer);
     if (released != nullptr) cudaStreamSynchronize(released);
-    for (auto& [_, buffers] : idle) {
-      for (auto& [values, event] : buffers) cudaEventDestroy(event);
-    }
-    idle.clear();
+    pool.clear();
     if (pinned != nullptr) cudaFreeHost(pinned);
     if (copied != nullptr) cudaEventDestroy(copied);
     if (up != nullptr) cudaFreeHost(up);
@@ -77,11 +73,7 @@ struct StoreCore {
 // gradient or weight naming it lets go.
 struct PooledArray final : KeptArray {
   std::shared_ptr<StoreCore> home;
-  ~PooledArray() override {
-    std::lock_guard lock(home->mu);
-    const int64_t floats = values.size();
-    home->idle[floats].emplace_back(std::move(values), written);
-  }
+  ~PooledArray() override { home->pool.give_back(std::move(values), written); }
 };
 
 class CudaDeviceStore final : public DeviceStore {
@@ -302,82 +294,20 @@ class CudaDeviceStore final : public DeviceStore {
     return *k;
   }
 
-  // An array of `floats` from the buffers let go whose last work is done,
-  // else a new one, the store's stream after that work (unless
-  // `store_waits` is false: the caller's stream waits for its event); its
-  // values are the caller's to set. A buffer still in use waits in the pool:
-  // lent, it would put the store's stream, or the caller's, behind work it
-  // has no part in (a backward, or NCCL's send of a boundary, which ends
-  // only when another process receives it), and every later job of that
-  // stream with it.
+  // An array of `floats` from the pool (BufferPool::lend), the store's
+  // stream after the last work on a buffer reused (unless `store_waits` is
+  // false: the caller's stream waits for its event); its values are the
+  // caller's to set.
   std::shared_ptr<PooledArray> lend(int64_t floats, bool store_waits = true) {
     TRAINSIM_CUDA(cudaSetDevice(core_->gpu));
-    DeviceArray<float> values;
-    cudaEvent_t written = nullptr;
-    {
-      std::lock_guard lock(core_->mu);
-      std::vector<std::pair<DeviceArray<float>, cudaEvent_t>>& idle = core_->idle[floats];
-      for (auto it = idle.rbegin(); it != idle.rend(); ++it) {
-        const cudaError_t done = cudaEventQuery(it->second);
-        if (done == cudaSuccess) {
-          const auto chosen = std::prev(it.base());
-          values = std::move(chosen->first);
-          written = chosen->second;
-          idle.erase(chosen);
-          break;
-        }
-        if (done == cudaErrorNotReady) (void)cudaGetLastError();  // an answer, not a launch's error to report
-      }
-    }
-    if (written == nullptr) {
-      values = allocated(floats);  // where this throws, nothing goes to the pool
-      TRAINSIM_CUDA(cudaEventCreateWithFlags(&written, cudaEventDisableTiming));
-    } else if (store_waits) {
-      TRAINSIM_CUDA(cudaStreamWaitEvent(core_->stream, written, 0));
-    }
+    Lent lent = core_->pool.lend(floats);
+    if (!lent.fresh && store_waits) TRAINSIM_CUDA(cudaStreamWaitEvent(core_->stream, lent.written, 0));
     auto a = std::make_shared<PooledArray>();
     a->gpu = core_->gpu;
-    a->values = std::move(values);
-    a->written = written;
+    a->values = std::move(lent.values);
+    a->written = lent.written;
     a->home = core_;
     return a;
-  }
-
-  // A new buffer of `floats`. Where the GPU is out of memory, the idle
-  // buffers of every size are freed first, each after its last work, and
-  // the allocation is tried once more: buffers are kept by exact size, so a
-  // run whose sizes change would otherwise hold memory it no longer uses.
-  // Any other error is the caller's.
-  DeviceArray<float> allocated(int64_t floats) {
-    try {
-      return DeviceArray<float>(floats);
-    } catch (const CudaError&) {
-      if (cudaGetLastError() != cudaErrorMemoryAllocation) throw;  // (which also clears an out-of-memory)
-    }
-    std::lock_guard lock(core_->release_mu);  // a second thread short of memory waits for what the first frees
-    release_idle();
-    try {
-      return DeviceArray<float>(floats);
-    } catch (const CudaError&) {
-      (void)cudaGetLastError();  // reported by the throw, not left for the next launch's check
-      throw;
-    }
-  }
-
-  // Frees every idle buffer after its last work.
-  void release_idle() {
-    std::map<int64_t, std::vector<std::pair<DeviceArray<float>, cudaEvent_t>>> idle;
-    {
-      std::lock_guard lock(core_->mu);
-      idle.swap(core_->idle);
-    }
-    for (auto& [_, buffers] : idle) {
-      for (auto& [values, written] : buffers) {
-        (void)cudaEventSynchronize(written);
-        (void)cudaEventDestroy(written);
-        values = DeviceArray<float>();
-      }
-    }
   }
 
   std::shared_ptr<StoreCore> core_;
