@@ -2,6 +2,9 @@
 #include "exec/cuda/nccl_member.hpp"
 
 #include <algorithm>
+#include <chrono>
+#include <map>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -20,7 +23,18 @@ void check_nccl(ncclResult_t result, const char* call) {
   throw CudaError(std::string(call) + " failed: " + (unloaded.empty() ? ncclGetErrorString(result) : unloaded));
 }
 
-NcclMember::NcclMember(int gpu, ncclComm_t comm) : gpu_(gpu), comm_(comm) {
+namespace {
+
+std::mutex& issuing(int gpu) {
+  static std::mutex guard;
+  static std::map<int, std::mutex> locks;  // nodes never move
+  const std::lock_guard lock(guard);
+  return locks[gpu];
+}
+
+}  // namespace
+
+NcclMember::NcclMember(int gpu, ncclComm_t comm) : gpu_(gpu), issue_(issuing(gpu)), comm_(comm) {
   try {
     TRAINSIM_CUDA(cudaSetDevice(gpu_));
     TRAINSIM_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
@@ -36,10 +50,13 @@ NcclMember::~NcclMember() {
   // ncclCommDestroy for ever.
   const bool idle = stream_ == nullptr || cudaStreamQuery(stream_) == cudaSuccess;
   (void)cudaGetLastError();  // not ready is an answer, not an error for a later check to report
-  if (comm_ != nullptr && idle) {
-    ncclCommDestroy(comm_);
-  } else if (comm_ != nullptr) {
-    ncclCommAbort(comm_);
+  {
+    const std::lock_guard lock(issue_);
+    if (comm_ != nullptr && idle) {
+      ncclCommDestroy(comm_);
+    } else if (comm_ != nullptr) {
+      ncclCommAbort(comm_);
+    }
   }
   if (stream_ != nullptr) cudaStreamDestroy(stream_);
   if (back_ != nullptr) cudaFreeHost(back_);
@@ -61,27 +78,42 @@ float* NcclMember::buffer(int64_t floats) {
 }
 
 bool NcclMember::finished(const std::function<bool()>& aborted) {
+  TRAINSIM_CUDA(cudaSetDevice(gpu_));
   for (cudaError_t status = cudaStreamQuery(stream_); status != cudaSuccess; status = cudaStreamQuery(stream_)) {
     if (status != cudaErrorNotReady) TRAINSIM_CUDA(status);
     (void)cudaGetLastError();  // not ready is an answer, not a launch's error for a later check to report
     if (aborted()) {
-      ncclCommAbort(comm_);
-      comm_ = nullptr;
+      abandon();
       return false;
     }
     std::this_thread::yield();
   }
-  return true;
+  const std::lock_guard lock(issue_);
+  return comm_ != nullptr;  // abandoned by another thread: the work ended unfinished
+}
+
+void NcclMember::abandon() {
+  const std::lock_guard lock(issue_);
+  if (comm_ != nullptr) ncclCommAbort(comm_);
+  comm_ = nullptr;
+}
+
+bool NcclMember::alive() {
+  const std::lock_guard lock(issue_);
+  return comm_ != nullptr;
 }
 
 bool NcclMember::all_reduce(std::span<float> data, const std::function<bool()>& aborted) {
-  if (given_up(aborted)) return false;
-  TRAINSIM_CUDA(cudaSetDevice(gpu_));
-  float* const sum = buffer(static_cast<int64_t>(data.size()));
-  cuda::grown_pinned(back_, back_capacity_, data.size());
-  TRAINSIM_CUDA(cudaMemcpyAsync(sum, data.data(), data.size_bytes(), cudaMemcpyHostToDevice, stream_));
-  check_nccl(ncclAllReduce(sum, sum, data.size(), ncclFloat, ncclSum, comm_, stream_), "ncclAllReduce");
-  TRAINSIM_CUDA(cudaMemcpyAsync(back_, sum, data.size_bytes(), cudaMemcpyDeviceToHost, stream_));
+  {
+    const std::lock_guard lock(issue_);
+    if (given_up(aborted)) return false;
+    TRAINSIM_CUDA(cudaSetDevice(gpu_));
+    float* const sum = buffer(static_cast<int64_t>(data.size()));
+    cuda::grown_pinned(back_, back_capacity_, data.size());
+    TRAINSIM_CUDA(cudaMemcpyAsync(sum, data.data(), data.size_bytes(), cudaMemcpyHostToDevice, stream_));
+    check_nccl(ncclAllReduce(sum, sum, data.size(), ncclFloat, ncclSum, comm_, stream_), "ncclAllReduce");
+    TRAINSIM_CUDA(cudaMemcpyAsync(back_, sum, data.size_bytes(), cudaMemcpyDeviceToHost, stream_));
+  }
   if (!finished(aborted)) return false;
   std::copy_n(back_, data.size(), data.begin());
   return true;
@@ -89,7 +121,15 @@ bool NcclMember::all_reduce(std::span<float> data, const std::function<bool()>& 
 
 bool NcclMember::all_reduce_kept(std::span<KeptValues* const> arrays, int64_t floats, float scale,
                                  const std::function<bool()>& aborted) {
-  if (given_up(aborted)) return false;
+  {
+    const std::lock_guard lock(issue_);
+    if (given_up(aborted)) return false;
+    queue_all_reduce_kept(arrays, floats, scale);
+  }
+  return finished(aborted);
+}
+
+void NcclMember::queue_all_reduce_kept(std::span<KeptValues* const> arrays, int64_t floats, float scale) {
   TRAINSIM_CUDA(cudaSetDevice(gpu_));
   std::vector<cuda::KeptArray*> kept;
   int64_t total = 0;
@@ -126,7 +166,6 @@ bool NcclMember::all_reduce_kept(std::span<KeptValues* const> arrays, int64_t fl
     TRAINSIM_CUDA(cudaEventRecord(a->written, stream_));
     at += a->values.size();
   }
-  return finished(aborted);
 }
 
 // ncclSend of `floats` values at `values` to `peer`, or ncclRecv from it.
@@ -138,6 +177,7 @@ ncclResult_t NcclMember::queue_p2p(bool sends, float* values, int64_t floats, in
 
 bool NcclMember::pass_kept(bool sends, int peer, KeptValues& values, int64_t floats,
                            const std::function<bool()>& aborted) {
+  const std::lock_guard lock(issue_);
   if (given_up(aborted)) return false;
   TRAINSIM_CUDA(cudaSetDevice(gpu_));
   auto* a = dynamic_cast<cuda::KeptArray*>(&values);
@@ -153,28 +193,46 @@ bool NcclMember::pass_kept(bool sends, int peer, KeptValues& values, int64_t flo
 }
 
 bool NcclMember::connect(int peer, bool sends, const std::function<bool()>& aborted) {
-  if (given_up(aborted)) return false;
-  TRAINSIM_CUDA(cudaSetDevice(gpu_));
-  check_nccl(queue_p2p(sends, buffer(1), 1, peer), sends ? "ncclSend" : "ncclRecv");
+  {
+    const std::lock_guard lock(issue_);
+    if (given_up(aborted)) return false;
+    TRAINSIM_CUDA(cudaSetDevice(gpu_));
+    check_nccl(queue_p2p(sends, buffer(1), 1, peer), sends ? "ncclSend" : "ncclRecv");
+  }
   return finished(aborted);
 }
 
-bool NcclMember::connect_pair(NcclMember& sender, NcclMember& receiver, const std::function<bool()>& aborted) {
-  if (sender.given_up(aborted) || receiver.given_up(aborted)) return false;
-  TRAINSIM_CUDA(cudaSetDevice(sender.gpu_));
-  float* const sent = sender.buffer(1);
-  TRAINSIM_CUDA(cudaSetDevice(receiver.gpu_));
-  float* const into = receiver.buffer(1);
-  check_nccl(ncclGroupStart(), "ncclGroupStart");
-  const ncclResult_t send = sender.queue_p2p(true, sent, 1, 1);
-  const ncclResult_t recv = receiver.queue_p2p(false, into, 1, 0);
-  check_nccl(ncclGroupEnd(), "ncclGroupEnd");
-  check_nccl(send, "ncclSend");
-  check_nccl(recv, "ncclRecv");
-  TRAINSIM_CUDA(cudaSetDevice(sender.gpu_));
-  if (!sender.finished(aborted)) return false;
-  TRAINSIM_CUDA(cudaSetDevice(receiver.gpu_));
-  return receiver.finished(aborted);
+bool NcclMember::connect_pair(NcclMember& sender, NcclMember& receiver, const std::function<bool()>& aborted,
+                              double limit_s) {
+  TRAINSIM_CHECK(sender.gpu_ != receiver.gpu_, "a path between two members of one GPU");
+  {
+    const std::scoped_lock lock(sender.issue_, receiver.issue_);
+    if (sender.given_up(aborted) || receiver.given_up(aborted)) return false;
+    TRAINSIM_CUDA(cudaSetDevice(sender.gpu_));
+    float* const sent = sender.buffer(1);
+    TRAINSIM_CUDA(cudaSetDevice(receiver.gpu_));
+    float* const into = receiver.buffer(1);
+    check_nccl(ncclGroupStart(), "ncclGroupStart");
+    const ncclResult_t send = sender.queue_p2p(true, sent, 1, 1);
+    const ncclResult_t recv = receiver.queue_p2p(false, into, 1, 0);
+    check_nccl(ncclGroupEnd(), "ncclGroupEnd");
+    check_nccl(send, "ncclSend");
+    check_nccl(recv, "ncclRecv");
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(limit_s);
+  bool late = false;
+  const auto stop = [&] {
+    late = std::chrono::steady_clock::now() > deadline;
+    return late || aborted();
+  };
+  if (sender.finished(stop) && receiver.finished(stop)) return true;
+  sender.abandon();
+  receiver.abandon();
+  if (late) {
+    throw CudaError("NCCL's first message from GPU " + std::to_string(sender.gpu_) + " to GPU " +
+                    std::to_string(receiver.gpu_) + " did not arrive within " + std::to_string(limit_s) + " s");
+  }
+  return false;
 }
 
 }  // namespace trainsim

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <mutex>
 #include <span>
 
 #include "exec/cuda/cuda_layer.hpp"
@@ -62,7 +63,17 @@ class NcclMember {
   // The same for a communicator of two members of this process, `sender`
   // its rank 0 and `receiver` its rank 1: one value from the first to the
   // second, both queued by this thread in one NCCL group, then waited for.
-  static bool connect_pair(NcclMember& sender, NcclMember& receiver, const std::function<bool()>& aborted);
+  // Waits at most `limit_s` seconds; a CudaError past it, both
+  // communicators aborted.
+  static bool connect_pair(NcclMember& sender, NcclMember& receiver, const std::function<bool()>& aborted,
+                           double limit_s);
+  // The communicator aborted (its queued work ended, as a failed run's
+  // messages that will never be matched must be, before the GPU's memory
+  // is freed: cudaFree waits for the whole device); every later call
+  // returns false. Safe from any thread.
+  void abandon();
+  // Whether it has not given up.
+  bool alive();
 
  private:
   // The buffer of at least `floats` values on the member's GPU (current).
@@ -71,12 +82,20 @@ class NcclMember {
   // true (the communicator aborted).
   bool finished(const std::function<bool()>& aborted);
   bool pass_kept(bool sends, int peer, KeptValues& values, int64_t floats, const std::function<bool()>& aborted);
+  // all_reduce_kept's work queued on the member's stream; callers hold issue_.
+  void queue_all_reduce_kept(std::span<KeptValues* const> arrays, int64_t floats, float scale);
   ncclResult_t queue_p2p(bool sends, float* values, int64_t floats, int peer);
   // Where the member gave up before, or `aborted` is true now: the
-  // communicator aborted, true.
+  // communicator aborted, true. Callers hold issue_.
   bool given_up(const std::function<bool()>& aborted);
 
   int gpu_ = 0;
+  // Held while NCCL's calls are issued to any communicator of this GPU in
+  // the process, and while comm_ is read or changed: NCCL does not allow
+  // threads to issue operations in parallel to communicators on one device
+  // (a GPU here has the AllReduce's and a path's per direction). Never held
+  // while a member waits for its stream.
+  std::mutex& issue_;
   ncclComm_t comm_ = nullptr;
   cudaStream_t stream_ = nullptr;
   cuda::DeviceArray<float> buffer_;

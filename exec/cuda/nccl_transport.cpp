@@ -25,6 +25,7 @@ struct NcclCommunicators {
   std::mutex mu;
   // A group's GPUs, in group order -> one member each.
   std::map<std::vector<int>, std::vector<std::unique_ptr<NcclMember>>> groups;
+  std::mutex paths_mu;
   // (sending GPU, receiving GPU) -> the members of a communicator of the
   // two, the sender's (rank 0) then the receiver's.
   std::map<std::pair<int, int>, std::pair<std::unique_ptr<NcclMember>, std::unique_ptr<NcclMember>>> paths;
@@ -32,38 +33,30 @@ struct NcclCommunicators {
 
 namespace {
 
+// How long a path's first message may take before the run fails.
+constexpr double kConnectLimitS = 60;
+
 // Boundaries between workers whose GPUs are not peers, by ncclSend and
 // ncclRecv on a communicator of the two GPUs per direction (so each carries
 // its sender's messages in order, whatever the other direction does), made
-// and connected when a run opens the direction and kept for the next run.
+// and connected when a run opens the direction and kept for the next run
+// (one given up is made again).
 class NcclPasser final : public KeptPasser {
  public:
   NcclPasser(std::vector<int> gpus, std::shared_ptr<NcclCommunicators> kept)
       : gpus_(std::move(gpus)), kept_(std::move(kept)) {}
 
-  void open(std::span<const std::pair<int, int>> directions) override {
-    const std::lock_guard lock(kept_->mu);
-    for (const auto& [from, to] : directions) {
-      const std::pair<int, int> pair{gpu(from), gpu(to)};
-      if (kept_->paths.contains(pair)) continue;
-      ncclComm_t comms[2] = {nullptr, nullptr};
-      const int devices[2] = {pair.first, pair.second};
-      check_nccl(ncclCommInitAll(comms, 2, devices), "ncclCommInitAll");
-      std::unique_ptr<NcclMember> sender;
-      try {
-        sender = std::make_unique<NcclMember>(pair.first, comms[0]);
-      } catch (...) {
-        ncclCommDestroy(comms[1]);
-        throw;
+  void open(std::span<const std::pair<int, int>> directions, const std::function<bool()>& aborted) override {
+    const std::lock_guard lock(kept_->paths_mu);
+    for (const auto& direction : directions) {
+      const std::pair<int, int> pair{gpu(direction.first), gpu(direction.second)};
+      auto it = kept_->paths.find(pair);
+      if (it == kept_->paths.end() || !it->second.first->alive() || !it->second.second->alive()) {
+        if (it != kept_->paths.end()) kept_->paths.erase(it);
+        it = kept_->paths.emplace(pair, made(pair, aborted)).first;
       }
-      auto receiver = std::make_unique<NcclMember>(pair.second, comms[1]);
-      // Connected here, with no run waiting on either GPU: NCCL connects a
-      // path at its first message, the host waiting for the peer's part.
-      if (!NcclMember::connect_pair(*sender, *receiver, [] { return false; })) {
-        throw CudaError("NCCL's first message from GPU " + std::to_string(pair.first) + " to GPU " +
-                        std::to_string(pair.second) + " did not arrive");
-      }
-      kept_->paths.emplace(pair, std::make_pair(std::move(sender), std::move(receiver)));
+      // Read without a lock while the run goes on: written before it starts.
+      opened_[direction] = {it->second.first.get(), it->second.second.get()};
     }
   }
   bool send(int from, int to, KeptValues& values, int64_t floats, const std::function<bool()>& aborted) override {
@@ -72,19 +65,49 @@ class NcclPasser final : public KeptPasser {
   bool recv(int to, int from, KeptValues& into, int64_t floats, const std::function<bool()>& aborted) override {
     return path(from, to).second->recv_kept(0, into, floats, aborted);
   }
+  void abandon() override {
+    for (auto& [direction, members] : opened_) {
+      members.first->abandon();
+      members.second->abandon();
+    }
+  }
 
  private:
   int gpu(int worker) const { return gpus_.at(static_cast<size_t>(worker)); }
-  std::pair<std::unique_ptr<NcclMember>, std::unique_ptr<NcclMember>>& path(int from, int to) {
-    const std::lock_guard lock(kept_->mu);
-    auto it = kept_->paths.find({gpu(from), gpu(to)});
-    TRAINSIM_CHECK(it != kept_->paths.end(), "an array passed from worker " + std::to_string(from) + " to worker " +
-                                                 std::to_string(to) + " before that path was opened");
+
+  // A communicator of the two GPUs, connected by one message: NCCL connects
+  // a path at its first message, the host waiting for the peer's part, so
+  // it is done here, with no run waiting on either GPU.
+  static std::pair<std::unique_ptr<NcclMember>, std::unique_ptr<NcclMember>> made(
+      const std::pair<int, int>& pair, const std::function<bool()>& aborted) {
+    ncclComm_t comms[2] = {nullptr, nullptr};
+    const int devices[2] = {pair.first, pair.second};
+    check_nccl(ncclCommInitAll(comms, 2, devices), "ncclCommInitAll");
+    std::unique_ptr<NcclMember> sender;
+    try {
+      sender = std::make_unique<NcclMember>(pair.first, comms[0]);
+    } catch (...) {
+      ncclCommDestroy(comms[1]);
+      throw;
+    }
+    auto receiver = std::make_unique<NcclMember>(pair.second, comms[1]);
+    if (!NcclMember::connect_pair(*sender, *receiver, aborted, kConnectLimitS)) {
+      throw TransportAborted("the run was aborted while NCCL connected GPU " + std::to_string(pair.first) + " to GPU " +
+                             std::to_string(pair.second));
+    }
+    return {std::move(sender), std::move(receiver)};
+  }
+
+  std::pair<NcclMember*, NcclMember*>& path(int from, int to) {
+    auto it = opened_.find({from, to});
+    TRAINSIM_CHECK(it != opened_.end(), "an array passed from worker " + std::to_string(from) + " to worker " +
+                                            std::to_string(to) + " before that path was opened");
     return it->second;
   }
 
   std::vector<int> gpus_;
   std::shared_ptr<NcclCommunicators> kept_;
+  std::map<std::pair<int, int>, std::pair<NcclMember*, NcclMember*>> opened_;  // by (sender, receiver) worker
 };
 
 class NcclTransport final : public InProcessTransport {

@@ -29,6 +29,7 @@ void InProcessTransport::wake_waiters() {
     const std::lock_guard<std::mutex> lock(d->mutex);
     d->arrived.notify_all();
   }
+  if (passer_ != nullptr) passer_->abandon();
 }
 
 void InProcessTransport::deliver(int from, int to, int64_t tag, std::vector<float> payload, SendReturns /*returns*/) {
@@ -88,7 +89,7 @@ void InProcessTransport::pass_kept_by(std::shared_ptr<KeptPasser> passer) {
 bool InProcessTransport::passes_kept(int from, int to) const { return passer_ != nullptr && from != to; }
 
 void InProcessTransport::open_kept_paths(const std::vector<std::pair<int, int>>& directions) {
-  if (passer_ != nullptr && !directions.empty()) passer_->open(directions);
+  if (passer_ != nullptr && !directions.empty()) passer_->open(directions, [this] { return aborted(); });
 }
 
 void InProcessTransport::deliver_kept(int from, int to, int64_t tag, const ExportedBoundary& values, int64_t floats) {

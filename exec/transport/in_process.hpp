@@ -30,8 +30,9 @@ class KeptPasser {
   virtual ~KeptPasser() = default;
   // What it needs for each listed direction (sending worker, receiving
   // worker) not opened before (NCCL: a communicator of the two GPUs), before
-  // a run's workers start; the transport's next run may open more.
-  virtual void open(std::span<const std::pair<int, int>> directions) = 0;
+  // a run's workers start; the transport's next run may open more. Gives up
+  // where `aborted` turns true.
+  virtual void open(std::span<const std::pair<int, int>> directions, const std::function<bool()>& aborted) = 0;
   // `values` (`floats` of them, from's device's) to `to`, queued after their
   // work, their later work after the send; false where `aborted` turned
   // true while it waited.
@@ -39,6 +40,12 @@ class KeptPasser {
   // The next array from `from` into `into` (`floats` values, to's device's),
   // queued after into's work, its later work after the receive.
   virtual bool recv(int to, int from, KeptValues& into, int64_t floats, const std::function<bool()>& aborted) = 0;
+  // When the transport aborts (a worker failed): messages queued on the
+  // devices that will never be matched are ended (NCCL: its communicators
+  // aborted), so that no wait on them, or on the devices' memory being
+  // freed, lasts for ever; later sends and receives return false. Called
+  // from the failing worker's thread while others may be sending.
+  virtual void abandon() {}
 };
 
 class InProcessTransport : public Transport {

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -39,7 +40,7 @@ using Directions = std::vector<std::pair<int, int>>;
 // sender's order gets another array (of another size, or other values).
 class UntaggedPasser final : public KeptPasser {
  public:
-  void open(std::span<const std::pair<int, int>> directions) override {
+  void open(std::span<const std::pair<int, int>> directions, const std::function<bool()>&) override {
     const std::lock_guard lock(mu_);
     for (const auto& d : paths_.fresh(directions)) opened.push_back(d);
   }
@@ -72,9 +73,12 @@ class UntaggedPasser final : public KeptPasser {
     return true;
   }
 
+  void abandon() override { abandoned = true; }
+
   Directions opened;
   int64_t sends = 0;
   int64_t receives = 0;
+  std::atomic<bool> abandoned{false};
 
  private:
   std::mutex mu_;
@@ -139,16 +143,21 @@ TEST(InProcessTransportKept, WithoutAPasserNothingIsPassed) {
 }
 
 // A take waiting for its array's header ends when another worker fails,
-// and on its own past the transport's timeout, naming what it waited for.
+// and on its own past the transport's timeout, naming what it waited for;
+// the abort has the passer end its messages (NCCL's queued ones, which a
+// failed run would never match).
 TEST(InProcessTransportKept, ATakeWaitingForItsArrayEndsOnAnAbortOrTheTimeout) {
   Stand stand;
   {
     InProcessTransport t(2);
-    t.pass_kept_by(std::make_shared<UntaggedPasser>());
+    auto passer = std::make_shared<UntaggedPasser>();
+    t.pass_kept_by(passer);
     auto waiting = std::async(std::launch::async, [&] { return t.take_kept(1, 0, 7, stand.make); });
     EXPECT_EQ(waiting.wait_for(std::chrono::milliseconds(50)), std::future_status::timeout);
+    EXPECT_FALSE(passer->abandoned);
     t.abort("worker 0 failed");
     EXPECT_THROW(waiting.get(), TransportAborted);
+    EXPECT_TRUE(passer->abandoned);
   }
   InProcessTransport t(2, /*recv_timeout_s=*/0.05);
   t.pass_kept_by(std::make_shared<UntaggedPasser>());
