@@ -90,8 +90,11 @@ Cluster measure_cuda_cluster(int device, int64_t workers, const CudaProbeOptions
 //     (peer_gpus), a device copy into an array on the sender's GPU, an
 //     event, the receiver's copy of the array onto its GPU
 //     (cudaMemcpyPeerAsync) and from there into its input, until done;
-//     else the host's path, a copy down into pageable memory, waited for,
-//     a host copy into pinned memory and a copy up from it, waited for;
+//     else, where NCCL opens, the NCCL transport's path: a copy into an
+//     array of the sender's store, NCCL's send and receive into one of the
+//     receiver's, and a copy from there into its input, until done; else
+//     the host's path, a copy down into pageable memory, waited for, a
+//     host copy into pinned memory and a copy up from it, waited for;
 //   collective = the workers' collectives as the executor runs them: on
 //     the host (measure_host_collective over gradient_bytes, a worker per
 //     GPU), between each worker's gradient copied down and up on its own

@@ -12,6 +12,7 @@
 
 #include "exec/cuda/cuda_check.hpp"
 #include "exec/cuda/cuda_device_store.hpp"
+#include "exec/cuda/cuda_network_state.hpp"
 #include "exec/cuda/nccl_transport.hpp"
 #include "model/error.hpp"
 #include "profiles/profiler/cluster_probe.hpp"
@@ -63,10 +64,10 @@ void check_gpus(const std::vector<int>& gpus) {
 // copy) and its network's copy into its input buffers. Else through the
 // host: the sender's copy down into pageable memory, waited for
 // (CudaNetwork::cut_values), and the receiver's copy of it into pinned
-// memory and up into its input buffers, waited for here.
-std::vector<ChannelSample> boundary_sweep(int from, int to, const CudaProbeOptions& o, bool& peers) {
+// memory and up into its input buffers, waited for here (where NCCL will
+// not open: nccl_boundary_sweep).
+std::vector<ChannelSample> boundary_sweep(int from, int to, const CudaProbeOptions& o, bool peers) {
   const size_t floats = static_cast<size_t>((o.max_message_bytes + 3) / 4);
-  peers = peer_gpus(from, to);
   TRAINSIM_CUDA(cudaSetDevice(from));
   const probe::DeviceBuffer source = probe::device_floats(floats), via = probe::device_floats(floats);
   TRAINSIM_CUDA(cudaMemset(source.get(), 0, floats * sizeof(float)));
@@ -95,6 +96,55 @@ std::vector<ChannelSample> boundary_sweep(int from, int to, const CudaProbeOptio
     TRAINSIM_CUDA(cudaMemcpyAsync(input.get(), pinned.get(), size, cudaMemcpyHostToDevice, receiver.get()));
     TRAINSIM_CUDA(cudaStreamSynchronize(receiver.get()));
   });
+}
+
+// The same between GPUs that are not peers by the NCCL transport's path
+// (its KeptPasser): the sender's copy into an array of its store, NCCL's
+// send and receive on a communicator of the two into an array of the
+// receiver's store, and the receiver's copy of that into its input
+// buffers, waited for here. None, and `why_not` says why, where NCCL will
+// not open or run here (the executor then goes through the host).
+std::optional<std::vector<ChannelSample>> nccl_boundary_sweep(int from, int to, const CudaProbeOptions& o,
+                                                              std::string& why_not) {
+  why_not = nccl_library_error();
+  if (!why_not.empty()) return std::nullopt;
+  try {
+    const std::unique_ptr<Transport> transport = make_nccl_transport({from, to});
+    transport->open_kept_paths({{0, 1}});
+    const std::shared_ptr<DeviceStore> sending = make_cuda_device_store(from);
+    const std::shared_ptr<DeviceStore> receiving = make_cuda_device_store(to);
+    const size_t floats = static_cast<size_t>((o.max_message_bytes + 3) / 4);
+    TRAINSIM_CUDA(cudaSetDevice(from));
+    const probe::DeviceBuffer source = probe::device_floats(floats);
+    TRAINSIM_CUDA(cudaMemset(source.get(), 0, floats * sizeof(float)));
+    const probe::Stream sender = probe::make_stream();
+    TRAINSIM_CUDA(cudaSetDevice(to));
+    const probe::DeviceBuffer input = probe::device_floats(floats);
+    const probe::Stream receiver = probe::make_stream();
+    int64_t tag = 0;
+    return wall_clock_sweep(o, [&](size_t size) {
+      const auto n = static_cast<int64_t>(size / sizeof(float));
+      TRAINSIM_CUDA(cudaSetDevice(from));
+      const ExportedBoundary out{sending, sending->uninitialized(n), from};
+      auto& exported = dynamic_cast<cuda::KeptArray&>(*out.values);
+      TRAINSIM_CUDA(cudaStreamWaitEvent(sender.get(), exported.written, 0));
+      TRAINSIM_CUDA(cudaMemcpyAsync(exported.values.get(), source.get(), size, cudaMemcpyDeviceToDevice, sender.get()));
+      TRAINSIM_CUDA(cudaEventRecord(exported.written, sender.get()));
+      transport->pass_kept(0, 1, tag, out, n);
+      const PassedKept passed = transport->take_kept(1, 0, tag++, [&](int64_t f) {
+        return std::make_shared<ExportedBoundary>(ExportedBoundary{receiving, receiving->uninitialized(f), to});
+      });
+      auto& arrived = dynamic_cast<cuda::KeptArray&>(*passed.array->values);
+      TRAINSIM_CUDA(cudaSetDevice(to));
+      TRAINSIM_CUDA(cudaStreamWaitEvent(receiver.get(), arrived.written, 0));
+      TRAINSIM_CUDA(cudaMemcpyAsync(input.get(), arrived.values.get(), size, cudaMemcpyDeviceToDevice, receiver.get()));
+      TRAINSIM_CUDA(cudaEventRecord(arrived.written, receiver.get()));
+      TRAINSIM_CUDA(cudaStreamSynchronize(receiver.get()));
+    });
+  } catch (const std::exception& e) {  // NCCL opened but would not run here
+    why_not = e.what();
+    return std::nullopt;
+  }
 }
 
 // The timing of measure_nccl_hops: a member that fails aborts the
@@ -167,8 +217,11 @@ Cluster measure_cuda_gpus_cluster(const std::vector<int>& gpus, const CudaProbeO
   c.name = "cuda" + std::to_string(n) + "gpus-measured";
   c.devices_per_machine = n;
   c.shared_devices = 0;
-  bool peers = false;
-  const ChannelFit link = fit_channel(boundary_sweep(gpus[0], gpus[1], options, peers));
+  const bool peers = peer_gpus(gpus[0], gpus[1]);
+  std::string nccl_why_not;
+  std::optional<std::vector<ChannelSample>> by_nccl;
+  if (!peers) by_nccl = nccl_boundary_sweep(gpus[0], gpus[1], options, nccl_why_not);
+  const ChannelFit link = fit_channel(by_nccl ? *by_nccl : boundary_sweep(gpus[0], gpus[1], options, peers));
   c.intra_link = {link.bandwidth_bytes_per_s, link.latency_s};
   c.inter_link = c.intra_link;
   // The workers' collectives on the host, each gradient copied down and up
@@ -183,7 +236,9 @@ Cluster measure_cuda_gpus_cluster(const std::vector<int>& gpus, const CudaProbeO
                   " as a worker per GPU (the others taken to be as GPU " + std::to_string(gpus[0]) +
                   "): boundaries between GPUs " + std::to_string(gpus[0]) + " and " + std::to_string(gpus[1]) +
                   (peers ? " device to device (peers: an array copied on the sender's GPU, then onto the receiver's)"
-                         : " through pinned host memory (no peer access)") +
+                   : by_nccl ? " by NCCL's send and receive (no peer access)"
+                             : " through pinned host memory (no peer access; NCCL's send and receive not measured: " +
+                                   nccl_why_not + ")") +
                   "; collectives on the host (ring hops, sums and barriers of " + std::to_string(n) +
                   " threads) between each worker's gradient of " + std::to_string(options.gradient_bytes) +
                   " B copied down and up on its GPU, all at once; " +
