@@ -7,6 +7,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "exec/cuda/cuda_check.hpp"
@@ -50,22 +51,23 @@ NcclMember::~NcclMember() {
   // ncclCommDestroy for ever.
   const bool idle = stream_ == nullptr || cudaStreamQuery(stream_) == cudaSuccess;
   (void)cudaGetLastError();  // not ready is an answer, not an error for a later check to report
+  ncclComm_t comm = nullptr;
   {
     const std::lock_guard lock(issue_);
-    if (comm_ != nullptr && idle) {
-      ncclCommDestroy(comm_);
-    } else if (comm_ != nullptr) {
-      ncclCommAbort(comm_);
-    }
+    comm = std::exchange(comm_, nullptr);
+  }
+  if (comm != nullptr && idle) {
+    ncclCommDestroy(comm);
+  } else if (comm != nullptr) {
+    ncclCommAbort(comm);
   }
   if (stream_ != nullptr) cudaStreamDestroy(stream_);
   if (back_ != nullptr) cudaFreeHost(back_);
 }
 
-bool NcclMember::given_up(const std::function<bool()>& aborted) {
-  if (comm_ != nullptr && !aborted()) return false;
-  if (comm_ != nullptr) ncclCommAbort(comm_);
-  comm_ = nullptr;
+bool NcclMember::gave_up(const std::function<bool()>& aborted) {
+  if (!aborted()) return false;
+  abandon();
   return true;
 }
 
@@ -93,9 +95,14 @@ bool NcclMember::finished(const std::function<bool()>& aborted) {
 }
 
 void NcclMember::abandon() {
-  const std::lock_guard lock(issue_);
-  if (comm_ != nullptr) ncclCommAbort(comm_);
-  comm_ = nullptr;
+  ncclComm_t comm = nullptr;
+  {
+    const std::lock_guard lock(issue_);
+    comm = std::exchange(comm_, nullptr);
+  }
+  // Not under the lock: aborting may wait for the GPU, on which another
+  // communicator's kernel may wait for its own abort.
+  if (comm != nullptr) ncclCommAbort(comm);
 }
 
 bool NcclMember::alive() {
@@ -104,13 +111,16 @@ bool NcclMember::alive() {
 }
 
 bool NcclMember::all_reduce(std::span<float> data, const std::function<bool()>& aborted) {
+  if (gave_up(aborted)) return false;
+  TRAINSIM_CUDA(cudaSetDevice(gpu_));
+  // Grown before the lock: freeing the smaller may wait for the whole GPU.
+  float* const sum = buffer(static_cast<int64_t>(data.size()));
+  cuda::grown_pinned(back_, back_capacity_, data.size());
+  std::copy(data.begin(), data.end(), back_);  // up from pinned memory: no wait for the stream
   {
     const std::lock_guard lock(issue_);
-    if (given_up(aborted)) return false;
-    TRAINSIM_CUDA(cudaSetDevice(gpu_));
-    float* const sum = buffer(static_cast<int64_t>(data.size()));
-    cuda::grown_pinned(back_, back_capacity_, data.size());
-    TRAINSIM_CUDA(cudaMemcpyAsync(sum, data.data(), data.size_bytes(), cudaMemcpyHostToDevice, stream_));
+    if (comm_ == nullptr) return false;
+    TRAINSIM_CUDA(cudaMemcpyAsync(sum, back_, data.size_bytes(), cudaMemcpyHostToDevice, stream_));
     check_nccl(ncclAllReduce(sum, sum, data.size(), ncclFloat, ncclSum, comm_, stream_), "ncclAllReduce");
     TRAINSIM_CUDA(cudaMemcpyAsync(back_, sum, data.size_bytes(), cudaMemcpyDeviceToHost, stream_));
   }
@@ -121,15 +131,18 @@ bool NcclMember::all_reduce(std::span<float> data, const std::function<bool()>& 
 
 bool NcclMember::all_reduce_kept(std::span<KeptValues* const> arrays, int64_t floats, float scale,
                                  const std::function<bool()>& aborted) {
+  if (gave_up(aborted)) return false;
+  TRAINSIM_CUDA(cudaSetDevice(gpu_));
+  float* const sum = buffer(floats);  // grown before the lock
   {
     const std::lock_guard lock(issue_);
-    if (given_up(aborted)) return false;
-    queue_all_reduce_kept(arrays, floats, scale);
+    if (comm_ == nullptr) return false;
+    queue_all_reduce_kept(arrays, floats, scale, sum);
   }
   return finished(aborted);
 }
 
-void NcclMember::queue_all_reduce_kept(std::span<KeptValues* const> arrays, int64_t floats, float scale) {
+void NcclMember::queue_all_reduce_kept(std::span<KeptValues* const> arrays, int64_t floats, float scale, float* sum) {
   TRAINSIM_CUDA(cudaSetDevice(gpu_));
   std::vector<cuda::KeptArray*> kept;
   int64_t total = 0;
@@ -141,7 +154,6 @@ void NcclMember::queue_all_reduce_kept(std::span<KeptValues* const> arrays, int6
   }
   TRAINSIM_CHECK(total == floats,
                  "an AllReduce of " + std::to_string(total) + " kept values said to be " + std::to_string(floats));
-  float* const sum = buffer(floats);
   int64_t at = 0;
   for (cuda::KeptArray* a : kept) {
     TRAINSIM_CUDA(cudaStreamWaitEvent(stream_, a->written, 0));
@@ -177,8 +189,9 @@ ncclResult_t NcclMember::queue_p2p(bool sends, float* values, int64_t floats, in
 
 bool NcclMember::pass_kept(bool sends, int peer, KeptValues& values, int64_t floats,
                            const std::function<bool()>& aborted) {
+  if (gave_up(aborted)) return false;
   const std::lock_guard lock(issue_);
-  if (given_up(aborted)) return false;
+  if (comm_ == nullptr) return false;
   TRAINSIM_CUDA(cudaSetDevice(gpu_));
   auto* a = dynamic_cast<cuda::KeptArray*>(&values);
   TRAINSIM_CHECK(a != nullptr && a->gpu == gpu_, "an array passed from or to another GPU than its member's");
@@ -193,31 +206,66 @@ bool NcclMember::pass_kept(bool sends, int peer, KeptValues& values, int64_t flo
 }
 
 bool NcclMember::connect(int peer, bool sends, const std::function<bool()>& aborted) {
+  if (gave_up(aborted)) return false;
+  TRAINSIM_CUDA(cudaSetDevice(gpu_));
+  float* const value = buffer(1);
   {
     const std::lock_guard lock(issue_);
-    if (given_up(aborted)) return false;
-    TRAINSIM_CUDA(cudaSetDevice(gpu_));
-    check_nccl(queue_p2p(sends, buffer(1), 1, peer), sends ? "ncclSend" : "ncclRecv");
+    if (comm_ == nullptr) return false;
+    check_nccl(queue_p2p(sends, value, 1, peer), sends ? "ncclSend" : "ncclRecv");
   }
   return finished(aborted);
 }
 
 bool NcclMember::connect_pair(NcclMember& sender, NcclMember& receiver, const std::function<bool()>& aborted,
                               double limit_s) {
-  TRAINSIM_CHECK(sender.gpu_ != receiver.gpu_, "a path between two members of one GPU");
+  NcclMember* const members[] = {&sender, &receiver};
+  return connect_all(
+      members,
+      [](size_t rank, NcclMember& m, float* value) { return m.queue_p2p(rank == 0, value, 1, rank == 0 ? 1 : 0); },
+      aborted, limit_s,
+      "first message from GPU " + std::to_string(sender.gpu_) + " to GPU " + std::to_string(receiver.gpu_));
+}
+
+bool NcclMember::connect_group(std::span<NcclMember* const> members, const std::function<bool()>& aborted,
+                               double limit_s) {
+  return connect_all(
+      members,
+      [](size_t, NcclMember& m, float* value) {
+        return ncclAllReduce(value, value, 1, ncclFloat, ncclSum, m.comm_, m.stream_);
+      },
+      aborted, limit_s, "first AllReduce over " + std::to_string(members.size()) + " GPUs");
+}
+
+bool NcclMember::connect_all(std::span<NcclMember* const> members,
+                             const std::function<ncclResult_t(size_t, NcclMember&, float*)>& queue,
+                             const std::function<bool()>& aborted, double limit_s, const std::string& what) {
+  std::vector<float*> values;
+  for (NcclMember* m : members) {
+    if (m->gave_up(aborted)) return false;
+    TRAINSIM_CUDA(cudaSetDevice(m->gpu_));
+    values.push_back(m->buffer(1));  // grown before the locks
+  }
   {
-    const std::scoped_lock lock(sender.issue_, receiver.issue_);
-    if (sender.given_up(aborted) || receiver.given_up(aborted)) return false;
-    TRAINSIM_CUDA(cudaSetDevice(sender.gpu_));
-    float* const sent = sender.buffer(1);
-    TRAINSIM_CUDA(cudaSetDevice(receiver.gpu_));
-    float* const into = receiver.buffer(1);
+    // Every GPU's lock, in the GPUs' order (one member per GPU).
+    std::vector<NcclMember*> by_gpu(members.begin(), members.end());
+    std::sort(by_gpu.begin(), by_gpu.end(), [](const NcclMember* a, const NcclMember* b) { return a->gpu_ < b->gpu_; });
+    for (size_t k = 1; k < by_gpu.size(); ++k) {
+      TRAINSIM_CHECK(by_gpu[k - 1]->gpu_ != by_gpu[k]->gpu_, "a communicator with two members on one GPU");
+    }
+    std::vector<std::unique_lock<std::mutex>> locks;
+    for (NcclMember* m : by_gpu) locks.emplace_back(m->issue_);
+    for (NcclMember* m : members) {
+      if (m->comm_ == nullptr) return false;
+    }
     check_nccl(ncclGroupStart(), "ncclGroupStart");
-    const ncclResult_t send = sender.queue_p2p(true, sent, 1, 1);
-    const ncclResult_t recv = receiver.queue_p2p(false, into, 1, 0);
+    ncclResult_t queued = ncclSuccess;
+    for (size_t r = 0; r < members.size(); ++r) {
+      const ncclResult_t result = queue(r, *members[r], values[r]);
+      if (queued == ncclSuccess) queued = result;
+    }
     check_nccl(ncclGroupEnd(), "ncclGroupEnd");
-    check_nccl(send, "ncclSend");
-    check_nccl(recv, "ncclRecv");
+    check_nccl(queued, "NCCL's first call");
   }
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(limit_s);
   bool late = false;
@@ -225,13 +273,11 @@ bool NcclMember::connect_pair(NcclMember& sender, NcclMember& receiver, const st
     late = std::chrono::steady_clock::now() > deadline;
     return late || aborted();
   };
-  if (sender.finished(stop) && receiver.finished(stop)) return true;
-  sender.abandon();
-  receiver.abandon();
-  if (late) {
-    throw CudaError("NCCL's first message from GPU " + std::to_string(sender.gpu_) + " to GPU " +
-                    std::to_string(receiver.gpu_) + " did not arrive within " + std::to_string(limit_s) + " s");
-  }
+  bool done = true;
+  for (NcclMember* m : members) done = done && m->finished(stop);
+  if (done) return true;
+  for (NcclMember* m : members) m->abandon();
+  if (late) throw CudaError("NCCL's " + what + " did not complete within " + std::to_string(limit_s) + " s");
   return false;
 }
 

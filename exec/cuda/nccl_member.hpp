@@ -14,6 +14,7 @@
 #include <functional>
 #include <mutex>
 #include <span>
+#include <string>
 
 #include "exec/cuda/cuda_layer.hpp"
 #include "exec/tensor/range_network.hpp"
@@ -67,6 +68,11 @@ class NcclMember {
   // communicators aborted.
   static bool connect_pair(NcclMember& sender, NcclMember& receiver, const std::function<bool()>& aborted,
                            double limit_s);
+  // The same for a communicator of `members` (its ranks in order, a GPU
+  // each, all of this process): one AllReduce of one value, which connects
+  // its ring, so that no later AllReduce holds the host (and the GPU's
+  // lock) until every member reaches it.
+  static bool connect_group(std::span<NcclMember* const> members, const std::function<bool()>& aborted, double limit_s);
   // The communicator aborted (its queued work ended, as a failed run's
   // messages that will never be matched must be, before the GPU's memory
   // is freed: cudaFree waits for the whole device); every later call
@@ -82,19 +88,27 @@ class NcclMember {
   // true (the communicator aborted).
   bool finished(const std::function<bool()>& aborted);
   bool pass_kept(bool sends, int peer, KeptValues& values, int64_t floats, const std::function<bool()>& aborted);
-  // all_reduce_kept's work queued on the member's stream; callers hold issue_.
-  void queue_all_reduce_kept(std::span<KeptValues* const> arrays, int64_t floats, float scale);
+  // all_reduce_kept's work queued on the member's stream, summed in `sum`
+  // (the member's buffer); callers hold issue_.
+  void queue_all_reduce_kept(std::span<KeptValues* const> arrays, int64_t floats, float scale, float* sum);
   ncclResult_t queue_p2p(bool sends, float* values, int64_t floats, int peer);
-  // Where the member gave up before, or `aborted` is true now: the
-  // communicator aborted, true. Callers hold issue_.
-  bool given_up(const std::function<bool()>& aborted);
+  // `queue(rank, member, value)` for every member in one NCCL group, this
+  // thread holding every member's GPU lock, then each waited for (at most
+  // `limit_s`: a CudaError naming `what` past it, every communicator
+  // aborted).
+  static bool connect_all(std::span<NcclMember* const> members,
+                          const std::function<ncclResult_t(size_t, NcclMember&, float*)>& queue,
+                          const std::function<bool()>& aborted, double limit_s, const std::string& what);
+  // Where `aborted` is true now: the communicator aborted, true. Callers
+  // then check comm_ under issue_ (another thread may have abandoned it).
+  bool gave_up(const std::function<bool()>& aborted);
 
   int gpu_ = 0;
   // Held while NCCL's calls are issued to any communicator of this GPU in
   // the process, and while comm_ is read or changed: NCCL does not allow
   // threads to issue operations in parallel to communicators on one device
   // (a GPU here has the AllReduce's and a path's per direction). Never held
-  // while a member waits for its stream.
+  // while a member waits for its stream, frees memory or aborts.
   std::mutex& issue_;
   ncclComm_t comm_ = nullptr;
   cudaStream_t stream_ = nullptr;

@@ -28,7 +28,7 @@ struct NcclCommunicators {
   std::mutex paths_mu;
   // (sending GPU, receiving GPU) -> the members of a communicator of the
   // two, the sender's (rank 0) then the receiver's.
-  std::map<std::pair<int, int>, std::pair<std::unique_ptr<NcclMember>, std::unique_ptr<NcclMember>>> paths;
+  std::map<std::pair<int, int>, std::pair<std::shared_ptr<NcclMember>, std::shared_ptr<NcclMember>>> paths;
 };
 
 namespace {
@@ -56,7 +56,7 @@ class NcclPasser final : public KeptPasser {
         it = kept_->paths.emplace(pair, made(pair, aborted)).first;
       }
       // Read without a lock while the run goes on: written before it starts.
-      opened_[direction] = {it->second.first.get(), it->second.second.get()};
+      opened_[direction] = it->second;
     }
   }
   bool send(int from, int to, KeptValues& values, int64_t floats, const std::function<bool()>& aborted) override {
@@ -78,19 +78,19 @@ class NcclPasser final : public KeptPasser {
   // A communicator of the two GPUs, connected by one message: NCCL connects
   // a path at its first message, the host waiting for the peer's part, so
   // it is done here, with no run waiting on either GPU.
-  static std::pair<std::unique_ptr<NcclMember>, std::unique_ptr<NcclMember>> made(
+  static std::pair<std::shared_ptr<NcclMember>, std::shared_ptr<NcclMember>> made(
       const std::pair<int, int>& pair, const std::function<bool()>& aborted) {
     ncclComm_t comms[2] = {nullptr, nullptr};
     const int devices[2] = {pair.first, pair.second};
     check_nccl(ncclCommInitAll(comms, 2, devices), "ncclCommInitAll");
-    std::unique_ptr<NcclMember> sender;
+    std::shared_ptr<NcclMember> sender;
     try {
-      sender = std::make_unique<NcclMember>(pair.first, comms[0]);
+      sender = std::make_shared<NcclMember>(pair.first, comms[0]);
     } catch (...) {
       ncclCommDestroy(comms[1]);
       throw;
     }
-    auto receiver = std::make_unique<NcclMember>(pair.second, comms[1]);
+    auto receiver = std::make_shared<NcclMember>(pair.second, comms[1]);
     if (!NcclMember::connect_pair(*sender, *receiver, aborted, kConnectLimitS)) {
       throw TransportAborted("the run was aborted while NCCL connected GPU " + std::to_string(pair.first) + " to GPU " +
                              std::to_string(pair.second));
@@ -98,7 +98,7 @@ class NcclPasser final : public KeptPasser {
     return {std::move(sender), std::move(receiver)};
   }
 
-  std::pair<NcclMember*, NcclMember*>& path(int from, int to) {
+  std::pair<std::shared_ptr<NcclMember>, std::shared_ptr<NcclMember>>& path(int from, int to) {
     auto it = opened_.find({from, to});
     TRAINSIM_CHECK(it != opened_.end(), "an array passed from worker " + std::to_string(from) + " to worker " +
                                             std::to_string(to) + " before that path was opened");
@@ -107,7 +107,9 @@ class NcclPasser final : public KeptPasser {
 
   std::vector<int> gpus_;
   std::shared_ptr<NcclCommunicators> kept_;
-  std::map<std::pair<int, int>, std::pair<NcclMember*, NcclMember*>> opened_;  // by (sender, receiver) worker
+  // By (sender, receiver) worker; held here too, so that a path another
+  // transport's run makes again leaves this one's members whole.
+  std::map<std::pair<int, int>, std::pair<std::shared_ptr<NcclMember>, std::shared_ptr<NcclMember>>> opened_;
 };
 
 class NcclTransport final : public InProcessTransport {
@@ -135,13 +137,20 @@ class NcclTransport final : public InProcessTransport {
   }
 
  private:
-  // The caller's member of its group, the group's communicators made by
-  // the first member to get here.
+  // The caller's member of its group, the group's communicators made and
+  // connected by the first member to get here (again where a failed run
+  // gave them up).
   NcclMember& member(const CollectivePeers& peers) {
     std::vector<int> devices;
     for (const int worker : peers.group()) devices.push_back(gpus_[static_cast<size_t>(worker)]);
+    if (aborted()) throw_aborted();  // this run's members given up are not made again
     std::lock_guard lock(kept_->mu);
     auto it = kept_->groups.find(devices);
+    if (it != kept_->groups.end() &&
+        !std::all_of(it->second.begin(), it->second.end(), [](const auto& m) { return m->alive(); })) {
+      kept_->groups.erase(it);
+      it = kept_->groups.end();
+    }
     if (it == kept_->groups.end()) {
       std::vector<ncclComm_t> comms(devices.size());
       check_nccl(ncclCommInitAll(comms.data(), static_cast<int>(comms.size()), devices.data()), "ncclCommInitAll");
@@ -154,6 +163,11 @@ class NcclTransport final : public InProcessTransport {
           throw;
         }
       }
+      std::vector<NcclMember*> ranks;
+      for (const auto& m : members) ranks.push_back(m.get());
+      if (!NcclMember::connect_group(
+              ranks, [this] { return aborted(); }, kConnectLimitS))
+        throw_aborted();
       it = kept_->groups.emplace(devices, std::move(members)).first;
     }
     return *it->second[static_cast<size_t>(peers.rank())];

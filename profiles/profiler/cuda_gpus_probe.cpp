@@ -109,8 +109,6 @@ std::optional<std::vector<ChannelSample>> nccl_boundary_sweep(int from, int to, 
   why_not = nccl_library_error();
   if (!why_not.empty()) return std::nullopt;
   try {
-    const std::unique_ptr<Transport> transport = make_nccl_transport({from, to});
-    transport->open_kept_paths({{0, 1}});
     const std::shared_ptr<DeviceStore> sending = make_cuda_device_store(from);
     const std::shared_ptr<DeviceStore> receiving = make_cuda_device_store(to);
     const size_t floats = static_cast<size_t>((o.max_message_bytes + 3) / 4);
@@ -121,6 +119,10 @@ std::optional<std::vector<ChannelSample>> nccl_boundary_sweep(int from, int to, 
     TRAINSIM_CUDA(cudaSetDevice(to));
     const probe::DeviceBuffer input = probe::device_floats(floats);
     const probe::Stream receiver = probe::make_stream();
+    // Made last, so gone first: a send left unmatched by a failure is
+    // aborted with its communicator before the memory it reads is freed.
+    const std::unique_ptr<Transport> transport = make_nccl_transport({from, to});
+    transport->open_kept_paths({{0, 1}});
     int64_t tag = 0;
     return wall_clock_sweep(o, [&](size_t size) {
       const auto n = static_cast<int64_t>(size / sizeof(float));
