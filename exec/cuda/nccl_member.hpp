@@ -71,7 +71,9 @@ class NcclMember {
   // The same for a communicator of `members` (its ranks in order, a GPU
   // each, all of this process): one AllReduce of one value, which connects
   // its ring, so that no later AllReduce holds the host (and the GPU's
-  // lock) until every member reaches it.
+  // lock) until every member reaches it. The limit starts once NCCL has
+  // taken the group: a connection NCCL makes inside ncclGroupEnd and never
+  // finishes holds the caller there, under every member's GPU lock.
   static bool connect_group(std::span<NcclMember* const> members, const std::function<bool()>& aborted, double limit_s);
   // The communicator aborted (its queued work ended, as a failed run's
   // messages that will never be matched must be, before the GPU's memory

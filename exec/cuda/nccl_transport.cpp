@@ -24,7 +24,7 @@ namespace trainsim {
 struct NcclCommunicators {
   std::mutex mu;
   // A group's GPUs, in group order -> one member each.
-  std::map<std::vector<int>, std::vector<std::unique_ptr<NcclMember>>> groups;
+  std::map<std::vector<int>, std::vector<std::shared_ptr<NcclMember>>> groups;
   std::mutex paths_mu;
   // (sending GPU, receiving GPU) -> the members of a communicator of the
   // two, the sender's (rank 0) then the receiver's.
@@ -129,35 +129,36 @@ class NcclTransport final : public InProcessTransport {
  protected:
   void run_all_reduce(CollectivePeers& peers, std::span<float> data, CollectiveAlgorithm algorithm) override {
     if (algorithm != CollectiveAlgorithm::kLibrary) return Transport::run_all_reduce(peers, data, algorithm);
-    if (!member(peers).all_reduce(data, [this] { return aborted(); })) throw_aborted();
+    if (!member(peers)->all_reduce(data, [this] { return aborted(); })) throw_aborted();
   }
   void run_all_reduce_kept(CollectivePeers& peers, std::span<KeptValues* const> arrays, int64_t floats,
                            float scale) override {
-    if (!member(peers).all_reduce_kept(arrays, floats, scale, [this] { return aborted(); })) throw_aborted();
+    if (!member(peers)->all_reduce_kept(arrays, floats, scale, [this] { return aborted(); })) throw_aborted();
   }
 
  private:
-  // The caller's member of its group, the group's communicators made and
-  // connected by the first member to get here (again where a failed run
-  // gave them up).
-  NcclMember& member(const CollectivePeers& peers) {
+  // The caller's member of its group (held for the call: a later run may
+  // make the group again), the group's communicators made and connected
+  // by the first member to get here (again where an earlier run gave them
+  // up).
+  std::shared_ptr<NcclMember> member(const CollectivePeers& peers) {
     std::vector<int> devices;
     for (const int worker : peers.group()) devices.push_back(gpus_[static_cast<size_t>(worker)]);
-    if (aborted()) throw_aborted();  // this run's members given up are not made again
     std::lock_guard lock(kept_->mu);
     auto it = kept_->groups.find(devices);
     if (it != kept_->groups.end() &&
         !std::all_of(it->second.begin(), it->second.end(), [](const auto& m) { return m->alive(); })) {
+      if (aborted()) throw_aborted();  // given up in this run: not made again
       kept_->groups.erase(it);
       it = kept_->groups.end();
     }
     if (it == kept_->groups.end()) {
       std::vector<ncclComm_t> comms(devices.size());
       check_nccl(ncclCommInitAll(comms.data(), static_cast<int>(comms.size()), devices.data()), "ncclCommInitAll");
-      std::vector<std::unique_ptr<NcclMember>> members;
+      std::vector<std::shared_ptr<NcclMember>> members;
       for (size_t r = 0; r < comms.size(); ++r) {
         try {
-          members.push_back(std::make_unique<NcclMember>(devices[r], comms[r]));
+          members.push_back(std::make_shared<NcclMember>(devices[r], comms[r]));
         } catch (...) {
           for (size_t later = r + 1; later < comms.size(); ++later) ncclCommDestroy(comms[later]);
           throw;
@@ -170,7 +171,7 @@ class NcclTransport final : public InProcessTransport {
         throw_aborted();
       it = kept_->groups.emplace(devices, std::move(members)).first;
     }
-    return *it->second[static_cast<size_t>(peers.rank())];
+    return it->second[static_cast<size_t>(peers.rank())];
   }
 
   std::vector<int> gpus_;
