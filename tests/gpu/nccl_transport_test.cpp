@@ -24,17 +24,20 @@
 namespace trainsim {
 namespace {
 
-int gpu_count(std::string& reason) { return static_cast<int>(list_cuda_devices(reason).size()); }
+// Why a test of two GPUs cannot run here, or empty.
+std::string two_gpus_missing() {
+  std::string reason;
+  const size_t gpus = list_cuda_devices(reason).size();
+  if (gpus >= 2) return "";
+  return "needs two GPUs (NCCL refuses two ranks on one GPU): " +
+         (reason.empty() ? std::to_string(gpus) + " here" : reason);
+}
 
 // dp-ring with the library AllReduce on a GPU per worker trains as on two
 // CPU workers with the project's ring (fp32 exact kernels; NCCL sums in
 // another order: 1e-3 as the GPU device tests).
 TEST(NcclTransport, DataParallelOnAGpuEachTrainsAsOnTheCpu) {
-  std::string reason;
-  if (gpu_count(reason) < 2) {
-    GTEST_SKIP() << "needs two GPUs (NCCL refuses two ranks on one GPU): "
-                 << (reason.empty() ? std::to_string(gpu_count(reason)) + " here" : reason);
-  }
+  if (const std::string missing = two_gpus_missing(); !missing.empty()) GTEST_SKIP() << missing;
   strategy_runs::RunSpec cpu{.strategy = "dp-ring", .sgd = strategy_runs::kMomentum};
   strategy_runs::RunSpec gpu = cpu;
   gpu.settings = {{"algorithm", "mpi"}};
@@ -65,11 +68,7 @@ TEST(NcclTransport, DataParallelOnAGpuEachTrainsAsOnTheCpu) {
 // the host's values summed by the same library AllReduce and scaled on the
 // host (one flat buffer of the same size either way).
 TEST(NcclTransport, ArraysTheStoresKeepSumAsTheHostsValuesDo) {
-  std::string reason;
-  if (gpu_count(reason) < 2) {
-    GTEST_SKIP() << "needs two GPUs (NCCL refuses two ranks on one GPU): "
-                 << (reason.empty() ? std::to_string(gpu_count(reason)) + " here" : reason);
-  }
+  if (const std::string missing = two_gpus_missing(); !missing.empty()) GTEST_SKIP() << missing;
   const std::vector<int> group{0, 1};
   const std::vector<int64_t> sizes{3, 100000, 0, 77};
   const auto values = [&](int worker, size_t array) {
@@ -118,11 +117,7 @@ TEST(NcclTransport, ArraysTheStoresKeepSumAsTheHostsValuesDo) {
 // (the path of a boundary between GPUs that are not peers), taken last
 // first: each arrives whole under its own tag, the host carrying none of it.
 TEST(NcclTransport, ArraysPassFromGpuToGpuUnderTheirTags) {
-  std::string reason;
-  if (gpu_count(reason) < 2) {
-    GTEST_SKIP() << "needs two GPUs (NCCL refuses two ranks on one GPU): "
-                 << (reason.empty() ? std::to_string(gpu_count(reason)) + " here" : reason);
-  }
+  if (const std::string missing = two_gpus_missing(); !missing.empty()) GTEST_SKIP() << missing;
   const std::unique_ptr<Transport> transport = make_nccl_transport({0, 1}, 30);
   ASSERT_TRUE(transport->passes_kept(0, 1));
   transport->open_kept_paths({{0, 1}});
