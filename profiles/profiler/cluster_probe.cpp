@@ -267,6 +267,10 @@ Cluster median_cluster(const std::vector<Cluster>& clusters) {
   out.device.peak_flops_per_s = median_of([](const Cluster& c) { return c.device.peak_flops_per_s; });
   out.device.memory_bytes_per_s = median_of([](const Cluster& c) { return c.device.memory_bytes_per_s; });
   out.device.handoff_s = median_of([](const Cluster& c) { return c.device.handoff_s; });
+  out.device.compute_rate_while_shared = median_of([](const Cluster& c) { return c.device.compute_rate_while_shared; });
+  out.device.collective_rate_while_computing =
+      median_of([](const Cluster& c) { return c.device.collective_rate_while_computing; });
+  out.host.stream_sync_s = median_of([](const Cluster& c) { return c.host.stream_sync_s; });
   out.intra_link.bandwidth_bytes_per_s = median_of([](const Cluster& c) { return c.intra_link.bandwidth_bytes_per_s; });
   out.intra_link.latency_s = median_of([](const Cluster& c) { return c.intra_link.latency_s; });
   out.inter_link.bandwidth_bytes_per_s = median_of([](const Cluster& c) { return c.inter_link.bandwidth_bytes_per_s; });

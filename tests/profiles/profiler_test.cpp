@@ -387,6 +387,12 @@ TEST(MeasuredCluster, TheMedianOfProbesTakesEachRatesMedian) {
   a.collective.pack_latency_s = 30e-6;
   b.collective.pack_latency_s = 10e-6;
   c.collective.pack_latency_s = 20e-6;
+  a.device.compute_rate_while_shared = 0.5;  // virtual workers sharing a GPU, each round's own
+  b.device.compute_rate_while_shared = 0.3;
+  c.device.compute_rate_while_shared = 0.4;
+  a.host.stream_sync_s = 3e-6;
+  b.host.stream_sync_s = 1e-6;
+  c.host.stream_sync_s = 2e-6;
   a.collective.library = CollectiveSpec::LibraryHops{40e9, 6e-6};
   b.collective.library = CollectiveSpec::LibraryHops{20e9, 4e-6};
   c.collective.library = CollectiveSpec::LibraryHops{30e9, 5e-6};
@@ -400,6 +406,8 @@ TEST(MeasuredCluster, TheMedianOfProbesTakesEachRatesMedian) {
   EXPECT_FALSE(median_cluster({unmeasured, b, c}).collective.library);
   EXPECT_FALSE(median_cluster({b, unmeasured, c}).collective.library);
   EXPECT_EQ(m.link_kernel_s_per_byte, 3.5e-9);
+  EXPECT_EQ(m.device.compute_rate_while_shared, 0.4);
+  EXPECT_EQ(m.host.stream_sync_s, 2e-6);
   EXPECT_EQ(m.device.peak_flops_per_s, 2);
   EXPECT_EQ(m.collective.hop_bytes_per_s, 8);
   EXPECT_EQ(m.collective.pack_latency_s, 20e-6);
