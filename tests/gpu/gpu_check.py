@@ -487,14 +487,15 @@ def main():
         # validate on virtual GPU workers: each strategy's runs beside its
         # predictions from profiles and clusters measured in the same rounds.
         report += ["", "## validate on four workers sharing the GPU", "",
-                   "`trainsim validate --devices cuda:0x4 --batch 64 --rounds 3 --max-rounds 3 --iterations 20 "
+                   "`trainsim validate --devices cuda:0x4 --batch 64 --rounds 5 --max-rounds 5 --budget 200 "
+                   "--iterations 20 "
                    "--repeats 10` "
                    "(errors: (predicted − measured) / measured; the prediction shares the GPU among the workers):", ""]
         for model, strategies in VALIDATED:
             path = os.path.join(args.out, f"validate-{model}.json")
             done = run([trainsim, "validate", "--model", model, "--devices", "cuda:0x4", "--strategies", strategies,
-                        "--batch", "64", "--rounds", "3", "--max-rounds", "3", "--iterations", "20", "--repeats", "10",
-                        "--json", path, "--quiet"] + data, log, timeout=300)
+                        "--batch", "64", "--rounds", "5", "--max-rounds", "5", "--budget", "200",
+                        "--iterations", "20", "--repeats", "10", "--json", path, "--quiet"] + data, log, timeout=300)
             failed |= done.returncode != 0
             if done.returncode != 0 or not os.path.exists(path):
                 report.append(f"- {model}: failed: {(done.stderr.strip().splitlines() or ['?'])[-1]}")

@@ -97,12 +97,13 @@ def several_gpus(run, trainsim, out, data, log, gpus, validation_lines):
                      if library else "not measured.")]
     else:
         lines += ["", f"- `profile --device cuda:0,1 --cluster-out` failed: {last_line(done)}"]
-    lines += ["", "`trainsim validate --devices cuda:0,1 --batch 64 --rounds 3 --max-rounds 3 --iterations 20 "
+    lines += ["", "`trainsim validate --devices cuda:0,1 --batch 64 --rounds 5 --max-rounds 5 --budget 200 "
+              "--iterations 20 "
               "--repeats 10` (a worker on each GPU; errors: (predicted − measured) / measured):", ""]
     path = os.path.join(out, "validate-gpus.json")
     done = run([trainsim, "validate", "--model", "fmnist-cnn", "--devices", "cuda:0,1", "--strategies", VALIDATED,
-                "--batch", "64", "--rounds", "3", "--max-rounds", "3", "--iterations", "20", "--repeats", "10",
-                "--json", path, "--quiet"] + data, log, timeout=300)
+                "--batch", "64", "--rounds", "5", "--max-rounds", "5", "--budget", "200",
+                "--iterations", "20", "--repeats", "10", "--json", path, "--quiet"] + data, log, timeout=300)
     failed |= done.returncode != 0
     if done.returncode != 0 or not os.path.exists(path):
         return lines + [f"- fmnist-cnn: failed: {last_line(done)}"], True
