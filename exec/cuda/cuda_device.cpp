@@ -17,6 +17,7 @@ std::unique_ptr<Device> make_cuda_device(const Model& model, int gpu, CudaPrecis
   CudaNetworkOptions options;
   options.precision = precision;
   options.input_gradient = true;  // a stage after the first sends dL/d(its input) back
+  options.model_input_gradient = false;  // no stage sends the model input's: conv1's dx is not computed
   return make_lending_device(
       [model, gpu, options](const Network& network, int64_t batch) {
         Weights zeros(network.layers.size());  // each lent network loads the weights it runs

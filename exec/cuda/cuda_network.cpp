@@ -99,8 +99,9 @@ std::unique_ptr<GpuLayer> make_layer(const Model& model, size_t i, const std::ve
 // last layer's; each layer's backward writes or adds into the gradients of
 // what it reads, the first to run (the last reader) writing. Unless
 // `input_gradient`, tensors made before the first layer with parameters get
-// none: nothing reads them.
-void wire_gradients(NetworkState& s, const Model& model, bool input_gradient) {
+// none: nothing reads them; the model's input (and what an identity passes
+// on of it) gets one only with `model_input_gradient` too.
+void wire_gradients(NetworkState& s, const Model& model, bool input_gradient, bool model_input_gradient) {
   const auto count = static_cast<int32_t>(s.layers.size());
   int32_t first_with_params = count;
   for (int32_t i = 0; i < count && first_with_params == count; ++i) {
@@ -112,7 +113,10 @@ void wire_gradients(NetworkState& s, const Model& model, bool input_gradient) {
     const bool identity = s.layers[static_cast<size_t>(i)]->op == Op::identity;
     root[static_cast<size_t>(i) + 1] = identity ? root[static_cast<size_t>(s.inputs[static_cast<size_t>(i)][0]) + 1] : i;
   }
-  const auto needs = [&](int32_t t) { return input_gradient || root[static_cast<size_t>(t) + 1] >= first_with_params; };
+  const auto needs = [&](int32_t t) {
+    const int32_t r = root[static_cast<size_t>(t) + 1];
+    return r >= first_with_params || (input_gradient && (r >= 0 || model_input_gradient));
+  };
   s.grad_buffers.clear();
   s.grad_buffers.resize(static_cast<size_t>(count) + 1);
   std::vector<float*> grad(static_cast<size_t>(count) + 1, nullptr);  // per root + 1
@@ -208,7 +212,7 @@ CudaNetwork::CudaNetwork(const Model& model, const Weights& weights, int64_t bat
   // On the network's stream (not the default one, which the network's
   // stream does not wait for): the synchronization below covers it.
   TRAINSIM_CUDA(cudaMemcpyAsync(c.ones.get(), ones.data(), c.ones.bytes(), cudaMemcpyHostToDevice, c.stream));
-  cuda::wire_gradients(s, model, options.input_gradient);
+  cuda::wire_gradients(s, model, options.input_gradient, options.model_input_gradient);
   s.events.resize(3 * s.layers.size() + 1);
   for (cudaEvent_t& e : s.events) TRAINSIM_CUDA(cudaEventCreate(&e));
   TRAINSIM_CUDA(cudaStreamSynchronize(c.stream));

@@ -41,9 +41,13 @@ enum class CudaPrecision { fast, exact, tf32, bf16 };
 
 struct CudaNetworkOptions {
   CudaPrecision precision = CudaPrecision::fast;
-  // Also dL/d(the model's input), as a pipeline stage after the first needs
-  // it; without it, layers up to the first with parameters compute none.
+  // Also the gradients of the tensors made before the first layer with
+  // parameters, as a pipeline stage after the first needs its input's;
+  // without it, layers up to the first with parameters compute none.
   bool input_gradient = false;
+  // With input_gradient, dL/d(the model's input) too (each layer's alone,
+  // against the CPU's); a worker's stages never send it anywhere.
+  bool model_input_gradient = true;
 };
 
 // Per layer, seconds measured with CUDA events around its kernels.

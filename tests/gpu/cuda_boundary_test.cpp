@@ -2,10 +2,12 @@
 // export_cut, and a range's input exported so): its values are those the
 // host path packs, and the ranges after it compute what they compute from
 // the host's copy, forward and backward, across a cut of two tensors.
-// Skipped without a GPU.
+// A worker's network computes no gradient of the model's input. Skipped
+// without a GPU.
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "exec/cuda/cuda_device_store.hpp"
@@ -74,6 +76,33 @@ TEST(CudaBoundary, AnExportedCutIsTheHostsPackedAndFeedsTheRangesAfterIt) {
     for (size_t p = 0; p < ga[static_cast<size_t>(l)].size(); ++p) {
       EXPECT_EQ(ga[static_cast<size_t>(l)][p].dense.data, gc[static_cast<size_t>(l)][p].dense.data) << "layer " << l;
     }
+  }
+}
+
+// A network as a worker's device makes it (every tensor's gradient a stage
+// may send back) computes none of the model's input, which no stage sends:
+// fmnist-cnn's first convolution computes its weights' gradients alone, as
+// the profile times it; each layer alone against the CPU still has it.
+TEST(CudaBoundary, AWorkersNetworkComputesNoGradientOfTheModelsInput) {
+  SKIP_WITHOUT_GPU();
+  const Model model = build_zoo_model("fmnist-cnn");
+  const Network net = build_network(model);
+  const Weights w = init_weights(net, strategy_runs::kWeightSeed);
+  Tensor x;
+  std::vector<int32_t> labels;
+  strategy_runs::synthetic_batch(0, 8, x, labels);
+  CudaNetworkOptions worker;
+  worker.input_gradient = true;
+  worker.model_input_gradient = false;
+  CudaNetworkOptions every = worker;
+  every.model_input_gradient = true;
+  for (const auto& [options, model_input] : {std::pair{worker, false}, std::pair{every, true}}) {
+    CudaNetwork gpu(model, w, 8, 0, options);
+    gpu.set_batch(x, labels);
+    gpu.forward_and_loss();
+    gpu.backward();
+    EXPECT_EQ(gpu.has_input_gradient(0), model_input);
+    EXPECT_TRUE(gpu.has_input_gradient(1));  // the first convolution's output, a cut a stage may start at
   }
 }
 
