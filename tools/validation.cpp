@@ -327,26 +327,42 @@ Validation validate(const Model& model, const Dataset& data, int64_t workers, co
       total += static_cast<int32_t>(todo.size());
     }
     const std::string of_round = " (round " + std::to_string(round + 1) + ")";
-    if (round < rounds && options.gpu) {
-      report("profiling " + model.name + " on the GPU" + of_round);
-      MeasureOptions on_gpu = measure;
-      on_gpu.concurrent = 1;  // alone: the cluster says what sharing the GPU leaves each worker
-      const ValidationGpu& gpu = *options.gpu;
-      profiles.push_back(measure_cuda_profile(model, batch, gpu.index, on_gpu, gpu.precision));
-      report("probing the GPU" + std::string(gpu.each.empty() ? "" : "s") + of_round);
-      v.round_clusters.push_back(
-          gpu.each.empty() ? measure_cuda_workers_cluster(model, batch, gpu.index, workers, on_gpu, gpu.precision)
-                           : measure_cuda_gpus_cluster(model, gpu.each));
-    } else if (round < rounds) {
-      report("profiling " + model.name + of_round);
-      profiles.push_back(rank0_profile(measure_profile(model, batch, measure)));
-      if (workers > 1) {
-        report("profiling " + model.name + " on one thread" + of_round);
-        v.alone_round_profiles.push_back(rank0_profile(leads ? measure_profile(model, batch, alone) : Profile{}));
+    try {
+      if (round < rounds && options.gpu) {
+        report("profiling " + model.name + " on the GPU" + of_round);
+        MeasureOptions on_gpu = measure;
+        on_gpu.concurrent = 1;  // alone: the cluster says what sharing the GPU leaves each worker
+        const ValidationGpu& gpu = *options.gpu;
+        profiles.push_back(measure_cuda_profile(model, batch, gpu.index, on_gpu, gpu.precision));
+        report("probing the GPU" + std::string(gpu.each.empty() ? "" : "s") + of_round);
+        v.round_clusters.push_back(
+            gpu.each.empty() ? measure_cuda_workers_cluster(model, batch, gpu.index, workers, on_gpu, gpu.precision)
+                             : measure_cuda_gpus_cluster(model, gpu.each));
+      } else if (round < rounds) {
+        report("profiling " + model.name + of_round);
+        profiles.push_back(rank0_profile(measure_profile(model, batch, measure)));
+        if (workers > 1) {
+          report("profiling " + model.name + " on one thread" + of_round);
+          v.alone_round_profiles.push_back(rank0_profile(leads ? measure_profile(model, batch, alone) : Profile{}));
+        }
+        report("probing the channels" + of_round);
+        const ClusterProbeOptions probe = probe_options_for(profiles.back());
+        v.round_clusters.push_back(shared ? ranks.measure_cluster(profiles.back())
+                                          : measure_cpu_cluster(workers, probe));
       }
-      report("probing the channels" + of_round);
-      const ClusterProbeOptions probe = probe_options_for(profiles.back());
-      v.round_clusters.push_back(shared ? ranks.measure_cluster(profiles.back()) : measure_cpu_cluster(workers, probe));
+    } catch (const std::exception& e) {
+      // A later round whose profile or probe fails (an error of the GPU's,
+      // say) ends the rounds there, those done standing; across ranks every
+      // rank must see it, so there it ends the validation.
+      if (shared || round == 0) throw;
+      profiles.resize(static_cast<size_t>(round));
+      v.round_clusters.resize(static_cast<size_t>(round));
+      if (v.alone_round_profiles.size() > static_cast<size_t>(round)) {
+        v.alone_round_profiles.resize(static_cast<size_t>(round));
+      }
+      v.stopped = "round " + std::to_string(round + 1) + "'s profiling failed (" + e.what() + ") after " +
+                  std::to_string(round) + " rounds";
+      break;
     }
     for (StrategyRuns* s : todo) {
       report(s->label + of_round);

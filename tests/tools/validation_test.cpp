@@ -173,6 +173,38 @@ TEST(Validate, PredictsAOneWorkerPlanFromTheLayersTimedAlone) {
   EXPECT_TRUE(validate(model, data, 1, options).alone_round_profiles.empty());
 }
 
+// A round whose profiling fails after the first (an error of the GPU's,
+// say) ends the rounds there: the validation stands on those done and says
+// why; in the first round there is nothing to stand on.
+TEST(Validate, ALaterRoundsFailedProfilingEndsTheRoundsKeepingThoseDone) {
+  const Model model = build_zoo_model("text-bag");
+  const Dataset data = make_synthetic_text(kTextVocabulary, kTextTokensPerSample, kTextClasses, 256, 16, 1);
+  ValidationOptions options = small_validation(3);
+  options.strategies = {"single", "gpipe"};
+  const auto failing_in = [](const std::string& round) {
+    return [round](const std::string& what, int32_t, int32_t) {
+      if (what.rfind("profiling", 0) == 0 && what.find(round) != std::string::npos) {
+        throw std::runtime_error("the GPU fell off the bus");
+      }
+    };
+  };
+  options.progress = failing_in("(round 3)");
+  const Validation v = validate(model, data, 2, options);
+  EXPECT_EQ(v.rounds, 2);
+  EXPECT_EQ(v.round_profiles.size(), 2u);
+  EXPECT_EQ(v.alone_round_profiles.size(), 2u);
+  EXPECT_EQ(v.round_clusters.size(), 2u);
+  EXPECT_NE(v.stopped.find("round 3's profiling failed (the GPU fell off the bus) after 2 rounds"), std::string::npos)
+      << v.stopped;
+  ASSERT_EQ(v.results.size(), 2u);
+  for (const StrategyValidation& r : v.results) {
+    ASSERT_TRUE(r.skipped.empty()) << r.skipped;
+    EXPECT_EQ(r.measured_rounds_s.size(), 2u) << r.strategy;
+  }
+  options.progress = failing_in("(round 1)");
+  EXPECT_THROW(validate(model, data, 2, options), std::runtime_error);
+}
+
 TEST(Validate, RunsAStrategyWithSettingsOfItsOwnBesideItsDefaults) {
   // pipesgd with and without quant8: two entries, two plans, labelled as asked.
   EXPECT_EQ(parse_validated_strategies("pipesgd,pipesgd:compression=quant8,pipesgd"),
