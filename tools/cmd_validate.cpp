@@ -274,6 +274,12 @@ void run_validate(const ValidateCliOptions& o, CommandContext& ctx) {
           << percent(median_abs_error(v, false)).substr(1) << "; simulated over the strategies judged "
           << percent(median_abs_error(v, true, true)).substr(1) << "\n";
   print_machine_noise(ctx.out, v, o.target_percent / 100);
+  if (o.worst_ops > 0 && o.devices.rfind("cuda", 0) == 0) {
+    // The interpreter times an op around its handler, which on the GPU
+    // device queues the kernels; they run later, in whichever op waits.
+    ctx.out << "op groups on GPU workers: an op's measured time is the host's (for a compute op, queuing its "
+               "kernels, not running them), its simulated time the GPU's; compare the iterations\n";
+  }
   for (const StrategyValidation& r : v.results) {
     if (!r.skipped.empty()) {
       ctx.out << r.strategy << ": not run: " << r.skipped << "\n";
