@@ -79,7 +79,32 @@ nlohmann::json exec_chrome_trace(const Plan& plan, const ExecResult& result) {
   for (const ExecOpTiming& t : result.timings) {
     timings.push_back({static_cast<SimTime>(std::llround(t.start_s * 1e9)), static_cast<SimTime>(std::llround(t.end_s * 1e9))});
   }
-  return chrome_trace(plan, timings);
+  nlohmann::json trace = chrome_trace(plan, timings);
+  // Each compute op's work where its device ran it, on a thread of its
+  // worker after the plan's streams'.
+  nlohmann::json& events = trace["traceEvents"];
+  const size_t ops = events.size() - plan.ops.size();  // the metadata come first, then one event per op
+  std::vector<uint8_t> named(plan.workers.size(), 0);
+  for (size_t id = 0; id < plan.ops.size(); ++id) {
+    const ExecOpTiming& t = result.timings[id];
+    if (std::isnan(t.device_start_s) || std::isnan(t.device_end_s)) continue;
+    const int32_t worker = plan.ops[id].worker;
+    if (named[static_cast<size_t>(worker)] == 0) {
+      named[static_cast<size_t>(worker)] = 1;
+      events.push_back({{"name", "thread_name"},
+                        {"ph", "M"},
+                        {"pid", worker},
+                        {"tid", kStreamKinds},
+                        {"args", {{"name", "device (the compute ops' work)"}}}});
+    }
+    nlohmann::json e = events.at(ops + id);
+    TRAINSIM_CHECK(e.at("ph") == "X", "the trace's events are not one per op after the metadata");
+    e["tid"] = kStreamKinds;
+    e["ts"] = t.device_start_s * 1e6;
+    e["dur"] = std::max(0.0, t.device_end_s - t.device_start_s) * 1e6;
+    events.push_back(std::move(e));
+  }
+  return trace;
 }
 
 }  // namespace trainsim

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
@@ -87,6 +88,10 @@ struct ExecOptions {
   // Fills ExecResult::state at the end of the run, for a next one to resume.
   // Both refused (InputError) in a run shared by several processes.
   bool keep_state = false;
+  // Times each compute op's work where its device runs it, for a device
+  // that runs it after the op has queued it (a GPU's; Device::time_work_of):
+  // ExecOpTiming::device_start_s, device_end_s.
+  bool time_device_work = false;
 };
 
 // The run stopped at a loss that is NaN or infinite (stop_on_divergence).
@@ -99,6 +104,12 @@ struct LossDiverged : std::runtime_error {
 struct ExecOpTiming {
   double start_s = 0;  // since the run started
   double end_s = 0;
+  // A compute op's work where its device ran it (ExecOptions::
+  // time_device_work: a GPU's kernels, timed by CUDA events), on the same
+  // clock; NaN where the device does not time it (the CPU's, whose work is
+  // the op's start to end).
+  double device_start_s = std::numeric_limits<double>::quiet_NaN();
+  double device_end_s = std::numeric_limits<double>::quiet_NaN();
 };
 
 struct ExecResult {

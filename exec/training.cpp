@@ -187,6 +187,7 @@ TrainingResult train(const Model& model, const Dataset& data, const Cluster& clu
   exec.make_transport = options.make_transport;
   exec.local_endpoints = options.local_endpoints;
   exec.make_device = options.make_device;
+  exec.time_device_work = options.time_device_work;
   const Weights initial = init_weights(network, options.seed);
   if (options.checkpoint_every > 0 || options.resume != nullptr) {
     train_in_stretches(r, strategy, cluster, config, options, network, initial, batches, exec, iterations);

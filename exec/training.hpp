@@ -45,6 +45,9 @@ struct TrainingOptions {
   std::vector<int32_t> local_endpoints;
   // Each worker's device (ExecOptions::make_device; the CPU's when unset).
   std::function<std::unique_ptr<Device>(int32_t worker)> make_device;
+  // Times each compute op's work where its device runs it
+  // (ExecOptions::time_device_work).
+  bool time_device_work = false;
   // Every `checkpoint_every` iterations (> 0) the run drains its plan (the
   // next stretch starts from the state it left) and calls on_checkpoint with
   // what going on needs (its identity left for the caller to fill). A

@@ -193,6 +193,7 @@ void run_training(const RunOptions& o, CommandContext& ctx) {
     options.make_device = [&model, gpu_of_worker, precision](int32_t worker) {
       return make_cuda_device(model, gpu_of_worker.at(static_cast<size_t>(worker)), precision);
     };
+    options.time_device_work = !o.trace.empty();  // the trace shows the kernels' time beside the host's
     // Checked before the data loads; under mpirun (a rank per worker, its
     // messages and collectives over MPI on the host) each rank checks its
     // own GPU once it knows its rank.

@@ -276,9 +276,11 @@ void run_validate(const ValidateCliOptions& o, CommandContext& ctx) {
   print_machine_noise(ctx.out, v, o.target_percent / 100);
   if (o.worst_ops > 0 && o.devices.rfind("cuda", 0) == 0) {
     // The interpreter times an op around its handler, which on the GPU
-    // device queues the kernels; they run later, in whichever op waits.
-    ctx.out << "op groups on GPU workers: an op's measured time is the host's (for a compute op, queuing its "
-               "kernels, not running them), its simulated time the GPU's; compare the iterations\n";
+    // device queues the kernels; the device times a compute op's kernels
+    // with CUDA events (ExecOptions::time_device_work).
+    ctx.out << "op groups on GPU workers: a forward's, backward's or recompute's measured time is its work's on "
+               "the GPU (CUDA events: from its stream reaching it to its last kernel's end), any other op's the "
+               "host's\n";
   }
   for (const StrategyValidation& r : v.results) {
     if (!r.skipped.empty()) {

@@ -30,7 +30,8 @@ double relative_error(double predicted, double measured) {
 // Measured durations of the ops. A collective's starts when its last member
 // arrives, as in the simulator (the k-th of a kind a member issues on a group
 // joins the other members' k-th): a member's earlier wait is idle, not the
-// collective's cost.
+// collective's cost. A compute op whose work its device timed (a GPU's
+// kernels) takes that work's time, not the host's queuing of it.
 std::vector<double> measured_durations_s(const Plan& plan, const std::vector<ExecOpTiming>& measured) {
   using Instance = std::tuple<int32_t, int, int64_t>;  // group, kind, k-th
   std::map<std::tuple<int32_t, int, int32_t>, int64_t> issued;
@@ -46,8 +47,13 @@ std::vector<double> measured_durations_s(const Plan& plan, const std::vector<Exe
   }
   std::vector<double> durations_s(plan.ops.size());
   for (size_t id = 0; id < plan.ops.size(); ++id) {
-    const double start_s = is_collective(plan.ops[id].kind) ? last_start_s[instance_of[id]] : measured[id].start_s;
-    durations_s[id] = std::max(0.0, measured[id].end_s - start_s);
+    const ExecOpTiming& t = measured[id];
+    if (!std::isnan(t.device_start_s) && !std::isnan(t.device_end_s)) {  // its work where its device ran it
+      durations_s[id] = std::max(0.0, t.device_end_s - t.device_start_s);
+      continue;
+    }
+    const double start_s = is_collective(plan.ops[id].kind) ? last_start_s[instance_of[id]] : t.start_s;
+    durations_s[id] = std::max(0.0, t.end_s - start_s);
   }
   return durations_s;
 }
@@ -117,6 +123,7 @@ void run_once(const Model& model, const Dataset& data, const Profile& profile, c
                               gpu.precision);
     };
     training.make_transport = options.gpu->make_transport;
+    training.time_device_work = true;  // the compute ops' kernels for the op comparison
   }
   if (options.ranks.rank >= 0) {
     training.local_endpoints = {options.ranks.rank};

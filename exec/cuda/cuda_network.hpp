@@ -125,6 +125,10 @@ class CudaNetwork final : public RangeNetwork {
   // This network's stream waits for an event recorded on previous's (a
   // network of the same GPU).
   void queue_after(RangeNetwork& previous) override;
+  // A CUDA event recorded on this network's stream; the stream's wait for
+  // an exported input's array (cuda_work_mark.cpp).
+  std::shared_ptr<WorkMark> mark() override;
+  void wait_for(const Tensor& x) override;
 
   // Copies back, for tests and checks: a layer's output, dL/d(its input)
   // (where has_input_gradient), the gradients and the weights.

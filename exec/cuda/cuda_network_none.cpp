@@ -46,6 +46,8 @@ Tensor CudaNetwork::cut_values(const Network&, int64_t) { return {}; }
 Tensor CudaNetwork::cut_gradients(const Network&, int64_t) { return {}; }
 std::shared_ptr<KeptValues> CudaNetwork::export_cut(const Network&, int64_t, bool, DeviceStore&) { return nullptr; }
 void CudaNetwork::queue_after(RangeNetwork&) {}
+std::shared_ptr<WorkMark> CudaNetwork::mark() { return nullptr; }
+void CudaNetwork::wait_for(const Tensor&) {}
 std::shared_ptr<DeviceStore> make_cuda_device_store(int) { return nullptr; }
 bool peer_gpus(int, int) { return false; }
 

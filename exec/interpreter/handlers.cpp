@@ -144,6 +144,10 @@ void Interpreter::check_supported(const Op& op) const {
 }
 
 void Interpreter::execute(OpId id, const Op& op) {
+  // A compute op's work timed where its device runs it (ExecOptions::time_device_work).
+  Device* timing =
+      options_.time_device_work && op.stream == StreamKind::kCompute ? workers_[op.worker]->device.get() : nullptr;
+  if (timing != nullptr) timing->time_work_of(id);
   switch (op.kind) {
     case OpKind::kForward: forward(id, op); break;
     case OpKind::kBackward: backward(id, op); break;
@@ -171,12 +175,21 @@ void Interpreter::execute(OpId id, const Op& op) {
     case OpKind::kCopyToDevice: copy_to_device(id, op); break;
     case OpKind::kRecompute: recompute(id, op); break;
   }
+  if (timing != nullptr) timing->time_work_of(-1);
   if (!handout_readers_.empty()) hand_out_pulls(id);
 }
 
 ExecResult Interpreter::result() {
   ExecResult r;
   r.timings = scheduler_.timings();
+  for (size_t i = 0; i < workers_.size(); ++i) {
+    if (!local_[i] || workers_[i]->device == nullptr) continue;
+    for (const Device::WorkTime& t : workers_[i]->device->work_times()) {
+      ExecOpTiming& timing = r.timings.at(static_cast<size_t>(t.op));
+      timing.device_start_s = t.start_s - scheduler_.start_clock_s();
+      timing.device_end_s = t.end_s - scheduler_.start_clock_s();
+    }
+  }
   summarize(r);
   // Each layer's weights from the first worker updating it; its statistics
   // from the first running its forward (DDP keeps rank 0's buffers).

@@ -102,6 +102,8 @@ void align_timings(const Plan& plan, const std::vector<double>& start_clock_s, s
     const double by = shift.at(static_cast<size_t>(plan.ops[id].worker)) - earliest;
     timings[id].start_s += by;
     timings[id].end_s += by;
+    timings[id].device_start_s += by;  // NaN stays NaN
+    timings[id].device_end_s += by;
   }
 }
 

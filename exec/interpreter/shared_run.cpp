@@ -207,6 +207,8 @@ std::vector<float> Interpreter::result_record(int32_t worker, const ExecResult& 
     if (plan_.ops[id].worker != worker) continue;
     append_double(out, r.timings[id].start_s);
     append_double(out, r.timings[id].end_s);
+    append_double(out, r.timings[id].device_start_s);
+    append_double(out, r.timings[id].device_end_s);
   }
   append_double(out, computer_key());
   append_double(out, scheduler_.start_clock_s());
@@ -244,6 +246,8 @@ double Interpreter::read_result_record(int32_t worker, const std::vector<float>&
     if (plan_.ops[id].worker != worker) continue;
     r.timings[id].start_s = in.next_double();
     r.timings[id].end_s = in.next_double();
+    r.timings[id].device_start_s = in.next_double();
+    r.timings[id].device_end_s = in.next_double();
   }
   const double computer = in.next_double();
   const double start_clock_s = in.next_double();

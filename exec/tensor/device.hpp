@@ -181,6 +181,18 @@ class Device {
   // memory of its own, the copy's tensors resident there (no data, read by
   // no one else); here the weights come to the host and are copied.
   virtual Weights copy_weights(Weights& weights, std::span<const uint8_t> layers);
+  // An op's work timed where it runs, for a device that runs it after the
+  // host queues it (a GPU's kernels): the compute op whose work the calls
+  // that follow on its worker's compute stream queue (-1: none). A device
+  // whose work is done when a call returns (here) times nothing.
+  virtual void time_work_of(int64_t /*op*/) {}
+  struct WorkTime {
+    int64_t op = -1;
+    double start_s = 0;  // the op's first work began, in seconds of the host's monotonic clock
+    double end_s = 0;    // its last ended
+  };
+  // The ops whose work this device timed; waits for that work.
+  virtual std::vector<WorkTime> work_times() { return {}; }
 };
 
 // exec/tensor's Eigen kernels on this machine's CPU, on the weights as

@@ -10,6 +10,7 @@
 
 #include "exec/tensor/kept_training.hpp"
 #include "exec/tensor/lending_leases.hpp"
+#include "exec/tensor/work_marks.hpp"
 #include "model/error.hpp"
 
 namespace trainsim {
@@ -40,8 +41,9 @@ class LendingDevice final : public Device {
     std::lock_guard lock(mu_);
     const auto [lease, in] = lend(network, pass, first, x);
     lease->lent.load(weights, generation, first, last, kept_.get());
-    in_compute_order(*lease->lent.network);
+    in_compute_order(*lease->lent.network, in);
     lease->lent.network->forward_range(network, first, last, in);
+    marks_.after(*lease->lent.network);
     keep(lease, first, last, x.rows(), caches);
     return left(network, lease, last + 1, false, x.rows());
   }
@@ -53,8 +55,9 @@ class LendingDevice final : public Device {
     std::lock_guard lock(mu_);
     const auto [lease, in] = lend(network, pass, first, x);
     lease->lent.load(weights, generation, first, last, kept_.get());
-    in_compute_order(*lease->lent.network);
+    in_compute_order(*lease->lent.network, in);
     PendingLoss loss = lease->lent.network->forward_range_loss(network, first, last, in, labels, dlogits_scale);
+    marks_.after(*lease->lent.network);
     keep(lease, first, last, x.rows(), caches);
     dlogits = left(network, lease, last + 1, true, x.rows());
     return loss;
@@ -77,13 +80,14 @@ class LendingDevice final : public Device {
     if (!held) readable(dy);
     evict_others(*lease, dy);
     lease->lent.load(weights, generation, first, last, kept_.get());
-    in_compute_order(*lease->lent.network);
+    in_compute_order(*lease->lent.network, held ? nullptr : &dy);
     if (kept_ == nullptr) {
       lease->lent.network->backward_range(network, first, last, held ? nullptr : &dy, grads);
     } else {
       KeptTraining::Targets targets(*kept_, grads, first, last);
       lease->lent.network->backward_range(network, first, last, held ? nullptr : &dy, targets.into);
     }
+    marks_.after(*lease->lent.network);
     if (first == 0) return {};  // dL/d(the model's input): nobody reads it
     return left(network, lease, first, true, dy.rows());
   }
@@ -99,7 +103,14 @@ class LendingDevice final : public Device {
       const auto* hold = static_cast<const CacheHold*>(caches.at(static_cast<size_t>(l - first)).device_state.get());
       TRAINSIM_CHECK(hold != nullptr, "statistics of a forward this device did not run");
       kept_->fold_statistics(*hold->lease->lent.network, l, statistics[static_cast<size_t>(l)]);
+      marks_.after(*hold->lease->lent.network);  // the forward's work, timed, ends after its folds
     }
+  }
+
+  void time_work_of(int64_t op) override { marks_.time(op); }  // the compute thread's alone: no lock
+  std::vector<WorkTime> work_times() override {
+    std::lock_guard lock(mu_);
+    return marks_.times();
   }
 
   double loss(const Tensor& logits, std::span<const int32_t> labels, Tensor* dlogits) override {
@@ -343,7 +354,7 @@ class LendingDevice final : public Device {
       if (l != nullptr && l->lent.network->batch() == x.rows() && l->free_from(first)) lease = std::move(l);
     }
     if (lease == nullptr) {
-      lease = fresh(network, pass, x.rows());
+      lease = lending::fresh(pool_, network, pass, x.rows());
       mine.push_back(lease);
     }
     if (!held) readable(x);
@@ -358,10 +369,13 @@ class LendingDevice final : public Device {
   // GPU. Called once the range's weights are loaded: their copies up, into
   // this network's own buffers, need not wait (a copy from pageable memory
   // would hold the host until the stream's work before it is done). The
-  // networks live as long as the pool. Callers hold mu_.
-  void in_compute_order(RangeNetwork& next) {
+  // networks live as long as the pool. The op's work, timed, starts once
+  // that work and its `input` from another network are done. Callers hold mu_.
+  void in_compute_order(RangeNetwork& next, const Tensor* input) {
     if (last_computed_ != nullptr && last_computed_ != &next) next.queue_after(*last_computed_);
     last_computed_ = &next;
+    if (input != nullptr) next.wait_for(*input);
+    marks_.before(next);
   }
 
   void to_host_locked(Tensor& t) {
@@ -371,23 +385,6 @@ class LendingDevice final : public Device {
     bring_back(r, t.shape);
     Tensor host = r.host;  // t may hold the last reference to r
     t = std::move(host);
-  }
-
-  // An idle network of `batch` rows, or a new one.
-  std::shared_ptr<Lease> fresh(const Network& network, PassId pass, int64_t batch) {
-    const size_t layers = network.layers.size();
-    {
-      std::lock_guard lock(pool_->mu);
-      std::vector<Lent>& idle = pool_->idle[batch];
-      if (!idle.empty()) {
-        Lent lent = std::move(idle.back());
-        idle.pop_back();
-        return std::make_shared<Lease>(pool_, std::move(lent), pass, layers);
-      }
-    }
-    Lent lent{pool_->make(network, batch), LoadedWeights(layers)};
-    TRAINSIM_CHECK(lent.network->batch() == batch, "a network of another batch size");
-    return std::make_shared<Lease>(pool_, std::move(lent), pass, layers);
   }
 
   // The forward's caches hold its network until the backward; without a
@@ -431,6 +428,7 @@ class LendingDevice final : public Device {
   std::mutex mu_;                                               // one pass at a time
   std::map<PassId, std::vector<std::weak_ptr<Lease>>> passes_;  // the networks lent to each pass
   RangeNetwork* last_computed_ = nullptr;                       // the network of the last range (in_compute_order)
+  OpWorkMarks marks_;                                           // the timed ops' work (Device::time_work_of)
 };
 
 }  // namespace

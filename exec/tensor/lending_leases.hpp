@@ -12,6 +12,7 @@
 
 #include "exec/tensor/kept_training.hpp"
 #include "exec/tensor/lending_device.hpp"
+#include "model/error.hpp"
 
 namespace trainsim::lending {
 
@@ -75,6 +76,24 @@ struct Lease {
     return true;
   }
 };
+
+// A lease for `pass` on an idle network of `batch` rows, or on a new one.
+inline std::shared_ptr<Lease> fresh(const std::shared_ptr<Pool>& pool, const Network& network, PassId pass,
+                                    int64_t batch) {
+  const size_t layers = network.layers.size();
+  {
+    std::lock_guard lock(pool->mu);
+    std::vector<Lent>& idle = pool->idle[batch];
+    if (!idle.empty()) {
+      Lent lent = std::move(idle.back());
+      idle.pop_back();
+      return std::make_shared<Lease>(pool, std::move(lent), pass, layers);
+    }
+  }
+  Lent lent{pool->make(network, batch), LoadedWeights(layers)};
+  TRAINSIM_CHECK(lent.network->batch() == batch, "a network of another batch size");
+  return std::make_shared<Lease>(pool, std::move(lent), pass, layers);
+}
 
 // One layer's cache (LayerCache::device_state), holding its network.
 struct CacheHold {

@@ -89,6 +89,22 @@ struct ExportedBoundary {
 // no-op for a tensor not exported.
 void exported_to_host(Tensor& t);
 
+// A point in the work a network queues, timed once the work before it is
+// done: where that work runs after the host queues it (a GPU's kernels), a
+// CUDA event recorded on the network's stream.
+class WorkMark {
+ public:
+  virtual ~WorkMark() = default;
+  // Whether the work queued before the mark is done; never waits.
+  virtual bool done() = 0;
+  // When that work was done, in seconds of the host's monotonic clock
+  // (model/clock.hpp); waits for it.
+  virtual double done_s() = 0;
+  // Seconds from `earlier` (a mark of a network of the same memory) to this
+  // one, finer than the difference of their done_s; waits for both.
+  virtual double seconds_since(WorkMark& earlier) = 0;
+};
+
 class RangeNetwork {
  public:
   virtual ~RangeNetwork() = default;
@@ -152,6 +168,14 @@ class RangeNetwork {
   // host waiting: a GPU network's stream waits for an event of the other's.
   // Nothing here, where a call's work is done when it returns.
   virtual void queue_after(RangeNetwork& /*previous*/) {}
+  // The work this network is given next waits, without the host, for x's
+  // values where they are in an array of a store (Tensor::exported): a GPU
+  // network's stream for the array's last work. Nothing here, where that
+  // work is done when the call that queued it returns.
+  virtual void wait_for(const Tensor& /*x*/) {}
+  // A mark after the work queued on this network so far; null where a
+  // call's work is done when it returns (the host's clock times it then).
+  virtual std::shared_ptr<WorkMark> mark() { return nullptr; }
 };
 
 }  // namespace trainsim

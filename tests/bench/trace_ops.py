@@ -4,8 +4,10 @@ measured, or `trainsim simulate --trace`, priced): per op kind, the median
 duration over the iterations from --from on; for the compute ops (forward,
 backward, update), how many other workers computed meanwhile (the share of
 their time with none, one, two or more others, sampled at ten points of
-each); for the AllReduces, the median spread of the members' ends. With
-several traces, one line per trace.
+each); for the AllReduces, the median spread of the members' ends; where
+the trace has a worker's compute ops' work on its device (a GPU's kernels,
+`trainsim run --trace` on GPU workers: thread DEVICE_TID), each kind's
+median there too. With several traces, one line per trace.
 
 Usage: trace_ops.py TRACE.json [TRACE.json ...] [--from 8]"""
 
@@ -16,6 +18,7 @@ import sys
 from collections import Counter, defaultdict
 
 COMPUTE = ("forward", "backward", "update")
+DEVICE_TID = 6  # after the plan's six streams (exec_chrome_trace)
 
 
 def op_kind(event):
@@ -29,7 +32,12 @@ def summary(path, first):
     except (OSError, json.JSONDecodeError) as e:
         sys.exit(f"trace_ops.py: {path}: {e}")
     events = trace["traceEvents"] if isinstance(trace, dict) else trace
-    ops = [e for e in events if e.get("ph") == "X" and e.get("args", {}).get("iteration", -1) >= first]
+    timed = [e for e in events if e.get("ph") == "X" and e.get("args", {}).get("iteration", -1) >= first]
+    ops = [e for e in timed if e.get("tid") != DEVICE_TID]
+    on_device = defaultdict(list)
+    for e in timed:
+        if e.get("tid") == DEVICE_TID:
+            on_device[op_kind(e)].append(e["dur"])
     if not ops:
         sys.exit(f"trace_ops.py: {path}: no ops of iteration {first} or later")
     durations = defaultdict(list)
@@ -49,7 +57,8 @@ def summary(path, first):
             key = (e["args"]["iteration"], tuple(e["args"].get("layers", [])), e["args"].get("microbatch", -1))
             ends[key].append(e["ts"] + e["dur"])
     spreads = [max(v) - min(v) for v in ends.values() if len(v) > 1]
-    return medians, [others[n] / samples for n in range(3)], statistics.median(spreads) / 1e3 if spreads else None
+    device = {kind: statistics.median(d) / 1e3 for kind, d in on_device.items()}
+    return medians, [others[n] / samples for n in range(3)], statistics.median(spreads) / 1e3 if spreads else None, device
 
 
 def main():
@@ -58,11 +67,13 @@ def main():
     parser.add_argument("--from", dest="first", type=int, default=8, help="the first iteration counted (default 8)")
     a = parser.parse_args()
     for path in a.traces:
-        medians, others, spread = summary(path, a.first)
+        medians, others, spread, device = summary(path, a.first)
         kinds = " ".join(f"{kind} {ms:.2f}" for kind, ms in sorted(medians.items()) if ms > 0)
         line = f"{path}: medians (ms) {kinds}; others computing 0/1/2+: " + "/".join(f"{x:.2f}" for x in others)
         if spread is not None:
             line += f"; AllReduce ends {spread:.2f} ms apart"
+        if device:
+            line += "; on the device (ms) " + " ".join(f"{kind} {ms:.2f}" for kind, ms in sorted(device.items()))
         print(line)
 
 

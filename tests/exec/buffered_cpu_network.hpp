@@ -23,6 +23,7 @@
 
 #include "exec/tensor/lending_device.hpp"
 #include "model/error.hpp"
+#include "tests/exec/host_work_mark.hpp"
 #include "tests/exec/plan_counts.hpp"
 #include "tests/exec/strategy_runs.hpp"
 
@@ -55,6 +56,7 @@ struct BufferCounts {
   int64_t exports = 0;          // boundaries copied out for a network of another device
   int64_t imports = 0;          // range inputs copied from such a boundary
   int64_t peer_copies = 0;      // arrays of another store (a peer memory's) copied into a store
+  int64_t input_waits = 0;      // range inputs in a store's array waited for (RangeNetwork::wait_for)
   // (previous, next) of each RangeNetwork::queue_after, in call order.
   std::vector<std::pair<const RangeNetwork*, const RangeNetwork*>> queued_after;
   // Per loss read, in the order of the reads: how many losses had been
@@ -289,6 +291,10 @@ class BufferedCpuNetwork final : public RangeNetwork {
     std::lock_guard lock(counts_.mu);
     counts_.queued_after.emplace_back(&previous, this);
   }
+  std::shared_ptr<WorkMark> mark() override { return std::make_shared<HostWorkMark>(); }
+  void wait_for(const Tensor& x) override {
+    if (x.exported != nullptr) counts_.add(&BufferCounts::input_waits);
+  }
   // Packed into an array of the store, as a GPU's export.
   std::shared_ptr<KeptValues> export_cut(const Network&, int64_t i, bool gradient, DeviceStore& store) override {
     const std::optional<Tensor>& t = (gradient ? gradients_ : values_)[static_cast<size_t>(i)];
@@ -430,18 +436,5 @@ inline void expect_lending_trains_as_the_cpu(
                counts.exports};
   }
 }
-
-// fmnist-mlp (0 flatten, 1 fc1, 2 relu1, 3 fc2, 4 relu2, 5 fc3, 6 softmax)
-// at batch 8, called as the interpreter calls a device.
-struct MlpCalls {
-  Network network = build_network(build_zoo_model("fmnist-mlp"));
-  Weights weights = init_weights(network, strategy_runs::kWeightSeed);
-  Tensor x;
-  std::vector<int32_t> labels;
-  BufferCounts counts;
-  std::unique_ptr<Device> device = make_lending_device(
-      [this](const Network& n, int64_t batch) { return std::make_unique<BufferedCpuNetwork>(n, batch, counts); });
-  MlpCalls() { strategy_runs::synthetic_batch(0, 8, x, labels); }
-};
 
 }  // namespace trainsim::buffered

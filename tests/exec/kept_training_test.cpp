@@ -14,6 +14,7 @@
 
 #include "exec/optim/sgd.hpp"
 #include "tests/exec/buffered_cpu_network.hpp"
+#include "tests/exec/mlp_calls.hpp"
 
 namespace trainsim {
 namespace {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "tests/exec/buffered_cpu_network.hpp"
+#include "tests/exec/mlp_calls.hpp"
 
 namespace trainsim {
 namespace {

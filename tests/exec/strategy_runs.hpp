@@ -94,6 +94,7 @@ struct RunSpec {
   std::function<std::unique_ptr<Device>(int32_t worker)> make_device{};
   // The transport (ExecOptions::make_transport; in-process when unset).
   std::function<std::unique_ptr<Transport>(int endpoints)> make_transport{};
+  bool time_device_work = false;  // ExecOptions::time_device_work
 };
 
 inline Model model_of(const RunSpec& spec) {
@@ -163,6 +164,7 @@ inline StrategyRun execute(const RunSpec& spec, Plan plan, int32_t first_iterati
   options.keep_state = keep_state;
   options.make_device = spec.make_device;
   options.make_transport = spec.make_transport;
+  options.time_device_work = spec.time_device_work;
   std::mutex mu;
   if (spec.record_weights) {
     options.on_weights_read = [&](OpId id, const Weights& w) {

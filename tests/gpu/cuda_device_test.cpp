@@ -8,7 +8,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 #include <string>
+#include <tuple>
 
 #include "exec/cuda/cuda_device_store.hpp"
 #include "tests/exec/strategy_runs.hpp"
@@ -157,6 +159,51 @@ TEST(CudaDevice, BatchNormsRunningStatisticsComeBackFromTheGpu) {
     ASSERT_EQ(want.size(), got.size());
     for (size_t c = 0; c < want.size(); ++c) {
       EXPECT_NEAR(got[c], want[c], 1e-4 * std::max(1.0f, std::fabs(want[c]))) << "statistic " << p << ", channel " << c;
+    }
+  }
+}
+
+// Each forward's and backward's kernels timed by CUDA events: they start no
+// earlier than the host queued them (within the clocks' meeting, microseconds),
+// end after they start, and a worker's run one after another as its
+// compute stream orders them; and the run trains as untimed.
+TEST(CudaDevice, AComputeOpsKernelsAreTimedWhereTheyRun) {
+  SKIP_WITHOUT_GPU();
+  RunSpec spec = on_gpu({.strategy = "gpipe", .settings = {{"microbatches", "4"}}});
+  const StrategyRun untimed = strategy_runs::run(spec);
+  spec.time_device_work = true;
+  const StrategyRun timed = strategy_runs::run(spec);
+  expect_alike(untimed.result, timed.result, "gpipe timed");
+  constexpr double kClocksMeet = 50e-6;
+  double last_end_s = -1.0;
+  int64_t ops = 0;
+  for (const OpId id : timed.plan.streams[0][static_cast<int>(StreamKind::kCompute)]) {  // worker 0's, in order
+    const Op& op = timed.plan.ops[static_cast<size_t>(id)];
+    const ExecOpTiming& t = timed.result.timings[static_cast<size_t>(id)];
+    if (op.kind != OpKind::kForward && op.kind != OpKind::kBackward) continue;
+    ++ops;
+    ASSERT_FALSE(std::isnan(t.device_start_s) || std::isnan(t.device_end_s)) << id;
+    EXPECT_GE(t.device_start_s, t.start_s - kClocksMeet) << id;
+    EXPECT_GE(t.device_end_s, t.device_start_s) << id;
+    EXPECT_GE(t.device_start_s, last_end_s - kClocksMeet) << id;
+    last_end_s = t.device_end_s;
+  }
+  EXPECT_EQ(ops, spec.iterations * 4 * 2);  // 4 micro-batches forward and backward an iteration
+  // A stage's range on a boundary from the other stage starts once that
+  // stage's kernels made it: worker 1's forward of a micro-batch after
+  // worker 0's, worker 0's backward after worker 1's.
+  std::map<std::tuple<int32_t, int32_t, int>, const ExecOpTiming*> of;  // (iteration, micro-batch, kind)
+  for (size_t id = 0; id < timed.plan.ops.size(); ++id) {
+    const Op& op = timed.plan.ops[id];
+    if (op.kind == OpKind::kForward || op.kind == OpKind::kBackward) {
+      of[{op.iteration, op.microbatch, static_cast<int>(op.kind) * 2 + op.worker}] = &timed.result.timings[id];
+    }
+  }
+  for (int32_t i = 0; i < spec.iterations; ++i) {
+    for (int32_t m = 0; m < 4; ++m) {
+      const auto at = [&](OpKind kind, int32_t worker) { return of.at({i, m, static_cast<int>(kind) * 2 + worker}); };
+      EXPECT_GE(at(OpKind::kForward, 1)->device_start_s, at(OpKind::kForward, 0)->device_end_s - kClocksMeet);
+      EXPECT_GE(at(OpKind::kBackward, 0)->device_start_s, at(OpKind::kBackward, 1)->device_end_s - kClocksMeet);
     }
   }
 }

@@ -92,17 +92,21 @@ def step_s(profile):
     return sum(l["forward_s"] + l["backward_s"] + l.get("update_s", 0.0) for l in profile["layers"])
 
 
-def compute_busy_s(trace_path, first):
-    """Median over iterations from `first` of the time worker 0's compute stream spends in its ops."""
+DEVICE_TID = 6  # a worker's thread of its compute ops' work on the GPU (exec_chrome_trace), after the plan's 6 streams
+
+
+def compute_busy_s(trace_path, first, tid=0):
+    """Median over iterations from `first` of the time worker 0's compute stream spends in its ops (tid 0: the
+    host's, queuing their kernels; DEVICE_TID: their kernels on the GPU)."""
     with open(trace_path) as f:
         trace = json.load(f)
     events = trace["traceEvents"] if isinstance(trace, dict) else trace
     busy = {}
     for e in events:
         it = e.get("args", {}).get("iteration")
-        if e.get("ph") == "X" and e.get("pid") == 0 and e.get("tid") == 0 and it is not None and it >= first:
+        if e.get("ph") == "X" and e.get("pid") == 0 and e.get("tid") == tid and it is not None and it >= first:
             busy[it] = busy.get(it, 0.0) + e["dur"] * 1e-6
-    return statistics.median(busy.values()) if busy else float("nan")
+    return statistics.median(busy.values()) if busy else None
 
 
 def spread(values):
@@ -168,7 +172,21 @@ def main():
     parser.add_argument("--sections", default=",".join(SECTIONS),
                         help="what to run, in this order, separated by commas (a subset of the default: " +
                              ", ".join(SECTIONS) + ")")
+    parser.add_argument("--test-repeat", type=int, default=RUNS,
+                        help=f"how many times the tests section runs the GPU tests (default {RUNS})")
+    parser.add_argument("--validate-models", default=",".join(m for m, _ in VALIDATED),
+                        help="the models the validate section validates, separated by commas (a subset of the "
+                             "default: " + ", ".join(m for m, _ in VALIDATED) + ")")
+    parser.add_argument("--validate-budget", type=int, default=200,
+                        help="seconds after which validate starts no round, per model (default 200; the check "
+                             "stops a model's validate 100 s later)")
     args = parser.parse_args()
+    validated = [(m, s) for m, s in VALIDATED if m in args.validate_models.split(",")]
+    unknown = set(args.validate_models.split(",")) - {m for m, _ in VALIDATED}
+    if unknown or args.test_repeat < 1 or args.validate_budget < 1:
+        print(f"gpu-check: --validate-models takes {', '.join(m for m, _ in VALIDATED)}; --test-repeat and "
+              f"--validate-budget at least 1", file=sys.stderr)
+        return 2
     sections = set(args.sections.split(","))
     if not sections <= set(SECTIONS):
         print(f"gpu-check: --sections names {', '.join(sorted(sections - set(SECTIONS)))}; the sections are "
@@ -199,7 +217,8 @@ def main():
                f"- sections: {', '.join(s for s in SECTIONS if s in sections)}"]
     if "tests" in sections:
         report += ["", "## Tests", ""]
-        tests = [("gpu_tests", ["--gtest_repeat=3"]), ("exec_tests", ["--gtest_filter=CudaNetwork*:Devices*"]),
+        tests = [("gpu_tests", [f"--gtest_repeat={args.test_repeat}"]),
+                 ("exec_tests", ["--gtest_filter=CudaNetwork*:Devices*"]),
                  ("tools_tests", ["--gtest_filter=ProfileDeviceCli*"])]
         for binary, flags in tests:
             done = run([os.path.join(args.build, "tests", binary)] + flags, log)
@@ -245,8 +264,10 @@ def main():
         # Where a GPU worker's iteration goes: the time its compute stream's ops
         # take per iteration, beside the iteration; the rest is time between them.
         report += ["", "Where the iteration goes (`--trace`): per iteration from the 8th, the median time worker 0's "
-                   "compute stream spends in its ops (the rest of the iteration is between them), and each op kind's "
-                   "median (`tests/bench/trace_ops.py --from 8`, ms):", ""]
+                   "compute stream spends in its ops on the host (queuing their kernels; the rest of the iteration is "
+                   "between them) and its forwards' and backwards' kernels on the GPU (CUDA events, from each op's "
+                   "first kernel to its last), and each op kind's median on the host "
+                   "(`tests/bench/trace_ops.py --from 8`, ms):", ""]
         for strategy in ("single", "dp-ring", "gpipe"):
             trace = os.path.join(args.out, f"trace-{strategy}.json")
             done = run([trainsim, "run", "--model", "fmnist-cnn", "--strategy", strategy, "--devices", "cuda:0x4",
@@ -259,8 +280,11 @@ def main():
             ops = run([sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bench",
                                                     "trace_ops.py"), trace, "--from", "8"], log)
             kinds = ops.stdout.strip().split(": ", 1)[-1] if ops.returncode == 0 else "trace_ops.py failed"
+            host, gpu = compute_busy_s(trace, 8), compute_busy_s(trace, 8, DEVICE_TID)
             report.append(f"- {strategy}: iteration {json.loads(done.stdout)['iteration_s'] * 1e3:.2f} ms, worker 0 "
-                          f"computing {compute_busy_s(trace, 8) * 1e3:.2f} ms of it; {kinds}")
+                          f"in its compute ops {host * 1e3 if host is not None else float('nan'):.2f} ms of it on the "
+                          "host, their kernels " + (f"{gpu * 1e3:.2f} ms on the GPU" if gpu is not None else
+                                                    "not timed (no GPU in the trace)") + f"; {kinds}")
 
         # The CUDA API calls and kernels of `single`'s run, where Nsight Systems
         # is installed: which calls (copies, synchronizations, allocations) the
@@ -487,15 +511,15 @@ def main():
         # validate on virtual GPU workers: each strategy's runs beside its
         # predictions from profiles and clusters measured in the same rounds.
         report += ["", "## validate on four workers sharing the GPU", "",
-                   "`trainsim validate --devices cuda:0x4 --batch 64 --rounds 5 --max-rounds 5 --budget 200 "
-                   "--iterations 20 "
-                   "--repeats 10` "
+                   "`trainsim validate --devices cuda:0x4 --batch 64 --rounds 5 --max-rounds 5 --budget "
+                   f"{args.validate_budget} --iterations 20 --repeats 10` "
                    "(errors: (predicted − measured) / measured; the prediction shares the GPU among the workers):", ""]
-        for model, strategies in VALIDATED:
+        for model, strategies in validated:
             path = os.path.join(args.out, f"validate-{model}.json")
             done = run([trainsim, "validate", "--model", model, "--devices", "cuda:0x4", "--strategies", strategies,
-                        "--batch", "64", "--rounds", "5", "--max-rounds", "5", "--budget", "200",
-                        "--iterations", "20", "--repeats", "10", "--json", path, "--quiet"] + data, log, timeout=300)
+                        "--batch", "64", "--rounds", "5", "--max-rounds", "5", "--budget", str(args.validate_budget),
+                        "--iterations", "20", "--repeats", "10", "--json", path, "--quiet"] + data, log,
+                       timeout=args.validate_budget + 100)
             failed |= done.returncode != 0
             if done.returncode != 0 or not os.path.exists(path):
                 report.append(f"- {model}: failed: {(done.stderr.strip().splitlines() or ['?'])[-1]}")

@@ -10,6 +10,7 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <list>
 #include <memory>
@@ -159,7 +160,8 @@ TEST(MpiTransportKept, WithoutAMemberThatPassesArraysNothingIsPassed) {
 // and weights as the CPU's threads; every boundary a rank sends goes into
 // an array of its store and through the member, none to the host, and
 // every one it receives is read from the array it came into; the traffic
-// counted is that of the run through the hosts.
+// counted is that of the run through the hosts; each rank's compute ops'
+// work, timed by its device, comes to rank 0 within the ops.
 TEST(AcrossProcesses, BoundariesPassBetweenTheRanksDevicesWithoutTheHosts) {
   for (const std::string strategy : {"gpipe", "1f1b", "pipedream"}) {
     SCOPED_TRACE(strategy);
@@ -169,7 +171,7 @@ TEST(AcrossProcesses, BoundariesPassBetweenTheRanksDevicesWithoutTheHosts) {
     auto member = std::make_shared<UntaggedPassingMember>();
     BufferCounts counts;
     const ExecResult shared =
-        mpi_runs::run(plan, true, false, nullptr, 0, false, mpi_runs::lending_devices(counts), member);
+        mpi_runs::run(plan, true, false, nullptr, 0, false, mpi_runs::lending_devices(counts), member, true);
     int64_t sent = 0, received = 0;
     std::vector<std::pair<int, int>> directions;
     for (const Op& op : plan.ops) {
@@ -197,6 +199,13 @@ TEST(AcrossProcesses, BoundariesPassBetweenTheRanksDevicesWithoutTheHosts) {
     // Each boundary counted once, its bytes as the host's message carried them.
     EXPECT_EQ(shared.traffic.pair_bytes, threads.traffic.pair_bytes);
     EXPECT_EQ(shared.traffic.pair_messages, through_hosts.traffic.pair_messages);
+    for (size_t id = 0; id < plan.ops.size(); ++id) {
+      const ExecOpTiming& t = shared.timings[id];
+      if (plan.ops[id].kind != OpKind::kForward && plan.ops[id].kind != OpKind::kBackward) continue;
+      ASSERT_FALSE(std::isnan(t.device_start_s) || std::isnan(t.device_end_s)) << "worker " << plan.ops[id].worker;
+      EXPECT_LE(t.start_s, t.device_start_s + 1e-6);
+      EXPECT_LE(t.device_end_s, t.end_s + 1e-6);
+    }
   }
 }
 

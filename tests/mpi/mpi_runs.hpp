@@ -60,14 +60,16 @@ inline Plan plan_for(const std::string& strategy, const std::vector<std::pair<st
 
 // Runs `plan` on rank 0's threads or across the ranks; given `resume`, from
 // that state, its iteration 0 being batch `first_iteration`; with `library`,
-// the ranks' library AllReduce by it (MpiTransport::sum_library_by).
+// the ranks' library AllReduce by it (MpiTransport::sum_library_by);
+// time_device_work: ExecOptions's.
 inline ExecResult run(const Plan& plan, bool shared, bool keep_state = false, const RunState* resume = nullptr,
                       int32_t first_iteration = 0, bool text = false,
                       std::function<std::unique_ptr<Device>(int32_t)> make_device = nullptr,
-                      std::shared_ptr<LibraryMember> library = nullptr) {
+                      std::shared_ptr<LibraryMember> library = nullptr, bool time_device_work = false) {
   const Network network = build_network(build_zoo_model(text ? "text-bag" : "fmnist-mlp"));
   ExecOptions options;
   options.make_device = std::move(make_device);
+  options.time_device_work = time_device_work;
   options.batch_size = kBatch;
   options.sgd = {0.1, 0.9, 0.0};
   options.recv_timeout_s = 60;

@@ -79,6 +79,24 @@ TEST(CompareOps, CollectiveCountsFromItsLastMembersStart) {
   }
 }
 
+// On GPU workers a compute op's host time is its kernels' queuing; where
+// the device timed its work, that is the op's measurement.
+TEST(CompareOps, AComputeOpsWorkTimedByItsDeviceIsItsMeasurement) {
+  const Plan plan = two_worker_ring_plan(3);
+  std::vector<OpTiming> simulated(plan.ops.size(), OpTiming{0, 1000});
+  std::vector<ExecOpTiming> measured(plan.ops.size(), ExecOpTiming{0.0, 10e-3});
+  for (size_t id = 0; id < plan.ops.size(); ++id) {
+    if (plan.ops[id].kind == OpKind::kForward) measured[id].device_start_s = 2e-3, measured[id].device_end_s = 5e-3;
+  }
+  int64_t forwards = 0;
+  for (const OpGroupComparison& g : compare_ops(plan, simulated, measured, 0)) {
+    const bool forward = g.kind == "forward";
+    forwards += forward;
+    EXPECT_NEAR(g.measured_s, forward ? 3e-3 : 10e-3, 1e-12) << g.kind;
+  }
+  EXPECT_EQ(forwards, 2);
+}
+
 TEST(RepresentativeRound, IsTheRoundNearestTheMedian) {
   EXPECT_EQ(representative_round({5e-3}), 0u);
   EXPECT_EQ(representative_round({9e-3, 4e-3, 4.2e-3}), 2u);  // the median 4.2 ms itself

@@ -1,0 +1,139 @@
+// CudaNetwork's marks of its stream's work (RangeNetwork::mark): CUDA events
+// with timing, read against an origin event of the GPU whose time on the
+// host's monotonic clock is known; and its stream's wait for an input
+// exported into a store's array (RangeNetwork::wait_for).
+#include <map>
+#include <memory>
+#include <mutex>
+
+#include "exec/cuda/cuda_check.hpp"
+#include "exec/cuda/cuda_network.hpp"
+#include "exec/cuda/cuda_network_state.hpp"
+#include "model/clock.hpp"
+#include "model/error.hpp"
+
+namespace trainsim::cuda {
+namespace {
+
+// An event recorded on a stream with nothing queued, and waited for: the
+// GPU's clock met the host's between the record and the wait's end, taken
+// as halfway (within half that round trip: microseconds).
+struct ClockOrigin {
+  cudaEvent_t event = nullptr;
+  double host_s = 0;
+  double round_trip_s = 0;
+  ClockOrigin() = default;
+  ClockOrigin(const ClockOrigin&) = delete;
+  ClockOrigin& operator=(const ClockOrigin&) = delete;
+  ~ClockOrigin() {
+    if (event != nullptr) cudaEventDestroy(event);
+  }
+};
+
+// Marks read their times from an origin at most this old: an elapsed time
+// is a float of milliseconds, its step 8 µs at 100 s and 1 ms at 3 h.
+constexpr double kOriginLifeS = 60;
+constexpr int kOriginSamples = 3;  // the shortest round trip's is kept
+
+std::shared_ptr<ClockOrigin> sample_origin(int device) {
+  TRAINSIM_CUDA(cudaSetDevice(device));
+  cudaStream_t idle = nullptr;
+  TRAINSIM_CUDA(cudaStreamCreateWithFlags(&idle, cudaStreamNonBlocking));
+  std::shared_ptr<ClockOrigin> best;
+  cudaError_t status = cudaSuccess;
+  for (int k = 0; k < kOriginSamples && status == cudaSuccess; ++k) {
+    auto origin = std::make_shared<ClockOrigin>();
+    status = cudaEventCreate(&origin->event);
+    if (status != cudaSuccess) break;
+    const double before_s = monotonic_clock_s();
+    status = cudaEventRecord(origin->event, idle);
+    if (status == cudaSuccess) status = cudaEventSynchronize(origin->event);
+    const double after_s = monotonic_clock_s();
+    origin->host_s = (before_s + after_s) / 2;
+    origin->round_trip_s = after_s - before_s;
+    if (status == cudaSuccess && (best == nullptr || origin->round_trip_s < best->round_trip_s)) best = origin;
+  }
+  cudaStreamDestroy(idle);
+  TRAINSIM_CUDA(status);
+  return best;
+}
+
+// GPU `device`'s origin, shared by its networks, made again once older than
+// kOriginLifeS. Kept for the process's life (the runtime may be gone by
+// the time static objects are destroyed).
+std::shared_ptr<ClockOrigin> origin_of(int device) {
+  static std::mutex mu;
+  static auto* origins = new std::map<int, std::shared_ptr<ClockOrigin>>;
+  std::lock_guard lock(mu);
+  std::shared_ptr<ClockOrigin>& origin = (*origins)[device];
+  if (origin == nullptr || monotonic_clock_s() - origin->host_s > kOriginLifeS) origin = sample_origin(device);
+  return origin;
+}
+
+class EventMark final : public WorkMark {
+ public:
+  EventMark(int device, std::shared_ptr<ClockOrigin> origin, cudaStream_t stream)
+      : device_(device), origin_(std::move(origin)) {
+    TRAINSIM_CUDA(cudaEventCreate(&event_));
+    const cudaError_t status = cudaEventRecord(event_, stream);
+    if (status != cudaSuccess) cudaEventDestroy(event_);  // the destructor does not run when this throws
+    TRAINSIM_CUDA(status);
+  }
+  EventMark(const EventMark&) = delete;
+  EventMark& operator=(const EventMark&) = delete;
+  ~EventMark() override { cudaEventDestroy(event_); }
+
+  bool done() override {
+    const cudaError_t status = cudaEventQuery(event_);
+    if (status == cudaErrorNotReady) {
+      (void)cudaGetLastError();  // an answer, not a launch's error to report
+      return false;
+    }
+    TRAINSIM_CUDA(status);
+    return true;
+  }
+
+  double done_s() override { return origin_->host_s + seconds_from(origin_->event); }
+
+  double seconds_since(WorkMark& earlier) override {
+    auto* other = dynamic_cast<EventMark*>(&earlier);
+    TRAINSIM_CHECK(other != nullptr && other->device_ == device_, "marks of work on different GPUs compared");
+    TRAINSIM_CUDA(cudaEventSynchronize(other->event_));
+    return seconds_from(other->event_);
+  }
+
+ private:
+  // From `earlier` (done) to this event, once it is done.
+  double seconds_from(cudaEvent_t earlier) {
+    TRAINSIM_CUDA(cudaEventSynchronize(event_));
+    float ms = 0;
+    TRAINSIM_CUDA(cudaEventElapsedTime(&ms, earlier, event_));
+    return static_cast<double>(ms) * 1e-3;
+  }
+
+  int device_;
+  std::shared_ptr<ClockOrigin> origin_;
+  cudaEvent_t event_ = nullptr;
+};
+
+}  // namespace
+}  // namespace trainsim::cuda
+
+namespace trainsim {
+
+std::shared_ptr<WorkMark> CudaNetwork::mark() {
+  const cuda::NetworkState& s = *state_;
+  std::shared_ptr<cuda::ClockOrigin> origin = cuda::origin_of(s.context.device);  // sets the device
+  return std::make_shared<cuda::EventMark>(s.context.device, std::move(origin), s.context.stream);
+}
+
+void CudaNetwork::wait_for(const Tensor& x) {
+  if (x.exported == nullptr) return;
+  const cuda::NetworkState& s = *state_;
+  auto* k = dynamic_cast<cuda::KeptArray*>(x.exported->values.get());
+  TRAINSIM_CHECK(k != nullptr && k->gpu == s.context.device, "a boundary exported on another GPU");
+  TRAINSIM_CUDA(cudaSetDevice(s.context.device));
+  TRAINSIM_CUDA(cudaStreamWaitEvent(s.context.stream, k->written, 0));
+}
+
+}  // namespace trainsim
