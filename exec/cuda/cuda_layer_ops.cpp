@@ -5,6 +5,12 @@
 // cuBLAS, so y = x·Wᵀ is the column-major product W(as stored, transposed)·x.
 #include <algorithm>
 #include <array>
+#include <atomic>
+#include <map>
+#include <mutex>
+#include <string>
+#include <tuple>
+#include <vector>
 
 #include "exec/cuda/cuda_layer.hpp"
 #include "model/error.hpp"
@@ -83,6 +89,42 @@ Perf pick(const Perf* perf, int count, const Context& c, const std::string& wher
                   "convolution algorithm within 1 GiB of workspace");
 }
 
+// The algorithms cuDNN's search chose for a convolution of one shape on one
+// GPU under one precision, kept for the process's life (its descriptors
+// unset) and shared by its networks: every network of that shape runs what
+// the first one timed (in validate, the profile's), and a network made while
+// others compute on the GPU (a pipeline's next micro-batch) searches
+// nothing.
+using ConvKey = std::tuple<int, bool, bool, int64_t, std::vector<int64_t>, std::vector<int64_t>, std::vector<int64_t>,
+                           std::array<int64_t, 5>>;
+struct ConvChoice {
+  cudnnConvolutionFwdAlgo_t forward{};
+  cudnnConvolutionBwdDataAlgo_t backward_data{};
+  cudnnConvolutionBwdFilterAlgo_t backward_filter{};
+  size_t workspace_bytes = 0;
+};
+std::mutex conv_choices_mu;
+std::atomic<int64_t> conv_searches{0};
+std::map<ConvKey, ConvChoice>& conv_choices() {
+  static auto* choices = new std::map<ConvKey, ConvChoice>;  // never destroyed, as the runtime it names
+  return *choices;
+}
+
+// cuDNN's fastest algorithms for p's descriptors that `c` allows (pick).
+ConvChoice search_algorithms(const ConvPlan& p, const Context& c, const std::string& where) {
+  int found = 0;
+  std::array<cudnnConvolutionFwdAlgoPerf_t, CUDNN_CONVOLUTION_FWD_ALGO_COUNT> f{};
+  TRAINSIM_CUDNN(cudnnFindConvolutionForwardAlgorithm(c.dnn, p.x, p.w, p.conv, p.y, f.size(), &found, f.data()));
+  const auto fp = pick(f.data(), found, c, where);
+  std::array<cudnnConvolutionBwdDataAlgoPerf_t, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT> d{};
+  TRAINSIM_CUDNN(cudnnFindConvolutionBackwardDataAlgorithm(c.dnn, p.w, p.y, p.conv, p.x, d.size(), &found, d.data()));
+  const auto dp = pick(d.data(), found, c, where);
+  std::array<cudnnConvolutionBwdFilterAlgoPerf_t, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT> g{};
+  TRAINSIM_CUDNN(cudnnFindConvolutionBackwardFilterAlgorithm(c.dnn, p.x, p.y, p.conv, p.w, g.size(), &found, g.data()));
+  const auto gp = pick(g.data(), found, c, where);
+  return {fp.algo, dp.algo, gp.algo, std::max({size_t{fp.memory}, size_t{dp.memory}, size_t{gp.memory}})};
+}
+
 size_t plan_conv(GpuLayer& l, const Layer& layer, Context& c) {
   const WindowSpec& w = layer.window;
   ConvPlan& p = l.conv;
@@ -105,21 +147,19 @@ size_t plan_conv(GpuLayer& l, const Layer& layer, Context& c) {
   if (dims[1] != l.out_shape[0] || dims[2] != l.out_shape[1] || dims[3] != l.out_shape[2]) {
     throw InputError(l.name, "output shape disagrees with its window", "cuDNN's output shape for the layer");
   }
-  int found = 0;
-  std::array<cudnnConvolutionFwdAlgoPerf_t, CUDNN_CONVOLUTION_FWD_ALGO_COUNT> f{};
-  TRAINSIM_CUDNN(cudnnFindConvolutionForwardAlgorithm(c.dnn, p.x, p.w, p.conv, p.y, f.size(), &found, f.data()));
-  const auto fp = pick(f.data(), found, c, l.name);
-  std::array<cudnnConvolutionBwdDataAlgoPerf_t, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT> d{};
-  TRAINSIM_CUDNN(cudnnFindConvolutionBackwardDataAlgorithm(c.dnn, p.w, p.y, p.conv, p.x, d.size(), &found, d.data()));
-  const auto dp = pick(d.data(), found, c, l.name);
-  std::array<cudnnConvolutionBwdFilterAlgoPerf_t, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT> g{};
-  TRAINSIM_CUDNN(
-      cudnnFindConvolutionBackwardFilterAlgorithm(c.dnn, p.x, p.y, p.conv, p.w, g.size(), &found, g.data()));
-  const auto gp = pick(g.data(), found, c, l.name);
-  p.forward = fp.algo;
-  p.backward_data = dp.algo;
-  p.backward_filter = gp.algo;
-  p.workspace_bytes = std::max({size_t{fp.memory}, size_t{dp.memory}, size_t{gp.memory}});
+  const ConvKey key{c.device,   c.exact,     c.tf32, l.batch,
+                    l.in_shape, l.out_shape, ws,     {w.pad_h, w.pad_w, w.stride_h, w.stride_w, w.groups}};
+  std::lock_guard lock(conv_choices_mu);  // one search of a shape, alone among the process's
+  auto it = conv_choices().find(key);
+  if (it == conv_choices().end()) {
+    it = conv_choices().emplace(key, search_algorithms(p, c, l.name)).first;
+    ++conv_searches;
+  }
+  const ConvChoice& chosen = it->second;
+  p.forward = chosen.forward;
+  p.backward_data = chosen.backward_data;
+  p.backward_filter = chosen.backward_filter;
+  p.workspace_bytes = chosen.workspace_bytes;
   return p.workspace_bytes;
 }
 
@@ -286,3 +326,9 @@ void backward(const GpuLayer& l, Context& c) {
 }
 
 }  // namespace trainsim::cuda
+
+namespace trainsim {
+
+int64_t cuda_convolution_searches() { return cuda::conv_searches.load(); }
+
+}  // namespace trainsim

@@ -56,6 +56,11 @@ struct GpuPassTimes {
   double step_s = 0;  // the whole pass, from before the first kernel to after the last
 };
 
+// How many convolution shapes this process has searched cuDNN's algorithms
+// for: a network of a shape searched before (on that GPU, under that
+// precision) takes the algorithms chosen then.
+int64_t cuda_convolution_searches();
+
 // Before any GPU memory is taken: every layer of `model` has a GPU kernel
 // (InputError naming the layer), and GPU `gpu` answers (InputError naming
 // `flag` for an index the driver does not have or a build without CUDA).

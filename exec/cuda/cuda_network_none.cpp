@@ -50,5 +50,6 @@ std::shared_ptr<WorkMark> CudaNetwork::mark() { return nullptr; }
 void CudaNetwork::wait_for(const Tensor&) {}
 std::shared_ptr<DeviceStore> make_cuda_device_store(int) { return nullptr; }
 bool peer_gpus(int, int) { return false; }
+int64_t cuda_convolution_searches() { return 0; }
 
 }  // namespace trainsim
