@@ -31,8 +31,9 @@ struct ClockOrigin {
 };
 
 // Marks read their times from an origin at most this old: an elapsed time
-// is a float of milliseconds, its step 8 µs at 100 s and 1 ms at 3 h.
-constexpr double kOriginLifeS = 60;
+// is a float of milliseconds (its step 8 µs at 100 s), and the GPU's timer
+// and the host's clock drift apart by a few µs a second.
+constexpr double kOriginLifeS = 1;
 constexpr int kOriginSamples = 3;  // the shortest round trip's is kept
 
 std::shared_ptr<ClockOrigin> sample_origin(int device) {

@@ -220,8 +220,8 @@ def main():
         tests = [("gpu_tests", [f"--gtest_repeat={args.test_repeat}"]),
                  ("exec_tests", ["--gtest_filter=CudaNetwork*:Devices*"]),
                  ("tools_tests", ["--gtest_filter=ProfileDeviceCli*"])]
-        for binary, flags in tests:
-            done = run([os.path.join(args.build, "tests", binary)] + flags, log)
+        for binary, flags in tests:  # a hang ends here, not with the loan
+            done = run([os.path.join(args.build, "tests", binary)] + flags, log, timeout=120 * args.test_repeat)
             failed |= done.returncode != 0
             report.append(f"- `{binary} {' '.join(flags)}`: exit {done.returncode}: {gtest_summary(done.stdout)}")
             if done.returncode != 0:
@@ -240,7 +240,7 @@ def main():
             failed |= done.returncode != 0
             summary = [l for l in (done.stdout + done.stderr).splitlines() if "ERROR SUMMARY" in l]
             report.append(f"- `compute-sanitizer --tool memcheck gpu_tests --gtest_filter={MEMCHECK_TESTS}`: exit "
-                          f"{done.returncode}: {summary[-1] if summary else gtest_summary(done.stdout)}")
+                          f"{done.returncode}: " + "; ".join(summary[-1:] + [gtest_summary(done.stdout)]))
 
     flush()
     if "strategies" in sections:

@@ -120,5 +120,10 @@ if [ -x "$build_dir/tests/gpu_tests" ] && [ -x "$build_dir/tests/bench/cuda_step
     fail "the unpacked check did not run the packed gpu_tests"
   grep -Eq "^- .gpu_tests --gtest_repeat=1.: exit 0: passed " "$work/packed/gpu-check.md" ||
     fail "no summary of the packed gpu_tests"
+  packed=$(tar -tJf "$work/tree/.gpu/gpu-check.tar.xz")
+  for lib in $(ldd "$build_dir/tools/trainsim" | awk '$3 ~ /^\/(usr\/)?lib/ {print $1}' |
+               grep -Ev '^(libc|libm|libdl|libpthread|librt|libgcc_s|libstdc\+\+)\.so'); do
+    echo "$packed" | grep -qx "lib/$lib" || fail "the pack holds no $lib for a machine without it"
+  done
   echo "gpu_check_smoke: make gpu-pack's archive ran where it was unpacked"
 fi

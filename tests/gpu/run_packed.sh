@@ -8,4 +8,18 @@ dir=${GPU_PACK_DIR:-/tmp/trainsim-gpu}
 [ -f "$pack" ] || { echo "run_packed: no $pack here: make gpu-pack on the build machine" >&2; exit 2; }
 mkdir -p "$dir"
 tar -C "$dir" -xJf "$pack"
+# A library the binaries need that this machine lacks: the pack's copy,
+# alone on the loader's path (each round finds those the last one's need).
+binaries="tools/trainsim tests/gpu_tests tests/exec_tests tests/tools_tests tests/bench/cuda_step_bench"
+rm -rf "$dir/missing" && mkdir -p "$dir/missing"
+export LD_LIBRARY_PATH="$dir/missing${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+for round in 1 2 3 4 5; do
+  missing=$(for f in $binaries; do ldd "$dir/build/$f" 2>/dev/null; done | awk '/not found/ {print $1}' | sort -u)
+  [ -n "$missing" ] || break
+  for lib in $missing; do
+    [ -f "$dir/lib/$lib" ] || { echo "run_packed: $lib is missing here and not in the pack" >&2; exit 2; }
+    ln -sf "$dir/lib/$lib" "$dir/missing/$lib"
+    echo "run_packed: $lib from the pack (this machine lacks it)" >&2
+  done
+done
 exec python3 tests/gpu/gpu_check.py --build "$dir/build" --data-dir "$dir/data" --commit "$(cat "$dir/commit")" "$@"
