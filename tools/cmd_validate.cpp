@@ -288,6 +288,11 @@ void run_validate(const ValidateCliOptions& o, CommandContext& ctx) {
     } else if (o.worst_ops > 0) {
       ctx.out << r.strategy << ", op groups furthest from the measurement:\n";
       print_worst_ops(ctx.out, r, o.worst_ops);
+      if (!std::isnan(r.device_busy)) {
+        ctx.out << "    each GPU worker's kernels busy " << percent(r.device_busy).substr(1)
+                << " of an iteration (median over the workers; the rest the GPU waited for the host or other "
+                   "workers)\n";
+      }
     }
   }
 }

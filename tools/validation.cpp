@@ -23,41 +23,6 @@
 namespace trainsim {
 namespace {
 
-double relative_error(double predicted, double measured) {
-  return measured > 0 ? (predicted - measured) / measured : 0.0;
-}
-
-// Measured durations of the ops. A collective's starts when its last member
-// arrives, as in the simulator (the k-th of a kind a member issues on a group
-// joins the other members' k-th): a member's earlier wait is idle, not the
-// collective's cost. A compute op whose work its device timed (a GPU's
-// kernels) takes that work's time, not the host's queuing of it.
-std::vector<double> measured_durations_s(const Plan& plan, const std::vector<ExecOpTiming>& measured) {
-  using Instance = std::tuple<int32_t, int, int64_t>;  // group, kind, k-th
-  std::map<std::tuple<int32_t, int, int32_t>, int64_t> issued;
-  std::map<Instance, double> last_start_s;
-  std::vector<Instance> instance_of(plan.ops.size());
-  for (size_t id = 0; id < plan.ops.size(); ++id) {
-    const Op& op = plan.ops[id];
-    if (!is_collective(op.kind)) continue;
-    const int64_t k = issued[{op.group, static_cast<int>(op.kind), op.worker}]++;
-    instance_of[id] = {op.group, static_cast<int>(op.kind), k};
-    double& start_s = last_start_s.try_emplace(instance_of[id], measured[id].start_s).first->second;
-    start_s = std::max(start_s, measured[id].start_s);
-  }
-  std::vector<double> durations_s(plan.ops.size());
-  for (size_t id = 0; id < plan.ops.size(); ++id) {
-    const ExecOpTiming& t = measured[id];
-    if (!std::isnan(t.device_start_s) && !std::isnan(t.device_end_s)) {  // its work where its device ran it
-      durations_s[id] = std::max(0.0, t.device_end_s - t.device_start_s);
-      continue;
-    }
-    const double start_s = is_collective(plan.ops[id].kind) ? last_start_s[instance_of[id]] : t.start_s;
-    durations_s[id] = std::max(0.0, t.end_s - start_s);
-  }
-  return durations_s;
-}
-
 // An entry of --strategies: its strategy id, and the settings after its colons.
 std::pair<std::string, std::vector<Setting>> read_entry(const std::string& entry) {
   const size_t colon = entry.find(':');
@@ -189,52 +154,13 @@ StrategyValidation compare_strategy(const Validation& v, const StrategyRuns& s, 
   out.verdict =
       judge_error(out.predicted_simulated_s, out.interval, out.prediction_spread, o.target_uncertainty, o.confidence);
   out.ops = compare_ops(plan, sim.timings, run.exec.timings, run.iteration.warmup);
+  out.device_busy = device_busy_share(plan, run.exec.timings, run.iteration.warmup, run.iteration.median_s);
   out.simulated_trace = chrome_trace(plan, sim);
   out.measured_trace = exec_chrome_trace(run.plan, run.exec);
   return out;
 }
 
 }  // namespace
-
-std::vector<OpGroupComparison> compare_ops(const Plan& plan, const std::vector<OpTiming>& simulated,
-                                           const std::vector<ExecOpTiming>& measured, int32_t warmup) {
-  TRAINSIM_CHECK(simulated.size() == plan.ops.size() && measured.size() == plan.ops.size(),
-                 "one simulated and one measured timing per op");
-  using GroupKey = std::tuple<int32_t, int, int, int32_t, int32_t>;  // worker, stream, kind, layers
-  std::map<GroupKey, size_t> index;
-  std::vector<OpGroupComparison> groups;
-  std::vector<std::vector<double>> sim_s;
-  std::vector<std::vector<double>> real_s;
-  const std::vector<double> measured_s = measured_durations_s(plan, measured);
-  const int32_t last = plan.iterations - warmup;  // exclusive; everything when there is no warm-up
-  for (size_t id = 0; id < plan.ops.size(); ++id) {
-    const Op& op = plan.ops[id];
-    if (op.iteration < warmup || op.iteration >= std::max(last, warmup + 1)) continue;
-    const GroupKey key{op.worker, static_cast<int>(op.stream), static_cast<int>(op.kind), op.first_layer,
-                       op.last_layer};
-    auto [it, added] = index.emplace(key, groups.size());
-    if (added) {
-      OpGroupComparison g;
-      g.kind = op_kind_name(op.kind);
-      g.stream = stream_kind_name(op.stream);
-      g.worker = op.worker;
-      g.first_layer = op.first_layer;
-      g.last_layer = op.last_layer;
-      groups.push_back(g);
-      sim_s.emplace_back();
-      real_s.emplace_back();
-    }
-    sim_s[it->second].push_back(static_cast<double>(simulated[id].end_ns - simulated[id].start_ns) * 1e-9);
-    real_s[it->second].push_back(measured_s[id]);
-  }
-  for (size_t g = 0; g < groups.size(); ++g) {
-    groups[g].count = static_cast<int64_t>(sim_s[g].size());
-    groups[g].simulated_s = median_s(sim_s[g]);
-    groups[g].measured_s = median_s(real_s[g]);
-    groups[g].error = relative_error(groups[g].simulated_s, groups[g].measured_s);
-  }
-  return groups;
-}
 
 size_t representative_round(const std::vector<double>& rounds_s) {
   TRAINSIM_CHECK(!rounds_s.empty(), "at least one round");

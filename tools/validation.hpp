@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -128,6 +129,8 @@ struct StrategyValidation {
   double error_analytic = 0;         // (predicted - measured) / measured: positive = predicted slower
   double error_simulated = 0;
   std::vector<OpGroupComparison> ops;  // of the round whose median is nearest measured_s
+  // On GPU workers, device_busy_share of that round; NaN elsewhere.
+  double device_busy = std::numeric_limits<double>::quiet_NaN();
   nlohmann::json simulated_trace;    // Chrome traces of the same plan (measured: that round)
   nlohmann::json measured_trace;
 };
@@ -150,12 +153,25 @@ struct Validation {
   std::vector<StrategyValidation> results;
 };
 
+// (predicted - measured) / measured: positive = predicted slower; 0 for a
+// measurement of 0.
+double relative_error(double predicted, double measured);
+
 // Groups the ops of iterations [warmup, iterations - warmup) and compares
 // their median durations. `simulated` and `measured` hold one timing per plan
 // op. A measured collective counts from its last member's start, as the
 // simulator starts it. Groups come in the plan's op order.
 std::vector<OpGroupComparison> compare_ops(const Plan& plan, const std::vector<OpTiming>& simulated,
                                            const std::vector<ExecOpTiming>& measured, int32_t warmup);
+
+// For GPU workers, whose compute ops' work their devices timed
+// (ExecOpTiming::device_start_s): per worker, the median over iterations
+// [warmup, iterations - warmup) of that work's seconds in the iteration,
+// over `iteration_s`; the median over the workers. How much of an iteration
+// a worker's kernels kept the GPU busy (the rest it waited: for the host
+// queuing work, or for other workers). NaN where no op was timed so.
+double device_busy_share(const Plan& plan, const std::vector<ExecOpTiming>& measured, int32_t warmup,
+                         double iteration_s);
 
 // The round a strategy's op comparison and measured trace come from: the one
 // whose median iteration is nearest the median over rounds (the first of a

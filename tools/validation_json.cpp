@@ -49,6 +49,7 @@ nlohmann::json validation_to_json(const Validation& v, const std::string& model,
                        {"predicted_simulated_s", r.predicted_simulated_s},
                        {"error_analytic", r.error_analytic},
                        {"error_simulated", r.error_simulated},
+                       {"device_busy", finite_or_null(r.device_busy)},
                        {"ops", std::move(ops)}});
   }
   return {{"format", "trainsim.validation/1"},

@@ -151,15 +151,18 @@ def torch_steps(model_name, batch, params, tf32=False, steps=50, warmups=10):
 def validation_lines(model, v):
     """validate's JSON as the report's table of each strategy."""
     lines = [f"{model}, batch 64 per worker, {v['rounds']} rounds ({v['stopped']}); median |error| simulated "
-             f"{v['median_abs_error_simulated'] * 100:.1f}%, analytic {v['median_abs_error_analytic'] * 100:.1f}%:",
-             "", "| strategy | measured | simulated | error | analytic | error | verdict |", "|---|---|---|---|---|---|---|"]
+             f"{v['median_abs_error_simulated'] * 100:.1f}%, analytic {v['median_abs_error_analytic'] * 100:.1f}%; "
+             "GPU busy: each worker's kernels over an iteration, the median over the workers:", "",
+             "| strategy | measured | simulated | error | analytic | error | verdict | GPU busy |",
+             "|---|---|---|---|---|---|---|---|"]
     for r in v["results"]:
         if r.get("skipped"):
-            lines.append(f"| {r['strategy']} | not run: {r['skipped']} | | | | | |")
+            lines.append(f"| {r['strategy']} | not run: {r['skipped']} | | | | | | |")
             continue
+        busy = f"{r['device_busy'] * 100:.0f}%" if r.get("device_busy") is not None else "not timed"
         lines.append(f"| {r['strategy']} | {r['measured_s'] * 1e3:.3f} ms | {r['predicted_simulated_s'] * 1e3:.3f} ms | "
                      f"{r['error_simulated'] * 100:+.1f}% | {r['predicted_analytic_s'] * 1e3:.3f} ms | "
-                     f"{r['error_analytic'] * 100:+.1f}% | {r['verdict']} |")
+                     f"{r['error_analytic'] * 100:+.1f}% | {r['verdict']} | {busy} |")
     return lines + [""]
 
 

@@ -97,6 +97,27 @@ TEST(CompareOps, AComputeOpsWorkTimedByItsDeviceIsItsMeasurement) {
   EXPECT_EQ(forwards, 2);
 }
 
+// Per worker and iteration after warm-up, its compute ops' timed work
+// over the iteration: here 5 ms of forward and backward on worker 0, 3 ms on
+// worker 1, in 10 ms iterations (the median over the two workers, 40%); the
+// warm-up iteration's 100 ms left out. Without device times, none.
+TEST(DeviceBusyShare, IsTheTimedWorkOverTheIterationMedianOverWorkers) {
+  const Plan plan = two_worker_ring_plan(3);
+  std::vector<ExecOpTiming> measured(plan.ops.size(), ExecOpTiming{0.0, 1e-3});
+  EXPECT_TRUE(std::isnan(device_busy_share(plan, measured, 1, 10e-3)));
+  int64_t timed = 0;
+  for (size_t id = 0; id < plan.ops.size(); ++id) {
+    const Op& op = plan.ops[id];
+    if (op.kind != OpKind::kForward && op.kind != OpKind::kBackward) continue;
+    const double seconds = op.iteration == 0 ? 0.1 : op.worker == 0 ? 2.5e-3 : 1.5e-3;
+    measured[id].device_start_s = op.iteration * 10e-3;
+    measured[id].device_end_s = op.iteration * 10e-3 + seconds;
+    ++timed;
+  }
+  ASSERT_EQ(timed, 2 * 2 * 3);  // a forward and a backward per worker and iteration
+  EXPECT_NEAR(device_busy_share(plan, measured, 1, 10e-3), 0.4, 1e-12);
+}
+
 TEST(RepresentativeRound, IsTheRoundNearestTheMedian) {
   EXPECT_EQ(representative_round({5e-3}), 0u);
   EXPECT_EQ(representative_round({9e-3, 4e-3, 4.2e-3}), 2u);  // the median 4.2 ms itself
