@@ -289,8 +289,8 @@ void run_validate(const ValidateCliOptions& o, CommandContext& ctx) {
       ctx.out << r.strategy << ", op groups furthest from the measurement:\n";
       print_worst_ops(ctx.out, r, o.worst_ops);
       if (!std::isnan(r.device_busy)) {
-        ctx.out << "    each GPU worker's kernels busy " << percent(r.device_busy).substr(1)
-                << " of an iteration (median over the workers; the rest the GPU waited for the host or other "
+        ctx.out << "    each GPU worker's ops' work on the GPU spans " << percent(r.device_busy).substr(1)
+                << " of an iteration (median over the workers; outside it the GPU waited for the host or other "
                    "workers)\n";
       }
     }

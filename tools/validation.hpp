@@ -168,8 +168,10 @@ std::vector<OpGroupComparison> compare_ops(const Plan& plan, const std::vector<O
 // (ExecOpTiming::device_start_s): per worker, the median over iterations
 // [warmup, iterations - warmup) of that work's seconds in the iteration,
 // over `iteration_s`; the median over the workers. How much of an iteration
-// a worker's kernels kept the GPU busy (the rest it waited: for the host
-// queuing work, or for other workers). NaN where no op was timed so.
+// a worker's ops' work spans on the GPU (a worker's ops run there one after
+// another, so their spans do not overlap; a span holds the GPU's waits for
+// the host inside the op), outside which the GPU waited for the host to
+// queue work or for other workers. NaN where no op was timed so.
 double device_busy_share(const Plan& plan, const std::vector<ExecOpTiming>& measured, int32_t warmup,
                          double iteration_s);
 

@@ -103,11 +103,19 @@ struct ConvChoice {
   cudnnConvolutionBwdFilterAlgo_t backward_filter{};
   size_t workspace_bytes = 0;
 };
-std::mutex conv_choices_mu;
+// One GPU's: a search there holds its lock alone, so a network made on
+// another GPU waits for no search (which may wait for that GPU's whole
+// device, an NCCL kernel included whose peer that network's thread queues).
+struct ConvChoices {
+  std::mutex mu;
+  std::map<ConvKey, ConvChoice> chosen;
+};
 std::atomic<int64_t> conv_searches{0};
-std::map<ConvKey, ConvChoice>& conv_choices() {
-  static auto* choices = new std::map<ConvKey, ConvChoice>;  // never destroyed, as the runtime it names
-  return *choices;
+ConvChoices& conv_choices(int device) {
+  static std::mutex mu;
+  static auto* per_gpu = new std::map<int, ConvChoices>;  // never destroyed, as the runtime it names
+  std::lock_guard lock(mu);
+  return (*per_gpu)[device];
 }
 
 // cuDNN's fastest algorithms for p's descriptors that `c` allows (pick).
@@ -149,10 +157,11 @@ size_t plan_conv(GpuLayer& l, const Layer& layer, Context& c) {
   }
   const ConvKey key{c.device,   c.exact,     c.tf32, l.batch,
                     l.in_shape, l.out_shape, ws,     {w.pad_h, w.pad_w, w.stride_h, w.stride_w, w.groups}};
-  std::lock_guard lock(conv_choices_mu);  // one search of a shape, alone among the process's
-  auto it = conv_choices().find(key);
-  if (it == conv_choices().end()) {
-    it = conv_choices().emplace(key, search_algorithms(p, c, l.name)).first;
+  ConvChoices& choices = conv_choices(c.device);
+  std::lock_guard lock(choices.mu);  // one search of a shape, alone among the GPU's
+  auto it = choices.chosen.find(key);
+  if (it == choices.chosen.end()) {
+    it = choices.chosen.emplace(key, search_algorithms(p, c, l.name)).first;
     ++conv_searches;
   }
   const ConvChoice& chosen = it->second;

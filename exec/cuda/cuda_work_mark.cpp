@@ -2,6 +2,7 @@
 // with timing, read against an origin event of the GPU whose time on the
 // host's monotonic clock is known; and its stream's wait for an input
 // exported into a store's array (RangeNetwork::wait_for).
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -59,16 +60,35 @@ std::shared_ptr<ClockOrigin> sample_origin(int device) {
   return best;
 }
 
-// GPU `device`'s origin, shared by its networks, made again once older than
-// kOriginLifeS. Kept for the process's life (the runtime may be gone by
-// the time static objects are destroyed).
+// A new origin whose round trip is this much longer than the one it would
+// replace (the GPU's queues busy: an idle stream may share one with busy
+// ones) is left unused, unless the old one is kOriginLongestLifeS old.
+constexpr double kWorseRoundTrip = 4;
+constexpr double kFineRoundTripS = 20e-6;
+constexpr double kOriginLongestLifeS = 30;
+
+// GPU `device`'s origin, shared by its networks, sampled again once older
+// than kOriginLifeS (at most once a kOriginLifeS). Kept for the process's
+// life (the runtime may be gone by the time static objects are destroyed).
 std::shared_ptr<ClockOrigin> origin_of(int device) {
+  struct Kept {
+    std::shared_ptr<ClockOrigin> origin;
+    double sampled_s = 0;
+  };
   static std::mutex mu;
-  static auto* origins = new std::map<int, std::shared_ptr<ClockOrigin>>;
+  static auto* origins = new std::map<int, Kept>;
   std::lock_guard lock(mu);
-  std::shared_ptr<ClockOrigin>& origin = (*origins)[device];
-  if (origin == nullptr || monotonic_clock_s() - origin->host_s > kOriginLifeS) origin = sample_origin(device);
-  return origin;
+  Kept& kept = (*origins)[device];
+  const double now_s = monotonic_clock_s();
+  if (kept.origin == nullptr || (now_s - kept.origin->host_s > kOriginLifeS && now_s - kept.sampled_s > kOriginLifeS)) {
+    std::shared_ptr<ClockOrigin> fresh = sample_origin(device);
+    kept.sampled_s = now_s;
+    if (kept.origin == nullptr || now_s - kept.origin->host_s > kOriginLongestLifeS ||
+        fresh->round_trip_s <= std::max(kWorseRoundTrip * kept.origin->round_trip_s, kFineRoundTripS)) {
+      kept.origin = std::move(fresh);
+    }
+  }
+  return kept.origin;
 }
 
 class EventMark final : public WorkMark {

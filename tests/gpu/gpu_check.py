@@ -60,8 +60,9 @@ def run(cmd, log, check=True, timeout=None):
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     except FileNotFoundError as e:
         done = subprocess.CompletedProcess(cmd, 127, "", str(e))
-    except subprocess.TimeoutExpired as e:
-        done = subprocess.CompletedProcess(cmd, 124, e.stdout or "", f"timed out after {timeout} s")
+    except subprocess.TimeoutExpired as e:  # its output comes as bytes, whatever text=True says
+        out = e.stdout.decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
+        done = subprocess.CompletedProcess(cmd, 124, out, f"timed out after {timeout} s")
     log.append(f"(exit {done.returncode}, {time.time() - started:.1f} s)")
     if done.returncode != 0 and check:
         log.append(done.stdout[-4000:] + done.stderr[-4000:])
@@ -243,7 +244,7 @@ def main():
             failed |= done.returncode != 0
             summary = [l for l in (done.stdout + done.stderr).splitlines() if "ERROR SUMMARY" in l]
             report.append(f"- `compute-sanitizer --tool memcheck gpu_tests --gtest_filter={MEMCHECK_TESTS}`: exit "
-                          f"{done.returncode}: " + "; ".join(summary[-1:] + [gtest_summary(done.stdout)]))
+                          f"{done.returncode}: " + "; ".join(dict.fromkeys(summary[-1:] + [gtest_summary(done.stdout)])))
 
     flush()
     if "strategies" in sections:

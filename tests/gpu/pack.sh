@@ -20,7 +20,8 @@ for f in $binaries; do
 done
 for f in $binaries; do ldd "$build/$f"; done | awk '$3 ~ /^\// {print $3}' | sort -u | while read -r lib; do
   case "$lib" in
-    /usr/local/cuda*|*/libc.so.*|*/libm.so.*|*/libdl.so.*|*/libpthread.so.*|*/librt.so.*|*/libgcc_s.so.*|*/libstdc++.so.*|*/ld-linux*) ;;
+    /usr/local/cuda*|*/libcud*|*/libcublas*|*/libnccl*|*/libnv*) ;;  # CUDA's: the GPU machine's own
+    */libc.so.*|*/libm.so.*|*/libdl.so.*|*/libpthread.so.*|*/librt.so.*|*/libgcc_s.so.*|*/libstdc++.so.*|*/ld-linux*) ;;
     *) cp -L "$lib" "$stage/lib/" ;;
   esac
 done

@@ -98,23 +98,26 @@ TEST(CompareOps, AComputeOpsWorkTimedByItsDeviceIsItsMeasurement) {
 }
 
 // Per worker and iteration after warm-up, its compute ops' timed work
-// over the iteration: here 5 ms of forward and backward on worker 0, 3 ms on
-// worker 1, in 10 ms iterations (the median over the two workers, 40%); the
-// warm-up iteration's 100 ms left out. Without device times, none.
-TEST(DeviceBusyShare, IsTheTimedWorkOverTheIterationMedianOverWorkers) {
-  const Plan plan = two_worker_ring_plan(3);
+// over the iteration, the median over iterations, then over workers: with
+// warm-up 1 of 5 iterations, iterations 1-3 count; worker 0's forward and
+// backward take 2.5, 2 and 3 ms each (a median of 5 ms an iteration),
+// worker 1's 1.5 ms each (3 ms), in 10 ms iterations: 40%. The warm-up
+// iterations' 100 ms are left out. Without device times, none.
+TEST(DeviceBusyShare, IsTheTimedWorkOverTheIterationMedianOverIterationsAndWorkers) {
+  const Plan plan = two_worker_ring_plan(5);
   std::vector<ExecOpTiming> measured(plan.ops.size(), ExecOpTiming{0.0, 1e-3});
   EXPECT_TRUE(std::isnan(device_busy_share(plan, measured, 1, 10e-3)));
   int64_t timed = 0;
   for (size_t id = 0; id < plan.ops.size(); ++id) {
     const Op& op = plan.ops[id];
     if (op.kind != OpKind::kForward && op.kind != OpKind::kBackward) continue;
-    const double seconds = op.iteration == 0 ? 0.1 : op.worker == 0 ? 2.5e-3 : 1.5e-3;
+    const double worker0[] = {0.1, 2.5e-3, 2e-3, 3e-3, 0.1};
+    const double seconds = op.worker == 0 ? worker0[op.iteration] : op.iteration % 4 == 0 ? 0.1 : 1.5e-3;
     measured[id].device_start_s = op.iteration * 10e-3;
     measured[id].device_end_s = op.iteration * 10e-3 + seconds;
     ++timed;
   }
-  ASSERT_EQ(timed, 2 * 2 * 3);  // a forward and a backward per worker and iteration
+  ASSERT_EQ(timed, 2 * 2 * 5);  // a forward and a backward per worker and iteration
   EXPECT_NEAR(device_busy_share(plan, measured, 1, 10e-3), 0.4, 1e-12);
 }
 
@@ -132,6 +135,9 @@ TEST(ValidateCli, MeasuresEachStrategyAsTheMedianOverRounds) {
   ASSERT_EQ(r.status, 0) << r.err;
   const nlohmann::json j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["rounds"], 3);
+  for (const nlohmann::json& result : j["results"]) {
+    EXPECT_TRUE(result["device_busy"].is_null()) << "CPU workers' work is their ops'";
+  }
   ASSERT_EQ(j["results"].size(), 2u);
   for (const nlohmann::json& s : j["results"]) {
     ASSERT_FALSE(s.contains("skipped")) << s.dump();
