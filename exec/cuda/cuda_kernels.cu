@@ -179,13 +179,7 @@ __global__ void sgd_step_all_kernel(SgdLaunch launch, float lr, float mu, float 
   float* g = launch.g[t];
   float* v = launch.v[t];
   for (int64_t i = block * blockDim.x + threadIdx.x; i < launch.n[t]; i += blocks * blockDim.x) {
-    const float step = g[i] + wd * w[i];
-    if (mu == 0.0f) {
-      w[i] -= lr * step;
-    } else {
-      v[i] = mu * v[i] + step;
-      w[i] -= lr * v[i];
-    }
+    sgd_value(w + i, g[i], v == nullptr ? nullptr : v + i, lr, mu, wd);
     if (zero_gradients) g[i] = 0.0f;
   }
 }

@@ -26,6 +26,19 @@ __device__ inline float warp_max(float v) {
   return v;
 }
 
+// One value's momentum-SGD step, as exec/optim's Sgd: g' = g + wd·w, then
+// w −= lr·g' where μ is 0 (v unread, may be null), else v = μ·v + g' and
+// w −= lr·v.
+__device__ inline void sgd_value(float* w, float g, float* v, float lr, float mu, float wd) {
+  const float step = g + wd * *w;
+  if (mu == 0.0f) {
+    *w -= lr * step;
+    return;
+  }
+  *v = mu * *v + step;
+  *w -= lr * *v;
+}
+
 }  // namespace trainsim::cuda
 
 // A grid-stride loop over 64-bit indices.

@@ -138,6 +138,7 @@ enum class Op {
   add,
   identity,
   embedding,
+  embedding_bag,
   positional_encoding,
   layernorm,
   gelu,
@@ -168,7 +169,8 @@ struct GpuLayer {
   std::vector<float*> dxs;
   std::vector<bool> accumulate;
   int64_t rows = 0, in_features = 0, out_features = 0;  // linear; rows also of the sequence layers
-  int64_t vocabulary = 0;                                // embedding
+  int64_t vocabulary = 0;                               // embedding, embedding_bag
+  DeviceArray<int32_t> touched;  // embedding_bag: per table row, 1 where a whole pass's gradient touched it
   ConvPlan conv;
   NormPlan norm;  // batchnorm per channel, layernorm per row
   PoolGeometry pool;
@@ -219,11 +221,23 @@ void dense_backward(Context& c, const float* x, const float* dy, const float* w,
                     bool accumulate, int64_t rows, int64_t in, int64_t out);
 
 // The Transformer layers (cuda_sequence_ops.cpp): embedding, positional
-// encoding, layer norm, GELU and causal or full self-attention.
+// encoding, layer norm, GELU and causal or full self-attention; and the
+// embedding bag.
 bool is_sequence_op(Op op);
 void plan_sequence(GpuLayer& layer, const Layer& model_layer);
 void sequence_forward(const GpuLayer& layer, Context& context);
 void sequence_backward(const GpuLayer& layer, Context& context);
+
+// An embedding bag's table gradient is sparse rows (exec/tensor's
+// EmbeddingBag). In a whole pass its backward adds them into the dense
+// gradient on the GPU, marking the rows touched, and step_touched_rows
+// steps those rows alone (Sgd's lazy step). A range pass leaves them to
+// the host: backward_leaving_rows runs a layer's backward without them (the
+// ids carry no gradient), and CudaNetwork::backward_range builds the rows
+// from the ids and dy it brings back.
+void backward_leaving_rows(const GpuLayer& layer, Context& context);
+void step_touched_rows(const GpuLayer& layer, float learning_rate, float momentum, float weight_decay,
+                       Context& context);
 
 // The LSTM (cuda_lstm_ops.cpp): a unidirectional recurrence from zero state
 // as exec/tensor's Lstm, its products through cuBLAS.

@@ -33,6 +33,7 @@ Op op_of(const Layer& layer, const std::string& where) {
   if (layer.op == "avgpool" && layer.output_shape.size() == 1) return Op::global_avgpool;
   if (layer.op == "flatten" || layer.op == "dropout" || layer.op == "softmax") return Op::identity;
   if (layer.op == "embedding" && !layer.sparse) return Op::embedding;
+  if (layer.op == "embedding_bag") return Op::embedding_bag;
   if (layer.op == "positional_encoding") return Op::positional_encoding;
   if (layer.op == "layernorm") return Op::layernorm;
   if (layer.op == "gelu") return Op::gelu;
@@ -42,8 +43,8 @@ Op op_of(const Layer& layer, const std::string& where) {
                    "op '" + layer.op + "'" + (layer.op == "embedding" && layer.sparse ? " with sparse rows" : "") +
                        " has no CUDA kernel yet",
                    "a model of linear, conv2d, batchnorm, relu, maxpool, global avgpool, add (of two), flatten, "
-                   "dropout, softmax, dense embedding, positional encoding, layernorm, gelu, self-attention and "
-                   "LSTM layers");
+                   "dropout, softmax, dense embedding, embedding bag, positional encoding, layernorm, gelu, "
+                   "self-attention and LSTM layers");
 }
 
 namespace {

@@ -14,13 +14,16 @@ namespace cuda {
 void check_token_ids(const NetworkState& s, const Tensor& x) {
   const int64_t tokens = x.row_size();
   for (const auto& l : s.layers) {
-    if (l->op != Op::embedding || l->x() != s.input.get()) continue;
+    if ((l->op != Op::embedding && l->op != Op::embedding_bag) || l->x() != s.input.get()) continue;
+    const bool padding = l->op == Op::embedding_bag;  // a bag skips ids below 0
     for (int64_t i = 0; i < x.size(); ++i) {  // ids travel as floats, exact below 2^24
       const float id = x.data[static_cast<size_t>(i)];
+      if (padding && id < 0.0f) continue;
       if (!(id >= 0.0f && id < static_cast<float>(l->vocabulary)) || std::floor(id) != id) {
         throw InputError("set_batch: x[" + std::to_string(i / tokens) + "][" + std::to_string(i % tokens) + "]",
                          "token id " + std::to_string(id),
-                         "an integer in [0, " + std::to_string(l->vocabulary) + ") for " + l->name);
+                         "an integer in [0, " + std::to_string(l->vocabulary) + ")" +
+                             (padding ? " or a negative padding id" : "") + " for " + l->name);
       }
     }
   }
@@ -280,10 +283,17 @@ void run_backward(NetworkState& s, size_t* next) {
   TRAINSIM_CUDA(cudaGetLastError());
 }
 
-// A layer's parameters stepped and their gradients zeroed in one launch.
+// A layer's parameters stepped and their gradients zeroed in one launch
+// (an embedding bag's touched rows alone).
 void run_update(NetworkState& s, const SgdOptions& sgd, size_t* next) {
   std::vector<SgdTensor> params;
   for (const auto& l : s.layers) {
+    if (l->op == Op::embedding_bag) {  // the rows its gradient touched, as Sgd's sparse step
+      step_touched_rows(*l, static_cast<float>(sgd.learning_rate), static_cast<float>(sgd.momentum),
+                        static_cast<float>(sgd.weight_decay), s.context);
+      mark(s, next);
+      continue;
+    }
     params.clear();
     for (size_t p = 0; p < l->params.size(); ++p) {
       params.push_back(SgdTensor{l->params[p].get(), l->grads[p].get(), l->velocity[p].get(), l->params[p].size()});

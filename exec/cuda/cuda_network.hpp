@@ -69,10 +69,10 @@ void check_cuda_device(const Model& model, int gpu, const std::string& flag);
 class CudaNetwork final : public RangeNetwork {
  public:
   // `model` (linear, conv2d, batchnorm, relu, maxpool, global avgpool, add
-  // of two, flatten, dropout, softmax, dense embedding, positional
-  // encoding, layernorm, gelu and self-attention layers, over its layer graph) on
-  // GPU `device` at `batch` samples, starting from `weights` (as
-  // init_weights lays them out). InputError naming the layer for another op
+  // of two, flatten, dropout, softmax, dense embedding, embedding bag,
+  // positional encoding, layernorm, gelu, self-attention and LSTM layers,
+  // over its layer graph) on GPU `device` at `batch` samples, starting from
+  // `weights` (as init_weights lays them out). InputError naming the layer for another op
   // or an input that is not an earlier layer; InputError naming --device for a device index the driver does not have
   // or a build without CUDA; CudaError when the GPU refuses (out of memory).
   CudaNetwork(const Model& model, const Weights& weights, int64_t batch, int device,

@@ -326,9 +326,9 @@ void CudaNetwork::backward_range(const Network& network, int64_t first, int64_t 
   cuda::check_distinct_gradients(s, network, last + 1);
   cuda::check_distinct_gradients(s, network, first);
   for (int64_t i = first; i <= last; ++i) {
-    for (const auto& g : s.layers[static_cast<size_t>(i)]->grads) {
-      TRAINSIM_CUDA(cudaMemsetAsync(g.get(), 0, g.bytes(), s.context.stream));
-    }
+    const cuda::GpuLayer& l = *s.layers[static_cast<size_t>(i)];
+    if (l.op == cuda::Op::embedding_bag) continue;  // its rows go to the host, its dense gradient unused
+    for (const auto& g : l.grads) TRAINSIM_CUDA(cudaMemsetAsync(g.get(), 0, g.bytes(), s.context.stream));
   }
   if (dy != nullptr) {
     cuda::upload_cut(s, network, last + 1, *dy, [&](int32_t t) {
@@ -337,52 +337,8 @@ void CudaNetwork::backward_range(const Network& network, int64_t first, int64_t 
       return g;
     });
   }
-  for (int64_t i = last; i >= first; --i) cuda::backward(*s.layers[static_cast<size_t>(i)], s.context);
-  TRAINSIM_CUDA(cudaGetLastError());
-  // A gradient whose sum the device keeps is added into it on the GPU;
-  // the others come back through pinned memory, one wait, added into the
-  // host's (none where the device keeps every sum).
-  size_t floats = 0;
-  for (int64_t i = first; i <= last; ++i) {
-    const cuda::GpuLayer& l = *s.layers[static_cast<size_t>(i)];
-    const LayerGrads& into = grads[static_cast<size_t>(i)];
-    TRAINSIM_CHECK(into.size() == l.grads.size(), l.name + ": gradients of every parameter");
-    for (size_t p = 0; p < l.grads.size(); ++p) {
-      const ParamGrad& g = into[p];
-      TRAINSIM_CHECK(!g.sparse && element_count(g.dense.shape) == l.grads[p].size(), l.name + ": a dense gradient");
-      if (g.dense.resident == nullptr) {
-        floats += static_cast<size_t>(l.grads[p].size());
-        continue;
-      }
-      auto* k = dynamic_cast<cuda::KeptArray*>(static_cast<KeptValues*>(g.dense.resident.get()));
-      TRAINSIM_CHECK(k != nullptr && k->gpu == s.context.device && k->values.size() == l.grads[p].size(),
-                     l.name + ": a gradient kept by another GPU's store");
-      TRAINSIM_CUDA(cudaStreamWaitEvent(s.context.stream, k->written, 0));
-      cuda::pass_gradient(l.grads[p].get(), k->values.get(), k->values.size(), /*accumulate=*/true, s.context.stream);
-      TRAINSIM_CUDA(cudaEventRecord(k->written, s.context.stream));
-    }
-  }
-  TRAINSIM_CUDA(cudaGetLastError());
-  if (floats == 0) return;
-  float* home = cuda::pinned_home(s, floats);
-  size_t at = 0;
-  for (int64_t i = first; i <= last; ++i) {
-    const cuda::GpuLayer& l = *s.layers[static_cast<size_t>(i)];
-    for (size_t p = 0; p < l.grads.size(); ++p) {
-      if (grads[static_cast<size_t>(i)][p].dense.resident != nullptr) continue;
-      const auto& g = l.grads[p];
-      TRAINSIM_CUDA(cudaMemcpyAsync(home + at, g.get(), g.bytes(), cudaMemcpyDeviceToHost, s.context.stream));
-      at += static_cast<size_t>(g.size());
-    }
-  }
-  TRAINSIM_CUDA(cudaStreamSynchronize(s.context.stream));
-  at = 0;
-  for (int64_t i = first; i <= last; ++i) {
-    for (ParamGrad& into : grads[static_cast<size_t>(i)]) {
-      if (into.dense.resident != nullptr) continue;
-      for (float& v : into.dense.data) v += home[at++];
-    }
-  }
+  for (int64_t i = last; i >= first; --i) cuda::backward_leaving_rows(*s.layers[static_cast<size_t>(i)], s.context);
+  cuda::pass_range_gradients(s, first, last, grads);
 }
 
 Tensor CudaNetwork::cut_values(const Network& network, int64_t i) {

@@ -94,6 +94,13 @@ PendingLoss pending_loss(NetworkState& s);
 float* grown_pinned(float*& buffer, size_t& capacity, size_t floats);
 // s.home holding at least `floats` (grown_pinned).
 float* pinned_home(NetworkState& s, size_t floats);
+// After a range's backward (CudaNetwork::backward_range): each parameter
+// gradient of layers [first, last] added into `grads`: on the GPU into the
+// sum a dense one's tensor names as resident, else into its host values;
+// an embedding bag's sparse rows appended, built from its ids and dy as
+// exec/tensor's (cuda_range_gradients.cpp). The host's come back through
+// pinned memory on one wait.
+void pass_range_gradients(NetworkState& s, int64_t first, int64_t last, Gradients& grads);
 // `buffer` holding at least `floats`, to be written once the copies out of
 // it queued before are done (a wait for those alone, not for the stream).
 float* refill(PinnedBuffer& buffer, size_t floats);

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "exec/cuda/cuda_check.hpp"
 #include "exec/cuda/cuda_launch.cuh"
 #include "exec/cuda/cuda_sequence_kernels.hpp"
 
@@ -161,6 +162,50 @@ __global__ void embedding_backward_kernel(const float* __restrict__ ids, const f
   }
 }
 
+// An embedding bag's id as exec/tensor's: below 0 padding (so -0.5 too),
+// then the integer part; beyond the table (or NaN), padding as well, as
+// the host reads them (cuda_range_gradients.cpp).
+__device__ int64_t bag_token(float value, int64_t vocabulary) {
+  if (!(value >= 0.0f && value < static_cast<float>(vocabulary))) return -1;
+  return static_cast<int64_t>(value);
+}
+
+__global__ void embedding_bag_forward_kernel(const float* __restrict__ ids, const float* __restrict__ table,
+                                             float* __restrict__ y, int64_t batch, int64_t tokens, int64_t width,
+                                             int64_t vocabulary) {
+  TRAINSIM_GRID_LOOP(i, batch * width) {
+    const int64_t b = i / width, j = i % width;
+    float sum = 0.0f;
+    for (int64_t t = 0; t < tokens; ++t) {
+      const int64_t id = bag_token(ids[b * tokens + t], vocabulary);
+      if (id >= 0) sum += table[id * width + j];
+    }
+    y[i] = sum;
+  }
+}
+
+__global__ void embedding_bag_backward_kernel(const float* __restrict__ ids, const float* __restrict__ dy,
+                                              float* __restrict__ dtable, int32_t* __restrict__ touched, int64_t batch,
+                                              int64_t tokens, int64_t width, int64_t vocabulary) {
+  TRAINSIM_GRID_LOOP(i, batch * tokens * width) {
+    const int64_t token = i / width, j = i % width;
+    const int64_t id = bag_token(ids[token], vocabulary);
+    if (id < 0) continue;
+    atomicAdd(dtable + id * width + j, dy[(token / tokens) * width + j]);
+    if (j == 0) touched[id] = 1;
+  }
+}
+
+__global__ void sgd_step_touched_rows_kernel(float* __restrict__ w, float* __restrict__ g, float* __restrict__ v,
+                                             const int32_t* __restrict__ touched, int64_t rows, int64_t width, float lr,
+                                             float mu, float wd) {
+  TRAINSIM_GRID_LOOP(i, rows * width) {
+    if (touched[i / width] == 0) continue;
+    sgd_value(w + i, g[i], v + i, lr, mu, wd);
+    g[i] = 0.0f;
+  }
+}
+
 __global__ void add_table_kernel(const float* __restrict__ x, const float* __restrict__ table, float* __restrict__ y,
                                  int64_t n, int64_t table_size) {
   TRAINSIM_GRID_LOOP(i, n) { y[i] = x[i] + table[i % table_size]; }
@@ -243,6 +288,30 @@ void embedding_backward(const float* ids, const float* dy, float* dtable, int64_
     embedding_backward_kernel<<<blocks_for(positions * width), kThreads, 0, stream>>>(ids, dy, dtable, positions, width,
                                                                                       vocabulary);
   }
+}
+
+void embedding_bag_forward(const float* ids, const float* table, float* y, int64_t batch, int64_t tokens, int64_t width,
+                           int64_t vocabulary, cudaStream_t stream) {
+  if (batch * width > 0) {
+    embedding_bag_forward_kernel<<<blocks_for(batch * width), kThreads, 0, stream>>>(ids, table, y, batch, tokens,
+                                                                                     width, vocabulary);
+  }
+}
+
+void embedding_bag_backward(const float* ids, const float* dy, float* dtable, int32_t* touched, int64_t batch,
+                            int64_t tokens, int64_t width, int64_t vocabulary, cudaStream_t stream) {
+  if (batch * tokens * width > 0) {
+    embedding_bag_backward_kernel<<<blocks_for(batch * tokens * width), kThreads, 0, stream>>>(
+        ids, dy, dtable, touched, batch, tokens, width, vocabulary);
+  }
+}
+
+void sgd_step_touched_rows(float* w, float* g, float* v, int32_t* touched, int64_t rows, int64_t width,
+                           float learning_rate, float momentum, float weight_decay, cudaStream_t stream) {
+  if (rows * width <= 0) return;
+  sgd_step_touched_rows_kernel<<<blocks_for(rows * width), kThreads, 0, stream>>>(
+      w, g, v, touched, rows, width, learning_rate, momentum, weight_decay);
+  TRAINSIM_CUDA(cudaMemsetAsync(touched, 0, sizeof(int32_t) * static_cast<size_t>(rows), stream));
 }
 
 void add_table(const float* x, const float* table, float* y, int64_t batch, int64_t table_size, cudaStream_t stream) {

@@ -36,6 +36,22 @@ void embedding_forward(const float* ids, const float* table, float* y, int64_t p
 void embedding_backward(const float* ids, const float* dy, float* dtable, int64_t positions, int64_t width,
                         int64_t vocabulary, cudaStream_t stream);
 
+// Embedding bag (exec/tensor's EmbeddingBag): y[b] = Σ_t table[ids[b, t]]
+// in token order (ids {batch, tokens}; an id below 0, or not below
+// `vocabulary`, is padding and skipped). Its backward ADDS dy[b] into
+// dtable[id] for every token and sets touched[id] = 1 (the rows a lazy step
+// moves).
+void embedding_bag_forward(const float* ids, const float* table, float* y, int64_t batch, int64_t tokens, int64_t width,
+                           int64_t vocabulary, cudaStream_t stream);
+void embedding_bag_backward(const float* ids, const float* dy, float* dtable, int32_t* touched, int64_t batch,
+                            int64_t tokens, int64_t width, int64_t vocabulary, cudaStream_t stream);
+// Momentum SGD on the touched rows of a table of `rows` rows of `width`
+// (exec/optim's Sgd on a sparse gradient: rows no gradient touched keep
+// their weights and velocity), each stepped row's gradient zeroed; then
+// every row untouched again.
+void sgd_step_touched_rows(float* w, float* g, float* v, int32_t* touched, int64_t rows, int64_t width,
+                           float learning_rate, float momentum, float weight_decay, cudaStream_t stream);
+
 // y = x + table, the {tokens, width} table added to each sample.
 void add_table(const float* x, const float* table, float* y, int64_t batch, int64_t table_size, cudaStream_t stream);
 

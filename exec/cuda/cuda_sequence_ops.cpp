@@ -2,7 +2,8 @@
 // layer norm, exact GELU (cuda_sequence_kernels.cu) and multi-head
 // self-attention, its projections and per-head products through cuBLAS
 // (one strided-batched product over the batch per head), as exec/tensor's
-// Attention computes them (layers_sequence.cpp).
+// Attention computes them (layers_sequence.cpp); and the embedding bag,
+// whose table gradient is sparse rows (layers_sparse.cpp).
 #include <cmath>
 #include <cstdint>
 #include <utility>
@@ -10,6 +11,7 @@
 #include "exec/cuda/cuda_layer.hpp"
 #include "exec/cuda/cuda_sequence_kernels.hpp"
 #include "exec/tensor/layers.hpp"
+#include "model/error.hpp"
 
 namespace trainsim::cuda {
 namespace {
@@ -109,17 +111,29 @@ void attention_backward(const GpuLayer& l, Context& c) {
   dense_backward(c, l.x(), p.dv.get(), param(4), grad(4), grad(5), dx, true, l.rows, d, d);
 }
 
+// dx of a layer reading token ids: zero (written, not added to).
+void ids_carry_no_gradient(const GpuLayer& l, Context& c) {
+  if (l.dx() != nullptr && !l.accumulate[0]) {
+    TRAINSIM_CUDA(cudaMemsetAsync(l.dx(), 0, sizeof(float) * static_cast<size_t>(l.in_count()), c.stream));
+  }
+}
+
 }  // namespace
 
 bool is_sequence_op(Op op) {
-  return op == Op::embedding || op == Op::positional_encoding || op == Op::layernorm || op == Op::gelu ||
-         op == Op::attention;
+  return op == Op::embedding || op == Op::embedding_bag || op == Op::positional_encoding || op == Op::layernorm ||
+         op == Op::gelu || op == Op::attention;
 }
 
 void plan_sequence(GpuLayer& l, const Layer& layer) {
   const int64_t width = l.out_shape.back();
   l.rows = l.out_count() / width;  // positions (or rows of the normalization)
-  if (l.op == Op::embedding) l.vocabulary = layer.sparse_rows;
+  if (l.op == Op::embedding || l.op == Op::embedding_bag) l.vocabulary = layer.sparse_rows;
+  if (l.op == Op::embedding_bag) {
+    l.touched = DeviceArray<int32_t>(l.vocabulary);
+    TRAINSIM_CUDA(cudaMemset(l.touched.get(), 0, l.touched.bytes()));
+    TRAINSIM_CUDA(cudaStreamSynchronize(nullptr));  // the network's stream does not wait for the default stream
+  }
   if (l.op == Op::positional_encoding) {
     const Tensor table = positional_table(layer, l.in_shape);
     l.table = DeviceArray<float>(table.size());
@@ -153,6 +167,9 @@ void sequence_forward(const GpuLayer& l, Context& c) {
   switch (l.op) {
     case Op::embedding:
       return embedding_forward(l.x(), l.params[0].get(), l.y, l.rows, width, l.vocabulary, c.stream);
+    case Op::embedding_bag:
+      return embedding_bag_forward(l.x(), l.params[0].get(), l.y, l.batch, l.in_shape[0], width, l.vocabulary,
+                                   c.stream);
     case Op::positional_encoding:
       return add_table(l.x(), l.table.get(), l.y, l.batch, l.table.size(), c.stream);
     case Op::layernorm:
@@ -172,11 +189,11 @@ void sequence_backward(const GpuLayer& l, Context& c) {
   switch (l.op) {
     case Op::embedding:
       embedding_backward(l.x(), l.dy, l.grads[0].get(), l.rows, width, l.vocabulary, c.stream);
-      // The ids carry no gradient.
-      if (l.dx() != nullptr && !l.accumulate[0]) {
-        TRAINSIM_CUDA(cudaMemsetAsync(l.dx(), 0, sizeof(float) * static_cast<size_t>(l.in_count()), c.stream));
-      }
-      return;
+      return ids_carry_no_gradient(l, c);
+    case Op::embedding_bag:
+      embedding_bag_backward(l.x(), l.dy, l.grads[0].get(), l.touched.get(), l.batch, l.in_shape[0], width,
+                             l.vocabulary, c.stream);
+      return ids_carry_no_gradient(l, c);
     case Op::positional_encoding:
       if (l.dx() != nullptr) pass_gradient(l.dy, l.dx(), l.out_count(), l.accumulate[0], c.stream);
       return;
@@ -192,6 +209,17 @@ void sequence_backward(const GpuLayer& l, Context& c) {
     default:
       return;
   }
+}
+
+void backward_leaving_rows(const GpuLayer& l, Context& c) {
+  if (l.op == Op::embedding_bag) return ids_carry_no_gradient(l, c);
+  backward(l, c);
+}
+
+void step_touched_rows(const GpuLayer& l, float learning_rate, float momentum, float weight_decay, Context& c) {
+  TRAINSIM_CHECK(l.op == Op::embedding_bag, l.name + ": a lazy step of a layer without sparse rows");
+  sgd_step_touched_rows(l.params[0].get(), l.grads[0].get(), l.velocity[0].get(), l.touched.get(), l.vocabulary,
+                        l.out_shape.back(), learning_rate, momentum, weight_decay, c.stream);
 }
 
 }  // namespace trainsim::cuda

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "exec/tensor/kernels_impl.hpp"
+#include "exec/tensor/sparse_rows.hpp"
 #include "model/error.hpp"
 #include "model/units.hpp"
 
@@ -48,17 +49,7 @@ class EmbeddingBag final : public ExecLayer {
     const int64_t batch = x_shape.rows(), tokens = x_shape.row_size();
     TRAINSIM_CHECK(dy.size() == batch * dim_, name_ + ": dy does not match the output");
     ParamGrad& grad = grads[0];
-    grad.rows.reserve(grad.rows.size() + static_cast<size_t>(batch * tokens));
-    grad.row_values.data.reserve(grad.row_values.data.size() + static_cast<size_t>(batch * tokens * dim_));
-    for (int64_t b = 0; b < batch; ++b) {
-      for (int64_t t = 0; t < tokens; ++t) {
-        const int64_t id = cache.indices[b * tokens + t];
-        if (id < 0) continue;
-        grad.rows.push_back(id);
-        grad.row_values.data.insert(grad.row_values.data.end(), dy.data.begin() + b * dim_,
-                                    dy.data.begin() + (b + 1) * dim_);
-      }
-    }
+    append_bag_rows(cache.indices, dy.data, tokens, dim_, grad.rows, grad.row_values.data);
     grad.row_values.shape = {static_cast<int64_t>(grad.rows.size()), dim_};
     return x_shape;
   }

@@ -96,6 +96,24 @@ static_assert(sizeof(int64_t) == 2 * sizeof(float));
 
 }  // namespace
 
+void append_bag_rows(std::span<const int64_t> ids, std::span<const float> dy, int64_t tokens, int64_t width,
+                     std::vector<int64_t>& rows, std::vector<float>& values) {
+  if (ids.empty()) return;  // no sample, or samples of no token
+  TRAINSIM_CHECK(tokens > 0 && width > 0 && ids.size() % static_cast<size_t>(tokens) == 0 &&
+                     dy.size() == ids.size() / static_cast<size_t>(tokens) * static_cast<size_t>(width),
+                 "an embedding bag's dy holds a row per sample");
+  // Grown geometrically: micro-batch after micro-batch append into one set.
+  if (rows.capacity() < rows.size() + ids.size()) rows.reserve(std::max(2 * rows.capacity(), rows.size() + ids.size()));
+  const size_t more = ids.size() * static_cast<size_t>(width);
+  if (values.capacity() < values.size() + more) values.reserve(std::max(2 * values.capacity(), values.size() + more));
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (ids[i] < 0) continue;
+    rows.push_back(ids[i]);
+    const auto b = static_cast<std::ptrdiff_t>(i / static_cast<size_t>(tokens));
+    values.insert(values.end(), dy.begin() + b * width, dy.begin() + (b + 1) * width);
+  }
+}
+
 std::vector<float> encode_sparse_rows(std::span<const int64_t> rows, std::span<const float> values) {
   std::vector<float> message(rows.size() * kFloatsPerIndex + values.size());
   if (!rows.empty()) std::memcpy(message.data(), rows.data(), rows.size_bytes());

@@ -55,6 +55,14 @@ struct SummedRows {
 };
 SummedRows sum_rows(std::span<const RowMerge::Part> parts, int64_t table_rows, int64_t width);
 
+// An embedding bag's table gradient for one batch (exec/tensor/layers_sparse.cpp):
+// for each token (b, t) of `ids` ({batch, tokens}, b-major) that is not
+// padding (id < 0), the row id with row b of `dy` ({batch, width}) as its
+// values, appended to `rows` and `values` in the batch's order.
+// TRAINSIM_CHECK that dy holds a row per sample.
+void append_bag_rows(std::span<const int64_t> ids, std::span<const float> dy, int64_t tokens, int64_t width,
+                     std::vector<int64_t>& rows, std::vector<float>& values);
+
 // Sparse rows in a float message: the row indices (each int64 in two
 // floats' bytes), then their values, rows.size() × width.
 std::vector<float> encode_sparse_rows(std::span<const int64_t> rows, std::span<const float> values);

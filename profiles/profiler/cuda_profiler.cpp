@@ -3,12 +3,10 @@
 
 #include <algorithm>
 #include <memory>
-#include <random>
 #include <string>
 #include <vector>
 
 #include "exec/cuda/cuda_network.hpp"
-#include "exec/data/random_bits.hpp"
 #include "exec/tensor/layers.hpp"
 #include "model/error.hpp"
 #include "model/layer.hpp"
@@ -19,14 +17,13 @@
 namespace trainsim {
 namespace {
 
-// A network of `model` at `batch` on GPU `device` holding one random batch
-// (labels 0, one per output position).
-std::unique_ptr<CudaNetwork> network_with_batch(const Model& model, const Network& network, int64_t batch, int device,
+// A network of `model` on GPU `device` holding the batch `x` (labels 0,
+// one per output position).
+std::unique_ptr<CudaNetwork> network_with_batch(const Model& model, const Network& network, const Tensor& x, int device,
                                                 const MeasureOptions& options, CudaPrecision precision) {
+  const int64_t batch = x.rows();
   auto gpu = std::make_unique<CudaNetwork>(model, init_weights(network, options.seed), batch, device,
                                            CudaNetworkOptions{precision, false});
-  std::mt19937_64 rng(mix_seed(options.seed, 1));
-  const Tensor x = random_input(model, batch, rng);
   const std::vector<int64_t>& out = model.layers.back().output_shape;
   const int64_t per_sample = out.empty() ? 1 : element_count(out) / std::max<int64_t>(1, out.back());
   gpu->set_batch(x, std::vector<int32_t>(static_cast<size_t>(batch * per_sample), 0));
@@ -38,7 +35,8 @@ LayerMedians time_passes(const Model& model, int64_t batch, int device, const Me
                          CudaPrecision precision, int64_t progress_offset, int64_t progress_total,
                          std::string& device_name) {
   const Network network = build_network(model);
-  const std::unique_ptr<CudaNetwork> owned = network_with_batch(model, network, batch, device, options, precision);
+  const Tensor x = measured_batch(model, batch, options);
+  const std::unique_ptr<CudaNetwork> owned = network_with_batch(model, network, x, device, options, precision);
   CudaNetwork& gpu = *owned;
   device_name = gpu.device_name();
   GpuPassTimes runs;
@@ -54,10 +52,11 @@ LayerMedians time_passes(const Model& model, int64_t batch, int device, const Me
   }
   const auto count = static_cast<int64_t>(model.layers.size());
   return {layer_medians(runs.forward_s, count), layer_medians(runs.backward_s, count),
-          layer_medians(runs.update_s, count), {}};
+          layer_medians(runs.update_s, count), batch_sparsity(model, x)};
 }
 
-void check_measure_options(int64_t batch, const MeasureOptions& options) {
+void check_measure_options(const Model& model, int64_t batch, const MeasureOptions& options) {
+  check_source(model, options);
   if (batch < 1) throw InputError("--batch", std::to_string(batch), "a batch size >= 1");
   if (options.repeats < 1) throw InputError("--repeats", std::to_string(options.repeats), "at least 1 timed run");
   if (options.warmups < 0) throw InputError("--warmups", std::to_string(options.warmups), "0 or more warm-up runs");
@@ -67,15 +66,15 @@ void check_measure_options(int64_t batch, const MeasureOptions& options) {
 
 double measure_cuda_shared_rate(const Model& model, int64_t batch, int device, int64_t workers,
                                 const MeasureOptions& options, CudaPrecision precision) {
-  check_measure_options(batch, options);
+  check_measure_options(model, batch, options);
   if (workers < 1) throw InputError("--device", std::to_string(workers) + " workers", "cuda:GxW with W >= 1");
   if (workers == 1) return 1;
   validate_model(model, "model " + model.name);
   const Network network = build_network(model);
+  const Tensor x = measured_batch(model, batch, options);
   std::vector<std::unique_ptr<CudaNetwork>> gpus;
-  for (int64_t w = 0; w < workers; ++w) {
-    gpus.push_back(network_with_batch(model, network, batch, device, options, precision));
-  }
+  for (int64_t w = 0; w < workers; ++w)
+    gpus.push_back(network_with_batch(model, network, x, device, options, precision));
   const auto pass = [&](int64_t w) { gpus[static_cast<size_t>(w)]->timed_pass(kTimedSgd); };
   const double alone_s = concurrent_median_s(1, options.warmups, options.repeats, pass);
   const double together_s = concurrent_median_s(workers, options.warmups, options.repeats, pass);
@@ -104,7 +103,7 @@ Cluster measure_cuda_gpus_cluster(const Model& model, const std::vector<int>& gp
 
 Profile measure_cuda_profile(const Model& model, int64_t batch, int device, const MeasureOptions& options,
                              CudaPrecision precision) {
-  check_measure_options(batch, options);
+  check_measure_options(model, batch, options);
   if (options.concurrent != 1) {
     throw InputError("--concurrent", "is " + std::to_string(options.concurrent),
                      "1 with a GPU: each GPU worker is measured alone");
@@ -119,7 +118,9 @@ Profile measure_cuda_profile(const Model& model, int64_t batch, int device, cons
   if (small >= 1) at_small = time_passes(model, small, device, options, precision, passes, total, name);
   if (precision == CudaPrecision::tf32) name += " (TF32)";
   if (precision == CudaPrecision::bf16) name += " (BF16 products)";
-  return measured_profile(model, batch, at_batch, small, small >= 1 ? &at_small : nullptr, {name, "gpu"});
+  Profile profile = measured_profile(model, batch, at_batch, small, small >= 1 ? &at_small : nullptr, {name, "gpu"});
+  add_union_sparsity(model, batch, options, profile);
+  return profile;
 }
 
 }  // namespace trainsim

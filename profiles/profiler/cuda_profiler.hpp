@@ -17,15 +17,20 @@ namespace trainsim {
 // Profile of `model` at `batch` samples on GPU `device`. Each of
 // options.warmups + options.repeats passes is one training step on the GPU
 // (CudaNetwork::timed_pass: every forward, the last with the loss, every
-// backward, then every momentum-SGD step with its gradient zeroed) on one
-// random batch that stays in device memory, so no layer's time includes a
-// host copy; each layer's times are the medians over the timed passes. The
-// fixed parts are fitted from a second measurement at batch / 8, as on the
-// CPU. device = {the GPU's name, "gpu"}, the name followed by " (TF32)"
-// under CudaPrecision::tf32 and " (BF16 products)" under bf16. InputError naming --batch or
-// --repeats for values < 1, --concurrent when it is not 1 (each GPU worker
-// is measured alone), and CudaNetwork's errors (an op without a kernel, no
-// such GPU, a build without CUDA).
+// backward, then every momentum-SGD step with its gradient zeroed; an
+// embedding bag's on the rows it touched) on one batch that stays in device
+// memory, so no layer's time includes a host copy: rows drawn from
+// options.source where given, else random ones (measured_batch). Each
+// layer's times are the medians over the timed passes. The fixed parts are
+// fitted from a second measurement at batch / 8, as on the CPU. A sparse
+// first layer's sparsity is the fraction of its table the batch's ids
+// touch, its union_sparsity as measure_profile's. device = {the GPU's name,
+// "gpu"}, the name followed by " (TF32)" under CudaPrecision::tf32 and
+// " (BF16 products)" under bf16. InputError naming --batch or --repeats for
+// values < 1, --concurrent when it is not 1 (each GPU worker is measured
+// alone), --dataset for a source whose rows do not fit the model's input,
+// and CudaNetwork's errors (an op without a kernel, no such GPU, a build
+// without CUDA).
 Profile measure_cuda_profile(const Model& model, int64_t batch, int device, const MeasureOptions& options = {},
                              CudaPrecision precision = CudaPrecision::fast);
 

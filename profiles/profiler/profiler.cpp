@@ -4,7 +4,6 @@
 #include "profiles/profiler/profiler.hpp"
 
 #include <algorithm>
-#include <bit>
 #include <memory>
 #include <optional>
 #include <random>
@@ -142,11 +141,7 @@ PassTimes time_pass(LayerBench& bench, bool last_pass) {
 
 void check_options(const Model& model, int64_t batch, const MeasureOptions& options) {
   if (batch < 1) throw InputError("--batch", std::to_string(batch), "a batch size >= 1");
-  if (options.source != nullptr && (options.source->rows() < 1 ||
-                                    options.source->row_size() != element_count(model.input_shape))) {
-    throw InputError("--dataset", "its samples do not fit " + model.name + "'s input",
-                     "a data set of samples shaped as the model's input");
-  }
+  check_source(model, options);
   if (options.repeats < 1) throw InputError("--repeats", std::to_string(options.repeats), "at least 1 timed run");
   if (options.warmups < 0) throw InputError("--warmups", std::to_string(options.warmups), "0 or more warm-up runs");
   if (options.concurrent < 1 || options.concurrent > max_worker_threads()) {
@@ -196,39 +191,6 @@ LayerMedians medians_of(const LayerBench& bench) {
   return {bench.forward_s, bench.backward_s, bench.update_s, bench.sparsity};
 }
 
-// The workers whose batches' union of rows the profile measures: 2, 4, ..., this.
-constexpr int64_t kUnionWorkers = 16;
-
-// A first layer looking rows up by the input's token ids: the fraction of
-// its table the batches of 2, 4, ..., kUnionWorkers workers touch together,
-// each batch drawn as a pass draws its rows (empty for any other model).
-std::vector<double> union_sparsity(const Model& model, int64_t batch, const MeasureOptions& options) {
-  const Layer& first = model.layers.front();
-  if (!first.sparse || (first.op != "embedding" && first.op != "embedding_bag") || first.sparse_rows < 1) return {};
-  std::mt19937_64 draws(mix_seed(options.seed, 3));
-  const Tensor drawn = options.source != nullptr ? Tensor() : random_input(model, kUnionWorkers * batch, draws);
-  const Tensor& source = options.source != nullptr ? *options.source : drawn;
-  const int64_t width = source.row_size();
-  std::vector<uint8_t> touched(static_cast<size_t>(first.sparse_rows), 0);
-  int64_t distinct = 0;
-  std::vector<double> fractions;
-  for (int64_t sample = 0; sample < kUnionWorkers * batch; ++sample) {
-    const int64_t row =
-        options.source != nullptr ? static_cast<int64_t>(uniform_below(draws, static_cast<uint64_t>(source.rows()))) : sample;
-    for (int64_t k = 0; k < width; ++k) {
-      const auto id = static_cast<int64_t>(source.data[static_cast<size_t>(row * width + k)]);
-      if (id < 0 || id >= first.sparse_rows) continue;  // the layer's own check refuses it when it runs
-      distinct += touched[static_cast<size_t>(id)] == 0;
-      touched[static_cast<size_t>(id)] = 1;
-    }
-    const int64_t batches = (sample + 1) / batch;
-    if ((sample + 1) % batch == 0 && batches >= 2 && std::has_single_bit(static_cast<uint64_t>(batches))) {
-      fractions.push_back(static_cast<double>(distinct) / static_cast<double>(first.sparse_rows));
-    }
-  }
-  return fractions;
-}
-
 }  // namespace
 
 Profile measure_profile(const Model& model, int64_t batch, const MeasureOptions& options) {
@@ -243,10 +205,7 @@ Profile measure_profile(const Model& model, int64_t batch, const MeasureOptions&
   const ProfileDevice device{cpu_model_name() + " (" + std::to_string(options.concurrent) + " threads)", "cpu"};
   Profile profile =
       measured_profile(model, batch, medians_of(reported), small, small >= 1 ? &small_medians : nullptr, device);
-  LayerProfile& first = profile.layers.front();
-  for (const double f : union_sparsity(model, batch, options)) {  // never below what fewer workers touch
-    first.union_sparsity.push_back(std::max(f, first.union_sparsity.empty() ? first.sparsity : first.union_sparsity.back()));
-  }
+  add_union_sparsity(model, batch, options, profile);
   return profile;
 }
 

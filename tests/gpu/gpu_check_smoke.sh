@@ -61,6 +61,9 @@ for strategy in single dp-ps dp-ring dp-overlap pipesgd cgdp pipedream pipedream
   grep -Eq "^\| $strategy \| [0-9.]+ ms \| [0-9.]+ ms \| [-+][0-9.]+% \| [0-9.]+ ms \| [-+][0-9.]+% \| [a-z][a-z ]+ \| not timed \|$" "$report" ||
     fail "no validation of $strategy"
 done
+for mode in hybrid ps ar; do  # text-bag under Parallax's modes
+  grep -Eq "^\| $mode \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ ms \|$" "$report" || fail "no run of text-bag's parallax $mode"
+done
 for line in "^- dp-ring: iteration [0-9.]+ ms, worker 0 in its compute ops [0-9.]+ ms of it on the host, their kernels not timed \\(no GPU in the trace\\); .*forward" \
             "^- fortunes-lstm, batch 1024: [0-9.]+ ms \(runs " "^\| fc1 \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \|$" \
             "^- 4 worker\(s\): .*ring hop on the host [0-9.]+ GB/s after [0-9.]+ µs" \

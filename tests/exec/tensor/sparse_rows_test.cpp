@@ -1,5 +1,6 @@
 // Sparse rows: repeated rows summed in the order they come, part by part,
-// a merge leaving nothing behind for the next; distinct rows ascending.
+// a merge leaving nothing behind for the next; distinct rows ascending; an
+// embedding bag's rows from its ids and dy.
 #include "exec/tensor/sparse_rows.hpp"
 
 #include <gtest/gtest.h>
@@ -64,6 +65,22 @@ TEST(SumRows, EachRowOnceWithItsSumAscending) {
   const SummedRows summed = sum_rows(std::span(&part, 1), 10, 2);
   EXPECT_EQ(summed.rows, (std::vector<int64_t>{2, 5, 7}));
   EXPECT_EQ(summed.values, (std::vector<float>{10, 20, 1000, 2000, 101, 202}));
+}
+
+TEST(BagRows, EachTokensRowTakesItsSamplesDyPaddingSkipped) {
+  // Two samples of three tokens; ids 4, -1 (padding), 4 | 0, 2, -1; dy rows
+  // [1, 2] and [3, 4]: rows 4, 4, 0, 2 with [1,2], [1,2], [3,4], [3,4],
+  // appended after what the gradient held.
+  const std::vector<int64_t> ids{4, -1, 4, 0, 2, -1};
+  const std::vector<float> dy{1, 2, 3, 4};
+  std::vector<int64_t> rows{9};
+  std::vector<float> values{7, 7};
+  append_bag_rows(ids, dy, 3, 2, rows, values);
+  EXPECT_EQ(rows, (std::vector<int64_t>{9, 4, 4, 0, 2}));
+  EXPECT_EQ(values, (std::vector<float>{7, 7, 1, 2, 1, 2, 3, 4, 3, 4}));
+  append_bag_rows({}, {}, 3, 2, rows, values);  // an empty batch adds nothing
+  EXPECT_EQ(rows.size(), 5u);
+  EXPECT_THROW(append_bag_rows(ids, std::span(dy).first(2), 3, 2, rows, values), InternalError);
 }
 
 TEST(SparseRowsOnTheWire, RoundTripAndAPartialRowIsRefused) {
