@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <vector>
 
 #include "exec/cuda/cuda_check.hpp"
 #include "exec/cuda/cuda_network.hpp"
@@ -91,18 +92,53 @@ std::shared_ptr<ClockOrigin> origin_of(int device) {
   return kept.origin;
 }
 
+// Timing events marks let go, per GPU, for the next marks there: a timed
+// op takes two, and creating and destroying each cost the host more than
+// recording it. An event taken is recorded again, which replaces what it
+// recorded before. Never destroyed, as the CUDA runtime they belong to.
+struct IdleEvents {
+  std::mutex mu;
+  std::map<int, std::vector<cudaEvent_t>> of_gpu;
+};
+IdleEvents& idle_events() {
+  static auto* idle = new IdleEvents;
+  return *idle;
+}
+
+// An idle timing event of GPU `device` (the current one), else a new one.
+cudaEvent_t take_event(int device) {
+  {
+    IdleEvents& idle = idle_events();
+    std::lock_guard lock(idle.mu);
+    std::vector<cudaEvent_t>& events = idle.of_gpu[device];
+    if (!events.empty()) {
+      const cudaEvent_t e = events.back();
+      events.pop_back();
+      return e;
+    }
+  }
+  cudaEvent_t e = nullptr;
+  TRAINSIM_CUDA(cudaEventCreate(&e));
+  return e;
+}
+
+void give_back(int device, cudaEvent_t e) {
+  IdleEvents& idle = idle_events();
+  std::lock_guard lock(idle.mu);
+  idle.of_gpu[device].push_back(e);
+}
+
 class EventMark final : public WorkMark {
  public:
   EventMark(int device, std::shared_ptr<ClockOrigin> origin, cudaStream_t stream)
-      : device_(device), origin_(std::move(origin)) {
-    TRAINSIM_CUDA(cudaEventCreate(&event_));
+      : device_(device), origin_(std::move(origin)), event_(take_event(device)) {
     const cudaError_t status = cudaEventRecord(event_, stream);
-    if (status != cudaSuccess) cudaEventDestroy(event_);  // the destructor does not run when this throws
+    if (status != cudaSuccess) give_back(device_, event_);  // the destructor does not run when this throws
     TRAINSIM_CUDA(status);
   }
   EventMark(const EventMark&) = delete;
   EventMark& operator=(const EventMark&) = delete;
-  ~EventMark() override { cudaEventDestroy(event_); }
+  ~EventMark() override { give_back(device_, event_); }
 
   bool done() override {
     const cudaError_t status = cudaEventQuery(event_);
