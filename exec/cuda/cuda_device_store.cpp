@@ -224,6 +224,31 @@ class CudaDeviceStore final : public DeviceStore {
     sgd_step_all(std::span<const SgdArrays>(&arrays, 1), one_step);
   }
 
+  // Sgd::step_sparse's arithmetic on the listed rows, one launch after
+  // the work on each array.
+  void sgd_step_rows(KeptValues& weights, KeptValues* velocity, KeptValues& rows, KeptValues& values, int64_t count,
+                     int64_t width, const SgdOptions& options) override {
+    if (count == 0) return;
+    TRAINSIM_CUDA(cudaSetDevice(core_->gpu));
+    KeptArray& w = of_this_gpu(&weights);
+    KeptArray* v = velocity == nullptr ? nullptr : &of_this_gpu(velocity);
+    KeptArray& r = of_this_gpu(&rows);
+    KeptArray& g = of_this_gpu(&values);
+    static_assert(sizeof(int64_t) == 2 * sizeof(float));
+    TRAINSIM_CHECK(width > 0 && w.values.size() % width == 0 && g.values.size() == count * width &&
+                       r.values.size() == 2 * count && (v == nullptr || v->values.size() == w.values.size()),
+                   "a lazy step of a table, its rows and their values, and its velocity of different sizes");
+    TRAINSIM_CHECK(v != nullptr || options.momentum == 0, "a momentum step without its velocity");
+    KeptArray* const arrays[] = {&w, v, &r, &g};
+    in_turn(arrays, [&] {
+      cuda::sgd_step_rows(w.values.get(), v == nullptr ? nullptr : v->values.get(),
+                          reinterpret_cast<const int64_t*>(r.values.get()), g.values.get(), count, width,
+                          static_cast<float>(options.learning_rate),
+                          v == nullptr ? 0.0f : static_cast<float>(options.momentum),
+                          static_cast<float>(options.weight_decay), core_->stream);
+    });
+  }
+
   // Every parameter's step by cuda::sgd_step_all, after the work on each of
   // its arrays, one launch per kSgdTensorsPerLaunch parameters.
   void sgd_step_all(std::span<const SgdArrays> params, const SgdOptions& options) override {

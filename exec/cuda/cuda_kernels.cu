@@ -184,6 +184,15 @@ __global__ void sgd_step_all_kernel(SgdLaunch launch, float lr, float mu, float 
   }
 }
 
+__global__ void sgd_step_rows_kernel(float* __restrict__ w, float* __restrict__ v, const int64_t* __restrict__ rows,
+                                     const float* __restrict__ values, int64_t count, int64_t width, float lr, float mu,
+                                     float wd) {
+  TRAINSIM_GRID_LOOP(i, count * width) {
+    const int64_t at = rows[i / width] * width + i % width;  // the rows are distinct: no two threads share one
+    sgd_value(w + at, 0.0f + values[i], v == nullptr ? nullptr : v + at, lr, mu, wd);
+  }
+}
+
 __global__ void spectrain_smooth_kernel(float* v, const float* g, int64_t n, float gamma, float rest) {
   TRAINSIM_GRID_LOOP(i, n) { v[i] = gamma * v[i] + rest * g[i]; }
 }
@@ -291,6 +300,14 @@ void sgd_step_all(const SgdTensor* tensors, int64_t count, float learning_rate, 
     if (launch.count == 0) continue;
     sgd_step_all_kernel<<<static_cast<unsigned>(launch.first_block[launch.count]), kThreads, 0, stream>>>(
         launch, learning_rate, momentum, weight_decay, zero_gradients);
+  }
+}
+
+void sgd_step_rows(float* w, float* v, const int64_t* rows, const float* values, int64_t count, int64_t width,
+                   float learning_rate, float momentum, float weight_decay, cudaStream_t stream) {
+  if (count * width > 0) {
+    sgd_step_rows_kernel<<<blocks_for(count * width), kThreads, 0, stream>>>(w, v, rows, values, count, width,
+                                                                             learning_rate, momentum, weight_decay);
   }
 }
 

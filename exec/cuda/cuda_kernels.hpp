@@ -69,6 +69,11 @@ void spectrain_smooth(float* v, const float* g, int64_t n, float gamma, float re
 void spectrain_predict(float* out, const float* w, const float* v, int64_t n, float step, cudaStream_t stream);
 void sgd_step_all(const SgdTensor* tensors, int64_t count, float learning_rate, float momentum, float weight_decay,
                   bool zero_gradients, cudaStream_t stream);
+// Sgd's lazy step of a table of rows of `width`: each of the `count`
+// distinct rows listed in `rows` by its gradient's sum (row r of `values`,
+// stepped as 0 + value, as the host's), `v` null where the momentum is 0.
+void sgd_step_rows(float* w, float* v, const int64_t* rows, const float* values, int64_t count, int64_t width,
+                   float learning_rate, float momentum, float weight_decay, cudaStream_t stream);
 // x[i] *= scale: an AllReduce's sum made the members' mean, as the host's
 // one multiplication per value.
 void scale_values(float* x, int64_t n, float scale, cudaStream_t stream);

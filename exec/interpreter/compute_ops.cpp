@@ -240,11 +240,10 @@ void Interpreter::update(OpId id, const Op& op) {
     }
   }
   Gradients& grads = shared != nullptr ? *shared : own;
-  // The host reads the gradients where it adds to them; else they may
-  // stay on the device for its step.
-  if (gathers_sparse_rows_ || !served_.empty()) {
-    w.device->gradients_to_host(grads, op.first_layer, op.last_layer);
-  }
+  // Where a server steps the dense variables, the host holds the sums the
+  // worker no longer steps; elsewhere they may stay on the device for its
+  // step (the sparse rows gathered or dropped below are the host's).
+  if (serves_dense_) w.device->gradients_to_host(grads, op.first_layer, op.last_layer);
   {
     std::lock_guard lock(w.mu);
     // Gradients pushed by other workers (a parameter server's update).

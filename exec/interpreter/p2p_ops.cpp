@@ -271,7 +271,8 @@ std::vector<float> Interpreter::sparse_rows_block(WorkerState& w, const Op& send
       if (!g.sparse) continue;
       const Tensor& table = w.weights[l][p];
       const RowMerge::Part touched{g.rows, g.row_values.data};  // each row once, its tokens' gradients summed
-      const SummedRows summed = sum_rows(std::span(&touched, 1), table.rows(), table.row_size());
+      // The table's shape {rows, width}: its values may be on the device.
+      const SummedRows summed = sum_rows(std::span(&touched, 1), table.rows(), table.shape.back());
       TRAINSIM_CHECK(summed.rows.size() < (size_t{1} << 24), "parallax: too many sparse rows for one block");
       block.push_back(static_cast<float>(summed.rows.size()));
       const std::vector<float> rows = encode_sparse_rows(summed.rows, summed.values);
@@ -307,7 +308,7 @@ void Interpreter::add_gathered_rows(WorkerState& w, const Op& update, Gradients&
         if (!g.sparse) continue;
         TRAINSIM_CHECK(at < block.size(), "parallax: a gathered block ends early");
         const auto count = static_cast<size_t>(block[at++]);
-        const int64_t width = w.weights[l][p].row_size();
+        const int64_t width = w.weights[l][p].shape.back();  // the table's, whose values may be on the device
         const size_t floats = count * static_cast<size_t>(2 + width);
         TRAINSIM_CHECK(at + floats <= block.size(), "parallax: a gathered block ends early");
         const SummedRows rows = decode_sparse_rows(std::span<const float>(block).subspan(at, floats), width);

@@ -103,7 +103,9 @@ void Interpreter::pull_from_server_host(OpId id, const Op& op) {
 }
 
 void Interpreter::install_pull(WorkerState& w, const ServerMessage& pull) const {
-  weights_to_host(w);
+  // The served variables' weights only: the others may stay where the
+  // worker's device steps them.
+  for (const ServedVariable& var : served_) w.device->weights_to_host(w.weights, var.first, var.last);
   std::lock_guard lock(w.mu);
   ++w.generation;
   for (size_t v = 0; v < served_.size(); ++v) {

@@ -115,30 +115,34 @@ void Sgd::step_dense(Tensor& param, const Tensor& grad, Tensor* velocity) const 
   }
 }
 
-void Sgd::step_sparse(Tensor& param, const ParamGrad& grad, Tensor* velocity) const {
-  const int64_t width = param.row_size();
+RowsToStep rows_to_step(const ParamGrad& grad, int64_t table_rows, int64_t width, RowMerge& merge) {
   TRAINSIM_CHECK(grad.rows.empty() || sparse_width(grad) == width, "sparse gradient width differs from its table's");
-  // Rows listed once each, ascending (a parameter server's sums), are
-  // stepped as they are; others are merged first (a row's values add).
   const bool distinct = std::adjacent_find(grad.rows.begin(), grad.rows.end(), std::greater_equal<>()) ==
                         grad.rows.end();
-  thread_local RowMerge merged;
-  if (!distinct) {
-    const RowMerge::Part part{grad.rows, grad.row_values.data};
-    merged.merge({&part, 1}, param.rows(), grad.rows.empty() ? width : sparse_width(grad));
+  if (distinct) {
+    for (const int64_t row : grad.rows) {
+      TRAINSIM_CHECK(row >= 0 && row < table_rows,
+                     "sparse row " + std::to_string(row) + " outside a table of " + std::to_string(table_rows));
+    }
+    return {grad.rows, grad.row_values.data};
   }
-  const std::vector<int64_t>& rows = distinct ? grad.rows : merged.rows();
-  const float* values = distinct ? grad.row_values.data.data() : merged.values().data();
+  const RowMerge::Part part{grad.rows, grad.row_values.data};
+  merge.merge({&part, 1}, table_rows, width);
+  return {merge.rows(), merge.values()};
+}
+
+void Sgd::step_sparse(Tensor& param, const ParamGrad& grad, Tensor* velocity) const {
+  const int64_t width = param.row_size();
+  thread_local RowMerge merged;
+  const RowsToStep step = rows_to_step(grad, param.rows(), width, merged);
   const auto lr = static_cast<float>(options_.learning_rate);
   const auto mu = static_cast<float>(options_.momentum);
   const auto wd = static_cast<float>(options_.weight_decay);
-  for (size_t r = 0; r < rows.size(); ++r) {
-    const int64_t row = rows[r];
-    TRAINSIM_CHECK(row >= 0 && row < param.rows(),
-                   "sparse row " + std::to_string(row) + " outside a table of " + std::to_string(param.rows()));
+  for (size_t r = 0; r < step.rows.size(); ++r) {
+    const int64_t row = step.rows[r];
     float* w = param.data.data() + row * width;
     float* v = velocity == nullptr ? nullptr : velocity->data.data() + row * width;
-    const float* g_row = values + static_cast<int64_t>(r) * width;
+    const float* g_row = step.values.data() + static_cast<int64_t>(r) * width;
     for (int64_t j = 0; j < width; ++j) {
       // 0 + g as the merge sums it, so a −0 gradient steps as +0 either way.
       float g = (0.0f + g_row[j]) + wd * w[j];

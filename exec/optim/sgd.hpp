@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "exec/tensor/sparse_rows.hpp"
 #include "exec/tensor/tensor.hpp"
 
 namespace trainsim {
@@ -54,6 +55,18 @@ class Sgd {
   SgdOptions options_;
   Weights velocity_;
 };
+
+// A sparse gradient's rows as Sgd's lazy step takes them, for a table of
+// `table_rows` rows of `width`: each row once with its values' sum (`0 +
+// g` where listed once). Rows listed once each, ascending (a parameter
+// server's sums), are the gradient's own; others are merged in order of
+// first appearance through `merge`, whose buffers the spans then name.
+// TRAINSIM_CHECK on a width other than the table's or a row outside it.
+struct RowsToStep {
+  std::span<const int64_t> rows;
+  std::span<const float> values;  // rows.size() x width
+};
+RowsToStep rows_to_step(const ParamGrad& grad, int64_t table_rows, int64_t width, RowMerge& merge);
 
 // into[l][p] += from[l][p] for the layers [first, last]. Dense + dense adds
 // element-wise; sparse + sparse appends the rows (repeats add); sparse into

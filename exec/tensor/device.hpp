@@ -143,9 +143,10 @@ class Device {
   // Either way the members' values meet in one AllReduce of the same size.
   virtual bool all_reduce_kept(Gradients& grads, int64_t first, int64_t last, bool dense_only, const SumKept& sum);
   // One step of `sgd` on layers [first, last] of `weights` by `grads`
-  // (Sgd::step). A device may step a copy of its own of a dense layer's
-  // weights and of the optimizer's velocity (a GPU's, by the gradient sums
-  // it keeps): the host's weights of the layer then stay on the device
+  // (Sgd::step). A device may step a copy of its own of a layer's weights
+  // and of the optimizer's velocity (a GPU's, by the gradient sums it
+  // keeps; a sparse table by the rows its gradient lists, sent up from the
+  // host): the host's weights of the layer then stay on the device
   // (Tensor::resident, no data) until weights_to_host, and the host's
   // velocity goes stale. Here the gradients come to the host and sgd.step
   // runs.

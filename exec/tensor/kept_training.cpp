@@ -3,6 +3,7 @@
 #include "exec/tensor/kept_training.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <string>
 
 #include "model/error.hpp"
@@ -107,9 +108,9 @@ bool KeptTraining::step(const Sgd& sgd, Weights& weights, Gradients& grads, int6
   TRAINSIM_CHECK(
       weights.size() == grads.size() && first >= 0 && first <= last && last < static_cast<int64_t>(weights.size()),
       "a layer range of the weights and gradients");
-  for (int64_t l = first; l <= last; ++l) {
+  for (int64_t l = first; l <= last && spectrain != nullptr; ++l) {
     for (const ParamGrad& g : grads[static_cast<size_t>(l)]) {
-      if (g.sparse) return false;
+      if (g.sparse) return false;  // SpecTrain observes sparse rows on the host
     }
   }
   const SgdOptions& options = sgd.options();
@@ -124,11 +125,24 @@ bool KeptTraining::step(const Sgd& sgd, Weights& weights, Gradients& grads, int6
     std::shared_ptr<KeptValues>* smoothed = nullptr;  // smoothed_'s (SpecTrain)
   };
   std::vector<Stepped> stepped;
+  // A sparse table's: its kept weights and velocity, and the rows its
+  // step moves (distinct, rows_to_step's: the indices, each int64 in two
+  // floats' bytes, and their values), taken up with the rest.
+  struct SteppedRows {
+    Tensor* weights = nullptr;
+    std::shared_ptr<Kept> kept_weights;
+    std::shared_ptr<KeptValues>* velocity = nullptr;
+    int64_t count = 0, width = 0;
+    std::vector<float> indices, values;
+    std::shared_ptr<KeptValues> kept_indices, kept_values;
+  };
+  std::vector<SteppedRows> stepped_rows;
   std::vector<std::span<const float>> uploads;
   std::vector<std::shared_ptr<KeptValues>*> uploaded;  // where each upload goes
   size_t count = 0;
   for (int64_t l = first; l <= last; ++l) count += weights[static_cast<size_t>(l)].size();
   stepped.reserve(count);  // `uploaded` points into it
+  stepped_rows.reserve(count);
   Weights host_smoothed;   // SpecTrain's v on the host, read once where the device holds none yet
   // A copy of `host`'s parameter (l, p) into *to, taken up with the others;
   // zeros where the host holds none (as Sgd::step and SpecTrain start them).
@@ -149,15 +163,38 @@ bool KeptTraining::step(const Sgd& sgd, Weights& weights, Gradients& grads, int6
     for (size_t p = 0; p < params.size(); ++p) {
       Tensor& w = params[p];
       ParamGrad& g = layer_grads[p];
-      TRAINSIM_CHECK(element_count(w.shape) == g.dense.size(), "a gradient of another size than its parameter");
-      Stepped& s = stepped.emplace_back(Stepped{&w, nullptr, nullptr});
-      if (w.resident != nullptr) {
-        s.kept_weights = kept_of(w.resident);
-      } else {
-        s.kept_weights = std::make_shared<Kept>(Kept{this, nullptr});
+      // The kept weights of w, taken up from the host's where it has none.
+      const auto kept_weights = [&] {
+        if (w.resident != nullptr) return kept_of(w.resident);
+        auto k = std::make_shared<Kept>(Kept{this, nullptr});
         uploads.emplace_back(w.data);
-        uploaded.push_back(&s.kept_weights->values);
+        uploaded.push_back(&k->values);
+        return k;
+      };
+      if (g.sparse) {  // a lazy step of the rows it lists: nothing taken up where it lists none
+        if (g.rows.empty()) continue;
+        SteppedRows& s = stepped_rows.emplace_back();
+        s.weights = &w;
+        // Checked before anything is stepped; its shape's width: a resident tensor holds no data.
+        s.width = w.rows() == 0 ? 0 : element_count(w.shape) / w.rows();
+        const RowsToStep rows = rows_to_step(g, w.rows(), s.width, merge_);
+        s.count = static_cast<int64_t>(rows.rows.size());
+        s.indices.resize(2 * rows.rows.size());
+        static_assert(sizeof(int64_t) == 2 * sizeof(float));
+        std::memcpy(s.indices.data(), rows.rows.data(), rows.rows.size_bytes());
+        s.values.assign(rows.values.begin(), rows.values.end());
+        s.kept_weights = kept_weights();
+        for (auto [from, to] : {std::pair{&s.indices, &s.kept_indices}, std::pair{&s.values, &s.kept_values}}) {
+          uploads.emplace_back(*from);
+          uploaded.push_back(to);
+        }
+        if (!momentum) continue;
+        s.velocity = &velocity_[{l, p}];
+        if (*s.velocity == nullptr) take_up(sgd.velocity(), l, p, params.size(), element_count(w.shape), s.velocity);
+        continue;
       }
+      TRAINSIM_CHECK(element_count(w.shape) == g.dense.size(), "a gradient of another size than its parameter");
+      Stepped& s = stepped.emplace_back(Stepped{&w, kept_weights(), nullptr});
       // The gradient is its host values plus the sum kept of it; those are
       // zeros but where the host wrote into the set before a backward added
       // to it again, which the scan finds (one read of the gradient, less
@@ -199,6 +236,14 @@ bool KeptTraining::step(const Sgd& sgd, Weights& weights, Gradients& grads, int6
   store_->sgd_step_all(arrays, options);
   for (Stepped& s : stepped) {
     s.weights->data.clear();  // its capacity kept for the way back
+    s.weights->resident = std::move(s.kept_weights);
+  }
+  // Each table by the rows its gradient lists, made distinct on the host
+  // as Sgd's lazy step makes them: only they went up.
+  for (SteppedRows& s : stepped_rows) {
+    store_->sgd_step_rows(*s.kept_weights->values, s.velocity == nullptr ? nullptr : s.velocity->get(), *s.kept_indices,
+                          *s.kept_values, s.count, s.width, options);
+    s.weights->data.clear();
     s.weights->resident = std::move(s.kept_weights);
   }
   return true;

@@ -1,7 +1,8 @@
 // What a device over RangeNetworks keeps of its worker's training in a
 // DeviceStore (range_network.hpp): the parameter gradients' sums its
 // backwards add into (ParamGrad::kept), and the weights and velocity of
-// the dense layers it steps (Device::step), the host's weights of such a
+// the layers it steps (Device::step; a sparse table by the rows its
+// gradient lists, sent up from the host), the host's weights of such a
 // layer resident (Tensor::resident naming the kept weights, no data) until
 // weights_to_host brings them back. The lending device (lending_device.cpp)
 // holds one.
@@ -51,11 +52,13 @@ class KeptTraining {
   // of which the host holds brought there first, then those the host holds
   // alone taken up together, the host's values zeroed; their sums to `sum`.
   bool all_reduce(Gradients& grads, int64_t first, int64_t last, bool dense_only, const SumKept& sum);
-  // Device::step where every parameter of [first, last] is dense: the
-  // host's weights and velocity taken up where the device holds none yet;
-  // false (nothing done) where one is sparse. With `spectrain`,
+  // Device::step of [first, last]: the host's weights and velocity taken
+  // up where the device holds none yet; a sparse table's rows (a lazy
+  // step, its rows made distinct on the host) sent up alone, a table whose
+  // gradient lists none left as it is. With `spectrain`,
   // Device::step_spectrain: its smoothed gradient (taken up from the host's
-  // likewise) observes the gradients first.
+  // likewise) observes the gradients first; false (nothing done) where one
+  // is sparse.
   bool step(const Sgd& sgd, Weights& weights, Gradients& grads, int64_t first, int64_t last,
             const SpecTrain* spectrain = nullptr);
   // Device::predict_weights where the device keeps the weights of every
@@ -96,10 +99,11 @@ class KeptTraining {
                  std::vector<std::span<float>>& spans);
 
   std::shared_ptr<DeviceStore> store_;
-  mutable std::mutex mu_;  // velocity_, smoothed_
+  mutable std::mutex mu_;  // velocity_, smoothed_, merge_
   // Per parameter the device steps: its velocity (momentum only), and
   // SpecTrain's smoothed gradient v.
   std::map<Param, std::shared_ptr<KeptValues>> velocity_, smoothed_;
+  RowMerge merge_;  // a sparse table's repeated rows summed before its step
 };
 
 }  // namespace trainsim

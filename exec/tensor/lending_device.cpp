@@ -184,7 +184,7 @@ class LendingDevice final : public Device {
     return kept_ != nullptr && kept_->all_reduce(grads, first, last, dense_only, sum);
   }
 
-  // A dense range stepped on the device, else on the host.
+  // A range stepped on the device (a sparse table by its rows), else on the host.
   void step(Sgd& sgd, Weights& weights, Gradients& grads, int64_t first, int64_t last) override {
     if (kept_ != nullptr) {
       std::lock_guard lock(mu_);

@@ -305,7 +305,8 @@ Gradients zero_gradients(const Network& network, const Weights& weights) {
       ParamGrad grad;
       grad.sparse = sparse;
       if (sparse) {
-        grad.row_values.shape = {0, param.row_size()};
+        // The table's width by its shape: its values may be on a device.
+        grad.row_values.shape = {0, param.shape.size() >= 2 ? param.shape.back() : param.row_size()};
       } else {
         grad.dense = Tensor(param.shape);
       }

@@ -23,6 +23,7 @@
 
 #include "exec/tensor/lending_device.hpp"
 #include "model/error.hpp"
+#include "tests/exec/counting_store.hpp"
 #include "tests/exec/host_work_mark.hpp"
 #include "tests/exec/plan_counts.hpp"
 #include "tests/exec/strategy_runs.hpp"
@@ -31,136 +32,6 @@ namespace trainsim::buffered {
 
 using strategy_runs::RunSpec;
 using strategy_runs::StrategyRun;
-
-struct BufferCounts {
-  std::mutex mu;
-  int64_t networks = 0;   // made
-  int64_t uploads = 0;    // range inputs given from the host
-  int64_t in_place = 0;   // range inputs read where the range before left them
-  int64_t downloads = 0;  // cut values or gradients brought back
-  int64_t zeros = 0;      // arrays kept on the device made zero (gradient sums, fresh velocities)
-  int64_t sums_back = 0;  // gradient sums brought to the host
-  int64_t waits = 0;      // the store's waits to bring arrays back
-  int64_t from_host = 0;  // arrays kept on the device made from the host's values
-  int64_t steps = 0;      // parameters stepped on the device
-  int64_t weights_back = 0;  // weights or velocities brought to the host
-  int64_t host_loads = 0;    // layers' weights a network loaded from the host
-  int64_t host_reloads = 0;  // of them, into a network that had loaded the layer before
-  int64_t kept_loads = 0;    // from weights kept on the device
-  int64_t statistics_back = 0;  // batch statistics of a range brought to the host
-  int64_t folds = 0;            // batch norms' running statistics folded on the device
-  int64_t copies = 0;           // kept arrays copied on the device (stashed weights)
-  int64_t smooths = 0;          // SpecTrain's smoothed gradients updated on the device
-  int64_t predictions = 0;      // parameters SpecTrain predicted on the device
-  int64_t losses = 0;           // losses computed, each returned unknown
-  int64_t exports = 0;          // boundaries copied out for a network of another device
-  int64_t imports = 0;          // range inputs copied from such a boundary
-  int64_t peer_copies = 0;      // arrays of another store (a peer memory's) copied into a store
-  int64_t input_waits = 0;      // range inputs in a store's array waited for (RangeNetwork::wait_for)
-  // (previous, next) of each RangeNetwork::queue_after, in call order.
-  std::vector<std::pair<const RangeNetwork*, const RangeNetwork*>> queued_after;
-  // Per loss read, in the order of the reads: how many losses had been
-  // computed by then.
-  std::vector<int64_t> computed_when_read;
-
-  // The counts after a run, and the plan's ops they compare with.
-  struct Totals {
-    int64_t waits = 0, host_reloads = 0, kept_loads = 0, steps = 0, backwards = 0, updates = 0, all_reduces = 0,
-            workers = 0, statistics_back = 0, folds = 0, copies = 0, smooths = 0, predictions = 0, downloads = 0,
-            exports = 0;
-  };
-  void add(int64_t BufferCounts::*field) {
-    std::lock_guard lock(mu);
-    ++(this->*field);
-  }
-};
-
-// Values kept "on the device": a gradient sum as backwards add into it,
-// weights and a velocity as steps leave them.
-struct CpuKept final : KeptValues {
-  Tensor values;
-  int64_t memory = -1;  // that of the store that made it
-};
-
-inline Tensor& kept_values(KeptValues& k) { return dynamic_cast<CpuKept&>(k).values; }
-
-class CountingStore final : public DeviceStore {
- public:
-  // `memory`: the memory its arrays are in (Device::shared_memory).
-  explicit CountingStore(BufferCounts& counts, int64_t memory = -1) : counts_(counts), memory_(memory) {}
-  int64_t memory() const { return memory_; }
-  std::shared_ptr<KeptValues> zeros(int64_t floats) override {
-    counts_.add(&BufferCounts::zeros);
-    auto k = made();
-    k->values = Tensor({floats});
-    return k;
-  }
-  std::shared_ptr<KeptValues> from_host(std::span<const float> values) override {
-    counts_.add(&BufferCounts::from_host);
-    auto k = made();
-    k->values = Tensor({static_cast<int64_t>(values.size())});
-    std::copy(values.begin(), values.end(), k->values.data.begin());
-    return k;
-  }
-  void to_host(std::span<KeptValues* const> kept, std::span<const std::span<float>> into, bool add) override {
-    counts_.add(&BufferCounts::waits);
-    for (size_t i = 0; i < kept.size(); ++i) {
-      const Tensor& values = kept_values(*kept[i]);
-      TRAINSIM_CHECK(values.data.size() == into[i].size(), "a kept array of another size");
-      for (size_t j = 0; j < into[i].size(); ++j) into[i][j] = (add ? into[i][j] : 0.0f) + values.data[j];
-      counts_.add(add ? &BufferCounts::sums_back : &BufferCounts::weights_back);
-    }
-  }
-  // Of another memory's array: a peer memory's, copied in.
-  std::shared_ptr<KeptValues> copy(KeptValues& values) override {
-    const bool peer = dynamic_cast<CpuKept&>(values).memory != memory_;
-    counts_.add(peer ? &BufferCounts::peer_copies : &BufferCounts::copies);
-    auto k = made();
-    k->values = kept_values(values);
-    return k;
-  }
-  // SpecTrain::observe's and predict_into's arithmetic.
-  void smooth(KeptValues& smoothed, KeptValues& grad, float gamma, float rest) override {
-    counts_.add(&BufferCounts::smooths);
-    std::vector<float>& v = kept_values(smoothed).data;
-    const std::vector<float>& g = kept_values(grad).data;
-    TRAINSIM_CHECK(v.size() == g.size(), "a smoothed gradient of another size than its gradient");
-    for (size_t i = 0; i < v.size(); ++i) v[i] = gamma * v[i] + rest * g[i];
-  }
-  std::shared_ptr<KeptValues> predict(KeptValues& weights, KeptValues& smoothed, float step) override {
-    counts_.add(&BufferCounts::predictions);
-    const std::vector<float>& w = kept_values(weights).data;
-    const std::vector<float>& v = kept_values(smoothed).data;
-    TRAINSIM_CHECK(w.size() == v.size(), "a smoothed gradient of another size than its weights");
-    auto k = made();
-    k->values = Tensor({static_cast<int64_t>(w.size())});
-    for (size_t i = 0; i < w.size(); ++i) k->values.data[i] = w[i] - step * v[i];
-    return k;
-  }
-  // Sgd::step itself, on the kept arrays.
-  void sgd_step(KeptValues& weights, KeptValues& grad, KeptValues* velocity, const SgdOptions& options) override {
-    counts_.add(&BufferCounts::steps);
-    Weights w(1);
-    w[0].push_back(std::move(kept_values(weights)));
-    Gradients g(1);
-    g[0].emplace_back().dense = std::move(kept_values(grad));
-    Sgd sgd(options);
-    if (velocity != nullptr) sgd.set_velocity(Weights{{kept_values(*velocity)}});
-    sgd.step(w, g, 0, 0);
-    kept_values(weights) = std::move(w[0][0]);
-    kept_values(grad) = std::move(g[0][0].dense);
-    if (velocity != nullptr) kept_values(*velocity) = sgd.velocity()[0][0];
-  }
-
- private:
-  std::shared_ptr<CpuKept> made() const {
-    auto k = std::make_shared<CpuKept>();
-    k->memory = memory_;
-    return k;
-  }
-  BufferCounts& counts_;
-  int64_t memory_;
-};
 
 class BufferedCpuNetwork final : public RangeNetwork {
  public:
@@ -433,7 +304,8 @@ inline void expect_lending_trains_as_the_cpu(
                counts.smooths,
                counts.predictions,
                counts.downloads,
-               counts.exports};
+               counts.exports,
+               counts.row_steps};
   }
 }
 

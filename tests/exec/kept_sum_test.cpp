@@ -66,7 +66,8 @@ struct KeptSumCase {
   std::string name;
   strategy_runs::RunSpec spec;
   bool kept = true;     // every AllReduce of kept sums: none of the range's gradients sparse, or dense_only
-  bool stepped = true;  // every update on the device: no sparse gradient in the model
+  bool stepped = true;  // every update on the device from sums that never come to the host
+  bool rows = false;    // a sparse table's rows among them (Sgd's lazy step on the device)
 };
 
 class KeptSum : public testing::TestWithParam<KeptSumCase> {};
@@ -98,8 +99,9 @@ TEST_P(KeptSum, TrainsAsOnTheHostWithoutTheGradientsComingBack) {
     // AllReduce into the step: none comes to the host.
     EXPECT_EQ(counts.sums_back, 0);
     EXPECT_GT(counts.steps, 0);
+    EXPECT_EQ(counts.row_steps > 0, GetParam().rows);
   } else {
-    EXPECT_GT(counts.sums_back, 0);  // for the host's step of the table, or its AllReduce
+    EXPECT_GT(counts.sums_back, 0);  // for a push to the servers, or the table's AllReduce
   }
 }
 
@@ -112,12 +114,14 @@ std::vector<KeptSumCase> kept_sum_cases() {
       {"dp_overlap", {.strategy = "dp-overlap", .settings = {library, {"bucket_bytes", "20000"}}, .sgd = momentum}},
       {"pipesgd", {.strategy = "pipesgd", .settings = {library, {"width", "2"}}, .sgd = momentum}},
       // The dense variables alone (dense_only): the sparse table's rows go
-      // to the servers, or around the ring as rows; the step is the host's.
+      // to the servers, its weights pulled from them (each push bringing
+      // its layers' sums to the host), or around the ring as rows, which
+      // the device's step of the table takes up.
       {"parallax_hybrid",
        {.strategy = "parallax", .settings = {library, {"mode", "hybrid"}}, .text = true},
        true,
        false},
-      {"parallax_ar", {.strategy = "parallax", .settings = {library, {"mode", "ar"}}, .text = true}, true, false},
+      {"parallax_ar", {.strategy = "parallax", .settings = {library, {"mode", "ar"}}, .text = true}, true, true, true},
       // The whole model, the sparse table densified: on the host. The
       // table's gradient then dense, its step is the device's, and the next
       // AllReduce densifies beside weights the device keeps (by their shape).

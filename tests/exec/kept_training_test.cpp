@@ -51,6 +51,24 @@ TEST(LendingDeviceCalls, TheHostSeesGradientsAndWeightsOnlyWhereItReadsThem) {
   }
 }
 
+// A sparse table steps on the device too (text-bag's 50,000 x 64): only
+// the rows its gradient lists go up, made distinct on the host as Sgd's
+// lazy step makes them, and no network reloads the table from the host
+// after a step (before, the host stepped it and every network loaded all
+// of it again). Bit for bit as the CPU: `single` alone, and Parallax's ar
+// mode, whose workers step the rows gathered around the ring.
+TEST(LendingDeviceCalls, ASparseTableStepsItsRowsOnTheDevice) {
+  const RunSpec single{.strategy = "single", .sgd = strategy_runs::kMomentum, .text = true};
+  for (const RunSpec& spec : {single, case_named("parallax_ar")}) {
+    SCOPED_TRACE(spec.strategy);
+    BufferCounts::Totals t;
+    buffered::expect_lending_trains_as_the_cpu(spec, &t);
+    EXPECT_EQ(t.row_steps, t.updates);  // one table stepped per update
+    EXPECT_GT(t.kept_loads, 0);
+    EXPECT_EQ(t.host_reloads, 0);
+  }
+}
+
 // PipeDream's stashed weight versions stay where the device keeps the
 // weights: a stash is a copy there, with no wait, and a later pass reading
 // it loads from that copy; the host sees the weights only at the run's end.

@@ -1,8 +1,9 @@
 // The GPU device's store (exec/cuda/cuda_device_store.hpp) by itself: sums
 // and steps as the host's Sgd computes them, arrays back to the host added
 // or copied on one wait, a buffer let go zeroed again when lent anew, a
-// copy unchanged by a step after it, a peer GPU's array copied in, idle
-// buffers freed for an array the GPU has no room for.
+// copy unchanged by a step after it, a sparse table's listed rows stepped,
+// a peer GPU's array copied in, idle buffers freed for an array the GPU has
+// no room for.
 // Skipped without a GPU.
 #include "exec/cuda/cuda_device_store.hpp"
 
@@ -11,6 +12,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <memory>
 #include <span>
 #include <string>
@@ -128,6 +130,59 @@ TEST(CudaDeviceStore, ParametersSteppedTogetherStepAsTheHostsSgd) {
       ASSERT_NEAR(weights[i], want, 1e-6f * (1.0f + std::fabs(want))) << "parameter " << p << ", value " << i;
       const float v = sgd.velocity()[0][p].data[i];
       ASSERT_NEAR(velocity[i], v, 1e-6f * (1.0f + std::fabs(v))) << "parameter " << p << ", value " << i;
+    }
+  }
+}
+
+// A sparse table's lazy step on the device (rows a host merge made
+// distinct, each index in two floats' bytes): the listed rows step as the
+// host's Sgd steps them, with momentum and weight decay or without either,
+// and every other row and its velocity stay as they were.
+TEST(CudaDeviceStore, ATablesListedRowsStepAsTheHostsLazyStep) {
+  SKIP_WITHOUT_GPU();
+  const std::shared_ptr<DeviceStore> store = make_cuda_device_store(0);
+  const int64_t rows = 9, width = 5;
+  for (const SgdOptions& options : {SgdOptions{0.05, 0.9, 1e-3}, SgdOptions{0.05, 0.0, 0.0}}) {
+    const bool momentum = options.momentum != 0;
+    Weights host{{Tensor({rows, width})}};
+    host[0][0].data = ramp(static_cast<size_t>(rows * width), 0.3f);
+    Gradients grads(1);
+    ParamGrad& g = grads[0].emplace_back();
+    g.sparse = true;
+    g.rows = {7, 0, 4};
+    g.row_values = Tensor({3, width});
+    g.row_values.data = ramp(static_cast<size_t>(3 * width), -0.02f);
+    std::vector<float> indices(2 * g.rows.size());
+    std::memcpy(indices.data(), g.rows.data(), g.rows.size() * sizeof(int64_t));
+    const std::shared_ptr<KeptValues> w = store->from_host(host[0][0].data);
+    const std::shared_ptr<KeptValues> v = momentum ? store->from_host(ramp(host[0][0].data.size(), 0.01f)) : nullptr;
+    const std::shared_ptr<KeptValues> r = store->from_host(indices);
+    const std::shared_ptr<KeptValues> values = store->from_host(g.row_values.data);
+    Sgd sgd(options);
+    if (momentum)
+      sgd.set_velocity([&] {
+        Weights start{{Tensor({rows, width})}};
+        start[0][0].data = ramp(host[0][0].data.size(), 0.01f);
+        return start;
+      }());
+    for (int step = 0; step < 2; ++step) {
+      store->sgd_step_rows(*w, v.get(), *r, *values, 3, width, options);
+      sgd.step(host, grads, 0, 0);
+    }
+    std::vector<float> weights(host[0][0].data.size(), -1.0f), velocity(weights.size(), -1.0f);
+    std::vector<KeptValues*> kept{w.get()};
+    std::vector<std::span<float>> into{weights};
+    if (momentum) {
+      kept.push_back(v.get());
+      into.emplace_back(velocity);
+    }
+    store->to_host(kept, into, /*add=*/false);
+    for (size_t i = 0; i < weights.size(); ++i) {
+      const float want = host[0][0].data[i];
+      ASSERT_NEAR(weights[i], want, 1e-6f * (1.0f + std::fabs(want))) << "value " << i;
+      if (!momentum) continue;
+      const float vw = sgd.velocity()[0][0].data[i];
+      ASSERT_NEAR(velocity[i], vw, 1e-6f * (1.0f + std::fabs(vw))) << "value " << i;
     }
   }
 }
