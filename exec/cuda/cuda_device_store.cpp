@@ -235,8 +235,8 @@ class CudaDeviceStore final : public DeviceStore {
     KeptArray& r = of_this_gpu(&rows);
     KeptArray& g = of_this_gpu(&values);
     static_assert(sizeof(int64_t) == 2 * sizeof(float));
-    TRAINSIM_CHECK(width > 0 && w.values.size() % width == 0 && g.values.size() == count * width &&
-                       r.values.size() == 2 * count && (v == nullptr || v->values.size() == w.values.size()),
+    TRAINSIM_CHECK(width > 0 && w.values.size() % width == 0 && g.values.size() >= count * width &&
+                       r.values.size() >= 2 * count && (v == nullptr || v->values.size() == w.values.size()),
                    "a lazy step of a table, its rows and their values, and its velocity of different sizes");
     TRAINSIM_CHECK(v != nullptr || options.momentum == 0, "a momentum step without its velocity");
     KeptArray* const arrays[] = {&w, v, &r, &g};

@@ -147,7 +147,15 @@ OpId Interpreter::forward_of(int32_t worker, int32_t iteration) const {
 ServerMessage Interpreter::gradient_message(WorkerState& w, const Op& op) {
   std::vector<int64_t> wanted = rows_to_pull(op);
   ServerMessage message(served_.size());
-  const Gradients& grads = host_gradients(w, op.iteration, -1, -1);
+  // The served variables' layers alone come to the host: the others' sums
+  // may stay where the worker's device steps them (hybrid's dense layers).
+  TRAINSIM_CHECK(!served_.empty(), "parallax: a push with no variable served");
+  int32_t first = served_.front().first, last = served_.front().last;
+  for (const ServedVariable& var : served_) {
+    first = std::min(first, var.first);
+    last = std::max(last, var.last);
+  }
+  const Gradients& grads = host_gradients(w, op.iteration, first, last);
   std::lock_guard lock(w.mu);
   for (size_t v = 0; v < served_.size(); ++v) {
     ServerPart& part = message[v];

@@ -120,6 +120,9 @@ RowsToStep rows_to_step(const ParamGrad& grad, int64_t table_rows, int64_t width
   const bool distinct = std::adjacent_find(grad.rows.begin(), grad.rows.end(), std::greater_equal<>()) ==
                         grad.rows.end();
   if (distinct) {
+    TRAINSIM_CHECK(grad.row_values.data.size() == grad.rows.size() * static_cast<size_t>(width),
+                   "sparse gradient holds " + std::to_string(grad.row_values.data.size()) + " values for " +
+                       std::to_string(grad.rows.size()) + " rows of width " + std::to_string(width));
     for (const int64_t row : grad.rows) {
       TRAINSIM_CHECK(row >= 0 && row < table_rows,
                      "sparse row " + std::to_string(row) + " outside a table of " + std::to_string(table_rows));

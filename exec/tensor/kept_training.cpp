@@ -3,6 +3,7 @@
 #include "exec/tensor/kept_training.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 #include <string>
 
@@ -179,10 +180,15 @@ bool KeptTraining::step(const Sgd& sgd, Weights& weights, Gradients& grads, int6
         s.width = w.rows() == 0 ? 0 : element_count(w.shape) / w.rows();
         const RowsToStep rows = rows_to_step(g, w.rows(), s.width, merge_);
         s.count = static_cast<int64_t>(rows.rows.size());
-        s.indices.resize(2 * rows.rows.size());
+        TRAINSIM_CHECK(s.width > 0, "layer " + std::to_string(l) + ": a sparse table of rows of no values");
+        // Taken up into arrays of a power of two rows (the rest zeros), so
+        // that the store's pool lends them again as the count moves.
+        const auto capacity = static_cast<size_t>(std::bit_ceil(static_cast<uint64_t>(s.count)));
+        s.indices.assign(2 * capacity, 0.0f);
         static_assert(sizeof(int64_t) == 2 * sizeof(float));
         std::memcpy(s.indices.data(), rows.rows.data(), rows.rows.size_bytes());
-        s.values.assign(rows.values.begin(), rows.values.end());
+        s.values.assign(capacity * static_cast<size_t>(s.width), 0.0f);
+        std::copy(rows.values.begin(), rows.values.end(), s.values.begin());
         s.kept_weights = kept_weights();
         for (auto [from, to] : {std::pair{&s.indices, &s.kept_indices}, std::pair{&s.values, &s.kept_values}}) {
           uploads.emplace_back(*from);

@@ -73,8 +73,9 @@ class DeviceStore {
   // Sgd's lazy step of a sparse table kept here, rows of `width`: each of
   // the `count` rows `rows` lists (distinct, in the table: rows_to_step's;
   // each int64 index in two floats' bytes) by its gradient's sum in
-  // `values` (count x width), the other rows and their velocity as they
-  // are; `velocity` null where the momentum is 0. All four kept here.
+  // `values` (count x width; both arrays may hold more, the first count
+  // rows read), the other rows and their velocity as they are; `velocity`
+  // null where the momentum is 0. All four kept here.
   virtual void sgd_step_rows(KeptValues& weights, KeptValues* velocity, KeptValues& rows, KeptValues& values,
                              int64_t count, int64_t width, const SgdOptions& options) = 0;
 };

@@ -154,12 +154,17 @@ class CountingStore final : public DeviceStore {
     Gradients g(1);
     ParamGrad& grad = g[0].emplace_back();
     grad.sparse = true;
+    // As the GPU's store: its first `count` rows read, a momentum step only with its velocity.
     const std::vector<float>& indices = kept_values(rows).data;
-    TRAINSIM_CHECK(indices.size() == 2 * static_cast<size_t>(count), "a row index in two floats each");
+    const std::vector<float>& sums = kept_values(values).data;
+    TRAINSIM_CHECK(width > 0 && count > 0 && indices.size() >= 2 * static_cast<size_t>(count) &&
+                       sums.size() >= static_cast<size_t>(count * width),
+                   "a lazy step's rows: a row index in two floats each and width values");
+    TRAINSIM_CHECK(velocity != nullptr || options.momentum == 0, "a momentum step without its velocity");
     grad.rows.resize(static_cast<size_t>(count));
     std::memcpy(grad.rows.data(), indices.data(), grad.rows.size() * sizeof(int64_t));
     grad.row_values.shape = {count, width};
-    grad.row_values.data = kept_values(values).data;
+    grad.row_values.data.assign(sums.begin(), sums.begin() + count * width);
     Sgd sgd(options);
     if (velocity != nullptr) {
       Weights v(1);

@@ -114,13 +114,12 @@ std::vector<KeptSumCase> kept_sum_cases() {
       {"dp_overlap", {.strategy = "dp-overlap", .settings = {library, {"bucket_bytes", "20000"}}, .sgd = momentum}},
       {"pipesgd", {.strategy = "pipesgd", .settings = {library, {"width", "2"}}, .sgd = momentum}},
       // The dense variables alone (dense_only): the sparse table's rows go
-      // to the servers, its weights pulled from them (each push bringing
-      // its layers' sums to the host), or around the ring as rows, which
-      // the device's step of the table takes up.
+      // to the servers, its weights pulled from them, or around the ring as
+      // rows, which the device's step of the table takes up.
       {"parallax_hybrid",
        {.strategy = "parallax", .settings = {library, {"mode", "hybrid"}}, .text = true},
        true,
-       false},
+       true},
       {"parallax_ar", {.strategy = "parallax", .settings = {library, {"mode", "ar"}}, .text = true}, true, true, true},
       // The whole model, the sparse table densified: on the host. The
       // table's gradient then dense, its step is the device's, and the next
