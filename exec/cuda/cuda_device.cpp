@@ -18,13 +18,17 @@ std::unique_ptr<Device> make_cuda_device(const Model& model, int gpu, CudaPrecis
   options.precision = precision;
   options.input_gradient = true;  // a stage after the first sends dL/d(its input) back
   options.model_input_gradient = false;  // no stage sends the model input's: conv1's dx is not computed
+  options.steps = false;                 // the device's store steps the weights
   return make_lending_device(
-      [model, gpu, options](const Network& network, int64_t batch) {
+      [model, gpu, options](const Network& network, int64_t batch, const HeldLayers& held) {
         Weights zeros(network.layers.size());  // each lent network loads the weights it runs
         for (size_t i = 0; i < network.layers.size(); ++i) {
+          if (held.computes[i] == 0) continue;
           for (const std::vector<int64_t>& shape : network.layers[i]->param_shapes()) zeros[i].emplace_back(shape);
         }
-        return std::make_unique<CudaNetwork>(model, zeros, batch, gpu, options);
+        CudaNetworkOptions own = options;
+        own.held = std::make_shared<const HeldLayers>(held);  // the worker's stage alone
+        return std::make_unique<CudaNetwork>(model, zeros, batch, gpu, own);
       },
       make_cuda_device_store(gpu), /*shared_memory=*/gpu,
       [gpu](int64_t other) { return peer_gpus(gpu, static_cast<int>(other)); });

@@ -1,10 +1,12 @@
 // Copies between the host and a CudaNetwork's buffers: pageable ones, the
-// pinned memory they go through (grown_pinned, PinnedBuffer), and a loss
-// read when the host first asks (pending_loss).
+// pinned memory they go through (grown_pinned, PinnedBuffer), a loss read
+// when the host first asks (pending_loss), and the network's buffers
+// brought back for tests and checks (CudaNetwork::output and the rest).
 #include <memory>
 #include <mutex>
 #include <vector>
 
+#include "exec/cuda/cuda_network.hpp"
 #include "exec/cuda/cuda_network_state.hpp"
 #include "model/error.hpp"
 
@@ -102,3 +104,54 @@ std::vector<int64_t> batched(int64_t batch, const std::vector<int64_t>& shape) {
 }
 
 }  // namespace trainsim::cuda
+
+namespace trainsim {
+
+Tensor CudaNetwork::output(int64_t layer) const {
+  const cuda::NetworkState& s = *state_;
+  TRAINSIM_CHECK(layer >= 0 && layer < static_cast<int64_t>(s.layers.size()), "a layer of the network");
+  const cuda::GpuLayer& l = *s.layers[static_cast<size_t>(layer)];
+  TRAINSIM_CHECK(l.y != nullptr, l.name + ": an output the GPU network does not hold");
+  return cuda::download(l.y, cuda::batched(s.batch, l.out_shape), s.context.stream);
+}
+
+bool CudaNetwork::has_input_gradient(int64_t layer) const {
+  const cuda::NetworkState& s = *state_;
+  return layer >= 0 && layer < static_cast<int64_t>(s.layers.size()) &&
+         s.layers[static_cast<size_t>(layer)]->dx() != nullptr;
+}
+
+Tensor CudaNetwork::input_gradient(int64_t layer) const {
+  const cuda::NetworkState& s = *state_;
+  TRAINSIM_CHECK(has_input_gradient(layer), "a layer whose input gradient is computed");
+  const cuda::GpuLayer& l = *s.layers[static_cast<size_t>(layer)];
+  return cuda::download(l.dx(), cuda::batched(s.batch, l.in_shape), s.context.stream);
+}
+
+Gradients CudaNetwork::gradients() const {
+  const cuda::NetworkState& s = *state_;
+  Gradients out(s.layers.size());
+  for (size_t i = 0; i < s.layers.size(); ++i) {
+    const cuda::GpuLayer& l = *s.layers[i];
+    for (size_t p = 0; p < l.grads.size(); ++p) {
+      ParamGrad g;
+      g.dense = cuda::download(l.grads[p].get(), l.param_shapes[p], s.context.stream);
+      out[i].push_back(std::move(g));
+    }
+  }
+  return out;
+}
+
+Weights CudaNetwork::weights() const {
+  const cuda::NetworkState& s = *state_;
+  Weights out(s.layers.size());
+  for (size_t i = 0; i < s.layers.size(); ++i) {
+    const cuda::GpuLayer& l = *s.layers[i];
+    for (size_t p = 0; p < l.params.size(); ++p) {
+      out[i].push_back(cuda::download(l.params[p].get(), l.param_shapes[p], s.context.stream));
+    }
+  }
+  return out;
+}
+
+}  // namespace trainsim

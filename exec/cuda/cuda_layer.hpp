@@ -155,6 +155,10 @@ enum class Op {
 // owning nothing.
 struct GpuLayer {
   Op op = Op::identity;
+  // Whether the network computes it: one outside a worker's ranges
+  // (CudaNetworkOptions::held) has no parameters, plan or workspace, and an
+  // output only where a range reads or carries it.
+  bool computes = true;
   std::string name;
   std::vector<int64_t> in_shape, out_shape;  // per sample
   int64_t batch = 0;

@@ -11,22 +11,27 @@
 namespace trainsim {
 namespace cuda {
 
-void check_token_ids(const NetworkState& s, const Tensor& x) {
-  const int64_t tokens = x.row_size();
+void check_token_ids(const NetworkState& s, const float* rows, int64_t count, int64_t tokens, int64_t stride) {
   for (const auto& l : s.layers) {
-    if ((l->op != Op::embedding && l->op != Op::embedding_bag) || l->x() != s.input.get()) continue;
+    if ((l->op != Op::embedding && l->op != Op::embedding_bag) || !l->computes || l->x() != s.input.get()) continue;
     const bool padding = l->op == Op::embedding_bag;  // a bag skips ids below 0
-    for (int64_t i = 0; i < x.size(); ++i) {  // ids travel as floats, exact below 2^24
-      const float id = x.data[static_cast<size_t>(i)];
-      if (padding && id < 0.0f) continue;
-      if (!(id >= 0.0f && id < static_cast<float>(l->vocabulary)) || std::floor(id) != id) {
-        throw InputError("set_batch: x[" + std::to_string(i / tokens) + "][" + std::to_string(i % tokens) + "]",
-                         "token id " + std::to_string(id),
-                         "an integer in [0, " + std::to_string(l->vocabulary) + ")" +
-                             (padding ? " or a negative padding id" : "") + " for " + l->name);
+    for (int64_t r = 0; r < count; ++r) {
+      for (int64_t t = 0; t < tokens; ++t) {  // ids travel as floats, exact below 2^24
+        const float id = rows[r * stride + t];
+        if (padding && id < 0.0f) continue;
+        if (!(id >= 0.0f && id < static_cast<float>(l->vocabulary)) || std::floor(id) != id) {
+          throw InputError("set_batch: x[" + std::to_string(r) + "][" + std::to_string(t) + "]",
+                           "token id " + std::to_string(id),
+                           "an integer in [0, " + std::to_string(l->vocabulary) + ")" +
+                               (padding ? " or a negative padding id" : "") + " for " + l->name);
+        }
       }
     }
   }
+}
+
+void check_token_ids(const NetworkState& s, const Tensor& x) {
+  if (x.size() > 0) check_token_ids(s, x.data.data(), x.rows(), x.row_size(), x.row_size());
 }
 
 namespace {
@@ -67,34 +72,68 @@ const std::vector<int64_t>& tensor_shape(const Model& model, int32_t t) {
   return t < 0 ? model.input_shape : model.layers[static_cast<size_t>(t)].output_shape;
 }
 
-// Builds layer i's buffers and plan; `xs` are what it reads.
+// What a network holds of each layer and tensor.
+struct Holding {
+  std::vector<uint8_t> computes;  // per layer
+  std::vector<uint8_t> values;    // per tensor + 1: a buffer for its values (or its root's, an identity's)
+  bool steps = true;              // velocities held
+};
+
+// Builds layer i's buffers and plan; `xs` are what it reads. A layer the
+// network does not compute gets neither, and its output a buffer only where
+// `holding` keeps its values.
 std::unique_ptr<GpuLayer> make_layer(const Model& model, size_t i, const std::vector<int32_t>& inputs,
                                      const LayerParams& params, int64_t batch, std::vector<const float*> xs,
-                                     Context& context, size_t& workspace) {
+                                     Context& context, size_t& workspace, const Holding& holding) {
   const Layer& layer = model.layers[i];
   auto l = std::make_unique<GpuLayer>();
   l->name = model.name + ": " + layer.name;
   l->in_shape = tensor_shape(model, inputs[0]);
   l->out_shape = layer.output_shape;
   l->batch = batch;
-  for (const Tensor& p : params) {
-    l->param_shapes.push_back(p.shape);
-    l->params.emplace_back(p.size());
-    upload(l->params.back().get(), p, context.stream);
-    l->grads.emplace_back(p.size());
-    TRAINSIM_CUDA(cudaMemsetAsync(l->grads.back().get(), 0, l->grads.back().bytes(), context.stream));
-    l->velocity.emplace_back(p.size());
-    TRAINSIM_CUDA(cudaMemsetAsync(l->velocity.back().get(), 0, l->velocity.back().bytes(), context.stream));
+  l->computes = holding.computes[i] != 0;
+  for (const Tensor& p : params) l->param_shapes.push_back(p.shape);
+  if (l->computes) {
+    for (const Tensor& p : params) {
+      l->params.emplace_back(p.size());
+      upload(l->params.back().get(), p, context.stream);
+      l->grads.emplace_back(p.size());
+      TRAINSIM_CUDA(cudaMemsetAsync(l->grads.back().get(), 0, l->grads.back().bytes(), context.stream));
+      if (!holding.steps) continue;
+      l->velocity.emplace_back(p.size());
+      TRAINSIM_CUDA(cudaMemsetAsync(l->velocity.back().get(), 0, l->velocity.back().bytes(), context.stream));
+    }
+    workspace = std::max(workspace, plan_layer(*l, layer, context));
+  } else {
+    l->op = op_of(layer, l->name + ".op");
   }
-  workspace = std::max(workspace, plan_layer(*l, layer, context));
   l->xs = std::move(xs);
   if (l->op == Op::identity) {
     l->y = const_cast<float*>(l->xs[0]);  // the layer's output is its input
-  } else {
+  } else if (holding.values[i + 1] != 0) {
     l->own_y = DeviceArray<float>(l->out_count());
     l->y = l->own_y.get();
   }
   return l;
+}
+
+// What the network holds (everything without `held`): an identity's output
+// is its input's buffer, so a tensor held holds its root's too.
+Holding holding_of(const Model& model, const std::vector<std::vector<int32_t>>& inputs, const HeldLayers* held,
+                   bool steps) {
+  const size_t n = model.layers.size();
+  Holding h{std::vector<uint8_t>(n, 1), std::vector<uint8_t>(n + 1, 1), steps};
+  if (held == nullptr) return h;
+  TRAINSIM_CHECK(held->computes.size() == n && held->tensors.size() == n + 1 && held->cuts.size() == n + 1,
+                 "held layers of another model");
+  h.computes = held->computes;
+  h.values = held->tensors;
+  for (size_t i = n; i-- > 0;) {
+    if (h.values[i + 1] != 0 && op_of(model.layers[i], model.name + ".op") == Op::identity) {
+      h.values[static_cast<size_t>(inputs[i][0]) + 1] = 1;
+    }
+  }
+  return h;
 }
 
 // Where each gradient lives and who writes it. Tensors an identity layer
@@ -104,7 +143,12 @@ std::unique_ptr<GpuLayer> make_layer(const Model& model, size_t i, const std::ve
 // `input_gradient`, tensors made before the first layer with parameters get
 // none: nothing reads them; the model's input (and what an identity passes
 // on of it) gets one only with `model_input_gradient` too.
-void wire_gradients(NetworkState& s, const Model& model, bool input_gradient, bool model_input_gradient) {
+// A layer the network does not compute reads and writes no gradient; its
+// output's gradient has a buffer only where `holding` keeps its values (a
+// cut's tensor a range carries), though the layers after it still count
+// its writes, so that a range's layers add into what the cut brings.
+void wire_gradients(NetworkState& s, const Model& model, bool input_gradient, bool model_input_gradient,
+                    const Holding& holding) {
   const auto count = static_cast<int32_t>(s.layers.size());
   int32_t first_with_params = count;
   for (int32_t i = 0; i < count && first_with_params == count; ++i) {
@@ -125,7 +169,7 @@ void wire_gradients(NetworkState& s, const Model& model, bool input_gradient, bo
   std::vector<float*> grad(static_cast<size_t>(count) + 1, nullptr);  // per root + 1
   std::vector<bool> written(static_cast<size_t>(count) + 1, false);
   const int32_t last_root = root[static_cast<size_t>(count)];
-  grad[static_cast<size_t>(last_root) + 1] = s.dlogits.get();
+  grad[static_cast<size_t>(last_root) + 1] = s.dlogits.get();  // where held; else a buffer of its own where needed
   written[static_cast<size_t>(last_root) + 1] = true;
   const auto buffer_of = [&](int32_t r) {
     float*& g = grad[static_cast<size_t>(r) + 1];
@@ -138,13 +182,14 @@ void wire_gradients(NetworkState& s, const Model& model, bool input_gradient, bo
   for (int32_t i = count; i-- > 0;) {
     GpuLayer& l = *s.layers[static_cast<size_t>(i)];
     const std::vector<int32_t>& in = s.inputs[static_cast<size_t>(i)];
-    l.dy = needs(i) ? buffer_of(root[static_cast<size_t>(i) + 1]) : nullptr;
+    l.dy = needs(i) && holding.values[static_cast<size_t>(i) + 1] != 0 ? buffer_of(root[static_cast<size_t>(i) + 1])
+                                                                       : nullptr;
     l.dxs.assign(in.size(), nullptr);
     l.accumulate.assign(in.size(), false);
     for (size_t k = 0; k < in.size(); ++k) {
       const int32_t r = root[static_cast<size_t>(in[k]) + 1];
       if (!needs(in[k])) continue;
-      l.dxs[k] = buffer_of(r);
+      if (l.computes) l.dxs[k] = buffer_of(r);
       if (l.op == Op::identity) continue;  // shares its output's gradient, writes nothing
       l.accumulate[k] = written[static_cast<size_t>(r) + 1];
       written[static_cast<size_t>(r) + 1] = true;
@@ -193,20 +238,30 @@ CudaNetwork::CudaNetwork(const Model& model, const Weights& weights, int64_t bat
   TRAINSIM_CUDNN(cudnnCreate(&c.dnn));
   TRAINSIM_CUDNN(cudnnSetStream(c.dnn, c.stream));
   s.batch = batch;
-  s.input = cuda::DeviceArray<float>(batch * element_count(model.input_shape));
+  const cuda::Holding holding = cuda::holding_of(model, inputs, options.held.get(), options.steps);
+  if (options.held != nullptr && !options.held->every_layer()) s.cuts = options.held->cuts;
+  s.steps = options.steps;
+  TRAINSIM_CHECK(options.held == nullptr || options.input_gradient, "a stage's GPU network without input gradients");
+  // The model's input and the loss's buffers only where the ranges read
+  // them (a later stage holds neither; a language model's dlogits are
+  // batch x positions x vocabulary).
+  if (holding.values[0] != 0) s.input = cuda::DeviceArray<float>(batch * element_count(model.input_shape));
   size_t workspace = 0;
   s.inputs = std::move(inputs);
   for (size_t i = 0; i < model.layers.size(); ++i) {
     std::vector<const float*> xs;
     for (const int32_t t : s.inputs[i]) xs.push_back(t < 0 ? s.input.get() : s.layers[static_cast<size_t>(t)]->y);
-    s.layers.push_back(cuda::make_layer(model, i, s.inputs[i], weights[i], batch, std::move(xs), c, workspace));
+    s.layers.push_back(
+        cuda::make_layer(model, i, s.inputs[i], weights[i], batch, std::move(xs), c, workspace, holding));
   }
   const std::vector<int64_t>& out = model.layers.back().output_shape;
   s.classes = out.empty() ? 1 : out.back();
   s.positions = batch * element_count(out) / std::max<int64_t>(1, s.classes);
-  s.loss = cuda::DeviceArray<float>(s.positions);
-  s.dlogits = cuda::DeviceArray<float>(s.positions * s.classes);
-  s.labels = cuda::DeviceArray<int32_t>(s.positions);
+  if (holding.computes.back() != 0) {
+    s.loss = cuda::DeviceArray<float>(s.positions);
+    s.dlogits = cuda::DeviceArray<float>(s.positions * s.classes);
+    s.labels = cuda::DeviceArray<int32_t>(s.positions);
+  }
   c.workspace = cuda::DeviceArray<char>(static_cast<int64_t>(workspace));
   int64_t widest = 1;
   for (const auto& l : s.layers) widest = std::max(widest, l->rows);
@@ -215,7 +270,7 @@ CudaNetwork::CudaNetwork(const Model& model, const Weights& weights, int64_t bat
   // On the network's stream (not the default one, which the network's
   // stream does not wait for): the synchronization below covers it.
   TRAINSIM_CUDA(cudaMemcpyAsync(c.ones.get(), ones.data(), c.ones.bytes(), cudaMemcpyHostToDevice, c.stream));
-  cuda::wire_gradients(s, model, options.input_gradient, options.model_input_gradient);
+  cuda::wire_gradients(s, model, options.input_gradient, options.model_input_gradient, holding);
   s.events.resize(3 * s.layers.size() + 1);
   for (cudaEvent_t& e : s.events) TRAINSIM_CUDA(cudaEventCreate(&e));
   TRAINSIM_CUDA(cudaStreamSynchronize(c.stream));
@@ -237,6 +292,7 @@ int64_t CudaNetwork::batch() const { return state_->batch; }
 void CudaNetwork::set_batch(const Tensor& x, std::span<const int32_t> labels) {
   NetworkState& s = *state_;
   TRAINSIM_CUDA(cudaSetDevice(s.context.device));  // the calling thread may have another GPU current
+  TRAINSIM_CHECK(s.cuts.empty(), "a whole pass's batch for a GPU network holding some layers alone");
   if (x.size() != s.input.size()) {
     throw InputError("set_batch: x", std::to_string(x.size()) + " values", std::to_string(s.input.size()));
   }
@@ -306,6 +362,12 @@ void run_update(NetworkState& s, const SgdOptions& sgd, size_t* next) {
   TRAINSIM_CUDA(cudaGetLastError());
 }
 
+// A whole pass needs every layer and, to step, the velocities.
+void check_whole(const NetworkState& s, bool step) {
+  TRAINSIM_CHECK(s.cuts.empty(), "a whole pass of a GPU network holding some layers alone");
+  TRAINSIM_CHECK(!step || s.steps, "a step of a GPU network built without its velocities");
+}
+
 double elapsed_s(const NetworkState& s, size_t from) {
   float ms = 0;
   TRAINSIM_CUDA(cudaEventElapsedTime(&ms, s.events[from], s.events[from + 1]));
@@ -317,18 +379,21 @@ double elapsed_s(const NetworkState& s, size_t from) {
 
 double CudaNetwork::forward_and_loss() {
   NetworkState& s = *state_;
+  cuda::check_whole(s, false);
   TRAINSIM_CUDA(cudaSetDevice(s.context.device));
   cuda::run_forward(s, nullptr);
   return cuda::mean_loss(s);
 }
 
 void CudaNetwork::backward() {
+  cuda::check_whole(*state_, false);
   TRAINSIM_CUDA(cudaSetDevice(state_->context.device));
   cuda::run_backward(*state_, nullptr);
   TRAINSIM_CUDA(cudaStreamSynchronize(state_->context.stream));
 }
 
 void CudaNetwork::update(const SgdOptions& sgd) {
+  cuda::check_whole(*state_, true);
   TRAINSIM_CUDA(cudaSetDevice(state_->context.device));
   cuda::run_update(*state_, sgd, nullptr);
   TRAINSIM_CUDA(cudaStreamSynchronize(state_->context.stream));
@@ -336,6 +401,7 @@ void CudaNetwork::update(const SgdOptions& sgd) {
 
 GpuPassTimes CudaNetwork::timed_pass(const SgdOptions& sgd) {
   NetworkState& s = *state_;
+  cuda::check_whole(s, true);
   TRAINSIM_CUDA(cudaSetDevice(s.context.device));  // the calling thread may be any
   const size_t count = s.layers.size();
   size_t next = 0;
@@ -357,51 +423,6 @@ GpuPassTimes CudaNetwork::timed_pass(const SgdOptions& sgd) {
     t.update_s[i] = s.layers[i]->params.empty() ? 0.0 : cuda::elapsed_s(s, 2 * count + i);
   }
   return t;
-}
-
-Tensor CudaNetwork::output(int64_t layer) const {
-  const NetworkState& s = *state_;
-  TRAINSIM_CHECK(layer >= 0 && layer < static_cast<int64_t>(s.layers.size()), "a layer of the network");
-  const cuda::GpuLayer& l = *s.layers[static_cast<size_t>(layer)];
-  return cuda::download(l.y, cuda::batched(s.batch, l.out_shape), s.context.stream);
-}
-
-bool CudaNetwork::has_input_gradient(int64_t layer) const {
-  const NetworkState& s = *state_;
-  return layer >= 0 && layer < static_cast<int64_t>(s.layers.size()) && s.layers[static_cast<size_t>(layer)]->dx() != nullptr;
-}
-
-Tensor CudaNetwork::input_gradient(int64_t layer) const {
-  const NetworkState& s = *state_;
-  TRAINSIM_CHECK(has_input_gradient(layer), "a layer whose input gradient is computed");
-  const cuda::GpuLayer& l = *s.layers[static_cast<size_t>(layer)];
-  return cuda::download(l.dx(), cuda::batched(s.batch, l.in_shape), s.context.stream);
-}
-
-Gradients CudaNetwork::gradients() const {
-  const NetworkState& s = *state_;
-  Gradients out(s.layers.size());
-  for (size_t i = 0; i < s.layers.size(); ++i) {
-    const cuda::GpuLayer& l = *s.layers[i];
-    for (size_t p = 0; p < l.grads.size(); ++p) {
-      ParamGrad g;
-      g.dense = cuda::download(l.grads[p].get(), l.param_shapes[p], s.context.stream);
-      out[i].push_back(std::move(g));
-    }
-  }
-  return out;
-}
-
-Weights CudaNetwork::weights() const {
-  const NetworkState& s = *state_;
-  Weights out(s.layers.size());
-  for (size_t i = 0; i < s.layers.size(); ++i) {
-    const cuda::GpuLayer& l = *s.layers[i];
-    for (size_t p = 0; p < l.params.size(); ++p) {
-      out[i].push_back(cuda::download(l.params[p].get(), l.param_shapes[p], s.context.stream));
-    }
-  }
-  return out;
 }
 
 }  // namespace trainsim

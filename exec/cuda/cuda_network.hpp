@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "exec/optim/sgd.hpp"
+#include "exec/tensor/held_layers.hpp"
 #include "exec/tensor/layers.hpp"
 #include "exec/tensor/range_network.hpp"
 #include "exec/tensor/tensor.hpp"
@@ -48,6 +49,15 @@ struct CudaNetworkOptions {
   // With input_gradient, dL/d(the model's input) too (each layer's alone,
   // against the CPU's); a worker's stages never send it anywhere.
   bool model_input_gradient = true;
+  // The layers a worker's range passes compute and the tensors they read,
+  // write or carry across their boundaries (exec/tensor/held_layers.hpp):
+  // the network holds parameters, gradients and plans for those layers
+  // and buffers for those tensors alone, and refuses a range or cut
+  // outside them. None: the whole model.
+  std::shared_ptr<const HeldLayers> held = nullptr;
+  // Whether it steps its own weights (update, timed_pass); without, it
+  // holds no velocity (a worker's device steps in its store).
+  bool steps = true;
 };
 
 // Per layer, seconds measured with CUDA events around its kernels.
@@ -107,9 +117,11 @@ class CudaNetwork final : public RangeNetwork {
 
   // The interpreter's passes over layer ranges (RangeNetwork,
   // exec/tensor/range_network.hpp; cuda_network_range.cpp), on the
-  // network's stream, the network built with options.input_gradient: the
-  // weights from the host; a boundary's tensors uploaded into and brought
-  // back from the buffers of the whole model's graph; the loss computed on
+  // network's stream, the network built with options.input_gradient (and,
+  // for a worker's passes, options.held: a range or cut outside it is a
+  // TRAINSIM_CHECK): the weights from the host; a boundary's tensors
+  // uploaded into and brought back from the buffers of the model's graph
+  // that the ranges hold; the loss computed on
   // the GPU and read when the host first asks (waiting for its copy
   // alone); the parameter gradients added into the sums the GPU device
   // keeps (cuda_device_store.hpp), or downloaded and added into the host's;

@@ -1,9 +1,10 @@
 // CudaNetwork's passes over a range of layers: the boundary before the range
 // comes from the host, the range runs on the network's stream, and the
 // boundary after it goes back, as exec/tensor/network_range.cpp cuts them.
-// Every tensor of the model has its buffer here, so a cut's tensors land in
-// the buffers the range's layers read, and their gradients in those the
-// range's backward adds into.
+// Every tensor the worker's ranges read, write or carry has its buffer here
+// (every tensor of the model, without CudaNetworkOptions::held), so a cut's
+// tensors land in the buffers the range's layers read, and their gradients
+// in those the range's backward adds into.
 #include <algorithm>
 #include <string>
 
@@ -28,11 +29,26 @@ float* gradient_of(NetworkState& s, int32_t t) {
   return s.grad_buffers.empty() ? nullptr : s.grad_buffers[0].get();
 }
 
+// Layer `layer` computed here, and cut `i`'s tensors held (CudaNetworkOptions::held).
+void check_computes(const NetworkState& s, int64_t layer) {
+  TRAINSIM_CHECK(layer >= 0 && layer < static_cast<int64_t>(s.layers.size()), "a layer of the network");
+  TRAINSIM_CHECK(s.layers[static_cast<size_t>(layer)]->computes,
+                 s.layers[static_cast<size_t>(layer)]->name + ": a layer the GPU network does not hold");
+}
+void check_cut(const NetworkState& s, int64_t i) {
+  TRAINSIM_CHECK(i >= 0 && i <= static_cast<int64_t>(s.layers.size()), "a cut of the network");
+  TRAINSIM_CHECK(s.cuts.empty() || s.cuts[static_cast<size_t>(i)] != 0,
+                 "cut " + std::to_string(i) + ": a boundary the GPU network does not hold");
+}
+
 void check_range(const NetworkState& s, const Network& network, int64_t first, int64_t last) {
   TRAINSIM_CHECK(network.layers.size() == s.layers.size() && network.cuts.size() == s.layers.size() + 1,
                  "the GPU network and the exec network are of one model");
   TRAINSIM_CHECK(0 <= first && first <= last && last < static_cast<int64_t>(s.layers.size()),
                  "layer range [" + std::to_string(first) + ", " + std::to_string(last) + "] outside the network");
+  for (int64_t i = first; i <= last; ++i) check_computes(s, i);
+  check_cut(s, first);
+  check_cut(s, last + 1);
   TRAINSIM_CUDA(cudaSetDevice(s.context.device));  // the calling thread may be any of its worker's
 }
 
@@ -67,6 +83,29 @@ void copy_packed(NetworkState& s, const Network& network, int64_t i, KeptValues*
     column += w;
   }
   TRAINSIM_CUDA(cudaEventRecord(k->written, s.context.stream));
+}
+
+// The token ids of cut `i`'s tensors that land in the model input's buffer
+// (the input itself, or passed on by identity layers), which an embedding
+// reads, as the host gives them: alone, as parts, or packed side by side.
+void check_cut_ids(NetworkState& s, const Network& network, int64_t i, const Tensor& x) {
+  if (s.input.get() == nullptr) return;
+  const std::vector<int32_t>& cut = network.cuts[static_cast<size_t>(i)];
+  const bool packed = cut.size() > 1 && x.parts.empty();
+  if (cut.size() > 1 && !packed && x.parts.size() != cut.size()) return;  // upload_cut refuses it
+  const int64_t tokens = element_count(network.input_shape);
+  int64_t column = 0;
+  for (size_t k = 0; k < cut.size(); ++k) {
+    const int64_t w = element_count(sample_shape(network, cut[k]));
+    if (value_of(s, cut[k]) == s.input.get()) {
+      const Tensor& part = cut.size() == 1 || packed ? x : x.parts[k];
+      const int64_t offset = packed ? column : 0;
+      if (w == tokens && part.size() == s.batch * part.row_size() && part.row_size() >= offset + tokens) {
+        check_token_ids(s, part.data.data() + offset, s.batch, tokens, part.row_size());
+      }
+    }
+    column += w;
+  }
 }
 
 // Copies cut `i` from x into the buffers `where` names: from the host
@@ -173,7 +212,7 @@ void CudaNetwork::load_layers(const Weights& weights, std::span<const int64_t> l
   std::vector<Piece> pieces;
   size_t left = 0;
   for (const int64_t i : layers) {
-    TRAINSIM_CHECK(i >= 0 && i < static_cast<int64_t>(s.layers.size()), "a layer of the network");
+    cuda::check_computes(s, i);
     cuda::GpuLayer& l = *s.layers[static_cast<size_t>(i)];
     const LayerParams& params = weights[static_cast<size_t>(i)];
     TRAINSIM_CHECK(params.size() == l.params.size(), l.name + ": weights of every parameter");
@@ -208,7 +247,7 @@ void CudaNetwork::load_layers(const Weights& weights, std::span<const int64_t> l
 
 void CudaNetwork::load_kept_weights(int64_t layer, std::span<KeptValues* const> params) {
   cuda::NetworkState& s = *state_;
-  TRAINSIM_CHECK(layer >= 0 && layer < static_cast<int64_t>(s.layers.size()), "a layer of the network");
+  cuda::check_computes(s, layer);
   TRAINSIM_CUDA(cudaSetDevice(s.context.device));
   cuda::GpuLayer& l = *s.layers[static_cast<size_t>(layer)];
   TRAINSIM_CHECK(params.size() == l.params.size(), l.name + ": kept weights of every parameter");
@@ -225,7 +264,7 @@ void CudaNetwork::load_kept_weights(int64_t layer, std::span<KeptValues* const> 
 
 void CudaNetwork::fold_statistics(int64_t layer, KeptValues& running_mean, KeptValues& running_variance) {
   cuda::NetworkState& s = *state_;
-  TRAINSIM_CHECK(layer >= 0 && layer < static_cast<int64_t>(s.layers.size()), "a layer of the network");
+  cuda::check_computes(s, layer);
   TRAINSIM_CUDA(cudaSetDevice(s.context.device));
   const cuda::GpuLayer& l = *s.layers[static_cast<size_t>(layer)];
   TRAINSIM_CHECK(l.op == cuda::Op::batchnorm, l.name + ": running statistics of a layer that is not a batch norm");
@@ -247,7 +286,7 @@ void CudaNetwork::forward_range(const Network& network, int64_t first, int64_t l
   cuda::NetworkState& s = *state_;
   cuda::check_range(s, network, first, last);
   if (x != nullptr) {
-    if (first == 0) cuda::check_token_ids(s, *x);
+    if (x->exported == nullptr) cuda::check_cut_ids(s, network, first, *x);
     cuda::upload_cut(s, network, first, *x, [&](int32_t t) { return cuda::value_of(s, t); });
   }
   for (int64_t i = first; i <= last; ++i) cuda::forward(*s.layers[static_cast<size_t>(i)], s.context);
@@ -282,6 +321,7 @@ std::vector<std::vector<Tensor>> CudaNetwork::batch_statistics(int64_t first, in
   cuda::NetworkState& s = *state_;
   TRAINSIM_CHECK(0 <= first && first <= last && last < static_cast<int64_t>(s.layers.size()),
                  "a layer range of the network");
+  for (int64_t i = first; i <= last; ++i) cuda::check_computes(s, i);
   TRAINSIM_CUDA(cudaSetDevice(s.context.device));
   // Every batch normalization's mean and 1/sqrt(variance + eps) into pinned memory, one wait.
   size_t floats = 0;
@@ -343,12 +383,14 @@ void CudaNetwork::backward_range(const Network& network, int64_t first, int64_t 
 
 Tensor CudaNetwork::cut_values(const Network& network, int64_t i) {
   cuda::NetworkState& s = *state_;
+  cuda::check_cut(s, i);
   TRAINSIM_CUDA(cudaSetDevice(s.context.device));
   return cuda::download_cut(s, network, i, [&](int32_t t) { return cuda::value_of(s, t); });
 }
 
 Tensor CudaNetwork::cut_gradients(const Network& network, int64_t i) {
   cuda::NetworkState& s = *state_;
+  cuda::check_cut(s, i);
   TRAINSIM_CUDA(cudaSetDevice(s.context.device));
   return cuda::download_cut(s, network, i, [&](int32_t t) { return cuda::gradient_of(s, t); });
 }
@@ -360,6 +402,7 @@ std::shared_ptr<KeptValues> CudaNetwork::export_cut(const Network& network, int6
   cuda::NetworkState& s = *state_;
   TRAINSIM_CUDA(cudaSetDevice(s.context.device));
   TRAINSIM_CHECK(i >= 0 && i < static_cast<int64_t>(network.cuts.size()), "a cut of the network");
+  cuda::check_cut(s, i);
   std::shared_ptr<KeptValues> out =
       store.uninitialized(s.batch * element_count(network.cut_shapes[static_cast<size_t>(i)]));
   cuda::copy_packed(s, network, i, out.get(), /*out=*/true,

@@ -45,6 +45,8 @@ struct NetworkState {
   std::vector<std::vector<int32_t>> inputs;  // per layer, the tensors it reads (-1: the model's input)
   std::vector<DeviceArray<float>> grad_buffers;  // per tensor + 1 that roots a gradient, else empty
   std::string device_name;
+  std::vector<uint8_t> cuts;  // per cut: its tensors held (CudaNetworkOptions::held); empty: every cut
+  bool steps = true;          // CudaNetworkOptions::steps
   int64_t batch = 0;
   int64_t positions = 0, classes = 0;  // of the loss
   DeviceArray<float> input, loss, dlogits;
@@ -110,7 +112,9 @@ void record_copies(PinnedBuffer& buffer, cudaStream_t stream);
 void upload(float* to, const Tensor& from, cudaStream_t stream);
 Tensor download(const float* from, std::vector<int64_t> shape, cudaStream_t stream);
 std::vector<int64_t> batched(int64_t batch, const std::vector<int64_t>& shape);
-// Token ids of `x` checked against each embedding that reads the model's input.
+// Token ids of `x` checked against each embedding that reads the model's input;
+// or of `count` rows `stride` floats apart, `tokens` ids at the start of each.
 void check_token_ids(const NetworkState& s, const Tensor& x);
+void check_token_ids(const NetworkState& s, const float* rows, int64_t count, int64_t tokens, int64_t stride);
 
 }  // namespace trainsim::cuda

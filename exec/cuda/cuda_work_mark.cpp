@@ -133,7 +133,7 @@ class EventMark final : public WorkMark {
   EventMark(int device, std::shared_ptr<ClockOrigin> origin, cudaStream_t stream)
       : device_(device), origin_(std::move(origin)), event_(take_event(device)) {
     const cudaError_t status = cudaEventRecord(event_, stream);
-    if (status != cudaSuccess) give_back(device_, event_);  // the destructor does not run when this throws
+    if (status != cudaSuccess) cudaEventDestroy(event_);  // not pooled: the destructor does not run when this throws
     TRAINSIM_CUDA(status);
   }
   EventMark(const EventMark&) = delete;
@@ -180,7 +180,8 @@ namespace trainsim {
 
 std::shared_ptr<WorkMark> CudaNetwork::mark() {
   const cuda::NetworkState& s = *state_;
-  std::shared_ptr<cuda::ClockOrigin> origin = cuda::origin_of(s.context.device);  // sets the device
+  TRAINSIM_CUDA(cudaSetDevice(s.context.device));  // a new event is made on the current GPU
+  std::shared_ptr<cuda::ClockOrigin> origin = cuda::origin_of(s.context.device);
   return std::make_shared<cuda::EventMark>(s.context.device, std::move(origin), s.context.stream);
 }
 

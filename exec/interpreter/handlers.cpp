@@ -11,6 +11,7 @@
 
 #include "exec/interpreter/flat_weights.hpp"
 #include "exec/interpreter/weight_versions.hpp"
+#include "exec/tensor/held_layers.hpp"
 #include "model/error.hpp"
 
 namespace trainsim::interp {
@@ -47,8 +48,14 @@ Interpreter::Interpreter(const Plan& plan, const Network& network, const Weights
       w->spectrain = std::make_unique<SpecTrain>(SpecTrainOptions{options.sgd.learning_rate, options.spectrain_gamma});
     }
   }
+  std::vector<std::vector<LayerRange>> ranges(plan.workers.size());  // each worker's passes'
+  const auto layers = static_cast<int64_t>(network_.layers.size());
   for (const Op& op : plan.ops) {
     check_supported(op);
+    if (op.kind == OpKind::kForward || op.kind == OpKind::kBackward || op.kind == OpKind::kRecompute) {
+      ranges[static_cast<size_t>(op.worker)].push_back(
+          {op.first_layer >= 0 ? op.first_layer : 0, op.last_layer >= 0 ? op.last_layer : layers - 1});
+    }
     if (op.kind == OpKind::kRecompute) {
       recomputed_.insert({op.worker, op.iteration, std::max(0, op.microbatch), op.first_layer});
     }
@@ -60,6 +67,10 @@ Interpreter::Interpreter(const Plan& plan, const Network& network, const Weights
       w.grad_first = w.grad_first < 0 ? op.first_layer : std::min(w.grad_first, op.first_layer);
       w.grad_last = std::max(w.grad_last, op.last_layer);
     }
+  }
+  // A device may hold its worker's layers alone (a GPU's networks).
+  for (size_t i = 0; i < workers_.size(); ++i) {
+    if (local_[i] != 0) workers_[i]->device->hold_ranges(distinct_ranges(std::move(ranges[i]), layers));
   }
   count_gradient_sends_without_update();
   shards_ = std::max<int64_t>(1, std::llround(plan.samples_per_iteration / static_cast<double>(options.batch_size)));

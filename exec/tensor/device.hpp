@@ -15,6 +15,7 @@
 #include "exec/optim/spectrain.hpp"
 #include "exec/tensor/layers.hpp"
 #include "exec/tensor/pending_loss.hpp"
+#include "sim/cost/strategy_config.hpp"
 
 namespace trainsim {
 
@@ -68,6 +69,11 @@ class Device {
  public:
   virtual ~Device() = default;
 
+  // The layer ranges this device's forwards, backwards and recomputes will
+  // run (its worker's ops in the plan), told before the first: a device may
+  // then hold memory for those layers and their boundaries alone
+  // (held_layers.hpp); here nothing is held.
+  virtual void hold_ranges(std::span<const LayerRange> /*ranges*/) {}
   // Zeroed gradients shaped like `weights` (as zero_gradients).
   virtual Gradients zero_gradients(const Network& network, const Weights& weights) = 0;
   // Layers [first, last] forward with `weights` of `generation` for

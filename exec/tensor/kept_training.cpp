@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <bit>
 #include <cstring>
+#include <exception>
 #include <string>
 
 #include "model/error.hpp"
@@ -157,6 +158,21 @@ bool KeptTraining::step(const Sgd& sgd, Weights& weights, Gradients& grads, int6
     }
   };
   std::lock_guard lock(mu_);
+  // A step refused or failed midway (a sparse gradient checked, the GPU
+  // out of memory) leaves no slot it made in velocity_ or smoothed_ empty:
+  // the host's values stay the ones to take up.
+  struct DropEmptySlots {
+    KeptTraining& k;
+    int uncaught = std::uncaught_exceptions();
+    explicit DropEmptySlots(KeptTraining& owner) : k(owner) {}
+    DropEmptySlots(const DropEmptySlots&) = delete;
+    DropEmptySlots& operator=(const DropEmptySlots&) = delete;
+    ~DropEmptySlots() {
+      if (std::uncaught_exceptions() == uncaught) return;
+      for (auto* slots : {&k.velocity_, &k.smoothed_})
+        std::erase_if(*slots, [](const auto& e) { return e.second == nullptr; });
+    }
+  } drop_empty(*this);
   for (int64_t l = first; l <= last; ++l) {
     LayerParams& params = weights[static_cast<size_t>(l)];
     LayerGrads& layer_grads = grads[static_cast<size_t>(l)];

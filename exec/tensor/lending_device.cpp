@@ -32,6 +32,12 @@ class LendingDevice final : public Device {
     if (store != nullptr) kept_ = std::make_unique<KeptTraining>(std::move(store));
   }
 
+  void hold_ranges(std::span<const LayerRange> ranges) override {
+    std::lock_guard lock(pool_->mu);
+    TRAINSIM_CHECK(pool_->held == nullptr, "ranges told after a network was made");
+    pool_->ranges.assign(ranges.begin(), ranges.end());
+  }
+
   Gradients zero_gradients(const Network& network, const Weights& weights) override {
     return trainsim::zero_gradients(network, weights);
   }

@@ -19,12 +19,16 @@
 #include <memory>
 
 #include "exec/tensor/device.hpp"
+#include "exec/tensor/held_layers.hpp"
 #include "exec/tensor/range_network.hpp"
 
 namespace trainsim {
 
-// A new network of `batch` rows for `network`'s model.
-using MakeRangeNetwork = std::function<std::unique_ptr<RangeNetwork>(const Network& network, int64_t batch)>;
+// A new network of `batch` rows for `network`'s model, holding what `held`
+// says its passes touch (a worker's stage: Device::hold_ranges; every layer
+// where no ranges were told).
+using MakeRangeNetwork =
+    std::function<std::unique_ptr<RangeNetwork>(const Network& network, int64_t batch, const HeldLayers& held)>;
 
 // With a `store`, a backward adds its dense parameter gradients into sums
 // kept there (ParamGrad::kept) until Device::gradients_to_host, and a step

@@ -45,6 +45,8 @@ struct Lent {
 // may end on any thread.
 struct Pool {
   MakeRangeNetwork make;
+  std::vector<LayerRange> ranges;          // the worker's (Device::hold_ranges); none: every layer
+  std::shared_ptr<const HeldLayers> held;  // of them, once a network is made
   std::mutex mu;
   std::map<int64_t, std::vector<Lent>> idle;
 };
@@ -90,7 +92,13 @@ inline std::shared_ptr<Lease> fresh(const std::shared_ptr<Pool>& pool, const Net
       return std::make_shared<Lease>(pool, std::move(lent), pass, layers);
     }
   }
-  Lent lent{pool->make(network, batch), LoadedWeights(layers)};
+  std::shared_ptr<const HeldLayers> held;
+  {
+    std::lock_guard lock(pool->mu);
+    if (pool->held == nullptr) pool->held = std::make_shared<const HeldLayers>(held_layers(network, pool->ranges));
+    held = pool->held;
+  }
+  Lent lent{pool->make(network, batch, *held), LoadedWeights(layers)};
   TRAINSIM_CHECK(lent.network->batch() == batch, "a network of another batch size");
   return std::make_shared<Lease>(pool, std::move(lent), pass, layers);
 }

@@ -21,6 +21,7 @@
 #include <utility>
 #include <vector>
 
+#include "exec/tensor/held_layers.hpp"
 #include "exec/tensor/lending_device.hpp"
 #include "model/error.hpp"
 #include "tests/exec/counting_store.hpp"
@@ -37,9 +38,13 @@ class BufferedCpuNetwork final : public RangeNetwork {
  public:
   // With `store`, its device's: a boundary exported into another memory's
   // store (a peer's) is refused, as a GPU's network reads only its own GPU's.
-  BufferedCpuNetwork(const Network& network, int64_t batch, BufferCounts& counts, const CountingStore* store = nullptr)
+  // It holds what `held` says (every layer without it): any other layer or
+  // cut its device asks of it is a TRAINSIM_CHECK.
+  BufferedCpuNetwork(const Network& network, int64_t batch, BufferCounts& counts, const CountingStore* store = nullptr,
+                     const HeldLayers* held = nullptr)
       : store_(store),
         network_(&network),
+        held_(held != nullptr ? *held : held_layers(network, {})),
         batch_(batch),
         weights_(network.layers.size()),
         caches_(network.layers.size()),
@@ -47,11 +52,14 @@ class BufferedCpuNetwork final : public RangeNetwork {
         gradients_(network.layers.size() + 1),
         counts_(counts) {
     counts_.add(&BufferCounts::networks);
+    std::lock_guard lock(counts_.mu);
+    counts_.held.push_back(held_.computes);
   }
 
   int64_t batch() const override { return batch_; }
   void load_weights(const Weights& weights, int64_t first, int64_t last) override {
     for (int64_t l = first; l <= last; ++l) {
+      holds(l);
       weights_[static_cast<size_t>(l)] = weights[static_cast<size_t>(l)];
       counts_.add(&BufferCounts::host_loads);
       if (loaded_[static_cast<size_t>(l)]) counts_.add(&BufferCounts::host_reloads);
@@ -60,6 +68,7 @@ class BufferedCpuNetwork final : public RangeNetwork {
   }
   // exec's batch norm folding its last forward's cache into the kept statistics.
   void fold_statistics(int64_t layer, KeptValues& running_mean, KeptValues& running_variance) override {
+    holds(layer);
     const std::optional<LayerCache>& cache = caches_[static_cast<size_t>(layer)];
     TRAINSIM_CHECK(cache.has_value(), "statistics folded without the layer's forward");
     LayerParams statistics = layer_of(layer).init_statistics();
@@ -72,6 +81,7 @@ class BufferedCpuNetwork final : public RangeNetwork {
     counts_.add(&BufferCounts::folds);
   }
   void load_kept_weights(int64_t layer, std::span<KeptValues* const> params) override {
+    holds(layer);
     const std::vector<std::vector<int64_t>> shapes = layer_of(layer).param_shapes();
     TRAINSIM_CHECK(params.size() == shapes.size(), "kept weights of every parameter");
     LayerParams& into = weights_[static_cast<size_t>(layer)];
@@ -84,6 +94,7 @@ class BufferedCpuNetwork final : public RangeNetwork {
     loaded_[static_cast<size_t>(layer)] = true;
   }
   void forward_range(const Network& network, int64_t first, int64_t last, const Tensor* x) override {
+    holds_range(first, last);
     if (x != nullptr) values_[static_cast<size_t>(first)] = imported(*x);
     Tensor in = held(values_, first, x == nullptr);
     for (int64_t c = first + 1; c <= last + 1; ++c) values_[static_cast<size_t>(c)].reset();
@@ -109,6 +120,7 @@ class BufferedCpuNetwork final : public RangeNetwork {
     });
   }
   std::vector<std::vector<Tensor>> batch_statistics(int64_t first, int64_t last) const override {
+    holds_range(first, last);
     counts_.add(&BufferCounts::statistics_back);
     std::vector<std::vector<Tensor>> out;
     for (int64_t l = first; l <= last; ++l) {
@@ -123,6 +135,7 @@ class BufferedCpuNetwork final : public RangeNetwork {
   }
   void backward_range(const Network& network, int64_t first, int64_t last, const Tensor* dy,
                       Gradients& grads) override {
+    holds_range(first, last);
     if (dy != nullptr) gradients_[static_cast<size_t>(last + 1)] = imported(*dy);
     Tensor in = held(gradients_, last + 1, dy == nullptr);
     std::vector<LayerCache> caches;
@@ -156,8 +169,14 @@ class BufferedCpuNetwork final : public RangeNetwork {
         trainsim::backward_range(network, weights_, first, last, std::move(in), caches, into);
     swap_in();  // and back
   }
-  Tensor cut_values(const Network&, int64_t i) override { return brought_back(values_, i); }
-  Tensor cut_gradients(const Network&, int64_t i) override { return brought_back(gradients_, i); }
+  Tensor cut_values(const Network&, int64_t i) override {
+    holds_cut(i);
+    return brought_back(values_, i);
+  }
+  Tensor cut_gradients(const Network&, int64_t i) override {
+    holds_cut(i);
+    return brought_back(gradients_, i);
+  }
   void queue_after(RangeNetwork& previous) override {
     std::lock_guard lock(counts_.mu);
     counts_.queued_after.emplace_back(&previous, this);
@@ -168,6 +187,7 @@ class BufferedCpuNetwork final : public RangeNetwork {
   }
   // Packed into an array of the store, as a GPU's export.
   std::shared_ptr<KeptValues> export_cut(const Network&, int64_t i, bool gradient, DeviceStore& store) override {
+    holds_cut(i);
     const std::optional<Tensor>& t = (gradient ? gradients_ : values_)[static_cast<size_t>(i)];
     TRAINSIM_CHECK(t.has_value(), "cut " + std::to_string(i) + " exported, but no range left it");
     counts_.add(&BufferCounts::exports);
@@ -180,6 +200,19 @@ class BufferedCpuNetwork final : public RangeNetwork {
 
  private:
   const ExecLayer& layer_of(int64_t layer) const { return *network_->layers[static_cast<size_t>(layer)]; }
+  void holds(int64_t layer) const {
+    TRAINSIM_CHECK(held_.computes.at(static_cast<size_t>(layer)) != 0,
+                   "layer " + std::to_string(layer) + " asked of a network that does not hold it");
+  }
+  void holds_cut(int64_t i) const {
+    TRAINSIM_CHECK(held_.cuts.at(static_cast<size_t>(i)) != 0,
+                   "cut " + std::to_string(i) + " asked of a network that does not hold it");
+  }
+  void holds_range(int64_t first, int64_t last) const {
+    for (int64_t l = first; l <= last; ++l) holds(l);
+    holds_cut(first);
+    holds_cut(last + 1);
+  }
 
   // x, or the packed values of the boundary it names (Tensor::exported).
   Tensor imported(const Tensor& x) {
@@ -209,6 +242,7 @@ class BufferedCpuNetwork final : public RangeNetwork {
 
   const CountingStore* store_;
   const Network* network_;
+  HeldLayers held_;
   int64_t batch_;
   Weights weights_;
   std::vector<std::optional<LayerCache>> caches_;
@@ -241,8 +275,9 @@ inline void expect_lending_trains_as_the_cpu(
       reached = [&reaches, memory](int64_t other) { return reaches(memory, other); };
     }
     return make_lending_device(
-        [&counts, own = reaches ? store.get() : nullptr](const Network& network, int64_t batch) {
-          return std::make_unique<BufferedCpuNetwork>(network, batch, counts, own);
+        [&counts, own = reaches ? store.get() : nullptr](const Network& network, int64_t batch,
+                                                         const HeldLayers& held) {
+          return std::make_unique<BufferedCpuNetwork>(network, batch, counts, own, &held);
         },
         store, memory, std::move(reached));
   };
@@ -283,6 +318,16 @@ inline void expect_lending_trains_as_the_cpu(
   // another memory's array; a recompute reads the copy again), and none
   // between devices of one memory.
   EXPECT_EQ(counts.peer_copies, boundary_sends(run.plan, memory_of, true, reaches, /*across_memories=*/true));
+  // Each network holds its worker's layers alone, those the plan's ops of
+  // that worker run (and the stand-in refuses any other layer or cut).
+  ASSERT_FALSE(counts.held.empty());
+  const std::vector<std::vector<uint8_t>> held =
+      worker_layers(run.plan, static_cast<int64_t>(counts.held.front().size()));
+  int64_t most_held = 0;
+  for (const std::vector<uint8_t>& network : counts.held) {
+    EXPECT_NE(std::find(held.begin(), held.end(), network), held.end()) << "a network holding other layers";
+    most_held = std::max<int64_t>(most_held, std::count(network.begin(), network.end(), uint8_t{1}));
+  }
   // Every loss returned unknown is read once (a recompute's never).
   EXPECT_EQ(static_cast<int64_t>(counts.computed_when_read.size()), loss_forwards(run.plan));
   // Every dense gradient's sum forms on the device; the host's gradient
@@ -305,7 +350,9 @@ inline void expect_lending_trains_as_the_cpu(
                counts.predictions,
                counts.downloads,
                counts.exports,
-               counts.row_steps};
+               counts.row_steps,
+               most_held,
+               static_cast<int64_t>(counts.held.front().size())};
   }
 }
 

@@ -45,6 +45,8 @@ struct BufferCounts {
   int64_t imports = 0;          // range inputs copied from such a boundary
   int64_t peer_copies = 0;      // arrays of another store (a peer memory's) copied into a store
   int64_t input_waits = 0;      // range inputs in a store's array waited for (RangeNetwork::wait_for)
+  // Per network made, the layers it holds (HeldLayers::computes).
+  std::vector<std::vector<uint8_t>> held;
   // (previous, next) of each RangeNetwork::queue_after, in call order.
   std::vector<std::pair<const RangeNetwork*, const RangeNetwork*>> queued_after;
   // Per loss read, in the order of the reads: how many losses had been
@@ -56,6 +58,8 @@ struct BufferCounts {
     int64_t waits = 0, host_reloads = 0, kept_loads = 0, steps = 0, backwards = 0, updates = 0, all_reduces = 0,
             workers = 0, statistics_back = 0, folds = 0, copies = 0, smooths = 0, predictions = 0, downloads = 0,
             exports = 0, row_steps = 0;
+    int64_t most_layers_held = 0;  // by one network
+    int64_t layers = 0;            // of the model
   };
   void add(int64_t BufferCounts::*field) {
     std::lock_guard lock(mu);
@@ -142,6 +146,17 @@ class CountingStore final : public DeviceStore {
   // Sgd's lazy step itself, on the kept table shaped {rows, width}.
   void sgd_step_rows(KeptValues& weights, KeptValues* velocity, KeptValues& rows, KeptValues& values, int64_t count,
                      int64_t width, const SgdOptions& options) override {
+    if (count == 0) return;  // as the GPU's store
+    // Checked as the GPU's store checks them, before anything moves.
+    const std::vector<float>& indices = kept_values(rows).data;
+    const std::vector<float>& sums = kept_values(values).data;
+    const size_t table = kept_values(weights).data.size();
+    TRAINSIM_CHECK(width > 0 && count > 0 && table % static_cast<size_t>(width) == 0 &&
+                       indices.size() >= 2 * static_cast<size_t>(count) &&
+                       sums.size() >= static_cast<size_t>(count * width) &&
+                       (velocity == nullptr || kept_values(*velocity).data.size() == table),
+                   "a lazy step of a table, its rows and their values, and its velocity of different sizes");
+    TRAINSIM_CHECK(velocity != nullptr || options.momentum == 0, "a momentum step without its velocity");
     counts_.add(&BufferCounts::row_steps);
     const auto as_table = [width](Tensor& flat) {
       Tensor t;
@@ -155,12 +170,6 @@ class CountingStore final : public DeviceStore {
     ParamGrad& grad = g[0].emplace_back();
     grad.sparse = true;
     // As the GPU's store: its first `count` rows read, a momentum step only with its velocity.
-    const std::vector<float>& indices = kept_values(rows).data;
-    const std::vector<float>& sums = kept_values(values).data;
-    TRAINSIM_CHECK(width > 0 && count > 0 && indices.size() >= 2 * static_cast<size_t>(count) &&
-                       sums.size() >= static_cast<size_t>(count * width),
-                   "a lazy step's rows: a row index in two floats each and width values");
-    TRAINSIM_CHECK(velocity != nullptr || options.momentum == 0, "a momentum step without its velocity");
     grad.rows.resize(static_cast<size_t>(count));
     std::memcpy(grad.rows.data(), indices.data(), grad.rows.size() * sizeof(int64_t));
     grad.row_values.shape = {count, width};

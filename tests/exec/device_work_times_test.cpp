@@ -37,7 +37,9 @@ StrategyRun on_stand_ins(RunSpec spec, bool time_device_work, BufferCounts* coun
   spec.time_device_work = time_device_work;
   spec.make_device = [&counts, store, one_memory](int32_t) {
     return make_lending_device(
-        [&counts](const Network& n, int64_t batch) { return std::make_unique<BufferedCpuNetwork>(n, batch, counts); },
+        [&counts](const Network& n, int64_t batch, const HeldLayers& held) {
+          return std::make_unique<BufferedCpuNetwork>(n, batch, counts, nullptr, &held);
+        },
         store, one_memory ? 0 : -1);
   };
   return strategy_runs::run(spec);

@@ -83,8 +83,8 @@ TEST_P(KeptSum, TrainsAsOnTheHostWithoutTheGradientsComingBack) {
   auto store = std::make_shared<CountingStore>(counts);
   spec.make_device = [&](int32_t) {
     return make_lending_device(
-        [&counts](const Network& network, int64_t batch) {
-          return std::make_unique<BufferedCpuNetwork>(network, batch, counts);
+        [&counts](const Network& network, int64_t batch, const HeldLayers& held) {
+          return std::make_unique<BufferedCpuNetwork>(network, batch, counts, nullptr, &held);
         },
         store);
   };

@@ -3,6 +3,8 @@
 // stand-in of tests/exec/buffered_cpu_network.hpp: micro-batches and ranges
 // add into one sum per gradient, the update steps the device's copy of the
 // weights and velocity, and the host sees them only where it reads them.
+#include "exec/tensor/kept_training.hpp"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -69,6 +71,50 @@ TEST(LendingDeviceCalls, ASparseTableStepsItsRowsOnTheDevice) {
   }
 }
 
+// A step refused midway (here a table's gradient of rows wider than the
+// table, found after a dense layer before it was readied) leaves nothing
+// kept of it: the weights and velocity the host's earlier step left come
+// back as they were, and the next step takes them up from there and steps
+// as the host.
+TEST(KeptTraining, AStepRefusedMidwayLeavesTheHostsValuesToTakeUp) {
+  const auto gradients = [](int64_t width) {
+    Gradients grads(2);
+    grads[0].emplace_back().dense = Tensor({2, 3}, 0.25f);
+    ParamGrad& table = grads[1].emplace_back();
+    table.sparse = true;
+    table.rows = {1, 3};
+    table.row_values = Tensor({2, width}, 2.0f);
+    return grads;
+  };
+  // A dense layer, then a table of 4 rows of 2; a first step on the host.
+  Weights weights{{Tensor({2, 3}, 0.5f)}, {Tensor({4, 2}, 1.0f)}};
+  Sgd sgd(strategy_runs::kMomentum);
+  sgd.step(weights, gradients(2), 0, 1);
+  const Weights host_weights = weights, host_velocity = sgd.velocity();
+  BufferCounts counts;
+  KeptTraining kept(std::make_shared<CountingStore>(counts));
+  Gradients wrong = gradients(3);
+  EXPECT_THROW(kept.step(sgd, weights, wrong, 0, 1), InternalError);
+  kept.weights_to_host(weights, 0, 1, &sgd, nullptr);  // nothing kept: nothing comes back
+  EXPECT_EQ(counts.waits, 0);
+  for (size_t l = 0; l < weights.size(); ++l) {
+    EXPECT_EQ(weights[l][0].data, host_weights[l][0].data) << "layer " << l;
+    EXPECT_EQ(sgd.velocity()[l][0].data, host_velocity[l][0].data) << "layer " << l;
+  }
+  // Then a second step, as the host's.
+  Gradients grads = gradients(2);
+  ASSERT_TRUE(kept.step(sgd, weights, grads, 0, 1));
+  kept.weights_to_host(weights, 0, 1, &sgd, nullptr);
+  Weights host = host_weights;
+  Sgd host_sgd(strategy_runs::kMomentum);
+  host_sgd.set_velocity(host_velocity);
+  host_sgd.step(host, gradients(2), 0, 1);
+  for (size_t l = 0; l < host.size(); ++l) {
+    EXPECT_EQ(weights[l][0].data, host[l][0].data) << "layer " << l;
+    EXPECT_EQ(sgd.velocity()[l][0].data, host_sgd.velocity()[l][0].data) << "layer " << l;
+  }
+}
+
 // PipeDream's stashed weight versions stay where the device keeps the
 // weights: a stash is a copy there, with no wait, and a later pass reading
 // it loads from that copy; the host sees the weights only at the run's end.
@@ -108,7 +154,9 @@ TEST(LendingDeviceCalls, ALossIsReadOnceTheNextIterationIsQueued) {
     RunSpec spec = case_named(name);
     spec.make_device = [&](int32_t) {
       return make_lending_device(
-          [&](const Network& n, int64_t batch) { return std::make_unique<BufferedCpuNetwork>(n, batch, counts); },
+          [&](const Network& n, int64_t batch, const HeldLayers& held) {
+            return std::make_unique<BufferedCpuNetwork>(n, batch, counts, nullptr, &held);
+          },
           std::make_shared<CountingStore>(counts));
     };
     const strategy_runs::StrategyRun run = strategy_runs::run(spec);
@@ -142,7 +190,9 @@ TEST(LendingDeviceCalls, AStateTakenFromTheDeviceResumesAsTheCpusDoes) {
     spec.iterations = 3;
     spec.make_device = [&](int32_t) {
       return make_lending_device(
-          [&](const Network& n, int64_t batch) { return std::make_unique<BufferedCpuNetwork>(n, batch, counts); },
+          [&](const Network& n, int64_t batch, const HeldLayers& held) {
+            return std::make_unique<BufferedCpuNetwork>(n, batch, counts, nullptr, &held);
+          },
           std::make_shared<CountingStore>(counts));
     };
     const Plan plan = strategy_runs::plan_of(spec);
@@ -204,7 +254,9 @@ TEST(LendingDeviceCalls, AStepOnTheDeviceComesBackAsTheHostsStep) {
   BufferCounts counts;
   Network network = build_network(build_zoo_model("fmnist-mlp"));
   std::unique_ptr<Device> device = make_lending_device(
-      [&](const Network& n, int64_t batch) { return std::make_unique<BufferedCpuNetwork>(n, batch, counts); },
+      [&](const Network& n, int64_t batch, const HeldLayers& held) {
+        return std::make_unique<BufferedCpuNetwork>(n, batch, counts, nullptr, &held);
+      },
       std::make_shared<CountingStore>(counts));
   Weights host = init_weights(network, strategy_runs::kWeightSeed);
   Weights kept = host;
@@ -249,7 +301,9 @@ TEST(LendingDeviceCalls, MicroBatchesSumOnTheDeviceAndComeBackOnce) {
   Network network = build_network(build_zoo_model("fmnist-mlp"));
   Weights weights = init_weights(network, strategy_runs::kWeightSeed);
   std::unique_ptr<Device> device = make_lending_device(
-      [&](const Network& n, int64_t batch) { return std::make_unique<BufferedCpuNetwork>(n, batch, counts); },
+      [&](const Network& n, int64_t batch, const HeldLayers& held) {
+        return std::make_unique<BufferedCpuNetwork>(n, batch, counts, nullptr, &held);
+      },
       std::make_shared<CountingStore>(counts));
   Gradients reference = zero_gradients(network, weights);
   Gradients grads = zero_gradients(network, weights);

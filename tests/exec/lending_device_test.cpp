@@ -34,6 +34,26 @@ TEST_P(LendingDeviceGraphs, TrainsAsTheCpuReadingAPasssBoundariesInPlace) {
   buffered::expect_lending_trains_as_the_cpu(GetParam().spec);
 }
 
+// Each network a worker's passes borrow holds the layers of that worker's
+// ops alone (expect_lending_trains_as_the_cpu checks each against the
+// plan; the stand-in refuses any other layer or cut): a pipeline stage's
+// networks hold fewer than the model's layers, `single`'s every one.
+TEST(LendingDeviceCalls, AStagesNetworksHoldItsOwnLayersAlone) {
+  for (const strategy_runs::StrategyCase& c : strategy_runs::cases()) {
+    if (c.name != "single" && c.name != "gpipe" && c.name != "dsp" && c.name != "dualpipe_spectrain") continue;
+    SCOPED_TRACE(c.name);
+    BufferCounts::Totals t;
+    buffered::expect_lending_trains_as_the_cpu(c.spec, &t);
+    ASSERT_GT(t.layers, 1);
+    if (c.name == "single") {
+      EXPECT_EQ(t.most_layers_held, t.layers);
+    } else {
+      EXPECT_GT(t.most_layers_held, 0);
+      EXPECT_LT(t.most_layers_held, t.layers);
+    }
+  }
+}
+
 // Workers whose devices share one memory (virtual devices on one GPU) pass
 // their boundaries device to device, exported into an array of the
 // sender's store and read from there by the receiver's network: every
@@ -92,8 +112,8 @@ TEST(LendingDeviceCalls, ADeviceReachesItsMemoryAndItsPeersAlone) {
   BufferCounts counts;
   const auto device = [&](int64_t memory, bool store, ReachesMemory reaches = nullptr) {
     return make_lending_device(
-        [&](const Network& n, int64_t batch) {
-          return std::make_unique<buffered::BufferedCpuNetwork>(n, batch, counts);
+        [&](const Network& n, int64_t batch, const HeldLayers& held) {
+          return std::make_unique<buffered::BufferedCpuNetwork>(n, batch, counts, nullptr, &held);
         },
         store ? std::make_shared<buffered::CountingStore>(counts) : nullptr, memory, std::move(reaches));
   };
@@ -119,8 +139,8 @@ TEST(LendingDeviceCalls, ABoundaryFromAPeerMemoryIsCopiedOnceWhenTakenIn) {
   const auto device = [&m](int64_t memory) {
     auto store = std::make_shared<buffered::CountingStore>(m.counts, memory);
     return make_lending_device(
-        [&m, own = store.get()](const Network& n, int64_t batch) {
-          return std::make_unique<buffered::BufferedCpuNetwork>(n, batch, m.counts, own);
+        [&m, own = store.get()](const Network& n, int64_t batch, const HeldLayers& held) {
+          return std::make_unique<buffered::BufferedCpuNetwork>(n, batch, m.counts, own, &held);
         },
         store, memory, [](int64_t) { return true; });
   };
@@ -188,8 +208,8 @@ TEST(LendingDeviceCalls, AKeptTensorComesBackAsComputedEvenAfterLaterOps) {
 TEST(LendingDeviceCalls, WithAStoreAKeptTensorIsSetAsideOnTheDevice) {
   MlpCalls m;
   m.device = make_lending_device(
-      [&m](const Network& n, int64_t batch) {
-        return std::make_unique<buffered::BufferedCpuNetwork>(n, batch, m.counts);
+      [&m](const Network& n, int64_t batch, const HeldLayers& held) {
+        return std::make_unique<buffered::BufferedCpuNetwork>(n, batch, m.counts, nullptr, &held);
       },
       std::make_shared<buffered::CountingStore>(m.counts), /*shared_memory=*/0);
   std::vector<LayerCache> reference_caches;

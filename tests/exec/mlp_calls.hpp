@@ -17,8 +17,9 @@ struct MlpCalls {
   Tensor x;
   std::vector<int32_t> labels;
   BufferCounts counts;
-  std::unique_ptr<Device> device = make_lending_device(
-      [this](const Network& n, int64_t batch) { return std::make_unique<BufferedCpuNetwork>(n, batch, counts); });
+  std::unique_ptr<Device> device = make_lending_device([this](const Network& n, int64_t batch, const HeldLayers& held) {
+    return std::make_unique<BufferedCpuNetwork>(n, batch, counts, nullptr, &held);
+  });
   MlpCalls() { strategy_runs::synthetic_batch(0, 8, x, labels); }
 };
 

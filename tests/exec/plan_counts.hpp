@@ -62,6 +62,19 @@ inline int64_t range_ops(const Plan& plan) {
   return ops;
 }
 
+// Per worker, the layers its forwards, backwards and recomputes run (a
+// whole-model op's range is every one of `layers`).
+inline std::vector<std::vector<uint8_t>> worker_layers(const Plan& plan, int64_t layers) {
+  std::vector<std::vector<uint8_t>> held(plan.workers.size(), std::vector<uint8_t>(static_cast<size_t>(layers), 0));
+  for (const Op& op : plan.ops) {
+    if (op.kind != OpKind::kForward && op.kind != OpKind::kBackward && op.kind != OpKind::kRecompute) continue;
+    const int64_t first = op.first_layer >= 0 ? op.first_layer : 0;
+    const int64_t last = op.last_layer >= 0 ? op.last_layer : layers - 1;
+    for (int64_t l = first; l <= last; ++l) held[static_cast<size_t>(op.worker)][static_cast<size_t>(l)] = 1;
+  }
+  return held;
+}
+
 // The forwards through the model's last layer (not the recomputes): each
 // loss the host reads.
 inline int64_t loss_forwards(const Plan& plan) {

@@ -2,8 +2,8 @@
 // export_cut, and a range's input exported so): its values are those the
 // host path packs, and the ranges after it compute what they compute from
 // the host's copy, forward and backward, across a cut of two tensors.
-// A worker's network computes no gradient of the model's input. Skipped
-// without a GPU.
+// A worker's network computes no gradient of the model's input, and holds
+// its stage's layers alone. Skipped without a GPU.
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -12,6 +12,8 @@
 
 #include "exec/cuda/cuda_device_store.hpp"
 #include "exec/cuda/cuda_network.hpp"
+#include "exec/tensor/held_layers.hpp"
+#include "model/error.hpp"
 #include "tests/exec/strategy_runs.hpp"
 #include "tests/gpu/skip_without_gpu.hpp"
 
@@ -104,6 +106,78 @@ TEST(CudaBoundary, AWorkersNetworkComputesNoGradientOfTheModelsInput) {
     EXPECT_EQ(gpu.has_input_gradient(0), model_input);
     EXPECT_TRUE(gpu.has_input_gradient(1));  // the first convolution's output, a cut a stage may start at
   }
+}
+
+// A worker's network holding its stage alone (CudaNetworkOptions::held)
+// computes what a network of the whole model computes over that stage,
+// bit for bit, for three stages of residual-mlp: the middle one [3, 4]
+// (act, fc2) carries fc1's output to res without reading it. Each refuses
+// a range of another stage and a whole pass.
+TEST(CudaBoundary, AStageHoldingItsLayersAloneComputesAsTheWholeModelsNetwork) {
+  SKIP_WITHOUT_GPU();
+  const Model model = strategy_runs::residual_mlp();
+  const Network net = build_network(model);
+  const Weights w = init_weights(net, strategy_runs::kWeightSeed);
+  const int64_t batch = 8, last = static_cast<int64_t>(net.layers.size()) - 1;
+  const std::vector<LayerRange> stages = {{0, 2}, {3, 4}, {5, last}};
+  ASSERT_EQ(net.cuts[5], (std::vector<int32_t>{1, 4}));  // fc1's output crosses the middle stage
+  Tensor x;
+  std::vector<int32_t> labels;
+  strategy_runs::synthetic_batch(0, batch, x, labels);
+  CudaNetworkOptions whole;
+  whole.precision = CudaPrecision::exact;
+  whole.input_gradient = true;
+  whole.model_input_gradient = false;
+  whole.steps = false;
+  std::vector<std::unique_ptr<CudaNetwork>> held_nets, whole_nets;
+  for (const LayerRange& stage : stages) {
+    CudaNetworkOptions own = whole;
+    own.held = std::make_shared<const HeldLayers>(held_layers(net, std::vector<LayerRange>{stage}));
+    held_nets.push_back(std::make_unique<CudaNetwork>(model, w, batch, 0, own));
+    whole_nets.push_back(std::make_unique<CudaNetwork>(model, w, batch, 0, whole));
+  }
+  for (const auto* nets : {&held_nets, &whole_nets}) {
+    for (size_t k = 0; k < stages.size(); ++k) (*nets)[k]->load_weights(w, stages[k].first, stages[k].last);
+  }
+  // Forward stage by stage through the host, the loss, backward likewise.
+  double losses[2] = {0, 0};
+  std::vector<Tensor> inputs[2], input_gradients[2];
+  Gradients grads[2] = {zero_gradients(net, w), zero_gradients(net, w)};
+  for (int n = 0; n < 2; ++n) {
+    std::vector<std::unique_ptr<CudaNetwork>>& nets = n == 0 ? held_nets : whole_nets;
+    Tensor in = x;
+    for (size_t k = 0; k + 1 < stages.size(); ++k) {
+      nets[k]->forward_range(net, stages[k].first, stages[k].last, &in);
+      in = nets[k]->cut_values(net, stages[k].last + 1);
+      inputs[n].push_back(packed_boundary(in));
+    }
+    losses[n] = nets.back()->forward_range_loss(net, stages.back().first, last, &in, labels, 1.0f).read();
+    const Tensor* dy = nullptr;
+    Tensor g;
+    for (size_t k = stages.size(); k-- > 0;) {
+      nets[k]->backward_range(net, stages[k].first, stages[k].last, dy, grads[n]);
+      if (k == 0) break;
+      g = nets[k]->cut_gradients(net, stages[k].first);
+      input_gradients[n].push_back(packed_boundary(g));
+      dy = &g;
+    }
+  }
+  EXPECT_EQ(losses[0], losses[1]);
+  ASSERT_EQ(inputs[0].size(), inputs[1].size());
+  for (size_t k = 0; k < inputs[0].size(); ++k) EXPECT_EQ(inputs[0][k].data, inputs[1][k].data) << "cut " << k;
+  for (size_t k = 0; k < input_gradients[0].size(); ++k) {
+    EXPECT_EQ(input_gradients[0][k].data, input_gradients[1][k].data) << "gradient of cut " << k;
+  }
+  for (size_t l = 0; l < grads[0].size(); ++l) {
+    for (size_t p = 0; p < grads[0][l].size(); ++p) {
+      EXPECT_EQ(grads[0][l][p].dense.data, grads[1][l][p].dense.data) << "layer " << l;
+    }
+  }
+  EXPECT_THROW(held_nets[1]->forward_range(net, 0, 2, &x), InternalError);
+  EXPECT_THROW(held_nets[1]->load_weights(w, 0, 2), InternalError);
+  EXPECT_THROW(held_nets[1]->cut_values(net, 0), InternalError);
+  EXPECT_THROW(held_nets[1]->forward_and_loss(), InternalError);
+  EXPECT_THROW(whole_nets[0]->update(SgdOptions{}), InternalError);  // built without velocities
 }
 
 }  // namespace

@@ -110,8 +110,8 @@ inline void expect_trains_alike(const ExecResult& run, const ExecResult& referen
 inline std::function<std::unique_ptr<Device>(int32_t)> lending_devices(BufferCounts& counts) {
   return [&counts, store = std::make_shared<CountingStore>(counts)](int32_t) {
     return make_lending_device(
-        [&counts](const Network& network, int64_t batch) {
-          return std::make_unique<BufferedCpuNetwork>(network, batch, counts);
+        [&counts](const Network& network, int64_t batch, const HeldLayers& held) {
+          return std::make_unique<BufferedCpuNetwork>(network, batch, counts, nullptr, &held);
         },
         store, /*shared_memory=*/0);
   };

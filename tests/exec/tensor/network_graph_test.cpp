@@ -8,6 +8,7 @@
 #include <numeric>
 
 #include "exec/data/batching.hpp"
+#include "exec/tensor/held_layers.hpp"
 #include "exec/tensor/layers.hpp"
 #include "model/error.hpp"
 #include "model/zoo/builder.hpp"
@@ -44,6 +45,32 @@ TEST(NetworkGraph, CutsHoldWhatCrossesEachBoundary) {
   const std::vector<std::vector<int64_t>> shapes = {{6}, {8}, {16}, {16}, {24}, {16}, {16}, {16}, {3}};
   EXPECT_EQ(network.cut_shapes, shapes);
   EXPECT_EQ(network.classes, 3);
+}
+
+// What a worker running layers [2, 3] (act, fc2) holds: those layers, the
+// tensors they read and write, and those its boundaries carry: fc1 (0)
+// crosses the stage to res without either layer reading it. With a second
+// range [5, 6], the cuts around it too; with none, everything.
+TEST(NetworkGraph, AStageHoldsItsLayersAndWhatItsBoundariesCarry) {
+  const Network network = build_network(graph_model());
+  const std::vector<LayerRange> stage = {{2, 3}};
+  const HeldLayers held = held_layers(network, stage);
+  EXPECT_EQ(held.computes, (std::vector<uint8_t>{0, 0, 1, 1, 0, 0, 0, 0}));
+  EXPECT_EQ(held.tensors, (std::vector<uint8_t>{0, 1, 1, 1, 1, 0, 0, 0, 0}));  // input, 0..7
+  EXPECT_EQ(held.cuts, (std::vector<uint8_t>{0, 0, 1, 0, 1, 0, 0, 0, 0}));
+  EXPECT_FALSE(held.every_layer());
+  const std::vector<LayerRange> two = {{5, 6}, {2, 3}, {2, 3}};
+  const HeldLayers both = held_layers(network, two);
+  EXPECT_EQ(both.computes, (std::vector<uint8_t>{0, 0, 1, 1, 0, 1, 1, 0}));
+  EXPECT_EQ(both.tensors, (std::vector<uint8_t>{0, 1, 1, 1, 1, 1, 1, 1, 0}));  // cat reads res (4) and act (2)
+  EXPECT_EQ(both.cuts, (std::vector<uint8_t>{0, 0, 1, 0, 1, 1, 0, 1, 0}));
+  EXPECT_EQ(distinct_ranges(two, 8), (std::vector<LayerRange>{{2, 3}, {5, 6}}));
+  const HeldLayers whole = held_layers(network, {});
+  EXPECT_TRUE(whole.every_layer());
+  EXPECT_EQ(whole.tensors, std::vector<uint8_t>(9, 1));
+  EXPECT_EQ(whole.cuts, std::vector<uint8_t>(9, 1));
+  const std::vector<LayerRange> outside = {{6, 8}};
+  EXPECT_THROW(held_layers(network, outside), InternalError);
 }
 
 TEST(NetworkGraph, EveryTwoStageSplitEqualsTheWholeForwardAndBackward) {
