@@ -123,6 +123,10 @@ struct ExecResult {
   Weights weights;                          // after the run: each layer from the first worker holding it
   Statistics statistics;                    // after the run: each layer's from the first worker running its forward
   TrafficStats traffic;                     // bytes moved between workers
+  // Per worker, the most memory its device held and its limit
+  // (Device::memory_use; -1 where it does not count them or, in a shared
+  // run, where another process ran the worker).
+  std::vector<Device::MemoryUse> memory;
   RunState state;                           // with ExecOptions::keep_state: every endpoint's, after the run
 };
 

@@ -231,6 +231,14 @@ nlohmann::json training_to_json(const TrainingResult& r, const std::string& mode
                       {"train_loss", r.train_loss},
                       {"test_accuracy", r.test_accuracy}};
   if (!trace_path.empty()) j["trace"] = trace_path;
+  const auto known = [](int64_t bytes) { return bytes >= 0 ? nlohmann::json(bytes) : nlohmann::json(nullptr); };
+  if (std::any_of(r.exec.memory.begin(), r.exec.memory.end(),
+                  [](const Device::MemoryUse& m) { return m.peak_bytes >= 0; })) {
+    nlohmann::json& memory = j["device_memory"] = nlohmann::json::array();
+    for (const Device::MemoryUse& m : r.exec.memory) {
+      memory.push_back({{"peak_bytes", known(m.peak_bytes)}, {"limit_bytes", known(m.limit_bytes)}});
+    }
+  }
   return j;
 }
 

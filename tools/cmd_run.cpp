@@ -39,6 +39,19 @@
 namespace trainsim {
 namespace {
 
+// Each GPU worker's most device memory held, beside its share of the GPU;
+// empty where no worker counted it.
+std::string memory_line(const std::vector<Device::MemoryUse>& memory) {
+  std::string line;
+  for (size_t w = 0; w < memory.size(); ++w) {
+    if (memory[w].peak_bytes < 0) continue;
+    line += (line.empty() ? "" : ", ") + std::string("worker ") + std::to_string(w) + " " +
+            format_bytes(static_cast<double>(memory[w].peak_bytes)) +
+            (memory[w].limit_bytes >= 0 ? " of its " + format_bytes(static_cast<double>(memory[w].limit_bytes)) : "");
+  }
+  return line.empty() ? line : "device memory held at most: " + line + "\n";
+}
+
 struct RunOptions {
   std::string model;
   std::string strategy;
@@ -190,8 +203,9 @@ void run_training(const RunOptions& o, CommandContext& ctx) {
     const std::vector<int> gpus = devices.gpu->each.empty() ? std::vector<int>{devices.gpu->index} : devices.gpu->each;
     gpu_of_worker =
         devices.gpu->each.empty() ? std::vector<int>(static_cast<size_t>(workers), devices.gpu->index) : gpus;
-    options.make_device = [&model, gpu_of_worker, precision](int32_t worker) {
-      return make_cuda_device(model, gpu_of_worker.at(static_cast<size_t>(worker)), precision);
+    options.make_device = [&model, gpu_of_worker, precision, gpu = *devices.gpu](int32_t worker) {
+      return make_cuda_device(model, gpu_of_worker.at(static_cast<size_t>(worker)), precision,
+                              gpu_worker_budget(gpu, worker));
     };
     options.time_device_work = !o.trace.empty();  // the trace shows the kernels' time beside the host's
     // Checked before the data loads; under mpirun (a rank per worker, its
@@ -219,6 +233,17 @@ void run_training(const RunOptions& o, CommandContext& ctx) {
     if (devices.gpu) check_cuda_device(model, gpu_of_worker.at(static_cast<size_t>(mpi->rank())), "--devices");
     options.local_endpoints = {mpi->rank()};
     const std::vector<int> host_of = mpi_host_of_ranks();
+    if (devices.gpu) {  // this rank's share of its GPU: the ranks of its host on the same GPU share it
+      const auto rank = static_cast<size_t>(mpi->rank());
+      int64_t sharing = 0;
+      for (size_t r = 0; r < host_of.size(); ++r) {
+        sharing += host_of[r] == host_of[rank] && gpu_of_worker.at(r) == gpu_of_worker.at(rank) ? 1 : 0;
+      }
+      options.make_device = [&model, gpu_of_worker, precision, gpu = *devices.gpu, sharing](int32_t worker) {
+        return make_cuda_device(model, gpu_of_worker.at(static_cast<size_t>(worker)), precision,
+                                gpu_worker_budget(gpu, worker, sharing));
+      };
+    }
     // A GPU each (no two ranks of a host on one) and NCCL on every rank: the
     // library AllReduce by NCCL between the GPUs; otherwise MPI's on the
     // host, every rank alike.
@@ -340,6 +365,7 @@ void run_training(const RunOptions& o, CommandContext& ctx) {
     } else {
       ctx.out << "test accuracy " << r.test_accuracy << "\n";
     }
+    ctx.out << memory_line(r.exec.memory);
   }
 }
 
@@ -352,12 +378,14 @@ void add_run_command(CLI::App& app, CommandContext& ctx) {
   cmd->add_option("--model", o->model, "Zoo model id or model JSON file (of layers the CPU executor has kernels for)");
   cmd->add_option("--strategy", o->strategy, "Strategy id (see trainsim predict --help)");
   cmd->add_option("--set", o->settings, "Strategy setting key=value (repeatable)");
-  cmd->add_option("--devices", o->devices,
-                  "cpu:N (N worker threads), or cuda, cuda:G or cuda:GxW (W workers sharing GPU G; every worker's "
-                  "forwards, backwards, gradient sums and SGD steps on the GPU, its messages on the host), or "
-                  "cuda:G,H,... (a worker on each GPU listed; in one process, --set algorithm=mpi: the library "
-                  "AllReduce, NCCL's); with --launcher mpi or under mpirun, one worker per rank (cuda:GxN: every "
-                  "rank's on GPU G), its messages and collectives over MPI")
+  cmd->add_option(
+         "--devices", o->devices,
+         "cpu:N (N worker threads), or cuda, cuda:G or cuda:GxW (W workers sharing GPU G, each with a W-th of its "
+         "memory; every worker's "
+         "forwards, backwards, gradient sums and SGD steps on the GPU, its messages on the host), or "
+         "cuda:G,H,... (a worker on each GPU listed; in one process, --set algorithm=mpi: the library "
+         "AllReduce, NCCL's); with --launcher mpi or under mpirun, one worker per rank (cuda:GxN: every "
+         "rank's on GPU G), its messages and collectives over MPI")
       ->capture_default_str();
   cmd->add_option("--precision", o->precision,
                   "fp32, or with --devices cuda tf32 (cuBLAS and cuDNN on TF32 tensor cores, as PyTorch's "

@@ -243,8 +243,8 @@ void run_validate(const ValidateCliOptions& o, CommandContext& ctx) {
   options.strategies = parse_validated_strategies(o.strategies);
   if (devices.gpu) {
     const std::vector<int>& each = devices.gpu->each;
-    options.gpu =
-        ValidationGpu{devices.gpu->index, precision, each, each.empty() ? nullptr : gpu_each_transports(each)};
+    options.gpu = ValidationGpu{devices.gpu->index, precision, each, each.empty() ? nullptr : gpu_each_transports(each),
+                                devices.gpu->workers};
   }
   ProgressBar bar(ctx.err, "validating", !o.quiet && reports && !o.launch.progress_lines);
   options.progress = [&](const std::string&, int32_t done, int32_t total) {

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "exec/cuda/nccl_transport.hpp"
+#include "exec/devices.hpp"
 #include "model/error.hpp"
 #include "model/units.hpp"
 #include "profiles/profiler/timing.hpp"
@@ -50,6 +51,22 @@ int64_t parse_cpu_devices(const std::string& text) {
                      "cpu:N");
   }
   throw InputError("--devices", "'" + text + "'", "cpu:N with N >= 1 worker threads");
+}
+
+std::shared_ptr<MemoryBudget> gpu_worker_budget(const GpuDevice& gpu, int32_t worker, int64_t sharing) {
+  const int device = gpu.each.empty() ? gpu.index : gpu.each.at(static_cast<size_t>(worker));
+  const std::string name = "cuda:" + std::to_string(device);
+  if (sharing <= 0) sharing = gpu.each.empty() ? gpu.workers : 1;
+  const std::string owner = "worker " + std::to_string(worker);
+  if (sharing <= 1) return std::make_shared<MemoryBudget>(owner + " on " + name, -1);
+  double memory = 0;
+  std::string reason;
+  for (const LocalDevice& d : list_cuda_devices(reason)) memory = d.id == name ? d.memory_bytes : memory;
+  const std::string s = std::to_string(sharing);
+  return std::make_shared<MemoryBudget>(
+      owner + ", one of " + s + " sharing " + name, memory > 0 ? static_cast<int64_t>(memory) / sharing : -1,
+      "1/" + s + " of " + name + "'s " + format_bytes(memory) + ", as on " + s +
+          " GPUs of that size (fewer workers on the GPU, a smaller batch, or fewer micro-batches in flight)");
 }
 
 GpuDevice parse_gpu_device(const std::string& device, const std::string& flag) {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "exec/cuda/cuda_network.hpp"
+#include "exec/tensor/memory_budget.hpp"
 #include "exec/transport/transport.hpp"
 #include "sim/des/engine.hpp"
 
@@ -31,6 +32,14 @@ struct GpuDevice {
   std::vector<int> each;
 };
 GpuDevice parse_gpu_device(const std::string& device, const std::string& flag);
+
+// The device memory worker `worker` of `gpu` may hold: with S > 1 workers
+// sharing its GPU, an S-th of that GPU's memory, as on S GPUs of that
+// size; alone on it, no limit, its memory only counted (Device::memory_use).
+// S is `sharing`, or where 0 what `gpu` says: W for cuda:GxW, 1 for
+// cuda:G,H,... (under mpirun the caller counts the ranks of its host on the
+// same GPU: GPU numbers are per host).
+std::shared_ptr<MemoryBudget> gpu_worker_budget(const GpuDevice& gpu, int32_t worker, int64_t sharing = 0);
 
 // Whether the ranks of an MPI launch have a GPU each: no two ranks of one
 // host (host_of_rank, mpi_host_of_ranks) on the same GPU (gpu_of_rank). Then

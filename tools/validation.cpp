@@ -19,6 +19,7 @@
 #include "sim/cost/driver.hpp"
 #include "sim/cost/shared_devices.hpp"
 #include "sim/cost/strategies.hpp"
+#include "tools/options.hpp"
 
 namespace trainsim {
 namespace {
@@ -85,7 +86,7 @@ void run_once(const Model& model, const Dataset& data, const Profile& profile, c
   if (options.gpu) {
     training.make_device = [&model, gpu = *options.gpu](int32_t worker) {
       return make_cuda_device(model, gpu.each.empty() ? gpu.index : gpu.each.at(static_cast<size_t>(worker)),
-                              gpu.precision);
+                              gpu.precision, gpu_worker_budget(GpuDevice{gpu.index, gpu.workers, gpu.each}, worker));
     };
     training.make_transport = options.gpu->make_transport;
     training.time_device_work = true;  // the compute ops' kernels for the op comparison

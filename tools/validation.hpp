@@ -52,6 +52,7 @@ struct ValidationGpu {
   // With a GPU each, the runs' transports (gpu_each_transports, made once
   // for every run); null: the in-process transport's.
   std::function<std::unique_ptr<Transport>(int endpoints)> make_transport;
+  int64_t workers = 1;  // sharing GPU `index` (cuda:GxW), each with a W-th of its memory
 };
 
 struct ValidationOptions {

@@ -12,10 +12,13 @@ bool done(cudaEvent_t event) {
   return status == cudaSuccess;
 }
 
-// A new buffer, or none where the GPU is out of memory (the error cleared).
+// A new buffer, or none where the GPU is out of memory (the error cleared)
+// or the budget charged is spent (a virtual worker's share of the GPU).
 std::optional<DeviceArray<float>> allocated(int64_t floats) {
   try {
     return DeviceArray<float>(floats);
+  } catch (const MemoryBudgetExceeded&) {
+    return std::nullopt;
   } catch (const CudaError&) {
     if (cudaGetLastError() != cudaErrorMemoryAllocation) throw;  // (which also clears an out-of-memory)
   }
@@ -84,6 +87,11 @@ DeviceArray<float> BufferPool::last_try(int64_t floats) {
     (void)cudaGetLastError();  // reported by the throw, not left for the next launch's check
     throw;
   }
+}
+
+void BufferPool::free_idle() {
+  const std::lock_guard lock(release_mu_);
+  release_idle(/*done_only=*/false);
 }
 
 void BufferPool::release_idle(bool done_only) {

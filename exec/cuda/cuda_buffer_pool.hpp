@@ -34,17 +34,20 @@ class BufferPool {
   BufferPool& operator=(const BufferPool&) = delete;
 
   // A buffer of `floats` on the current GPU: an idle one whose last work is
-  // done, else a new one. Where the GPU has no room for a new one, the idle
-  // buffers whose work is done are freed first; where it still has none,
-  // an idle one of this size still in use is lent; failing that, every
-  // idle buffer is freed after its last work and the allocation tried once
-  // more (CudaError where the GPU still has no room).
+  // done, else a new one. Where the GPU (or the budget of the thread's
+  // ChargeTo) has no room for a new one, the idle buffers whose work is
+  // done are freed first; where it still has none, an idle one of this size
+  // still in use is lent; failing that, every idle buffer is freed after
+  // its last work and the allocation tried once more (CudaError, or
+  // MemoryBudgetExceeded, where there is still no room).
   Lent lend(int64_t floats);
   // A buffer let go, with the event after its last work.
   void give_back(DeviceArray<float> values, cudaEvent_t written);
   // Every idle buffer freed and its event destroyed, waiting for none (the
   // owner has waited for its streams).
   void clear();
+  // Every idle buffer freed after its last work.
+  void free_idle();
 
  private:
   using Buffer = std::pair<DeviceArray<float>, cudaEvent_t>;

@@ -12,13 +12,15 @@
 
 namespace trainsim {
 
-std::unique_ptr<Device> make_cuda_device(const Model& model, int gpu, CudaPrecision precision) {
+std::unique_ptr<Device> make_cuda_device(const Model& model, int gpu, CudaPrecision precision,
+                                         std::shared_ptr<MemoryBudget> budget) {
   check_cuda_device(model, gpu, "--devices");
   CudaNetworkOptions options;
   options.precision = precision;
   options.input_gradient = true;  // a stage after the first sends dL/d(its input) back
   options.model_input_gradient = false;  // no stage sends the model input's: conv1's dx is not computed
   options.steps = false;                 // the device's store steps the weights
+  options.budget = budget;
   return make_lending_device(
       [model, gpu, options](const Network& network, int64_t batch, const HeldLayers& held) {
         Weights zeros(network.layers.size());  // each lent network loads the weights it runs
@@ -30,8 +32,8 @@ std::unique_ptr<Device> make_cuda_device(const Model& model, int gpu, CudaPrecis
         own.held = std::make_shared<const HeldLayers>(held);  // the worker's stage alone
         return std::make_unique<CudaNetwork>(model, zeros, batch, gpu, own);
       },
-      make_cuda_device_store(gpu), /*shared_memory=*/gpu,
-      [gpu](int64_t other) { return peer_gpus(gpu, static_cast<int>(other)); });
+      make_cuda_device_store(gpu, budget), /*shared_memory=*/gpu,
+      [gpu](int64_t other) { return peer_gpus(gpu, static_cast<int>(other)); }, budget);
 }
 
 }  // namespace trainsim

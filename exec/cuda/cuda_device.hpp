@@ -26,6 +26,7 @@
 
 #include "exec/cuda/cuda_network.hpp"
 #include "exec/tensor/device.hpp"
+#include "exec/tensor/memory_budget.hpp"
 #include "model/layer.hpp"
 
 namespace trainsim {
@@ -33,6 +34,9 @@ namespace trainsim {
 // A worker's device on GPU `gpu` for `model`. InputError naming the layer
 // for a model with a layer the GPU device has no kernel for, and naming
 // --devices for a GPU the driver does not have or a build without CUDA.
-std::unique_ptr<Device> make_cuda_device(const Model& model, int gpu, CudaPrecision precision);
+// What its networks and store allocate charges `budget` (a virtual
+// worker's share of the GPU; its peak is Device::memory_use's).
+std::unique_ptr<Device> make_cuda_device(const Model& model, int gpu, CudaPrecision precision,
+                                         std::shared_ptr<MemoryBudget> budget = nullptr);
 
 }  // namespace trainsim

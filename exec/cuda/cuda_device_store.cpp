@@ -26,6 +26,7 @@ namespace {
 // The store's streams, its buffers let go, and the pinned memory arrays come back through.
 struct StoreCore {
   int gpu = 0;
+  std::shared_ptr<MemoryBudget> budget;  // its worker's (make_cuda_device_store); null: none
   cudaStream_t stream = nullptr;
   // The copies to the host, on a stream of their own: a copy the
   // communication thread asks for waits for its arrays' work alone, not for
@@ -78,8 +79,9 @@ struct PooledArray final : KeptArray {
 
 class CudaDeviceStore final : public DeviceStore {
  public:
-  explicit CudaDeviceStore(int gpu) : core_(std::make_shared<StoreCore>()) {
+  CudaDeviceStore(int gpu, std::shared_ptr<MemoryBudget> budget) : core_(std::make_shared<StoreCore>()) {
     core_->gpu = gpu;
+    core_->budget = std::move(budget);
     TRAINSIM_CUDA(cudaSetDevice(gpu));
     TRAINSIM_CUDA(cudaStreamCreateWithFlags(&core_->stream, cudaStreamNonBlocking));
     TRAINSIM_CUDA(cudaStreamCreateWithFlags(&core_->down, cudaStreamNonBlocking));
@@ -94,6 +96,11 @@ class CudaDeviceStore final : public DeviceStore {
     if (floats > 0) TRAINSIM_CUDA(cudaMemsetAsync(a->values.get(), 0, a->values.bytes(), core_->stream));
     TRAINSIM_CUDA(cudaEventRecord(a->written, core_->stream));
     return a;
+  }
+
+  void free_idle() override {
+    TRAINSIM_CUDA(cudaSetDevice(core_->gpu));
+    core_->pool.free_idle();
   }
 
   // Nothing queued: the writer's stream waits for the array's event.
@@ -325,6 +332,7 @@ class CudaDeviceStore final : public DeviceStore {
   // caller's to set.
   std::shared_ptr<PooledArray> lend(int64_t floats, bool store_waits = true) {
     TRAINSIM_CUDA(cudaSetDevice(core_->gpu));
+    const ChargeTo charge(core_->budget);
     Lent lent = core_->pool.lend(floats);
     if (!lent.fresh && store_waits) TRAINSIM_CUDA(cudaStreamWaitEvent(core_->stream, lent.written, 0));
     auto a = std::make_shared<PooledArray>();
@@ -341,7 +349,9 @@ class CudaDeviceStore final : public DeviceStore {
 }  // namespace
 }  // namespace cuda
 
-std::shared_ptr<DeviceStore> make_cuda_device_store(int gpu) { return std::make_shared<cuda::CudaDeviceStore>(gpu); }
+std::shared_ptr<DeviceStore> make_cuda_device_store(int gpu, std::shared_ptr<MemoryBudget> budget) {
+  return std::make_shared<cuda::CudaDeviceStore>(gpu, std::move(budget));
+}
 
 namespace {
 

@@ -8,14 +8,15 @@
 
 #include <memory>
 
+#include "exec/tensor/memory_budget.hpp"
 #include "exec/tensor/range_network.hpp"
 
 namespace trainsim {
 
 // The store of GPU `gpu`: arrays zeroed, filled, copied and stepped on a
 // stream of its own and brought back on a second one, their buffers
-// reused once let go.
-std::shared_ptr<DeviceStore> make_cuda_device_store(int gpu);
+// reused once let go; its new buffers charge `budget` (a virtual worker's).
+std::shared_ptr<DeviceStore> make_cuda_device_store(int gpu, std::shared_ptr<MemoryBudget> budget = nullptr);
 
 // Whether GPUs `a` and `b` (a != b) read each other's memory: peer access
 // both ways, enabled at the first ask of the pair; false where either way

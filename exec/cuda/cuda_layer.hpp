@@ -11,6 +11,7 @@
 
 #include "exec/cuda/cuda_check.hpp"
 #include "exec/cuda/cuda_kernels.hpp"
+#include "exec/tensor/memory_budget.hpp"
 #include "model/layer.hpp"
 
 namespace trainsim::cuda {
@@ -20,22 +21,34 @@ constexpr float kOne = 1.0f, kZero = 0.0f;
 
 // An array in device memory, freed with its owner.
 template <typename T>
+// Its bytes charge the budget of the thread's ChargeTo as it is made (a
+// virtual worker's share of the GPU: refused, before any allocation, past
+// it), released when it is freed.
 class DeviceArray {
  public:
   DeviceArray() = default;
   explicit DeviceArray(int64_t n) : n_(n) {
-    if (n_ > 0) TRAINSIM_CUDA(cudaMalloc(reinterpret_cast<void**>(&p_), bytes()));
+    if (n_ <= 0) return;
+    budget_ = ChargeTo::current();
+    if (budget_ != nullptr) budget_->charge(static_cast<int64_t>(bytes()));
+    const cudaError_t status = cudaMalloc(reinterpret_cast<void**>(&p_), bytes());
+    if (status != cudaSuccess && budget_ != nullptr) budget_->release(static_cast<int64_t>(bytes()));
+    check_cuda(status, "cudaMalloc", __FILE__, __LINE__);
   }
-  DeviceArray(DeviceArray&& other) noexcept : p_(std::exchange(other.p_, nullptr)), n_(std::exchange(other.n_, 0)) {}
+  DeviceArray(DeviceArray&& other) noexcept
+      : p_(std::exchange(other.p_, nullptr)), n_(std::exchange(other.n_, 0)), budget_(std::move(other.budget_)) {}
   DeviceArray& operator=(DeviceArray&& other) noexcept {
     std::swap(p_, other.p_);
     std::swap(n_, other.n_);
+    std::swap(budget_, other.budget_);
     return *this;
   }
   DeviceArray(const DeviceArray&) = delete;
   DeviceArray& operator=(const DeviceArray&) = delete;
   ~DeviceArray() {
-    if (p_ != nullptr) cudaFree(p_);
+    if (p_ == nullptr) return;
+    cudaFree(p_);
+    if (budget_ != nullptr) budget_->release(static_cast<int64_t>(bytes()));
   }
   T* get() const { return p_; }
   int64_t size() const { return n_; }
@@ -44,6 +57,7 @@ class DeviceArray {
  private:
   T* p_ = nullptr;
   int64_t n_ = 0;
+  std::shared_ptr<MemoryBudget> budget_;
 };
 
 // What every layer of one network launches with: one stream, the library

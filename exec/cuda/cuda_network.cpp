@@ -211,6 +211,7 @@ void check_cuda_device(const Model& model, int gpu, const std::string& flag) {
 CudaNetwork::CudaNetwork(const Model& model, const Weights& weights, int64_t batch, int device,
                          const CudaNetworkOptions& options)
     : state_(std::make_unique<NetworkState>()) {
+  const ChargeTo charge(options.budget);  // every array made below
   if (batch < 1) throw InputError("--batch", std::to_string(batch), "a batch size >= 1");
   TRAINSIM_CHECK(weights.size() == model.layers.size() && !model.layers.empty(), "weights of every layer");
   std::vector<std::vector<int32_t>> inputs = cuda::layer_inputs(model);  // checked before the GPU is touched

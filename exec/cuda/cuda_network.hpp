@@ -15,6 +15,7 @@
 #include "exec/optim/sgd.hpp"
 #include "exec/tensor/held_layers.hpp"
 #include "exec/tensor/layers.hpp"
+#include "exec/tensor/memory_budget.hpp"
 #include "exec/tensor/range_network.hpp"
 #include "exec/tensor/tensor.hpp"
 #include "model/layer.hpp"
@@ -58,6 +59,9 @@ struct CudaNetworkOptions {
   // Whether it steps its own weights (update, timed_pass); without, it
   // holds no velocity (a worker's device steps in its store).
   bool steps = true;
+  // What its device arrays take charges this (a virtual worker's share of
+  // the GPU, memory_budget.hpp): MemoryBudgetExceeded past it.
+  std::shared_ptr<MemoryBudget> budget = nullptr;
 };
 
 // Per layer, seconds measured with CUDA events around its kernels.

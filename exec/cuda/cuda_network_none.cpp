@@ -48,7 +48,7 @@ std::shared_ptr<KeptValues> CudaNetwork::export_cut(const Network&, int64_t, boo
 void CudaNetwork::queue_after(RangeNetwork&) {}
 std::shared_ptr<WorkMark> CudaNetwork::mark() { return nullptr; }
 void CudaNetwork::wait_for(const Tensor&) {}
-std::shared_ptr<DeviceStore> make_cuda_device_store(int) { return nullptr; }
+std::shared_ptr<DeviceStore> make_cuda_device_store(int, std::shared_ptr<MemoryBudget>) { return nullptr; }
 bool peer_gpus(int, int) { return false; }
 int64_t cuda_convolution_searches() { return 0; }
 

@@ -217,6 +217,10 @@ ExecResult Interpreter::result() {
   }
   take_server_shares(r.weights);
   r.traffic = transport_.traffic();
+  r.memory.resize(workers_.size());
+  for (size_t i = 0; i < workers_.size(); ++i) {
+    if (local_[i] && workers_[i]->device != nullptr) r.memory[i] = workers_[i]->device->memory_use();
+  }
   return r;
 }
 

@@ -200,6 +200,13 @@ class Device {
   };
   // The ops whose work this device timed; waits for that work.
   virtual std::vector<WorkTime> work_times() { return {}; }
+  // The most memory this device's work held and its limit (-1: none),
+  // where it counts them (a GPU worker's: MemoryBudget); here neither (-1).
+  struct MemoryUse {
+    int64_t peak_bytes = -1;
+    int64_t limit_bytes = -1;
+  };
+  virtual MemoryUse memory_use() const { return {}; }
 };
 
 // exec/tensor's Eigen kernels on this machine's CPU, on the weights as

@@ -24,12 +24,19 @@ using lending::Resident;
 
 class LendingDevice final : public Device {
  public:
-  LendingDevice(MakeRangeNetwork make, std::shared_ptr<DeviceStore> store, int64_t shared_memory, ReachesMemory reaches)
+  LendingDevice(MakeRangeNetwork make, std::shared_ptr<DeviceStore> store, int64_t shared_memory, ReachesMemory reaches,
+                std::shared_ptr<const MemoryBudget> budget)
       : pool_(std::make_shared<Pool>()),
         shared_memory_(store != nullptr ? shared_memory : -1),
-        reaches_(std::move(reaches)) {
+        reaches_(std::move(reaches)),
+        budget_(std::move(budget)) {
     pool_->make = std::move(make);
+    pool_->store = store;
     if (store != nullptr) kept_ = std::make_unique<KeptTraining>(std::move(store));
+  }
+
+  MemoryUse memory_use() const override {
+    return budget_ == nullptr ? MemoryUse{} : MemoryUse{budget_->peak(), budget_->limit()};
   }
 
   void hold_ranges(std::span<const LayerRange> ranges) override {
@@ -430,6 +437,7 @@ class LendingDevice final : public Device {
   std::shared_ptr<Pool> pool_;
   int64_t shared_memory_;                                       // Device::shared_memory
   ReachesMemory reaches_;                                       // null: no memory but its own
+  std::shared_ptr<const MemoryBudget> budget_;                  // what its networks and store charge
   std::unique_ptr<KeptTraining> kept_;                          // null: gradients and steps on the host
   std::mutex mu_;                                               // one pass at a time
   std::map<PassId, std::vector<std::weak_ptr<Lease>>> passes_;  // the networks lent to each pass
@@ -440,8 +448,10 @@ class LendingDevice final : public Device {
 }  // namespace
 
 std::unique_ptr<Device> make_lending_device(MakeRangeNetwork make_network, std::shared_ptr<DeviceStore> store,
-                                            int64_t shared_memory, ReachesMemory reaches) {
-  return std::make_unique<LendingDevice>(std::move(make_network), std::move(store), shared_memory, std::move(reaches));
+                                            int64_t shared_memory, ReachesMemory reaches,
+                                            std::shared_ptr<const MemoryBudget> budget) {
+  return std::make_unique<LendingDevice>(std::move(make_network), std::move(store), shared_memory, std::move(reaches),
+                                         std::move(budget));
 }
 
 }  // namespace trainsim

@@ -20,6 +20,7 @@
 
 #include "exec/tensor/device.hpp"
 #include "exec/tensor/held_layers.hpp"
+#include "exec/tensor/memory_budget.hpp"
 #include "exec/tensor/range_network.hpp"
 
 namespace trainsim {
@@ -41,8 +42,11 @@ using MakeRangeNetwork =
 // RangeNetwork::export_cut) instead of the host; one received from such a
 // device of another memory is copied into an array of this store
 // (DeviceStore::copy) before a network reads it.
+// `budget`, where given, is what its networks and store charge (they hold
+// it; Device::memory_use reports it).
 using ReachesMemory = std::function<bool(int64_t other)>;
 std::unique_ptr<Device> make_lending_device(MakeRangeNetwork make_network, std::shared_ptr<DeviceStore> store = nullptr,
-                                            int64_t shared_memory = -1, ReachesMemory reaches = nullptr);
+                                            int64_t shared_memory = -1, ReachesMemory reaches = nullptr,
+                                            std::shared_ptr<const MemoryBudget> budget = nullptr);
 
 }  // namespace trainsim

@@ -45,6 +45,7 @@ struct Lent {
 // may end on any thread.
 struct Pool {
   MakeRangeNetwork make;
+  std::shared_ptr<DeviceStore> store;      // the device's, whose idle arrays go before a network that would not fit
   std::vector<LayerRange> ranges;          // the worker's (Device::hold_ranges); none: every layer
   std::shared_ptr<const HeldLayers> held;  // of them, once a network is made
   std::mutex mu;
@@ -98,7 +99,22 @@ inline std::shared_ptr<Lease> fresh(const std::shared_ptr<Pool>& pool, const Net
     if (pool->held == nullptr) pool->held = std::make_shared<const HeldLayers>(held_layers(network, pool->ranges));
     held = pool->held;
   }
-  Lent lent{pool->make(network, batch, *held), LoadedWeights(layers)};
+  std::unique_ptr<RangeNetwork> made;
+  try {
+    made = pool->make(network, batch, *held);
+  } catch (const MemoryBudgetExceeded&) {
+    // Past the worker's share: what it keeps for reuse goes first (its idle
+    // networks, of any batch size; its store's idle arrays), then once more.
+    std::map<int64_t, std::vector<Lent>> dropped;
+    {
+      std::lock_guard lock(pool->mu);
+      std::swap(dropped, pool->idle);
+    }
+    dropped.clear();
+    if (pool->store != nullptr) pool->store->free_idle();
+    made = pool->make(network, batch, *held);
+  }
+  Lent lent{std::move(made), LoadedWeights(layers)};
   TRAINSIM_CHECK(lent.network->batch() == batch, "a network of another batch size");
   return std::make_shared<Lease>(pool, std::move(lent), pass, layers);
 }

@@ -32,6 +32,9 @@ class DeviceStore {
   virtual ~DeviceStore() = default;
   // `floats` zeros.
   virtual std::shared_ptr<KeptValues> zeros(int64_t floats) = 0;
+  // Frees the arrays let go that it keeps to lend again (a GPU's pool),
+  // once their last work is done; here none are kept.
+  virtual void free_idle() {}
   // `floats` values its first writer sets, ordered after the array's last
   // work as any writer is (a GPU's: nothing queued on the store's stream);
   // here zeros.

@@ -51,10 +51,30 @@ class BufferedCpuNetwork final : public RangeNetwork {
         values_(network.layers.size() + 1),
         gradients_(network.layers.size() + 1),
         counts_(counts) {
+    // What it holds charges the thread's ChargeTo, as a GPU network's arrays
+    // do as it is made: its layers' weights and gradients, and its tensors'
+    // values and gradients at its batch.
+    budget_ = ChargeTo::current();
+    if (budget_ != nullptr) {
+      for (size_t l = 0; l < network.layers.size(); ++l) {
+        if (held_.computes[l] == 0) continue;
+        for (const std::vector<int64_t>& shape : network.layers[l]->param_shapes()) bytes_ += 8 * element_count(shape);
+      }
+      for (size_t t = 0; t < held_.tensors.size(); ++t) {
+        if (held_.tensors[t] == 0) continue;
+        bytes_ += 8 * batch * element_count(t == 0 ? network.input_shape : network.output_shapes[t - 1]);
+      }
+      budget_->charge(bytes_);
+    }
     counts_.add(&BufferCounts::networks);
     std::lock_guard lock(counts_.mu);
     counts_.held.push_back(held_.computes);
   }
+  ~BufferedCpuNetwork() override {
+    if (budget_ != nullptr) budget_->release(bytes_);
+  }
+  BufferedCpuNetwork(const BufferedCpuNetwork&) = delete;
+  BufferedCpuNetwork& operator=(const BufferedCpuNetwork&) = delete;
 
   int64_t batch() const override { return batch_; }
   void load_weights(const Weights& weights, int64_t first, int64_t last) override {
@@ -249,6 +269,8 @@ class BufferedCpuNetwork final : public RangeNetwork {
   std::vector<std::optional<Tensor>> values_, gradients_;  // per cut
   std::vector<uint8_t> loaded_ = std::vector<uint8_t>(network_->layers.size(), 0);  // per layer: ever loaded
   BufferCounts& counts_;
+  std::shared_ptr<MemoryBudget> budget_;  // charged with bytes_
+  int64_t bytes_ = 0;
 };
 
 // The strategy's run on lending devices over BufferedCpuNetworks, keeping

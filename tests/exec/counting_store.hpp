@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "exec/optim/sgd.hpp"
+#include "exec/tensor/memory_budget.hpp"
 #include "exec/tensor/range_network.hpp"
 #include "model/error.hpp"
 
@@ -72,25 +73,33 @@ struct BufferCounts {
 struct CpuKept final : KeptValues {
   Tensor values;
   int64_t memory = -1;  // that of the store that made it
+  // The budget its values charged (the store's), as a GPU array's.
+  std::shared_ptr<MemoryBudget> budget;
+  int64_t bytes = 0;
+  CpuKept() = default;
+  CpuKept(const CpuKept&) = delete;
+  CpuKept& operator=(const CpuKept&) = delete;
+  ~CpuKept() override {
+    if (budget != nullptr) budget->release(bytes);
+  }
 };
 
 inline Tensor& kept_values(KeptValues& k) { return dynamic_cast<CpuKept&>(k).values; }
 
 class CountingStore final : public DeviceStore {
  public:
-  // `memory`: the memory its arrays are in (Device::shared_memory).
-  explicit CountingStore(BufferCounts& counts, int64_t memory = -1) : counts_(counts), memory_(memory) {}
+  // `memory`: the memory its arrays are in (Device::shared_memory); each
+  // array charges `budget` (where given) with its values' bytes.
+  explicit CountingStore(BufferCounts& counts, int64_t memory = -1, std::shared_ptr<MemoryBudget> budget = nullptr)
+      : counts_(counts), memory_(memory), budget_(std::move(budget)) {}
   int64_t memory() const { return memory_; }
   std::shared_ptr<KeptValues> zeros(int64_t floats) override {
     counts_.add(&BufferCounts::zeros);
-    auto k = made();
-    k->values = Tensor({floats});
-    return k;
+    return made(floats);
   }
   std::shared_ptr<KeptValues> from_host(std::span<const float> values) override {
     counts_.add(&BufferCounts::from_host);
-    auto k = made();
-    k->values = Tensor({static_cast<int64_t>(values.size())});
+    auto k = made(static_cast<int64_t>(values.size()));
     std::copy(values.begin(), values.end(), k->values.data.begin());
     return k;
   }
@@ -107,7 +116,7 @@ class CountingStore final : public DeviceStore {
   std::shared_ptr<KeptValues> copy(KeptValues& values) override {
     const bool peer = dynamic_cast<CpuKept&>(values).memory != memory_;
     counts_.add(peer ? &BufferCounts::peer_copies : &BufferCounts::copies);
-    auto k = made();
+    auto k = made(kept_values(values).size());
     k->values = kept_values(values);
     return k;
   }
@@ -124,8 +133,7 @@ class CountingStore final : public DeviceStore {
     const std::vector<float>& w = kept_values(weights).data;
     const std::vector<float>& v = kept_values(smoothed).data;
     TRAINSIM_CHECK(w.size() == v.size(), "a smoothed gradient of another size than its weights");
-    auto k = made();
-    k->values = Tensor({static_cast<int64_t>(w.size())});
+    auto k = made(static_cast<int64_t>(w.size()));
     for (size_t i = 0; i < w.size(); ++i) k->values.data[i] = w[i] - step * v[i];
     return k;
   }
@@ -186,13 +194,20 @@ class CountingStore final : public DeviceStore {
   }
 
  private:
-  std::shared_ptr<CpuKept> made() const {
+  // An array of `floats` zeros, charged to the budget (nothing made past it).
+  std::shared_ptr<CpuKept> made(int64_t floats) const {
+    const auto bytes = static_cast<int64_t>(sizeof(float)) * floats;
+    if (budget_ != nullptr) budget_->charge(bytes);
     auto k = std::make_shared<CpuKept>();
     k->memory = memory_;
+    k->budget = budget_;
+    k->bytes = budget_ != nullptr ? bytes : 0;
+    k->values = Tensor({floats});
     return k;
   }
   BufferCounts& counts_;
   int64_t memory_;
+  std::shared_ptr<MemoryBudget> budget_;
 };
 
 }  // namespace trainsim::buffered

@@ -25,14 +25,8 @@ using buffered::BufferCounts;
 using buffered::BufferedCpuNetwork;
 using buffered::CountingStore;
 using buffered::MlpCalls;
+using strategy_runs::case_named;
 using strategy_runs::RunSpec;
-
-const RunSpec& case_named(const std::string& name) {
-  for (const strategy_runs::StrategyCase& c : strategy_runs::cases()) {
-    if (c.name == name) return c.spec;
-  }
-  throw std::logic_error("no case " + name);
-}
 
 // What crosses to the host: with the updates on the device, nothing but
 // the run's weights at the end (one wait per worker) where only the update

@@ -13,6 +13,7 @@
 #include <memory>
 #include <mutex>
 #include <ostream>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -249,6 +250,14 @@ inline const std::vector<StrategyCase>& cases() {
       {"parallax_ar", {.strategy = "parallax", .settings = {{"mode", "ar"}}, .sgd = kMomentum, .text = true}},
   };
   return all;
+}
+
+// The spec of cases()'s case `name` (std::logic_error for none).
+inline const RunSpec& case_named(const std::string& name) {
+  for (const StrategyCase& c : cases()) {
+    if (c.name == name) return c.spec;
+  }
+  throw std::logic_error("no strategy case " + name);
 }
 
 // Boundaries of several tensors (a residual branch crossing the cut: their

@@ -180,5 +180,38 @@ TEST(CudaBoundary, AStageHoldingItsLayersAloneComputesAsTheWholeModelsNetwork) {
   EXPECT_THROW(whole_nets[0]->update(SgdOptions{}), InternalError);  // built without velocities
 }
 
+// A network made under a worker's budget charges every array it makes,
+// gives them back when it goes, and one a byte past the budget is refused
+// with nothing left charged; a stage holding its layers alone charges less
+// than the whole model's network.
+TEST(CudaBoundary, AStagesNetworkChargesItsArraysToTheWorkersBudget) {
+  SKIP_WITHOUT_GPU();
+  const Model model = strategy_runs::residual_mlp();
+  const Network net = build_network(model);
+  const Weights w = init_weights(net, strategy_runs::kWeightSeed);
+  CudaNetworkOptions options;
+  options.input_gradient = true;
+  options.steps = false;
+  const auto charged = [&](const CudaNetworkOptions& o) {
+    {
+      const CudaNetwork made(model, w, 8, 0, o);
+      const int64_t held = o.budget->held();
+      EXPECT_GT(held, 0);
+      EXPECT_EQ(o.budget->peak(), held);
+    }
+    EXPECT_EQ(o.budget->held(), 0);
+    return o.budget->peak();
+  };
+  options.budget = std::make_shared<MemoryBudget>("whole", -1);
+  const int64_t whole = charged(options);
+  CudaNetworkOptions stage = options;
+  stage.held = std::make_shared<const HeldLayers>(held_layers(net, std::vector<LayerRange>{{3, 4}}));
+  stage.budget = std::make_shared<MemoryBudget>("stage", -1);
+  EXPECT_LT(charged(stage), whole);
+  options.budget = std::make_shared<MemoryBudget>("worker 0, one of 4 sharing cuda:0", whole - 1);
+  EXPECT_THROW(CudaNetwork(model, w, 8, 0, options), MemoryBudgetExceeded);
+  EXPECT_EQ(options.budget->held(), 0);
+}
+
 }  // namespace
 }  // namespace trainsim

@@ -3,7 +3,7 @@
 // or copied on one wait, a buffer let go zeroed again when lent anew, a
 // copy unchanged by a step after it, a sparse table's listed rows stepped,
 // a peer GPU's array copied in, idle buffers freed for an array the GPU has
-// no room for.
+// no room for, and arrays charged to a worker's budget.
 // Skipped without a GPU.
 #include "exec/cuda/cuda_device_store.hpp"
 
@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "exec/optim/sgd.hpp"
+#include "exec/tensor/memory_budget.hpp"
 #include "tests/gpu/skip_without_gpu.hpp"
 
 namespace trainsim {
@@ -286,6 +287,29 @@ TEST(CudaDeviceStore, APeerGpusArrayCopiesInAndALaterStepThereDoesNotReachIt) {
   one->to_host(kept, into, /*add=*/false);
   EXPECT_EQ(copied, given);
   EXPECT_FALSE(peer_gpus(0, 0));
+}
+
+// A store charging a budget (a virtual worker's share of the GPU): its new
+// buffers charge it, idle ones stay charged until freed, an array that
+// would pass it is made once the idle buffers go, and one that would pass
+// it even then is refused (MemoryBudgetExceeded), nothing charged.
+TEST(CudaDeviceStore, ABudgetsArraysAreChargedAndIdleOnesGoFirst) {
+  SKIP_WITHOUT_GPU();
+  const int64_t mib = int64_t{1} << 20;
+  auto budget = std::make_shared<MemoryBudget>("worker 0, one of 4 sharing cuda:0", 3 * mib);
+  const std::shared_ptr<DeviceStore> store = make_cuda_device_store(0, budget);
+  std::shared_ptr<KeptValues> a = store->zeros(mib / 4);  // 1 MiB
+  EXPECT_EQ(budget->held(), mib);
+  a.reset();  // idle in the pool, still charged
+  EXPECT_EQ(budget->held(), mib);
+  std::shared_ptr<KeptValues> b = store->zeros(mib / 4 * 3);  // 3 MiB: fits once the idle one goes
+  EXPECT_EQ(budget->held(), 3 * mib);
+  EXPECT_THROW(store->zeros(1), MemoryBudgetExceeded);  // b is still held
+  EXPECT_EQ(budget->held(), 3 * mib);
+  b.reset();
+  store->free_idle();
+  EXPECT_EQ(budget->held(), 0);
+  EXPECT_EQ(budget->peak(), 3 * mib);
 }
 
 }  // namespace

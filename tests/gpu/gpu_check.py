@@ -252,8 +252,9 @@ def main():
         report += ["", "## Every strategy on four workers sharing the GPU", "",
                    "`trainsim run --model fmnist-cnn --devices cuda:0x4 --batch 64 --iterations 30` (fmnist-cnn on "
                    "Fashion-MNIST, momentum SGD): each worker's forwards, backwards, gradient sums and SGD steps on "
-                   "the GPU, its messages on the host.", "",
-                   "| strategy | first loss | last loss | iteration |", "|---|---|---|---|"]
+                   "the GPU, its messages on the host; each worker's most device memory held (its networks and "
+                   "store, of a quarter of the GPU's).", "",
+                   "| strategy | first loss | last loss | iteration | memory per worker (MiB) |", "|---|---|---|---|---|"]
 
         def run_row(label, given):
             """One run on four workers sharing the GPU as a row of the table; its iteration, or None."""
@@ -262,11 +263,14 @@ def main():
                         "--json", "-", "--quiet", "--no-evaluate"], log, timeout=300)
             failed |= done.returncode != 0
             if done.returncode != 0:
-                report.append(f"| {label} | failed: {(done.stderr.strip().splitlines() or ['?'])[-1]} | | |")
+                report.append(f"| {label} | failed: {(done.stderr.strip().splitlines() or ['?'])[-1]} | | | |")
                 return None
             j = json.loads(done.stdout)
             losses = j["loss_per_iteration"]
-            report.append(f"| {label} | {losses[0]:.3f} | {losses[-1]:.3f} | {j['iteration_s'] * 1e3:.2f} ms |")
+            memory = ", ".join("?" if m["peak_bytes"] is None else f"{m['peak_bytes'] / 2**20:.1f}"
+                               for m in j.get("device_memory", []))
+            report.append(f"| {label} | {losses[0]:.3f} | {losses[-1]:.3f} | {j['iteration_s'] * 1e3:.2f} ms | "
+                          f"{memory} |")
             return j["iteration_s"]
 
         for strategy in STRATEGIES:
@@ -278,7 +282,7 @@ def main():
         # stepped there; its dense layers on the GPU.
         report += ["", "text-bag under Parallax's three modes, the same way (`--dataset synthetic`: its 50,000 x 64 "
                    "table's gradient as sparse rows, the dense layers' on the GPU):", "",
-                   "| mode | first loss | last loss | iteration |", "|---|---|---|---|"]
+                   "| mode | first loss | last loss | iteration | memory per worker (MiB) |", "|---|---|---|---|---|"]
         for mode in ("hybrid", "ps", "ar"):
             run_row(mode, ["--model", "text-bag", "--strategy", "parallax", "--set", f"mode={mode}", "--dataset",
                            "synthetic"])
