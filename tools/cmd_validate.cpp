@@ -136,17 +136,30 @@ std::string uncertainty_text(double relative_half_width, const MedianInterval& m
   return out;
 }
 
+// With devices that count their memory (GPU workers), two more columns:
+// the analytic prediction's fullest device and the most a worker held.
 TextTable result_table(const Validation& v) {
+  const bool memory = std::any_of(v.results.begin(), v.results.end(),
+                                  [](const StrategyValidation& r) { return r.measured_memory_bytes >= 0; });
   TextTable t;
   t.header = {"strategy", "analytic", "simulated", "measured", "±", "rounds", "error analytic", "error simulated",
               "verdict"};
   t.right_aligned = {false, true, true, true, true, true, true, true, false};
+  if (memory) {
+    t.header.insert(t.header.end(), {"memory predicted", "memory held"});
+    t.right_aligned.insert(t.right_aligned.end(), {true, true});
+  }
   for (const StrategyValidation& r : v.results) {
     if (!r.skipped.empty()) continue;
     t.rows.push_back({r.strategy, format_seconds(r.predicted_analytic_s), format_seconds(r.predicted_simulated_s),
                       format_seconds(r.measured_s), uncertainty_text(r.uncertainty, r.interval),
                       std::to_string(r.measured_rounds_s.size()), percent(r.error_analytic),
                       percent(r.error_simulated), r.verdict});
+    if (memory) {
+      t.rows.back().push_back(format_bytes(r.predicted_memory_bytes));
+      t.rows.back().push_back(r.measured_memory_bytes >= 0 ? format_bytes(static_cast<double>(r.measured_memory_bytes))
+                                                           : "?");
+    }
   }
   return t;
 }

@@ -156,6 +156,12 @@ StrategyValidation compare_strategy(const Validation& v, const StrategyRuns& s, 
       judge_error(out.predicted_simulated_s, out.interval, out.prediction_spread, o.target_uncertainty, o.confidence);
   out.ops = compare_ops(plan, sim.timings, run.exec.timings, run.iteration.warmup);
   out.device_busy = device_busy_share(plan, run.exec.timings, run.iteration.warmup, run.iteration.median_s);
+  out.predicted_memory_bytes = peak_memory_bytes(analytic);
+  for (const TrainingResult& r : s.runs) {
+    for (const Device::MemoryUse& m : r.exec.memory) {
+      out.measured_memory_bytes = std::max(out.measured_memory_bytes, m.peak_bytes);
+    }
+  }
   out.simulated_trace = chrome_trace(plan, sim);
   out.measured_trace = exec_chrome_trace(run.plan, run.exec);
   return out;

@@ -132,6 +132,11 @@ struct StrategyValidation {
   std::vector<OpGroupComparison> ops;  // of the round whose median is nearest measured_s
   // On GPU workers, device_busy_share of that round; NaN elsewhere.
   double device_busy = std::numeric_limits<double>::quiet_NaN();
+  // The analytic prediction's memory of its fullest device, and the most
+  // any worker's device held in any round (Device::memory_use: GPU workers;
+  // -1 where the devices do not count it).
+  double predicted_memory_bytes = 0;
+  int64_t measured_memory_bytes = -1;
   nlohmann::json simulated_trace;    // Chrome traces of the same plan (measured: that round)
   nlohmann::json measured_trace;
 };

@@ -50,6 +50,9 @@ nlohmann::json validation_to_json(const Validation& v, const std::string& model,
                        {"error_analytic", r.error_analytic},
                        {"error_simulated", r.error_simulated},
                        {"device_busy", finite_or_null(r.device_busy)},
+                       {"predicted_memory_bytes", r.predicted_memory_bytes},
+                       {"measured_memory_bytes", r.measured_memory_bytes >= 0 ? nlohmann::json(r.measured_memory_bytes)
+                                                                              : nlohmann::json(nullptr)},
                        {"ops", std::move(ops)}});
   }
   return {{"format", "trainsim.validation/1"},

@@ -154,17 +154,20 @@ def validation_lines(model, v):
     """validate's JSON as the report's table of each strategy."""
     lines = [f"{model}, batch 64 per worker, {v['rounds']} rounds ({v['stopped']}); median |error| simulated "
              f"{v['median_abs_error_simulated'] * 100:.1f}%, analytic {v['median_abs_error_analytic'] * 100:.1f}%; "
-             "GPU busy: each worker's kernels over an iteration, the median over the workers:", "",
-             "| strategy | measured | simulated | error | analytic | error | verdict | GPU busy |",
-             "|---|---|---|---|---|---|---|---|"]
+             "GPU busy: each worker's kernels over an iteration, the median over the workers; memory: the "
+             "analytic prediction's fullest device and the most a worker held (MiB):", "",
+             "| strategy | measured | simulated | error | analytic | error | verdict | GPU busy | memory predicted, held |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for r in v["results"]:
         if r.get("skipped"):
-            lines.append(f"| {r['strategy']} | not run: {r['skipped']} | | | | | | |")
+            lines.append(f"| {r['strategy']} | not run: {r['skipped']} | | | | | | | |")
             continue
         busy = f"{r['device_busy'] * 100:.0f}%" if r.get("device_busy") is not None else "not timed"
+        held = r.get("measured_memory_bytes")
+        memory = f"{r.get('predicted_memory_bytes', 0) / 2**20:.1f}, " + ("?" if held is None else f"{held / 2**20:.1f}")
         lines.append(f"| {r['strategy']} | {r['measured_s'] * 1e3:.3f} ms | {r['predicted_simulated_s'] * 1e3:.3f} ms | "
                      f"{r['error_simulated'] * 100:+.1f}% | {r['predicted_analytic_s'] * 1e3:.3f} ms | "
-                     f"{r['error_analytic'] * 100:+.1f}% | {r['verdict']} | {busy} |")
+                     f"{r['error_analytic'] * 100:+.1f}% | {r['verdict']} | {busy} | {memory} |")
     return lines + [""]
 
 

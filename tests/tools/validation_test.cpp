@@ -137,6 +137,8 @@ TEST(ValidateCli, MeasuresEachStrategyAsTheMedianOverRounds) {
   EXPECT_EQ(j["rounds"], 3);
   for (const nlohmann::json& result : j["results"]) {
     EXPECT_TRUE(result["device_busy"].is_null()) << "CPU workers' work is their ops'";
+    EXPECT_GT(result["predicted_memory_bytes"].get<double>(), 0.0);
+    EXPECT_TRUE(result["measured_memory_bytes"].is_null()) << "CPU workers do not count their memory";
   }
   ASSERT_EQ(j["results"].size(), 2u);
   for (const nlohmann::json& s : j["results"]) {
