@@ -16,11 +16,13 @@
 namespace trainsim {
 namespace {
 
+using lending::bring_back;
 using lending::CacheHold;
 using lending::Lease;
 using lending::Lent;
 using lending::Pool;
 using lending::Resident;
+using lending::with_exported;
 
 class LendingDevice final : public Device {
  public:
@@ -248,22 +250,6 @@ class LendingDevice final : public Device {
     return r;
   }
 
-  // Its values to the host (from the buffers or the array it was set aside
-  // into), its network let go. Callers hold mu_.
-  static void bring_back(Resident& r, const std::vector<int64_t>& shape) {
-    if (r.lease != nullptr) {
-      RangeNetwork& net = *r.lease->lent.network;
-      r.host = r.gradient ? net.cut_gradients(*r.network, r.cut) : net.cut_values(*r.network, r.cut);
-      r.lease.reset();
-    } else if (r.exported != nullptr) {
-      Tensor t;
-      t.shape = shape;
-      t.exported = std::move(r.exported);
-      exported_to_host(t);
-      r.host = std::move(t);
-    }
-  }
-
   // Its values out of the network's buffers before an op overwrites them:
   // into an array of the store, on the network's stream (no wait), else to
   // the host. Callers hold mu_.
@@ -280,13 +266,6 @@ class LendingDevice final : public Device {
     return std::make_shared<ExportedBoundary>(ExportedBoundary{
         kept_->store(), r.lease->lent.network->export_cut(*r.network, r.cut, r.gradient, *kept_->store()),
         shared_memory_});
-  }
-
-  static Tensor with_exported(const std::vector<int64_t>& shape, std::shared_ptr<const ExportedBoundary> exported) {
-    Tensor out;
-    out.shape = shape;
-    out.exported = std::move(exported);
-    return out;
   }
 
   // A range's input that is not in place, as the network reads it: with a

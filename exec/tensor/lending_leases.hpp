@@ -143,4 +143,25 @@ struct Resident {
   std::shared_ptr<const ExportedBoundary> exported;
 };
 
+// A tensor of `shape` whose values are `exported`'s (Tensor::exported).
+inline Tensor with_exported(const std::vector<int64_t>& shape, std::shared_ptr<const ExportedBoundary> exported) {
+  Tensor out;
+  out.shape = shape;
+  out.exported = std::move(exported);
+  return out;
+}
+
+// r's values to the host (from the buffers or the array it was set aside
+// into), its network let go. Callers hold the device's lock.
+inline void bring_back(Resident& r, const std::vector<int64_t>& shape) {
+  if (r.lease != nullptr) {
+    RangeNetwork& net = *r.lease->lent.network;
+    r.host = r.gradient ? net.cut_gradients(*r.network, r.cut) : net.cut_values(*r.network, r.cut);
+    r.lease.reset();
+  } else if (r.exported != nullptr) {
+    r.host = with_exported(shape, std::move(r.exported));
+    exported_to_host(r.host);
+  }
+}
+
 }  // namespace trainsim::lending
