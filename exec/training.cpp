@@ -84,10 +84,36 @@ double test_accuracy(const Network& network, const Weights& weights, const Stati
 
 namespace {
 
+// What a stretch adds to the run so far: each worker's memory peak the most
+// of its stretches' (each stretch makes its devices afresh), the traffic
+// summed.
+void add_stretch(const ExecResult& stretch, std::vector<Device::MemoryUse>& memory, TrafficStats& traffic) {
+  if (memory.size() < stretch.memory.size()) memory.resize(stretch.memory.size());
+  for (size_t w = 0; w < stretch.memory.size(); ++w) {
+    memory[w].peak_bytes = std::max(memory[w].peak_bytes, stretch.memory[w].peak_bytes);
+    if (stretch.memory[w].limit_bytes >= 0) memory[w].limit_bytes = stretch.memory[w].limit_bytes;
+  }
+  const auto add = [](std::vector<std::vector<int64_t>>& into, const std::vector<std::vector<int64_t>>& from) {
+    if (into.size() < from.size()) into.resize(from.size());
+    for (size_t i = 0; i < from.size(); ++i) {
+      if (into[i].size() < from[i].size()) into[i].resize(from[i].size(), 0);
+      for (size_t j = 0; j < from[i].size(); ++j) into[i][j] += from[i][j];
+    }
+  };
+  add(traffic.pair_bytes, stretch.traffic.pair_bytes);
+  add(traffic.pair_messages, stretch.traffic.pair_messages);
+  for (const auto& [tag, bytes] : stretch.traffic.collective_bytes) {
+    std::vector<int64_t>& into = traffic.collective_bytes[tag];
+    if (into.size() < bytes.size()) into.resize(bytes.size(), 0);
+    for (size_t w = 0; w < bytes.size(); ++w) into[w] += bytes[w];
+  }
+}
+
 // Runs iterations [start, iterations) as plans of at most checkpoint_every
 // iterations each, every one starting from the state the last left (or the
 // checkpoint's); r.exec gathers their losses and iteration ends (on one
-// clock), and keeps the last one's timings, weights and statistics.
+// clock), each worker's memory peak over all of them and their traffic
+// summed, and keeps the last one's timings, weights and statistics.
 void train_in_stretches(TrainingResult& r, const StrategyInfo& strategy, const Cluster& cluster,
                         const StrategyConfig& config, const TrainingOptions& options, const Network& network,
                         const Weights& initial, const BatchSource& batches, ExecOptions exec, int32_t iterations) {
@@ -104,6 +130,8 @@ void train_in_stretches(TrainingResult& r, const StrategyInfo& strategy, const C
   if (resume != nullptr) carried = *resume;
   exec.keep_state = options.checkpoint_every > 0;
   std::vector<double> ends;
+  std::vector<Device::MemoryUse> memory;
+  TrafficStats traffic;
   double clock = 0;
   for (int32_t first = start; first < iterations;) {
     const int32_t every = options.checkpoint_every;
@@ -117,6 +145,7 @@ void train_in_stretches(TrainingResult& r, const StrategyInfo& strategy, const C
     for (double e : stretch.iteration_end_s) ends.push_back(clock + e);
     clock = ends.empty() ? clock : ends.back();
     carried.losses.insert(carried.losses.end(), stretch.loss_per_iteration.begin(), stretch.loss_per_iteration.end());
+    add_stretch(stretch, memory, traffic);
     carried.next_iteration = end;
     if (exec.keep_state) {
       carried.state = std::move(stretch.state);
@@ -127,6 +156,8 @@ void train_in_stretches(TrainingResult& r, const StrategyInfo& strategy, const C
   }
   r.exec.iteration_end_s = std::move(ends);
   r.exec.loss_per_iteration = std::move(carried.losses);
+  r.exec.memory = std::move(memory);
+  r.exec.traffic = std::move(traffic);
 }
 
 }  // namespace
