@@ -108,9 +108,9 @@ void check_cut_ids(NetworkState& s, const Network& network, int64_t i, const Ten
   }
 }
 
-// Copies cut `i` from x into the buffers `where` names: from the host
-// tensor through the network's pinned input_up, or device to device from
-// the array it was exported into.
+// Copies cut `i` from x into the buffers `where` names (none where it
+// names none): from the host tensor through the network's pinned input_up,
+// or device to device from the array it was exported into.
 template <typename Where>
 void upload_cut(NetworkState& s, const Network& network, int64_t i, const Tensor& x, Where where) {
   const std::vector<int32_t>& cut = network.cuts[static_cast<size_t>(i)];
@@ -130,9 +130,12 @@ void upload_cut(NetworkState& s, const Network& network, int64_t i, const Tensor
     float* up = refill(s.input_up, floats);
     for (size_t k = 0; k < cut.size(); ++k) {
       const Tensor& part = cut.size() == 1 ? x : x.parts[k];
-      std::copy(part.data.begin(), part.data.end(), up);
-      TRAINSIM_CUDA(cudaMemcpyAsync(where(cut[k]), up, sizeof(float) * part.data.size(), cudaMemcpyHostToDevice,
-                                    s.context.stream));
+      float* into = where(cut[k]);
+      if (into != nullptr) {
+        std::copy(part.data.begin(), part.data.end(), up);
+        TRAINSIM_CUDA(
+            cudaMemcpyAsync(into, up, sizeof(float) * part.data.size(), cudaMemcpyHostToDevice, s.context.stream));
+      }
       up += part.data.size();
     }
     record_copies(s.input_up, s.context.stream);
@@ -148,8 +151,10 @@ void upload_cut(NetworkState& s, const Network& network, int64_t i, const Tensor
   int64_t column = 0;
   for (const int32_t t : cut) {  // packed: each sample's row holds the cut's tensors side by side
     const int64_t w = element_count(sample_shape(network, t));
-    TRAINSIM_CUDA(cudaMemcpy2DAsync(where(t), sizeof(float) * w, up + column, sizeof(float) * width, sizeof(float) * w,
-                                    s.batch, cudaMemcpyHostToDevice, s.context.stream));
+    if (float* into = where(t); into != nullptr && w > 0) {
+      TRAINSIM_CUDA(cudaMemcpy2DAsync(into, sizeof(float) * w, up + column, sizeof(float) * width, sizeof(float) * w,
+                                      s.batch, cudaMemcpyHostToDevice, s.context.stream));
+    }
     column += w;
   }
   record_copies(s.input_up, s.context.stream);
@@ -373,7 +378,11 @@ void CudaNetwork::backward_range(const Network& network, int64_t first, int64_t 
   if (dy != nullptr) {
     cuda::upload_cut(s, network, last + 1, *dy, [&](int32_t t) {
       float* g = cuda::gradient_of(s, t);
-      TRAINSIM_CHECK(g != nullptr, "a GPU network built without input gradients");
+      // The model's input passed on unchanged (a stage that flattens it
+      // alone) has no gradient to take where none is computed for the
+      // model's input: what arrives for it is dropped.
+      TRAINSIM_CHECK(g != nullptr || (s.input.get() != nullptr && cuda::value_of(s, t) == s.input.get()),
+                     "a GPU network built without input gradients");
       return g;
     });
   }

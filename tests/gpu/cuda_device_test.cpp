@@ -106,6 +106,16 @@ TEST(CudaDevice, APipelineCutAcrossAResidualBranchTrainsAsOnTheCpu) {
   expect_alike(strategy_runs::run(lstm).result, strategy_runs::run(on_gpu(lstm)).result, "gpipe between the LSTMs");
 }
 
+// A first stage of fmnist-mlp's flatten alone: the gradient the second
+// stage sends back for the model's input passed on is dropped (no GPU
+// network computes the model input's gradient), and it trains as on the CPU.
+TEST(CudaDevice, AFirstStageFlatteningTheInputAloneTrainsAsOnTheCpu) {
+  SKIP_WITHOUT_GPU();
+  const RunSpec spec{
+      .strategy = "gpipe", .settings = {{"microbatches", "2"}, {"stages", "0-0,1-6"}}, .sgd = strategy_runs::kMomentum};
+  expect_alike(strategy_runs::run(spec).result, strategy_runs::run(on_gpu(spec)).result, "gpipe after the flatten");
+}
+
 // A stage per GPU (GPUs 0 and 1 peers): the boundaries go device to
 // device, each copied into the receiving GPU's store, and the pipeline
 // trains as on the CPU. Skipped without two GPUs that are peers.
