@@ -7,6 +7,7 @@
 #include "exec/cuda/cuda_device_store.hpp"
 
 #include <algorithm>
+#include <functional>
 #include <initializer_list>
 #include <map>
 #include <mutex>
@@ -27,6 +28,7 @@ namespace {
 struct StoreCore {
   int gpu = 0;
   std::shared_ptr<MemoryBudget> budget;  // its worker's (make_cuda_device_store); null: none
+  std::function<void()> make_room;       // DeviceStore::when_full
   cudaStream_t stream = nullptr;
   // The copies to the host, on a stream of their own: a copy the
   // communication thread asks for waits for its arrays' work alone, not for
@@ -90,6 +92,8 @@ class CudaDeviceStore final : public DeviceStore {
     TRAINSIM_CUDA(cudaEventCreateWithFlags(&core_->copied, cudaEventDisableTiming));
     TRAINSIM_CUDA(cudaEventCreateWithFlags(&core_->uploaded, cudaEventDisableTiming));
   }
+
+  void when_full(std::function<void()> make_room) override { core_->make_room = std::move(make_room); }
 
   std::shared_ptr<KeptValues> zeros(int64_t floats) override {
     std::shared_ptr<PooledArray> a = lend(floats);
@@ -333,7 +337,14 @@ class CudaDeviceStore final : public DeviceStore {
   std::shared_ptr<PooledArray> lend(int64_t floats, bool store_waits = true) {
     TRAINSIM_CUDA(cudaSetDevice(core_->gpu));
     const ChargeTo charge(core_->budget);
-    Lent lent = core_->pool.lend(floats);
+    Lent lent;
+    try {
+      lent = core_->pool.lend(floats);
+    } catch (const MemoryBudgetExceeded&) {
+      if (!core_->make_room) throw;
+      core_->make_room();  // its device's idle networks go, then once more
+      lent = core_->pool.lend(floats);
+    }
     if (!lent.fresh && store_waits) TRAINSIM_CUDA(cudaStreamWaitEvent(core_->stream, lent.written, 0));
     auto a = std::make_shared<PooledArray>();
     a->gpu = core_->gpu;

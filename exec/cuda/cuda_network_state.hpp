@@ -65,6 +65,9 @@ struct NetworkState {
 
   ~NetworkState() {
     cudaSetDevice(context.device);  // the thread letting it go may have another GPU current
+    // Its queued work done before its memory goes (a network let go to make
+    // room for another may still have some: cudaStreamDestroy does not wait).
+    if (context.stream != nullptr) cudaStreamSynchronize(context.stream);
     if (home != nullptr) cudaFreeHost(home);
     for (cudaEvent_t e : events) cudaEventDestroy(e);
     if (queued != nullptr) cudaEventDestroy(queued);

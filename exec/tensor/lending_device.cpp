@@ -34,7 +34,13 @@ class LendingDevice final : public Device {
         budget_(std::move(budget)) {
     pool_->make = std::move(make);
     pool_->store = store;
-    if (store != nullptr) kept_ = std::make_unique<KeptTraining>(std::move(store));
+    if (store != nullptr) {
+      // An array past the worker's share is made once its idle networks go.
+      store->when_full([pool = std::weak_ptr<Pool>(pool_)] {
+        if (const std::shared_ptr<Pool> p = pool.lock()) lending::drop_idle(*p);
+      });
+      kept_ = std::make_unique<KeptTraining>(std::move(store));
+    }
   }
 
   MemoryUse memory_use() const override {
@@ -56,7 +62,7 @@ class LendingDevice final : public Device {
     std::lock_guard lock(mu_);
     const auto [lease, in] = lend(network, pass, first, x);
     lease->lent.load(weights, generation, first, last, kept_.get());
-    in_compute_order(*lease->lent.network, in);
+    in_compute_order(lease->lent.network, in);
     lease->lent.network->forward_range(network, first, last, in);
     marks_.after(*lease->lent.network);
     keep(lease, first, last, x.rows(), caches);
@@ -70,7 +76,7 @@ class LendingDevice final : public Device {
     std::lock_guard lock(mu_);
     const auto [lease, in] = lend(network, pass, first, x);
     lease->lent.load(weights, generation, first, last, kept_.get());
-    in_compute_order(*lease->lent.network, in);
+    in_compute_order(lease->lent.network, in);
     PendingLoss loss = lease->lent.network->forward_range_loss(network, first, last, in, labels, dlogits_scale);
     marks_.after(*lease->lent.network);
     keep(lease, first, last, x.rows(), caches);
@@ -95,7 +101,7 @@ class LendingDevice final : public Device {
     if (!held) readable(dy);
     evict_others(*lease, dy);
     lease->lent.load(weights, generation, first, last, kept_.get());
-    in_compute_order(*lease->lent.network, held ? nullptr : &dy);
+    in_compute_order(lease->lent.network, held ? nullptr : &dy);
     if (kept_ == nullptr) {
       lease->lent.network->backward_range(network, first, last, held ? nullptr : &dy, grads);
     } else {
@@ -360,14 +366,16 @@ class LendingDevice final : public Device {
   // in flight (a pipeline's micro-batches) do not run side by side on the
   // GPU. Called once the range's weights are loaded: their copies up, into
   // this network's own buffers, need not wait (a copy from pageable memory
-  // would hold the host until the stream's work before it is done). The
-  // networks live as long as the pool. The op's work, timed, starts once
-  // that work and its `input` from another network are done. Callers hold mu_.
-  void in_compute_order(RangeNetwork& next, const Tensor* input) {
-    if (last_computed_ != nullptr && last_computed_ != &next) next.queue_after(*last_computed_);
-    last_computed_ = &next;
-    if (input != nullptr) next.wait_for(*input);
-    marks_.before(next);
+  // would hold the host until the stream's work before it is done). A
+  // network dropped since (to make room for another) finished its work as
+  // it went. The op's work, timed, starts once that work and its `input`
+  // from another network are done. Callers hold mu_.
+  void in_compute_order(const std::shared_ptr<RangeNetwork>& next, const Tensor* input) {
+    const std::shared_ptr<RangeNetwork> last = last_computed_.lock();
+    if (last != nullptr && last != next) next->queue_after(*last);
+    last_computed_ = next;
+    if (input != nullptr) next->wait_for(*input);
+    marks_.before(*next);
   }
 
   void to_host_locked(Tensor& t) {
@@ -420,7 +428,7 @@ class LendingDevice final : public Device {
   std::unique_ptr<KeptTraining> kept_;                          // null: gradients and steps on the host
   std::mutex mu_;                                               // one pass at a time
   std::map<PassId, std::vector<std::weak_ptr<Lease>>> passes_;  // the networks lent to each pass
-  RangeNetwork* last_computed_ = nullptr;                       // the network of the last range (in_compute_order)
+  std::weak_ptr<RangeNetwork> last_computed_;                   // the network of the last range (in_compute_order)
   OpWorkMarks marks_;                                           // the timed ops' work (Device::time_work_of)
 };
 

@@ -16,9 +16,11 @@
 
 namespace trainsim::lending {
 
-// A lent network and the generations its weights' layers hold.
+// A lent network and the generations its weights' layers hold (shared
+// with no one but the device's note of the network its last range ran on,
+// which must not outlive it: a network past the budget drops idle ones).
 struct Lent {
-  std::unique_ptr<RangeNetwork> network;
+  std::shared_ptr<RangeNetwork> network;
   LoadedWeights loaded;
 
   // The layers of [first, last] that hold another generation get `weights`
@@ -80,6 +82,16 @@ struct Lease {
   }
 };
 
+// The pool's idle networks let go (each once its work is done), to make
+// room for a network or a store's array.
+inline void drop_idle(Pool& pool) {
+  std::map<int64_t, std::vector<Lent>> dropped;
+  {
+    std::lock_guard lock(pool.mu);
+    std::swap(dropped, pool.idle);
+  }
+}
+
 // A lease for `pass` on an idle network of `batch` rows, or on a new one.
 inline std::shared_ptr<Lease> fresh(const std::shared_ptr<Pool>& pool, const Network& network, PassId pass,
                                     int64_t batch) {
@@ -105,12 +117,7 @@ inline std::shared_ptr<Lease> fresh(const std::shared_ptr<Pool>& pool, const Net
   } catch (const MemoryBudgetExceeded&) {
     // Past the worker's share: what it keeps for reuse goes first (its idle
     // networks, of any batch size; its store's idle arrays), then once more.
-    std::map<int64_t, std::vector<Lent>> dropped;
-    {
-      std::lock_guard lock(pool->mu);
-      std::swap(dropped, pool->idle);
-    }
-    dropped.clear();
+    drop_idle(*pool);
     if (pool->store != nullptr) pool->store->free_idle();
     made = pool->make(network, batch, *held);
   }

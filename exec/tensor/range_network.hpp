@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <vector>
@@ -35,6 +36,11 @@ class DeviceStore {
   // Frees the arrays let go that it keeps to lend again (a GPU's pool),
   // once their last work is done; here none are kept.
   virtual void free_idle() {}
+  // What frees more of the budget its arrays charge (its device's idle
+  // networks), called, where an array would still pass the budget once its
+  // own idle arrays are freed, before the array is tried once more; set
+  // once, before the store makes any array. Here no array is refused.
+  virtual void when_full(std::function<void()> make_room) { (void)make_room; }
   // `floats` values its first writer sets, ordered after the array's last
   // work as any writer is (a GPU's: nothing queued on the store's stream);
   // here zeros.

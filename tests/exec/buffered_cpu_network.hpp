@@ -69,9 +69,12 @@ class BufferedCpuNetwork final : public RangeNetwork {
     counts_.add(&BufferCounts::networks);
     std::lock_guard lock(counts_.mu);
     counts_.held.push_back(held_.computes);
+    counts_.alive.insert(this);
   }
   ~BufferedCpuNetwork() override {
     if (budget_ != nullptr) budget_->release(bytes_);
+    std::lock_guard lock(counts_.mu);
+    counts_.alive.erase(this);
   }
   BufferedCpuNetwork(const BufferedCpuNetwork&) = delete;
   BufferedCpuNetwork& operator=(const BufferedCpuNetwork&) = delete;
@@ -199,6 +202,7 @@ class BufferedCpuNetwork final : public RangeNetwork {
   }
   void queue_after(RangeNetwork& previous) override {
     std::lock_guard lock(counts_.mu);
+    TRAINSIM_CHECK(counts_.alive.contains(&previous), "queued after a network already let go");
     counts_.queued_after.emplace_back(&previous, this);
   }
   std::shared_ptr<WorkMark> mark() override { return std::make_shared<HostWorkMark>(); }

@@ -7,8 +7,10 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <span>
 #include <utility>
 #include <vector>
@@ -50,6 +52,8 @@ struct BufferCounts {
   std::vector<std::vector<uint8_t>> held;
   // (previous, next) of each RangeNetwork::queue_after, in call order.
   std::vector<std::pair<const RangeNetwork*, const RangeNetwork*>> queued_after;
+  // The networks made and not yet let go (queue_after names one of them).
+  std::set<const RangeNetwork*> alive;
   // Per loss read, in the order of the reads: how many losses had been
   // computed by then.
   std::vector<int64_t> computed_when_read;
@@ -93,6 +97,7 @@ class CountingStore final : public DeviceStore {
   explicit CountingStore(BufferCounts& counts, int64_t memory = -1, std::shared_ptr<MemoryBudget> budget = nullptr)
       : counts_(counts), memory_(memory), budget_(std::move(budget)) {}
   int64_t memory() const { return memory_; }
+  void when_full(std::function<void()> make_room) override { make_room_ = std::move(make_room); }
   std::shared_ptr<KeptValues> zeros(int64_t floats) override {
     counts_.add(&BufferCounts::zeros);
     return made(floats);
@@ -194,10 +199,19 @@ class CountingStore final : public DeviceStore {
   }
 
  private:
-  // An array of `floats` zeros, charged to the budget (nothing made past it).
+  // An array of `floats` zeros, charged to the budget (nothing made past it
+  // once what when_full frees is freed, as a GPU store's).
   std::shared_ptr<CpuKept> made(int64_t floats) const {
     const auto bytes = static_cast<int64_t>(sizeof(float)) * floats;
-    if (budget_ != nullptr) budget_->charge(bytes);
+    if (budget_ != nullptr) {
+      try {
+        budget_->charge(bytes);
+      } catch (const MemoryBudgetExceeded&) {
+        if (!make_room_) throw;
+        make_room_();
+        budget_->charge(bytes);
+      }
+    }
     auto k = std::make_shared<CpuKept>();
     k->memory = memory_;
     k->budget = budget_;
@@ -208,6 +222,7 @@ class CountingStore final : public DeviceStore {
   BufferCounts& counts_;
   int64_t memory_;
   std::shared_ptr<MemoryBudget> budget_;
+  std::function<void()> make_room_;
 };
 
 }  // namespace trainsim::buffered

@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstddef>
 #include <map>
 #include <memory>
 #include <string>
@@ -125,9 +126,14 @@ TEST(MemoryBudget, ANetworkPastTheShareIsMadeOnceIdleNetworksGo) {
   };
   const int64_t four = bytes_of(4), eight = bytes_of(8);
   auto budget = std::make_shared<MemoryBudget>("worker 0", eight + four / 2);  // room for one of them
+  // Each network made after a block of its size, kept: the network let go
+  // goes to the block, so the new one is not where it was (were it there,
+  // a note of the old one would pass for the new one).
+  std::vector<std::unique_ptr<std::byte[]>> spacers;
   std::unique_ptr<Device> device = make_lending_device(
       [&](const Network& n, int64_t batch, const HeldLayers& held) {
         const ChargeTo charge(budget);
+        spacers.push_back(std::make_unique<std::byte[]>(sizeof(BufferedCpuNetwork)));
         return std::make_unique<BufferedCpuNetwork>(n, batch, counts, nullptr, &held);
       },
       nullptr, -1, nullptr, budget);
@@ -145,6 +151,44 @@ TEST(MemoryBudget, ANetworkPastTheShareIsMadeOnceIdleNetworksGo) {
   EXPECT_EQ(budget->held(), eight);
   EXPECT_EQ(counts.networks, 2);
   EXPECT_EQ(device->memory_use().peak_bytes, eight);
+  // The first network, let go, is not one the second's work queues after
+  // (the stand-in refuses to queue after a network let go).
+  EXPECT_TRUE(counts.queued_after.empty());
+}
+
+// A store's array past the share is made once the device's idle networks
+// go (a network still lent stays, and the array is then refused).
+TEST(MemoryBudget, AStoresArrayPastTheShareIsMadeOnceIdleNetworksGo) {
+  const Network network = build_network(build_zoo_model("fmnist-mlp"));
+  const Weights weights = init_weights(network, strategy_runs::kWeightSeed);
+  BufferCounts counts;
+  auto probe = std::make_shared<MemoryBudget>("probe", -1);
+  {
+    const ChargeTo charge(probe);
+    const BufferedCpuNetwork made(network, 4, counts);
+  }
+  const int64_t network_bytes = probe->peak();
+  const int64_t floats = network_bytes / 8;  // half a network's bytes
+  auto budget = std::make_shared<MemoryBudget>("worker 0", network_bytes + network_bytes / 4);
+  auto store = std::make_shared<CountingStore>(counts, -1, budget);
+  std::unique_ptr<Device> device = make_lending_device(
+      [&](const Network& n, int64_t batch, const HeldLayers& held) {
+        const ChargeTo charge(budget);
+        return std::make_unique<BufferedCpuNetwork>(n, batch, counts, nullptr, &held);
+      },
+      store, -1, nullptr, budget);
+  Tensor x;
+  std::vector<int32_t> labels;
+  strategy_runs::synthetic_batch(0, 4, x, labels);
+  {
+    std::vector<LayerCache> caches;
+    device->forward(network, weights, 1, PassId{0, 0}, 0, 2, x, caches);
+    EXPECT_THROW(store->zeros(floats), MemoryBudgetExceeded);  // its network still lent
+    EXPECT_EQ(budget->held(), network_bytes);
+  }  // the pass ended: its network idle
+  const std::shared_ptr<KeptValues> array = store->zeros(floats);
+  EXPECT_EQ(budget->held(), 4 * floats);
+  EXPECT_TRUE(counts.alive.empty());
 }
 
 // With its peak as its limit the run goes through; a byte less and it
