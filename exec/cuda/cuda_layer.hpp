@@ -32,7 +32,15 @@ class DeviceArray {
     budget_ = ChargeTo::current();
     if (budget_ != nullptr) budget_->charge(static_cast<int64_t>(bytes()));
     const cudaError_t status = cudaMalloc(reinterpret_cast<void**>(&p_), bytes());
-    if (status != cudaSuccess && budget_ != nullptr) budget_->release(static_cast<int64_t>(bytes()));
+    if (status != cudaSuccess && budget_ != nullptr) {
+      budget_->release(static_cast<int64_t>(bytes()));
+      if (status == cudaErrorMemoryAllocation) {  // the GPU full before the worker's share
+        (void)cudaGetLastError();
+        int device = -1;
+        (void)cudaGetDevice(&device);
+        budget_->refuse_unavailable(static_cast<int64_t>(bytes()), "cuda:" + std::to_string(device));
+      }
+    }
     check_cuda(status, "cudaMalloc", __FILE__, __LINE__);
   }
   DeviceArray(DeviceArray&& other) noexcept

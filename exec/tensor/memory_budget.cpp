@@ -31,6 +31,17 @@ void MemoryBudget::charge(int64_t bytes) {
   peak_ = std::max(peak_, held_);
 }
 
+void MemoryBudget::refuse_unavailable(int64_t bytes, const std::string& device) const {
+  std::lock_guard lock(mu_);
+  const std::string share =
+      limit_ >= 0 ? " of its " + format_bytes(static_cast<double>(limit_)) + " share" : std::string();
+  throw MemoryBudgetExceeded("--devices",
+                             owner_ + " holds " + format_bytes(static_cast<double>(held_)) + share + ", and " + device +
+                                 " has no room for " + format_bytes(static_cast<double>(bytes)) + " more",
+                             "fewer workers on the GPU, or a GPU no other process uses (its context, its libraries "
+                             "and other processes hold the rest of its memory)");
+}
+
 void MemoryBudget::release(int64_t bytes) noexcept {
   std::lock_guard lock(mu_);
   held_ -= std::clamp<int64_t>(bytes, 0, held_);  // from destructors: never more than was charged

@@ -36,6 +36,12 @@ class MemoryBudget {
   // destructor never throws, and never takes the count below zero).
   void release(int64_t bytes) noexcept;
 
+  // Throws MemoryBudgetExceeded for `bytes` more that the device itself had
+  // no room for while the budget did (its context, its libraries and
+  // other processes hold the rest): as a charge past the limit, what is
+  // kept for reuse goes before the run stops with it.
+  [[noreturn]] void refuse_unavailable(int64_t bytes, const std::string& device) const;
+
   int64_t held() const;
   int64_t peak() const;
   int64_t limit() const { return limit_; }

@@ -56,6 +56,32 @@ TEST(MemoryBudget, RefusesAChargePastItsLimitNamingItsOwner) {
   EXPECT_EQ(budget.held(), 1 << 19);  // nothing charged
 }
 
+// The GPU full before the worker's share (its context, libraries, other
+// processes): the same refusal, naming the worker, the GPU and the bytes.
+TEST(MemoryBudget, AGpuFullBeforeTheShareIsRefusedAsAChargePastIt) {
+  MemoryBudget budget("worker 1 of cuda:0x2", 1 << 20);
+  budget.charge(1 << 18);
+  try {
+    budget.refuse_unavailable(1 << 10, "cuda:0");
+    FAIL() << "no refusal";
+  } catch (const MemoryBudgetExceeded& e) {
+    EXPECT_EQ(e.where(), "--devices");
+    EXPECT_NE(e.problem().find("worker 1 of cuda:0x2 holds 256.0 KiB of its 1.0 MiB share, and cuda:0 has no room "
+                               "for 1.0 KiB more"),
+              std::string::npos)
+        << e.problem();
+  }
+  EXPECT_EQ(budget.held(), 1 << 18);
+  MemoryBudget alone("worker 0 of cuda:0", -1);
+  try {
+    alone.refuse_unavailable(1 << 10, "cuda:0");
+    FAIL() << "no refusal";
+  } catch (const MemoryBudgetExceeded& e) {
+    EXPECT_NE(e.problem().find("worker 0 of cuda:0 holds 0 B, and cuda:0 has no room"), std::string::npos)
+        << e.problem();
+  }
+}
+
 TEST(MemoryBudget, AScopeChargesWhatItsOwnThreadMakes) {
   auto outer = std::make_shared<MemoryBudget>("outer", -1);
   auto inner = std::make_shared<MemoryBudget>("inner", -1);
