@@ -81,11 +81,12 @@ void scale_values(float* x, int64_t n, float scale, cudaStream_t stream);
 // Training-mode batch normalization of x {batch, channels, plane} with the
 // batch's own statistics (cuda_norm_kernels.cu): y = scale·(x − mean)·inv_std
 // + shift per channel, keeping mean and inv_std = 1/sqrt(biased variance +
-// eps) for the backward. `scratch` holds norm_scratch_floats floats.
+// eps) for the backward, and the biased variance (where `variance` is not
+// null) for the running statistics. `scratch` holds norm_scratch_floats floats.
 int64_t norm_scratch_floats(int64_t batch, int64_t channels, int64_t plane);
 void norm_forward_training(const float* x, float* y, const float* scale, const float* shift, float* mean,
-                           float* inv_std, float* scratch, int64_t batch, int64_t channels, int64_t plane, double eps,
-                           cudaStream_t stream);
+                           float* inv_std, float* variance, float* scratch, int64_t batch, int64_t channels,
+                           int64_t plane, double eps, cudaStream_t stream);
 // Its backward from the forward's mean and inv_std: ADDS Σ dy·x̂ into dscale
 // and Σ dy into dshift; dx (when not null) is written, or added to when
 // `accumulate`.
@@ -96,9 +97,9 @@ void norm_backward_training(const float* x, const float* dy, const float* scale,
 // The running statistics after a training forward, as exec's batch norm
 // folds them (exec/tensor/layers_norm.cpp): running_mean += momentum·(mean
 // − running_mean), running_var += momentum·(variance·count/(count − 1) −
-// running_var), the variance from inv_std = 1/sqrt(variance + eps), count
-// the values per channel (batch × plane).
-void norm_fold_running(const float* mean, const float* inv_std, float* running_mean, float* running_var,
-                       int64_t channels, int64_t count, float momentum, double eps, cudaStream_t stream);
+// running_var), the forward's biased variance, count the values per
+// channel (batch × plane).
+void norm_fold_running(const float* mean, const float* variance, float* running_mean, float* running_var,
+                       int64_t channels, int64_t count, float momentum, cudaStream_t stream);
 
 }  // namespace trainsim::cuda

@@ -109,6 +109,7 @@ struct ConvPlan {
 struct NormPlan {
   int64_t channels = 0, plane = 1;
   DeviceArray<float> mean, inv_std;  // per channel, from the last forward
+  DeviceArray<float> variance;       // batchnorm: the last forward's biased variance per channel
   DeviceArray<float> scratch;
 };
 

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <climits>
 #include <map>
 #include <mutex>
 #include <string>
@@ -216,13 +217,14 @@ void plan_norm(GpuLayer& l) {
   p.plane = l.in_shape.size() == 3 ? l.in_shape[1] * l.in_shape[2] : 1;
   p.mean = DeviceArray<float>(p.channels);
   p.inv_std = DeviceArray<float>(p.channels);
+  p.variance = DeviceArray<float>(p.channels);
   p.scratch = DeviceArray<float>(norm_scratch_floats(l.batch, p.channels, p.plane));
 }
 
 void norm_forward(const GpuLayer& l, Context& c) {
   const NormPlan& p = l.norm;
   norm_forward_training(l.x(), l.y, l.params[0].get(), l.params[1].get(), p.mean.get(), p.inv_std.get(),
-                        p.scratch.get(), l.batch, p.channels, p.plane, kNormEps, c.stream);
+                        p.variance.get(), p.scratch.get(), l.batch, p.channels, p.plane, kNormEps, c.stream);
 }
 
 void norm_backward(const GpuLayer& l, Context& c) {
@@ -279,6 +281,10 @@ size_t plan_layer(GpuLayer& l, const Layer& layer, Context& c) {
     const WindowSpec& w = layer.window;
     l.pool = {l.batch * l.in_shape[0], l.in_shape[1], l.in_shape[2], l.out_shape[1], l.out_shape[2],
               w.kernel_h, w.kernel_w, w.stride_h, w.stride_w, w.pad_h, w.pad_w};
+    if (l.in_count() > INT32_MAX) {  // its winners' positions are 32-bit
+      throw InputError(l.name, std::to_string(l.in_count()) + " input values at a batch of " + std::to_string(l.batch),
+                       "at most 2^31 - 1 values a max pooling's input on the GPU: a smaller batch");
+    }
     l.argmax = DeviceArray<int32_t>(l.out_count());
     return 0;
   }

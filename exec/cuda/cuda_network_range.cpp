@@ -280,9 +280,8 @@ void CudaNetwork::fold_statistics(int64_t layer, KeptValues& running_mean, KeptV
                    l.name + ": running statistics kept by another GPU's store");
     TRAINSIM_CUDA(cudaStreamWaitEvent(s.context.stream, k->written, 0));
   }
-  cuda::norm_fold_running(l.norm.mean.get(), l.norm.inv_std.get(), kept[0]->values.get(), kept[1]->values.get(),
-                          l.norm.channels, s.batch * l.norm.plane, kBatchNormMomentum, cuda::kNormEps,
-                          s.context.stream);
+  cuda::norm_fold_running(l.norm.mean.get(), l.norm.variance.get(), kept[0]->values.get(), kept[1]->values.get(),
+                          l.norm.channels, s.batch * l.norm.plane, kBatchNormMomentum, s.context.stream);
   TRAINSIM_CUDA(cudaGetLastError());
   for (cuda::KeptArray* k : kept) TRAINSIM_CUDA(cudaEventRecord(k->written, s.context.stream));
 }
@@ -328,7 +327,7 @@ std::vector<std::vector<Tensor>> CudaNetwork::batch_statistics(int64_t first, in
                  "a layer range of the network");
   for (int64_t i = first; i <= last; ++i) cuda::check_computes(s, i);
   TRAINSIM_CUDA(cudaSetDevice(s.context.device));
-  // Every batch normalization's mean and 1/sqrt(variance + eps) into pinned memory, one wait.
+  // Every batch normalization's mean and variance into pinned memory, one wait.
   size_t floats = 0;
   for (int64_t i = first; i <= last; ++i) {
     const cuda::GpuLayer& l = *s.layers[static_cast<size_t>(i)];
@@ -341,7 +340,7 @@ std::vector<std::vector<Tensor>> CudaNetwork::batch_statistics(int64_t first, in
   for (int64_t i = first; i <= last; ++i) {
     const cuda::GpuLayer& l = *s.layers[static_cast<size_t>(i)];
     if (l.op != cuda::Op::batchnorm) continue;
-    for (const float* from : {l.norm.mean.get(), l.norm.inv_std.get()}) {
+    for (const float* from : {l.norm.mean.get(), l.norm.variance.get()}) {
       TRAINSIM_CUDA(cudaMemcpyAsync(home + at, from, sizeof(float) * static_cast<size_t>(l.norm.channels),
                                     cudaMemcpyDeviceToHost, s.context.stream));
       at += static_cast<size_t>(l.norm.channels);
@@ -354,10 +353,7 @@ std::vector<std::vector<Tensor>> CudaNetwork::batch_statistics(int64_t first, in
     if (l.op != cuda::Op::batchnorm) continue;
     Tensor mean({l.norm.channels}), variance({l.norm.channels});
     for (float& v : mean.data) v = home[at++];
-    for (float& v : variance.data) {  // the kernels keep 1/sqrt(variance + eps)
-      const double inv_std = home[at++];
-      v = static_cast<float>(1.0 / (inv_std * inv_std) - cuda::kNormEps);
-    }
+    for (float& v : variance.data) v = home[at++];
     out[static_cast<size_t>(i - first)] = {std::move(mean), std::move(variance)};
   }
   return out;

@@ -125,10 +125,12 @@ unsigned channel_blocks(int64_t channels) {
   return static_cast<unsigned>((channels + kChannelsPerBlock - 1) / kChannelsPerBlock);
 }
 
-// One warp per channel: mean and 1/sqrt(biased variance + eps) from the
-// slices' partials, each lane merging every 32nd, then the lanes pairwise.
+// One warp per channel: mean, 1/sqrt(biased variance + eps) and (where
+// asked) the biased variance from the slices' partials, each lane merging
+// every 32nd, then the lanes pairwise.
 __global__ void norm_combine_stats_kernel(const float* __restrict__ partials, float* __restrict__ mean,
-                                          float* __restrict__ inv_std, Slicing s, float eps) {
+                                          float* __restrict__ inv_std, float* __restrict__ variance, Slicing s,
+                                          float eps) {
   const int64_t c = blockIdx.x * int64_t{kChannelsPerBlock} + threadIdx.x / 32;
   if (c >= s.channels) return;  // whole warps leave together
   Moments m;
@@ -146,33 +148,32 @@ __global__ void norm_combine_stats_kernel(const float* __restrict__ partials, fl
   if (threadIdx.x % 32 == 0) {
     mean[c] = static_cast<float>(m.mean);
     inv_std[c] = static_cast<float>(1.0 / sqrt(m.squares / m.count + eps));
+    if (variance != nullptr) variance[c] = static_cast<float>(m.squares / m.count);
   }
 }
 
 // The running statistics folded as exec's batch norm folds them
-// (layers_norm.cpp): the batch's variance from inv_std, made unbiased.
-__global__ void norm_fold_running_kernel(const float* __restrict__ mean, const float* __restrict__ inv_std,
+// (layers_norm.cpp): the batch's variance made unbiased.
+__global__ void norm_fold_running_kernel(const float* __restrict__ mean, const float* __restrict__ variance,
                                          float* __restrict__ running_mean, float* __restrict__ running_var,
-                                         int64_t channels, float momentum, double unbiased, double eps) {
+                                         int64_t channels, float momentum, double unbiased) {
   TRAINSIM_GRID_LOOP(c, channels) {
-    const double inv = inv_std[c];
-    const auto variance = static_cast<float>(1.0 / (inv * inv) - eps);
     running_mean[c] += momentum * (mean[c] - running_mean[c]);
-    running_var[c] += momentum * (static_cast<float>(variance * unbiased) - running_var[c]);
+    running_var[c] += momentum * (static_cast<float>(variance[c] * unbiased) - running_var[c]);
   }
 }
 
-// y = scale·(x − mean)·inv_std + shift over the block's slice.
+// y = (x − mean)·inv_std·scale + shift over the block's slice, in the CPU's
+// order (the deviation first: a mean far from zero costs no precision).
 __global__ void norm_apply_kernel(const float* __restrict__ x, float* __restrict__ y, const float* __restrict__ mean,
                                   const float* __restrict__ inv_std, const float* __restrict__ scale,
                                   const float* __restrict__ shift, Slicing s) {
   const Slice b = this_slice(s);
-  const float a = scale[b.c] * inv_std[b.c];
-  const float z = shift[b.c] - a * mean[b.c];
+  const float m = mean[b.c], r = inv_std[b.c], a = scale[b.c], z = shift[b.c];
 #pragma unroll 4
   for (int j = threadIdx.x; j < b.count; j += kThreads) {
     const int64_t i = offset(s, b, j);
-    y[i] = a * x[i] + z;
+    y[i] = (x[i] - m) * r * a + z;
   }
 }
 
@@ -246,12 +247,12 @@ int64_t norm_scratch_floats(int64_t batch, int64_t channels, int64_t plane) {
 }
 
 void norm_forward_training(const float* x, float* y, const float* scale, const float* shift, float* mean,
-                           float* inv_std, float* scratch, int64_t batch, int64_t channels, int64_t plane, double eps,
-                           cudaStream_t stream) {
+                           float* inv_std, float* variance, float* scratch, int64_t batch, int64_t channels,
+                           int64_t plane, double eps, cudaStream_t stream) {
   if (batch * channels * plane == 0) return;
   const Slicing s = slicing(batch, channels, plane);
   norm_stats_kernel<<<grid_of(s), kThreads, 0, stream>>>(x, scratch, s);
-  norm_combine_stats_kernel<<<channel_blocks(channels), kThreads, 0, stream>>>(scratch, mean, inv_std, s,
+  norm_combine_stats_kernel<<<channel_blocks(channels), kThreads, 0, stream>>>(scratch, mean, inv_std, variance, s,
                                                                                static_cast<float>(eps));
   norm_apply_kernel<<<grid_of(s), kThreads, 0, stream>>>(x, y, mean, inv_std, scale, shift, s);
 }
@@ -269,12 +270,12 @@ void norm_backward_training(const float* x, const float* dy, const float* scale,
   }
 }
 
-void norm_fold_running(const float* mean, const float* inv_std, float* running_mean, float* running_var,
-                       int64_t channels, int64_t count, float momentum, double eps, cudaStream_t stream) {
+void norm_fold_running(const float* mean, const float* variance, float* running_mean, float* running_var,
+                       int64_t channels, int64_t count, float momentum, cudaStream_t stream) {
   if (channels <= 0) return;
   const double unbiased = count > 1 ? static_cast<double>(count) / static_cast<double>(count - 1) : 1.0;
-  norm_fold_running_kernel<<<blocks_for(channels), kThreads, 0, stream>>>(mean, inv_std, running_mean, running_var,
-                                                                          channels, momentum, unbiased, eps);
+  norm_fold_running_kernel<<<blocks_for(channels), kThreads, 0, stream>>>(mean, variance, running_mean, running_var,
+                                                                          channels, momentum, unbiased);
 }
 
 }  // namespace trainsim::cuda
