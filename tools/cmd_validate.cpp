@@ -264,6 +264,12 @@ void run_validate(const ValidateCliOptions& o, CommandContext& ctx) {
     bar.update(done, total);
     if (o.launch.progress_lines && reports) ctx.err << progress_line(done, total) << '\n' << std::flush;
   };
+  if (!o.json.empty() && o.json != "-") {  // a run cut short keeps the rounds it finished
+    options.on_round = [&](const Validation& so_far) {
+      write_text_output(o.json, validation_to_json(so_far, model.name, o.devices, o.iterations).dump(2) + "\n", ctx.out,
+                        "--json");
+    };
+  }
   const Validation v = validate(model, data, workers, options);
   bar.finish();
   if (!reports) return;  // rank 0 holds the comparison and writes it
@@ -358,7 +364,8 @@ void add_validate_command(CLI::App& app, CommandContext& ctx) {
   cmd->add_option("--seed", o->seed, "Seed of the weights, the inputs and the shuffling")
       ->check(seed_check())
       ->capture_default_str();
-  cmd->add_option("--json", o->json, "Write trainsim.validation/1 here ('-' for standard output)");
+  cmd->add_option("--json", o->json,
+                  "Write trainsim.validation/1 here ('-' for standard output); a file is rewritten after each round");
   cmd->add_option("--trace-dir", o->trace_dir, "Write each strategy's simulated and measured Chrome traces here");
   cmd->add_option("--profile-out", o->profile_out, "Write the measured profile here");
   cmd->add_option("--cluster-out", o->cluster_out, "Write the measured cluster here");

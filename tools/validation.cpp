@@ -179,6 +179,25 @@ size_t representative_round(const std::vector<double>& rounds_s) {
   return best;
 }
 
+namespace {
+
+// The comparison of the rounds in `v`: the median profile and cluster, the
+// probes' interval and each strategy's comparison (where `leads`).
+void conclude(Validation& v, const std::vector<StrategyRuns>& runs, const ValidationOptions& options, bool leads,
+              double start_s) {
+  v.profile = median_profile(v.round_profiles);
+  v.cluster = median_cluster(v.round_clusters);
+  if (!v.alone_round_profiles.empty()) v.alone_profile = median_profile(v.alone_round_profiles);
+  v.probe = median_interval(v.probe_s, options.confidence);
+  v.results.clear();
+  if (leads) {  // rank 0 holds every run's gathered result
+    for (const StrategyRuns& s : runs) v.results.push_back(compare_strategy(v, s, options));
+  }
+  v.elapsed_s = now_s() - start_s;
+}
+
+}  // namespace
+
 Validation validate(const Model& model, const Dataset& data, int64_t workers, const ValidationOptions& options) {
   if (options.iterations < 3) {
     throw InputError("--iterations", std::to_string(options.iterations), "at least 3 (warm-up is left out)");
@@ -317,19 +336,18 @@ Validation validate(const Model& model, const Dataset& data, int64_t workers, co
       if (s->runs.size() > before) s->probes_s.push_back(probe_s);
     }
     v.rounds = round + 1;
+    if (options.on_round && leads && round + 1 < max_rounds) {
+      Validation so_far = v;
+      so_far.stopped = std::to_string(round + 1) + " rounds so far, of at most " + std::to_string(max_rounds);
+      conclude(so_far, runs, options, leads, start_s);
+      options.on_round(so_far);
+    }
   }
   if (v.stopped.empty()) {
     v.stopped = max_rounds > rounds ? "the most rounds asked (" + std::to_string(max_rounds) + ") ran"
                                     : std::to_string(rounds) + " rounds, as asked";
   }
-  v.profile = median_profile(profiles);
-  v.cluster = median_cluster(v.round_clusters);
-  if (!v.alone_round_profiles.empty()) v.alone_profile = median_profile(v.alone_round_profiles);
-  v.probe = median_interval(v.probe_s, options.confidence);
-  if (leads) {  // rank 0 holds every run's gathered result
-    for (const StrategyRuns& s : runs) v.results.push_back(compare_strategy(v, s, options));
-  }
-  v.elapsed_s = now_s() - start_s;
+  conclude(v, runs, options, leads, start_s);
   report("done");
   return v;
 }

@@ -55,6 +55,8 @@ struct ValidationGpu {
   int64_t workers = 1;  // sharing GPU `index` (cuda:GxW), each with a W-th of its memory
 };
 
+struct Validation;
+
 struct ValidationOptions {
   int64_t batch_size = 0;          // per device; 0 = the model's default
   int32_t iterations = 40;         // trained per strategy and round; warm-up as the simulator's rule
@@ -74,6 +76,11 @@ struct ValidationOptions {
   std::vector<std::string> strategies;
   // Called before each step: (what, steps done, steps in all).
   std::function<void(const std::string& what, int32_t done, int32_t total)> progress;
+  // Called after each round but the last (on rank 0 alone across ranks)
+  // with the validation of the rounds so far, as the last round's return
+  // would give it (`stopped` saying the rounds go on): what a run cut short
+  // keeps.
+  std::function<void(const Validation& so_far)> on_round;
   // Across the ranks of an MPI job: each rank profiles with one thread (all
   // at once) and rank 0's profile is the one every rank plans from; the
   // profile of one worker alone is rank 0's with the others asleep; rank 0

@@ -367,7 +367,25 @@ TEST(Validate, RunsMoreRoundsOnlyOfStrategiesNotYetSettled) {
   options.max_rounds = 4;
   // No target can be met: every strategy runs every round up to the most.
   options.target_uncertainty = 1e-12;
+  // After each round but the last, the validation so far (what --json keeps
+  // of a run cut short).
+  std::vector<Validation> so_far;
+  options.on_round = [&](const Validation& partial) { so_far.push_back(partial); };
   Validation v = validate(model, data, 2, options);
+  ASSERT_EQ(so_far.size(), 3u);
+  for (size_t i = 0; i < so_far.size(); ++i) {
+    const Validation& p = so_far[i];
+    EXPECT_EQ(p.rounds, static_cast<int32_t>(i) + 1);
+    EXPECT_EQ(p.stopped, std::to_string(i + 1) + " rounds so far, of at most 4");
+    ASSERT_EQ(p.results.size(), 2u);
+    for (const StrategyValidation& r : p.results) {
+      EXPECT_EQ(r.measured_rounds_s.size(), i + 1);
+      EXPECT_GT(r.measured_s, 0);
+      EXPECT_GT(r.predicted_simulated_s, 0);
+    }
+  }
+  EXPECT_EQ(so_far[0].results[0].measured_rounds_s,
+            std::vector<double>(v.results[0].measured_rounds_s.begin(), v.results[0].measured_rounds_s.begin() + 1));
   EXPECT_EQ(v.rounds, 4);
   EXPECT_EQ(v.round_profiles.size(), 2u);  // extra rounds do not profile
   EXPECT_EQ(v.stopped, "the most rounds asked (4) ran");
