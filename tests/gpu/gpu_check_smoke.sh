@@ -118,7 +118,10 @@ if [ -x "$build_dir/tests/gpu_tests" ] && [ -x "$build_dir/tests/bench/cuda_step
   (cd "$work/tree" && PATH="$work/bin:$PATH" GPU_PACK_DIR="$work/unpacked" sh tests/gpu/run_packed.sh \
     --out "$work/packed" --sections tests --test-repeat 1) > "$work/log" 2>&1
   status=$?
-  [ "$status" -eq 0 ] || fail "exit $status from the unpacked gpu-check, not 0"
+  # trainsim's CUDA finds no GPU it can use here: the check says so and fails
+  [ "$status" -eq 1 ] || fail "exit $status from the unpacked gpu-check without a usable GPU, not 1"
+  grep -q "^- trainsim sees no GPU it can use: no GPU: " "$work/packed/gpu-check.md" ||
+    fail "the unpacked check did not say trainsim sees no GPU"
   grep -q "^\$ $work/unpacked/build/tests/gpu_tests --gtest_repeat=1" "$work/packed/gpu-check.md" ||
     fail "the unpacked check did not run the packed gpu_tests"
   grep -Eq "^- .gpu_tests --gtest_repeat=1.: exit 0: passed " "$work/packed/gpu-check.md" ||

@@ -25,10 +25,26 @@ for round in 1 2 3 4 5; do
     echo "run_packed: $lib from the pack (this machine lacks it; round $round)" >&2
   done
 done
+# cuBLAS and NCCL the binaries open when first used (not in ldd's list):
+# CUDA's own folder on the loader's path where the loader does not find them.
+found() {
+  ldconfig -p 2>/dev/null | grep -q "$1 " && return 0
+  for d in $(echo "${LD_LIBRARY_PATH:-}" | tr : ' '); do [ -e "$d/$1" ] && return 0; done
+  return 1
+}
+for lib in libcublas.so.13 libcublasLt.so.13 libnccl.so.2; do
+  if ! found "$lib" && [ -e "/usr/local/cuda/lib64/$lib" ]; then
+    export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:/usr/local/cuda/lib64"
+    echo "run_packed: /usr/local/cuda/lib64 on the loader's path (for $lib)" >&2
+  fi
+  found "$lib" || echo "run_packed: no $lib here: what needs it will say so" >&2
+done
 unresolved=$(for f in $binaries; do ldd "$dir/build/$f" 2>&1 || true; done | grep "not found" | sort -u)
 if [ -n "$unresolved" ]; then
   echo "run_packed: the packed binaries cannot start here (neither this machine nor the pack has these):" >&2
   echo "$unresolved" >&2
   exit 2
 fi
-exec python3 tests/gpu/gpu_check.py --build "$dir/build" --data-dir "$dir/data" --commit "$(cat "$dir/commit")" "$@"
+packed=$(ls "$dir/missing" | tr '\n' ' ')
+exec python3 tests/gpu/gpu_check.py --build "$dir/build" --data-dir "$dir/data" --commit "$(cat "$dir/commit")" \
+  --packed-libraries "${packed% }" "$@"

@@ -3,7 +3,10 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
+#include <string>
+#include <vector>
 
 #include "exec/devices.hpp"
 #include "profiles/cluster.hpp"
@@ -114,8 +117,14 @@ TEST(ProfileDeviceCli, VirtualGpuWorkersMeasureWhatSharingLeavesEach) {
 void expect_validate_runs_where_gpus(const std::string& devices, const std::string& strategies, size_t gpus) {
   std::string reason;
   const bool has_gpus = list_cuda_devices(reason).size() >= gpus;
-  const auto r = run_cli({"validate", "--model", "fmnist-mlp", "--devices", devices, "--strategies", strategies,
-                          "--rounds", "1", "--iterations", "10", "--repeats", "5", "--json", "-", "--quiet"});
+  std::vector<std::string> args = {"validate", "--model",  "fmnist-mlp", "--devices",    devices, "--strategies",
+                                   strategies, "--rounds", "1",          "--iterations", "10",    "--repeats",
+                                   "5",        "--json",   "-",          "--quiet"};
+  // Fashion-MNIST from where the GPU check unpacked it (a GPU machine may lack Debian's).
+  if (const char* data = std::getenv("TRAINSIM_TEST_FASHION_MNIST"); data != nullptr && *data != '\0') {
+    args.insert(args.end(), {"--data-dir", data});
+  }
+  const auto r = run_cli(args);
   if (!has_gpus) {
     EXPECT_EQ(r.status, 2);
     EXPECT_EQ(r.err.find("trainsim: error: --devices"), 0u) << r.err;
