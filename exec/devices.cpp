@@ -37,6 +37,8 @@ std::vector<LocalDevice> list_cuda_devices(std::string& reason) {
   reason = "trainsim was built without CUDA (TRAINSIM_WITH_CUDA=OFF)";
   return {};
 }
+
+std::string cuda_versions_text() { return ""; }
 #endif
 
 }  // namespace trainsim

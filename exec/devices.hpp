@@ -28,4 +28,8 @@ std::vector<LocalDevice> list_local_devices();
 // is present. `reason` says why it is empty ("no CUDA driver", "built without CUDA").
 std::vector<LocalDevice> list_cuda_devices(std::string& reason);
 
+// The CUDA runtime's, the driver's and cuDNN's versions ("CUDA runtime
+// 13.0, driver 13.1, cuDNN 9.13.0"); empty where built without CUDA.
+std::string cuda_versions_text();
+
 }  // namespace trainsim

@@ -17,6 +17,7 @@ void add_devices_command(CLI::App& app, CommandContext& ctx) {
         t.rows.push_back({d.id, d.kind, std::to_string(d.cores), format_bytes(d.memory_bytes), d.name});
       }
       print_aligned(ctx.out, t);
+      if (const std::string versions = cuda_versions_text(); !versions.empty()) ctx.out << versions << "\n";
       std::string reason;
       if (list_cuda_devices(reason).empty()) {
         ctx.out << "no GPU: " << reason << "\n";

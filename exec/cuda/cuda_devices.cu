@@ -1,6 +1,7 @@
 // CUDA device enumeration through the runtime API. A machine without a GPU or
 // driver yields no devices and a reason, never an error.
 #include <cuda_runtime.h>
+#include <cudnn.h>
 
 #include "exec/devices.hpp"
 
@@ -26,6 +27,19 @@ std::vector<LocalDevice> list_cuda_devices(std::string& reason) {
   }
   if (devices.empty()) reason = "no CUDA device answered a properties query";
   return devices;
+}
+
+std::string cuda_versions_text() {
+  // CUDA's versions are 1000 major + 10 minor; cuDNN 9's 10000 major + 100 minor + patch.
+  const auto cuda = [](int v) { return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10); };
+  int runtime = 0, driver = 0;
+  std::string text = cudaRuntimeGetVersion(&runtime) == cudaSuccess ? "CUDA runtime " + cuda(runtime) : "";
+  if (cudaDriverGetVersion(&driver) == cudaSuccess && driver > 0) {
+    text += (text.empty() ? "" : ", ") + std::string("driver ") + cuda(driver);
+  }
+  const size_t dnn = cudnnGetVersion();
+  return text + (text.empty() ? "" : ", ") + "cuDNN " + std::to_string(dnn / 10000) + "." +
+         std::to_string(dnn % 10000 / 100) + "." + std::to_string(dnn % 100);
 }
 
 }  // namespace trainsim

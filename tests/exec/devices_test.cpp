@@ -3,6 +3,11 @@
 
 #include <gtest/gtest.h>
 
+#ifdef TRAINSIM_WITH_CUDA
+#include <cuda_runtime.h>
+#include <cudnn.h>
+#endif
+
 namespace trainsim {
 namespace {
 
@@ -27,6 +32,18 @@ TEST(Devices, CudaDevicesHaveMemoryOrAReason) {
     EXPECT_GT(gpu.memory_bytes, 0);
     EXPECT_GT(gpu.cores, 0);
   }
+}
+
+// The CUDA libraries' versions, for a report to name (the runtime's and
+// cuDNN's are the build's, GPU or none); none without CUDA.
+TEST(Devices, NameTheCudaLibrariesVersions) {
+  const std::string versions = cuda_versions_text();
+#ifdef TRAINSIM_WITH_CUDA
+  EXPECT_EQ(versions.rfind("CUDA runtime " + std::to_string(CUDART_VERSION / 1000) + ".", 0), 0u) << versions;
+  EXPECT_NE(versions.find(", cuDNN " + std::to_string(CUDNN_MAJOR) + "."), std::string::npos) << versions;
+#else
+  EXPECT_EQ(versions, "");
+#endif
 }
 
 }  // namespace

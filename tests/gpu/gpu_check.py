@@ -65,7 +65,8 @@ def header(ck, sections):
     lines = listed.stdout.splitlines()
     nccl = next((line for line in lines if line.startswith("NCCL")),
                 f"NCCL: not listed by trainsim devices (exit {listed.returncode})")
-    ck.report += ["# GPU check", "", f"- GPU, driver, memory: {gpu}", f"- {nccl}",
+    versions = next((line for line in lines if line.startswith("CUDA runtime")), "CUDA's versions: not listed")
+    ck.report += ["# GPU check", "", f"- GPU, driver, memory: {gpu}", f"- {versions}", f"- {nccl}",
                   f"- trainsim commit: {ck.args.commit}",
                   f"- date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}",
                   f"- sections: {', '.join(s for s in SECTIONS if s in sections)}"]
