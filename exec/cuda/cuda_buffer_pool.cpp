@@ -48,7 +48,10 @@ void BufferPool::give_back(DeviceArray<float> values, cudaEvent_t written) {
 void BufferPool::clear() {
   const std::lock_guard lock(mu_);
   for (auto& [_, buffers] : idle_) {
-    for (auto& [values, event] : buffers) cudaEventDestroy(event);
+    for (auto& [values, event] : buffers) {
+      (void)cudaEventSynchronize(event);  // another worker's stream may still read it (an export given back)
+      cudaEventDestroy(event);
+    }
   }
   idle_.clear();
 }

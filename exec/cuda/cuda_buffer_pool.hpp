@@ -43,8 +43,8 @@ class BufferPool {
   Lent lend(int64_t floats);
   // A buffer let go, with the event after its last work.
   void give_back(DeviceArray<float> values, cudaEvent_t written);
-  // Every idle buffer freed and its event destroyed, waiting for none (the
-  // owner has waited for its streams).
+  // Every idle buffer freed after its last work (the owner has waited for
+  // its own streams; another's may still read one) and its event destroyed.
   void clear();
   // Every idle buffer freed after its last work.
   void free_idle();

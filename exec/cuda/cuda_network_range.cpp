@@ -118,6 +118,8 @@ void upload_cut(NetworkState& s, const Network& network, int64_t i, const Tensor
                                           std::to_string(s.batch));
   if (x.exported != nullptr) return copy_packed(s, network, i, x.exported->values.get(), /*out=*/false, where);
   const auto count = [&](int32_t t) { return s.batch * element_count(sample_shape(network, t)); };
+  std::vector<float*> into;  // every destination named (or refused) before input_up is refilled
+  for (const int32_t t : cut) into.push_back(where(t));
   if (cut.size() == 1 || !x.parts.empty()) {
     TRAINSIM_CHECK(cut.size() == 1 ? x.parts.empty() : x.parts.size() == cut.size(),
                    "a boundary's parts are not its cut's tensors");
@@ -130,11 +132,10 @@ void upload_cut(NetworkState& s, const Network& network, int64_t i, const Tensor
     float* up = refill(s.input_up, floats);
     for (size_t k = 0; k < cut.size(); ++k) {
       const Tensor& part = cut.size() == 1 ? x : x.parts[k];
-      float* into = where(cut[k]);
-      if (into != nullptr) {
+      if (into[k] != nullptr) {
         std::copy(part.data.begin(), part.data.end(), up);
         TRAINSIM_CUDA(
-            cudaMemcpyAsync(into, up, sizeof(float) * part.data.size(), cudaMemcpyHostToDevice, s.context.stream));
+            cudaMemcpyAsync(into[k], up, sizeof(float) * part.data.size(), cudaMemcpyHostToDevice, s.context.stream));
       }
       up += part.data.size();
     }
@@ -149,10 +150,10 @@ void upload_cut(NetworkState& s, const Network& network, int64_t i, const Tensor
   float* up = refill(s.input_up, x.data.size());
   std::copy(x.data.begin(), x.data.end(), up);
   int64_t column = 0;
-  for (const int32_t t : cut) {  // packed: each sample's row holds the cut's tensors side by side
-    const int64_t w = element_count(sample_shape(network, t));
-    if (float* into = where(t); into != nullptr && w > 0) {
-      TRAINSIM_CUDA(cudaMemcpy2DAsync(into, sizeof(float) * w, up + column, sizeof(float) * width, sizeof(float) * w,
+  for (size_t k = 0; k < cut.size(); ++k) {  // packed: each sample's row holds the cut's tensors side by side
+    const int64_t w = element_count(sample_shape(network, cut[k]));
+    if (into[k] != nullptr && w > 0) {
+      TRAINSIM_CUDA(cudaMemcpy2DAsync(into[k], sizeof(float) * w, up + column, sizeof(float) * width, sizeof(float) * w,
                                       s.batch, cudaMemcpyHostToDevice, s.context.stream));
     }
     column += w;
