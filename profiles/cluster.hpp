@@ -68,7 +68,7 @@ struct LinkSpec {
 };
 
 struct HostSpec {
-  double link_bandwidth_bytes_per_s = 0;  // device <-> host, one direction, per device
+  double link_bandwidth_bytes_per_s = 0;  // device <-> host, one direction, per (physical) device
   double link_latency_s = 0;
   double reduce_bytes_per_s = 0;          // host summation throughput, all threads together
   int64_t threads = 1;                    // host threads available for reduction

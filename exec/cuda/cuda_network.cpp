@@ -231,7 +231,9 @@ CudaNetwork::CudaNetwork(const Model& model, const Weights& weights, int64_t bat
   TRAINSIM_CUDA(cudaStreamCreateWithFlags(&c.stream, cudaStreamNonBlocking));
   TRAINSIM_CUBLAS(cublasCreate(&c.blas));
   TRAINSIM_CUBLAS(cublasSetStream(c.blas, c.stream));
-  TRAINSIM_CUBLAS(cublasSetMathMode(c.blas, c.tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_PEDANTIC_MATH));
+  TRAINSIM_CUBLAS(cublasSetMathMode(c.blas, c.tf32    ? CUBLAS_TF32_TENSOR_OP_MATH
+                                            : c.exact ? CUBLAS_PEDANTIC_MATH
+                                                      : CUBLAS_DEFAULT_MATH));  // fp32, no TF32
   // cuBLAS's workspace its own buffer, so a captured LSTM pass finds it made
   // (cuBLAS's advice for cublasSetWorkspace: 32 MiB from Hopper on, 4 MiB before).
   c.blas_workspace = cuda::DeviceArray<char>(prop.major >= 9 ? int64_t{32} << 20 : int64_t{4} << 20);

@@ -29,9 +29,11 @@ struct NetworkState;
 // How the GPU device computes its fp32 tensors' products:
 // `fast` lets cuDNN use any fp32 convolution algorithm, FFT and Winograd
 // transforms included (what PyTorch's cudnn.benchmark picks from with TF32
-// off), whose rounding reaches about 1e-3 relative; `exact` keeps to the
+// off), whose rounding reaches about 1e-3 relative, and cuBLAS its default
+// fp32 math (PyTorch's with TF32 off); `exact` keeps to the
 // algorithms that sum plain fp32 products (implicit and explicit GEMM,
-// direct), within 1e-4 of the CPU reference (the conformance tests);
+// direct) and cuBLAS to its pedantic math, within 1e-4 of the CPU
+// reference (the conformance tests);
 // `tf32` lets cuBLAS and cuDNN round the products' inputs to TF32 (10-bit
 // mantissa) on the tensor cores, as PyTorch's allow_tf32, storage and sums
 // staying fp32; `bf16` has cuBLAS round its products' inputs to bfloat16

@@ -77,7 +77,8 @@ double measure_cuda_shared_rate(const Model& model, int64_t batch, int device, i
     gpus.push_back(network_with_batch(model, network, x, device, options, precision));
   const auto pass = [&](int64_t w) { gpus[static_cast<size_t>(w)]->timed_pass(kTimedSgd); };
   const double alone_s = concurrent_median_s(1, options.warmups, options.repeats, pass);
-  const double together_s = concurrent_median_s(workers, options.warmups, options.repeats, pass);
+  // Until the last of them ends: the simulator runs the workers at one rate, ending together.
+  const double together_s = concurrent_makespan_median_s(workers, options.warmups, options.repeats, pass);
   return together_s > 0 ? std::min(1.0, alone_s / together_s) : 1.0;
 }
 

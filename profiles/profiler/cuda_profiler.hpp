@@ -37,9 +37,10 @@ Profile measure_cuda_profile(const Model& model, int64_t batch, int device, cons
 // DeviceSpec::compute_rate_while_shared of `workers` virtual workers on GPU
 // `device` training `model` at `batch` samples each: the median time of one
 // worker's training pass alone (CudaNetwork::timed_pass, host launch to its
-// end) over the median when all `workers`, each its own network and stream
-// on its own thread, run theirs at once (starting together,
-// concurrent_median_s), at most 1; 1 for one worker. InputErrors as
+// end) over the median time all `workers`, each its own network and stream
+// on its own thread, take to run theirs at once (from their common start
+// to the last one's end, concurrent_makespan_median_s: the simulator runs
+// them at one rate, ending together), at most 1; 1 for one worker. InputErrors as
 // measure_cuda_profile's, and naming --device for workers < 1.
 // GPU `device` as `workers` virtual workers training `model` at `batch`
 // each: measure_cuda_cluster over the model's gradient (gradient_bytes:

@@ -112,4 +112,23 @@ double concurrent_median_s(int64_t threads, int64_t warmups, int64_t repeats,
   return median_s(samples_s);
 }
 
+double concurrent_makespan_median_s(int64_t threads, int64_t warmups, int64_t repeats,
+                                    const std::function<void(int64_t)>& body) {
+  std::vector<double> samples_s;
+  std::vector<double> ends_s(static_cast<size_t>(threads), 0.0);
+  double start_s = 0;
+  run_threads(threads, [&](int64_t t, std::barrier<>& sync) {
+    for (int64_t r = 0; r < warmups + repeats; ++r) {
+      sync.arrive_and_wait();
+      if (t == 0) start_s = now_s();  // before any thread starts its call
+      sync.arrive_and_wait();
+      body(t);
+      ends_s[static_cast<size_t>(t)] = now_s();
+      sync.arrive_and_wait();
+      if (t == 0 && r >= warmups) samples_s.push_back(*std::max_element(ends_s.begin(), ends_s.end()) - start_s);
+    }
+  });
+  return median_s(samples_s);
+}
+
 }  // namespace trainsim

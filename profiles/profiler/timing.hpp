@@ -43,6 +43,11 @@ double total_memory_bytes();
 // of any thread is rethrown after all have stopped.
 double concurrent_median_s(int64_t threads, int64_t warmups, int64_t repeats,
                            const std::function<void(int64_t thread)>& body);
+// As concurrent_median_s, each timed call's seconds from the common start to
+// the last thread's end: the time `threads` calls at once take together
+// (where they do not end together, thread 0's alone says little of it).
+double concurrent_makespan_median_s(int64_t threads, int64_t warmups, int64_t repeats,
+                                    const std::function<void(int64_t thread)>& body);
 
 // The most threads one measurement or run may start: 4 per core of this
 // machine, and never more than kMaxWorkerThreads (past that, threads only

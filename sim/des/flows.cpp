@@ -114,7 +114,9 @@ int32_t FlowNetwork::add_send(OpId op, int32_t from_device, int32_t to_device, d
 
 int32_t FlowNetwork::add_copy(OpId op, int32_t device, bool to_host, double bytes) {
   const int32_t f = add_flow(op, bytes, host_latency_ns_);
-  add_port(f, device_port(to_host ? kHostEgress : kHostIngress, device));
+  // Virtual workers of one physical device (Cluster::shared_devices) share its host link.
+  const auto linked = static_cast<int32_t>(cluster_.shared_devices > 0 ? physical_device_of(cluster_, device) : device);
+  add_port(f, device_port(to_host ? kHostEgress : kHostIngress, linked));
   return f;
 }
 

@@ -68,6 +68,24 @@ TEST(DesSharedDevices, AnOpsEndMovesWhenTheCountComputingChanges) {
   EXPECT_EQ(r.timings[c].end_ns, 2500 * kUs);
 }
 
+// Virtual workers of one GPU share its host link: two copies of 1 MB to
+// the host at once, each at half its 10 B/ns, end at 10 us + 200 us; each
+// on a device of its own, at 10 + 100 us. Copies up share the other
+// direction alone: one up beside a down is not slowed.
+TEST(DesSharedDevices, WorkersOfOneDeviceShareItsHostLink) {
+  for (const int64_t physical : {int64_t{0}, int64_t{1}}) {
+    PlanBuilder b("test", 2, 1, 1);
+    const OpId first = b.add(testing_fixtures::host_op(0, OpKind::kCopyToHost, 1e6));
+    const OpId second = b.add(testing_fixtures::host_op(1, OpKind::kCopyToHost, 1e6));
+    const OpId up = b.add(testing_fixtures::host_op(0, OpKind::kCopyToDevice, 1e6));
+    const SimResult r = simulate_built(b, on_devices(1, 2, physical));
+    const SimTime down_ns = physical == 1 ? 210 * kUs : 110 * kUs;
+    EXPECT_EQ(r.timings[first].end_ns, down_ns) << physical;
+    EXPECT_EQ(r.timings[second].end_ns, down_ns) << physical;
+    EXPECT_EQ(r.timings[up].end_ns, 110 * kUs) << physical;
+  }
+}
+
 // Two machines of two virtual workers, one GPU each: workers 0 and 1 share
 // machine 0's, 2 and 3 machine 1's. All compute 1 ms at once: 2 ms, not the
 // 4 ms of four workers on one device.
