@@ -65,7 +65,7 @@ def header(ck, sections):
     lines = listed.stdout.splitlines()
     nccl = next((line for line in lines if line.startswith("NCCL")),
                 f"NCCL: not listed by trainsim devices (exit {listed.returncode})")
-    versions = next((line for line in lines if line.startswith("CUDA runtime")), "CUDA's versions: not listed")
+    versions = next((line for line in lines if "cuDNN" in line), "CUDA's versions: not listed")
     ck.report += ["# GPU check", "", f"- GPU, driver, memory: {gpu}", f"- {versions}", f"- {nccl}",
                   f"- trainsim commit: {ck.args.commit}",
                   f"- date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}",

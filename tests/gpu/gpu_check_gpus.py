@@ -21,6 +21,8 @@ import json
 import os
 import shutil
 
+from gpu_check_util import num
+
 # validate with a GPU each: data parallelism and two pipelines.
 # dp-ring twice: its ring on the host, and NCCL's AllReduce of the gradients
 # where each GPU keeps them (priced by the probe's collective.library).
@@ -63,6 +65,8 @@ def several_gpus(run, trainsim, out, data, log, gpus, validation_lines):
         results = []
         for name, flags in (("apart", apart), ("shared", shared)):
             path = os.path.join(out, f"gpus-{index}-{strategy}-{name}.json")
+            if os.path.exists(path):
+                os.remove(path)
             done = run([trainsim] + base + ["--strategy", strategy, "--json", path] + flags, log, timeout=300)
             failed |= done.returncode != 0
             if done.returncode != 0 or not os.path.exists(path):
@@ -72,14 +76,17 @@ def several_gpus(run, trainsim, out, data, log, gpus, validation_lines):
                 results.append(json.load(f))
         cells = []
         for r in results:
-            cells += [r, ""] if isinstance(r, str) else [f"{r['loss_per_iteration'][-1]:.3f}",
-                                                        f"{r['iteration_s'] * 1e3:.2f} ms"]
+            cells += [r, ""] if isinstance(r, str) else [num(r['loss_per_iteration'][-1], '.3f'),
+                                                        f"{num(r['iteration_s'], '.2f', 1e3)} ms"]
         gap = ""
         if all(isinstance(r, dict) for r in results):
             a, b = (r["loss_per_iteration"] for r in results)
-            gap = f"{max(abs(x - y) / max(1.0, abs(y)) for x, y in zip(a, b)):.1e}"
+            gaps = [abs(x - y) / max(1.0, abs(y)) for x, y in zip(a, b) if x is not None and y is not None]
+            gap = num(max(gaps) if gaps else None, '.1e')
         lines.append(f"| {what} | " + " | ".join(cells) + f" | {gap} |")
     cluster_path = os.path.join(out, "cluster-gpus.json")
+    if os.path.exists(cluster_path):
+        os.remove(cluster_path)
     done = run([trainsim, "profile", "--model", "fmnist-cnn", "--batch", "64", "--device", "cuda:0,1", "--repeats", "10",
                 "--out", os.path.join(out, "profile-gpus.json"), "--cluster-out", cluster_path, "--quiet"], log,
                timeout=300)
@@ -97,16 +104,20 @@ def several_gpus(run, trainsim, out, data, log, gpus, validation_lines):
                      if library else "not measured.")]
     else:
         lines += ["", f"- `profile --device cuda:0,1 --cluster-out` failed: {last_line(done)}"]
-    lines += ["", "`trainsim validate --devices cuda:0,1 --batch 64 --rounds 5 --max-rounds 5 --budget 200 "
+    lines += ["", "`trainsim validate --devices cuda:0,1 --batch 64 --rounds 2 --max-rounds 5 --budget 200 "
               "--iterations 20 "
               "--repeats 10` (a worker on each GPU; errors: (predicted − measured) / measured):", ""]
     path = os.path.join(out, "validate-gpus.json")
+    if os.path.exists(path):
+        os.remove(path)
     done = run([trainsim, "validate", "--model", "fmnist-cnn", "--devices", "cuda:0,1", "--strategies", VALIDATED,
-                "--batch", "64", "--rounds", "5", "--max-rounds", "5", "--budget", "200",
-                "--iterations", "20", "--repeats", "10", "--json", path, "--quiet"] + data, log, timeout=300)
+                "--batch", "64", "--rounds", "2", "--max-rounds", "5", "--budget", "200",
+                "--iterations", "20", "--repeats", "10", "--json", path, "--quiet"] + data, log, timeout=320)
     failed |= done.returncode != 0
-    if done.returncode != 0 or not os.path.exists(path):
+    if not os.path.exists(path):
         return lines + [f"- fmnist-cnn: failed: {last_line(done)}"], True
+    if done.returncode != 0:  # stopped at its limit: the rounds its JSON kept
+        lines.append(f"- fmnist-cnn: stopped ({last_line(done)}); the rounds it finished:")
     with open(path) as f:
         lines += validation_lines("fmnist-cnn", json.load(f))
     return lines, failed

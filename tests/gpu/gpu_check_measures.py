@@ -27,7 +27,7 @@ def torch_steps(model_name, batch, params, tf32=False, steps=50, warmups=10):
     torch.backends.cudnn.benchmark = True  # trainsim picks cuDNN's algorithms by timing them too
     model = TORCH_MODELS[model_name]().cuda()
     count = trainable_parameters(model)
-    if count != params:
+    if params is not None and count != params:  # None: trainsim's count unknown (zoo show failed)
         raise ValueError(f"{model_name}: PyTorch's model has {count} parameters, trainsim's {params}")
     if model_name.startswith("fortunes"):  # 64 bytes in, the next byte at every position out
         x = torch.randint(0, 256, (batch, 64), device="cuda")
@@ -70,7 +70,8 @@ def step_table(ck, ours, params, tf32, torch_state):
                     ck.failed = True
                     rows.append(f"- {e}")
                 except Exception as e:  # PyTorch without CUDA, or built for another CUDA
-                    torch_state["error"] = f"PyTorch failed: {type(e).__name__}: {str(e).splitlines()[0][:200]}"
+                    first = (str(e).splitlines() or [""])[0][:200]
+                    torch_state["error"] = f"PyTorch failed: {type(e).__name__}: {first}"
             mine = ours.get((model, batch, int(tf32)), [])
             ratio = f"{statistics.median(mine) / statistics.median(theirs):.2f}" if mine and theirs else "n/a"
             rows.append(f"| {model} | {batch} | {spread(mine) if mine else 'failed'} | "
@@ -136,6 +137,8 @@ def profiles(ck):
             times = []
             for r in range(RUNS):
                 path = os.path.join(ck.out, f"{model}-b{batch}-run{r + 1}.json")
+                if os.path.exists(path):
+                    os.remove(path)
                 done = ck.run([ck.trainsim, "profile", "--device", "cuda:0", "--model", model, "--batch", str(batch),
                                "--out", path, "--quiet"], timeout=120)
                 if done.returncode != 0:
@@ -183,6 +186,8 @@ def cluster(ck):
     ck.report += ["", "## The GPU as a cluster", ""]
     for workers in (1, 4):
         path = os.path.join(ck.out, f"cuda{workers}-measured.json")
+        if os.path.exists(path):
+            os.remove(path)
         done = ck.run([ck.trainsim, "profile", "--device", f"cuda:0x{workers}", "--model", "fmnist-cnn", "--out",
                        os.devnull, "--cluster-out", path, "--quiet"], timeout=180)
         if done.returncode != 0:

@@ -97,6 +97,7 @@ def strategies(ck):
                   "the GPU, its messages on the host; each worker's most device memory held (its networks and "
                   "store, of a quarter of the GPU's).", "",
                   "| strategy | first loss | last loss | iteration | memory per worker (MiB) |", "|---|---|---|---|---|"]
+    ck.forget_measured()  # this call's runs alone, not an earlier call's
     for strategy in STRATEGIES:
         iteration = run_row(ck, strategy, ["--model", "fmnist-cnn", "--strategy", strategy] + ck.data)
         if iteration is not None:

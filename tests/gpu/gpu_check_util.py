@@ -5,6 +5,7 @@ renderings its sections share."""
 import json
 import os
 import re
+import signal
 import statistics
 import subprocess
 import time
@@ -15,16 +16,27 @@ DEFAULT_TIMEOUT_S = 300
 
 
 def run(cmd, log, check=True, timeout=DEFAULT_TIMEOUT_S, env=None):
+    """`cmd` in a process group of its own, the whole group stopped at the
+    time limit (a trainsim under nsys or mpirun holds the GPU otherwise)."""
     log.append("$ " + " ".join(cmd))
     started = time.time()
     try:
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
-                              env=None if env is None else {**os.environ, **env})
+        child = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                 start_new_session=True, env=None if env is None else {**os.environ, **env})
     except (FileNotFoundError, PermissionError) as e:
+        child = None
         done = subprocess.CompletedProcess(cmd, 127, "", str(e))
-    except subprocess.TimeoutExpired as e:  # its output comes as bytes, whatever text=True says
-        out = e.stdout.decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
-        done = subprocess.CompletedProcess(cmd, 124, out, f"timed out after {timeout} s")
+    if child is not None:
+        try:
+            out, err = child.communicate(timeout=timeout)
+            done = subprocess.CompletedProcess(cmd, child.returncode, out, err)
+        except subprocess.TimeoutExpired:
+            try:
+                os.killpg(child.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            out, _ = child.communicate()
+            done = subprocess.CompletedProcess(cmd, 124, out or "", f"timed out after {timeout} s")
     log.append(f"(exit {done.returncode}, {time.time() - started:.1f} s)")
     if done.returncode != 0 and check:
         log.append(done.stdout[-4000:] + done.stderr[-4000:])
@@ -54,16 +66,22 @@ class Check:
             f.write("\n".join(self.report + ["", "## Commands", "", "```"] + self.log + ["```", ""]))
 
     def measured(self):
-        if not os.path.exists(self.measured_path):
+        try:
+            with open(self.measured_path) as f:
+                return json.load(f)
+        except (OSError, ValueError):
             return {}
-        with open(self.measured_path) as f:
-            return json.load(f)
 
     def keep_measured(self, strategy, iteration_s):
         measured = self.measured()
         measured[strategy] = iteration_s
-        with open(self.measured_path, "w") as f:
+        with open(self.measured_path + ".new", "w") as f:
             json.dump(measured, f, indent=2)
+        os.replace(self.measured_path + ".new", self.measured_path)
+
+    def forget_measured(self):
+        if os.path.exists(self.measured_path):
+            os.remove(self.measured_path)
 
 
 def last_line(done):

@@ -28,7 +28,7 @@ done
 # cuBLAS and NCCL the binaries open when first used (not in ldd's list):
 # CUDA's own folder on the loader's path where the loader does not find them.
 found() {
-  ldconfig -p 2>/dev/null | grep -q "$1 " && return 0
+  { ldconfig -p || /sbin/ldconfig -p; } 2>/dev/null | grep -q "$1 " && return 0
   for d in $(echo "${LD_LIBRARY_PATH:-}" | tr : ' '); do [ -e "$d/$1" ] && return 0; done
   return 1
 }
