@@ -81,9 +81,10 @@ void expect_sane(const Cluster& c, int64_t workers) {
   // slower than a boundary's device copies.
   expect_between(c.collective.pack_bytes_per_s, 1e6, c.host.link_bandwidth_bytes_per_s, "collective.pack_bytes_per_s");
   // Its fixed part waits for a copy down and one up, each a round trip to
-  // the GPU as a launch and its synchronization are: more than half of
-  // one, and well under a millisecond.
-  expect_between(c.collective.pack_latency_s, c.host.stream_sync_s / 2, 1e-3, "collective.pack_latency_s");
+  // the GPU as a launch and its synchronization are: well under a
+  // millisecond (0 where the fit's intercept fell below zero on noise, as
+  // fit_packing then gives).
+  expect_between(c.collective.pack_latency_s, 0, 1e-3, "collective.pack_latency_s");
   expect_between(c.collective.hop_bytes_per_s, 1e6, c.intra_link.bandwidth_bytes_per_s, "collective.hop_bytes_per_s");
   ASSERT_TRUE(c.collective.hop_latency_s.has_value());
   expect_between(*c.collective.hop_latency_s, 1e-7, 1e-2, "collective.hop_latency_s");

@@ -192,7 +192,11 @@ TEST(CudaDevice, AComputeOpsKernelsAreTimedWhereTheyRun) {
   spec.time_device_work = true;
   const StrategyRun timed = strategy_runs::run(spec);
   expect_alike(untimed.result, timed.result, "gpipe timed");
-  constexpr double kClocksMeet = 50e-6;
+  constexpr double kClocksMeet = 50e-6;  // GPU times against GPU times: one clock
+  // A GPU time against the host's: the GPU's clock placed on the host's
+  // within half the round trip of its origin's sample, which the driver's
+  // lock held by another thread can stretch.
+  constexpr double kHostMeetsGpu = 500e-6;
   double last_end_s = -1.0;
   int64_t ops = 0;
   for (const OpId id : timed.plan.streams[0][static_cast<int>(StreamKind::kCompute)]) {  // worker 0's, in order
@@ -201,7 +205,7 @@ TEST(CudaDevice, AComputeOpsKernelsAreTimedWhereTheyRun) {
     if (op.kind != OpKind::kForward && op.kind != OpKind::kBackward) continue;
     ++ops;
     ASSERT_FALSE(std::isnan(t.device_start_s) || std::isnan(t.device_end_s)) << id;
-    EXPECT_GE(t.device_start_s, t.start_s - kClocksMeet) << id;
+    EXPECT_GE(t.device_start_s, t.start_s - kHostMeetsGpu) << id;
     EXPECT_GE(t.device_end_s, t.device_start_s) << id;
     EXPECT_GE(t.device_start_s, last_end_s - kClocksMeet) << id;
     last_end_s = t.device_end_s;
