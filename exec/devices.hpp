@@ -31,5 +31,7 @@ std::vector<LocalDevice> list_cuda_devices(std::string& reason);
 // The CUDA runtime's, the driver's and cuDNN's versions ("CUDA runtime
 // 13.0, driver 13.1, cuDNN 9.13.0"); empty where built without CUDA.
 std::string cuda_versions_text();
+// A CUDA version number as text: 12040 as "12.4" (CUDA builds only).
+std::string cuda_version_text(int version);
 
 }  // namespace trainsim

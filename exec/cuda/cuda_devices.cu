@@ -29,14 +29,18 @@ std::vector<LocalDevice> list_cuda_devices(std::string& reason) {
   return devices;
 }
 
+// CUDA's versions are 1000 major + 10 minor.
+std::string cuda_version_text(int version) {
+  return std::to_string(version / 1000) + "." + std::to_string(version % 1000 / 10);
+}
+
 std::string cuda_versions_text() {
-  // CUDA's versions are 1000 major + 10 minor; cuDNN 9's 10000 major + 100 minor + patch.
-  const auto cuda = [](int v) { return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10); };
   int runtime = 0, driver = 0;
-  std::string text = cudaRuntimeGetVersion(&runtime) == cudaSuccess ? "CUDA runtime " + cuda(runtime) : "";
+  std::string text = cudaRuntimeGetVersion(&runtime) == cudaSuccess ? "CUDA runtime " + cuda_version_text(runtime) : "";
   if (cudaDriverGetVersion(&driver) == cudaSuccess && driver > 0) {
-    text += (text.empty() ? "" : ", ") + std::string("driver ") + cuda(driver);
+    text += (text.empty() ? "" : ", ") + std::string("driver ") + cuda_version_text(driver);
   }
+  // cuDNN 9's: 10000 major + 100 minor + patch.
   const size_t dnn = cudnnGetVersion();
   return text + (text.empty() ? "" : ", ") + "cuDNN " + std::to_string(dnn / 10000) + "." +
          std::to_string(dnn % 10000 / 100) + "." + std::to_string(dnn % 100);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "exec/cuda/cuda_check.hpp"
+#include "exec/devices.hpp"
 #include "model/error.hpp"
 #include "profiles/profiler/cluster_probe.hpp"
 #include "profiles/profiler/cuda_cluster_probe.hpp"
@@ -272,11 +273,6 @@ std::string size_text(int64_t bytes) {
   return bytes % (1 << 20) == 0 ? std::to_string(bytes >> 20) + " MiB" : std::to_string(bytes) + " B";
 }
 
-// CUDA's 12040 as "12.4".
-std::string version_text(int version) {
-  return std::to_string(version / 1000) + "." + std::to_string(version % 1000 / 10);
-}
-
 void check_arguments(int device, int64_t workers, const CudaProbeOptions& o) {
   const std::string spelled = "cuda:" + std::to_string(device) + (workers == 1 ? "" : "x" + std::to_string(workers));
   if (workers < 1 || workers > kMaxCudaWorkers) {
@@ -366,10 +362,11 @@ Cluster measure_cuda_cluster(int device, int64_t workers, const CudaProbeOptions
   }
 
   c.description =
-      "measured on " + c.device.name + " (" + std::to_string(sms) + " SMs, CUDA runtime " + version_text(runtime) +
-      ", driver " + version_text(driver) + ") as " + std::to_string(workers) + (workers == 1 ? " worker" : " workers") +
-      " sharing it: fp32 SGEMM n=" + std::to_string(options.gemm_size) + " with TF32 off and device copies of " +
-      size_text(options.copy_bytes) + ", one per worker at once; workers' boundaries (two device copies and an " +
+      "measured on " + c.device.name + " (" + std::to_string(sms) + " SMs, CUDA runtime " + cuda_version_text(runtime) +
+      ", driver " + cuda_version_text(driver) + ") as " + std::to_string(workers) +
+      (workers == 1 ? " worker" : " workers") + " sharing it: fp32 SGEMM n=" + std::to_string(options.gemm_size) +
+      " with TF32 off and device copies of " + size_text(options.copy_bytes) +
+      ", one per worker at once; workers' boundaries (two device copies and an " +
       "event: the executor's path) and pinned host copies " + size_text(options.min_message_bytes) + ".." +
       size_text(options.max_message_bytes) +
       " (latency: smallest message; bandwidth: least-squares slope of the large ones); a += b over " +
