@@ -149,9 +149,15 @@ void run_measured(const ProfileOptions& o, CommandContext& ctx) {
   if (o.analytic || !o.pipedream_graph.empty()) {
     throw InputError("--device", "given with --analytic or --import-pipedream", "one source");
   }
-  if (o.device.starts_with("cuda")) return run_measured_gpu(o, load_model(o.model, "--model"), ctx);
-  parse_gpu_precision(o.precision, false);
   check_launch_options(o.launch);
+  if (o.device.starts_with("cuda")) {
+    if (o.launch.launcher == "mpi" || under_mpirun()) {  // every rank would measure the GPU at once
+      throw InputError("--device", "is a GPU profiled by several processes (--launcher mpi or mpirun)",
+                       "one process: its virtual workers (cuda:GxW) or its GPUs (cuda:G,H,...) measured from it");
+    }
+    return run_measured_gpu(o, load_model(o.model, "--model"), ctx);
+  }
+  parse_gpu_precision(o.precision, false);
   const int64_t threads = parse_cpu_device(o.device, o.concurrent);
   const Model model = load_model(o.model, "--model");
   if (o.launch.launcher == "mpi") return launch_ranks(o.launch, threads, rank_arguments(o), ctx, "profiling", o.quiet);

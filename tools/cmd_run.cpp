@@ -39,17 +39,24 @@
 namespace trainsim {
 namespace {
 
-// Each GPU worker's most device memory held, beside its share of the GPU;
+// Each GPU worker's most device memory held, beside its share of the GPU
+// (a worker of another process, whose figure stays there, said to be so);
 // empty where no worker counted it.
 std::string memory_line(const std::vector<Device::MemoryUse>& memory) {
   std::string line;
+  bool elsewhere = false;
   for (size_t w = 0; w < memory.size(); ++w) {
-    if (memory[w].peak_bytes < 0) continue;
+    if (memory[w].peak_bytes < 0) {
+      elsewhere = true;
+      continue;
+    }
     line += (line.empty() ? "" : ", ") + std::string("worker ") + std::to_string(w) + " " +
             format_bytes(static_cast<double>(memory[w].peak_bytes)) +
             (memory[w].limit_bytes >= 0 ? " of its " + format_bytes(static_cast<double>(memory[w].limit_bytes)) : "");
   }
-  return line.empty() ? line : "device memory held at most: " + line + "\n";
+  if (line.empty()) return line;
+  return "device memory held at most: " + line + (elsewhere ? " (the other workers' in their own processes)" : "") +
+         "\n";
 }
 
 struct RunOptions {

@@ -8,15 +8,16 @@
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <stdexcept>
 
 #include "analysis/table.hpp"
 #include "exec/data/fashion_mnist.hpp"
 #include "exec/data/fortunes_text.hpp"
 #include "model/error.hpp"
 #include "model/units.hpp"
-#include "sim/cost/driver.hpp"
 #include "profiles/profiler/cluster_probe.hpp"
 #include "profiles/profiler/transport_probe.hpp"
+#include "sim/cost/driver.hpp"
 #include "tools/commands.hpp"
 #include "tools/mpi_launch.hpp"
 #include "tools/progress.hpp"
@@ -281,7 +282,19 @@ void run_validate(const ValidateCliOptions& o, CommandContext& ctx) {
     write_text_output(o.json, validation_to_json(v, model.name, o.devices, o.iterations).dump(2) + "\n", ctx.out,
                       "--json");
   }
-  if (o.quiet || o.json == "-") return;
+  // A strategy that failed while running (a GPU's error, a lost link),
+  // not one the executor refused: the others are compared, and the command fails.
+  const auto broke = std::count_if(v.results.begin(), v.results.end(), [](const StrategyValidation& r) {
+    return r.skipped.starts_with("failed while running");
+  });
+  const auto fail_if_broke = [&] {
+    if (broke > 0) {
+      throw std::runtime_error(std::to_string(broke) + " of " + std::to_string(v.results.size()) +
+                               " strategies failed while running (the others compared; the lines above or the "
+                               "JSON's skipped say why)");
+    }
+  };
+  if (o.quiet || o.json == "-") return fail_if_broke();
   ctx.out << model.name << " on " << o.devices << ", batch " << v.profile.batch_size << " per device, "
           << o.iterations << " iterations per strategy and round; " << v.rounds << " rounds (" << v.stopped << ") in "
           << format_seconds(v.elapsed_s) << "\n"
@@ -314,6 +327,7 @@ void run_validate(const ValidateCliOptions& o, CommandContext& ctx) {
       }
     }
   }
+  fail_if_broke();
 }
 
 }  // namespace

@@ -116,8 +116,8 @@ def several_gpus(run, trainsim, out, data, log, gpus, validation_lines):
     failed |= done.returncode != 0
     if not os.path.exists(path):
         return lines + [f"- fmnist-cnn: failed: {last_line(done)}"], True
-    if done.returncode != 0:  # stopped at its limit: the rounds its JSON kept
-        lines.append(f"- fmnist-cnn: stopped ({last_line(done)}); the rounds it finished:")
+    if done.returncode != 0:  # stopped at its limit, or a strategy failed: the rounds its JSON kept
+        lines.append(f"- fmnist-cnn: exit {done.returncode} ({last_line(done)}); the rounds its JSON holds:")
     with open(path) as f:
         lines += validation_lines("fmnist-cnn", json.load(f))
     return lines, failed

@@ -260,7 +260,7 @@ def validate(ck, validated):
             ck.report.append(f"- {model}: failed: {last_line(done)}")
             continue
         if done.returncode != 0:
-            ck.report.append(f"- {model}: stopped ({last_line(done)}); the rounds it finished:")
+            ck.report.append(f"- {model}: exit {done.returncode} ({last_line(done)}); the rounds its JSON holds:")
         with open(path) as f:
             ck.report += validation_lines(model, json.load(f))
         ck.flush()

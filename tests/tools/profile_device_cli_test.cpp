@@ -62,6 +62,16 @@ TEST(ProfileDeviceCli, MalformedGpuDevicesAreRejectedNamingTheFlag) {
   }
 }
 
+// A GPU is profiled from one process: by several ranks at once each would
+// measure it shared with the others, and all would write the same files.
+TEST(ProfileDeviceCli, AGpuProfiledBySeveralProcessesIsRefused) {
+  const auto r =
+      run_cli({"profile", "--model", "fmnist-mlp", "--device", "cuda:0x2", "--launcher", "mpi", "--out", "-"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(r.err.find("trainsim: error: --device: is a GPU profiled by several processes"), 0u) << r.err;
+  EXPECT_TRUE(r.out.empty());
+}
+
 TEST(ProfileDeviceCli, AModelWithoutGpuKernelsIsNamedBeforeAnyGpuIsTouched) {
   const auto r = run_cli({"profile", "--model", "googlenet", "--device", "cuda:0", "--out", "-"});
   EXPECT_EQ(r.status, 2);
