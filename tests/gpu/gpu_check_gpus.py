@@ -21,7 +21,7 @@ import json
 import os
 import shutil
 
-from gpu_check_util import num
+from gpu_check_util import forget, num
 
 # validate with a GPU each: data parallelism and two pipelines.
 # dp-ring twice: its ring on the host, and NCCL's AllReduce of the gradients
@@ -65,8 +65,7 @@ def several_gpus(run, trainsim, out, data, log, gpus, validation_lines):
         results = []
         for name, flags in (("apart", apart), ("shared", shared)):
             path = os.path.join(out, f"gpus-{index}-{strategy}-{name}.json")
-            if os.path.exists(path):
-                os.remove(path)
+            forget(path)
             done = run([trainsim] + base + ["--strategy", strategy, "--json", path] + flags, log, timeout=300)
             failed |= done.returncode != 0
             if done.returncode != 0 or not os.path.exists(path):
@@ -85,8 +84,7 @@ def several_gpus(run, trainsim, out, data, log, gpus, validation_lines):
             gap = num(max(gaps) if gaps else None, '.1e')
         lines.append(f"| {what} | " + " | ".join(cells) + f" | {gap} |")
     cluster_path = os.path.join(out, "cluster-gpus.json")
-    if os.path.exists(cluster_path):
-        os.remove(cluster_path)
+    forget(cluster_path)
     done = run([trainsim, "profile", "--model", "fmnist-cnn", "--batch", "64", "--device", "cuda:0,1", "--repeats", "10",
                 "--out", os.path.join(out, "profile-gpus.json"), "--cluster-out", cluster_path, "--quiet"], log,
                timeout=300)
@@ -108,8 +106,7 @@ def several_gpus(run, trainsim, out, data, log, gpus, validation_lines):
               "--iterations 20 "
               "--repeats 10` (a worker on each GPU; errors: (predicted − measured) / measured):", ""]
     path = os.path.join(out, "validate-gpus.json")
-    if os.path.exists(path):
-        os.remove(path)
+    forget(path)
     done = run([trainsim, "validate", "--model", "fmnist-cnn", "--devices", "cuda:0,1", "--strategies", VALIDATED,
                 "--batch", "64", "--rounds", "2", "--max-rounds", "5", "--budget", "200",
                 "--iterations", "20", "--repeats", "10", "--json", path, "--quiet"] + data, log, timeout=320)

@@ -7,7 +7,7 @@ import os
 import statistics
 import sys
 
-from gpu_check_util import last_line, num, spread, step_s, validation_lines
+from gpu_check_util import forget, last_line, num, spread, step_s, validation_lines
 
 MODELS = ["fmnist-mlp", "fmnist-cnn", "fmnist-resnet20", "fortunes-gpt", "fortunes-lstm"]
 BATCHES = [64, 1024]
@@ -137,8 +137,7 @@ def profiles(ck):
             times = []
             for r in range(RUNS):
                 path = os.path.join(ck.out, f"{model}-b{batch}-run{r + 1}.json")
-                if os.path.exists(path):
-                    os.remove(path)
+                forget(path)
                 done = ck.run([ck.trainsim, "profile", "--device", "cuda:0", "--model", model, "--batch", str(batch),
                                "--out", path, "--quiet"], timeout=120)
                 if done.returncode != 0:
@@ -186,8 +185,7 @@ def cluster(ck):
     ck.report += ["", "## The GPU as a cluster", ""]
     for workers in (1, 4):
         path = os.path.join(ck.out, f"cuda{workers}-measured.json")
-        if os.path.exists(path):
-            os.remove(path)
+        forget(path)
         done = ck.run([ck.trainsim, "profile", "--device", f"cuda:0x{workers}", "--model", "fmnist-cnn", "--out",
                        os.devnull, "--cluster-out", path, "--quiet"], timeout=180)
         if done.returncode != 0:
@@ -249,8 +247,7 @@ def validate(ck, validated):
                   "(errors: (predicted − measured) / measured; the prediction shares the GPU among the workers):", ""]
     for model, strategies in validated:
         path = os.path.join(ck.out, f"validate-{model}.json")
-        if os.path.exists(path):
-            os.remove(path)
+        forget(path)
         done = ck.run([ck.trainsim, "validate", "--model", model, "--devices", "cuda:0x4", "--strategies", strategies,
                        "--batch", "64", "--rounds", "2", "--max-rounds", "5", "--budget", str(budget),
                        "--iterations", "20", "--repeats", "10", "--json", path, "--quiet"] + ck.data,

@@ -7,7 +7,7 @@ import os
 import shutil
 import sys
 
-from gpu_check_util import DEVICE_TID, compute_busy_s, gtest_summary, last_line, num
+from gpu_check_util import DEVICE_TID, compute_busy_s, forget, gtest_summary, last_line, num
 
 # Every strategy run by the interpreter on four workers sharing the GPU.
 STRATEGIES = ["single", "dp-ps", "dp-ring", "dp-overlap", "pipesgd", "cgdp", "pipedream", "pipedream-sync", "dualpipe",
@@ -63,8 +63,7 @@ def memcheck(ck):
 def run_json(ck, name, given):
     """trainsim run with `given`, its JSON kept under --out as run-NAME.json: (the JSON or None, the run)."""
     path = os.path.join(ck.out, f"run-{name}.json")
-    if os.path.exists(path):
-        os.remove(path)
+    forget(path)
     done = ck.run([ck.trainsim, "run", *given, "--json", path, "--quiet", "--no-evaluate"], timeout=RUN_TIMEOUT_S)
     ck.failed |= done.returncode != 0
     if done.returncode != 0 or not os.path.exists(path):
