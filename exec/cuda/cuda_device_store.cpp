@@ -273,6 +273,7 @@ class CudaDeviceStore final : public DeviceStore {
       KeptArray* v = p.velocity == nullptr ? nullptr : &of_this_gpu(p.velocity);
       TRAINSIM_CHECK(w.values.size() == g.values.size() && (v == nullptr || v->values.size() == w.values.size()),
                      "a step of weights, gradient and velocity of different sizes");
+      if (w.values.size() == 0) continue;  // nothing to step (an empty array holds no memory, its pointers null)
       tensors.push_back({w.values.get(), g.values.get(), v == nullptr ? nullptr : v->values.get(), w.values.size()});
       touched.insert(touched.end(), {&w, &g, v});
     }

@@ -1,5 +1,7 @@
 // The GPU device's own kernels (cuda_kernels.hpp): elementwise, pooling,
 // the loss and the optimizer. Grid-stride loops over 64-bit indices.
+#include <cuda_bf16.h>
+
 #include <cfloat>
 
 #include "exec/cuda/cuda_check.hpp"
@@ -205,6 +207,10 @@ __global__ void scale_values_kernel(float* x, int64_t n, float scale) {
   TRAINSIM_GRID_LOOP(i, n) { x[i] *= scale; }
 }
 
+__global__ void round_to_bf16_kernel(const float* x, __nv_bfloat16* y, int64_t n) {
+  TRAINSIM_GRID_LOOP(i, n) { y[i] = __float2bfloat16_rn(x[i]); }
+}
+
 }  // namespace
 
 void add_row_bias(float* y, const float* bias, int64_t rows, int64_t width, cudaStream_t stream) {
@@ -321,6 +327,10 @@ void spectrain_predict(float* out, const float* w, const float* v, int64_t n, fl
 
 void scale_values(float* x, int64_t n, float scale, cudaStream_t stream) {
   if (n > 0) scale_values_kernel<<<blocks_for(n), kThreads, 0, stream>>>(x, n, scale);
+}
+
+void round_to_bf16(const float* x, uint16_t* y, int64_t n, cudaStream_t stream) {
+  if (n > 0) round_to_bf16_kernel<<<blocks_for(n), kThreads, 0, stream>>>(x, reinterpret_cast<__nv_bfloat16*>(y), n);
 }
 
 }  // namespace trainsim::cuda

@@ -82,6 +82,11 @@ struct Context {
   DeviceArray<char> workspace;
   DeviceArray<char> blas_workspace;  // cuBLAS's own (cublasSetWorkspace), made before any capture
   DeviceArray<float> ones;
+  // CudaPrecision::bf16: each product's operands rounded to bfloat16 here,
+  // in arrays grown as a product needs and kept while the network lives (a
+  // captured graph names the array it ran with).
+  std::unique_ptr<std::vector<DeviceArray<uint16_t>>> bf16_operands =
+      std::make_unique<std::vector<DeviceArray<uint16_t>>>();
 };
 
 // Batch and layer normalization's eps, exec/tensor's: the kernels keep
@@ -225,9 +230,8 @@ void forward(const GpuLayer& layer, Context& context);
 void backward(const GpuLayer& layer, Context& context);
 
 // Column-major out = op(A)·op(B) + beta·out (m × n, k inner), fp32 in
-// and out (cuda_gemm.cpp): cublasSgemm, or with c.bf16 cublasGemmEx on
-// the tensor cores with A and B rounded to bfloat16 and fp32 sums
-// (CUBLAS_COMPUTE_32F_FAST_16BF).
+// and out (cuda_gemm.cpp): cublasSgemm, or with c.bf16 A and B rounded to
+// bfloat16 on the stream and cublasGemmEx on the tensor cores with fp32 sums.
 void gemm(const Context& c, cublasOperation_t ta, cublasOperation_t tb, int64_t m, int64_t n, int64_t k, const float* a,
           int64_t lda, const float* b, int64_t ldb, const float* beta, float* out, int64_t ldc);
 // `batch` such products, each operand `stride` floats after the one before.

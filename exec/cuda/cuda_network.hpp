@@ -36,10 +36,9 @@ struct NetworkState;
 // reference (the conformance tests);
 // `tf32` lets cuBLAS and cuDNN round the products' inputs to TF32 (10-bit
 // mantissa) on the tensor cores, as PyTorch's allow_tf32, storage and sums
-// staying fp32; `bf16` has cuBLAS round its products' inputs to bfloat16
-// (7-bit mantissa) on the tensor cores and sum in fp32
-// (CUBLAS_COMPUTE_32F_FAST_16BF), cuDNN's convolutions as under tf32,
-// storage fp32. The device's
+// staying fp32; `bf16` rounds cuBLAS's products' inputs to bfloat16 (7-bit
+// mantissa) before each product, which sums them in fp32 on the tensor
+// cores, cuDNN's convolutions as under tf32, storage fp32. The device's
 // own kernels compute in fp32 under all four.
 enum class CudaPrecision { fast, exact, tf32, bf16 };
 

@@ -114,7 +114,7 @@ def steps(ck):
                   "", "| model | batch | trainsim step | PyTorch step | trainsim / PyTorch |", "|---|---|---|---|---|"]
     ck.report += step_table(ck, ours, params, True, torch_state)
     ck.report += ["", "trainsim's step with bf16 products (`CudaPrecision::bf16`, `trainsim run --precision bf16`: "
-                  "cuBLAS's products on bfloat16-rounded inputs with fp32 sums, CUBLAS_COMPUTE_32F_FAST_16BF; cuDNN's "
+                  "each cuBLAS product's inputs rounded to bfloat16 on the GPU, fp32 sums; cuDNN's "
                   "convolutions as under TF32) beside its fp32 and TF32 steps, the same benchmark (PyTorch has no "
                   "such mode for fp32 tensors on the GPU):", "",
                   "| model | batch | fp32 | TF32 | bf16 products | bf16 / TF32 |", "|---|---|---|---|---|---|"]

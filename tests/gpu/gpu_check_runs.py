@@ -94,11 +94,14 @@ def strategies(ck):
                   "`trainsim run --model fmnist-cnn --devices cuda:0x4 --batch 64 --iterations 30` (fmnist-cnn on "
                   "Fashion-MNIST, momentum SGD): each worker's forwards, backwards, gradient sums and SGD steps on "
                   "the GPU, its messages on the host; each worker's most device memory held (its networks and "
-                  "store, of a quarter of the GPU's).", "",
+                  "store, of a quarter of the GPU's). pipesgd with `--momentum 0.4`: its gradients one iteration "
+                  "stale add momentum of about 0.5, and with 0.9 SGD does not settle (trainsim run says so and "
+                  "suggests 0.4; on the CPU too).", "",
                   "| strategy | first loss | last loss | iteration | memory per worker (MiB) |", "|---|---|---|---|---|"]
     ck.forget_measured()  # this call's runs alone, not an earlier call's
     for strategy in STRATEGIES:
-        iteration = run_row(ck, strategy, ["--model", "fmnist-cnn", "--strategy", strategy] + ck.data)
+        settles = ["--momentum", "0.4"] if strategy == "pipesgd" else []
+        iteration = run_row(ck, strategy, ["--model", "fmnist-cnn", "--strategy", strategy] + settles + ck.data)
         if iteration is not None:
             ck.keep_measured(strategy, iteration)
     # text-bag's sparse table: each backward's rows built on the host from
