@@ -44,6 +44,10 @@ def arguments():
     parser.add_argument("--validate-models", default=",".join(m for m, _ in measures.VALIDATED),
                         help="the models the validate section validates, separated by commas (a subset of the "
                              "default: " + ", ".join(m for m, _ in measures.VALIDATED) + ")")
+    parser.add_argument("--validate-batches", default="64,256",
+                        help="the batches per worker each model is validated at, separated by commas (default "
+                             "64,256: at 64 a GPU worker's ops are bound by the host's time queuing them, at 256 "
+                             "more by the GPU's)")
     parser.add_argument("--validate-budget", type=int, default=200,
                         help="seconds after which validate starts no round past its second, per model (default "
                              "200; the check stops a model's validate 120 s later, keeping the rounds it finished)")
@@ -85,9 +89,11 @@ def main():
     args = arguments()
     validated = [(m, s) for m, s in measures.VALIDATED if m in args.validate_models.split(",")]
     unknown = set(args.validate_models.split(",")) - {m for m, _ in measures.VALIDATED}
-    if unknown or args.test_repeat < 1 or args.validate_budget < 1:
+    batches = [int(b) for b in args.validate_batches.split(",") if b.isdigit() and int(b) > 0]
+    if unknown or args.test_repeat < 1 or args.validate_budget < 1 or len(batches) != len(args.validate_batches.split(",")):
         print(f"gpu-check: --validate-models takes {', '.join(m for m, _ in measures.VALIDATED)}; --test-repeat and "
-              f"--validate-budget at least 1", file=sys.stderr)
+              f"--validate-budget at least 1; --validate-batches positive integers separated by commas",
+              file=sys.stderr)
         return 2
     sections = set(args.sections.split(","))
     if not sections <= set(SECTIONS):
@@ -102,7 +108,7 @@ def main():
     ck.flush()
     parts = {"tests": runs.tests, "memcheck": runs.memcheck, "strategies": runs.strategies, "steps": measures.steps,
              "profiles": measures.profiles, "cluster": measures.cluster,
-             "validate": lambda c: measures.validate(c, validated)}
+             "validate": lambda c: measures.validate(c, validated, batches)}
     for section in SECTIONS:
         if section not in sections:
             continue

@@ -235,21 +235,22 @@ def cluster(ck):
         ck.report.append(f"| {strategy} | {seconds * 1e3:.3f} ms | " + " | ".join(cells) + " |")
 
 
-def validate(ck, validated):
+def validate(ck, validated, batches):
     """validate on virtual GPU workers: each strategy's runs beside its
-    predictions from profiles and clusters measured in the same rounds. Two
-    rounds at least, more while the budget lasts; validate rewrites its JSON
-    after each round, so a run stopped at the time limit keeps its rounds."""
+    predictions from profiles and clusters measured in the same rounds, at
+    each batch per worker. Two rounds at least, more while the budget lasts;
+    validate rewrites its JSON after each round, so a run stopped at the time
+    limit keeps its rounds."""
     budget = ck.args.validate_budget
     ck.report += ["", "## validate on four workers sharing the GPU", "",
-                  f"`trainsim validate --devices cuda:0x4 --batch 64 --rounds 2 --max-rounds 5 --budget {budget} "
-                  "--iterations 20 --repeats 10` "
+                  f"`trainsim validate --devices cuda:0x4 --batch B --rounds 2 --max-rounds 5 --budget {budget} "
+                  f"--iterations 20 --repeats 10`, B each of {', '.join(map(str, batches))} "
                   "(errors: (predicted − measured) / measured; the prediction shares the GPU among the workers):", ""]
-    for model, strategies in validated:
-        path = os.path.join(ck.out, f"validate-{model}.json")
+    for (model, strategies), batch in [(v, b) for v in validated for b in batches]:
+        path = os.path.join(ck.out, f"validate-{model}-b{batch}.json")
         forget(path)
         done = ck.run([ck.trainsim, "validate", "--model", model, "--devices", "cuda:0x4", "--strategies", strategies,
-                       "--batch", "64", "--rounds", "2", "--max-rounds", "5", "--budget", str(budget),
+                       "--batch", str(batch), "--rounds", "2", "--max-rounds", "5", "--budget", str(budget),
                        "--iterations", "20", "--repeats", "10", "--json", path, "--quiet"] + ck.data,
                       timeout=budget + 120)
         ck.failed |= done.returncode != 0

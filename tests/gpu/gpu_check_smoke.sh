@@ -41,6 +41,11 @@ PATH="$work/bin:$PATH" python3 "$source_dir/tests/gpu/gpu_check.py" --build "$bu
 status=$?
 [ "$status" -eq 2 ] || fail "exit $status for a model validate does not take, not 2"
 grep -q "^gpu-check: --validate-models takes fmnist-cnn, fmnist-resnet20" "$work/log" || fail "no line refusing the model"
+PATH="$work/bin:$PATH" python3 "$source_dir/tests/gpu/gpu_check.py" --build "$build_dir" --out "$work/refused" \
+  --validate-batches 64,0 > "$work/log" 2>&1
+status=$?
+[ "$status" -eq 2 ] || fail "exit $status for a batch of 0, not 2"
+grep -q -- "--validate-batches positive integers" "$work/log" || fail "no line refusing the batch"
 
 # The sections trainsim alone runs (the tests need a GPU), and the step
 # benchmark's table from its own names with stand-in times.
@@ -67,11 +72,15 @@ done
 for line in "^- dp-ring: iteration [0-9.]+ ms, worker 0 in its compute ops [0-9.]+ ms of it on the host, their kernels not timed \\(no GPU in the trace\\); .*forward" \
             "^- fortunes-lstm, batch 1024: [0-9.]+ ms \(runs " "^\| fc1 \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \|$" \
             "^- 4 worker\(s\): .*ring hop on the host [0-9.]+ GB/s after [0-9.]+ µs" \
-            "^fmnist-resnet20, batch 64 per worker, 1 rounds" \
+            "^fmnist-resnet20, batch 16 per worker, 1 rounds" \
             "^\| fortunes-lstm \| 1024 \| 2\.000 ms \(runs 1\.000, 2\.000, 3\.000\) \| no PyTorch \| n/a \|$" \
             "^\| fmnist-cnn \| 64 \| 2\.000 ms .* \| 2\.000 ms .* \| 2\.000 ms .* \| 1\.00 \|$"; do
   grep -Eq "$line" "$report" || fail "no line like '$line' in the report with trainsim on CPU workers"
 done
+for batch in 64 256; do  # each batch validated (the stand-in runs each at 16)
+  [ -f "$work/cpu/validate-fmnist-cnn-b$batch.json" ] || fail "no validate of fmnist-cnn at batch $batch"
+done
+[ "$(grep -c '^fmnist-cnn, batch 16 per worker, 1 rounds' "$report")" -eq 2 ] || fail "not two validate tables of fmnist-cnn"
 if command -v mpirun > /dev/null; then  # dp-ring's workers as processes beside threads
   grep -Eq "^dp-ring on .cuda:0x2., its two workers as processes .* largest relative gap of a loss [0-9.e+-]+; " \
     "$report" || fail "no run of dp-ring's workers as processes in the report"

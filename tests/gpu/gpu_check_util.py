@@ -145,7 +145,7 @@ def spread(values):
 
 def validation_lines(model, v):
     """validate's JSON as the report's table of each strategy."""
-    lines = [f"{model}, batch 64 per worker, {v['rounds']} rounds ({v['stopped']}); median |error| simulated "
+    lines = [f"{model}, batch {v.get('batch_size', '?')} per worker, {v['rounds']} rounds ({v['stopped']}); median |error| simulated "
              f"{num(v.get('median_abs_error_simulated'), '.1f', 100)}%, analytic "
              f"{num(v.get('median_abs_error_analytic'), '.1f', 100)}%; "
              "GPU busy: each worker's kernels over an iteration, the median over the workers; memory: the "
