@@ -74,7 +74,10 @@ void Interpreter::host_accumulate_op(OpId id, const Op& op) {
   std::vector<std::span<const float>> chunks;
   for (const auto& [worker, flat] : copies) chunks.emplace_back(flat);
   std::vector<float> mean(copies.begin()->second.size());
-  host_accumulate(chunks, mean, 1, 1.0f / static_cast<float>(copies.size()));
+  // On the host's threads, as CGDP sums (seed 003 §3.1 B-4-3) and the probe
+  // measures the host's summing rate.
+  host_accumulate(chunks, mean, host_sum_threads(static_cast<int64_t>(mean.size())),
+                  1.0f / static_cast<float>(copies.size()));
   {
     std::lock_guard lock(host_.mu);
     host_.means[id] = {std::move(mean), 0};

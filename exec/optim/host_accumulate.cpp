@@ -3,6 +3,9 @@
 #include "exec/optim/host_accumulate.hpp"
 
 #include <algorithm>
+#include <condition_variable>
+#include <functional>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -32,6 +35,77 @@ void accumulate_range(std::span<const std::span<const float>> worker_chunks, std
   }
 }
 
+// Threads kept for the sums, so a step's accumulation of a few megabytes
+// costs no thread starts (each tens of microseconds, as much as summing a
+// megabyte): `run(n, task)` calls task(0) on the caller and task(1..n-1) on
+// the kept threads, made as first needed, and returns when all are done.
+// One run at a time; a second caller waits for the first.
+class HostThreads {
+ public:
+  HostThreads() = default;
+  HostThreads(const HostThreads&) = delete;
+  HostThreads& operator=(const HostThreads&) = delete;
+  ~HostThreads() {
+    {
+      std::lock_guard lock(mu_);
+      stopping_ = true;
+    }
+    wake_.notify_all();
+    for (std::thread& t : threads_) t.join();
+  }
+
+  void run(int64_t n, const std::function<void(int64_t)>& task) {
+    std::lock_guard one_run(run_mu_);
+    while (static_cast<int64_t>(threads_.size()) < n - 1) {
+      const auto index = static_cast<int64_t>(threads_.size()) + 1;
+      threads_.emplace_back([this, index] { serve(index); });
+    }
+    {
+      std::lock_guard lock(mu_);
+      task_ = &task;
+      helpers_ = n - 1;
+      pending_ = n - 1;
+      ++round_;
+    }
+    wake_.notify_all();
+    task(0);
+    std::unique_lock lock(mu_);
+    done_.wait(lock, [this] { return pending_ == 0; });
+    task_ = nullptr;
+  }
+
+ private:
+  void serve(int64_t index) {
+    uint64_t seen = 0;
+    std::unique_lock lock(mu_);
+    for (;;) {
+      wake_.wait(lock, [&] { return stopping_ || round_ != seen; });
+      if (stopping_) return;
+      seen = round_;
+      if (index > helpers_) continue;  // not needed this round
+      const std::function<void(int64_t)>* task = task_;
+      lock.unlock();
+      (*task)(index);
+      lock.lock();
+      if (--pending_ == 0) done_.notify_one();
+    }
+  }
+
+  std::mutex run_mu_;  // one run at a time
+  std::mutex mu_;
+  std::condition_variable wake_, done_;
+  std::vector<std::thread> threads_;
+  const std::function<void(int64_t)>* task_ = nullptr;
+  int64_t helpers_ = 0, pending_ = 0;
+  uint64_t round_ = 0;
+  bool stopping_ = false;
+};
+
+HostThreads& host_threads() {
+  static HostThreads threads;
+  return threads;
+}
+
 }  // namespace
 
 std::pair<int64_t, int64_t> host_thread_range(int64_t count, int64_t threads, int64_t index) {
@@ -52,23 +126,18 @@ void host_accumulate(std::span<const std::span<const float>> worker_chunks, std:
                                                         std::to_string(host_sum.size()));
   }
   const auto count = static_cast<int64_t>(host_sum.size());
-  std::vector<std::thread> helpers;
-  const auto join_all = [&helpers] {
-    for (std::thread& helper : helpers) helper.join();
+  const int64_t used = std::min(threads, std::max<int64_t>(count, 1));  // more would own no element
+  const auto sum_range = [&](int64_t index) {
+    const auto [begin, end] = host_thread_range(count, used, index);
+    if (begin < end) accumulate_range(worker_chunks, host_sum, begin, end, scale);
   };
-  try {
-    for (int64_t t = 1; t < threads; ++t) {
-      const auto [begin, end] = host_thread_range(count, threads, t);
-      if (begin == end) continue;
-      helpers.emplace_back(accumulate_range, worker_chunks, host_sum, begin, end, scale);
-    }
-  } catch (...) {
-    join_all();  // a thread that failed to start must not leave running ones unjoined
-    throw;
-  }
-  const auto [begin, end] = host_thread_range(count, threads, 0);
-  if (begin < end) accumulate_range(worker_chunks, host_sum, begin, end, scale);
-  join_all();
+  if (used == 1) return sum_range(0);
+  host_threads().run(used, sum_range);
+}
+
+int64_t host_sum_threads(int64_t floats) {
+  const auto cores = static_cast<int64_t>(std::max(1u, std::thread::hardware_concurrency()));
+  return std::clamp<int64_t>(floats / kFloatsPerHostThread, 1, cores);
 }
 
 void broadcast_from_host(std::span<const float> host_sum, std::span<const std::span<float>> worker_chunks) {

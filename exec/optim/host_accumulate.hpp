@@ -17,12 +17,18 @@ namespace trainsim {
 std::pair<int64_t, int64_t> host_thread_range(int64_t count, int64_t threads, int64_t index);
 
 // host_sum[i] = (Σ_w worker_chunks[w][i]) · scale, w ascending, computed by
-// `threads` host threads (std::thread; the calling thread takes range 0) in
-// one pass over the chunks (scale 1/N gives the mean: the same bits as the
+// `threads` host threads (the calling thread takes range 0, threads kept
+// between calls the others) in one pass over the chunks (scale 1/N gives the mean: the same bits as the
 // sum scaled afterwards). Every chunk must have host_sum.size() elements;
 // threads >= 1 (more threads than elements leaves the extra ones idle).
 void host_accumulate(std::span<const std::span<const float>> worker_chunks, std::span<float> host_sum,
                      int64_t threads, float scale = 1.0f);
+
+// The threads a sum of `floats` per worker takes: one per this many floats
+// (a thread's share below it sums in less than it takes to hand over), at
+// most one per hardware thread, at least one.
+inline constexpr int64_t kFloatsPerHostThread = 16384;
+int64_t host_sum_threads(int64_t floats);
 
 // Copies the host sum into every worker's chunk (the H2D broadcast).
 void broadcast_from_host(std::span<const float> host_sum, std::span<const std::span<float>> worker_chunks);

@@ -6,6 +6,8 @@
 // plan interpreter running `single`'s plan of the same step (fmnist-mlp at 64;
 // the residual fmnist-resnet20 and the decoder fortunes-gpt at 16), and the
 // convolutions through oneDNN against im2col.
+// CGDP's host sum of four workers' gradients (fmnist-cnn's 1.8 MB each) on
+// one thread, on the kept host threads, and on threads started for the sum.
 // The ratios are the kernels' and the interpreter's overheads. The kernel step
 // and the plain loop must give the same loss from the same weights before
 // anything is timed.
@@ -16,14 +18,18 @@
 #include <cstdio>
 #include <cstdlib>
 #include <random>
+#include <span>
+#include <string>
+#include <thread>
 #include <vector>
 
 #include "exec/interpreter.hpp"
+#include "exec/optim/host_accumulate.hpp"
 #include "exec/tensor/blas_threads.hpp"
 #include "exec/tensor/conv_onednn.hpp"
 #include "exec/tensor/kernels_impl.hpp"
-#include "exec/tensor/memory_reuse.hpp"
 #include "exec/tensor/layers.hpp"
+#include "exec/tensor/memory_reuse.hpp"
 #include "exec/training.hpp"
 #include "model/zoo/zoo.hpp"
 #include "profiles/analytic_profiler.hpp"
@@ -303,6 +309,36 @@ void BM_ConvKernels(benchmark::State& state, const char* model_id, int64_t rows)
   state.counters["onednn_over_im2col"] = im2col_s > 0 ? onednn_s / im2col_s : 0.0;
 }
 
+// `threads` kept host threads summing (host_accumulate), or as many
+// started for the sum and joined (the executor's way before they were kept).
+void BM_HostSum(benchmark::State& state, bool kept) {
+  const int64_t floats = 454922;  // fmnist-cnn's parameters
+  std::vector<std::vector<float>> workers(4, std::vector<float>(static_cast<size_t>(floats), 0.5f));
+  const std::vector<std::span<const float>> chunks(workers.begin(), workers.end());
+  std::vector<float> sum(static_cast<size_t>(floats));
+  const int64_t threads = state.range(0);
+  for (auto _ : state) {
+    if (kept) {
+      host_accumulate(chunks, sum, threads, 0.25f);
+    } else {
+      std::vector<std::thread> started;
+      for (int64_t t = 0; t < threads; ++t) {
+        const auto [begin, end] = host_thread_range(floats, threads, t);
+        started.emplace_back([&, b = static_cast<size_t>(begin), n = static_cast<size_t>(end - begin)] {
+          const std::vector<std::span<const float>> part{chunks[0].subspan(b, n), chunks[1].subspan(b, n),
+                                                         chunks[2].subspan(b, n), chunks[3].subspan(b, n)};
+          host_accumulate(part, std::span<float>(sum).subspan(b, n), 1, 0.25f);
+        });
+      }
+      for (std::thread& t : started) t.join();
+    }
+    benchmark::DoNotOptimize(sum.data());
+  }
+  state.SetBytesProcessed(state.iterations() * 4 * floats * static_cast<int64_t>(sizeof(float)));
+}
+
+BENCHMARK_CAPTURE(BM_HostSum, kept, true)->DenseRange(1, 2)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_HostSum, started, false)->DenseRange(1, 2)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_KernelStep, fmnist_mlp, "fmnist-mlp", kBatch)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_KernelStep, fmnist_cnn, "fmnist-cnn", kBatch)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_KernelStep, fmnist_resnet20, "fmnist-resnet20", 16)->Unit(benchmark::kMillisecond);

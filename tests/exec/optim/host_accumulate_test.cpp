@@ -6,6 +6,8 @@
 
 #include <cmath>
 #include <random>
+#include <string>
+#include <thread>
 #include <vector>
 
 namespace trainsim {
@@ -97,4 +99,38 @@ TEST(HostAccumulate, BroadcastGivesEveryWorkerTheSum) {
 }
 
 }  // namespace
+// The threads kept between sums: calls of 1 to 4 threads in turns, from two
+// callers at once, each sum the serial loop's bit for bit.
+TEST(HostAccumulate, KeptThreadsSumAsTheSerialLoopAcrossCallsAndCallers) {
+  const auto check = [](uint64_t seed, std::vector<std::string>& failures) {
+    std::mt19937_64 engine(seed);
+    std::uniform_real_distribution<float> value(-1.0f, 1.0f);
+    std::vector<std::vector<float>> workers(3, std::vector<float>(3001));
+    for (auto& chunk : workers) {
+      for (float& v : chunk) v = value(engine);
+    }
+    std::vector<float> serial(3001);
+    for (size_t i = 0; i < serial.size(); ++i) serial[i] = workers[0][i] + workers[1][i] + workers[2][i];
+    for (int call = 0; call < 40; ++call) {
+      std::vector<float> sum(3001, -1.0f);
+      host_accumulate(const_views(workers), sum, 1 + call % 4);
+      if (sum != serial) failures.push_back("seed " + std::to_string(seed) + ", call " + std::to_string(call));
+    }
+  };
+  std::vector<std::string> first, second;
+  std::thread other([&] { check(11, second); });
+  check(12, first);
+  other.join();
+  EXPECT_TRUE(first.empty()) << first.front();
+  EXPECT_TRUE(second.empty()) << second.front();
+}
+
+TEST(HostAccumulate, TakesAThreadPerShareUpToTheHardwaresThreads) {
+  const auto cores = static_cast<int64_t>(std::max(1u, std::thread::hardware_concurrency()));
+  EXPECT_EQ(host_sum_threads(0), 1);
+  EXPECT_EQ(host_sum_threads(kFloatsPerHostThread - 1), 1);
+  EXPECT_EQ(host_sum_threads(2 * kFloatsPerHostThread), std::min<int64_t>(2, cores));
+  EXPECT_EQ(host_sum_threads(1000 * kFloatsPerHostThread), cores);
+}
+
 }  // namespace trainsim
