@@ -215,6 +215,17 @@ class CudaDeviceStore final : public DeviceStore {
     });
   }
 
+  void add_scaled(KeptValues& sum, KeptValues* values, float scale) override {
+    TRAINSIM_CUDA(cudaSetDevice(core_->gpu));
+    KeptArray& s = of_this_gpu(&sum);
+    KeptArray* v = values == nullptr ? nullptr : &of_this_gpu(values);
+    TRAINSIM_CHECK(v == nullptr || v->values.size() == s.values.size(), "a gradient added into a sum of another size");
+    KeptArray* const arrays[] = {&s, v};
+    in_turn(arrays, [&] {
+      cuda::add_scaled(s.values.get(), v == nullptr ? nullptr : v->values.get(), s.values.size(), scale, core_->stream);
+    });
+  }
+
   std::shared_ptr<KeptValues> predict(KeptValues& weights, KeptValues& smoothed, float step) override {
     KeptArray& w = of_this_gpu(&weights);
     KeptArray& v = of_this_gpu(&smoothed);

@@ -207,6 +207,10 @@ __global__ void scale_values_kernel(float* x, int64_t n, float scale) {
   TRAINSIM_GRID_LOOP(i, n) { x[i] *= scale; }
 }
 
+__global__ void add_scaled_kernel(float* sum, const float* values, int64_t n, float scale) {
+  TRAINSIM_GRID_LOOP(i, n) { sum[i] = values == nullptr ? sum[i] * scale : (sum[i] + values[i]) * scale; }
+}
+
 __global__ void round_to_bf16_kernel(const float* x, __nv_bfloat16* y, int64_t n) {
   TRAINSIM_GRID_LOOP(i, n) { y[i] = __float2bfloat16_rn(x[i]); }
 }
@@ -327,6 +331,10 @@ void spectrain_predict(float* out, const float* w, const float* v, int64_t n, fl
 
 void scale_values(float* x, int64_t n, float scale, cudaStream_t stream) {
   if (n > 0) scale_values_kernel<<<blocks_for(n), kThreads, 0, stream>>>(x, n, scale);
+}
+
+void add_scaled(float* sum, const float* values, int64_t n, float scale, cudaStream_t stream) {
+  if (n > 0) add_scaled_kernel<<<blocks_for(n), kThreads, 0, stream>>>(sum, values, n, scale);
 }
 
 void round_to_bf16(const float* x, uint16_t* y, int64_t n, cudaStream_t stream) {

@@ -77,6 +77,8 @@ void sgd_step_rows(float* w, float* v, const int64_t* rows, const float* values,
 // x[i] *= scale: an AllReduce's sum made the members' mean, as the host's
 // one multiplication per value.
 void scale_values(float* x, int64_t n, float scale, cudaStream_t stream);
+// sum = (sum + values)·scale, or sum·scale where values is null.
+void add_scaled(float* sum, const float* values, int64_t n, float scale, cudaStream_t stream);
 // y = x rounded to bfloat16 (to nearest, ties to even), y's values as bits.
 void round_to_bf16(const float* x, uint16_t* y, int64_t n, cudaStream_t stream);
 

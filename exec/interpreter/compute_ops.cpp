@@ -252,15 +252,14 @@ void Interpreter::update(OpId id, const Op& op) {
       auto r = w.received.find(dep);
       if (r == w.received.end() || payload_of(sender_of(dep)) != Payload::kParamGradient) continue;
       const Op& d = plan_.ops[static_cast<size_t>(dep)];
-      w.device->gradients_to_host(grads, op.first_layer, op.last_layer);
-      densify_range(grads, w.weights, d.first_layer, d.last_layer);
-      add_flat_gradients(r->second, grads, d.first_layer, d.last_layer);
+      densify_range(grads, w.weights, d.first_layer, d.last_layer);  // the sparse ones, which the host holds
+      w.device->add_flat_gradients(r->second, grads, d.first_layer, d.last_layer);
       w.received.erase(r);
       ++contributions;
     }
   }
   if (contributions > 1) {
-    scale_gradients(grads, 1.0f / static_cast<float>(contributions), op.first_layer, op.last_layer);
+    w.device->scale_gradients(grads, 1.0f / static_cast<float>(contributions), op.first_layer, op.last_layer);
   }
   if (gathers_sparse_rows_) add_gathered_rows(w, op, grads);
   drop_served_rows(grads);

@@ -65,6 +65,16 @@ Tensor Device::export_boundary(Tensor t) {
   return t;
 }
 
+void Device::add_flat_gradients(std::span<const float> flat, Gradients& grads, int64_t first, int64_t last) {
+  gradients_to_host(grads, first, last);
+  trainsim::add_flat_gradients(flat, grads, first, last);
+}
+
+void Device::scale_gradients(Gradients& grads, float factor, int64_t first, int64_t last) {
+  gradients_to_host(grads, first, last);
+  trainsim::scale_gradients(grads, factor, first, last);
+}
+
 void Device::step(Sgd& sgd, Weights& weights, Gradients& grads, int64_t first, int64_t last) {
   gradients_to_host(grads, first, last);
   sgd.step(weights, grads, first, last);

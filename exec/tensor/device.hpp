@@ -148,6 +148,15 @@ class Device {
   // the device keeps no sums (here): the caller then sums on the host.
   // Either way the members' values meet in one AllReduce of the same size.
   virtual bool all_reduce_kept(Gradients& grads, int64_t first, int64_t last, bool dense_only, const SumKept& sum);
+  // A parameter server's gradients from another worker, `flat` in
+  // add_flat_gradients' layout (layers [first, last], the sparse ones
+  // densified by the caller), added into `grads`, and the mean of the
+  // contributions (scale_gradients). A device may add and scale the sums
+  // it keeps there, a sum of which the host holds a part brought to the
+  // host first (as seed 003 §2.3's device server sums on the device); here
+  // the gradients come to the host and both run there.
+  virtual void add_flat_gradients(std::span<const float> flat, Gradients& grads, int64_t first, int64_t last);
+  virtual void scale_gradients(Gradients& grads, float factor, int64_t first, int64_t last);
   // One step of `sgd` on layers [first, last] of `weights` by `grads`
   // (Sgd::step). A device may step a copy of its own of a layer's weights
   // and of the optimizer's velocity (a GPU's, by the gradient sums it

@@ -13,11 +13,10 @@
 #include "model/error.hpp"
 
 namespace trainsim {
-namespace {
 
-// Whether a host gradient holds anything but zeros (either sign), read in
-// blocks the compiler vectorizes: std::any_of's exit at each value keeps it
-// to one value at a time, twice as slow on a step's megabytes of zeros.
+// Read in blocks the compiler vectorizes: std::any_of's exit at each value
+// keeps it to one value at a time, twice as slow on a step's megabytes of
+// zeros.
 bool any_nonzero(std::span<const float> values) {
   constexpr size_t kBlock = 1024;
   for (size_t i = 0; i < values.size(); i += kBlock) {
@@ -28,8 +27,6 @@ bool any_nonzero(std::span<const float> values) {
   }
   return false;
 }
-
-}  // namespace
 
 std::shared_ptr<KeptTraining::Kept> KeptTraining::kept_of(const std::shared_ptr<void>& handle) const {
   std::shared_ptr<Kept> k = std::static_pointer_cast<Kept>(handle);

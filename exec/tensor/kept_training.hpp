@@ -24,6 +24,9 @@
 
 namespace trainsim {
 
+// Whether a host gradient holds anything but zeros (of either sign).
+bool any_nonzero(std::span<const float> values);
+
 class KeptTraining {
  public:
   explicit KeptTraining(std::shared_ptr<DeviceStore> store) : store_(std::move(store)) {}
@@ -52,6 +55,14 @@ class KeptTraining {
   // of which the host holds brought there first, then those the host holds
   // alone taken up together, the host's values zeroed; their sums to `sum`.
   bool all_reduce(Gradients& grads, int64_t first, int64_t last, bool dense_only, const SumKept& sum);
+  // Device::add_flat_gradients: each dense gradient of [first, last] whose
+  // sum the device keeps adds its part of `flat` there (the parts taken up
+  // together), the others theirs on the host; a kept sum beside a host part
+  // comes to the host first, as all_reduce and step take them (kept_received.cpp).
+  void add_flat(std::span<const float> flat, Gradients& grads, int64_t first, int64_t last);
+  // Device::scale_gradients: the kept sums scaled on the device, the rest on
+  // the host, a kept sum beside a host part brought to the host first.
+  void scale(Gradients& grads, float factor, int64_t first, int64_t last);
   // Device::step of [first, last]: the host's weights and velocity taken
   // up where the device holds none yet; a sparse table's rows (a lazy
   // step, its rows made distinct on the host) sent up alone, a table whose

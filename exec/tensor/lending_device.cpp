@@ -200,6 +200,17 @@ class LendingDevice final : public Device {
     kept_->gradients_to_host(grads, first, last);
   }
 
+  // A server's received gradients added, and their mean taken, where the sums are kept.
+  void add_flat_gradients(std::span<const float> flat, Gradients& grads, int64_t first, int64_t last) override {
+    if (kept_ == nullptr) return Device::add_flat_gradients(flat, grads, first, last);
+    kept_->add_flat(flat, grads, first, last);
+  }
+
+  void scale_gradients(Gradients& grads, float factor, int64_t first, int64_t last) override {
+    if (kept_ == nullptr) return Device::scale_gradients(grads, factor, first, last);
+    kept_->scale(grads, factor, first, last);
+  }
+
   // The sums kept here handed to the library where they are.
   bool all_reduce_kept(Gradients& grads, int64_t first, int64_t last, bool dense_only, const SumKept& sum) override {
     return kept_ != nullptr && kept_->all_reduce(grads, first, last, dense_only, sum);

@@ -64,6 +64,10 @@ class DeviceStore {
   // SpecTrain's eq. 1 (exec/optim/spectrain.hpp): smoothed = gamma·smoothed
   // + rest·grad.
   virtual void smooth(KeptValues& smoothed, KeptValues& grad, float gamma, float rest) = 0;
+  // sum = (sum + values)·scale, or sum·scale where `values` is null: a
+  // parameter server's gradients added into the kept sum one sender at a
+  // time, then their mean (add_flat_gradients', scale_gradients' order).
+  virtual void add_scaled(KeptValues& sum, KeptValues* values, float scale) = 0;
   // SpecTrain's eq. 4: weights − step·smoothed, a new array.
   virtual std::shared_ptr<KeptValues> predict(KeptValues& weights, KeptValues& smoothed, float step) = 0;
   // Sgd::step of one dense parameter (exec/optim/sgd.hpp): weights by

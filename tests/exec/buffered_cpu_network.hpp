@@ -378,7 +378,9 @@ inline void expect_lending_trains_as_the_cpu(
                counts.exports,
                counts.row_steps,
                most_held,
-               static_cast<int64_t>(counts.held.front().size())};
+               static_cast<int64_t>(counts.held.front().size()),
+               counts.sums_added,
+               counts.sums_back};
   }
 }
 

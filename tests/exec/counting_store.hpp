@@ -42,6 +42,7 @@ struct BufferCounts {
   int64_t folds = 0;            // batch norms' running statistics folded on the device
   int64_t copies = 0;           // kept arrays copied on the device (stashed weights)
   int64_t smooths = 0;          // SpecTrain's smoothed gradients updated on the device
+  int64_t sums_added = 0;       // gradients added into (or means taken of) kept sums on the device
   int64_t predictions = 0;      // parameters SpecTrain predicted on the device
   int64_t losses = 0;           // losses computed, each returned unknown
   int64_t exports = 0;          // boundaries copied out for a network of another device
@@ -65,6 +66,7 @@ struct BufferCounts {
             exports = 0, row_steps = 0;
     int64_t most_layers_held = 0;  // by one network
     int64_t layers = 0;            // of the model
+    int64_t sums_added = 0, sums_back = 0;
   };
   void add(int64_t BufferCounts::*field) {
     std::lock_guard lock(mu);
@@ -132,6 +134,19 @@ class CountingStore final : public DeviceStore {
     const std::vector<float>& g = kept_values(grad).data;
     TRAINSIM_CHECK(v.size() == g.size(), "a smoothed gradient of another size than its gradient");
     for (size_t i = 0; i < v.size(); ++i) v[i] = gamma * v[i] + rest * g[i];
+  }
+  // add_flat_gradients' and scale_gradients' arithmetic.
+  void add_scaled(KeptValues& sum, KeptValues* values, float scale) override {
+    counts_.add(&BufferCounts::sums_added);
+    std::vector<float>& s = kept_values(sum).data;
+    if (values != nullptr) {
+      const std::vector<float>& v = kept_values(*values).data;
+      TRAINSIM_CHECK(v.size() == s.size(), "a gradient added into a sum of another size");
+      for (size_t i = 0; i < s.size(); ++i) s[i] += v[i];
+    }
+    if (scale != 1.0f) {
+      for (float& x : s) x *= scale;
+    }
   }
   std::shared_ptr<KeptValues> predict(KeptValues& weights, KeptValues& smoothed, float step) override {
     counts_.add(&BufferCounts::predictions);

@@ -331,6 +331,28 @@ TEST(LendingDeviceCalls, MicroBatchesSumOnTheDeviceAndComeBackOnce) {
   for (const float v : flatten_gradients(again, 0, 6)) ASSERT_EQ(v, 0.0f);
 }
 
+// A parameter server on a device keeping the gradient sums (dp-ps with
+// server=device, seed 003 §2.3): each update adds the other worker's
+// gradient into the server's sums on the device and takes their mean
+// there, bit for bit as the CPU; only the sender's sums come to the host
+// (for its message), where the server's came down too, were added and
+// scaled there, and went up again.
+TEST(LendingDeviceCalls, AServersReceivedGradientsAddOnTheDevice) {
+  const Network network = build_network(build_zoo_model("fmnist-mlp"));
+  int64_t params = 0;
+  for (const auto& layer : network.layers) params += static_cast<int64_t>(layer->param_shapes().size());
+  for (const int32_t workers : {2, 3}) {  // one sender and a mean of 1/2; two and 1/3
+    SCOPED_TRACE(workers);
+    RunSpec spec = case_named("dp_ps_device");
+    spec.per_machine = workers;
+    BufferCounts::Totals t;
+    buffered::expect_lending_trains_as_the_cpu(spec, &t);
+    ASSERT_EQ(t.workers, workers);
+    EXPECT_EQ(t.sums_added, spec.iterations * params * workers);       // each sender's gradient added, then the mean
+    EXPECT_EQ(t.sums_back, spec.iterations * params * (workers - 1));  // the senders' alone
+  }
+}
+
 // Without a store the gradients are added on the host by each backward.
 TEST(LendingDeviceCalls, WithoutAStoreBackwardsAddIntoTheHostsGradients) {
   MlpCalls m;

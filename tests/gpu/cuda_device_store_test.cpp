@@ -94,6 +94,29 @@ TEST(CudaDeviceStore, ArraysTakenUpTogetherComeBackAsGiven) {
   }
 }
 
+// A parameter server's sums on the GPU: two senders' gradients added one at
+// a time, then the mean, as the host adds and scales (add_flat_gradients,
+// scale_gradients) bit for bit.
+TEST(CudaDeviceStore, ReceivedGradientsAddThenScaleAsTheHosts) {
+  SKIP_WITHOUT_GPU();
+  const std::shared_ptr<DeviceStore> store = make_cuda_device_store(0);
+  const size_t n = 4099;
+  std::vector<float> host = ramp(n, 0.37f);
+  const std::vector<float> a = ramp(n, -0.011f), b = ramp(n, 0.0029f);
+  const std::shared_ptr<KeptValues> sum = store->from_host(host);
+  for (const std::vector<float>* received : {&a, &b}) {
+    store->add_scaled(*sum, store->from_host(*received).get(), 1.0f);
+    for (size_t i = 0; i < n; ++i) host[i] += (*received)[i];
+  }
+  store->add_scaled(*sum, nullptr, 1.0f / 3.0f);
+  for (float& v : host) v *= 1.0f / 3.0f;
+  std::vector<float> back(n, -1.0f);
+  KeptValues* kept[] = {sum.get()};
+  const std::span<float> into[] = {back};
+  store->to_host(kept, into, /*add=*/false);
+  EXPECT_EQ(back, host);
+}
+
 // Parameters stepped together (two launches' worth, of odd sizes, one
 // empty, one large enough for its blocks to stride) as the host's Sgd.
 TEST(CudaDeviceStore, ParametersSteppedTogetherStepAsTheHostsSgd) {

@@ -1,0 +1,77 @@
+// KeptTraining's part of a parameter server's update on a device that keeps
+// the gradient sums (kept_training.hpp): the other workers' gradients added
+// into the sums where they are and their mean taken there, in the host's
+// order (add_flat_gradients per sender, then scale_gradients), so that the
+// server's own gradient never comes to the host and goes back up.
+#include <string>
+#include <vector>
+
+#include "exec/tensor/kept_training.hpp"
+#include "model/error.hpp"
+
+namespace trainsim {
+namespace {
+
+// A kept sum beside a part the host holds (the host wrote into the set
+// before a backward added to it again) comes to the host to meet it, as
+// step and all_reduce take them: the two then add and scale there.
+void bring_together(KeptTraining& kept, Gradients& grads, int64_t first, int64_t last) {
+  for (int64_t l = first; l <= last; ++l) {
+    for (const ParamGrad& g : grads[static_cast<size_t>(l)]) {
+      if (!g.sparse && g.kept != nullptr && any_nonzero(g.dense.data)) {
+        kept.gradients_to_host(grads, l, l);
+        break;
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void KeptTraining::add_flat(std::span<const float> flat, Gradients& grads, int64_t first, int64_t last) {
+  TRAINSIM_CHECK(first >= 0 && first <= last && last < static_cast<int64_t>(grads.size()),
+                 "a layer range of the gradients");
+  size_t floats = 0;  // add_flat_gradients' layout: the dense gradients (a kept one's host values its size)
+  for (int64_t l = first; l <= last; ++l) {
+    for (const ParamGrad& g : grads[static_cast<size_t>(l)]) floats += g.sparse ? 0 : g.dense.data.size();
+  }
+  TRAINSIM_CHECK(floats == flat.size(), "a flat gradient of " + std::to_string(flat.size()) + " values for layers of " +
+                                            std::to_string(floats));
+  bring_together(*this, grads, first, last);
+  std::vector<std::span<const float>> parts;
+  std::vector<KeptValues*> sums;
+  size_t at = 0;
+  for (int64_t l = first; l <= last; ++l) {
+    for (ParamGrad& g : grads[static_cast<size_t>(l)]) {
+      if (g.sparse) continue;  // add_flat_gradients' layout: the dense ones
+      const std::span<const float> part = flat.subspan(at, g.dense.data.size());
+      at += part.size();
+      if (g.kept != nullptr) {
+        parts.push_back(part);
+        sums.push_back(kept_of(g.kept)->values.get());
+        continue;
+      }
+      for (size_t i = 0; i < part.size(); ++i) g.dense.data[i] += part[i];
+    }
+  }
+  const std::vector<std::shared_ptr<KeptValues>> up = store_->from_host_all(parts);
+  TRAINSIM_CHECK(up.size() == sums.size(), "a copy of each part taken up");
+  for (size_t i = 0; i < up.size(); ++i) store_->add_scaled(*sums[i], up[i].get(), 1.0f);
+}
+
+void KeptTraining::scale(Gradients& grads, float factor, int64_t first, int64_t last) {
+  TRAINSIM_CHECK(first >= 0 && first <= last && last < static_cast<int64_t>(grads.size()),
+                 "a layer range of the gradients");
+  bring_together(*this, grads, first, last);
+  for (int64_t l = first; l <= last; ++l) {
+    for (ParamGrad& g : grads[static_cast<size_t>(l)]) {
+      if (!g.sparse && g.kept != nullptr) {
+        store_->add_scaled(*kept_of(g.kept)->values, nullptr, factor);
+        continue;
+      }
+      for (float& value : g.sparse ? g.row_values.data : g.dense.data) value *= factor;
+    }
+  }
+}
+
+}  // namespace trainsim
