@@ -103,6 +103,9 @@ void Interpreter::all_reduce(OpId id, const Op& op) {
   for (float& v : flat) v *= mean;
   std::lock_guard lock(w.mu);
   Gradients& grads = gradients_of(w, op.iteration);
+  const int64_t first = op.first_layer >= 0 ? op.first_layer : 0;  // -1: every layer
+  const int64_t last = op.last_layer >= 0 ? op.last_layer : static_cast<int64_t>(grads.size()) - 1;
+  if (w.device->take_flat_gradients(flat, grads, first, last, op.dense_only)) return;  // up where the update reads it
   if (op.dense_only) {
     unflatten_gradients(flat, grads, op.first_layer, op.last_layer);
   } else {

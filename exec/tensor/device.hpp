@@ -157,6 +157,17 @@ class Device {
   // the gradients come to the host and both run there.
   virtual void add_flat_gradients(std::span<const float> flat, Gradients& grads, int64_t first, int64_t last);
   virtual void scale_gradients(Gradients& grads, float factor, int64_t first, int64_t last);
+  // `flat` (flatten_gradients' layout: the dense gradients of [first, last])
+  // as their values, the sum of a host's AllReduce or accumulation coming
+  // back: a device keeping gradient sums takes them up as its sums, the
+  // host's values then zero (seed 003 §3.1 B-4-4's copy back), and its
+  // update reads them there; true. False, nothing done, where the device
+  // keeps no sums (here) or, unless `dense_only`, a gradient of the range
+  // is sparse: the caller then writes the host's values.
+  virtual bool take_flat_gradients(std::span<const float> /*flat*/, Gradients& /*grads*/, int64_t /*first*/,
+                                   int64_t /*last*/, bool /*dense_only*/) {
+    return false;
+  }
   // One step of `sgd` on layers [first, last] of `weights` by `grads`
   // (Sgd::step). A device may step a copy of its own of a layer's weights
   // and of the optimizer's velocity (a GPU's, by the gradient sums it

@@ -63,6 +63,11 @@ class KeptTraining {
   // Device::scale_gradients: the kept sums scaled on the device, the rest on
   // the host, a kept sum beside a host part brought to the host first.
   void scale(Gradients& grads, float factor, int64_t first, int64_t last);
+  // Device::take_flat_gradients: the dense gradients of [first, last] (false,
+  // nothing done, where one is sparse and not `dense_only`) taken up
+  // together from their parts of `flat` as their kept sums, each replacing
+  // any it had, the host's values zeroed.
+  bool take_flat(std::span<const float> flat, Gradients& grads, int64_t first, int64_t last, bool dense_only);
   // Device::step of [first, last]: the host's weights and velocity taken
   // up where the device holds none yet; a sparse table's rows (a lazy
   // step, its rows made distinct on the host) sent up alone, a table whose

@@ -200,15 +200,19 @@ class LendingDevice final : public Device {
     kept_->gradients_to_host(grads, first, last);
   }
 
-  // A server's received gradients added, and their mean taken, where the sums are kept.
+  // A server's received gradients added and their mean taken where the sums
+  // are kept; a host's sum coming back taken up as them.
   void add_flat_gradients(std::span<const float> flat, Gradients& grads, int64_t first, int64_t last) override {
     if (kept_ == nullptr) return Device::add_flat_gradients(flat, grads, first, last);
     kept_->add_flat(flat, grads, first, last);
   }
-
   void scale_gradients(Gradients& grads, float factor, int64_t first, int64_t last) override {
     if (kept_ == nullptr) return Device::scale_gradients(grads, factor, first, last);
     kept_->scale(grads, factor, first, last);
+  }
+  bool take_flat_gradients(std::span<const float> flat, Gradients& grads, int64_t first, int64_t last,
+                           bool dense_only) override {
+    return kept_ != nullptr && kept_->take_flat(flat, grads, first, last, dense_only);
   }
 
   // The sums kept here handed to the library where they are.

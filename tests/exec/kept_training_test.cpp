@@ -28,6 +28,15 @@ using buffered::MlpCalls;
 using strategy_runs::case_named;
 using strategy_runs::RunSpec;
 
+// A lending device over the CPU stand-in network, with a counting store.
+std::unique_ptr<Device> lending_with_store(BufferCounts& counts) {
+  return make_lending_device(
+      [&counts](const Network& n, int64_t batch, const HeldLayers& held) {
+        return std::make_unique<BufferedCpuNetwork>(n, batch, counts, nullptr, &held);
+      },
+      std::make_shared<CountingStore>(counts));
+}
+
 // What crosses to the host: with the updates on the device, nothing but
 // the run's weights at the end (one wait per worker) where only the update
 // reads the gradients, however many micro-batches or ranges add into them,
@@ -247,11 +256,7 @@ TEST(LendingDeviceCalls, RunningStatisticsFoldOnTheDevice) {
 TEST(LendingDeviceCalls, AStepOnTheDeviceComesBackAsTheHostsStep) {
   BufferCounts counts;
   Network network = build_network(build_zoo_model("fmnist-mlp"));
-  std::unique_ptr<Device> device = make_lending_device(
-      [&](const Network& n, int64_t batch, const HeldLayers& held) {
-        return std::make_unique<BufferedCpuNetwork>(n, batch, counts, nullptr, &held);
-      },
-      std::make_shared<CountingStore>(counts));
+  std::unique_ptr<Device> device = lending_with_store(counts);
   Weights host = init_weights(network, strategy_runs::kWeightSeed);
   Weights kept = host;
   const SgdOptions options{0.1, 0.9, 1e-4};
@@ -294,11 +299,7 @@ TEST(LendingDeviceCalls, MicroBatchesSumOnTheDeviceAndComeBackOnce) {
   BufferCounts counts;
   Network network = build_network(build_zoo_model("fmnist-mlp"));
   Weights weights = init_weights(network, strategy_runs::kWeightSeed);
-  std::unique_ptr<Device> device = make_lending_device(
-      [&](const Network& n, int64_t batch, const HeldLayers& held) {
-        return std::make_unique<BufferedCpuNetwork>(n, batch, counts, nullptr, &held);
-      },
-      std::make_shared<CountingStore>(counts));
+  std::unique_ptr<Device> device = lending_with_store(counts);
   Gradients reference = zero_gradients(network, weights);
   Gradients grads = zero_gradients(network, weights);
   for (int32_t mb = 0; mb < 2; ++mb) {
@@ -350,6 +351,45 @@ TEST(LendingDeviceCalls, AServersReceivedGradientsAddOnTheDevice) {
     ASSERT_EQ(t.workers, workers);
     EXPECT_EQ(t.sums_added, spec.iterations * params * workers);       // each sender's gradient added, then the mean
     EXPECT_EQ(t.sums_back, spec.iterations * params * (workers - 1));  // the senders' alone
+  }
+}
+
+// A host's AllReduce or accumulation coming back (a ring on the host, CGDP's
+// copy back) goes up as the device's sums, where the update reads them,
+// the host's values zero, and comes back as it went; a range holding a
+// sparse gradient stays the host's unless only the dense ones are given.
+TEST(LendingDeviceCalls, AHostsSumComesBackAsTheDevicesSums) {
+  BufferCounts counts;
+  for (const bool text : {false, true}) {
+    SCOPED_TRACE(text ? "text-bag" : "fmnist-mlp");
+    Network network = build_network(build_zoo_model(text ? "text-bag" : "fmnist-mlp"));
+    Weights weights = init_weights(network, strategy_runs::kWeightSeed);
+    std::unique_ptr<Device> device = lending_with_store(counts);
+    Gradients grads = zero_gradients(network, weights);
+    const auto last = static_cast<int64_t>(grads.size()) - 1;
+    std::vector<float> flat(static_cast<size_t>(flat_gradient_size(grads, 0, last)));
+    for (size_t i = 0; i < flat.size(); ++i) flat[i] = 0.001f * static_cast<float>(i % 997) - 0.4f;
+    const bool sparse = text;  // text-bag's table
+    EXPECT_EQ(device->take_flat_gradients(flat, grads, 0, last, /*dense_only=*/false), !sparse);
+    if (sparse) {
+      for (const LayerGrads& layer : grads) {
+        for (const ParamGrad& g : layer) EXPECT_EQ(g.kept, nullptr);
+      }
+      ASSERT_TRUE(device->take_flat_gradients(flat, grads, 0, last, /*dense_only=*/true));
+    }
+    int64_t kept = 0;
+    for (const LayerGrads& layer : grads) {
+      for (const ParamGrad& g : layer) {
+        kept += g.kept != nullptr;
+        if (!g.sparse) {
+          EXPECT_FALSE(any_nonzero(g.dense.data));
+        }
+      }
+    }
+    EXPECT_GT(kept, 0);
+    EXPECT_THROW(flatten_gradients(grads, 0, last), std::logic_error);
+    device->gradients_to_host(grads, 0, last);
+    EXPECT_EQ(flatten_gradients(grads, 0, last), flat);
   }
 }
 
