@@ -104,6 +104,10 @@ nlohmann::json exec_chrome_trace(const Plan& plan, const ExecResult& result) {
     e["dur"] = std::max(0.0, t.device_end_s - t.device_start_s) * 1e6;
     events.push_back(std::move(e));
   }
+  for (size_t id = 0; id < plan.ops.size(); ++id) {  // what each op's host time grows with on a GPU worker
+    const int64_t calls = result.timings[id].library_calls;
+    if (calls > 0) events.at(ops + id)["args"]["library_calls"] = calls;
+  }
   return trace;
 }
 

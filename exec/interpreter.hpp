@@ -110,6 +110,9 @@ struct ExecOpTiming {
   // the op's start to end).
   double device_start_s = std::numeric_limits<double>::quiet_NaN();
   double device_end_s = std::numeric_limits<double>::quiet_NaN();
+  // Calls into the GPU libraries the op's thread made during it
+  // (exec/library_calls.hpp; 0 where none, as on the CPU).
+  int64_t library_calls = 0;
 };
 
 struct ExecResult {

@@ -14,11 +14,13 @@
 #include "exec/cuda/cuda_kernels.hpp"
 #include "exec/cuda/cuda_network_state.hpp"
 #include "exec/cuda/nccl_transport.hpp"
+#include "exec/library_calls.hpp"
 #include "model/error.hpp"
 
 namespace trainsim {
 
 void check_nccl(ncclResult_t result, const char* call) {
+  ++library_calls;
   if (result == ncclSuccess) return;
   const std::string unloaded = nccl_library_error();
   throw CudaError(std::string(call) + " failed: " + (unloaded.empty() ? ncclGetErrorString(result) : unloaded));

@@ -10,6 +10,7 @@
 #include <thread>
 #include <utility>
 
+#include "exec/library_calls.hpp"
 #include "exec/transport/in_process.hpp"
 
 namespace trainsim::interp {
@@ -79,9 +80,11 @@ void Scheduler::release_waiters() {
 void Scheduler::run_op(OpHandler& handler, OpId id) {
   const Op& op = plan_.ops[static_cast<size_t>(id)];
   wait_for_deps(op);
+  const int64_t calls = library_calls;
   timings_[static_cast<size_t>(id)].start_s = now_s();
   handler.execute(id, op);
   timings_[static_cast<size_t>(id)].end_s = now_s();
+  timings_[static_cast<size_t>(id)].library_calls = library_calls - calls;
   done_[static_cast<size_t>(id)].store(true);
   done_[static_cast<size_t>(id)].notify_all();
   // A compute op that released another thread of its worker (a send, a

@@ -209,6 +209,7 @@ std::vector<float> Interpreter::result_record(int32_t worker, const ExecResult& 
     append_double(out, r.timings[id].end_s);
     append_double(out, r.timings[id].device_start_s);
     append_double(out, r.timings[id].device_end_s);
+    append_double(out, static_cast<double>(r.timings[id].library_calls));
   }
   append_double(out, computer_key());
   append_double(out, scheduler_.start_clock_s());
@@ -248,6 +249,7 @@ double Interpreter::read_result_record(int32_t worker, const std::vector<float>&
     r.timings[id].end_s = in.next_double();
     r.timings[id].device_start_s = in.next_double();
     r.timings[id].device_end_s = in.next_double();
+    r.timings[id].library_calls = static_cast<int64_t>(in.next_double());
   }
   const double computer = in.next_double();
   const double start_clock_s = in.next_double();

@@ -7,7 +7,9 @@ their time with none, one, two or more others, sampled at ten points of
 each); for the AllReduces, the median spread of the members' ends; where
 the trace has a worker's compute ops' work on its device (a GPU's kernels,
 `trainsim run --trace` on GPU workers: thread DEVICE_TID), each kind's
-median there too. With several traces, one line per trace.
+median there too, and where its ops made calls into the GPU libraries
+(args.library_calls), each kind's median count. With several traces, one
+line per trace.
 
 Usage: trace_ops.py TRACE.json [TRACE.json ...] [--from 8]"""
 
@@ -58,7 +60,10 @@ def summary(path, first):
             ends[key].append(e["ts"] + e["dur"])
     spreads = [max(v) - min(v) for v in ends.values() if len(v) > 1]
     device = {kind: statistics.median(d) / 1e3 for kind, d in on_device.items()}
-    return medians, [others[n] / samples for n in range(3)], statistics.median(spreads) / 1e3 if spreads else None, device
+    calls = {kind: statistics.median(e.get("args", {}).get("library_calls", 0) for e in ops if op_kind(e) == kind)
+             for kind in durations}
+    return (medians, [others[n] / samples for n in range(3)], statistics.median(spreads) / 1e3 if spreads else None,
+            device, {kind: n for kind, n in calls.items() if n > 0})
 
 
 def main():
@@ -67,13 +72,15 @@ def main():
     parser.add_argument("--from", dest="first", type=int, default=8, help="the first iteration counted (default 8)")
     a = parser.parse_args()
     for path in a.traces:
-        medians, others, spread, device = summary(path, a.first)
+        medians, others, spread, device, calls = summary(path, a.first)
         kinds = " ".join(f"{kind} {ms:.2f}" for kind, ms in sorted(medians.items()) if ms > 0)
         line = f"{path}: medians (ms) {kinds}; others computing 0/1/2+: " + "/".join(f"{x:.2f}" for x in others)
         if spread is not None:
             line += f"; AllReduce ends {spread:.2f} ms apart"
         if device:
             line += "; on the device (ms) " + " ".join(f"{kind} {ms:.2f}" for kind, ms in sorted(device.items()))
+        if calls:
+            line += "; library calls " + " ".join(f"{kind} {n:g}" for kind, n in sorted(calls.items()))
         print(line)
 
 

@@ -45,6 +45,31 @@ StrategyRun on_stand_ins(RunSpec spec, bool time_device_work, BufferCounts* coun
   return strategy_runs::run(spec);
 }
 
+// Each op's calls into the GPU libraries, made on its own thread, counted
+// around it and written into the run's trace: here the stand-in network's
+// one per range it runs, a forward's and a backward's each, none elsewhere.
+TEST(LibraryCalls, EachOpCountsTheCallsItsThreadMadeAndTheTraceShowsThem) {
+  for (const std::string strategy : {"single", "gpipe", "dp-ring"}) {
+    SCOPED_TRACE(strategy);
+    RunSpec spec;
+    spec.strategy = strategy;
+    const StrategyRun run = on_stand_ins(spec, false);
+    const nlohmann::json trace = exec_chrome_trace(run.plan, run.result);
+    int64_t shown = 0;
+    for (const nlohmann::json& e : trace.at("traceEvents"))
+      shown += e.contains("args") && e["args"].contains("library_calls");
+    int64_t counted = 0;
+    for (size_t id = 0; id < run.plan.ops.size(); ++id) {
+      const OpKind kind = run.plan.ops[id].kind;
+      const bool runs = kind == OpKind::kForward || kind == OpKind::kBackward;
+      EXPECT_EQ(run.result.timings[id].library_calls, runs ? 1 : 0) << op_kind_name(kind) << " " << id;
+      counted += runs;
+    }
+    EXPECT_EQ(shown, counted);
+    EXPECT_GT(counted, 0);
+  }
+}
+
 class DeviceWorkTimes : public testing::TestWithParam<std::string> {};
 
 // The stand-in's work is done by the time each call returns, so each

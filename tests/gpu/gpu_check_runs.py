@@ -135,7 +135,8 @@ def iteration_breakdown(ck):
                   "compute stream spends in its ops on the host (queuing their kernels; the rest of the iteration is "
                   "between them) and its forwards' and backwards' kernels on the GPU (CUDA events, from each op's "
                   "first kernel to its last), and each op kind's median on the host "
-                  "(`tests/bench/trace_ops.py --from 8`, ms):", ""]
+                  "(`tests/bench/trace_ops.py --from 8`, ms) and its median calls into the GPU libraries (CUDA's "
+                  "runtime, cuBLAS, cuDNN, NCCL; a kernel's launch not counted):", ""]
     for strategy in ("single", "dp-ring", "gpipe"):
         trace = os.path.join(ck.out, f"trace-{strategy}.json")
         j, done = run_json(ck, f"trace-{strategy}", ["--model", "fmnist-cnn", "--strategy", strategy, "--devices",
