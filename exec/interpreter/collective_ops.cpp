@@ -101,11 +101,18 @@ void Interpreter::all_reduce(OpId id, const Op& op) {
     all_reduce_ring_codec(peers, flat, pipesgd_hop_codec(compression_of(op.codec)));
   }
   for (float& v : flat) v *= mean;
+  Gradients* kept = nullptr;
+  {
+    std::lock_guard lock(w.mu);
+    kept = &gradients_of(w, op.iteration);
+  }
+  // Up where the update reads it, without the worker's lock while the store
+  // uploads (the plan keeps the update and other ops off these layers).
+  const int64_t first = op.first_layer >= 0 ? op.first_layer : 0;  // -1: every layer
+  const int64_t last = op.last_layer >= 0 ? op.last_layer : static_cast<int64_t>(kept->size()) - 1;
+  if (w.device->take_flat_gradients(flat, *kept, first, last, op.dense_only)) return;
   std::lock_guard lock(w.mu);
   Gradients& grads = gradients_of(w, op.iteration);
-  const int64_t first = op.first_layer >= 0 ? op.first_layer : 0;  // -1: every layer
-  const int64_t last = op.last_layer >= 0 ? op.last_layer : static_cast<int64_t>(grads.size()) - 1;
-  if (w.device->take_flat_gradients(flat, grads, first, last, op.dense_only)) return;  // up where the update reads it
   if (op.dense_only) {
     unflatten_gradients(flat, grads, op.first_layer, op.last_layer);
   } else {

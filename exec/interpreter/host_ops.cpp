@@ -145,14 +145,19 @@ void Interpreter::copy_to_device(OpId id, const Op& op) {
     }
   }
   WorkerState& w = *workers_[op.worker];
-  std::lock_guard lock(w.mu);
-  Gradients& grads = gradients_of(w, op.iteration);
-  // Up to the device that keeps the sums, where its update reads them (the copy back, seed 003 §3.1 B-4-4).
-  const int64_t first = op.first_layer >= 0 ? op.first_layer : 0;  // -1: every layer
-  const int64_t last = op.last_layer >= 0 ? op.last_layer : static_cast<int64_t>(grads.size()) - 1;
-  if (!w.device->take_flat_gradients(mean, grads, first, last, /*dense_only=*/false)) {
-    unflatten_densified(mean, grads, w.weights, op.first_layer, op.last_layer);
+  Gradients* grads = nullptr;
+  {
+    std::lock_guard lock(w.mu);
+    grads = &gradients_of(w, op.iteration);
   }
+  // Up to the device that keeps the sums, where its update reads them (the
+  // copy back, seed 003 §3.1 B-4-4), without the worker's lock while the
+  // store uploads (the plan keeps the update and other ops off these layers).
+  const int64_t first = op.first_layer >= 0 ? op.first_layer : 0;  // -1: every layer
+  const int64_t last = op.last_layer >= 0 ? op.last_layer : static_cast<int64_t>(grads->size()) - 1;
+  if (w.device->take_flat_gradients(mean, *grads, first, last, /*dense_only=*/false)) return;
+  std::lock_guard lock(w.mu);
+  unflatten_densified(mean, *grads, w.weights, op.first_layer, op.last_layer);
 }
 
 }  // namespace trainsim::interp
