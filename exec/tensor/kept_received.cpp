@@ -15,20 +15,6 @@
 namespace trainsim {
 namespace {
 
-// A kept sum beside a part the host holds (the host wrote into the set
-// before a backward added to it again) comes to the host to meet it, as
-// step and all_reduce take them: the two then add and scale there.
-void bring_together(KeptTraining& kept, Gradients& grads, int64_t first, int64_t last) {
-  for (int64_t l = first; l <= last; ++l) {
-    for (const ParamGrad& g : grads[static_cast<size_t>(l)]) {
-      if (!g.sparse && g.kept != nullptr && any_nonzero(g.dense.data)) {
-        kept.gradients_to_host(grads, l, l);
-        break;
-      }
-    }
-  }
-}
-
 // The dense gradients' values in flatten_gradients' layout over [first,
 // last]: as many as `flat` holds, else an error.
 void check_flat_size(std::span<const float> flat, const Gradients& grads, int64_t first, int64_t last) {
@@ -44,9 +30,20 @@ void check_flat_size(std::span<const float> flat, const Gradients& grads, int64_
 
 }  // namespace
 
+void KeptTraining::bring_together(Gradients& grads, int64_t first, int64_t last) {
+  for (int64_t l = first; l <= last; ++l) {
+    for (const ParamGrad& g : grads[static_cast<size_t>(l)]) {
+      if (!g.sparse && g.kept != nullptr && any_nonzero(g.dense.data)) {
+        gradients_to_host(grads, l, l);  // the layer's kept sums, this one's among them
+        break;
+      }
+    }
+  }
+}
+
 void KeptTraining::add_flat(std::span<const float> flat, Gradients& grads, int64_t first, int64_t last) {
   check_flat_size(flat, grads, first, last);
-  bring_together(*this, grads, first, last);
+  bring_together(grads, first, last);
   std::vector<std::span<const float>> parts;
   std::vector<KeptValues*> sums;
   size_t at = 0;
@@ -101,7 +98,7 @@ bool KeptTraining::take_flat(std::span<const float> flat, Gradients& grads, int6
 void KeptTraining::scale(Gradients& grads, float factor, int64_t first, int64_t last) {
   TRAINSIM_CHECK(first >= 0 && first <= last && last < static_cast<int64_t>(grads.size()),
                  "a layer range of the gradients");
-  bring_together(*this, grads, first, last);
+  bring_together(grads, first, last);
   for (int64_t l = first; l <= last; ++l) {
     for (ParamGrad& g : grads[static_cast<size_t>(l)]) {
       if (!g.sparse && g.kept != nullptr) {

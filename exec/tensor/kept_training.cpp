@@ -86,16 +86,11 @@ bool KeptTraining::all_reduce(Gradients& grads, int64_t first, int64_t last, boo
       if (g.sparse) return false;
     }
   }
+  bring_together(grads, first, last);  // as step sums them
   std::vector<ParamGrad*> dense;
   for (int64_t l = first; l <= last; ++l) {
     for (ParamGrad& g : grads[static_cast<size_t>(l)]) {
-      if (g.sparse) continue;
-      // A host part beside the kept one (the host wrote into the set before
-      // a backward added to it again): the two summed on the host, as step.
-      if (g.kept != nullptr && any_nonzero(g.dense.data)) {
-        gradients_to_host(grads, l, l);
-      }
-      dense.push_back(&g);
+      if (!g.sparse) dense.push_back(&g);
     }
   }
   std::vector<std::span<const float>> uploads;

@@ -55,6 +55,10 @@ class KeptTraining {
   // of which the host holds brought there first, then those the host holds
   // alone taken up together, the host's values zeroed; their sums to `sum`.
   bool all_reduce(Gradients& grads, int64_t first, int64_t last, bool dense_only, const SumKept& sum);
+  // A kept sum of [first, last] beside a part the host holds (the host wrote
+  // into the set before a backward added to it again) brought to the host
+  // to meet it, the two then summed there (kept_received.cpp).
+  void bring_together(Gradients& grads, int64_t first, int64_t last);
   // Device::add_flat_gradients: each dense gradient of [first, last] whose
   // sum the device keeps adds its part of `flat` there (the parts taken up
   // together), the others theirs on the host; a kept sum beside a host part
