@@ -1,7 +1,9 @@
 // trainsim.cluster/1 reader, writer, validation, and preset lookup.
 #include "profiles/cluster.hpp"
 
+#include <algorithm>
 #include <filesystem>
+#include <iterator>
 #include <utility>
 
 #include "model/error.hpp"
@@ -41,6 +43,39 @@ nlohmann::json link_json(const LinkSpec& link) {
   if (link.send_buffer_bytes != 0) j["send_buffer_bytes"] = link.send_buffer_bytes;  // optional: absent means none
   if (link.burst_bytes != 0) j["burst_bytes"] = link.burst_bytes;                    // optional: absent means none
   return j;
+}
+
+// DeviceSpec::host_per_op by kind, in the file's order.
+constexpr std::pair<const char*, DeviceSpec::HostTime DeviceSpec::HostPerOp::*> kHostKinds[] = {
+    {"forward", &DeviceSpec::HostPerOp::forward},
+    {"backward", &DeviceSpec::HostPerOp::backward},
+    {"update", &DeviceSpec::HostPerOp::update}};
+
+nlohmann::json host_per_op_json(const DeviceSpec::HostPerOp& host) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto& [name, kind] : kHostKinds) {
+    j[name] = {{"fixed_s", (host.*kind).fixed_s}, {"per_layer_s", (host.*kind).per_layer_s}};
+  }
+  return j;
+}
+
+DeviceSpec::HostPerOp read_host_per_op(const nlohmann::json& j, const std::string& at) {
+  if (!j.is_object()) {
+    throw InputError(at, "is not an object",
+                     "{\"forward\": {\"fixed_s\": ..., \"per_layer_s\": ...}, \"backward\": ..., \"update\": ...}");
+  }
+  DeviceSpec::HostPerOp host;
+  for (const auto& item : j.items()) {
+    const std::string& name = item.key();
+    const nlohmann::json& value = item.value();
+    const auto* kind =
+        std::find_if(std::begin(kHostKinds), std::end(kHostKinds), [&](const auto& k) { return name == k.first; });
+    if (kind == std::end(kHostKinds))
+      throw InputError(at, "names op kind '" + name + "'", "forward, backward or update");
+    (host.*(kind->second)) = {require_nonnegative(value, "fixed_s", at + "." + name),
+                              require_nonnegative(value, "per_layer_s", at + "." + name)};
+  }
+  return host;
 }
 
 }  // namespace
@@ -104,6 +139,7 @@ nlohmann::json cluster_to_json(const Cluster& c) {
   if (c.device.compute_rate_while_shared != 0) {                        // optional: absent means 1/W
     doc["device"]["compute_rate_while_shared"] = c.device.compute_rate_while_shared;
   }
+  if (c.device.host_per_op.any()) doc["device"]["host_per_op"] = host_per_op_json(c.device.host_per_op);  // optional: 0
   return doc;
 }
 
@@ -157,6 +193,7 @@ Cluster cluster_from_json(const nlohmann::json& doc, const std::string& where) {
     }
     c.device.compute_rate_while_shared = rate;
   }
+  if (d.contains("host_per_op")) c.device.host_per_op = read_host_per_op(d.at("host_per_op"), at + ".host_per_op");
   c.intra_link = read_link(doc, "intra_link", where);
   c.inter_link = read_link(doc, "inter_link", where);
   const nlohmann::json& h = require_field(doc, "host", where);

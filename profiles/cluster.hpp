@@ -3,6 +3,7 @@
 // seeds' testbeds and modern machines (presets.cpp).
 #pragma once
 
+#include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -51,6 +52,30 @@ struct DeviceSpec {
   // 0 (the default) takes 1/W. `profile --device cuda:GxW --cluster-out`
   // measures it on the profile's own model (docs/simulator.md).
   double compute_rate_while_shared = 0;
+  // The host's time per compute op where the device runs an op's work after
+  // the host has queued it (a GPU): queuing its kernels and the executor's
+  // own work around them (lending the pass a network, loading weights,
+  // events between streams, the update's waits). A forward (or recompute),
+  // backward or update over n layers holds its worker's host for fixed_s +
+  // n · per_layer_s of its kind and ends when both that and its work are
+  // done. Optional in the file (under "host_per_op"): absent, 0 (a CPU's,
+  // whose work is the host's). `profile --device cuda --cluster-out`
+  // measures it through the executor (profiles/profiler/host_per_op.hpp).
+  struct HostTime {
+    double fixed_s = 0;
+    double per_layer_s = 0;
+    double seconds(int64_t layers) const { return fixed_s + static_cast<double>(layers) * per_layer_s; }
+  };
+  struct HostPerOp {
+    HostTime forward;
+    HostTime backward;
+    HostTime update;
+    bool any() const {
+      return forward.fixed_s > 0 || forward.per_layer_s > 0 || backward.fixed_s > 0 || backward.per_layer_s > 0 ||
+             update.fixed_s > 0 || update.per_layer_s > 0;
+    }
+  };
+  HostPerOp host_per_op = {};
 };
 
 struct LinkSpec {

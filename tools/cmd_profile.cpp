@@ -93,9 +93,10 @@ void run_measured_gpu(const ProfileOptions& o, const Model& model, CommandContex
   write_text_output(o.out, profile_to_json(profile).dump(2) + "\n", ctx.out, "--out");
   if (!o.cluster_out.empty()) {
     // A GPU each (cuda:G,H,...): the layers were profiled on the first.
-    const Cluster cluster = gpu.each.empty() ? measure_cuda_workers_cluster(model, profile.batch_size, gpu.index,
-                                                                            gpu.workers, measure, precision)
-                                             : measure_cuda_gpus_cluster(model, gpu.each);
+    const Cluster cluster =
+        gpu.each.empty()
+            ? measure_cuda_workers_cluster(model, profile.batch_size, gpu.index, gpu.workers, measure, precision)
+            : measure_cuda_gpus_cluster(model, profile.batch_size, gpu.each, measure, precision);
     write_text_output(o.cluster_out, cluster_to_json(cluster).dump(2) + "\n", ctx.out, "--cluster-out");
   }
 }

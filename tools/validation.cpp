@@ -296,7 +296,7 @@ Validation validate(const Model& model, const Dataset& data, int64_t workers, co
         report("probing the GPU" + std::string(gpu.each.empty() ? "" : "s") + of_round);
         v.round_clusters.push_back(
             gpu.each.empty() ? measure_cuda_workers_cluster(model, batch, gpu.index, workers, on_gpu, gpu.precision)
-                             : measure_cuda_gpus_cluster(model, gpu.each));
+                             : measure_cuda_gpus_cluster(model, batch, gpu.each, on_gpu, gpu.precision));
       } else if (round < rounds) {
         report("profiling " + model.name + of_round);
         profiles.push_back(rank0_profile(measure_profile(model, batch, measure)));

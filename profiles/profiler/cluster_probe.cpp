@@ -271,6 +271,13 @@ Cluster median_cluster(const std::vector<Cluster>& clusters) {
   out.device.collective_rate_while_computing =
       median_of([](const Cluster& c) { return c.device.collective_rate_while_computing; });
   out.host.stream_sync_s = median_of([](const Cluster& c) { return c.host.stream_sync_s; });
+  for (auto kind :
+       {&DeviceSpec::HostPerOp::forward, &DeviceSpec::HostPerOp::backward, &DeviceSpec::HostPerOp::update}) {
+    (out.device.host_per_op.*kind).fixed_s =
+        median_of([&](const Cluster& c) { return (c.device.host_per_op.*kind).fixed_s; });
+    (out.device.host_per_op.*kind).per_layer_s =
+        median_of([&](const Cluster& c) { return (c.device.host_per_op.*kind).per_layer_s; });
+  }
   out.intra_link.bandwidth_bytes_per_s = median_of([](const Cluster& c) { return c.intra_link.bandwidth_bytes_per_s; });
   out.intra_link.latency_s = median_of([](const Cluster& c) { return c.intra_link.latency_s; });
   out.inter_link.bandwidth_bytes_per_s = median_of([](const Cluster& c) { return c.inter_link.bandwidth_bytes_per_s; });

@@ -6,11 +6,13 @@
 #include <string>
 #include <vector>
 
+#include "exec/cuda/cuda_device.hpp"
 #include "exec/cuda/cuda_network.hpp"
 #include "exec/tensor/layers.hpp"
 #include "model/error.hpp"
 #include "model/layer.hpp"
 #include "profiles/profiler/cuda_cluster_probe.hpp"
+#include "profiles/profiler/host_per_op.hpp"
 #include "profiles/profiler/measured_layers.hpp"
 #include "profiles/profiler/timing.hpp"
 
@@ -62,6 +64,16 @@ void check_measure_options(const Model& model, int64_t batch, const MeasureOptio
   if (options.warmups < 0) throw InputError("--warmups", std::to_string(options.warmups), "0 or more warm-up runs");
 }
 
+// What each compute op of a worker on GPU `device` takes of its host,
+// through the executor, into `cluster` (its description says so).
+void add_host_per_op(const Model& model, int64_t batch, int device, const MeasureOptions& options,
+                     CudaPrecision precision, Cluster& cluster) {
+  cluster.device.host_per_op = measure_host_per_op(
+      model, batch, [&](int32_t) { return make_cuda_device(model, device, precision); }, options);
+  cluster.description += "; host_per_op: " + model.name + "'s single plan through the executor at batch " +
+                         std::to_string(batch) + ", one worker on GPU " + std::to_string(device);
+}
+
 }  // namespace
 
 double measure_cuda_shared_rate(const Model& model, int64_t batch, int device, int64_t workers,
@@ -87,6 +99,7 @@ Cluster measure_cuda_workers_cluster(const Model& model, int64_t batch, int devi
   CudaProbeOptions probe;
   probe.gradient_bytes = std::max<int64_t>(4, 4 * param_count(model));  // what its collectives carry
   Cluster cluster = measure_cuda_cluster(device, workers, probe);
+  add_host_per_op(model, batch, device, options, precision, cluster);
   if (workers > 1) {  // what sharing the GPU leaves each worker of this model's passes
     cluster.device.compute_rate_while_shared =
         measure_cuda_shared_rate(model, batch, device, workers, options, precision);
@@ -96,10 +109,13 @@ Cluster measure_cuda_workers_cluster(const Model& model, int64_t batch, int devi
   return cluster;
 }
 
-Cluster measure_cuda_gpus_cluster(const Model& model, const std::vector<int>& gpus) {
+Cluster measure_cuda_gpus_cluster(const Model& model, int64_t batch, const std::vector<int>& gpus,
+                                  const MeasureOptions& options, CudaPrecision precision) {
   CudaProbeOptions probe;
   probe.gradient_bytes = std::max<int64_t>(4, 4 * param_count(model));  // what its collectives carry
-  return measure_cuda_gpus_cluster(gpus, probe);
+  Cluster cluster = measure_cuda_gpus_cluster(gpus, probe);
+  if (!gpus.empty()) add_host_per_op(model, batch, gpus.front(), options, precision, cluster);
+  return cluster;
 }
 
 Profile measure_cuda_profile(const Model& model, int64_t batch, int device, const MeasureOptions& options,

@@ -96,6 +96,7 @@ void Engine::start_compute(OpId id) {
     core_owner_[core] = worker;
   }
   start(id);
+  if (!host_ns_.empty()) host_ns_[id] = later_ns(now_ns_, host_ns_[id], id);  // its host part's end
   const SimTime duration = compute_duration_ns(id);
   if (!core_jobs_.empty()) {  // on a core other workers share (shared_cores.cpp)
     core_shares_[states_[id].worker].running = id;
@@ -250,14 +251,7 @@ void Engine::finish(OpId id) {
   result_.timings[id].end_ns = now_ns_;
   if (is_collective(op.kind)) end_collective(collectives_[op.index]);
   if (sharing_ && uses_worker_cores(op.kind)) set_communicating(id, false);
-  if (core_shares_[op.worker].running == id) {  // set where compute shares a core
-    core_shares_[op.worker].running = -1;
-    if (!core_jobs_.empty()) {
-      end_core_job(id);
-      if (core_scheduling_) compute_left_core(core_of_worker_[op.worker], id);
-    }
-    if (sharing_) set_computing(op.worker, -1);
-  }
+  leave_device(id);
   if (op.memory >= 0) live_bytes_[op.worker] -= memory_bytes_[op.memory][1];
   ++finished_;
   int32_t s = successor_offsets_[id];
@@ -330,6 +324,7 @@ SimResult Engine::run() {
     switch (event.tag & 3u) {
       case kOpEnd:
         if ((event.tag >> 2) != states_[event.op].version) break;  // a compute op or collective rescheduled since
+        if (!host_ns_.empty() && waits_for_host(event.op)) break;  // its work is done, its host part is not
         finish(event.op);
         break;
       case kFlowJoin:

@@ -104,6 +104,7 @@ Engine::Engine(const Plan& plan, const Cluster& cluster, const SimOptions& optio
   issued_.assign(issued_offsets_[groups], 0);
   instances_.assign(kCollectiveKinds * static_cast<size_t>(groups), {});
   read_ops();
+  price_host();
   if (core_scheduling_) hop_members_.assign(collective_ops_.size(), HopMember{});
   price_collectives();
   live_bytes_.assign(workers, 0.0);

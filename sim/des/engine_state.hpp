@@ -230,6 +230,10 @@ class Engine {
   void post(OpId id);
   SimTime compute_duration_ns(OpId id);
   void start_compute(OpId id);
+  // host_time.cpp: a GPU worker's host time per compute op (DeviceSpec::host_per_op).
+  void price_host();
+  bool waits_for_host(OpId id);
+  void leave_device(OpId id);
   void set_communicating(OpId id, bool starts);
   void reschedule_compute(CoreShare& share);
   void start_collective(Collective& c);
@@ -285,6 +289,9 @@ class Engine {
   double shared_rate_ = 1;              // cluster's compute_rate_while_communicating
   bool sharing_ = false;                // either that or collective_rate_while_computing below 1
   SimTime handoff_ns_ = 0;              // cluster's handoff_s
+  // Per op, where the device prices a host time per compute op (else
+  // empty): a compute op's host time until it starts, then when that ends.
+  std::vector<SimTime> host_ns_;
   std::vector<OpId> handed_off_by_;     // per op released after a hand-off or a latency: the op releasing it, else -1
   std::vector<CoreShare> core_shares_;  // per worker, used when sharing_
   std::vector<std::vector<int32_t>> running_collectives_;  // per worker, likewise: the collectives it is in

@@ -10,10 +10,13 @@
 #include <string>
 #include <vector>
 
+#include "exec/cuda/cuda_device.hpp"
 #include "exec/cuda/cuda_device_store.hpp"
 #include "exec/cuda/nccl_transport.hpp"
 #include "exec/devices.hpp"
 #include "model/error.hpp"
+#include "model/zoo/zoo.hpp"
+#include "profiles/profiler/host_per_op.hpp"
 #include "tests/gpu/skip_without_gpu.hpp"
 
 namespace trainsim {
@@ -101,6 +104,26 @@ TEST(CudaClusterProbe, MeasuresGpuZeroAndSharesItAmongItsWorkers) {
   EXPECT_EQ(four.device.name, one.device.name);
   EXPECT_EQ(one.shared_devices, 0);  // a worker alone has its GPU
   EXPECT_EQ(four.shared_devices, 1);
+}
+
+// A worker's host time per compute op on GPU 0, through the executor's
+// single plan of fmnist-cnn: every kind takes some of the host (its calls
+// into CUDA, cuBLAS and cuDNN alone are microseconds each), and none
+// anything near a second.
+TEST(CudaClusterProbe, MeasuresAWorkersHostTimePerComputeOpThroughTheExecutor) {
+  SKIP_WITHOUT_GPU();
+  MeasureOptions options;
+  options.warmups = 3;
+  options.repeats = 10;
+  const Model model = build_zoo_model("fmnist-cnn");
+  const DeviceSpec::HostPerOp host = measure_host_per_op(
+      model, 64, [&](int32_t) { return make_cuda_device(model, 0, CudaPrecision::fast); }, options);
+  expect_between(host.forward.seconds(1), 1e-6, 0.1, "host_per_op.forward at one layer");
+  expect_between(host.backward.seconds(1), 1e-6, 0.1, "host_per_op.backward at one layer");
+  expect_between(host.update.seconds(10), 1e-6, 0.1, "host_per_op.update at ten layers");
+  Cluster c = cluster_presets().front();
+  c.device.host_per_op = host;
+  EXPECT_NO_THROW(validate_cluster(c, "measured"));
 }
 
 TEST(CudaClusterProbe, RejectsAnUnknownDeviceAndWorkerCountsOutOfRange) {

@@ -178,7 +178,16 @@ def cluster_line(workers, c):
             f"{link['latency_s'] * 1e6:.1f} µs; host link {h['link_bandwidth_bytes_per_s'] / 1e9:.1f} GB/s after "
             f"{h['link_latency_s'] * 1e6:.1f} µs; launch + sync {h['stream_sync_s'] * 1e6:.1f} µs; {collective}" +
             (f"; fmnist-cnn's pass with all {workers} at once at {d['compute_rate_while_shared']:.2f} of its rate alone"
-             if 'compute_rate_while_shared' in d else ""))
+             if 'compute_rate_while_shared' in d else "") + host_per_op_text(d.get("host_per_op")))
+
+
+def host_per_op_text(host):
+    """A worker's host time per compute op by kind (fixed + per layer), as the executor took it."""
+    if not host:
+        return ""
+    parts = [f"{kind} {t['fixed_s'] * 1e6:.1f} + {t['per_layer_s'] * 1e6:.1f}/layer µs"
+             for kind, t in host.items()]
+    return "; the host per compute op (single's ops through the executor): " + ", ".join(parts)
 
 
 def cluster(ck):

@@ -167,6 +167,42 @@ TEST(Presets, HandoffIsOptionalAndNotNegative) {
   }
 }
 
+// A GPU worker's host time per compute op: written only where some part is
+// not 0, read back by kind, and a negative time or another kind refused,
+// naming the field.
+TEST(Presets, HostPerOpIsOptionalAndChecked) {
+  Cluster c = cluster_presets().front();
+  EXPECT_FALSE(cluster_to_json(c)["device"].contains("host_per_op"));  // all 0 is written as absent
+  c.device.host_per_op = {{90e-6, 5e-6}, {0, 30e-6}, {240e-6, 0}};
+  nlohmann::json doc = cluster_to_json(c);
+  const DeviceSpec::HostPerOp read = cluster_from_json(doc, "f").device.host_per_op;
+  EXPECT_EQ(read.forward.fixed_s, 90e-6);
+  EXPECT_EQ(read.forward.per_layer_s, 5e-6);
+  EXPECT_EQ(read.backward.fixed_s, 0);
+  EXPECT_EQ(read.backward.per_layer_s, 30e-6);
+  EXPECT_EQ(read.update.fixed_s, 240e-6);
+  EXPECT_DOUBLE_EQ(read.forward.seconds(4), 110e-6);
+  doc["device"]["host_per_op"].erase("update");  // a kind left out is 0
+  EXPECT_EQ(cluster_from_json(doc, "f").device.host_per_op.update.fixed_s, 0);
+  const auto refused = [](const nlohmann::json& d, const std::string& field) {
+    try {
+      cluster_from_json(d, "f");
+      ADD_FAILURE() << d.dump() << " was accepted";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(field), std::string::npos) << e.what();
+    }
+  };
+  nlohmann::json bad = doc;
+  bad["device"]["host_per_op"]["forward"]["fixed_s"] = -1e-6;
+  refused(bad, "host_per_op.forward");
+  bad = doc;
+  bad["device"]["host_per_op"]["send"] = {{"fixed_s", 1e-6}, {"per_layer_s", 0}};
+  refused(bad, "send");
+  bad = doc;
+  bad["device"]["host_per_op"] = 5e-6;
+  refused(bad, "host_per_op");
+}
+
 TEST(Presets, SharedCoresAreOptionalAndAtLeastOne) {
   Cluster c = cluster_presets().front();
   EXPECT_FALSE(cluster_to_json(c).contains("shared_cores"));  // 0: each device its own

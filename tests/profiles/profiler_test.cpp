@@ -396,8 +396,15 @@ TEST(MeasuredCluster, TheMedianOfProbesTakesEachRatesMedian) {
   a.collective.library = CollectiveSpec::LibraryHops{40e9, 6e-6};
   b.collective.library = CollectiveSpec::LibraryHops{20e9, 4e-6};
   c.collective.library = CollectiveSpec::LibraryHops{30e9, 5e-6};
+  a.device.host_per_op.forward = {90e-6, 3e-6};  // a GPU worker's host per op, each round's own
+  b.device.host_per_op.forward = {70e-6, 5e-6};
+  c.device.host_per_op.forward = {80e-6, 4e-6};
+  b.device.host_per_op.update.fixed_s = 200e-6;
   c.name = "another";
   const Cluster m = median_cluster({a, b, c});
+  EXPECT_EQ(m.device.host_per_op.forward.fixed_s, 80e-6);
+  EXPECT_EQ(m.device.host_per_op.forward.per_layer_s, 4e-6);
+  EXPECT_EQ(m.device.host_per_op.update.fixed_s, 0);  // 0, 200, 0
   ASSERT_TRUE(m.collective.library);
   EXPECT_EQ(m.collective.library->hop_bytes_per_s, 30e9);
   EXPECT_EQ(m.collective.library->hop_latency_s, 5e-6);
