@@ -4,6 +4,7 @@
 #include "profiles/profiler/host_per_op.hpp"
 
 #include <algorithm>
+#include <barrier>
 #include <map>
 #include <string>
 
@@ -51,9 +52,8 @@ DeviceSpec::HostTime fit_line(const std::map<int64_t, std::vector<double>>& by_l
 
 }  // namespace
 
-DeviceSpec::HostPerOp fit_host_per_op(const Plan& plan, const std::vector<ExecOpTiming>& timings,
+DeviceSpec::HostPerOp fit_host_per_op(const Plan& plan, const std::vector<std::vector<ExecOpTiming>>& runs,
                                       int32_t from_iteration) {
-  TRAINSIM_CHECK(timings.size() == plan.ops.size(), "a timing per op of the plan");
   std::map<int64_t, std::vector<double>> forward;
   std::map<int64_t, std::vector<double>> backward;
   std::map<int64_t, std::vector<double>> update;
@@ -66,15 +66,19 @@ DeviceSpec::HostPerOp fit_host_per_op(const Plan& plan, const std::vector<ExecOp
     if (op.kind == OpKind::kUpdate) kind = &update;
     if (kind == nullptr) continue;
     const int64_t layers = op.first_layer < 0 ? 0 : std::max(0, op.last_layer - op.first_layer + 1);
-    (*kind)[layers].push_back(std::max(0.0, timings[id].end_s - timings[id].start_s));
+    for (const std::vector<ExecOpTiming>& timings : runs) {
+      TRAINSIM_CHECK(timings.size() == plan.ops.size(), "a timing per op of the plan");
+      (*kind)[layers].push_back(std::max(0.0, timings[id].end_s - timings[id].start_s));
+    }
   }
   return {fit_line(forward), fit_line(backward), fit_line(update)};
 }
 
-DeviceSpec::HostPerOp measure_host_per_op(const Model& model, int64_t batch,
+DeviceSpec::HostPerOp measure_host_per_op(const Model& model, int64_t batch, int64_t workers,
                                           const std::function<std::unique_ptr<Device>(int32_t)>& make_device,
                                           const MeasureOptions& options) {
   if (batch < 1) throw InputError("--batch", std::to_string(batch), "a batch size >= 1");
+  if (workers < 1) throw InputError("--device", std::to_string(workers) + " workers", "at least 1 worker");
   if (options.repeats < 1) throw InputError("--repeats", std::to_string(options.repeats), "at least 1 timed run");
   const Network network = build_network(model);
   const Profile layers = analytic_profile(model, batch, nominal_cpu_cluster(1));  // the plan's ops: by structure
@@ -99,8 +103,14 @@ DeviceSpec::HostPerOp measure_host_per_op(const Model& model, int64_t batch,
   exec.batch_size = batch;
   exec.make_device = make_device;
   exec.time_device_work = true;
-  const ExecResult run = execute_plan(plan, network, init_weights(network, options.seed), batches, exec);
-  return fit_host_per_op(plan, run.timings, static_cast<int32_t>(std::min<int64_t>(options.warmups, iterations - 1)));
+  exec.pin_workers = workers == 1;  // each run would pin its worker to the same core
+  const Weights initial = init_weights(network, options.seed);
+  std::vector<std::vector<ExecOpTiming>> runs(static_cast<size_t>(workers));
+  run_threads(workers, [&](int64_t w, std::barrier<>& start) {
+    start.arrive_and_wait();
+    runs[static_cast<size_t>(w)] = execute_plan(plan, network, initial, batches, exec).timings;
+  });
+  return fit_host_per_op(plan, runs, static_cast<int32_t>(std::min<int64_t>(options.warmups, iterations - 1)));
 }
 
 }  // namespace trainsim

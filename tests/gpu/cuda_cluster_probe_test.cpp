@@ -107,7 +107,7 @@ TEST(CudaClusterProbe, MeasuresGpuZeroAndSharesItAmongItsWorkers) {
 }
 
 // A worker's host time per compute op on GPU 0, through the executor's
-// single plan of fmnist-cnn: every kind takes some of the host (its calls
+// single plan of fmnist-cnn on two workers at once: every kind takes some of the host (its calls
 // into CUDA, cuBLAS and cuDNN alone are microseconds each), and none
 // anything near a second.
 TEST(CudaClusterProbe, MeasuresAWorkersHostTimePerComputeOpThroughTheExecutor) {
@@ -117,7 +117,7 @@ TEST(CudaClusterProbe, MeasuresAWorkersHostTimePerComputeOpThroughTheExecutor) {
   options.repeats = 10;
   const Model model = build_zoo_model("fmnist-cnn");
   const DeviceSpec::HostPerOp host = measure_host_per_op(
-      model, 64, [&](int32_t) { return make_cuda_device(model, 0, CudaPrecision::fast); }, options);
+      model, 64, 2, [&](int32_t) { return make_cuda_device(model, 0, CudaPrecision::fast); }, options);
   expect_between(host.forward.seconds(1), 1e-6, 0.1, "host_per_op.forward at one layer");
   expect_between(host.backward.seconds(1), 1e-6, 0.1, "host_per_op.backward at one layer");
   expect_between(host.update.seconds(10), 1e-6, 0.1, "host_per_op.update at ten layers");

@@ -54,7 +54,7 @@ TEST(HostPerOp, TheFitGivesBackEachKindsLineAfterTheWarmUp) {
     if (op.kind == OpKind::kBackward) return 50e-6;
     return 240e-6;
   };
-  const DeviceSpec::HostPerOp host = fit_host_per_op(plan, timed(plan, seconds), 1);
+  const DeviceSpec::HostPerOp host = fit_host_per_op(plan, {timed(plan, seconds)}, 1);
   EXPECT_NEAR(host.forward.fixed_s, 30e-6, 1e-12);
   EXPECT_NEAR(host.forward.per_layer_s, 10e-6, 1e-12);
   EXPECT_NEAR(host.backward.fixed_s, 50e-6, 1e-12);
@@ -71,32 +71,48 @@ TEST(HostPerOp, TheFitGivesBackEachKindsLineAfterTheWarmUp) {
 TEST(HostPerOp, NeitherPartOfTheFitIsBelowZero) {
   const Plan plan = single_plan("fmnist-cnn", 2);
   const auto falling = [](const Op& op) { return 100e-6 / static_cast<double>(layers_of(op)); };
-  const DeviceSpec::HostPerOp flat = fit_host_per_op(plan, timed(plan, falling), 1);
+  const DeviceSpec::HostPerOp flat = fit_host_per_op(plan, {timed(plan, falling)}, 1);
   EXPECT_NEAR(flat.forward.fixed_s, (100.0 + 100.0 / 3 + 25.0 + 50.0) / 4 * 1e-6, 1e-12);
   EXPECT_EQ(flat.forward.per_layer_s, 0);
   const auto steep = [](const Op& op) {
     const double medians[] = {0, 10e-6, 70e-6, 100e-6, 130e-6};
     return medians[layers_of(op) <= 4 ? layers_of(op) : 0];
   };
-  const DeviceSpec::HostPerOp through_zero = fit_host_per_op(plan, timed(plan, steep), 1);
+  const DeviceSpec::HostPerOp through_zero = fit_host_per_op(plan, {timed(plan, steep)}, 1);
   EXPECT_EQ(through_zero.forward.fixed_s, 0);
   EXPECT_NEAR(through_zero.forward.per_layer_s, 970e-6 / 30, 1e-12);
 }
 
+// Several runs' ops pool: each layer count's median is over all of them
+// (forwards of 20 us in one run and 40 us in two others: 40 us).
+TEST(HostPerOp, TheFitPoolsTheRunsOps) {
+  const Plan plan = single_plan("fmnist-cnn", 2);
+  const auto at = [](double s) { return [s](const Op&) { return s; }; };
+  const DeviceSpec::HostPerOp host =
+      fit_host_per_op(plan, {timed(plan, at(20e-6)), timed(plan, at(40e-6)), timed(plan, at(40e-6))}, 1);
+  EXPECT_NEAR(host.forward.fixed_s, 40e-6, 1e-12);
+  EXPECT_EQ(host.forward.per_layer_s, 0);
+}
+
 // On the CPU the executor's ops are their whole work: every kind's host
-// time is there and finite, and an op's fitted time lies within what the
-// run's ops of that kind took (the fit passes through their medians).
+// time is there and finite, alone and with two workers at once, each its
+// own run.
 TEST(HostPerOp, MeasuredOnTheCpuEveryKindTakesTheHostTime) {
   MeasureOptions options;
   options.warmups = 1;
   options.repeats = 4;
-  const DeviceSpec::HostPerOp host = measure_host_per_op(build_zoo_model("fmnist-mlp"), 16, nullptr, options);
-  for (const DeviceSpec::HostTime* t : {&host.forward, &host.backward, &host.update}) {
-    EXPECT_TRUE(std::isfinite(t->fixed_s) && std::isfinite(t->per_layer_s));
-    EXPECT_GT(t->seconds(1), 0);
-    EXPECT_LT(t->seconds(1), 1.0);
+  const Model model = build_zoo_model("fmnist-mlp");
+  for (const int64_t workers : {1, 2}) {
+    SCOPED_TRACE(workers);
+    const DeviceSpec::HostPerOp host = measure_host_per_op(model, 16, workers, nullptr, options);
+    for (const DeviceSpec::HostTime* t : {&host.forward, &host.backward, &host.update}) {
+      EXPECT_TRUE(std::isfinite(t->fixed_s) && std::isfinite(t->per_layer_s));
+      EXPECT_GT(t->seconds(1), 0);
+      EXPECT_LT(t->seconds(1), 1.0);
+    }
   }
-  EXPECT_THROW(measure_host_per_op(build_zoo_model("fmnist-mlp"), 0, nullptr, options), InputError);
+  EXPECT_THROW(measure_host_per_op(model, 0, 1, nullptr, options), InputError);
+  EXPECT_THROW(measure_host_per_op(model, 16, 0, nullptr, options), InputError);
 }
 
 }  // namespace
