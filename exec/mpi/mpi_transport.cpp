@@ -85,6 +85,9 @@ std::vector<int> mpi_host_of_ranks(MPI_Comm comm) {
 
 namespace {
 
+// How long an aborted transport's end waits for its sends still in flight.
+constexpr auto kAbortedSendsWait = std::chrono::seconds(2);
+
 // Waits for `request`, asleep between tests: 50 us at first, doubling up to
 // 2 ms, so a rank that waits out a run of the others (a plan of fewer
 // workers than ranks, the profile rank 0 takes alone) wakes 500 times a
@@ -192,8 +195,23 @@ std::unique_ptr<MpiTransport> MpiTransport::for_endpoints(int endpoints, MPI_Com
 MpiTransport::~MpiTransport() {
   {
     const std::lock_guard<std::mutex> lock(pending_mutex_);
-    // Where a peer died, the launcher ends this process too.
-    for (auto& [request, buffer] : pending_) MPI_Wait(&request, MPI_STATUS_IGNORE);
+    if (!aborted()) {
+      // Where a peer died, the launcher ends this process too.
+      for (auto& [request, buffer] : pending_) MPI_Wait(&request, MPI_STATUS_IGNORE);
+    } else {
+      // A failed run's peers may never receive what it still sends: a
+      // while for those in flight, then each let go with its buffer kept
+      // (MPI may still read it; the process is ending on the failure).
+      const auto until = std::chrono::steady_clock::now() + kAbortedSendsWait;
+      for (reap_sends(); !pending_.empty() && std::chrono::steady_clock::now() < until; reap_sends()) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+      static std::mutex abandoned_mutex;
+      static auto* const abandoned = new std::list<std::pair<MPI_Request, std::vector<float>>>;  // never freed
+      for (auto& [request, buffer] : pending_) MPI_Request_free(&request);
+      const std::lock_guard<std::mutex> hold(abandoned_mutex);
+      abandoned->splice(abandoned->end(), pending_);
+    }
     pending_.clear();
   }
   MPI_Comm_free(&kept_comm_);

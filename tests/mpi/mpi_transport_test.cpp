@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <memory>
 #include <numeric>
@@ -252,6 +253,24 @@ TEST(MpiTransport, AnAbortWakesAWaitingReceive) {
   waiter.join();
   EXPECT_TRUE(t.aborted());
   EXPECT_THROW(t.send(me, (me + 1) % t.workers(), 1, {}), TransportAborted);
+}
+
+// A rank whose run failed lets its transport go without waiting for ever
+// on a send its peer will never receive: rank 1's 4 MB message to rank 0
+// (a rendezvous over shared memory; eager, and done at once, over TCP
+// alone) stays unreceived, and once rank 1 aborts, its transport's end
+// takes a bounded wait, not rank 0's receive.
+TEST(MpiTransport, AnAbortedTransportsEndDoesNotWaitForUnreceivedSends) {
+  const auto started = std::chrono::steady_clock::now();
+  {
+    MpiTransport t;
+    if (t.rank() == 1) {
+      t.send(1, 0, 99, std::vector<float>(1 << 20, 1.0f));
+      t.abort("test");
+    }
+  }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  EXPECT_LT(seconds, 30.0);
 }
 
 }  // namespace
