@@ -196,6 +196,13 @@ void run_training(const RunOptions& o, CommandContext& ctx) {
     const int64_t batch = profile ? profile->batch_size : (o.batch > 0 ? o.batch : model.default_batch);
     generate_plan(find_strategy(o.strategy, "--strategy"), profile ? *profile : analytic_profile(model, batch, cluster),
                   cluster, config, 1);
+    // Every rank on this computer (no hosts given; an emulated cluster's
+    // hosts are its namespaces): its GPUs checked here too.
+    if (devices.gpu && o.launch.hosts.empty() && o.launch.hostfile.empty()) {
+      for (const int gpu : devices.gpu->each.empty() ? std::vector<int>{devices.gpu->index} : devices.gpu->each) {
+        check_cuda_device(model, gpu, "--devices");
+      }
+    }
     return launch_ranks(o.launch, workers, rank_arguments(o), ctx, "training", o.quiet);
   }
 #if defined(TRAINSIM_WITH_MPI)

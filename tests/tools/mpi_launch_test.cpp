@@ -130,6 +130,26 @@ TEST(MpiLaunch, StrategiesAndSettingsAreCheckedBeforeTheRanksStart) {
 
 // An emulated cluster's ranks keep 5 ms of their link in a socket buffer,
 // 128 KiB at least; mpirun's options say so.
+// Ranks all on this computer would each refuse a GPU it does not have:
+// refused once, before mpirun starts; with hosts named, the GPUs are
+// theirs to check.
+TEST(MpiLaunch, GpusOfThisComputerAreCheckedBeforeTheRanksStart) {
+  const std::vector<std::string> run{"run",        "--model", "fmnist-mlp", "--strategy",          "dp-ring",
+                                     "--launcher", "mpi",     "--mpirun",   "/nonexistent/mpirun", "--quiet"};
+  for (const std::string devices : {"cuda:999x2", "cuda:998,999"}) {
+    std::vector<std::string> args = run;
+    args.insert(args.end(), {"--devices", devices});
+    const auto r = run_cli(args);
+    EXPECT_EQ(r.status, 2) << devices;
+    EXPECT_NE(r.err.find("--devices:"), std::string::npos) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    args.insert(args.end(), {"--hosts", "a,b"});
+    const auto elsewhere = run_cli(args);
+    EXPECT_EQ(elsewhere.err.find("--devices:"), std::string::npos) << elsewhere.err;
+    EXPECT_NE(elsewhere.err.find("--mpirun"), std::string::npos) << elsewhere.err;
+  }
+}
+
 TEST(EmulatedCluster, SocketBuffersHoldFiveMillisecondsOfTheLink) {
   EXPECT_EQ(emulated_socket_buffer_bytes("200mbit"), 131072);  // 125,000 B is below the floor
   EXPECT_EQ(emulated_socket_buffer_bytes("1gbit"), 625000);
