@@ -338,8 +338,9 @@ Cluster measure_cuda_cluster(int device, int64_t workers, const CudaProbeOptions
   c.device.name = prop.name;
   c.device.kind = "gpu";
   c.device.memory_bytes = static_cast<double>(prop.totalGlobalMem) / static_cast<double>(workers);
-  c.device.peak_flops_per_s = measure_gemm_flops_per_s(workers, sms, options);
-  c.device.memory_bytes_per_s = measure_copy_bytes_per_s(workers, options);
+  // A worker alone: the simulator shares the GPU among those computing at once.
+  c.device.peak_flops_per_s = measure_gemm_flops_per_s(1, sms, options);
+  c.device.memory_bytes_per_s = measure_copy_bytes_per_s(1, options);
   c.device.compute_rate_while_communicating = 1;
   c.device.handoff_s = 0;
 
@@ -366,7 +367,8 @@ Cluster measure_cuda_cluster(int device, int64_t workers, const CudaProbeOptions
       ", driver " + cuda_version_text(driver) + ") as " + std::to_string(workers) +
       (workers == 1 ? " worker" : " workers") + " sharing it: fp32 SGEMM n=" + std::to_string(options.gemm_size) +
       " with TF32 off and device copies of " + size_text(options.copy_bytes) +
-      ", one per worker at once; workers' boundaries (two device copies and an " +
+      " by a worker alone (the simulator shares the GPU among the workers computing at once); workers' boundaries (two "
+      "device copies and an " +
       "event: the executor's path) and pinned host copies " + size_text(options.min_message_bytes) + ".." +
       size_text(options.max_message_bytes) +
       " (latency: smallest message; bandwidth: least-squares slope of the large ones); a += b over " +

@@ -34,10 +34,13 @@ struct CudaProbeOptions {
 // workers each gets about 1/W of the GPU); every time is the median of
 // `repeats` after `warmups`:
 //   device.name = the CUDA device's name; memory_bytes = totalGlobalMem / workers;
-//   peak_flops_per_s = 2n³ / time of n×n×n cuBLAS SGEMMs (n = gemm_size,
-//     CUBLAS_DEFAULT_MATH: fp32 arithmetic, TF32 off), one per worker at once;
-//   memory_bytes_per_s = 2·copy_bytes / time of device-to-device copies of
-//     copy_bytes (read + write, STREAM's convention), one per worker at once;
+//   peak_flops_per_s = 2n³ / time of an n×n×n cuBLAS SGEMM (n = gemm_size,
+//     CUBLAS_DEFAULT_MATH: fp32 arithmetic, TF32 off), one worker alone;
+//   memory_bytes_per_s = 2·copy_bytes / time of a device-to-device copy of
+//     copy_bytes (read + write, STREAM's convention), one worker alone (a
+//     virtual worker's rates are the GPU's when it computes alone; the
+//     simulator shares them among the workers computing at once, so rates
+//     divided here would count the sharing twice);
 //   compute_rate_while_communicating = 1 (copy engines move the bytes);
 //   handoff_s = 0 (launches are asynchronous);
 //   intra_link = inter_link = fit_channel of what a boundary between two

@@ -173,7 +173,7 @@ def cluster_line(workers, c):
     else:
         collective = f"on-device sum {col['reduce_bytes_per_s'] / 1e9:.0f} GB/s"
     return (f"- {workers} worker(s): {d['peak_flops_per_s'] / 1e12:.2f} TFLOP/s fp32 and "
-            f"{d['memory_bytes_per_s'] / 1e9:.0f} GB/s memory per worker; a boundary between workers "
+            f"{d['memory_bytes_per_s'] / 1e9:.0f} GB/s memory, a worker alone; a boundary between workers "
             f"(two device copies and an event) {link['bandwidth_bytes_per_s'] / 1e9:.0f} GB/s after "
             f"{link['latency_s'] * 1e6:.1f} µs; host link {h['link_bandwidth_bytes_per_s'] / 1e9:.1f} GB/s after "
             f"{h['link_latency_s'] * 1e6:.1f} µs; launch + sync {h['stream_sync_s'] * 1e6:.1f} µs; {collective}" +
