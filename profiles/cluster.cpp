@@ -193,7 +193,13 @@ Cluster cluster_from_json(const nlohmann::json& doc, const std::string& where) {
     }
     c.device.compute_rate_while_shared = rate;
   }
-  if (d.contains("host_per_op")) c.device.host_per_op = read_host_per_op(d.at("host_per_op"), at + ".host_per_op");
+  if (d.contains("host_per_op")) {
+    c.device.host_per_op = read_host_per_op(d.at("host_per_op"), at + ".host_per_op");
+    if (c.device.kind == "cpu" && c.device.host_per_op.any()) {
+      throw InputError(at + ".host_per_op", "is given for a cpu device, whose work is its host's",
+                       "a gpu device, or no host_per_op");
+    }
+  }
   c.intra_link = read_link(doc, "intra_link", where);
   c.inter_link = read_link(doc, "inter_link", where);
   const nlohmann::json& h = require_field(doc, "host", where);

@@ -197,10 +197,11 @@ void run_training(const RunOptions& o, CommandContext& ctx) {
     generate_plan(find_strategy(o.strategy, "--strategy"), profile ? *profile : analytic_profile(model, batch, cluster),
                   cluster, config, 1);
     // Every rank on this computer (no hosts given; an emulated cluster's
-    // hosts are its namespaces): its GPUs checked here too.
+    // hosts are its namespaces): its GPUs checked here too, without taking
+    // a context on them for the run's length.
     if (devices.gpu && o.launch.hosts.empty() && o.launch.hostfile.empty()) {
       for (const int gpu : devices.gpu->each.empty() ? std::vector<int>{devices.gpu->index} : devices.gpu->each) {
-        check_cuda_device(model, gpu, "--devices");
+        check_cuda_device(model, gpu, "--devices", /*select=*/false);
       }
     }
     return launch_ranks(o.launch, workers, rank_arguments(o), ctx, "training", o.quiet);

@@ -36,7 +36,7 @@ void check_token_ids(const NetworkState& s, const Tensor& x) {
 
 namespace {
 
-void select_device(int device, const std::string& flag = "--device") {
+void select_device(int device, const std::string& flag = "--device", bool select = true) {
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess) count = 0;
   if (device < 0 || device >= count) {
@@ -44,7 +44,7 @@ void select_device(int device, const std::string& flag = "--device") {
                      count == 0 ? std::string("a machine with a GPU and its driver")
                                 : "cuda:0 to cuda:" + std::to_string(count - 1));
   }
-  TRAINSIM_CUDA(cudaSetDevice(device));
+  if (select) TRAINSIM_CUDA(cudaSetDevice(device));
 }
 
 // The tensors each layer reads, by index (-1: the model's input), from the
@@ -202,10 +202,10 @@ void wire_gradients(NetworkState& s, const Model& model, bool input_gradient, bo
 
 using cuda::NetworkState;
 
-void check_cuda_device(const Model& model, int gpu, const std::string& flag) {
+void check_cuda_device(const Model& model, int gpu, const std::string& flag, bool select) {
   cuda::layer_inputs(model);
   for (const Layer& layer : model.layers) cuda::op_of(layer, model.name + ": " + layer.name + ".op");
-  cuda::select_device(gpu, flag);
+  cuda::select_device(gpu, flag, select);
 }
 
 CudaNetwork::CudaNetwork(const Model& model, const Weights& weights, int64_t batch, int device,

@@ -79,7 +79,10 @@ int64_t cuda_convolution_searches();
 // Before any GPU memory is taken: every layer of `model` has a GPU kernel
 // (InputError naming the layer), and GPU `gpu` answers (InputError naming
 // `flag` for an index the driver does not have or a build without CUDA).
-void check_cuda_device(const Model& model, int gpu, const std::string& flag);
+// With `select`, the GPU also becomes the calling thread's, which makes its
+// context (hundreds of MB of its memory); a process that only starts
+// others (the MPI launcher) checks without.
+void check_cuda_device(const Model& model, int gpu, const std::string& flag, bool select = true);
 
 class CudaNetwork final : public RangeNetwork {
  public:

@@ -8,7 +8,7 @@ namespace cuda {
 struct NetworkState {};
 }  // namespace cuda
 
-void check_cuda_device(const Model&, int, const std::string& flag) {
+void check_cuda_device(const Model&, int, const std::string& flag, bool) {
   throw InputError(flag, "cuda: this trainsim was built without CUDA", "a build with -DTRAINSIM_WITH_CUDA=ON");
 }
 

@@ -202,13 +202,30 @@ MpiTransport::~MpiTransport() {
       // A failed run's peers may never receive what it still sends: a
       // while for those in flight, then each let go with its buffer kept
       // (MPI may still read it; the process is ending on the failure).
+      // A send to a peer that died may fail its test: it is let go at once
+      // (a destructor throws nothing).
+      std::list<std::pair<MPI_Request, std::vector<float>>> failed;
       const auto until = std::chrono::steady_clock::now() + kAbortedSendsWait;
-      for (reap_sends(); !pending_.empty() && std::chrono::steady_clock::now() < until; reap_sends()) {
+      while (true) {
+        for (auto it = pending_.begin(); it != pending_.end();) {
+          int done = 0;
+          const auto next = std::next(it);
+          if (MPI_Test(&it->first, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) {
+            failed.splice(failed.end(), pending_, it);
+          } else if (done != 0) {
+            pending_.erase(it);
+          }
+          it = next;
+        }
+        if (pending_.empty() || std::chrono::steady_clock::now() >= until) break;
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
       }
+      pending_.splice(pending_.end(), failed);
       static std::mutex abandoned_mutex;
       static auto* const abandoned = new std::list<std::pair<MPI_Request, std::vector<float>>>;  // never freed
-      for (auto& [request, buffer] : pending_) MPI_Request_free(&request);
+      for (auto& [request, buffer] : pending_) {
+        if (request != MPI_REQUEST_NULL) MPI_Request_free(&request);
+      }
       const std::lock_guard<std::mutex> hold(abandoned_mutex);
       abandoned->splice(abandoned->end(), pending_);
     }

@@ -65,14 +65,17 @@ void check_measure_options(const Model& model, int64_t batch, const MeasureOptio
 }
 
 // What each compute op of a worker on GPU `device` takes of its host,
-// through the executor, into `cluster` (its description says so).
-void add_host_per_op(const Model& model, int64_t batch, int device, int64_t workers, const MeasureOptions& options,
+// through the executor, into `cluster` (its description says so). One
+// worker alone: with several at once an op whose host waits for its
+// kernels would take the GPU's sharing into its host part, which the
+// simulator prices beside it (shared_devices, compute_rate_while_shared,
+// whose passes' wall times take the workers' launches at once).
+void add_host_per_op(const Model& model, int64_t batch, int device, const MeasureOptions& options,
                      CudaPrecision precision, Cluster& cluster) {
   cluster.device.host_per_op = measure_host_per_op(
-      model, batch, workers, [&](int32_t) { return make_cuda_device(model, device, precision); }, options);
+      model, batch, 1, [&](int32_t) { return make_cuda_device(model, device, precision); }, options);
   cluster.description += "; host_per_op: " + model.name + "'s single plan through the executor at batch " +
-                         std::to_string(batch) + ", " + std::to_string(workers) + " at once on GPU " +
-                         std::to_string(device);
+                         std::to_string(batch) + ", one worker alone on GPU " + std::to_string(device);
 }
 
 }  // namespace
@@ -100,7 +103,7 @@ Cluster measure_cuda_workers_cluster(const Model& model, int64_t batch, int devi
   CudaProbeOptions probe;
   probe.gradient_bytes = std::max<int64_t>(4, 4 * param_count(model));  // what its collectives carry
   Cluster cluster = measure_cuda_cluster(device, workers, probe);
-  add_host_per_op(model, batch, device, workers, options, precision, cluster);
+  add_host_per_op(model, batch, device, options, precision, cluster);
   if (workers > 1) {  // what sharing the GPU leaves each worker of this model's passes
     cluster.device.compute_rate_while_shared =
         measure_cuda_shared_rate(model, batch, device, workers, options, precision);
@@ -115,7 +118,7 @@ Cluster measure_cuda_gpus_cluster(const Model& model, int64_t batch, const std::
   CudaProbeOptions probe;
   probe.gradient_bytes = std::max<int64_t>(4, 4 * param_count(model));  // what its collectives carry
   Cluster cluster = measure_cuda_gpus_cluster(gpus, probe);
-  if (!gpus.empty()) add_host_per_op(model, batch, gpus.front(), 1, options, precision, cluster);
+  if (!gpus.empty()) add_host_per_op(model, batch, gpus.front(), options, precision, cluster);
   return cluster;
 }
 

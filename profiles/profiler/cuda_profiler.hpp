@@ -46,16 +46,15 @@ Profile measure_cuda_profile(const Model& model, int64_t batch, int device, cons
 // each: measure_cuda_cluster over the model's gradient (gradient_bytes:
 // its parameters' bytes), and where workers > 1 its
 // compute_rate_while_shared from measure_cuda_shared_rate, and its
-// host_per_op from measure_host_per_op with `workers` workers on the GPU at
-// once (the description says so). What `profile --device cuda:GxW --cluster-out` and `validate
+// host_per_op from measure_host_per_op on one worker of the GPU alone (the
+// description says so). What `profile --device cuda:GxW --cluster-out` and `validate
 // --devices cuda:GxW` measure.
 Cluster measure_cuda_workers_cluster(const Model& model, int64_t batch, int device, int64_t workers,
                                      const MeasureOptions& options = {}, CudaPrecision precision = CudaPrecision::fast);
 
 // GPUs `gpus`, a worker each, training `model` at `batch` each:
 // measure_cuda_gpus_cluster over the model's gradient, and its host_per_op
-// from measure_host_per_op on one worker of the first GPU (a worker's
-// calls alone on its GPU). What `profile
+// from measure_host_per_op on one worker of the first GPU. What `profile
 // --device cuda:G,H,... --cluster-out` and `validate --devices cuda:G,H,...`
 // measure.
 Cluster measure_cuda_gpus_cluster(const Model& model, int64_t batch, const std::vector<int>& gpus,

@@ -38,7 +38,8 @@ DeviceSpec::HostTime fit_line(const std::map<int64_t, std::vector<double>>& by_l
     sxy += (n - mean_n) * (y - mean_y);
     sxx += (n - mean_n) * (n - mean_n);
   }
-  if (sxx <= 0 || sxy <= 0) return {mean_y, 0};  // one layer count, or more layers no slower: flat
+  if (sxx <= 0) return {0, mean_y / std::max(1.0, mean_n)};  // one layer count: its time spread over its layers
+  if (sxy <= 0) return {mean_y, 0};                          // more layers no slower: flat
   const double slope = sxy / sxx;
   if (mean_y - slope * mean_n >= 0) return {mean_y - slope * mean_n, slope};
   double ny = 0;  // through 0

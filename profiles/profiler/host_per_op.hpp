@@ -23,8 +23,10 @@ namespace trainsim {
 // median host time (end_s − start_s) of each number of layers an op spans,
 // and through those medians the least-squares line fixed_s + layers ·
 // per_layer_s, neither below 0 (a negative slope: their mean, flat; a
-// negative intercept: the line through 0). One layer count: its median,
-// flat. A kind without ops there: 0. TRAINSIM_CHECK that each run has a
+// negative intercept: the line through 0). One layer count n (single's
+// update spans every layer): its median over n layers, per layer, so a
+// pipeline stage's update over fewer layers is priced for its own. A kind
+// without ops there: 0. TRAINSIM_CHECK that each run has a
 // timing per op.
 DeviceSpec::HostPerOp fit_host_per_op(const Plan& plan, const std::vector<std::vector<ExecOpTiming>>& runs,
                                       int32_t from_iteration);
@@ -33,8 +35,7 @@ DeviceSpec::HostPerOp fit_host_per_op(const Plan& plan, const std::vector<std::v
 // forward and a backward per group of layers, one update) run through
 // execute_plan for options.warmups + options.repeats iterations by
 // `workers` workers at once, each its own run on its own thread on the
-// device `make_device` makes for it (unset: the CPU's; on one GPU, their
-// calls into it contend as the virtual workers' of a run do), timing the
+// device `make_device` makes for it (unset: the CPU's), timing the
 // device's work (ExecOptions::time_device_work, as validate's runs do), on
 // one batch of options.source's rows or random ones with labels 0, by
 // momentum SGD; fit_host_per_op over every run's iterations after the

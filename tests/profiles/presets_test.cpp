@@ -201,6 +201,9 @@ TEST(Presets, HostPerOpIsOptionalAndChecked) {
   bad = doc;
   bad["device"]["host_per_op"] = 5e-6;
   refused(bad, "host_per_op");
+  bad = doc;
+  bad["device"]["kind"] = "cpu";  // a CPU's work is its host's
+  refused(bad, "host_per_op");
 }
 
 TEST(Presets, SharedCoresAreOptionalAndAtLeastOne) {

@@ -128,8 +128,6 @@ TEST(MpiLaunch, StrategiesAndSettingsAreCheckedBeforeTheRanksStart) {
   }
 }
 
-// An emulated cluster's ranks keep 5 ms of their link in a socket buffer,
-// 128 KiB at least; mpirun's options say so.
 // Ranks all on this computer would each refuse a GPU it does not have:
 // refused once, before mpirun starts; with hosts named, the GPUs are
 // theirs to check.
@@ -150,6 +148,8 @@ TEST(MpiLaunch, GpusOfThisComputerAreCheckedBeforeTheRanksStart) {
   }
 }
 
+// An emulated cluster's ranks keep 5 ms of their link in a socket buffer,
+// 128 KiB at least; mpirun's options say so.
 TEST(EmulatedCluster, SocketBuffersHoldFiveMillisecondsOfTheLink) {
   EXPECT_EQ(emulated_socket_buffer_bytes("200mbit"), 131072);  // 125,000 B is below the floor
   EXPECT_EQ(emulated_socket_buffer_bytes("1gbit"), 625000);
