@@ -54,6 +54,46 @@ TEST(SharedDevicesCli, ClusterShowNamesTheLibrarysOwnHops) {
   EXPECT_NE(shown.out.find("; the library AllReduce's own hops "), std::string::npos) << shown.out;
 }
 
+// A GPU worker's host per compute op (a measured cluster's host_per_op):
+// `cluster show` prints each kind's; a cluster without one says nothing of it.
+TEST(SharedDevicesCli, ClusterShowPrintsAWorkersHostPerComputeOp) {
+  TempDir dir;
+  nlohmann::json c = cluster_to_json(load_cluster("p40x4-pcie3"));
+  c["device"]["host_per_op"] = {{"forward", {{"fixed_s", 80e-6}, {"per_layer_s", 10e-6}}},
+                                {"update", {{"fixed_s", 0}, {"per_layer_s", 24e-6}}}};
+  const Result shown = run({"cluster", "show", dir.write("c.json", c.dump())});
+  ASSERT_EQ(shown.status, 0) << shown.err;
+  EXPECT_NE(shown.out.find("  a worker's host per compute op: forward 80 us + 10 us a layer, backward 0 ns + 0 ns a "
+                           "layer, update 0 ns + 24 us a layer\n"),
+            std::string::npos)
+      << shown.out;
+  EXPECT_EQ(run({"cluster", "show", "p40x4-pcie3"}).out.find("host per compute op"), std::string::npos);
+}
+
+// predict on a cluster whose host takes longer per op than fmnist-cnn's
+// kernels on an H100 at batch 64: single's simulated iteration is the host's
+// alone (forwards over 1, 3, 4 and 2 layers: 4 · 80 + 10 · 10 = 420 us;
+// backwards 4 · 100 + 10 · 10 = 500 us; the update 10 · 24 = 240 us: 1.16
+// ms), its analytic one the kernels' (the closed forms do not price it).
+TEST(SharedDevicesCli, ASimulatedIterationTakesTheHostsTimePerOpWhereItIsTheLonger) {
+  TempDir dir;
+  nlohmann::json c = cluster_to_json(load_cluster("h100x8-nvlink"));
+  c["device"]["host_per_op"] = {{"forward", {{"fixed_s", 80e-6}, {"per_layer_s", 10e-6}}},
+                                {"backward", {{"fixed_s", 100e-6}, {"per_layer_s", 10e-6}}},
+                                {"update", {{"fixed_s", 0}, {"per_layer_s", 24e-6}}}};
+  const Result r = run({"predict", "--model", "fmnist-cnn", "--batch", "64", "--cluster",
+                        dir.write("host.json", c.dump()), "--strategies", "single", "--method", "both", "--json", "-"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  for (const auto& p : nlohmann::json::parse(r.out)["results"]) {
+    const double iteration_s = p["iteration_s"].get<double>();
+    if (p["method"] == "simulated") {
+      EXPECT_NEAR(iteration_s, 1.16e-3, 1e-9);
+    } else {
+      EXPECT_LT(iteration_s, 0.5e-3);
+    }
+  }
+}
+
 // On virtual workers sharing one device the simulated rows share it and
 // the analytic ones are bounded by its work (docs/equations.md §11), saying so.
 TEST(SharedDevicesCli, PredictSharesTheDeviceBothWays) {
