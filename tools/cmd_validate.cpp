@@ -310,8 +310,9 @@ void run_validate(const ValidateCliOptions& o, CommandContext& ctx) {
     // The interpreter times an op around its handler, which on the GPU
     // device queues the kernels; the device times a compute op's kernels
     // with CUDA events (ExecOptions::time_device_work).
-    ctx.out << "op groups on GPU workers: a forward's, backward's or recompute's measured time is its work's on "
-               "the GPU (CUDA events: from its stream reaching it to its last kernel's end), any other op's the "
+    ctx.out << "op groups on GPU workers: a forward's, backward's or recompute's measured time is the longer of "
+               "its work on the GPU (CUDA events: from its stream reaching it to its last kernel's end) and its "
+               "time on the host, the two parts the simulator prices (device.host_per_op); any other op's the "
                "host's\n";
   }
   for (const StrategyValidation& r : v.results) {
