@@ -190,19 +190,18 @@ void run_training(const RunOptions& o, CommandContext& ctx) {
     const Setting s = parse_setting(text, "--set");
     config.set(s.key, s.value, s.where);
   }
+  std::vector<int> gpus;  // each GPU named: one each (cuda:G0,G1,...), or the one all share (cuda:GxW)
+  if (devices.gpu) gpus = devices.gpu->each.empty() ? std::vector<int>{devices.gpu->index} : devices.gpu->each;
   if (o.launch.launcher == "mpi") {
     // The strategy and its settings checked once here: every rank would
     // refuse them alike, amid mpirun's banners.
     const int64_t batch = profile ? profile->batch_size : (o.batch > 0 ? o.batch : model.default_batch);
     generate_plan(find_strategy(o.strategy, "--strategy"), profile ? *profile : analytic_profile(model, batch, cluster),
                   cluster, config, 1);
-    // Every rank on this computer (no hosts given; an emulated cluster's
-    // hosts are its namespaces): its GPUs checked here too, without taking
-    // a context on them for the run's length.
-    if (devices.gpu && o.launch.hosts.empty() && o.launch.hostfile.empty()) {
-      for (const int gpu : devices.gpu->each.empty() ? std::vector<int>{devices.gpu->index} : devices.gpu->each) {
-        check_cuda_device(model, gpu, "--devices", /*select=*/false);
-      }
+    // Every rank on this computer (no hosts given; an emulated cluster's are namespaces): its
+    // GPUs checked here too, without taking a context on them for the run's length.
+    if (o.launch.hosts.empty() && o.launch.hostfile.empty()) {
+      for (const int gpu : gpus) check_cuda_device(model, gpu, "--devices", /*select=*/false);
     }
     return launch_ranks(o.launch, workers, rank_arguments(o), ctx, "training", o.quiet);
   }
@@ -215,7 +214,6 @@ void run_training(const RunOptions& o, CommandContext& ctx) {
   options.evaluate = !o.no_evaluate;
   std::vector<int> gpu_of_worker;  // each worker's GPU: one each (cuda:G0,G1,...), or all on one (cuda:GxW)
   if (devices.gpu) {
-    const std::vector<int> gpus = devices.gpu->each.empty() ? std::vector<int>{devices.gpu->index} : devices.gpu->each;
     gpu_of_worker =
         devices.gpu->each.empty() ? std::vector<int>(static_cast<size_t>(workers), devices.gpu->index) : gpus;
     options.make_device = [&model, gpu_of_worker, precision, gpu = *devices.gpu](int32_t worker) {
