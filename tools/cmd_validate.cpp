@@ -310,10 +310,10 @@ void run_validate(const ValidateCliOptions& o, CommandContext& ctx) {
     // The interpreter times an op around its handler, which on the GPU
     // device queues the kernels; the device times a compute op's kernels
     // with CUDA events (ExecOptions::time_device_work).
-    ctx.out << "op groups on GPU workers: a forward's, backward's or recompute's measured time is the longer of "
-               "its work on the GPU (CUDA events: from its stream reaching it to its last kernel's end) and its "
-               "time on the host, the two parts the simulator prices (device.host_per_op); any other op's the "
-               "host's\n";
+    ctx.out << "op groups on GPU workers: a forward's, backward's or recompute's measured time runs from its "
+               "start on the host until both its host part and its work on the GPU (CUDA events: to its last "
+               "kernel's end) have ended, the two parts the simulator times (device.host_per_op); any other op's "
+               "the host's\n";
   }
   for (const StrategyValidation& r : v.results) {
     if (!r.skipped.empty()) {

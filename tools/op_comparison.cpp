@@ -21,8 +21,8 @@ bool device_timed(const ExecOpTiming& t) { return !std::isnan(t.device_start_s) 
 // arrives, as in the simulator (the k-th of a kind a member issues on a group
 // joins the other members' k-th): a member's earlier wait is idle, not the
 // collective's cost. A compute op whose work its device timed (a GPU's
-// kernels) takes the longer of that work and the host's part (its start to
-// its end on the host), as the simulator prices it (DeviceSpec::host_per_op;
+// kernels) lasts from its start on the host until both its host part and
+// that work have ended, as the simulator times it (DeviceSpec::host_per_op;
 // without it, the host's part is what the simulation leaves out).
 std::vector<double> measured_durations_s(const Plan& plan, const std::vector<ExecOpTiming>& measured) {
   using Instance = std::tuple<int32_t, int, int64_t>;  // group, kind, k-th
@@ -40,8 +40,8 @@ std::vector<double> measured_durations_s(const Plan& plan, const std::vector<Exe
   std::vector<double> durations_s(plan.ops.size());
   for (size_t id = 0; id < plan.ops.size(); ++id) {
     const ExecOpTiming& t = measured[id];
-    if (device_timed(t)) {  // its work where its device ran it, and its host part
-      durations_s[id] = std::max({0.0, t.device_end_s - t.device_start_s, t.end_s - t.start_s});
+    if (device_timed(t)) {  // until its host part and its work where its device ran it have ended
+      durations_s[id] = std::max(0.0, std::max(t.end_s, t.device_end_s) - t.start_s);
       continue;
     }
     const double start_s = is_collective(plan.ops[id].kind) ? last_start_s[instance_of[id]] : t.start_s;

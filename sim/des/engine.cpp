@@ -96,7 +96,12 @@ void Engine::start_compute(OpId id) {
     core_owner_[core] = worker;
   }
   start(id);
-  if (!host_ns_.empty()) host_ns_[id] = later_ns(now_ns_, host_ns_[id], id);  // its host part's end
+  if (!host_ns_.empty() && !start_host_part(id)) return;  // its work waits for its worker's before it
+  start_work(id);
+}
+
+// A compute op's work starts on its device (or core).
+void Engine::start_work(OpId id) {
   const SimTime duration = compute_duration_ns(id);
   if (!core_jobs_.empty()) {  // on a core other workers share (shared_cores.cpp)
     core_shares_[states_[id].worker].running = id;
@@ -270,7 +275,10 @@ void Engine::finish(OpId id) {
     }
     return;
   }
-  for (; s < successor_offsets_[id + 1]; ++s) release(successors_[s], id);
+  for (; s < successor_offsets_[id + 1]; ++s) {
+    if (!host_ns_.empty() && released_at_host_end(id, successors_[s])) continue;
+    release(successors_[s], id);
+  }
 }
 
 // A send's flow has only its send buffer's bytes left (or never had more):
@@ -324,7 +332,10 @@ SimResult Engine::run() {
     switch (event.tag & 3u) {
       case kOpEnd:
         if ((event.tag >> 2) != states_[event.op].version) break;  // a compute op or collective rescheduled since
-        if (!host_ns_.empty() && waits_for_host(event.op)) break;  // its work is done, its host part is not
+        if (!host_ns_.empty() && is_compute(states_[event.op].kind)) {
+          end_work(event.op);  // it ends once its host part has too
+          break;
+        }
         finish(event.op);
         break;
       case kFlowJoin:
@@ -342,6 +353,10 @@ SimResult Engine::run() {
         }
         if (((event.tag >> 2) & kCoreCheck) != 0) {
           check_core(event.op);
+          break;
+        }
+        if (((event.tag >> 2) & kHostDone) != 0) {
+          end_host_part(event.op);
           break;
         }
         if (core_scheduling_) {

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <deque>
 #include <random>
 #include <vector>
 
@@ -30,6 +31,7 @@ enum EventKind : uint32_t {
 // release versions it is kept apart from count a core's reschedules of one op).
 inline constexpr uint32_t kHopArrival = 1u << 28;
 inline constexpr uint32_t kCoreCheck = 1u << 26;  // a compute op ended: who has its core (shared_cores.cpp)
+inline constexpr uint32_t kHostDone = 1u << 25;   // a compute op's host part ended (host_time.cpp)
 
 // What the event loop reads and writes of one op, in half a cache line (the
 // loop visits ops in time order, not id order, so size is misses). Its times
@@ -230,9 +232,13 @@ class Engine {
   void post(OpId id);
   SimTime compute_duration_ns(OpId id);
   void start_compute(OpId id);
+  void start_work(OpId id);
   // host_time.cpp: a GPU worker's host time per compute op (DeviceSpec::host_per_op).
   void price_host();
-  bool waits_for_host(OpId id);
+  bool start_host_part(OpId id);
+  void end_host_part(OpId id);
+  void end_work(OpId id);
+  bool released_at_host_end(OpId id, OpId next) const;
   void leave_device(OpId id);
   void set_communicating(OpId id, bool starts);
   void reschedule_compute(CoreShare& share);
@@ -289,9 +295,14 @@ class Engine {
   double shared_rate_ = 1;              // cluster's compute_rate_while_communicating
   bool sharing_ = false;                // either that or collective_rate_while_computing below 1
   SimTime handoff_ns_ = 0;              // cluster's handoff_s
-  // Per op, where the device prices a host time per compute op (else
-  // empty): a compute op's host time until it starts, then when that ends.
+  // Where the device prices a host time per compute op (else empty), per
+  // op: a compute op's host time until it starts, then when that ends; its
+  // parts done (HostPart bits); per worker: the op whose work runs (-1:
+  // none) and the compute ops started whose work waits for it, in order.
   std::vector<SimTime> host_ns_;
+  std::vector<uint8_t> host_parts_;
+  std::vector<OpId> working_;
+  std::vector<std::deque<OpId>> queued_work_;
   std::vector<OpId> handed_off_by_;     // per op released after a hand-off or a latency: the op releasing it, else -1
   std::vector<CoreShare> core_shares_;  // per worker, used when sharing_
   std::vector<std::vector<int32_t>> running_collectives_;  // per worker, likewise: the collectives it is in

@@ -64,7 +64,9 @@ class GapAttribution {
       if (!is_compute(record_.kinds[id])) continue;  // a barrier or transfer here is waited on, not busy
       const OpTiming& timing = timings_[id];
       attribute_gap(previous_end_ns, timing.start_ns, record_.released_by[id], t);
-      add(t.compute_ns, timing.start_ns, timing.end_ns);
+      // From its start, or the op before it's end where it started under it
+      // (a GPU worker's host queues the next op while the last one's work runs).
+      add(t.compute_ns, std::max(timing.start_ns, previous_end_ns), timing.end_ns);
       previous_end_ns = std::max(previous_end_ns, timing.end_ns);
     }
     add(t.idle_imbalance_ns, previous_end_ns, window_end_ns_);

@@ -25,9 +25,11 @@ Op over_layers(Op op, int32_t first, int32_t last) {
 
 // One worker: a forward, backward and update over layers 0-2, of 50, 200
 // and 10 us of work. The host takes 40 + 10/layer = 70 us a forward, 60 us
-// a backward, 100 us an update: the forward ends at max(50, 70) = 70 us,
-// the backward 70 + max(200, 60) = 270, the update 270 + max(10, 100) =
-// 370. Without a host time the work alone: 50, 250, 260.
+// a backward, 100 us an update: the forward ends at max(50, 70) = 70 us;
+// the backward's host part ends at 130, its work at 270; the update starts
+// at 130, as the executor's host goes on once it has queued the backward,
+// its work queued after the backward's (270-280), and ends at max(230,
+// 280) = 280. Without a host time the work alone: 50, 250, 260.
 TEST(DesHostTime, AComputeOpEndsWhenItsWorkAndItsHostPartAreDone) {
   for (const bool priced : {false, true}) {
     PlanBuilder b("test", 1, 1, 1);
@@ -40,8 +42,29 @@ TEST(DesHostTime, AComputeOpEndsWhenItsWorkAndItsHostPartAreDone) {
     EXPECT_EQ(r.timings[forward].end_ns, (priced ? 70 : 50) * kUs);
     EXPECT_EQ(r.timings[backward].start_ns, (priced ? 70 : 50) * kUs);
     EXPECT_EQ(r.timings[backward].end_ns, (priced ? 270 : 250) * kUs);
-    EXPECT_EQ(r.timings[update].end_ns, (priced ? 370 : 260) * kUs);
+    EXPECT_EQ(r.timings[update].start_ns, (priced ? 130 : 250) * kUs);
+    EXPECT_EQ(r.timings[update].end_ns, (priced ? 280 : 260) * kUs);
   }
+}
+
+// The host runs ahead of the device where the work is the longer: a
+// forward of 100 us of work and 50 of host, then a backward of 50 us of
+// work and 100 of host. The backward starts at 50, when the forward is
+// queued, its work at 100 after the forward's, and ends at max(150, 150):
+// 150 us, where an op starting only at the end of the one before would
+// take 100 + 100 = 200. The worker's compute counts each moment once.
+TEST(DesHostTime, TheHostQueuesTheNextOpWhileTheLastOnesWorkRuns) {
+  PlanBuilder b("test", 1, 1, 1);
+  const OpId forward = b.add(over_layers(compute_op(0, 100e-6), 0, 0));
+  const OpId backward = b.add(over_layers(compute_op(0, 50e-6, {}, 0, OpKind::kBackward), 0, 0));
+  Cluster cluster = simple_cluster(1, 1);
+  cluster.device.host_per_op = {{50e-6, 0}, {100e-6, 0}, {}};
+  const SimResult r = simulate_built(b, cluster);
+  EXPECT_EQ(r.timings[forward].end_ns, 100 * kUs);
+  EXPECT_EQ(r.timings[backward].start_ns, 50 * kUs);
+  EXPECT_EQ(r.timings[backward].end_ns, 150 * kUs);
+  ASSERT_EQ(r.workers.size(), 1u);
+  EXPECT_NEAR(r.workers[0].breakdown.total_s(), r.window_s, 1e-12);
 }
 
 // Two workers on one GPU, processor sharing; a forward's host time is 300
@@ -66,18 +89,26 @@ TEST(DesHostTime, AnOpWaitingForItsHostLetsItsSharedDeviceGo) {
   EXPECT_EQ(r.timings[forward].end_ns, 300 * kUs);
 }
 
-// A compute op another worker's op waits on releases it at the later of
-// its work and its host part: here the host part (a backward's 80 us
-// against 30 us of work).
-TEST(DesHostTime, DependentsWaitForTheHostPart) {
+// Another worker's op waits for a compute op's end, the later of its work
+// and its host part: here the host part (a backward's 80 us against 30 us
+// of work); where the work is the longer, the work (a forward's 90 us
+// against 20 us of host), though the worker's own next compute op goes on
+// at 20.
+TEST(DesHostTime, OtherWorkersWaitForTheLaterPart) {
   PlanBuilder b("test", 2, 1, 1);
   const OpId backward = b.add(over_layers(compute_op(0, 30e-6, {}, 0, OpKind::kBackward), 1, 1));
-  const OpId next = b.add(compute_op(1, 10e-6, {backward}));
+  const OpId forward = b.add(over_layers(compute_op(0, 90e-6), 1, 1));
+  const OpId own = b.add(over_layers(compute_op(0, 10e-6, {}, 0, OpKind::kUpdate), 1, 1));
+  const OpId after_backward = b.add(compute_op(1, 10e-6, {backward}));
+  const OpId after_forward = b.add(compute_op(1, 10e-6, {forward}));
   Cluster cluster = simple_cluster(1, 2);
-  cluster.device.host_per_op.backward = {80e-6, 0};
+  cluster.device.host_per_op = {{20e-6, 0}, {80e-6, 0}, {}};
   const SimResult r = simulate_built(b, cluster);
   EXPECT_EQ(r.timings[backward].end_ns, 80 * kUs);
-  EXPECT_EQ(r.timings[next].start_ns, 80 * kUs);
+  EXPECT_EQ(r.timings[after_backward].start_ns, 80 * kUs);
+  EXPECT_EQ(r.timings[forward].end_ns, 170 * kUs);
+  EXPECT_EQ(r.timings[own].start_ns, 100 * kUs);
+  EXPECT_EQ(r.timings[after_forward].start_ns, 170 * kUs);
 }
 
 }  // namespace
