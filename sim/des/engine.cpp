@@ -102,6 +102,7 @@ void Engine::start_compute(OpId id) {
 
 // A compute op's work starts on its device (or core).
 void Engine::start_work(OpId id) {
+  if (!host_ns_.empty() && states_[id].memory >= 0) allocate(id);  // not at its host part's start
   const SimTime duration = compute_duration_ns(id);
   if (!core_jobs_.empty()) {  // on a core other workers share (shared_cores.cpp)
     core_shares_[states_[id].worker].running = id;
@@ -245,7 +246,12 @@ void Engine::start(OpId id) {
   for (int32_t s = successor_offsets_[id]; s < successor_offsets_[id + 1]; ++s) {
     __builtin_prefetch(&states_[successors_[s]], 1);
   }
-  if (op.memory < 0) return;
+  // A compute op of a GPU worker's host allocates when its work starts (host_time.cpp).
+  if (op.memory >= 0 && (host_ns_.empty() || !is_compute(op.kind))) allocate(id);
+}
+
+void Engine::allocate(OpId id) {
+  const OpState& op = states_[id];
   double& live = live_bytes_[op.worker];
   live += memory_bytes_[op.memory][0];
   peak_live_bytes_[op.worker] = std::max(peak_live_bytes_[op.worker], live);
@@ -355,7 +361,7 @@ SimResult Engine::run() {
           check_core(event.op);
           break;
         }
-        if (((event.tag >> 2) & kHostDone) != 0) {
+        if (!host_ns_.empty() && ((event.tag >> 2) & kHostDone) != 0) {
           end_host_part(event.op);
           break;
         }

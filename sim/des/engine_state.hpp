@@ -226,6 +226,7 @@ class Engine {
   void push(SimTime time_ns, OpId op, uint32_t tag) { events_.push(time_ns, now_ns_, op, tag); }
   void on_ready(OpId id);
   void start(OpId id);
+  void allocate(OpId id);
   void finish(OpId id);
   void release(OpId next, OpId by);
   void release_after(int32_t worker, OpId next, OpId by, SimTime delay_ns);

@@ -48,12 +48,8 @@ void Engine::price_host() {
 // its work starts now (true) unless its worker's work before it still runs
 // (false: it is queued after that).
 bool Engine::start_host_part(OpId id) {
-  if (host_ns_[id] > 0) {
-    host_ns_[id] = later_ns(now_ns_, host_ns_[id], id);
-    push(host_ns_[id], id, kHandedOff | (kHostDone << 2));
-  } else {
-    host_parts_[id] |= kHostPartDone;
-  }
+  host_ns_[id] = later_ns(now_ns_, host_ns_[id], id);
+  push(host_ns_[id], id, kHandedOff | (kHostDone << 2));  // at once for one without (a codec's)
   const int32_t worker = states_[id].worker;
   if (working_[worker] >= 0) {
     queued_work_[worker].push_back(id);
@@ -85,11 +81,13 @@ void Engine::end_host_part(OpId id) {
   }
 }
 
-// Its work is done: the device goes to the next work its worker queued,
-// and the op ends once its host part has too.
+// Its work is done: the op ends once its host part has too (first, so
+// what it frees goes before what the next work allocates), and the device
+// goes to the next work its worker queued.
 void Engine::end_work(OpId id) {
   leave_device(id);
   host_parts_[id] |= kWorkDone;
+  if ((host_parts_[id] & kHostPartDone) != 0) finish(id);
   const int32_t worker = states_[id].worker;
   working_[worker] = -1;
   if (!queued_work_[worker].empty()) {
@@ -97,7 +95,6 @@ void Engine::end_work(OpId id) {
     queued_work_[worker].pop_front();
     start_work(working_[worker]);
   }
-  if ((host_parts_[id] & kHostPartDone) != 0) finish(id);
 }
 
 // A compute op's work leaves its device or core (where others share it).

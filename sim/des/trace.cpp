@@ -2,7 +2,9 @@
 // process per worker, one thread per stream it uses, one complete ("X") event
 // per op, in microseconds. Opens in Perfetto and chrome://tracing; the
 // executor writes the same shape.
+#include <algorithm>
 #include <string>
+#include <vector>
 
 #include "sim/des/engine.hpp"
 
@@ -38,6 +40,20 @@ nlohmann::json chrome_trace(const Plan& plan, const std::vector<OpTiming>& timin
       events.push_back(metadata("thread_name", pid, k, stream_kind_name(static_cast<StreamKind>(k))));
     }
   }
+  // An op drawn from the end of the one before it on its stream where it
+  // started under it (a GPU worker's host queues the next op while the last
+  // one's work runs: DeviceSpec::host_per_op), so a thread's slices nest;
+  // args.started_us says when it started.
+  std::vector<SimTime> shown_start_ns(plan.ops.size());
+  for (const auto& worker : plan.streams) {
+    for (const auto& stream : worker) {
+      SimTime previous_end_ns = 0;
+      for (const OpId id : stream) {
+        shown_start_ns[id] = std::max(timings[id].start_ns, std::min(previous_end_ns, timings[id].end_ns));
+        previous_end_ns = std::max(previous_end_ns, timings[id].end_ns);
+      }
+    }
+  }
   for (size_t id = 0; id < plan.ops.size(); ++id) {
     const Op& op = plan.ops[id];
     const OpTiming& t = timings[id];
@@ -47,12 +63,13 @@ nlohmann::json chrome_trace(const Plan& plan, const std::vector<OpTiming>& timin
                            {"iteration", op.iteration},
                            {"bytes", op.bytes}};
     if (op.first_layer >= 0) args["layers"] = {op.first_layer, op.last_layer};
+    if (shown_start_ns[id] != t.start_ns) args["started_us"] = static_cast<double>(t.start_ns) * kUsPerNs;
     events.push_back({{"name", event_name(op)},
                       {"ph", "X"},
                       {"pid", op.worker},
                       {"tid", static_cast<int>(op.stream)},
-                      {"ts", static_cast<double>(t.start_ns) * kUsPerNs},
-                      {"dur", static_cast<double>(t.end_ns - t.start_ns) * kUsPerNs},
+                      {"ts", static_cast<double>(shown_start_ns[id]) * kUsPerNs},
+                      {"dur", static_cast<double>(t.end_ns - shown_start_ns[id]) * kUsPerNs},
                       {"args", std::move(args)}});
   }
   return {{"traceEvents", std::move(events)}, {"displayTimeUnit", "ms"}};

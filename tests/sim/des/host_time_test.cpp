@@ -67,13 +67,64 @@ TEST(DesHostTime, TheHostQueuesTheNextOpWhileTheLastOnesWorkRuns) {
   EXPECT_NEAR(r.workers[0].breakdown.total_s(), r.window_s, 1e-12);
 }
 
+// An op whose host part takes no time (a kind without one) lets the next
+// go on at once too: a forward (100 us of work, 50 of host), an update of
+// 10 us of work and no host time, another forward (10 us, 50 of host). The
+// update starts at 50, the second forward at 50 too, its work queued after
+// the update's (100-110, 110-120): it ends at 120, not 110 + 50.
+TEST(DesHostTime, AnOpWithoutHostTimeLetsTheNextGoOnAtOnce) {
+  PlanBuilder b("test", 1, 1, 1);
+  b.add(over_layers(compute_op(0, 100e-6), 0, 0));
+  const OpId update = b.add(over_layers(compute_op(0, 10e-6, {}, 0, OpKind::kUpdate), 0, 0));
+  const OpId next = b.add(over_layers(compute_op(0, 10e-6), 0, 0));
+  Cluster cluster = simple_cluster(1, 1);
+  cluster.device.host_per_op.forward = {50e-6, 0};
+  const SimResult r = simulate_built(b, cluster);
+  EXPECT_EQ(r.timings[update].start_ns, 50 * kUs);
+  EXPECT_EQ(r.timings[update].end_ns, 110 * kUs);
+  EXPECT_EQ(r.timings[next].start_ns, 50 * kUs);
+  EXPECT_EQ(r.timings[next].end_ns, 120 * kUs);
+}
+
+// An op started under the one before it (a forward of 100 us of work and
+// 50 of host, then a backward) takes its memory when its work starts, at
+// 100 as the forward frees its own: the worker holds at most one of the
+// two 1000-byte allocations. The trace draws the backward from 100, its
+// start at 50 in args.started_us, so the stream's slices nest.
+TEST(DesHostTime, AnOpStartedUnderTheLastTakesItsMemoryAndItsSliceWhenItsWorkStarts) {
+  PlanBuilder b("test", 1, 1, 1);
+  Op forward = over_layers(compute_op(0, 100e-6), 0, 0);
+  forward.alloc_bytes = forward.free_bytes = 1000;
+  b.add(forward);
+  Op backward = over_layers(compute_op(0, 50e-6, {}, 0, OpKind::kBackward), 0, 0);
+  backward.alloc_bytes = backward.free_bytes = 1000;
+  const OpId late = b.add(backward);
+  Plan plan = std::move(b).build();
+  Cluster cluster = simple_cluster(1, 1);
+  cluster.device.host_per_op = {{50e-6, 0}, {100e-6, 0}, {}};
+  const SimResult r = simulate_plan(plan, cluster, {});
+  EXPECT_EQ(r.timings[late].start_ns, 50 * kUs);
+  EXPECT_EQ(r.workers.at(0).peak_memory_bytes, plan.workers[0].static_bytes + 1000);
+  const nlohmann::json trace = chrome_trace(plan, r);
+  bool drawn = false;
+  for (const nlohmann::json& e : trace["traceEvents"]) {
+    if (e["ph"] != "X" || e["name"] != "backward") continue;
+    EXPECT_DOUBLE_EQ(e["ts"].get<double>(), 100.0);
+    EXPECT_DOUBLE_EQ(e["dur"].get<double>(), 50.0);
+    EXPECT_DOUBLE_EQ(e["args"]["started_us"].get<double>(), 50.0);
+    drawn = true;
+  }
+  EXPECT_TRUE(drawn);
+}
+
 // Two workers on one GPU, processor sharing; a forward's host time is 300
 // us a layer. Worker 0's forward over one layer (100 us of work) and
 // worker 1's first op (100 us, no layers: no host time) share the device
-// and finish their work at 200 us. Worker 1's second op (100 us) then has
-// the device alone, since worker 0's op only waits for its host: it ends
-// at 300 us, as worker 0's forward does. Were the device held until then,
-// it would end at 400 us.
+// and finish their work at 200 us. Worker 1's second op (100 us; started
+// at once, its host part of no time over, its work queued after the
+// first's) then has the device alone, since worker 0's op only waits for
+// its host: it ends at 300 us, as worker 0's forward does. Were the device
+// held until then, it would end at 400 us.
 TEST(DesHostTime, AnOpWaitingForItsHostLetsItsSharedDeviceGo) {
   PlanBuilder b("test", 2, 1, 1);
   const OpId forward = b.add(over_layers(compute_op(0, 100e-6), 0, 0));
@@ -84,7 +135,7 @@ TEST(DesHostTime, AnOpWaitingForItsHostLetsItsSharedDeviceGo) {
   cluster.device.host_per_op.forward = {0, 300e-6};
   const SimResult r = simulate_built(b, cluster);
   EXPECT_EQ(r.timings[first].end_ns, 200 * kUs);
-  EXPECT_EQ(r.timings[second].start_ns, 200 * kUs);
+  EXPECT_EQ(r.timings[second].start_ns, 0);
   EXPECT_EQ(r.timings[second].end_ns, 300 * kUs);
   EXPECT_EQ(r.timings[forward].end_ns, 300 * kUs);
 }
