@@ -55,24 +55,18 @@ DeviceSpec::HostTime fit_line(const std::map<int64_t, std::vector<double>>& by_l
 
 DeviceSpec::HostPerOp fit_host_per_op(const Plan& plan, const std::vector<std::vector<ExecOpTiming>>& runs,
                                       int32_t from_iteration) {
-  std::map<int64_t, std::vector<double>> forward;
-  std::map<int64_t, std::vector<double>> backward;
-  std::map<int64_t, std::vector<double>> update;
+  std::map<int64_t, std::vector<double>> by_layers[3];  // HostKind's order: forward, backward, update
   for (size_t id = 0; id < plan.ops.size(); ++id) {
     const Op& op = plan.ops[id];
-    if (op.iteration < from_iteration) continue;
-    std::map<int64_t, std::vector<double>>* kind = nullptr;
-    if (op.kind == OpKind::kForward || op.kind == OpKind::kRecompute) kind = &forward;
-    if (op.kind == OpKind::kBackward) kind = &backward;
-    if (op.kind == OpKind::kUpdate) kind = &update;
-    if (kind == nullptr) continue;
-    const int64_t layers = op.first_layer < 0 ? 0 : std::max(0, op.last_layer - op.first_layer + 1);
+    const HostKind kind = host_kind(op.kind);
+    if (op.iteration < from_iteration || kind == HostKind::kNone) continue;
     for (const std::vector<ExecOpTiming>& timings : runs) {
       TRAINSIM_CHECK(timings.size() == plan.ops.size(), "a timing per op of the plan");
-      (*kind)[layers].push_back(std::max(0.0, timings[id].end_s - timings[id].start_s));
+      by_layers[static_cast<int>(kind)][layers_spanned(op)].push_back(
+          std::max(0.0, timings[id].end_s - timings[id].start_s));
     }
   }
-  return {fit_line(forward), fit_line(backward), fit_line(update)};
+  return {fit_line(by_layers[0]), fit_line(by_layers[1]), fit_line(by_layers[2])};
 }
 
 DeviceSpec::HostPerOp measure_host_per_op(const Model& model, int64_t batch, int64_t workers,

@@ -32,15 +32,12 @@ void Engine::price_host() {
   host_parts_.assign(op_count_, 0);
   working_.assign(plan_.workers.size(), -1);
   queued_work_.assign(plan_.workers.size(), {});
+  const DeviceSpec::HostTime* const by_kind[] = {&host.forward, &host.backward, &host.update};  // HostKind's order
   for (OpId id = 0; id < op_count_; ++id) {
     const Op& op = plan_.ops[id];
-    const DeviceSpec::HostTime* time = nullptr;
-    if (op.kind == OpKind::kForward || op.kind == OpKind::kRecompute) time = &host.forward;
-    if (op.kind == OpKind::kBackward) time = &host.backward;
-    if (op.kind == OpKind::kUpdate) time = &host.update;
-    if (time == nullptr) continue;
-    const int64_t layers = op.first_layer < 0 ? 0 : std::max(0, op.last_layer - op.first_layer + 1);
-    host_ns_[id] = duration_ns(time->seconds(layers), id);
+    const HostKind kind = host_kind(op.kind);
+    if (kind == HostKind::kNone) continue;
+    host_ns_[id] = duration_ns(by_kind[static_cast<int>(kind)]->seconds(layers_spanned(op)), id);
   }
 }
 

@@ -163,6 +163,21 @@ constexpr bool is_collective(OpKind kind) {  // kAllReduce, kBroadcast, kBarrier
          kind == OpKind::kReduceScatter || kind == OpKind::kAllGather;
 }
 
+// A compute op's kind as a GPU worker's host time per op prices it
+// (DeviceSpec::host_per_op): a forward's (a recompute's too), a backward's
+// or an update's; kNone for the others.
+enum class HostKind : int8_t { kNone = -1, kForward, kBackward, kUpdate };
+constexpr HostKind host_kind(OpKind kind) {
+  if (kind == OpKind::kForward || kind == OpKind::kRecompute) return HostKind::kForward;
+  if (kind == OpKind::kBackward) return HostKind::kBackward;
+  return kind == OpKind::kUpdate ? HostKind::kUpdate : HostKind::kNone;
+}
+
+// The layers an op spans: last_layer − first_layer + 1, 0 for one over none.
+constexpr int64_t layers_spanned(const Op& op) {
+  return op.first_layer < 0 || op.last_layer < op.first_layer ? 0 : int64_t{op.last_layer} - op.first_layer + 1;
+}
+
 // The most ops a plan may hold (docs/simulator.md "Limits"): the simulator
 // times that many in a few seconds, and the plan and the run hold them in
 // under 1 GB (about 150 and 85 bytes an op).

@@ -23,8 +23,6 @@ Plan single_plan(const std::string& model, int32_t iterations) {
                        {}, iterations);
 }
 
-int64_t layers_of(const Op& op) { return op.last_layer - op.first_layer + 1; }
-
 // Timings of `plan` whose ops of iteration 0 took a second (left out) and
 // the others `seconds(op)`, back to back.
 std::vector<ExecOpTiming> timed(const Plan& plan, const std::function<double(const Op&)>& seconds) {
@@ -47,11 +45,11 @@ TEST(HostPerOp, TheFitGivesBackEachKindsLineAfterTheWarmUp) {
   const Plan plan = single_plan("fmnist-cnn", 3);
   std::set<int64_t> forward_layers;
   for (const Op& op : plan.ops) {
-    if (op.kind == OpKind::kForward) forward_layers.insert(layers_of(op));
+    if (op.kind == OpKind::kForward) forward_layers.insert(layers_spanned(op));
   }
   ASSERT_GE(forward_layers.size(), 2u) << "the test needs forwards over several layer counts";
   const auto seconds = [](const Op& op) {
-    if (op.kind == OpKind::kForward) return 30e-6 + 10e-6 * static_cast<double>(layers_of(op));
+    if (op.kind == OpKind::kForward) return 30e-6 + 10e-6 * static_cast<double>(layers_spanned(op));
     if (op.kind == OpKind::kBackward) return 50e-6;
     return 240e-6;
   };
@@ -71,13 +69,13 @@ TEST(HostPerOp, TheFitGivesBackEachKindsLineAfterTheWarmUp) {
 // (10 + 140 + 300 + 520) / (1 + 4 + 9 + 16) = 32.33 us a layer).
 TEST(HostPerOp, NeitherPartOfTheFitIsBelowZero) {
   const Plan plan = single_plan("fmnist-cnn", 2);
-  const auto falling = [](const Op& op) { return 100e-6 / static_cast<double>(layers_of(op)); };
+  const auto falling = [](const Op& op) { return 100e-6 / static_cast<double>(layers_spanned(op)); };
   const DeviceSpec::HostPerOp flat = fit_host_per_op(plan, {timed(plan, falling)}, 1);
   EXPECT_NEAR(flat.forward.fixed_s, (100.0 + 100.0 / 3 + 25.0 + 50.0) / 4 * 1e-6, 1e-12);
   EXPECT_EQ(flat.forward.per_layer_s, 0);
   const auto steep = [](const Op& op) {
     const double medians[] = {0, 10e-6, 70e-6, 100e-6, 130e-6};
-    return medians[layers_of(op) <= 4 ? layers_of(op) : 0];
+    return medians[layers_spanned(op) <= 4 ? layers_spanned(op) : 0];
   };
   const DeviceSpec::HostPerOp through_zero = fit_host_per_op(plan, {timed(plan, steep)}, 1);
   EXPECT_EQ(through_zero.forward.fixed_s, 0);
