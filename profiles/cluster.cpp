@@ -9,6 +9,7 @@
 #include "model/error.hpp"
 #include "model/json_fields.hpp"
 #include "model/strings.hpp"
+#include "model/units.hpp"
 
 namespace trainsim {
 namespace {
@@ -79,6 +80,15 @@ DeviceSpec::HostPerOp read_host_per_op(const nlohmann::json& j, const std::strin
 }
 
 }  // namespace
+
+std::string host_per_op_text(const DeviceSpec::HostPerOp& host) {
+  std::vector<std::string> kinds;
+  for (const auto& [name, kind] : kHostKinds) {
+    kinds.push_back(std::string(name) + " " + format_seconds((host.*kind).fixed_s) + " + " +
+                    format_seconds((host.*kind).per_layer_s) + " a layer");
+  }
+  return join(kinds, ", ");
+}
 
 int64_t workers_per_shared_device(const Cluster& c) {
   if (c.shared_devices <= 0) return 1;

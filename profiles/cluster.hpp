@@ -194,6 +194,10 @@ inline int64_t device_count(const Cluster& cluster) { return cluster.machines * 
 
 void validate_cluster(const Cluster& cluster, const std::string& where);
 
+// "forward 80 us + 10 us a layer, backward ..., update ...": a GPU
+// worker's host time per compute op, each kind's, as the tools print it.
+std::string host_per_op_text(const DeviceSpec::HostPerOp& host);
+
 nlohmann::json cluster_to_json(const Cluster& cluster);
 Cluster cluster_from_json(const nlohmann::json& doc, const std::string& where);
 

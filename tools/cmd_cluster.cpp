@@ -72,15 +72,8 @@ void print_cluster(std::ostream& out, const Cluster& c) {
         << "each computing at " << rate(shared_device_rate(c, w)) << " of its rate while all " << w << " compute"
         << (c.device.compute_rate_while_shared == 0 ? " (processor sharing)" : "") << "\n";
   }
-  if (c.device.host_per_op.any()) {
-    const DeviceSpec::HostPerOp& h = c.device.host_per_op;
-    std::vector<std::string> kinds;
-    for (const auto& [name, t] : {std::pair{"forward", h.forward}, {"backward", h.backward}, {"update", h.update}}) {
-      kinds.push_back(std::string(name) + " " + format_seconds(t.fixed_s) + " + " + format_seconds(t.per_layer_s) +
-                      " a layer");
-    }
-    out << "  a worker's host per compute op: " << join(kinds, ", ") << "\n";
-  }
+  if (c.device.host_per_op.any())
+    out << "  a worker's host per compute op: " << host_per_op_text(c.device.host_per_op) << "\n";
 }
 
 void add_emulate_command(CLI::App& cluster, CommandContext& ctx) {

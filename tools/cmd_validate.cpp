@@ -197,6 +197,10 @@ void print_machine_noise(std::ostream& out, const Validation& v, double target) 
       << uncertainty_text(v.probe.relative_half_width, v.probe) << ", range " << format_seconds(v.probe.samples > 0 ? *std::min_element(v.probe_s.begin(), v.probe_s.end()) : 0)
       << " to " << format_seconds(v.probe.samples > 0 ? *std::max_element(v.probe_s.begin(), v.probe_s.end()) : 0)
       << ")\n";
+  if (v.cluster.device.host_per_op.any()) {  // GPU workers: what the simulation priced beside their kernels
+    out << "a GPU worker's host per compute op (the single plan through the executor, the rounds' median): "
+        << host_per_op_text(v.cluster.device.host_per_op) << "\n";
+  }
   if (unjudged > 0) {
     out << "the machine was too disturbed to judge " << unjudged << " of " << run
         << " strategies: their rounds, or the predictions from the rounds' profiles, spread more than ±"

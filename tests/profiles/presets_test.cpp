@@ -182,6 +182,8 @@ TEST(Presets, HostPerOpIsOptionalAndChecked) {
   EXPECT_EQ(read.backward.per_layer_s, 30e-6);
   EXPECT_EQ(read.update.fixed_s, 240e-6);
   EXPECT_DOUBLE_EQ(read.forward.seconds(4), 110e-6);
+  EXPECT_EQ(host_per_op_text(read),
+            "forward 90 us + 5 us a layer, backward 0 ns + 30 us a layer, update 240 us + 0 ns a layer");
   doc["device"]["host_per_op"].erase("update");  // a kind left out is 0
   EXPECT_EQ(cluster_from_json(doc, "f").device.host_per_op.update.fixed_s, 0);
   const auto refused = [](const nlohmann::json& d, const std::string& field) {

@@ -460,6 +460,7 @@ TEST(ValidateCli, ReportsEachStrategysUncertaintyAndVerdict) {
   EXPECT_NE(table.out.find("too noisy to judge"), std::string::npos) << table.out;
   EXPECT_NE(table.out.find("the machine was too disturbed to judge 1 of 1 strategies"), std::string::npos)
       << table.out;
+  EXPECT_EQ(table.out.find("host per compute op"), std::string::npos) << table.out;  // CPU threads: none priced
 }
 
 TEST(ValidateCli, BadInputIsAnInputError) {
