@@ -17,6 +17,7 @@
 #include "profiles/profiler/spread.hpp"
 #include "profiles/profiler/timing.hpp"
 #include "sim/cost/driver.hpp"
+#include "sim/cost/host_bound.hpp"
 #include "sim/cost/shared_devices.hpp"
 #include "sim/cost/strategies.hpp"
 #include "tools/options.hpp"
@@ -139,6 +140,7 @@ StrategyValidation compare_strategy(const Validation& v, const StrategyRuns& s, 
   TRAINSIM_CHECK(plan.ops.size() == run.plan.ops.size(), "the predicted plan is not the plan that ran");
   Prediction analytic = predict_strategy(*s.strategy, median, v.cluster, config);
   price_shared_devices(plan, v.cluster, analytic);  // virtual GPU workers: bounded by the GPU's work
+  price_host_per_op(plan, v.cluster, analytic);     // GPU workers: bounded by each one's host
   out.predicted_analytic_s = analytic.iteration_s;
   const SimResult sim = simulate_plan(plan, v.cluster, SimOptions{});
   out.predicted_simulated_s = sim.iteration_s;

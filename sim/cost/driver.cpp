@@ -8,6 +8,7 @@
 #include "model/error.hpp"
 #include "model/strings.hpp"
 #include "model/units.hpp"
+#include "sim/cost/host_bound.hpp"
 #include "sim/cost/shared_devices.hpp"
 #include "sim/cost/strategies.hpp"
 #include "sim/des/engine.hpp"
@@ -127,8 +128,9 @@ Prediction simulate_strategy(const StrategyInfo& strategy, const Profile& profil
 }
 
 // Iterations of the plan whose compute bounds an analytic prediction on
-// shared devices (price_shared_devices), at least.
-constexpr int32_t kSharedDevicePlanIterations = 20;
+// shared devices or on GPU workers' hosts (price_shared_devices,
+// price_host_per_op), at least.
+constexpr int32_t kPlanBoundIterations = 20;
 
 // Runs the selected strategies by the analytic models, the simulator, or both.
 PredictionSet predict_with(const Profile& profile, const Cluster& cluster, const std::vector<std::string>& ids,
@@ -145,9 +147,13 @@ PredictionSet predict_with(const Profile& profile, const Cluster& cluster, const
     const StrategyConfig config = config_for(*strategy, settings);
     if (analytic) {
       Prediction p = predict_strategy(*strategy, profile, cluster, config);
-      if (cluster.shared_devices > 0) {  // the cost models price a device per worker: bound by the shared one's
-        const int32_t planned = std::max(iterations, kSharedDevicePlanIterations);
-        price_shared_devices(generate_plan(*strategy, profile, cluster, config, planned), cluster, p);
+      // The cost models price a device per worker and an op by its work:
+      // bound by a shared device's work and by each worker's host.
+      if (cluster.shared_devices > 0 || cluster.device.host_per_op.any()) {
+        const int32_t planned = std::max(iterations, kPlanBoundIterations);
+        const Plan plan = generate_plan(*strategy, profile, cluster, config, planned);
+        price_shared_devices(plan, cluster, p);
+        price_host_per_op(plan, cluster, p);
       }
       add_result(set, std::move(p), single_analytic);
     }

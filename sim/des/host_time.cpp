@@ -32,12 +32,9 @@ void Engine::price_host() {
   host_parts_.assign(op_count_, 0);
   working_.assign(plan_.workers.size(), -1);
   queued_work_.assign(plan_.workers.size(), {});
-  const DeviceSpec::HostTime* const by_kind[] = {&host.forward, &host.backward, &host.update};  // HostKind's order
   for (OpId id = 0; id < op_count_; ++id) {
-    const Op& op = plan_.ops[id];
-    const HostKind kind = host_kind(op.kind);
-    if (kind == HostKind::kNone) continue;
-    host_ns_[id] = duration_ns(by_kind[static_cast<int>(kind)]->seconds(layers_spanned(op)), id);
+    if (host_kind(plan_.ops[id].kind) != HostKind::kNone)
+      host_ns_[id] = duration_ns(op_host_s(host, plan_.ops[id]), id);
   }
 }
 

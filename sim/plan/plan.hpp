@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "profiles/cluster.hpp"
 #include "sim/cost/collective.hpp"
 
 namespace trainsim {
@@ -176,6 +177,16 @@ constexpr HostKind host_kind(OpKind kind) {
 // The layers an op spans: last_layer − first_layer + 1, 0 for one over none.
 constexpr int64_t layers_spanned(const Op& op) {
   return op.first_layer < 0 || op.last_layer < op.first_layer ? 0 : int64_t{op.last_layer} - op.first_layer + 1;
+}
+
+// A compute op's host time on a GPU worker: its kind's fixed_s + layers ·
+// per_layer_s (DeviceSpec::host_per_op); 0 for an op host_kind leaves out.
+inline double op_host_s(const DeviceSpec::HostPerOp& host, const Op& op) {
+  const HostKind kind = host_kind(op.kind);
+  if (kind == HostKind::kNone) return 0;
+  const DeviceSpec::HostTime& time =
+      kind == HostKind::kForward ? host.forward : (kind == HostKind::kBackward ? host.backward : host.update);
+  return time.seconds(layers_spanned(op));
 }
 
 // The most ops a plan may hold (docs/simulator.md "Limits"): the simulator
