@@ -269,18 +269,32 @@ void run_validate(const ValidateCliOptions& o, CommandContext& ctx) {
     bar.update(done, total);
     if (o.launch.progress_lines && reports) ctx.err << progress_line(done, total) << '\n' << std::flush;
   };
-  if (!o.json.empty() && o.json != "-") {  // a run cut short keeps the rounds it finished
+  // The measured profile and cluster, what the predictions read: after each
+  // round to a file, at the end to standard output too.
+  const auto is_file = [](const std::string& path) { return !path.empty() && path != "-"; };
+  const auto write_measured = [&](const Validation& so_far, bool last) {
+    if (is_file(o.profile_out) || (last && !o.profile_out.empty())) {
+      write_text_output(o.profile_out, profile_to_json(so_far.profile).dump(2) + "\n", ctx.out, "--profile-out");
+    }
+    if (is_file(o.cluster_out) || (last && !o.cluster_out.empty())) {
+      write_text_output(o.cluster_out, cluster_to_json(so_far.cluster).dump(2) + "\n", ctx.out, "--cluster-out");
+    }
+  };
+  const bool json_file = is_file(o.json);
+  if (json_file || is_file(o.profile_out) || is_file(o.cluster_out)) {  // a run cut short keeps the rounds it finished
     options.on_round = [&](const Validation& so_far) {
-      write_text_output(o.json, validation_to_json(so_far, model.name, o.devices, o.iterations).dump(2) + "\n", ctx.out,
-                        "--json");
+      write_measured(so_far, false);
+      if (json_file) {
+        write_text_output(o.json, validation_to_json(so_far, model.name, o.devices, o.iterations).dump(2) + "\n",
+                          ctx.out, "--json");
+      }
     };
   }
   const Validation v = validate(model, data, workers, options);
   bar.finish();
   if (!reports) return;  // rank 0 holds the comparison and writes it
 
-  if (!o.profile_out.empty()) write_text_output(o.profile_out, profile_to_json(v.profile).dump(2) + "\n", ctx.out, "--profile-out");
-  if (!o.cluster_out.empty()) write_text_output(o.cluster_out, cluster_to_json(v.cluster).dump(2) + "\n", ctx.out, "--cluster-out");
+  write_measured(v, true);
   if (!o.trace_dir.empty()) write_traces(o.trace_dir, v);
   if (!o.json.empty()) {
     write_text_output(o.json, validation_to_json(v, model.name, o.devices, o.iterations).dump(2) + "\n", ctx.out,
@@ -386,8 +400,10 @@ void add_validate_command(CLI::App& app, CommandContext& ctx) {
   cmd->add_option("--json", o->json,
                   "Write trainsim.validation/1 here ('-' for standard output); a file is rewritten after each round");
   cmd->add_option("--trace-dir", o->trace_dir, "Write each strategy's simulated and measured Chrome traces here");
-  cmd->add_option("--profile-out", o->profile_out, "Write the measured profile here");
-  cmd->add_option("--cluster-out", o->cluster_out, "Write the measured cluster here");
+  cmd->add_option("--profile-out", o->profile_out,
+                  "Write the measured profile here (each layer's median over the rounds; rewritten after each round)");
+  cmd->add_option("--cluster-out", o->cluster_out,
+                  "Write the measured cluster here (each rate's median over the rounds; rewritten after each round)");
   cmd->add_option("--worst-ops", o->worst_ops, "Op groups listed per strategy, furthest from the measurement first")
       ->check(CLI::Range(0, 1000))
       ->capture_default_str();

@@ -257,10 +257,14 @@ def validate(ck, validated, batches):
                   "(errors: (predicted − measured) / measured; the prediction shares the GPU among the workers):", ""]
     for (model, strategies), batch in [(v, b) for v in validated for b in batches]:
         path = os.path.join(ck.out, f"validate-{model}-b{batch}.json")
-        forget(path)
+        # What its predictions read, for simulate to replay them elsewhere.
+        measured = [os.path.join(ck.out, f"validate-{model}-b{batch}-{what}.json") for what in ("profile", "cluster")]
+        for stale in [path] + measured:
+            forget(stale)
         done = ck.run([ck.trainsim, "validate", "--model", model, "--devices", "cuda:0x4", "--strategies", strategies,
                        "--batch", str(batch), "--rounds", "2", "--max-rounds", "5", "--budget", str(budget),
-                       "--iterations", "20", "--repeats", "10", "--json", path, "--quiet"] + ck.data,
+                       "--iterations", "20", "--repeats", "10", "--json", path, "--profile-out", measured[0],
+                       "--cluster-out", measured[1], "--quiet"] + ck.data,
                       timeout=budget + 120)
         ck.failed |= done.returncode != 0
         if not os.path.exists(path):

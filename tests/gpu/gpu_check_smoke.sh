@@ -79,6 +79,10 @@ for line in "^- dp-ring: iteration [0-9.]+ ms, worker 0 in its compute ops [0-9.
 done
 for batch in 64 256; do  # each batch validated (the stand-in runs each at 16)
   [ -f "$work/cpu/validate-fmnist-cnn-b$batch.json" ] || fail "no validate of fmnist-cnn at batch $batch"
+  for what in profile cluster; do  # what its predictions read, for simulate to replay
+    grep -q '"format": "trainsim\.'"$what"'/1"' "$work/cpu/validate-fmnist-cnn-b$batch-$what.json" ||
+      fail "no $what validate measured of fmnist-cnn at batch $batch"
+  done
 done
 [ "$(grep -c '^fmnist-cnn, batch 16 per worker, 1 rounds' "$report")" -eq 2 ] || fail "not two validate tables of fmnist-cnn"
 if command -v mpirun > /dev/null; then  # dp-ring's workers as processes beside threads
