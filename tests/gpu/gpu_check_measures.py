@@ -4,6 +4,7 @@ the predictions beside the strategies' runs), and validate."""
 
 import json
 import os
+import shutil
 import statistics
 import sys
 
@@ -259,12 +260,14 @@ def validate(ck, validated, batches):
         path = os.path.join(ck.out, f"validate-{model}-b{batch}.json")
         # What its predictions read, for simulate to replay them elsewhere.
         measured = [os.path.join(ck.out, f"validate-{model}-b{batch}-{what}.json") for what in ("profile", "cluster")]
+        traces = os.path.join(ck.out, f"validate-{model}-b{batch}-traces")  # each strategy's, simulated and measured
         for stale in [path] + measured:
             forget(stale)
+        shutil.rmtree(traces, ignore_errors=True)
         done = ck.run([ck.trainsim, "validate", "--model", model, "--devices", "cuda:0x4", "--strategies", strategies,
                        "--batch", str(batch), "--rounds", "2", "--max-rounds", "5", "--budget", str(budget),
                        "--iterations", "20", "--repeats", "10", "--json", path, "--profile-out", measured[0],
-                       "--cluster-out", measured[1], "--quiet"] + ck.data,
+                       "--cluster-out", measured[1], "--trace-dir", traces, "--quiet"] + ck.data,
                       timeout=budget + 120)
         ck.failed |= done.returncode != 0
         if not os.path.exists(path):

@@ -83,6 +83,8 @@ for batch in 64 256; do  # each batch validated (the stand-in runs each at 16)
     grep -q '"format": "trainsim\.'"$what"'/1"' "$work/cpu/validate-fmnist-cnn-b$batch-$what.json" ||
       fail "no $what validate measured of fmnist-cnn at batch $batch"
   done
+  [ -s "$work/cpu/validate-fmnist-cnn-b$batch-traces/single-measured.json" ] ||
+    fail "no measured trace of single in validate's at batch $batch"
 done
 [ "$(grep -c '^fmnist-cnn, batch 16 per worker, 1 rounds' "$report")" -eq 2 ] || fail "not two validate tables of fmnist-cnn"
 if command -v mpirun > /dev/null; then  # dp-ring's workers as processes beside threads
