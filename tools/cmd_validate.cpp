@@ -22,6 +22,7 @@
 #include "tools/mpi_launch.hpp"
 #include "tools/progress.hpp"
 #include "tools/validation.hpp"
+#include "tools/validation_replay.hpp"
 
 #if defined(TRAINSIM_WITH_MPI)
 #include "exec/mpi/mpi_transport.hpp"
@@ -52,6 +53,7 @@ struct ValidateCliOptions {
   int32_t worst_ops = 3;
   bool quiet = false;
   LaunchOptions launch;
+  ReplayOptions replay;  // --replay FILE: that validation priced again
 };
 
 // The command line of each rank --launcher mpi starts: these options, with
@@ -222,6 +224,7 @@ void write_traces(const std::string& dir, const Validation& v) {
 }
 
 void run_validate(const ValidateCliOptions& o, CommandContext& ctx) {
+  if (replays(o.replay, o.json, o.quiet, ctx)) return;
   if (o.model.empty()) throw InputError("--model", "is missing", "a zoo model to validate on");
   check_launch_options(o.launch);
   const Model model = load_model(o.model, "--model");
@@ -409,12 +412,18 @@ void add_validate_command(CLI::App& app, CommandContext& ctx) {
       ->capture_default_str();
   cmd->add_flag("--quiet", o->quiet, "No progress bar and no table");
   add_launch_options(*cmd, o->launch);
+  add_replay_options(*cmd, o->replay);
   cmd->footer(
       "Examples:\n  trainsim validate --model fmnist-mlp --devices cpu:2 --json validation.json --trace-dir traces\n"
       "  trainsim validate --model fmnist-mlp --devices cpu:4 --launcher mpi --emulated lab   (one process per "
       "worker, on the hosts of `trainsim cluster emulate up --name lab`)\n"
+      "  trainsim validate --replay validation.json --profile p.json --cluster c.json   (a validation written with "
+      "--profile-out p.json --cluster-out c.json, priced again: nothing runs)\n"
       "Strategies the executor does not run are listed as not run, with the reason.");
-  cmd->callback([&ctx, o] { ctx.action = [&ctx, o] { run_validate(*o, ctx); }; });
+  cmd->callback([&ctx, o, cmd] {
+    note_run_options(*cmd, o->replay);
+    ctx.action = [&ctx, o] { run_validate(*o, ctx); };
+  });
 }
 
 }  // namespace trainsim

@@ -136,13 +136,12 @@ StrategyValidation compare_strategy(const Validation& v, const StrategyRuns& s, 
   const bool alone = run.plan.workers.size() == 1 && !v.alone_round_profiles.empty();
   const Profile& median = alone ? v.alone_profile : v.profile;
   const StrategyConfig config = first_run_settings(s);
-  const Plan plan = generate_plan(*s.strategy, median, v.cluster, config, run.plan.iterations);
+  const PricedPlan priced = price_plan(*s.strategy, median, v.cluster, config, run.plan.iterations);
+  const Plan& plan = priced.plan;
+  const Prediction& analytic = priced.analytic;
+  const SimResult& sim = priced.simulated;
   TRAINSIM_CHECK(plan.ops.size() == run.plan.ops.size(), "the predicted plan is not the plan that ran");
-  Prediction analytic = predict_strategy(*s.strategy, median, v.cluster, config);
-  price_shared_devices(plan, v.cluster, analytic);  // virtual GPU workers: bounded by the GPU's work
-  price_host_per_op(plan, v.cluster, analytic);     // GPU workers: bounded by each one's host
   out.predicted_analytic_s = analytic.iteration_s;
-  const SimResult sim = simulate_plan(plan, v.cluster, SimOptions{});
   out.predicted_simulated_s = sim.iteration_s;
   const std::vector<Profile>& round_profiles = alone ? v.alone_round_profiles : v.round_profiles;
   for (size_t r = 0; r < round_profiles.size(); ++r) {
@@ -170,6 +169,17 @@ StrategyValidation compare_strategy(const Validation& v, const StrategyRuns& s, 
 }
 
 }  // namespace
+
+PricedPlan price_plan(const StrategyInfo& strategy, const Profile& profile, const Cluster& cluster,
+                      const StrategyConfig& config, int32_t iterations) {
+  PricedPlan out{generate_plan(strategy, profile, cluster, config, iterations),
+                 predict_strategy(strategy, profile, cluster, config),
+                 {}};
+  price_shared_devices(out.plan, cluster, out.analytic);  // virtual GPU workers: bounded by the GPU's work
+  price_host_per_op(out.plan, cluster, out.analytic);     // GPU workers: bounded by each one's host
+  out.simulated = simulate_plan(out.plan, cluster, SimOptions{});
+  return out;
+}
 
 size_t representative_round(const std::vector<double>& rounds_s) {
   TRAINSIM_CHECK(!rounds_s.empty(), "at least one round");

@@ -21,6 +21,7 @@
 #include "profiles/cluster.hpp"
 #include "profiles/profile.hpp"
 #include "profiles/profiler/spread.hpp"
+#include "sim/cost/strategies.hpp"
 #include "sim/des/engine.hpp"
 
 namespace trainsim {
@@ -169,6 +170,18 @@ struct Validation {
 // (predicted - measured) / measured: positive = predicted slower; 0 for a
 // measurement of 0.
 double relative_error(double predicted, double measured);
+
+// A strategy's plan of `iterations` with `config`'s settings, priced from
+// `profile` and `cluster` as validate prices the plan that ran: by the
+// cost model (bounded by a shared device's work and each GPU worker's host,
+// docs/equations.md §11-12) and by the simulator.
+struct PricedPlan {
+  Plan plan;
+  Prediction analytic;
+  SimResult simulated;
+};
+PricedPlan price_plan(const StrategyInfo& strategy, const Profile& profile, const Cluster& cluster,
+                      const StrategyConfig& config, int32_t iterations);
 
 // Groups the ops of iterations [warmup, iterations - warmup) and compares
 // their median durations. `simulated` and `measured` hold one timing per plan
