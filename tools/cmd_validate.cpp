@@ -119,12 +119,6 @@ ValidationRanks mpi_ranks([[maybe_unused]] const ValidateCliOptions& o, [[maybe_
 #endif
 }
 
-std::string percent(double fraction) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%+.1f%%", 100.0 * fraction);
-  return text;
-}
-
 // A relative half-width as a percentage, and the interval's coverage when
 // below the 90% asked by default.
 std::string uncertainty_text(double relative_half_width, const MedianInterval& m) {
@@ -156,8 +150,8 @@ TextTable result_table(const Validation& v) {
     if (!r.skipped.empty()) continue;
     t.rows.push_back({r.strategy, format_seconds(r.predicted_analytic_s), format_seconds(r.predicted_simulated_s),
                       format_seconds(r.measured_s), uncertainty_text(r.uncertainty, r.interval),
-                      std::to_string(r.measured_rounds_s.size()), percent(r.error_analytic),
-                      percent(r.error_simulated), r.verdict});
+                      std::to_string(r.measured_rounds_s.size()), error_percent(r.error_analytic),
+                      error_percent(r.error_simulated), r.verdict});
     if (memory) {
       t.rows.back().push_back(format_bytes(r.predicted_memory_bytes));
       t.rows.back().push_back(r.measured_memory_bytes >= 0 ? format_bytes(static_cast<double>(r.measured_memory_bytes))
@@ -182,7 +176,7 @@ void print_worst_ops(std::ostream& out, const StrategyValidation& r, int32_t cou
     out << "    worker " << g.worker << " " << g.kind;
     if (g.first_layer >= 0) out << " layers " << g.first_layer << "-" << g.last_layer;
     out << ": simulated " << format_seconds(g.simulated_s) << ", measured " << format_seconds(g.measured_s) << " ("
-        << percent(g.error) << ", " << g.count << " ops)\n";
+        << error_percent(g.error) << ", " << g.count << " ops)\n";
   }
 }
 
@@ -206,8 +200,7 @@ void print_machine_noise(std::ostream& out, const Validation& v, double target) 
   if (unjudged > 0) {
     out << "the machine was too disturbed to judge " << unjudged << " of " << run
         << " strategies: their rounds, or the predictions from the rounds' profiles, spread more than ±"
-        << percent(target).substr(1)
-        << "; run again on a quieter machine, or with more --max-rounds or --budget\n";
+        << error_percent(target, false) << "; run again on a quieter machine, or with more --max-rounds or --budget\n";
   }
 }
 
@@ -323,9 +316,9 @@ void run_validate(const ValidateCliOptions& o, CommandContext& ctx) {
              "and the prediction's spread over the rounds' profiles, in quadrature; "
              "error = (predicted - measured) / measured\n";
   print_aligned(ctx.out, result_table(v));
-  ctx.out << "median |error|: simulated " << percent(median_abs_error(v, true)).substr(1) << ", analytic "
-          << percent(median_abs_error(v, false)).substr(1) << "; simulated over the strategies judged "
-          << percent(median_abs_error(v, true, true)).substr(1) << "\n";
+  ctx.out << "median |error|: simulated " << error_percent(median_abs_error(v, true), false) << ", analytic "
+          << error_percent(median_abs_error(v, false), false) << "; simulated over the strategies judged "
+          << error_percent(median_abs_error(v, true, true), false) << "\n";
   print_machine_noise(ctx.out, v, o.target_percent / 100);
   if (o.worst_ops > 0 && o.devices.rfind("cuda", 0) == 0) {
     // The interpreter times an op around its handler, which on the GPU
@@ -343,7 +336,7 @@ void run_validate(const ValidateCliOptions& o, CommandContext& ctx) {
       ctx.out << r.strategy << ", op groups furthest from the measurement:\n";
       print_worst_ops(ctx.out, r, o.worst_ops);
       if (!std::isnan(r.device_busy)) {
-        ctx.out << "    each GPU worker's ops' work on the GPU spans " << percent(r.device_busy).substr(1)
+        ctx.out << "    each GPU worker's ops' work on the GPU spans " << error_percent(r.device_busy, false)
                 << " of an iteration (median over the workers; outside it the GPU waited for the host or other "
                    "workers)\n";
       }

@@ -17,8 +17,6 @@
 #include "profiles/profiler/spread.hpp"
 #include "profiles/profiler/timing.hpp"
 #include "sim/cost/driver.hpp"
-#include "sim/cost/host_bound.hpp"
-#include "sim/cost/shared_devices.hpp"
 #include "sim/cost/strategies.hpp"
 #include "tools/options.hpp"
 
@@ -170,13 +168,19 @@ StrategyValidation compare_strategy(const Validation& v, const StrategyRuns& s, 
 
 }  // namespace
 
+std::string error_percent(double fraction, bool sign) {
+  if (!std::isfinite(fraction)) return "?";
+  char text[32];
+  std::snprintf(text, sizeof text, sign ? "%+.1f%%" : "%.1f%%", 100.0 * fraction);
+  return text;
+}
+
 PricedPlan price_plan(const StrategyInfo& strategy, const Profile& profile, const Cluster& cluster,
                       const StrategyConfig& config, int32_t iterations) {
   PricedPlan out{generate_plan(strategy, profile, cluster, config, iterations),
                  predict_strategy(strategy, profile, cluster, config),
                  {}};
-  price_shared_devices(out.plan, cluster, out.analytic);  // virtual GPU workers: bounded by the GPU's work
-  price_host_per_op(out.plan, cluster, out.analytic);     // GPU workers: bounded by each one's host
+  price_plan_bounds(out.plan, cluster, out.analytic);
   out.simulated = simulate_plan(out.plan, cluster, SimOptions{});
   return out;
 }

@@ -171,6 +171,10 @@ struct Validation {
 // measurement of 0.
 double relative_error(double predicted, double measured);
 
+// An error or another fraction as validate prints it: "+4.3%" (`sign`) or
+// "4.3%", one decimal; "?" where it is not finite.
+std::string error_percent(double fraction, bool sign = true);
+
 // A strategy's plan of `iterations` with `config`'s settings, priced from
 // `profile` and `cluster` as validate prices the plan that ran: by the
 // cost model (bounded by a shared device's work and each GPU worker's host,

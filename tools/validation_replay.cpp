@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 
 #include "analysis/table.hpp"
 #include "model/error.hpp"
@@ -16,10 +15,6 @@
 namespace trainsim {
 namespace {
 
-double seconds_field(const nlohmann::json& result, const std::string& key, const std::string& where) {
-  return require_nonnegative(result, key, where);
-}
-
 // The median |error| over the strategies that ran; NaN where none did.
 double median_abs_error(const std::vector<ReplayedStrategy>& replayed, double ReplayedStrategy::*predicted) {
   std::vector<double> errors;
@@ -29,27 +24,22 @@ double median_abs_error(const std::vector<ReplayedStrategy>& replayed, double Re
   return errors.empty() ? std::nan("") : median_s(errors);
 }
 
-std::string error_text(double fraction) {
-  if (!std::isfinite(fraction)) return "?";
-  char text[32];
-  std::snprintf(text, sizeof text, "%+.1f%%", 100.0 * fraction);
-  return text;
-}
-
 }  // namespace
 
 std::vector<ReplayedStrategy> replay_validation(const nlohmann::json& recorded, const std::string& where,
                                                 const Profile& profile, const Cluster& cluster) {
-  if (!recorded.is_object() || recorded.value("format", "") != "trainsim.validation/1") {
-    throw InputError(where, "is not a validation", "trainsim validate --json's output (trainsim.validation/1)");
-  }
+  require_format(recorded, "validation", where);  // trainsim validate --json's output
   const std::string model = require_string(recorded, "model", where);
   const int64_t batch = require_integer(recorded, "batch_size", where, 1);
   if (profile.model != model || profile.batch_size != batch) {
     throw InputError("--profile", "is " + profile.model + " at batch " + std::to_string(profile.batch_size),
                      "a profile of the validation's " + model + " at batch " + std::to_string(batch));
   }
-  const auto iterations = static_cast<int32_t>(require_integer(recorded, "iterations", where, 1));
+  const int64_t iterations = require_integer(recorded, "iterations", where, 1);
+  if (iterations > kMaxPlanIterations) {
+    throw InputError(where + ".iterations", "is " + std::to_string(iterations),
+                     "at most " + std::to_string(kMaxPlanIterations) + ", as validate runs");
+  }
   const nlohmann::json& results = require_field(recorded, "results", where);
   if (!results.is_array()) throw InputError(where + ".results", "is not a list", "one entry per strategy");
   std::vector<ReplayedStrategy> out;
@@ -65,10 +55,10 @@ std::vector<ReplayedStrategy> replay_validation(const nlohmann::json& recorded, 
     }
     const StrategyInfo& strategy = find_strategy(r.strategy.substr(0, r.strategy.find(':')), at + ".strategy");
     const StrategyConfig config = StrategyConfig::from_resolved(require_field(result, "config", at), at + ".config");
-    r.measured_s = seconds_field(result, "measured_s", at);
-    r.recorded_simulated_s = seconds_field(result, "predicted_simulated_s", at);
-    r.recorded_analytic_s = seconds_field(result, "predicted_analytic_s", at);
-    const PricedPlan priced = price_plan(strategy, profile, cluster, config, iterations);
+    r.measured_s = require_nonnegative(result, "measured_s", at);
+    r.recorded_simulated_s = require_nonnegative(result, "predicted_simulated_s", at);
+    r.recorded_analytic_s = require_nonnegative(result, "predicted_analytic_s", at);
+    const PricedPlan priced = price_plan(strategy, profile, cluster, config, static_cast<int32_t>(iterations));
     r.simulated_s = priced.simulated.iteration_s;
     r.analytic_s = priced.analytic.iteration_s;
     out.push_back(r);
@@ -119,7 +109,8 @@ void add_replay_options(CLI::App& validate, ReplayOptions& o) {
 
 void note_run_options(const CLI::App& validate, ReplayOptions& o) {
   for (const CLI::Option* option : validate.get_options()) {
-    const std::string flag = option->get_name();
+    // Named by its long name, which hidden options have too (get_name gives them none).
+    const std::string flag = option->get_lnames().empty() ? option->get_name() : "--" + option->get_lnames().front();
     const bool read = flag == "--replay" || flag == "--profile" || flag == "--cluster" || flag == "--json" ||
                       flag == "--quiet" || flag == "--help";
     if (option->count() > 0 && !read) o.run_options.push_back(flag);
@@ -146,7 +137,7 @@ bool replays(const ReplayOptions& o, const std::string& json, bool quiet, Comman
   const std::string& profile_path = o.profile;
   const std::string& cluster_path = o.cluster;
   const Cluster cluster = load_cluster(cluster_path, "--cluster");
-  const Profile profile = profile_from_json(read_json_file(profile_path), profile_path);
+  const Profile profile = read_profile_file(profile_path);
   const std::vector<ReplayedStrategy> replayed = replay_validation(read_json_file(path), path, profile, cluster);
   if (!json.empty()) {
     write_text_output(json, replay_to_json(replayed, path, profile, cluster).dump(2) + "\n", ctx.out, "--json");
@@ -160,18 +151,14 @@ bool replays(const ReplayOptions& o, const std::string& json, bool quiet, Comman
   for (const ReplayedStrategy& r : replayed) {
     if (!r.skipped.empty()) continue;
     t.rows.push_back({r.strategy, format_seconds(r.measured_s), format_seconds(r.simulated_s),
-                      error_text(relative_error(r.simulated_s, r.measured_s)),
-                      error_text(relative_error(r.recorded_simulated_s, r.measured_s)), format_seconds(r.analytic_s),
-                      error_text(relative_error(r.analytic_s, r.measured_s)),
-                      error_text(relative_error(r.recorded_analytic_s, r.measured_s))});
+                      error_percent(relative_error(r.simulated_s, r.measured_s)),
+                      error_percent(relative_error(r.recorded_simulated_s, r.measured_s)), format_seconds(r.analytic_s),
+                      error_percent(relative_error(r.analytic_s, r.measured_s)),
+                      error_percent(relative_error(r.recorded_analytic_s, r.measured_s))});
   }
   print_aligned(ctx.out, t);
   const auto median = [&](double ReplayedStrategy::*predicted) {
-    const double error = median_abs_error(replayed, predicted);
-    if (!std::isfinite(error)) return std::string("?");
-    char text[32];
-    std::snprintf(text, sizeof text, "%.1f%%", 100.0 * error);
-    return std::string(text);
+    return error_percent(median_abs_error(replayed, predicted), false);
   };
   ctx.out << "median |error|: simulated " << median(&ReplayedStrategy::simulated_s) << " (recorded "
           << median(&ReplayedStrategy::recorded_simulated_s) << "), analytic " << median(&ReplayedStrategy::analytic_s)

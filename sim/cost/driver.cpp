@@ -127,11 +127,6 @@ Prediction simulate_strategy(const StrategyInfo& strategy, const Profile& profil
   return p;
 }
 
-// Iterations of the plan whose compute bounds an analytic prediction on
-// shared devices or on GPU workers' hosts (price_shared_devices,
-// price_host_per_op), at least.
-constexpr int32_t kPlanBoundIterations = 20;
-
 // Runs the selected strategies by the analytic models, the simulator, or both.
 PredictionSet predict_with(const Profile& profile, const Cluster& cluster, const std::vector<std::string>& ids,
                            const std::vector<Setting>& settings, bool analytic, bool simulated,
@@ -139,23 +134,14 @@ PredictionSet predict_with(const Profile& profile, const Cluster& cluster, const
   const std::vector<const StrategyInfo*> selected = select_strategies(profile, ids, settings);
   const StrategyInfo& single = find_strategy("single", "--strategies");
   // The baselines: one device, same per-device batch, no settings.
-  const double single_analytic = predict_strategy(single, profile, cluster, {}).samples_per_s;
+  const double single_analytic = predict_bounded(single, profile, cluster, {}, iterations).samples_per_s;
   const double single_simulated =
       simulated ? simulate_strategy(single, profile, cluster, {}, iterations, *options).samples_per_s : 0.0;
   PredictionSet set{profile.model, cluster.name, profile.batch_size, cluster.device.memory_bytes, {}};
   for (const StrategyInfo* strategy : selected) {
     const StrategyConfig config = config_for(*strategy, settings);
     if (analytic) {
-      Prediction p = predict_strategy(*strategy, profile, cluster, config);
-      // The cost models price a device per worker and an op by its work:
-      // bound by a shared device's work and by each worker's host.
-      if (cluster.shared_devices > 0 || cluster.device.host_per_op.any()) {
-        const int32_t planned = std::max(iterations, kPlanBoundIterations);
-        const Plan plan = generate_plan(*strategy, profile, cluster, config, planned);
-        price_shared_devices(plan, cluster, p);
-        price_host_per_op(plan, cluster, p);
-      }
-      add_result(set, std::move(p), single_analytic);
+      add_result(set, predict_bounded(*strategy, profile, cluster, config, iterations), single_analytic);
     }
     if (simulated) {
       add_result(set, simulate_strategy(*strategy, profile, cluster, config, iterations, *options), single_simulated);
@@ -165,6 +151,21 @@ PredictionSet predict_with(const Profile& profile, const Cluster& cluster, const
 }
 
 }  // namespace
+
+void price_plan_bounds(const Plan& plan, const Cluster& cluster, Prediction& prediction) {
+  price_shared_devices(plan, cluster, prediction);
+  price_host_per_op(plan, cluster, prediction);
+}
+
+Prediction predict_bounded(const StrategyInfo& strategy, const Profile& profile, const Cluster& cluster,
+                           const StrategyConfig& config, int32_t iterations) {
+  Prediction p = predict_strategy(strategy, profile, cluster, config);
+  if (cluster.shared_devices > 0 || cluster.device.host_per_op.any()) {
+    price_plan_bounds(generate_plan(strategy, profile, cluster, config, std::max(iterations, kPlanBoundIterations)),
+                      cluster, p);
+  }
+  return p;
+}
 
 PredictionSet predict_analytic(const Profile& profile, const Cluster& cluster,
                                const std::vector<std::string>& strategy_ids,

@@ -9,6 +9,7 @@
 #include "profiles/cluster.hpp"
 #include "profiles/profile.hpp"
 #include "sim/cost/prediction.hpp"
+#include "sim/cost/strategies.hpp"
 
 namespace trainsim {
 
@@ -19,6 +20,21 @@ struct Setting {
   std::string value;  // raw text, parsed by StrategyConfig
   std::string where;  // "--set workers" or "cfg.json: workers"
 };
+
+// The analytic method's bounds from outside the cost models, which price a
+// device per worker and an op by its work: a shared device's work and each
+// GPU worker's host (docs/equations.md §11-12), read from `plan`.
+void price_plan_bounds(const Plan& plan, const Cluster& cluster, Prediction& prediction);
+
+// Iterations of the plan whose ops bound an analytic prediction, at least.
+inline constexpr int32_t kPlanBoundIterations = 20;
+
+// predict_strategy, bounded (price_plan_bounds) by a plan of
+// max(iterations, kPlanBoundIterations) where the cluster shares devices or
+// prices a GPU worker's host: what predict, choose and simulate report as
+// the analytic method's.
+Prediction predict_bounded(const StrategyInfo& strategy, const Profile& profile, const Cluster& cluster,
+                           const StrategyConfig& config, int32_t iterations = kPlanBoundIterations);
 
 // Parses "key=value"; InputError naming `where` otherwise.
 Setting parse_setting(const std::string& text, const std::string& where);

@@ -14,7 +14,8 @@ namespace trainsim {
 // `plan`, over the plan's iterations. Where the largest exceeds
 // `prediction.iteration_s`, the prediction takes it (the excess as compute,
 // samples_per_s following) and says so in a note. Nothing where the
-// cluster's device prices no host time.
+// cluster's device prices no host time, or where its workers share a
+// computer's cores (shared_cores without shared_devices), as the simulator.
 void price_host_per_op(const Plan& plan, const Cluster& cluster, Prediction& prediction);
 
 }  // namespace trainsim

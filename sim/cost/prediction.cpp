@@ -2,6 +2,9 @@
 #include "sim/cost/prediction.hpp"
 
 #include <algorithm>
+#include <string>
+
+#include "model/units.hpp"
 
 namespace trainsim {
 
@@ -19,6 +22,14 @@ double peak_memory_bytes(const Prediction& p) {
   double peak = 0;
   for (const DeviceMemory& m : p.memory) peak = std::max(peak, m.total_bytes());
   return peak;
+}
+
+void raise_to_bound(Prediction& p, double bound_s, const std::string& why) {
+  if (!(bound_s > p.iteration_s * (1 + 1e-9))) return;  // not past the model's own (its rounding aside)
+  p.breakdown.compute_s += bound_s - p.iteration_s;
+  p.iteration_s = bound_s;
+  p.samples_per_s = p.samples_per_iteration / bound_s;
+  p.notes.push_back(why + " takes " + format_seconds(bound_s) + " an iteration");
 }
 
 nlohmann::json prediction_to_json(const Prediction& p) {

@@ -55,6 +55,13 @@ std::string dominant_cost(const Breakdown& breakdown);
 // Largest per-device memory total.
 double peak_memory_bytes(const Prediction& prediction);
 
+// A lower bound on the iteration from outside the cost model (a shared
+// device's work, a GPU worker's host): where `bound_s` passes
+// prediction.iteration_s (its rounding aside), the prediction takes it, the
+// excess counted as compute and samples_per_s following, and `why` followed
+// by the bound (" takes T an iteration") goes to its notes.
+void raise_to_bound(Prediction& prediction, double bound_s, const std::string& why);
+
 nlohmann::json prediction_to_json(const Prediction& prediction);
 
 }  // namespace trainsim

@@ -3,9 +3,6 @@
 
 #include <algorithm>
 #include <map>
-#include <string>
-
-#include "model/units.hpp"
 
 namespace trainsim {
 
@@ -25,12 +22,7 @@ void price_shared_devices(const Plan& plan, const Cluster& cluster, Prediction& 
     const double capacity = n * shared_device_rate(cluster, workers[device]);
     bound_s = std::max(bound_s, seconds / static_cast<double>(plan.iterations) / capacity);
   }
-  if (!(bound_s > prediction.iteration_s * (1 + 1e-9))) return;  // not past the model's own (its rounding aside)
-  prediction.breakdown.compute_s += bound_s - prediction.iteration_s;
-  prediction.iteration_s = bound_s;
-  prediction.samples_per_s = prediction.samples_per_iteration / bound_s;
-  prediction.notes.push_back("priced at the shared device's capacity (shared_devices): its workers' compute takes " +
-                             format_seconds(bound_s) + " an iteration");
+  raise_to_bound(prediction, bound_s, "priced at the shared device's capacity (shared_devices): its workers' compute");
 }
 
 }  // namespace trainsim

@@ -7,6 +7,7 @@
 
 #include "model/error.hpp"
 #include "model/units.hpp"
+#include "sim/cost/driver.hpp"
 #include "sim/cost/strategies.hpp"
 #include "sim/search/rank.hpp"
 
@@ -41,7 +42,7 @@ StrategyChoice choose_one(const StrategyInfo& strategy, const Profile& profile, 
     for (const Setting& s : settings) config.set(s.key, s.value, s.where);
     Prediction p;
     try {
-      p = predict_strategy(strategy, profile, cluster, config);
+      p = predict_bounded(strategy, profile, cluster, config);
     } catch (const InputError&) {
       continue;  // a combination this model and cluster do not allow (more micro-batches than samples, ...)
     }

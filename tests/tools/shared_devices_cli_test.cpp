@@ -75,7 +75,8 @@ TEST(SharedDevicesCli, ClusterShowPrintsAWorkersHostPerComputeOp) {
 // (forwards over 1, 3, 4 and 2 layers: 4 · 80 + 10 · 10 = 420 us;
 // backwards 4 · 100 + 10 · 10 = 500 us; the update 10 · 24 = 240 us: 1.16
 // ms), simulated and analytic (bounded by the host, docs/equations.md §12,
-// saying so); without the host's times the kernels' 258.8 us.
+// saying so, in predict, simulate and choose); without the host's times the
+// kernels' 258.8 us.
 TEST(SharedDevicesCli, AnIterationTakesTheHostsTimePerOpWhereItIsTheLonger) {
   TempDir dir;
   nlohmann::json c = cluster_to_json(load_cluster("h100x8-nvlink"));
@@ -89,10 +90,20 @@ TEST(SharedDevicesCli, AnIterationTakesTheHostsTimePerOpWhereItIsTheLonger) {
   ASSERT_EQ(results.size(), 2u);
   for (const auto& p : results) {
     EXPECT_NEAR(p["iteration_s"].get<double>(), 1.16e-3, 1e-9) << p["method"];
+    EXPECT_DOUBLE_EQ(p["speedup_vs_single"].get<double>(), 1.0) << p["method"];  // the baseline bounded alike
   }
   const std::string notes =
       results[0]["method"] == "analytic" ? results[0]["notes"].dump() : results[1]["notes"].dump();
   EXPECT_NE(notes.find("host_per_op"), std::string::npos) << notes;
+  // simulate's analytic figure and choose's ranking take the same bound.
+  const Result simulated = run({"simulate", "--model", "fmnist-cnn", "--batch", "64", "--cluster",
+                                dir.file("host.json"), "--strategy", "single", "--json", "-"});
+  ASSERT_EQ(simulated.status, 0) << simulated.err;
+  EXPECT_NEAR(nlohmann::json::parse(simulated.out)["analytic_iteration_s"].get<double>(), 1.16e-3, 1e-9);
+  const Result chosen = run({"choose", "--model", "fmnist-cnn", "--batch", "64", "--cluster", dir.file("host.json"),
+                             "--strategies", "single", "--json", "-"});
+  ASSERT_EQ(chosen.status, 0) << chosen.err;
+  EXPECT_NEAR(nlohmann::json::parse(chosen.out)["ranked"][0]["prediction"]["iteration_s"].get<double>(), 1.16e-3, 1e-9);
   c["device"].erase("host_per_op");
   const Result kernels =
       run({"predict", "--model", "fmnist-cnn", "--batch", "64", "--cluster", dir.write("kernels.json", c.dump()),

@@ -126,12 +126,22 @@ TEST(ValidateReplay, RefusesWhatItCannotPriceInOneLine) {
   };
   refused(words("validate", {"--replay", v, "--profile", profile}), "--cluster: is missing with --replay");
   refused(replay_of(dir, cluster, "--rounds 3"), "--rounds: given with --replay");
+  refused(replay_of(dir, cluster, "--progress-lines"), "--progress-lines: given with --replay");  // a hidden option
   refused(words("validate --model fmnist-mlp", {"--cluster", cluster}), "--cluster: given without --replay");
-  refused(words("validate", {"--replay", cluster, "--profile", profile, "--cluster", cluster}), "is not a validation");
+  refused(words("validate", {"--replay", cluster, "--profile", profile, "--cluster", cluster}),
+          "format: is 'trainsim.cluster/1'");
   nlohmann::json other = read_json(profile);
   other["batch_size"] = 32;
   refused(words("validate", {"--replay", v, "--profile", dir.write("b32.json", other.dump()), "--cluster", cluster}),
           "--profile: is fmnist-mlp at batch 32");
+  nlohmann::json odd = read_json(v);
+  odd["format"] = 1;
+  refused(words("validate", {"--replay", dir.write("f.json", odd.dump()), "--profile", profile, "--cluster", cluster}),
+          "format: is missing");
+  odd = read_json(v);
+  odd["iterations"] = 4294967297;  // 2^32 + 1
+  refused(words("validate", {"--replay", dir.write("i.json", odd.dump()), "--profile", profile, "--cluster", cluster}),
+          ".iterations: is 4294967297");
   nlohmann::json unknown = read_json(v);
   unknown["results"][0]["strategy"] = "dp-nothing";
   refused(

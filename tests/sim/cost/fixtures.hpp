@@ -23,4 +23,15 @@ inline Prediction run_strategy(const std::string& id, const Profile& profile, co
   return predict_strategy(find_strategy(id, "--strategies"), profile, cluster, std::move(config));
 }
 
+// A prediction of 64 samples an iteration that takes `iteration_s`, all of
+// it compute: what the bounds from outside the cost models raise.
+inline Prediction predicted(double iteration_s) {
+  Prediction p;
+  p.iteration_s = iteration_s;
+  p.samples_per_iteration = 64;
+  p.samples_per_s = 64 / iteration_s;
+  p.breakdown.compute_s = iteration_s;
+  return p;
+}
+
 }  // namespace trainsim::testing_fixtures

@@ -6,12 +6,14 @@
 
 #include "sim/des/engine.hpp"
 #include "tests/fixtures/profiles.hpp"
+#include "tests/sim/cost/fixtures.hpp"
 #include "tests/sim/des/des_fixtures.hpp"
 
 namespace trainsim {
 namespace {
 
 using testing_fixtures::compute_op;
+using testing_fixtures::predicted;
 using testing_fixtures::send_op;
 using testing_fixtures::simple_cluster;
 
@@ -47,15 +49,6 @@ Cluster hosted() {
   return c;
 }
 
-Prediction predicted(double iteration_s) {
-  Prediction p;
-  p.iteration_s = iteration_s;
-  p.samples_per_iteration = 64;
-  p.samples_per_s = 64 / iteration_s;
-  p.breakdown.compute_s = iteration_s;
-  return p;
-}
-
 TEST(HostBound, AnIterationTakesAtLeastTheBusiestHostsTimeOnItsComputeOps) {
   // Worker 0: 25 + 50 + 30 = 105 us an iteration (the send takes none);
   // worker 1: (2 · (15 + 15) + 40) / 2 = 50 us.
@@ -77,6 +70,15 @@ TEST(HostBound, LeavesAPredictionAboveTheBoundAndDevicesWithoutHostTimes) {
   price_host_per_op(two_workers(), simple_cluster(1, 2), p);
   EXPECT_EQ(p.iteration_s, 60e-6);
   EXPECT_TRUE(p.notes.empty());
+  // Workers sharing a computer's cores (CPU threads): their work is the
+  // host's, which the simulator prices by the cores, not per op.
+  Cluster threads = hosted();
+  threads.shared_cores = 2;
+  price_host_per_op(two_workers(), threads, p);
+  EXPECT_EQ(p.iteration_s, 60e-6);
+  threads.shared_devices = 1;  // virtual workers of one GPU: their hosts priced again
+  price_host_per_op(two_workers(), threads, p);
+  EXPECT_DOUBLE_EQ(p.iteration_s, 105e-6);
 }
 
 // The simulator's own pricing takes the same host time per op: one worker

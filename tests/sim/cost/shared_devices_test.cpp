@@ -5,12 +5,14 @@
 #include <gtest/gtest.h>
 
 #include "tests/fixtures/profiles.hpp"
+#include "tests/sim/cost/fixtures.hpp"
 #include "tests/sim/des/des_fixtures.hpp"
 
 namespace trainsim {
 namespace {
 
 using testing_fixtures::compute_op;
+using testing_fixtures::predicted;
 using testing_fixtures::simple_cluster;
 
 // Two iterations; each of `workers` workers computes 1 ms per iteration
@@ -25,15 +27,6 @@ Plan two_iterations(int32_t workers) {
   }
   b.add(compute_op(0, 1e-3, {}, 1));
   return std::move(b).build();
-}
-
-Prediction predicted(double iteration_s) {
-  Prediction p;
-  p.iteration_s = iteration_s;
-  p.samples_per_iteration = 64;
-  p.samples_per_s = 64 / iteration_s;
-  p.breakdown.compute_s = iteration_s;
-  return p;
 }
 
 TEST(SharedDevicesBound, ADevicesWorkersComputeOneAfterAnotherUnderProcessorSharing) {
