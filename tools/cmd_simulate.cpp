@@ -211,8 +211,7 @@ void run_simulate(const SimulateOptions& o, CommandContext& ctx) {
   if (!o.dump_plan.empty()) write_text_output(o.dump_plan, plan_to_json(plan).dump(1) + "\n", ctx.out, "--dump-plan");
   export_chakra(o, plan, ctx);
   const SimResult result = simulate_plan(plan, cluster, options);
-  Prediction analytic = predict_strategy(strategy, profile, cluster, config);
-  price_plan_bounds(plan, cluster, analytic);  // as predict's analytic rows
+  const Prediction analytic = predict_bounded(strategy, profile, cluster, config);  // predict's analytic row
   if (!o.trace.empty()) write_text_output(o.trace, chrome_trace(plan, result).dump() + "\n", ctx.out, "--trace");
   if (!o.json.empty()) {
     write_text_output(o.json, summary_json(plan, result, options, analytic, profile.model, cluster.name).dump(2) + "\n",

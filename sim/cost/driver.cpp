@@ -160,10 +160,16 @@ void price_plan_bounds(const Plan& plan, const Cluster& cluster, Prediction& pre
 Prediction predict_bounded(const StrategyInfo& strategy, const Profile& profile, const Cluster& cluster,
                            const StrategyConfig& config, int32_t iterations) {
   Prediction p = predict_strategy(strategy, profile, cluster, config);
-  if (cluster.shared_devices > 0 || cluster.device.host_per_op.any()) {
-    price_plan_bounds(generate_plan(strategy, profile, cluster, config, std::max(iterations, kPlanBoundIterations)),
-                      cluster, p);
+  if (cluster.shared_devices <= 0 && !cluster.device.host_per_op.any()) return p;
+  int32_t planned = std::max(iterations, kPlanBoundIterations);
+  Plan plan = generate_plan(strategy, profile, cluster, config, planned);
+  // Whole periods: where workers take iterations in turns (PipeDream's
+  // replicated stages), a part period gives some workers one more.
+  if (const int32_t period = plan.iteration_period; period > 1 && planned % period != 0) {
+    planned += period - planned % period;
+    plan = generate_plan(strategy, profile, cluster, config, planned);
   }
+  price_plan_bounds(plan, cluster, p);
   return p;
 }
 

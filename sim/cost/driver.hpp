@@ -30,9 +30,10 @@ void price_plan_bounds(const Plan& plan, const Cluster& cluster, Prediction& pre
 inline constexpr int32_t kPlanBoundIterations = 20;
 
 // predict_strategy, bounded (price_plan_bounds) by a plan of
-// max(iterations, kPlanBoundIterations) where the cluster shares devices or
-// prices a GPU worker's host: what predict, choose and simulate report as
-// the analytic method's.
+// max(iterations, kPlanBoundIterations) iterations, rounded up to whole
+// iteration periods, where the cluster shares devices or prices a GPU
+// worker's host: what predict, choose and simulate report as the analytic
+// method's.
 Prediction predict_bounded(const StrategyInfo& strategy, const Profile& profile, const Cluster& cluster,
                            const StrategyConfig& config, int32_t iterations = kPlanBoundIterations);
 

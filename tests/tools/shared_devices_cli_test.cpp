@@ -114,6 +114,24 @@ TEST(SharedDevicesCli, AnIterationTakesTheHostsTimePerOpWhereItIsTheLonger) {
   }
 }
 
+// PipeDream's one stage replicated over three workers, which take the
+// iterations in turns: each worker's host takes a forward (80 + 10 · 10 us),
+// a backward (100 + 10 · 10) and an update (10 · 24) every third iteration,
+// 620 / 3 us an iteration, priced over whole periods (21 iterations, not 20,
+// where one worker would take 7 of 20).
+TEST(SharedDevicesCli, TheHostBoundOfWorkersTakingIterationsInTurnsIsOverWholePeriods) {
+  TempDir dir;
+  nlohmann::json c = cluster_to_json(load_cluster("h100x8-nvlink"));
+  c["device"]["host_per_op"] = {{"forward", {{"fixed_s", 80e-6}, {"per_layer_s", 10e-6}}},
+                                {"backward", {{"fixed_s", 100e-6}, {"per_layer_s", 10e-6}}},
+                                {"update", {{"fixed_s", 0}, {"per_layer_s", 24e-6}}}};
+  const Result r =
+      run({"predict", "--model", "fmnist-cnn", "--batch", "64", "--cluster", dir.write("host.json", c.dump()),
+           "--strategies", "pipedream", "--set", "stages=0-9", "--set", "replicas=3", "--json", "-"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NEAR(nlohmann::json::parse(r.out)["results"][0]["iteration_s"].get<double>(), 620e-6 / 3, 1e-12);
+}
+
 // On virtual workers sharing one device the simulated rows share it and
 // the analytic ones are bounded by its work (docs/equations.md §11), saying so.
 TEST(SharedDevicesCli, PredictSharesTheDeviceBothWays) {
