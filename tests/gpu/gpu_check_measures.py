@@ -254,7 +254,7 @@ def validate(ck, validated, batches):
     budget = ck.args.validate_budget
     ck.report += ["", "## validate on four workers sharing the GPU", "",
                   f"`trainsim validate --devices cuda:0x4 --batch B --rounds 2 --max-rounds 5 --budget {budget} "
-                  f"--iterations 20 --repeats 10`, B each of {', '.join(map(str, batches))} "
+                  f"--iterations {ck.args.validate_iterations} --repeats 10`, B each of {', '.join(map(str, batches))} "
                   "(errors: (predicted − measured) / measured; the prediction shares the GPU among the workers):", ""]
     for (model, strategies), batch in [(v, b) for v in validated for b in batches]:
         path = os.path.join(ck.out, f"validate-{model}-b{batch}.json")
@@ -266,7 +266,7 @@ def validate(ck, validated, batches):
         shutil.rmtree(traces, ignore_errors=True)
         done = ck.run([ck.trainsim, "validate", "--model", model, "--devices", "cuda:0x4", "--strategies", strategies,
                        "--batch", str(batch), "--rounds", "2", "--max-rounds", "5", "--budget", str(budget),
-                       "--iterations", "20", "--repeats", "10", "--json", path, "--profile-out", measured[0],
+                       "--iterations", str(ck.args.validate_iterations), "--repeats", "10", "--json", path, "--profile-out", measured[0],
                        "--cluster-out", measured[1], "--trace-dir", traces, "--quiet"] + ck.data,
                       timeout=budget + 120)
         ck.failed |= done.returncode != 0

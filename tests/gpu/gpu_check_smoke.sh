@@ -46,6 +46,11 @@ PATH="$work/bin:$PATH" python3 "$source_dir/tests/gpu/gpu_check.py" --build "$bu
 status=$?
 [ "$status" -eq 2 ] || fail "exit $status for a batch of 0, not 2"
 grep -q -- "--validate-batches positive integers" "$work/log" || fail "no line refusing the batch"
+PATH="$work/bin:$PATH" python3 "$source_dir/tests/gpu/gpu_check.py" --build "$build_dir" --out "$work/refused" \
+  --validate-iterations 5 > "$work/log" 2>&1
+status=$?
+[ "$status" -eq 2 ] || fail "exit $status for 5 iterations a validate, not 2"
+grep -q -- "--validate-iterations at least 10" "$work/log" || fail "no line refusing the iterations"
 
 # The sections trainsim alone runs (the tests need a GPU), and the step
 # benchmark's table from its own names with stand-in times.
