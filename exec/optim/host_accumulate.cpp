@@ -2,8 +2,12 @@
 // host threads by contiguous ranges, then the broadcast back.
 #include "exec/optim/host_accumulate.hpp"
 
+#include <pthread.h>
+#include <sched.h>
+
 #include <algorithm>
 #include <condition_variable>
+#include <exception>
 #include <functional>
 #include <mutex>
 #include <string>
@@ -35,11 +39,31 @@ void accumulate_range(std::span<const std::span<const float>> worker_chunks, std
   }
 }
 
+// The cores this process may run on, as it started (before main, so
+// before the executor pins any thread): a thread made by a pinned thread
+// would otherwise inherit its one core.
+struct ProcessCores {
+  cpu_set_t mask{};
+  int count = 1;
+  bool known = false;
+};
+const ProcessCores kProcessCores = [] {
+  ProcessCores cores;
+  CPU_ZERO(&cores.mask);
+  if (sched_getaffinity(0, sizeof cores.mask, &cores.mask) == 0 && CPU_COUNT(&cores.mask) > 0) {
+    cores.count = CPU_COUNT(&cores.mask);
+    cores.known = true;
+  }
+  return cores;
+}();
+
 // Threads kept for the sums, so a step's accumulation of a few megabytes
 // costs no thread starts (each tens of microseconds, as much as summing a
 // megabyte): `run(n, task)` calls task(0) on the caller and task(1..n-1) on
-// the kept threads, made as first needed, and returns when all are done.
-// One run at a time; a second caller waits for the first.
+// the kept threads, made as first needed, each free to run on any core of
+// the process whatever core its maker was pinned to, and returns when all
+// are done, rethrowing the first exception a task threw. One run at a time;
+// a second caller waits for the first.
 class HostThreads {
  public:
   HostThreads() = default;
@@ -68,14 +92,26 @@ class HostThreads {
       ++round_;
     }
     wake_.notify_all();
-    task(0);
+    guarded(task, 0);
     std::unique_lock lock(mu_);
     done_.wait(lock, [this] { return pending_ == 0; });
     task_ = nullptr;
+    if (failure_) std::rethrow_exception(std::exchange(failure_, nullptr));
   }
 
  private:
+  // task(index); an exception kept for run() to rethrow, the first one.
+  void guarded(const std::function<void(int64_t)>& task, int64_t index) {
+    try {
+      task(index);
+    } catch (...) {
+      std::lock_guard lock(mu_);
+      if (!failure_) failure_ = std::current_exception();
+    }
+  }
+
   void serve(int64_t index) {
+    if (kProcessCores.known) pthread_setaffinity_np(pthread_self(), sizeof kProcessCores.mask, &kProcessCores.mask);
     uint64_t seen = 0;
     std::unique_lock lock(mu_);
     for (;;) {
@@ -85,7 +121,7 @@ class HostThreads {
       if (index > helpers_) continue;  // not needed this round
       const std::function<void(int64_t)>* task = task_;
       lock.unlock();
-      (*task)(index);
+      guarded(*task, index);
       lock.lock();
       if (--pending_ == 0) done_.notify_one();
     }
@@ -99,6 +135,7 @@ class HostThreads {
   int64_t helpers_ = 0, pending_ = 0;
   uint64_t round_ = 0;
   bool stopping_ = false;
+  std::exception_ptr failure_;
 };
 
 HostThreads& host_threads() {
@@ -131,13 +168,17 @@ void host_accumulate(std::span<const std::span<const float>> worker_chunks, std:
     const auto [begin, end] = host_thread_range(count, used, index);
     if (begin < end) accumulate_range(worker_chunks, host_sum, begin, end, scale);
   };
-  if (used == 1) return sum_range(0);
-  host_threads().run(used, sum_range);
+  run_on_host_threads(used, sum_range);
 }
 
 int64_t host_sum_threads(int64_t floats) {
-  const auto cores = static_cast<int64_t>(std::max(1u, std::thread::hardware_concurrency()));
-  return std::clamp<int64_t>(floats / kFloatsPerHostThread, 1, cores);
+  return std::clamp<int64_t>(floats / kFloatsPerHostThread, 1, kProcessCores.count);
+}
+
+void run_on_host_threads(int64_t threads, const std::function<void(int64_t)>& task) {
+  TRAINSIM_CHECK(threads >= 1, "a run on no host thread");
+  if (threads == 1) return task(0);
+  host_threads().run(threads, task);
 }
 
 void broadcast_from_host(std::span<const float> host_sum, std::span<const std::span<float>> worker_chunks) {

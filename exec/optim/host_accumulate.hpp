@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <utility>
 
@@ -26,9 +27,17 @@ void host_accumulate(std::span<const std::span<const float>> worker_chunks, std:
 
 // The threads a sum of `floats` per worker takes: one per this many floats
 // (a thread's share below it sums in less than it takes to hand over), at
-// most one per hardware thread, at least one.
+// most one per core the process may run on, at least one.
 inline constexpr int64_t kFloatsPerHostThread = 16384;
 int64_t host_sum_threads(int64_t floats);
+
+// task(0) on the calling thread and task(1), ..., task(threads - 1) on
+// threads kept between calls (made as first needed), returning when all are
+// done; the first exception a task threw is rethrown then. The kept threads
+// may run on every core the process could when it started, whatever core
+// the caller is pinned to (the executor pins each stream's thread to one).
+// One call at a time: a second waits for the first.
+void run_on_host_threads(int64_t threads, const std::function<void(int64_t)>& task);
 
 // Copies the host sum into every worker's chunk (the H2D broadcast).
 void broadcast_from_host(std::span<const float> host_sum, std::span<const std::span<float>> worker_chunks);

@@ -3,12 +3,16 @@
 #include "exec/optim/host_accumulate.hpp"
 
 #include <gtest/gtest.h>
+#include <sched.h>
 
 #include <cmath>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "exec/interpreter.hpp"
 
 namespace trainsim {
 namespace {
@@ -125,12 +129,50 @@ TEST(HostAccumulate, KeptThreadsSumAsTheSerialLoopAcrossCallsAndCallers) {
   EXPECT_TRUE(second.empty()) << second.front();
 }
 
-TEST(HostAccumulate, TakesAThreadPerShareUpToTheHardwaresThreads) {
-  const auto cores = static_cast<int64_t>(std::max(1u, std::thread::hardware_concurrency()));
+TEST(HostAccumulate, TakesAThreadPerShareUpToTheProcesssCores) {
+  const int64_t cores = usable_cores();
   EXPECT_EQ(host_sum_threads(0), 1);
   EXPECT_EQ(host_sum_threads(kFloatsPerHostThread - 1), 1);
   EXPECT_EQ(host_sum_threads(2 * kFloatsPerHostThread), std::min<int64_t>(2, cores));
   EXPECT_EQ(host_sum_threads(1000 * kFloatsPerHostThread), cores);
+}
+
+// The executor pins each stream's thread to one core; the kept threads one
+// of them makes may still run on every core of the process, or its
+// accumulation would take turns on that core.
+TEST(HostAccumulate, KeptThreadsRunOnEveryCoreWhateverCoreTheirMakerIsPinnedTo) {
+  const int64_t cores = usable_cores();
+  if (cores < 2) GTEST_SKIP() << "one core: nothing to pin apart";
+  constexpr int kThreads = 64;  // more than any other test keeps, so these are made by the pinned thread
+  std::vector<int> allowed(kThreads, 0);
+  bool pinned = false;
+  std::thread maker([&] {
+    pinned = pin_current_thread(0);
+    if (!pinned) return;
+    run_on_host_threads(kThreads, [&](int64_t index) {
+      cpu_set_t mask;
+      CPU_ZERO(&mask);
+      if (sched_getaffinity(0, sizeof mask, &mask) == 0) allowed[static_cast<size_t>(index)] = CPU_COUNT(&mask);
+    });
+  });
+  maker.join();
+  if (!pinned) GTEST_SKIP() << "this machine does not let a thread be pinned";
+  EXPECT_EQ(allowed[0], 1);  // the caller, on its own core
+  for (int i = 1; i < kThreads; ++i) EXPECT_EQ(allowed[static_cast<size_t>(i)], cores) << "kept thread " << i;
+}
+
+TEST(HostAccumulate, ARunRethrowsATasksExceptionOnceAllAreDoneAndTheThreadsServeTheNext) {
+  std::vector<int> ran(3, 0);
+  EXPECT_THROW(run_on_host_threads(3,
+                                   [&](int64_t index) {
+                                     ran[static_cast<size_t>(index)] = 1;
+                                     if (index == 2) throw std::runtime_error("a task failed");
+                                   }),
+               std::runtime_error);
+  EXPECT_EQ(ran, (std::vector<int>{1, 1, 1}));
+  std::vector<int> again(3, 0);
+  run_on_host_threads(3, [&](int64_t index) { again[static_cast<size_t>(index)] = 1; });
+  EXPECT_EQ(again, (std::vector<int>{1, 1, 1}));
 }
 
 }  // namespace trainsim
