@@ -244,20 +244,25 @@ void Interpreter::update(OpId id, const Op& op) {
   // worker no longer steps; elsewhere they may stay on the device for its
   // step (the sparse rows gathered or dropped below are the host's).
   if (serves_dense_) w.device->gradients_to_host(grads, op.first_layer, op.last_layer);
+  // Gradients pushed by other workers (a parameter server's update), taken
+  // under the worker's lock and added without it: a GPU's store waits for
+  // their upload, which must not hold up the receives of the worker's
+  // communication thread (the plan orders this op's other readers of `grads`).
+  std::vector<std::pair<const Op*, std::vector<float>>> pushed;
   {
     std::lock_guard lock(w.mu);
-    // Gradients pushed by other workers (a parameter server's update).
     for (OpId dep : op.deps) {
       if (plan_.ops[static_cast<size_t>(dep)].kind != OpKind::kRecv) continue;
       auto r = w.received.find(dep);
       if (r == w.received.end() || payload_of(sender_of(dep)) != Payload::kParamGradient) continue;
       const Op& d = plan_.ops[static_cast<size_t>(dep)];
       densify_range(grads, w.weights, d.first_layer, d.last_layer);  // the sparse ones, which the host holds
-      w.device->add_flat_gradients(r->second, grads, d.first_layer, d.last_layer);
+      pushed.emplace_back(&d, std::move(r->second));
       w.received.erase(r);
       ++contributions;
     }
   }
+  for (const auto& [d, flat] : pushed) w.device->add_flat_gradients(flat, grads, d->first_layer, d->last_layer);
   if (contributions > 1) {
     w.device->scale_gradients(grads, 1.0f / static_cast<float>(contributions), op.first_layer, op.last_layer);
   }
