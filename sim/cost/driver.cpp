@@ -134,14 +134,14 @@ PredictionSet predict_with(const Profile& profile, const Cluster& cluster, const
   const std::vector<const StrategyInfo*> selected = select_strategies(profile, ids, settings);
   const StrategyInfo& single = find_strategy("single", "--strategies");
   // The baselines: one device, same per-device batch, no settings.
-  const double single_analytic = predict_bounded(single, profile, cluster, {}, iterations).samples_per_s;
+  const double single_analytic = predict_bounded(single, profile, cluster, {}).samples_per_s;
   const double single_simulated =
       simulated ? simulate_strategy(single, profile, cluster, {}, iterations, *options).samples_per_s : 0.0;
   PredictionSet set{profile.model, cluster.name, profile.batch_size, cluster.device.memory_bytes, {}};
   for (const StrategyInfo* strategy : selected) {
     const StrategyConfig config = config_for(*strategy, settings);
     if (analytic) {
-      add_result(set, predict_bounded(*strategy, profile, cluster, config, iterations), single_analytic);
+      add_result(set, predict_bounded(*strategy, profile, cluster, config), single_analytic);
     }
     if (simulated) {
       add_result(set, simulate_strategy(*strategy, profile, cluster, config, iterations, *options), single_simulated);
@@ -158,18 +158,25 @@ void price_plan_bounds(const Plan& plan, const Cluster& cluster, Prediction& pre
 }
 
 Prediction predict_bounded(const StrategyInfo& strategy, const Profile& profile, const Cluster& cluster,
-                           const StrategyConfig& config, int32_t iterations) {
+                           const StrategyConfig& config) {
   Prediction p = predict_strategy(strategy, profile, cluster, config);
-  if (cluster.shared_devices <= 0 && !cluster.device.host_per_op.any()) return p;
-  int32_t planned = std::max(iterations, kPlanBoundIterations);
-  Plan plan = generate_plan(strategy, profile, cluster, config, planned);
-  // Whole periods: where workers take iterations in turns (PipeDream's
-  // replicated stages), a part period gives some workers one more.
-  if (const int32_t period = plan.iteration_period; period > 1 && planned % period != 0) {
-    planned += period - planned % period;
-    plan = generate_plan(strategy, profile, cluster, config, planned);
+  if (cluster.shared_devices <= 0 && !prices_host_per_op(cluster)) return p;
+  try {
+    int32_t planned = kPlanBoundIterations;
+    Plan plan = generate_plan(strategy, profile, cluster, config, planned);
+    // Whole periods: where workers take iterations in turns (PipeDream's
+    // replicated stages), a part period gives some workers one more.
+    if (const int32_t period = plan.iteration_period; period > 1 && planned % period != 0) {
+      planned += period - planned % period;
+      plan = generate_plan(strategy, profile, cluster, config, planned);
+    }
+    price_plan_bounds(plan, cluster, p);
+  } catch (const InputError& e) {
+    // Past the plans' limits, which the cost model does not have: its own figure.
+    p.notes.push_back(std::string("not bounded by the shared device's work or the host's time per op: its plan "
+                                  "was not made (") +
+                      e.what() + ")");
   }
-  price_plan_bounds(plan, cluster, p);
   return p;
 }
 

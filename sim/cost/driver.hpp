@@ -30,12 +30,14 @@ void price_plan_bounds(const Plan& plan, const Cluster& cluster, Prediction& pre
 inline constexpr int32_t kPlanBoundIterations = 20;
 
 // predict_strategy, bounded (price_plan_bounds) by a plan of
-// max(iterations, kPlanBoundIterations) iterations, rounded up to whole
-// iteration periods, where the cluster shares devices or prices a GPU
-// worker's host: what predict, choose and simulate report as the analytic
-// method's.
+// kPlanBoundIterations rounded up to whole iteration periods (the bounds
+// are per iteration: more would change nothing), where the cluster shares
+// devices or prices a GPU worker's host: what predict, choose and simulate
+// report as the analytic method's. Where that plan cannot be made (past
+// the plans' limits, which the cost models do not have), the cost model's
+// own figure, saying so in a note.
 Prediction predict_bounded(const StrategyInfo& strategy, const Profile& profile, const Cluster& cluster,
-                           const StrategyConfig& config, int32_t iterations = kPlanBoundIterations);
+                           const StrategyConfig& config);
 
 // Parses "key=value"; InputError naming `where` otherwise.
 Setting parse_setting(const std::string& text, const std::string& where);

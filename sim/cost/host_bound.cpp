@@ -6,10 +6,14 @@
 
 namespace trainsim {
 
+bool prices_host_per_op(const Cluster& cluster) {
+  // As the simulator: none where workers share a computer's cores (CPU threads).
+  return cluster.device.host_per_op.any() && (cluster.shared_devices > 0 || cluster.shared_cores <= 0);
+}
+
 void price_host_per_op(const Plan& plan, const Cluster& cluster, Prediction& prediction) {
   const DeviceSpec::HostPerOp& host = cluster.device.host_per_op;
-  // As the simulator: none where workers share a computer's cores (CPU threads).
-  if (!host.any() || plan.iterations <= 0 || (cluster.shared_devices <= 0 && cluster.shared_cores > 0)) return;
+  if (!prices_host_per_op(cluster) || plan.iterations <= 0) return;
   std::vector<double> host_s(plan.workers.size(), 0.0);  // worker -> its host's time on its compute ops
   for (const Op& op : plan.ops) {
     if (op.worker >= 0) host_s[static_cast<size_t>(op.worker)] += op_host_s(host, op);

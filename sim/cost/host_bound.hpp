@@ -18,4 +18,8 @@ namespace trainsim {
 // computer's cores (shared_cores without shared_devices), as the simulator.
 void price_host_per_op(const Plan& plan, const Cluster& cluster, Prediction& prediction);
 
+// Whether price_host_per_op bounds anything on `cluster`: its device prices
+// a host time and its workers do not share a computer's cores.
+bool prices_host_per_op(const Cluster& cluster);
+
 }  // namespace trainsim

@@ -132,6 +132,23 @@ TEST(SharedDevicesCli, TheHostBoundOfWorkersTakingIterationsInTurnsIsOverWholePe
   EXPECT_NEAR(nlohmann::json::parse(r.out)["results"][0]["iteration_s"].get<double>(), 620e-6 / 3, 1e-12);
 }
 
+// The bound needs the strategy's plan, which has limits the cost model
+// does not (pipesgd's plan takes at most 4096 segments): past them the
+// analytic figure is the cost model's own, saying why.
+TEST(SharedDevicesCli, AnAnalyticFigureWhosePlanCannotBeMadeIsTheCostModelsSayingSo) {
+  TempDir dir;
+  nlohmann::json c = cluster_to_json(load_cluster("h100x8-nvlink"));
+  c["device"]["host_per_op"] = {{"forward", {{"fixed_s", 80e-6}, {"per_layer_s", 10e-6}}}};
+  const std::string path = dir.write("host.json", c.dump());
+  const Result r = run({"predict", "--model", "fmnist-cnn", "--batch", "64", "--cluster", path, "--strategies",
+                        "pipesgd", "--set", "segments=5000", "--json", "-"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto p = nlohmann::json::parse(r.out)["results"][0];
+  EXPECT_GT(p["iteration_s"].get<double>(), 0.0);
+  EXPECT_NE(p["notes"].dump().find("not bounded"), std::string::npos) << p["notes"];
+  EXPECT_NE(p["notes"].dump().find("at most 4096 for a plan"), std::string::npos) << p["notes"];
+}
+
 // On virtual workers sharing one device the simulated rows share it and
 // the analytic ones are bounded by its work (docs/equations.md §11), saying so.
 TEST(SharedDevicesCli, PredictSharesTheDeviceBothWays) {
