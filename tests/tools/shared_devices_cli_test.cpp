@@ -21,6 +21,16 @@ using Result = testing_fixtures::CliResult;
 
 Result run(const std::vector<std::string>& args) { return testing_fixtures::run_cli(args); }
 
+// An H100 cluster whose host takes, per forward, 80 us + 10 us a layer,
+// per backward 100 + 10, per update 24 us a layer.
+nlohmann::json h100_with_host_times() {
+  nlohmann::json c = cluster_to_json(load_cluster("h100x8-nvlink"));
+  c["device"]["host_per_op"] = {{"forward", {{"fixed_s", 80e-6}, {"per_layer_s", 10e-6}}},
+                                {"backward", {{"fixed_s", 100e-6}, {"per_layer_s", 10e-6}}},
+                                {"update", {{"fixed_s", 0}, {"per_layer_s", 24e-6}}}};
+  return c;
+}
+
 // Virtual workers sharing a GPU (cuda:0x4's measured cluster): how many
 // share each, and what each computes at while all do.
 TEST(SharedDevicesCli, ClusterShowPrintsHowVirtualWorkersShareTheirDevice) {
@@ -79,10 +89,7 @@ TEST(SharedDevicesCli, ClusterShowPrintsAWorkersHostPerComputeOp) {
 // kernels' 258.8 us.
 TEST(SharedDevicesCli, AnIterationTakesTheHostsTimePerOpWhereItIsTheLonger) {
   TempDir dir;
-  nlohmann::json c = cluster_to_json(load_cluster("h100x8-nvlink"));
-  c["device"]["host_per_op"] = {{"forward", {{"fixed_s", 80e-6}, {"per_layer_s", 10e-6}}},
-                                {"backward", {{"fixed_s", 100e-6}, {"per_layer_s", 10e-6}}},
-                                {"update", {{"fixed_s", 0}, {"per_layer_s", 24e-6}}}};
+  nlohmann::json c = h100_with_host_times();
   const Result r = run({"predict", "--model", "fmnist-cnn", "--batch", "64", "--cluster",
                         dir.write("host.json", c.dump()), "--strategies", "single", "--method", "both", "--json", "-"});
   ASSERT_EQ(r.status, 0) << r.err;
@@ -121,10 +128,7 @@ TEST(SharedDevicesCli, AnIterationTakesTheHostsTimePerOpWhereItIsTheLonger) {
 // where one worker would take 7 of 20).
 TEST(SharedDevicesCli, TheHostBoundOfWorkersTakingIterationsInTurnsIsOverWholePeriods) {
   TempDir dir;
-  nlohmann::json c = cluster_to_json(load_cluster("h100x8-nvlink"));
-  c["device"]["host_per_op"] = {{"forward", {{"fixed_s", 80e-6}, {"per_layer_s", 10e-6}}},
-                                {"backward", {{"fixed_s", 100e-6}, {"per_layer_s", 10e-6}}},
-                                {"update", {{"fixed_s", 0}, {"per_layer_s", 24e-6}}}};
+  nlohmann::json c = h100_with_host_times();
   const Result r =
       run({"predict", "--model", "fmnist-cnn", "--batch", "64", "--cluster", dir.write("host.json", c.dump()),
            "--strategies", "pipedream", "--set", "stages=0-9", "--set", "replicas=3", "--json", "-"});
@@ -137,8 +141,7 @@ TEST(SharedDevicesCli, TheHostBoundOfWorkersTakingIterationsInTurnsIsOverWholePe
 // analytic figure is the cost model's own, saying why.
 TEST(SharedDevicesCli, AnAnalyticFigureWhosePlanCannotBeMadeIsTheCostModelsSayingSo) {
   TempDir dir;
-  nlohmann::json c = cluster_to_json(load_cluster("h100x8-nvlink"));
-  c["device"]["host_per_op"] = {{"forward", {{"fixed_s", 80e-6}, {"per_layer_s", 10e-6}}}};
+  const nlohmann::json c = h100_with_host_times();
   const std::string path = dir.write("host.json", c.dump());
   const Result r = run({"predict", "--model", "fmnist-cnn", "--batch", "64", "--cluster", path, "--strategies",
                         "pipesgd", "--set", "segments=5000", "--json", "-"});
