@@ -12,6 +12,7 @@
 #include "exec/cuda/cuda_check.hpp"
 #include "exec/cuda/nccl_member.hpp"
 #include "exec/cuda/nccl_transport.hpp"
+#include "exec/process_cores.hpp"
 #include "model/error.hpp"
 
 namespace trainsim {
@@ -42,6 +43,7 @@ class NcclRankMember final : public LibraryMember {
     if (fresh.empty()) return true;
     const std::vector<ncclUniqueId> ids = shared_ids(fresh.size(), share);
     TRAINSIM_CUDA(cudaSetDevice(gpu_));
+    const OnProcessCores unpinned;  // NCCL's threads on the process's cores, not this thread's one
     for (size_t k = 0; k < fresh.size(); ++k) {
       const auto [from, to] = fresh[k];
       if (rank_ != from && rank_ != to) continue;
@@ -87,7 +89,10 @@ class NcclRankMember final : public LibraryMember {
       bytes.copy(id.internal, sizeof(id.internal));
       TRAINSIM_CUDA(cudaSetDevice(gpu_));
       ncclComm_t comm = nullptr;
-      check_nccl(ncclCommInitRank(&comm, ranks_, id, rank_), "ncclCommInitRank");
+      {
+        const OnProcessCores unpinned;  // NCCL's threads on the process's cores, not this thread's one
+        check_nccl(ncclCommInitRank(&comm, ranks_, id, rank_), "ncclCommInitRank");
+      }
       member_ = std::make_unique<NcclMember>(gpu_, comm);
     }
     return true;

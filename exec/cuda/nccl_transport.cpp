@@ -15,6 +15,7 @@
 
 #include "exec/cuda/cuda_check.hpp"
 #include "exec/cuda/nccl_member.hpp"
+#include "exec/process_cores.hpp"
 #include "exec/transport/collectives.hpp"
 #include "exec/transport/in_process.hpp"
 #include "model/error.hpp"
@@ -82,7 +83,10 @@ class NcclPasser final : public KeptPasser {
       const std::pair<int, int>& pair, const std::function<bool()>& aborted) {
     ncclComm_t comms[2] = {nullptr, nullptr};
     const int devices[2] = {pair.first, pair.second};
-    check_nccl(ncclCommInitAll(comms, 2, devices), "ncclCommInitAll");
+    {
+      const OnProcessCores unpinned;  // NCCL's threads on the process's cores, not this thread's one
+      check_nccl(ncclCommInitAll(comms, 2, devices), "ncclCommInitAll");
+    }
     std::shared_ptr<NcclMember> sender;
     try {
       sender = std::make_shared<NcclMember>(pair.first, comms[0]);
@@ -154,7 +158,10 @@ class NcclTransport final : public InProcessTransport {
     }
     if (it == kept_->groups.end()) {
       std::vector<ncclComm_t> comms(devices.size());
-      check_nccl(ncclCommInitAll(comms.data(), static_cast<int>(comms.size()), devices.data()), "ncclCommInitAll");
+      {
+        const OnProcessCores unpinned;  // NCCL's threads on the process's cores, not this thread's one
+        check_nccl(ncclCommInitAll(comms.data(), static_cast<int>(comms.size()), devices.data()), "ncclCommInitAll");
+      }
       std::vector<std::shared_ptr<NcclMember>> members;
       for (size_t r = 0; r < comms.size(); ++r) {
         try {

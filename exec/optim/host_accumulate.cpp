@@ -2,9 +2,6 @@
 // host threads by contiguous ranges, then the broadcast back.
 #include "exec/optim/host_accumulate.hpp"
 
-#include <pthread.h>
-#include <sched.h>
-
 #include <algorithm>
 #include <condition_variable>
 #include <exception>
@@ -14,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "exec/process_cores.hpp"
 #include "model/error.hpp"
 
 namespace trainsim {
@@ -38,24 +36,6 @@ void accumulate_range(std::span<const std::span<const float>> worker_chunks, std
     }
   }
 }
-
-// The cores this process may run on, as it started (before main, so
-// before the executor pins any thread): a thread made by a pinned thread
-// would otherwise inherit its one core.
-struct ProcessCores {
-  cpu_set_t mask{};
-  int count = 1;
-  bool known = false;
-};
-const ProcessCores kProcessCores = [] {
-  ProcessCores cores;
-  CPU_ZERO(&cores.mask);
-  if (sched_getaffinity(0, sizeof cores.mask, &cores.mask) == 0 && CPU_COUNT(&cores.mask) > 0) {
-    cores.count = CPU_COUNT(&cores.mask);
-    cores.known = true;
-  }
-  return cores;
-}();
 
 // Threads kept for the sums, so a step's accumulation of a few megabytes
 // costs no thread starts (each tens of microseconds, as much as summing a
@@ -111,7 +91,7 @@ class HostThreads {
   }
 
   void serve(int64_t index) {
-    if (kProcessCores.known) pthread_setaffinity_np(pthread_self(), sizeof kProcessCores.mask, &kProcessCores.mask);
+    run_on_process_cores();  // not its maker's one core
     uint64_t seen = 0;
     std::unique_lock lock(mu_);
     for (;;) {
@@ -172,7 +152,7 @@ void host_accumulate(std::span<const std::span<const float>> worker_chunks, std:
 }
 
 int64_t host_sum_threads(int64_t floats) {
-  return std::clamp<int64_t>(floats / kFloatsPerHostThread, 1, kProcessCores.count);
+  return std::clamp<int64_t>(floats / kFloatsPerHostThread, 1, process_start_cores());
 }
 
 void run_on_host_threads(int64_t threads, const std::function<void(int64_t)>& task) {
