@@ -12,23 +12,30 @@ struct StartCores {
   bool known = false;
 };
 
-// Read before main, on the main thread, so before any thread is pinned.
-const StartCores kStartCores = [] {
-  StartCores cores;
-  CPU_ZERO(&cores.mask);
-  if (sched_getaffinity(0, sizeof cores.mask, &cores.mask) == 0 && CPU_COUNT(&cores.mask) > 0) {
-    cores.count = CPU_COUNT(&cores.mask);
-    cores.known = true;
-  }
+// Read on first use, which the static below makes happen before main, on
+// the main thread, so before any thread is pinned (and right for a caller
+// in another file's static initializer).
+const StartCores& start_cores() {
+  static const StartCores cores = [] {
+    StartCores read;
+    CPU_ZERO(&read.mask);
+    if (sched_getaffinity(0, sizeof read.mask, &read.mask) == 0 && CPU_COUNT(&read.mask) > 0) {
+      read.count = CPU_COUNT(&read.mask);
+      read.known = true;
+    }
+    return read;
+  }();
   return cores;
-}();
+}
+[[maybe_unused]] const bool kReadAtStart = (start_cores(), true);
 
 }  // namespace
 
-int64_t process_start_cores() { return kStartCores.count; }
+int64_t process_start_cores() { return start_cores().count; }
 
 bool run_on_process_cores() {
-  return kStartCores.known && pthread_setaffinity_np(pthread_self(), sizeof kStartCores.mask, &kStartCores.mask) == 0;
+  const StartCores& cores = start_cores();
+  return cores.known && pthread_setaffinity_np(pthread_self(), sizeof cores.mask, &cores.mask) == 0;
 }
 
 OnProcessCores::OnProcessCores() {
