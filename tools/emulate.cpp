@@ -173,8 +173,14 @@ std::string EmulatedCluster::host_address(int host) const {
 // that queue (tcp_limit_output_bytes), so a send completed with megabytes
 // still to cross: a server's weights sent to three workers one after
 // another crossed at once, sharing the link.
+//
+// --bind-to none: each host's daemon sees this machine's cores, and where a
+// job has two ranks or fewer Open MPI binds each to one core, the first:
+// two hosts' ranks ran on core 0 together, a blocking message between them
+// taking a scheduler tick (4 ms; docs/results.md). The executor pins each
+// worker's threads itself.
 std::string EmulatedCluster::mpirun_options() const {
-  return "--hostfile " + hostfile() + " --mca plm_rsh_agent " + agent() +
+  return "--hostfile " + hostfile() + " --bind-to none --mca plm_rsh_agent " + agent() +
          " --mca btl tcp,self --mca btl_tcp_if_include " + subnet + " --mca oob_tcp_if_include " + subnet +
          " --mca rtc_hwloc_vmhole none --mca btl_tcp_eager_limit " + kTcpEagerLimit + " --mca btl_tcp_sndbuf " +
          std::to_string(emulated_socket_buffer_bytes(link));

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <csignal>
@@ -41,6 +42,12 @@ bool mca_set(const std::vector<std::string>& options, const std::string& name) {
     if (options[i] == "--mca" && options[i + 1] == name) return true;
   }
   return false;
+}
+
+// Where the ranks are bound: the environment's or the options' binding policy.
+bool binding_set(const std::vector<std::string>& options) {
+  return mca_set(options, "hwloc_base_binding_policy") ||
+         std::find(options.begin(), options.end(), "--bind-to") != options.end();
 }
 
 // The options that place the ranks: an emulated cluster's, --hosts' or --hostfile's.
@@ -172,6 +179,12 @@ std::vector<std::string> mpirun_command(const LaunchOptions& o, int64_t ranks, c
   // MB/s at 200 Mbit/s, where TCP carries 24 each way); eagerly, 22-24
   // (docs/results.md).
   if (!mca_set(command, "btl_tcp_eager_limit")) command.insert(command.end(), {"--mca", "btl_tcp_eager_limit", kTcpEagerLimit});
+  // Every core to every rank; the executor pins each worker's threads
+  // itself (worker_thread_core). Open MPI binds each of two ranks or fewer
+  // to one core: a GPU rank's launches, communication and summing threads
+  // shared it, and an emulated cluster's daemons each bound their rank to
+  // core 0 (docs/results.md).
+  if (!binding_set(command)) command.insert(command.end(), {"--bind-to", "none"});
   command.insert(command.end(), {"-np", std::to_string(ranks), executable});
   command.insert(command.end(), rank_args.begin(), rank_args.end());
   return command;

@@ -42,7 +42,8 @@ void check_launch_options(const LaunchOptions& o);
 // The mpirun command line that starts `ranks` ranks of `executable` with
 // `rank_args`: the hosts' options, then the defaults the environment does
 // not set (root allowed when root runs it; Open MPI's daemons without the
-// shared-memory topology; more ranks than cores where no hosts are named).
+// shared-memory topology; more ranks than cores where no hosts are named;
+// the ranks bound to no core, the executor pinning their threads).
 std::vector<std::string> mpirun_command(const LaunchOptions& o, int64_t ranks, const std::vector<std::string>& rank_args,
                                         const std::string& executable);
 

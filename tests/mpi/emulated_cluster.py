@@ -16,7 +16,7 @@ import subprocess
 import sys
 import tempfile
 
-from mpi_env import emulate_up_or_skip, expect_same_losses, mpi_env
+from mpi_env import CORES_SEEN, emulate_up_or_skip, expect_same_losses, mpi_env
 
 NAME = "tstemu"
 
@@ -52,6 +52,15 @@ def main():
         if f"{NAME}: 2 hosts" not in status or "MTU 9000, bucket 40000 B" not in status or "incomplete" in status:
             sys.exit(f"status does not list the cluster as up:\n{status}")
         env = mpi_env()
+        # The hosts share this computer's cores: mpirun with the printed options
+        # leaves each rank every core (Open MPI would bind each host's one rank to
+        # its first core, the same for both).
+        cores = len(os.sched_getaffinity(0))
+        with tempfile.TemporaryDirectory() as seen_in:
+            run([mpiexec, *state["mpirun_options"].split(), "-np", "2", "python3", "-c", CORES_SEEN, seen_in], env)
+            seen = sorted(os.listdir(seen_in))
+        if seen != [f"{rank} {cores}" for rank in (0, 1)]:
+            sys.exit(f"ranks started with the printed options saw (rank cores) {seen}, not this machine's {cores}")
         args = ["run", "--model", "fmnist-mlp", "--strategy", "dp-ring", "--devices", "cpu:2", "--iterations", "4",
                 "--batch", "16", "--quiet"]
         with tempfile.TemporaryDirectory() as folder:

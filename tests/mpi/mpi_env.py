@@ -11,6 +11,11 @@ import sys
 
 SKIPPED = 77  # ctest's SKIP_RETURN_CODE for the emulated clusters' tests
 
+# A rank names a file in the folder it is given after its rank and the cores
+# it may run on (their output, forwarded by mpirun, may interleave).
+CORES_SEEN = ("import os, sys; open(os.path.join(sys.argv[1], os.environ['OMPI_COMM_WORLD_RANK'] + ' ' + "
+              "str(len(os.sched_getaffinity(0)))), 'w').close()")
+
 
 def mpi_env():
     return dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",

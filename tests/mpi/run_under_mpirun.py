@@ -16,7 +16,7 @@ import subprocess
 import sys
 import tempfile
 
-from mpi_env import expect_same_losses, mpi_env
+from mpi_env import CORES_SEEN, expect_same_losses, mpi_env
 
 STRATEGIES = ["dp-ring", "gpipe", "pipedream"]
 
@@ -122,6 +122,22 @@ def main():
             print("cuda:0,1 across 2 ranks: 1f1b's boundaries by NCCL between the ranks train as between threads")
         elif "--devices: 'cuda:0'" not in gpus.stderr and "--devices: 'cuda:1'" not in gpus.stderr:
             sys.exit(f"cuda:0,1 on 2 ranks did not fail on a missing GPU alone:\n{gpus.stderr}")
+        # The launcher leaves each rank every core (Open MPI binds each of two
+        # ranks to one), the executor pinning the workers' threads: its mpirun
+        # command run as built, the ranks replaced by a probe of their cores.
+        wrapper, seen_in = os.path.join(folder, "mpirun-probing-cores"), os.path.join(folder, "cores-seen")
+        os.mkdir(seen_in)
+        probe = [sys.executable, "-c", CORES_SEEN, seen_in]
+        with open(wrapper, "w") as out:
+            out.write(f"#!{sys.executable}\nimport os, sys\nargs = sys.argv[1:]\nat = args.index('-np') + 2\n"
+                      f"os.execv({mpiexec!r}, [{mpiexec!r}, *args[:at], *{probe!r}])\n")
+        os.chmod(wrapper, 0o755)
+        run([trainsim, *args, "--launcher", "mpi", "--mpirun", wrapper])
+        cores = len(os.sched_getaffinity(0))
+        seen = sorted(os.listdir(seen_in))
+        if seen != [f"{rank} {cores}" for rank in (0, 1)]:
+            sys.exit(f"the launcher's ranks saw (rank cores) {seen}, not this process's {cores} each")
+        print(f"--launcher mpi: each of 2 ranks sees the {cores} cores")
         # --no-evaluate reaches the ranks the launcher starts.
         unscored = os.path.join(folder, "unscored.json")
         run([trainsim, "run", "--model", "fmnist-mlp", "--strategy", "dp-ring", "--devices", "cpu:2", "--iterations",

@@ -62,6 +62,36 @@ TEST(MpiLaunch, WithoutHostsTheRanksShareThisMachine) {
   }
 }
 
+// Open MPI binds each of two ranks or fewer to one core; the ranks are
+// left unbound, the executor pinning each worker's threads, unless the
+// environment chose a binding.
+TEST(MpiLaunch, TheRanksAreBoundToNoCoreUnlessTheEnvironmentBindsThem) {
+  LaunchOptions o;
+  o.launcher = "mpi";
+  for (const std::string& hosts : {std::string(), std::string("a,b")}) {
+    o.hosts = hosts;
+    const auto command = mpirun_command(o, 2, {"run"}, "/opt/trainsim");
+    const auto bind = std::find(command.begin(), command.end(), "--bind-to");
+    if (std::getenv("OMPI_MCA_hwloc_base_binding_policy") == nullptr) {
+      ASSERT_NE(bind, command.end()) << "hosts: '" << hosts << "'";
+      EXPECT_EQ(*(bind + 1), "none");
+      EXPECT_EQ(std::count(command.begin(), command.end(), "--bind-to"), 1);
+      EXPECT_LT(bind - command.begin(), std::find(command.begin(), command.end(), "-np") - command.begin())
+          << "an option of mpirun's, not of the ranks'";
+    } else {
+      EXPECT_EQ(bind, command.end());
+    }
+  }
+  // An emulated cluster's own options bind none, once.
+  EmulatedCluster c;
+  c.name = "bt";
+  c.folder = "/run/trainsim-emulate/bt";
+  c.subnet = "10.77.1.0/24";
+  c.link = "1gbit";
+  const std::string options = c.mpirun_options();
+  EXPECT_NE(options.find(" --bind-to none "), std::string::npos) << options;
+}
+
 TEST(MpiLaunch, ProgressLinesAndLostRanksAreRead) {
   int64_t done = 0, total = 0;
   EXPECT_TRUE(read_progress_line(progress_line(17, 100), done, total));
