@@ -130,7 +130,7 @@ def main():
         probe = [sys.executable, "-c", CORES_SEEN, seen_in]
         with open(wrapper, "w") as out:
             out.write(f"#!{sys.executable}\nimport os, sys\nargs = sys.argv[1:]\nat = args.index('-np') + 2\n"
-                      f"os.execv({mpiexec!r}, [{mpiexec!r}, *args[:at], *{probe!r}])\n")
+                      f"os.execvp({mpiexec!r}, [{mpiexec!r}, *args[:at], *{probe!r}])\n")
         os.chmod(wrapper, 0o755)
         run([trainsim, *args, "--launcher", "mpi", "--mpirun", wrapper])
         cores = len(os.sched_getaffinity(0))
