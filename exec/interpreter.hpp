@@ -162,6 +162,10 @@ bool communication_shares_compute_core(int64_t workers, int64_t cores);
 // mod the usable cores).
 int worker_thread_core(int32_t worker, int64_t workers, int64_t cores, bool compute);
 
+// The cores worker_thread_core gives each worker's threads: 1 where they
+// share their compute thread's, else 2.
+int64_t cores_per_worker(int64_t workers, int64_t cores);
+
 ExecResult execute_plan(const Plan& plan, const Network& network, const Weights& initial, const BatchSource& batches,
                         const ExecOptions& options);
 

@@ -244,6 +244,9 @@ void run_training(const RunOptions& o, CommandContext& ctx) {
           "cpu:" + std::to_string(mpi->size()) + " or cuda:Gx" + std::to_string(mpi->size()) + ", one worker per rank");
     }
     if (devices.gpu) check_cuda_device(model, gpu_of_worker.at(static_cast<size_t>(mpi->rank())), "--devices");
+    if (const std::string note = bound_rank_note(workers); mpi->rank() == 0 && !note.empty()) {
+      ctx.err << note << "\n" << std::flush;
+    }
     options.local_endpoints = {mpi->rank()};
     const std::vector<int> host_of = mpi_host_of_ranks();
     if (devices.gpu) {  // this rank's share of its GPU: the ranks of its host on the same GPU share it

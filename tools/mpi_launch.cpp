@@ -18,6 +18,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "exec/interpreter.hpp"
 #include "model/error.hpp"
 #include "tools/emulate.hpp"
 #include "tools/launch_watchdog.hpp"
@@ -188,6 +189,19 @@ std::vector<std::string> mpirun_command(const LaunchOptions& o, int64_t ranks, c
   command.insert(command.end(), {"-np", std::to_string(ranks), executable});
   command.insert(command.end(), rank_args.begin(), rank_args.end());
   return command;
+}
+
+std::string bound_rank_note(int64_t workers, int64_t usable, int64_t online) {
+  const int64_t wanted = std::min(online, cores_per_worker(workers, online));
+  if (usable >= online || wanted <= usable) return "";
+  return "trainsim: note: this rank may run on " + std::to_string(usable) + " of the " + std::to_string(online) +
+         " cores this computer has online, where its worker's threads would take " + std::to_string(wanted) +
+         " (mpirun binds each rank of a job of two or fewer to one core); `mpirun --bind-to none` leaves the cores "
+         "to trainsim, which pins each thread itself, as --launcher mpi does";
+}
+
+std::string bound_rank_note(int64_t workers) {
+  return bound_rank_note(workers, usable_cores(), std::max<int64_t>(1, sysconf(_SC_NPROCESSORS_ONLN)));
 }
 
 std::string this_executable() {

@@ -47,6 +47,15 @@ void check_launch_options(const LaunchOptions& o);
 std::vector<std::string> mpirun_command(const LaunchOptions& o, int64_t ranks, const std::vector<std::string>& rank_args,
                                         const std::string& executable);
 
+// A rank that may run on `usable` of its computer's `online` cores, where
+// the executor would give its worker's threads more of them
+// (cores_per_worker of `workers` on `online` cores, exec/interpreter.hpp):
+// the note that says so, and how to leave the cores to trainsim (mpirun
+// binds each rank of a job of two or fewer to one core); empty otherwise.
+std::string bound_rank_note(int64_t workers, int64_t usable, int64_t online);
+// The same for this process: its usable cores among the online ones.
+std::string bound_rank_note(int64_t workers);
+
 // This process's executable (/proc/self/exe).
 std::string this_executable();
 

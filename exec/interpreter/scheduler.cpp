@@ -151,4 +151,8 @@ int worker_thread_core(int32_t worker, int64_t workers, int64_t cores, bool comp
   return static_cast<int>(workers) + worker;
 }
 
+int64_t cores_per_worker(int64_t workers, int64_t cores) {
+  return communication_shares_compute_core(workers, cores) ? 1 : 2;
+}
+
 }  // namespace trainsim

@@ -138,6 +138,22 @@ def main():
         if seen != [f"{rank} {cores}" for rank in (0, 1)]:
             sys.exit(f"the launcher's ranks saw (rank cores) {seen}, not this process's {cores} each")
         print(f"--launcher mpi: each of 2 ranks sees the {cores} cores")
+        # A rank mpirun bound to one core, whose worker's threads would take
+        # two (a computer of two cores or more), is told so; unbound, or
+        # started by the launcher, it is told only where this process itself
+        # may run on one core.
+        alone = ["run", "--model", "fmnist-mlp", "--strategy", "single", "--devices", "cpu:1", "--iterations", "2",
+                 "--batch", "16", "--quiet", "--no-evaluate"]
+        online, usable = os.cpu_count(), len(os.sched_getaffinity(0))
+        for how, command, told in (
+                ("bound to a core", [mpiexec, "-np", "1", "--bind-to", "core", trainsim, *alone], online >= 2),
+                ("bound to none", [mpiexec, "-np", "1", "--bind-to", "none", trainsim, *alone], usable == 1 < online),
+                ("started by the launcher", [trainsim, *alone, "--launcher", "mpi", "--mpirun", mpiexec],
+                 usable == 1 < online)):
+            said = run(command, env).stderr
+            if ("--bind-to none" in said) != told:
+                sys.exit(f"a rank {how} was {'not ' if told else ''}told of its cores:\n{said}")
+        print("a rank mpirun bound to one core is told so, an unbound one not")
         # --no-evaluate reaches the ranks the launcher starts.
         unscored = os.path.join(folder, "unscored.json")
         run([trainsim, "run", "--model", "fmnist-mlp", "--strategy", "dp-ring", "--devices", "cpu:2", "--iterations",

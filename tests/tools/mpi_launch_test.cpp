@@ -92,6 +92,26 @@ TEST(MpiLaunch, TheRanksAreBoundToNoCoreUnlessTheEnvironmentBindsThem) {
   EXPECT_NE(options.find(" --bind-to none "), std::string::npos) << options;
 }
 
+// A rank mpirun bound to fewer cores than the executor would give its
+// worker's threads on this computer is told so; one whose binding takes
+// nothing from them is not.
+TEST(MpiLaunch, ARankBoundToFewerCoresThanItsThreadsWouldTakeIsTold) {
+  // Two ranks on 16 cores: each worker's compute thread and its other
+  // threads on two cores of their own, where mpirun left each rank one.
+  const std::string note = bound_rank_note(2, 1, 16);
+  EXPECT_NE(note.find("may run on 1 of the 16 cores this computer has online"), std::string::npos) << note;
+  EXPECT_NE(note.find("would take 2"), std::string::npos) << note;
+  EXPECT_NE(note.find("--bind-to none"), std::string::npos) << note;
+  // One rank on two cores: its threads would take both.
+  EXPECT_FALSE(bound_rank_note(1, 1, 2).empty());
+  // Two ranks on two cores, one each: their threads share it anyway.
+  EXPECT_TRUE(bound_rank_note(2, 1, 2).empty());
+  // Every core usable, or as many as the threads take.
+  EXPECT_TRUE(bound_rank_note(2, 16, 16).empty());
+  EXPECT_TRUE(bound_rank_note(2, 2, 16).empty());
+  EXPECT_TRUE(bound_rank_note(1, 1, 1).empty());
+}
+
 TEST(MpiLaunch, ProgressLinesAndLostRanksAreRead) {
   int64_t done = 0, total = 0;
   EXPECT_TRUE(read_progress_line(progress_line(17, 100), done, total));
