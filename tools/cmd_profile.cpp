@@ -112,6 +112,13 @@ std::vector<std::string> rank_arguments(const ProfileOptions& o) {
   return a;
 }
 
+// A cluster measured by one rank: across MPI its links are measured between
+// ranks, and one has none.
+InputError one_rank_cluster(const std::string& two_ranks) {
+  return InputError("--cluster-out", "is asked of one rank, which has no link to another to measure",
+                    "two ranks or more (" + two_ranks + "), or one process without MPI");
+}
+
 // Under mpirun: every rank profiles the layers at once (each on one
 // thread), then the ranks measure their links and hosts together
 // (measure_transport_cluster); rank 0 writes both.
@@ -121,6 +128,7 @@ void run_measured_ranks(const ProfileOptions& o, const Model& model, CommandCont
   if (parse_cpu_device(o.device, o.concurrent) != 1) {
     throw InputError("--device", "is " + o.device + " under mpirun", "cpu: one worker, one measuring thread, per rank");
   }
+  if (!o.cluster_out.empty() && mpi.size() < 2) throw one_rank_cluster("mpirun -np 2");
   const bool reports = mpi.rank() == 0;
   MeasureOptions measure;
   measure.repeats = o.repeats;
@@ -161,7 +169,10 @@ void run_measured(const ProfileOptions& o, CommandContext& ctx) {
   parse_gpu_precision(o.precision, false);
   const int64_t threads = parse_cpu_device(o.device, o.concurrent);
   const Model model = load_model(o.model, "--model");
-  if (o.launch.launcher == "mpi") return launch_ranks(o.launch, threads, rank_arguments(o), ctx, "profiling", o.quiet);
+  if (o.launch.launcher == "mpi") {
+    if (!o.cluster_out.empty() && threads < 2) throw one_rank_cluster("--device cpu:2");
+    return launch_ranks(o.launch, threads, rank_arguments(o), ctx, "profiling", o.quiet);
+  }
   if (under_mpirun()) return run_measured_ranks(o, model, ctx);
   MeasureOptions measure;
   measure.repeats = o.repeats;

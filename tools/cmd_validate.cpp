@@ -232,6 +232,11 @@ void run_validate(const ValidateCliOptions& o, CommandContext& ctx) {
     check_cuda_device(model, devices.gpu->index, "--devices");
     for (const int gpu : devices.gpu->each) check_cuda_device(model, gpu, "--devices");
   }
+  if ((o.launch.launcher == "mpi" || under_mpirun()) && workers < 2) {  // the ranks measure the links between them
+    throw InputError("--devices",
+                     "is " + o.devices + " across MPI processes: one rank, with no link to another to measure",
+                     "cpu:2 or more, or one process: no --launcher mpi, not under mpirun");
+  }
   if (o.max_rounds > 0 && o.max_rounds < o.rounds) {
     throw InputError("--max-rounds", std::to_string(o.max_rounds) + " is below --rounds " + std::to_string(o.rounds),
                      "at least as many rounds as --rounds");
@@ -246,6 +251,9 @@ void run_validate(const ValidateCliOptions& o, CommandContext& ctx) {
   std::shared_ptr<void> mpi;  // MPI for the command under mpirun (mpi_ranks)
   if (under_mpirun()) options.ranks = mpi_ranks(o, workers, mpi);
   const bool reports = options.ranks.rank <= 0;
+  if (const std::string note = under_mpirun() ? bound_rank_note(workers) : ""; reports && !note.empty()) {
+    ctx.err << note << "\n" << std::flush;
+  }
   options.batch_size = o.batch;
   options.iterations = o.iterations;
   options.rounds = o.rounds;

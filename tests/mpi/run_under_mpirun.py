@@ -154,6 +154,18 @@ def main():
             if ("--bind-to none" in said) != told:
                 sys.exit(f"a rank {how} was {'not ' if told else ''}told of its cores:\n{said}")
         print("a rank mpirun bound to one core is told so, an unbound one not")
+        # One rank has no link to another to measure: validate and profile's
+        # cluster are refused in one line, not failed on a cluster of no link.
+        for what, command in (
+                ("validate", ["validate", "--model", "fmnist-mlp", "--devices", "cpu:1", "--quiet"]),
+                ("profile --cluster-out", ["profile", "--model", "fmnist-mlp", "--device", "cpu:1", "--quiet", "--out",
+                                           os.path.join(folder, "one.json"), "--cluster-out",
+                                           os.path.join(folder, "one-cluster.json")])):
+            one = subprocess.run([mpiexec, "-np", "1", trainsim, *command], capture_output=True, text=True, env=env,
+                                 timeout=120)
+            if one.returncode == 0 or "one rank" not in one.stderr or "(a value > 0)" in one.stderr:
+                sys.exit(f"{what} of one rank under mpirun was not refused in one line:\n{one.stderr}")
+        print("validate and profile --cluster-out of one rank under mpirun: refused")
         # --no-evaluate reaches the ranks the launcher starts.
         unscored = os.path.join(folder, "unscored.json")
         run([trainsim, "run", "--model", "fmnist-mlp", "--strategy", "dp-ring", "--devices", "cpu:2", "--iterations",

@@ -112,6 +112,19 @@ TEST(MpiLaunch, ARankBoundToFewerCoresThanItsThreadsWouldTakeIsTold) {
   EXPECT_TRUE(bound_rank_note(1, 1, 1).empty());
 }
 
+// Across MPI a cluster's links are measured between ranks: one rank has
+// none, and is refused before mpirun starts.
+TEST(MpiLaunch, AClusterOfOneRankIsRefusedBeforeTheRankStarts) {
+  auto r = run_cli({"validate", "--model", "fmnist-mlp", "--devices", "cpu:1", "--launcher", "mpi", "--mpirun",
+                    "/nonexistent/mpirun"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("--devices: is cpu:1 across MPI processes: one rank"), std::string::npos) << r.err;
+  r = run_cli({"profile", "--model", "fmnist-mlp", "--device", "cpu:1", "--out", "/tmp/unwritten-profile.json",
+               "--cluster-out", "/tmp/unwritten-cluster.json", "--launcher", "mpi", "--mpirun", "/nonexistent/mpirun"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("--cluster-out: is asked of one rank"), std::string::npos) << r.err;
+}
+
 TEST(MpiLaunch, ProgressLinesAndLostRanksAreRead) {
   int64_t done = 0, total = 0;
   EXPECT_TRUE(read_progress_line(progress_line(17, 100), done, total));
