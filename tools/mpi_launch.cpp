@@ -51,8 +51,9 @@ bool binding_set(const std::vector<std::string>& options) {
          std::find(options.begin(), options.end(), "--bind-to") != options.end();
 }
 
-// The options that place the ranks: an emulated cluster's, --hosts' or --hostfile's.
-std::vector<std::string> host_options(const LaunchOptions& o) {
+// The options that place `ranks` ranks: an emulated cluster's (InputError
+// where its slots are fewer), --hosts' or --hostfile's.
+std::vector<std::string> host_options(const LaunchOptions& o, int64_t ranks) {
   if (!o.hosts.empty()) return {"--host", o.hosts};
   if (!o.hostfile.empty()) {
     if (!std::filesystem::is_regular_file(o.hostfile)) {
@@ -66,6 +67,14 @@ std::vector<std::string> host_options(const LaunchOptions& o) {
     if (!s.alive) {
       throw InputError("--emulated", "cluster '" + o.emulated + "' is no longer whole",
                        "a cluster `trainsim cluster emulate up` made again");
+    }
+    const int64_t slots = int64_t{s.cluster.hosts} * s.cluster.workers_per_host;
+    if (ranks > slots) {
+      throw InputError("--emulated",
+                       "cluster '" + o.emulated + "' has " + std::to_string(slots) + " slots (" +
+                           std::to_string(s.cluster.hosts) + " hosts of " + std::to_string(s.cluster.workers_per_host) +
+                           ") for " + std::to_string(ranks) + " ranks",
+                       "as many workers as slots or fewer, or a cluster made with more --hosts or --workers-per-host");
     }
     return split_words(s.cluster.mpirun_options());
   }
@@ -162,7 +171,7 @@ void check_launch_options(const LaunchOptions& o) {
 std::vector<std::string> mpirun_command(const LaunchOptions& o, int64_t ranks, const std::vector<std::string>& rank_args,
                                         const std::string& executable) {
   std::vector<std::string> command{o.mpirun};
-  const std::vector<std::string> hosts = host_options(o);
+  const std::vector<std::string> hosts = host_options(o, ranks);
   command.insert(command.end(), hosts.begin(), hosts.end());
   if (geteuid() == 0 && std::getenv("OMPI_ALLOW_RUN_AS_ROOT") == nullptr) command.push_back("--allow-run-as-root");
   if (hosts.empty() && std::getenv("OMPI_MCA_rmaps_base_oversubscribe") == nullptr) command.push_back("--oversubscribe");

@@ -61,6 +61,12 @@ def main():
             seen = sorted(os.listdir(seen_in))
         if seen != [f"{rank} {cores}" for rank in (0, 1)]:
             sys.exit(f"ranks started with the printed options saw (rank cores) {seen}, not this machine's {cores}")
+        # More ranks than the hosts' slots: one line before mpirun starts.
+        over = run([trainsim, "run", "--model", "fmnist-mlp", "--strategy", "dp-ring", "--devices", "cpu:3",
+                    "--iterations", "1", "--quiet", "--launcher", "mpi", "--emulated", NAME, "--mpirun", mpiexec],
+                   check=False)
+        if over.returncode != 2 or f"--emulated: cluster '{NAME}' has 2 slots (2 hosts of 1) for 3 ranks" not in over.stderr:
+            sys.exit(f"3 ranks on 2 slots were not refused in one line ({over.returncode}):\n{over.stderr}")
         args = ["run", "--model", "fmnist-mlp", "--strategy", "dp-ring", "--devices", "cpu:2", "--iterations", "4",
                 "--batch", "16", "--quiet"]
         with tempfile.TemporaryDirectory() as folder:
