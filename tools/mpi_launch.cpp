@@ -51,10 +51,35 @@ bool binding_set(const std::vector<std::string>& options) {
          std::find(options.begin(), options.end(), "--bind-to") != options.end();
 }
 
-// The options that place `ranks` ranks: an emulated cluster's (InputError
-// where its slots are fewer), --hosts' or --hostfile's.
+// The slots of mpirun's --host list: a host of each entry, `name` one,
+// `name:N` N; -1 where an entry is not of that form.
+int64_t host_list_slots(const std::string& hosts) {
+  static const std::regex entry(R"(([^:,\s]+)(:([1-9][0-9]{0,5}))?)");
+  int64_t slots = 0;
+  std::istringstream in(hosts);
+  for (std::string e; std::getline(in, e, ',');) {
+    std::smatch m;
+    if (!std::regex_match(e, m, entry)) return -1;
+    slots += m[3].matched ? std::stoll(m[3].str()) : 1;
+  }
+  return slots;
+}
+
+// The options that place `ranks` ranks: an emulated cluster's or --hosts'
+// (InputError where their slots are fewer), or --hostfile's.
 std::vector<std::string> host_options(const LaunchOptions& o, int64_t ranks) {
-  if (!o.hosts.empty()) return {"--host", o.hosts};
+  if (!o.hosts.empty()) {
+    const int64_t slots = host_list_slots(o.hosts);
+    if (slots < 0)
+      throw InputError("--hosts", "is '" + o.hosts + "'", "hosts separated by commas, each name or name:N");
+    if (ranks > slots) {
+      throw InputError(
+          "--hosts",
+          "'" + o.hosts + "' gives " + std::to_string(slots) + " slots for " + std::to_string(ranks) + " ranks",
+          "as many workers as slots or fewer; name:N for N ranks on a host");
+    }
+    return {"--host", o.hosts};
+  }
   if (!o.hostfile.empty()) {
     if (!std::filesystem::is_regular_file(o.hostfile)) {
       throw InputError("--hostfile", "'" + o.hostfile + "' is not a file", "mpirun's hostfile: one host per line");

@@ -2,7 +2,6 @@
 // lines it reads back from the ranks and from mpirun, and the option
 // errors. tests/mpi/launcher.py runs it for real (ctest mpi_launcher).
 #include "tools/mpi_launch.hpp"
-#include "tools/emulate.hpp"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -10,7 +9,9 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "model/error.hpp"
 #include "tests/tools/cli_fixtures.hpp"
+#include "tools/emulate.hpp"
 
 namespace trainsim {
 namespace {
@@ -123,6 +124,25 @@ TEST(MpiLaunch, AClusterOfOneRankIsRefusedBeforeTheRankStarts) {
                "--cluster-out", "/tmp/unwritten-cluster.json", "--launcher", "mpi", "--mpirun", "/nonexistent/mpirun"});
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.err.find("--cluster-out: is asked of one rank"), std::string::npos) << r.err;
+}
+
+// mpirun's --host list gives a host one slot, or N as name:N; more ranks
+// than slots are refused in one line before mpirun starts.
+TEST(MpiLaunch, MoreRanksThanTheHostsSlotsAreRefused) {
+  LaunchOptions o;
+  o.launcher = "mpi";
+  o.hosts = "a,b:2";
+  EXPECT_NO_THROW(mpirun_command(o, 3, {"run"}, "/opt/trainsim"));
+  try {
+    mpirun_command(o, 4, {"run"}, "/opt/trainsim");
+    ADD_FAILURE() << "4 ranks on 3 slots";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("gives 3 slots for 4 ranks"), std::string::npos) << e.what();
+  }
+  for (const std::string bad : {"a,,b", "a:0", "a:x", "a b", ":2"}) {
+    o.hosts = bad;
+    EXPECT_THROW(mpirun_command(o, 1, {"run"}, "/opt/trainsim"), InputError) << bad;
+  }
 }
 
 TEST(MpiLaunch, ProgressLinesAndLostRanksAreRead) {
